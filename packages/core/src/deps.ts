@@ -1,0 +1,55 @@
+import type { Store } from './store.js';
+
+/** The source of time. Tests inject a fake one; production uses `Date.now`. */
+export interface Clock {
+  /** Milliseconds since the Unix epoch. */
+  now(): number;
+}
+
+/** The source of randomness: `n` bytes from a CSPRNG. */
+export type RandomBytes = (n: number) => Uint8Array;
+
+/** Structured logging. Never pass a token, a key or a bootstrap token. */
+export interface Logger {
+  info(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+  error(obj: object, msg?: string): void;
+}
+
+/** A logger that drops everything. */
+export const silentLogger: Logger = { info() {}, warn() {}, error() {} };
+
+/** Timing settings of the auth module, all in seconds. */
+export interface AuthSettings {
+  readonly accessTokenTtlSeconds: number;
+  readonly refreshTokenTtlSeconds: number;
+  readonly refreshReuseGraceSeconds: number;
+  readonly challengeTtlSeconds: number;
+  readonly sessionMaxLifetimeSeconds: number;
+  readonly bootstrapTokenTtlSeconds: number;
+  readonly pairingMaxTtlSeconds: number;
+}
+
+/** The defaults of {@link AuthSettings}; see the configuration docs for each meaning. */
+export const DEFAULT_AUTH_SETTINGS: AuthSettings = Object.freeze({
+  accessTokenTtlSeconds: 900,
+  refreshTokenTtlSeconds: 2_592_000,
+  refreshReuseGraceSeconds: 10,
+  challengeTtlSeconds: 60,
+  sessionMaxLifetimeSeconds: 7_776_000,
+  bootstrapTokenTtlSeconds: 900,
+  pairingMaxTtlSeconds: 900,
+});
+
+/**
+ * What every use case receives: the store, the clock, randomness, a logger, the project id
+ * (bound into every challenge) and the timing settings. Passed explicitly, never global.
+ */
+export interface AuthDeps {
+  readonly store: Store;
+  readonly clock: Clock;
+  readonly random: RandomBytes;
+  readonly log: Logger;
+  readonly projectId: string;
+  readonly settings: AuthSettings;
+}

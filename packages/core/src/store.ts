@@ -1,0 +1,296 @@
+import type { AuditEvent, AuditEventDraft } from './audit.js';
+import type { Realm } from './realm.js';
+
+/**
+ * The store contract: typed, domain-level operations with atomic semantics. All times are
+ * milliseconds since the Unix epoch; all digests are lowercase SHA-256 hex; public keys are
+ * lowercase hex. Every operation that takes an audit event commits the change and the event
+ * in ONE transaction (no event for a change that did not happen, no change without its event).
+ * Single-use things are used up by one atomic conditional update, so N concurrent attempts,
+ * in one process or many, yield exactly one winner.
+ */
+
+/** The version of this contract, part of a store addon's ABI. */
+export const STORE_CONTRACT_VERSION = 1;
+
+/** An enrolled device. `removedAt` is set when an operator removes it. */
+export interface DeviceRecord {
+  readonly id: string;
+  readonly publicKey: string;
+  readonly realm: Realm;
+  readonly subject: string;
+  readonly name: string;
+  readonly createdAt: number;
+  readonly removedAt: number | null;
+}
+
+/** A session and the lifetimes of its current token pair (the digests stay in the store). */
+export interface SessionRecord {
+  readonly id: string;
+  readonly realm: Realm;
+  readonly subject: string;
+  readonly deviceId: string;
+  readonly createdAt: number;
+  /** Absolute end of the session: no rotation extends it. */
+  readonly expiresAt: number;
+  readonly accessExpiresAt: number;
+  readonly refreshExpiresAt: number;
+  /** 0 at creation, +1 on every rotation (grace rotations included). */
+  readonly generation: number;
+  readonly lastRotatedAt: number | null;
+  readonly revokedAt: number | null;
+  readonly revokedReason: string | null;
+}
+
+/** A challenge a device must sign. */
+export interface ChallengeRecord {
+  readonly id: string;
+  readonly publicKey: string;
+  readonly realm: Realm;
+  /** The exact printable string the device signs. */
+  readonly challenge: string;
+  readonly createdAt: number;
+  readonly expiresAt: number;
+}
+
+/** An enrolment intent prepared by an admin and completed by a new device. */
+export interface PairingIntentRecord {
+  readonly id: string;
+  readonly realm: Realm;
+  readonly subject: string;
+  readonly name: string | null;
+  readonly codeDigest: string;
+  readonly createdAt: number;
+  readonly expiresAt: number;
+  readonly createdBy: string;
+  readonly failures: number;
+  readonly completedAt: number | null;
+  readonly burnedAt: number | null;
+  readonly deviceId: string | null;
+}
+
+/** A new token pair, as digests and expiries, for a session. */
+export interface TokenPairDigests {
+  readonly accessDigest: string;
+  readonly refreshDigest: string;
+  readonly accessExpiresAt: number;
+  readonly refreshExpiresAt: number;
+}
+
+/** What consuming a bootstrap token led to. */
+export type BootstrapOutcome =
+  | { readonly kind: 'enrolled'; readonly device: DeviceRecord }
+  | { readonly kind: 'unknown' | 'expired' | 'used' | 'already_enrolled' };
+
+/** What presenting a refresh token led to. */
+export type RotationOutcome =
+  /** It was the current one: the session now holds the new pair. */
+  | { readonly kind: 'rotated'; readonly session: SessionRecord }
+  /** It was the immediately previous one, within the grace interval: the new pair replaced the one issued in between. */
+  | { readonly kind: 'rotated_in_grace'; readonly session: SessionRecord }
+  /** It was retired (previous outside grace, or older): the session is now revoked. */
+  | { readonly kind: 'reused'; readonly session: SessionRecord }
+  /** Unknown, expired, or its session is revoked or expired: nothing changed. */
+  | { readonly kind: 'invalid' };
+
+/** What completing a pairing intent led to. */
+export type PairingCompletion =
+  | { readonly kind: 'completed'; readonly device: DeviceRecord }
+  /** Someone else completed it first, or it expired or burned meanwhile. */
+  | { readonly kind: 'invalid' }
+  | { readonly kind: 'already_enrolled' };
+
+/** Counters for signed diagnostics: aggregates only, never per-user data. */
+export interface StoreStats {
+  readonly devices: Readonly<Record<Realm, number>>;
+  readonly activeSessions: Readonly<Record<Realm, number>>;
+  /** Count of audit events by type. */
+  readonly events: Readonly<Record<string, number>>;
+  readonly auditLength: number;
+  readonly auditHead: string;
+}
+
+/**
+ * The operations a control store implements. Their names are the store's "operation set",
+ * which addon verification compares with {@link STORE_OPERATIONS}.
+ */
+export interface Store {
+  /** Resolves when the store answers a trivial query; rejects when it is unreachable. */
+  ping(): Promise<void>;
+  /** Releases connections and file handles. */
+  close(): Promise<void>;
+
+  /** The project this control store belongs to, or null before `initProject`. */
+  getProject(): Promise<{ readonly projectId: string; readonly createdAt: number } | null>;
+  /** Records the project id once; later calls with any id leave it unchanged and return the stored one. */
+  initProject(input: { readonly projectId: string; readonly createdAt: number }): Promise<{ readonly projectId: string }>;
+
+  /**
+   * Stores a new bootstrap token (its digest only). Every earlier unused bootstrap token is
+   * superseded in the same transaction, so at most one is ever live.
+   */
+  issueBootstrapToken(
+    input: { readonly id: string; readonly digest: string; readonly createdAt: number; readonly expiresAt: number },
+    event: AuditEventDraft,
+  ): Promise<void>;
+  /**
+   * Uses up the bootstrap token with `digest` and enrolls `device`, atomically. Checks in
+   * this order: unknown (or superseded) → `unknown`; already used → `used`; `expiresAt <=
+   * now` → `expired`; the key already enrolled (an active device) → `already_enrolled`
+   * (the token stays unused). On success marks it used, inserts the device and appends
+   * `event`, all in one transaction.
+   */
+  consumeBootstrapToken(
+    input: { readonly digest: string; readonly now: number; readonly device: DeviceRecord },
+    event: AuditEventDraft,
+  ): Promise<BootstrapOutcome>;
+
+  /** Inserts a device with its event; `already_enrolled` when an active device has that key. */
+  enrollDevice(device: DeviceRecord, event: AuditEventDraft): Promise<'enrolled' | 'already_enrolled'>;
+  /** The active (not removed) device with that public key. */
+  findDeviceByPublicKey(publicKey: string): Promise<DeviceRecord | null>;
+  /** A device by id, removed or not. */
+  getDevice(id: string): Promise<DeviceRecord | null>;
+  /** Active devices, oldest first, optionally of one realm. */
+  listDevices(filter: { readonly realm?: Realm }): Promise<readonly DeviceRecord[]>;
+  /** Number of active devices in a realm. */
+  countDevices(realm: Realm): Promise<number>;
+  /**
+   * Marks the device removed and revokes all its active sessions (reason `device_removed`),
+   * with the event, in one transaction. `removed: false` when it was unknown or already removed
+   * (then nothing is written).
+   */
+  removeDevice(
+    input: { readonly deviceId: string; readonly now: number },
+    event: AuditEventDraft,
+  ): Promise<{ readonly removed: boolean; readonly revokedSessions: number }>;
+
+  /** Stores a challenge. */
+  createChallenge(challenge: ChallengeRecord): Promise<void>;
+  /**
+   * Uses up a challenge: returns it and marks it used if it exists, is unused and
+   * `expiresAt > now`; otherwise null. Exactly one of N concurrent calls gets it.
+   */
+  consumeChallenge(input: { readonly id: string; readonly now: number }): Promise<ChallengeRecord | null>;
+
+  /** Inserts a session with its first pair and its event. */
+  createSession(session: SessionRecord, pair: TokenPairDigests, event: AuditEventDraft): Promise<void>;
+  /** The session whose CURRENT access token has this digest (revoked or not, expired or not). */
+  findSessionByAccessDigest(digest: string): Promise<SessionRecord | null>;
+  /** A session by id. */
+  getSession(id: string): Promise<SessionRecord | null>;
+  /** Sessions not revoked with `expiresAt > now` and `refreshExpiresAt > now`, newest first. */
+  listActiveSessions(filter: {
+    readonly now: number;
+    readonly realm?: Realm;
+    readonly deviceId?: string;
+  }): Promise<readonly SessionRecord[]>;
+  /**
+   * The whole refresh decision, atomically, for the token whose digest is `presentedDigest`.
+   * A token whose session is in another realm than `realm` is `invalid` and changes nothing.
+   * - the session's current refresh token, session not revoked, `expiresAt > now` and
+   *   `refreshExpiresAt > now` → `rotated`: the session takes `next` (each expiry clamped to the
+   *   session's `expiresAt`), the presented token becomes the "previous" one with
+   *   `rotatedAt = now`, the token that was previous before is retired for good;
+   * - the previous one, session live, `now - rotatedAt <= graceMs` → `rotated_in_grace`: the
+   *   session takes `next`, the pair issued in between is retired, "previous" is unchanged;
+   * - the previous one outside grace, or any older retired one, session not revoked →
+   *   `reused`: the session is revoked (reason `refresh_token_reused`);
+   * - anything else (unknown, expired, session revoked or expired) → `invalid`, nothing written.
+   * `audit` is called once inside the transaction with the outcome and the session as it is
+   * after the change; the event it returns (if any) is appended in that transaction.
+   * Concurrent presentations of one token never leave two live pairs.
+   */
+  rotateRefreshToken(
+    input: {
+      readonly presentedDigest: string;
+      readonly realm: Realm;
+      readonly now: number;
+      readonly graceMs: number;
+      readonly next: TokenPairDigests;
+    },
+    audit: (outcome: Exclude<RotationOutcome, { kind: 'invalid' }>) => AuditEventDraft,
+  ): Promise<RotationOutcome>;
+  /**
+   * Revokes a session (sets `revokedAt = now`, `revokedReason = reason`) with its event.
+   * False, and nothing written, when it is unknown or already revoked.
+   */
+  revokeSession(
+    input: { readonly sessionId: string; readonly now: number; readonly reason: string },
+    event: AuditEventDraft,
+  ): Promise<boolean>;
+
+  /** Appends an event that records no state change (e.g. a failed sign-in). */
+  appendAuditEvent(event: AuditEventDraft): Promise<AuditEvent>;
+  /** Events with `seq > afterSeq`, in order, at most `limit`. */
+  listAuditEvents(input: { readonly afterSeq: number; readonly limit: number }): Promise<readonly AuditEvent[]>;
+  /** The last event's position and hash, or null for an empty chain. */
+  auditHead(): Promise<{ readonly seq: number; readonly hash: string } | null>;
+
+  /** Stores a pairing intent with its event. */
+  createPairingIntent(intent: PairingIntentRecord, event: AuditEventDraft): Promise<void>;
+  /** An intent by id. */
+  getPairingIntent(id: string): Promise<PairingIntentRecord | null>;
+  /**
+   * Counts one wrong code against a live intent, atomically; when the count reaches
+   * `maxFailures` the intent is burned (`burnedAt = now`). `event(failures, burned)` is called
+   * inside the transaction and its event appended. Null when the intent is unknown or no
+   * longer live (completed, burned, expired): nothing written.
+   */
+  recordPairingFailure(
+    input: { readonly id: string; readonly now: number; readonly maxFailures: number },
+    event: (failures: number, burned: boolean) => AuditEventDraft,
+  ): Promise<{ readonly failures: number; readonly burned: boolean } | null>;
+  /**
+   * Completes a live intent (not completed, not burned, `expiresAt > now`, code digest equal
+   * to `codeDigest`) and enrolls `device`, with the event, atomically. Exactly one of N
+   * concurrent completions wins.
+   */
+  completePairing(
+    input: { readonly id: string; readonly codeDigest: string; readonly now: number; readonly device: DeviceRecord },
+    event: AuditEventDraft,
+  ): Promise<PairingCompletion>;
+
+  /** Aggregate counters for diagnostics. */
+  stats(now: number): Promise<StoreStats>;
+}
+
+/** The operation set of {@link Store}: what a store addon must declare, exactly. */
+export const STORE_OPERATIONS = [
+  'ping',
+  'close',
+  'getProject',
+  'initProject',
+  'issueBootstrapToken',
+  'consumeBootstrapToken',
+  'enrollDevice',
+  'findDeviceByPublicKey',
+  'getDevice',
+  'listDevices',
+  'countDevices',
+  'removeDevice',
+  'createChallenge',
+  'consumeChallenge',
+  'createSession',
+  'findSessionByAccessDigest',
+  'getSession',
+  'listActiveSessions',
+  'rotateRefreshToken',
+  'revokeSession',
+  'appendAuditEvent',
+  'listAuditEvents',
+  'auditHead',
+  'createPairingIntent',
+  'getPairingIntent',
+  'recordPairingFailure',
+  'completePairing',
+  'stats',
+] as const satisfies readonly (keyof Store)[];
+
+/** A name in the operation set. */
+export type StoreOperation = (typeof STORE_OPERATIONS)[number];
+
+// Compile-time proof that the operation set names every member of Store.
+type UnlistedOperation = Exclude<keyof Store, StoreOperation>;
+const operationSetIsComplete: [UnlistedOperation] extends [never] ? true : never = true;
+void operationSetIsComplete;

@@ -1,0 +1,91 @@
+import type { AuthDeps } from '../deps.js';
+import { parseSignatureHex, verifyEd25519 } from '../ed25519.js';
+import { AuthError } from '../errors.js';
+import { isIdOfKind, newId } from '../ids.js';
+import type { Realm } from '../realm.js';
+import type { SessionRecord } from '../store.js';
+import { digestToken, mintToken } from '../tokens.js';
+import { type TokenPairJson, tokenPairToJson } from '../wire.js';
+import { auditDraft } from './event.js';
+
+/**
+ * Signs a device in: uses up the challenge, verifies the Ed25519 signature over its exact
+ * string, checks the key is enrolled in `realm`, and creates a session with a fresh opaque
+ * token pair. Every refusal after the input is well-formed is audited as `signin.failed`.
+ *
+ * @example
+ * const pair = await createSession(deps, { challengeId, signature, realm: 'management' });
+ */
+export async function createSession(
+  deps: AuthDeps,
+  input: { readonly challengeId: unknown; readonly signature: unknown; readonly realm: Realm },
+): Promise<TokenPairJson> {
+  if (typeof input.challengeId !== 'string' || input.challengeId.length > 64) {
+    throw new AuthError('invalid_request', 'challenge_id must be a challenge id string');
+  }
+  const signature = parseSignatureHex(input.signature);
+  const realm = input.realm;
+  const fail = async (code: 'invalid_challenge' | 'invalid_signature', reason: string, detail: string) => {
+    await deps.store.appendAuditEvent(
+      auditDraft(deps, 'signin.failed', { realm, data: { reason, challenge_id: input.challengeId as string } }),
+    );
+    deps.log.warn({ event: 'signin.failed', realm, reason }, 'sign-in refused');
+    return new AuthError(code, detail);
+  };
+  const now = deps.clock.now();
+  const challenge = isIdOfKind(input.challengeId, 'challenge') ? await deps.store.consumeChallenge({ id: input.challengeId, now }) : null;
+  if (challenge === null) {
+    throw await fail('invalid_challenge', 'challenge_unknown_expired_or_used', 'unknown, expired or already used challenge');
+  }
+  if (challenge.realm !== realm) {
+    throw await fail('invalid_challenge', 'challenge_for_other_realm', 'the challenge was issued for another realm');
+  }
+  if (!verifyEd25519(challenge.publicKey, Buffer.from(challenge.challenge, 'utf8'), signature)) {
+    throw await fail('invalid_signature', 'bad_signature', 'the signature does not verify');
+  }
+  const device = await deps.store.findDeviceByPublicKey(challenge.publicKey);
+  if (device === null || device.realm !== realm) {
+    throw await fail(
+      'invalid_signature',
+      device === null ? 'key_not_enrolled' : 'key_in_other_realm',
+      `the key is not enrolled in the ${realm} realm`,
+    );
+  }
+  const access = mintToken('access', deps.random);
+  const refresh = mintToken('refresh', deps.random);
+  const s = deps.settings;
+  const expiresAt = now + s.sessionMaxLifetimeSeconds * 1000;
+  const session: SessionRecord = {
+    id: newId('session', deps.clock, deps.random),
+    realm,
+    subject: device.subject,
+    deviceId: device.id,
+    createdAt: now,
+    expiresAt,
+    accessExpiresAt: Math.min(now + s.accessTokenTtlSeconds * 1000, expiresAt),
+    refreshExpiresAt: Math.min(now + s.refreshTokenTtlSeconds * 1000, expiresAt),
+    generation: 0,
+    lastRotatedAt: null,
+    revokedAt: null,
+    revokedReason: null,
+  };
+  await deps.store.createSession(
+    session,
+    {
+      accessDigest: digestToken(access),
+      refreshDigest: digestToken(refresh),
+      accessExpiresAt: session.accessExpiresAt,
+      refreshExpiresAt: session.refreshExpiresAt,
+    },
+    auditDraft(deps, 'session.created', {
+      realm,
+      subject: device.subject,
+      deviceId: device.id,
+      sessionId: session.id,
+      at: now,
+      data: { challenge_id: challenge.id, amr: 'ed25519' },
+    }),
+  );
+  deps.log.info({ event: 'session.created', session_id: session.id, device_id: device.id, realm }, 'session created');
+  return tokenPairToJson(session, access, refresh, now);
+}

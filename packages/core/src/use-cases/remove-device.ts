@@ -1,0 +1,42 @@
+import type { AuthDeps } from '../deps.js';
+import { AuthError } from '../errors.js';
+import { isIdOfKind } from '../ids.js';
+import type { Principal } from '../principal.js';
+import { auditDraft } from './event.js';
+
+/**
+ * Removes an enrolled device and revokes all its sessions in one transaction. Refuses to
+ * remove the last management device, which would lock every administrator out (recovery would
+ * then need shell access to the control directory).
+ *
+ * @example
+ * await removeDevice(deps, { principal, deviceId: 'dev_...' });
+ */
+export async function removeDevice(
+  deps: AuthDeps,
+  input: { readonly principal: Principal | null; readonly deviceId: unknown; readonly force?: boolean },
+): Promise<{ readonly device_id: string; readonly removed: true; readonly revoked_sessions: number }> {
+  const { deviceId } = input;
+  if (typeof deviceId !== 'string' || !isIdOfKind(deviceId, 'device')) {
+    throw new AuthError('invalid_request', 'device_id must be a device id (dev_...)');
+  }
+  const device = await deps.store.getDevice(deviceId);
+  if (device === null || device.removedAt !== null) throw new AuthError('not_found', 'no such device');
+  if (device.realm === 'management' && input.force !== true && (await deps.store.countDevices('management')) <= 1) {
+    throw new AuthError('invalid_request', 'refusing to remove the last management device; enroll another one first');
+  }
+  const now = deps.clock.now();
+  const result = await deps.store.removeDevice(
+    { deviceId, now },
+    auditDraft(deps, 'device.removed', {
+      realm: device.realm,
+      subject: device.subject,
+      deviceId,
+      at: now,
+      data: { by_subject: input.principal?.subject ?? 'operator-cli' },
+    }),
+  );
+  if (!result.removed) throw new AuthError('not_found', 'no such device');
+  deps.log.info({ event: 'device.removed', device_id: deviceId, revoked_sessions: result.revokedSessions }, 'device removed');
+  return { device_id: deviceId, removed: true, revoked_sessions: result.revokedSessions };
+}

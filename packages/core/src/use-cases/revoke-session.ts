@@ -1,0 +1,46 @@
+import type { AuthDeps } from '../deps.js';
+import { AuthError } from '../errors.js';
+import { isIdOfKind } from '../ids.js';
+import type { Principal } from '../principal.js';
+import { auditDraft } from './event.js';
+
+/**
+ * Revokes a session immediately: its access and refresh tokens are refused from the next
+ * request on, in every process sharing the store. With no `sessionId` the principal logs
+ * itself out. Revoking another session needs a management principal; an application
+ * principal may only log itself out. Revoking an already revoked session succeeds (idempotent)
+ * without a second event.
+ *
+ * @example
+ * await revokeSession(deps, { principal, sessionId: 'ses_...' });
+ */
+export async function revokeSession(
+  deps: AuthDeps,
+  input: { readonly principal: Principal; readonly sessionId?: unknown },
+): Promise<{ readonly session_id: string; readonly revoked: true }> {
+  const { principal } = input;
+  const sessionId = input.sessionId ?? principal.session;
+  if (typeof sessionId !== 'string' || !isIdOfKind(sessionId, 'session')) {
+    throw new AuthError('invalid_request', 'session_id must be a session id (ses_...)');
+  }
+  const target = await deps.store.getSession(sessionId);
+  if (target === null || (principal.realm !== 'management' && target.id !== principal.session)) {
+    throw new AuthError('not_found', 'no such session');
+  }
+  const now = deps.clock.now();
+  const logout = target.id === principal.session;
+  const reason = logout ? 'logout' : 'revoked_by_admin';
+  const changed = await deps.store.revokeSession(
+    { sessionId, now, reason },
+    auditDraft(deps, 'session.revoked', {
+      realm: target.realm,
+      subject: target.subject,
+      deviceId: target.deviceId,
+      sessionId,
+      at: now,
+      data: { reason, by_subject: principal.subject, by_session: principal.session },
+    }),
+  );
+  if (changed) deps.log.info({ event: 'session.revoked', session_id: sessionId, reason }, 'session revoked');
+  return { session_id: sessionId, revoked: true };
+}

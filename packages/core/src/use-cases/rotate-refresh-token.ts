@@ -1,0 +1,71 @@
+import type { AuthDeps } from '../deps.js';
+import { AuthError } from '../errors.js';
+import type { Realm } from '../realm.js';
+import { digestToken, isTokenOfKind, mintToken } from '../tokens.js';
+import { type TokenPairJson, tokenPairToJson } from '../wire.js';
+import { auditDraft } from './event.js';
+
+/**
+ * Rotates a session's token pair with its single-use refresh token. The immediately previous
+ * token, within the grace interval, is answered like a rotation (the pair issued in between is
+ * retired); any other retired token revokes the whole session (`refresh_token_reused`). Every
+ * outcome that changes state is audited in the same transaction. A token of a session in
+ * another realm is refused as unknown and changes nothing (realm binding).
+ *
+ * @example
+ * const pair = await rotateRefreshToken(deps, { refreshToken, realm: 'management' });
+ */
+export async function rotateRefreshToken(
+  deps: AuthDeps,
+  input: { readonly refreshToken: unknown; readonly realm: Realm },
+): Promise<TokenPairJson> {
+  if (!isTokenOfKind(input.refreshToken, 'refresh')) {
+    if (typeof input.refreshToken !== 'string') {
+      throw new AuthError('invalid_request', 'refresh_token must be a string');
+    }
+    throw new AuthError('invalid_refresh_token', 'unknown refresh token');
+  }
+  const presentedDigest = digestToken(input.refreshToken);
+  const now = deps.clock.now();
+  const s = deps.settings;
+  const access = mintToken('access', deps.random);
+  const refresh = mintToken('refresh', deps.random);
+  const outcome = await deps.store.rotateRefreshToken(
+    {
+      presentedDigest,
+      realm: input.realm,
+      now,
+      graceMs: s.refreshReuseGraceSeconds * 1000,
+      next: {
+        accessDigest: digestToken(access),
+        refreshDigest: digestToken(refresh),
+        accessExpiresAt: now + s.accessTokenTtlSeconds * 1000,
+        refreshExpiresAt: now + s.refreshTokenTtlSeconds * 1000,
+      },
+    },
+    (o) =>
+      auditDraft(
+        deps,
+        o.kind === 'rotated' ? 'session.rotated' : o.kind === 'rotated_in_grace' ? 'session.rotated_in_grace' : 'session.refresh_reused',
+        {
+          realm: o.session.realm,
+          subject: o.session.subject,
+          deviceId: o.session.deviceId,
+          sessionId: o.session.id,
+          at: now,
+          data: o.kind === 'reused' ? { revoked: true } : { generation: o.session.generation },
+        },
+      ),
+  );
+  switch (outcome.kind) {
+    case 'rotated':
+    case 'rotated_in_grace':
+      deps.log.info({ event: `session.${outcome.kind}`, session_id: outcome.session.id }, 'token pair rotated');
+      return tokenPairToJson(outcome.session, access, refresh, now);
+    case 'reused':
+      deps.log.warn({ event: 'session.refresh_reused', session_id: outcome.session.id }, 'refresh token reused: session revoked');
+      throw new AuthError('refresh_token_reused', 'the refresh token was already used; the session is now revoked');
+    case 'invalid':
+      throw new AuthError('invalid_refresh_token', 'unknown or expired refresh token, or its session is revoked');
+  }
+}
