@@ -1,3 +1,4 @@
+export * from './addon.js';
 export * from './audit.js';
 export * from './canonical-json.js';
 export * from './config.js';

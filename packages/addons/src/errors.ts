@@ -1,0 +1,31 @@
+/**
+ * The verification step that refused an addon. Checks run in the order listed in
+ * `verifyAddon`; the first one that fails is the one reported.
+ */
+export type AddonCheck =
+  | 'archive_digest'
+  | 'installed_files'
+  | 'manifest'
+  | 'operation_set'
+  | 'native_module'
+  | 'abi'
+  | 'export'
+  | 'not_installed';
+
+/**
+ * An addon refused by install or by verification before the control database is opened.
+ * `check` is the stable thing to branch on; the message names the addon, the check, what was
+ * wrong and what to do, in one line for the CLI's stderr.
+ */
+export class AddonVerificationError extends Error {
+  readonly check: AddonCheck;
+  /** `name@version` when known, else what the operator gave (an archive path or a spec). */
+  readonly addon: string;
+
+  constructor(check: AddonCheck, addon: string, problem: string, remedy: string) {
+    super(`store addon ${addon} failed verification (${check}): ${problem}; ${remedy}`);
+    this.name = 'AddonVerificationError';
+    this.check = check;
+    this.addon = addon;
+  }
+}

@@ -1,0 +1,133 @@
+import { chmod, mkdir, mkdtemp, readFile, rename, rm, stat, symlink, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { AddonArchiveError, MAX_ARCHIVE_BYTES, readAddonArchive, sha256Hex } from './archive.js';
+import { AddonVerificationError } from './errors.js';
+import { npmPack } from './npm-pack.js';
+import { addonPaths } from './paths.js';
+
+/** What {@link installAddon} needs. */
+export interface InstallAddonOptions {
+  /** The path of an `.tgz` archive, or `name@version` to fetch with `npm pack name@version`. */
+  readonly source: string;
+  /** The pinned SHA-256 of the archive, 64 hex digits. */
+  readonly sha256: string;
+  /** `<project>/.svc/packages`. */
+  readonly packagesDir: string;
+  /** A `node_modules` directory that already holds the addon's dependencies (the CLI's own). */
+  readonly dependenciesDir: string;
+}
+
+/** An installed addon, as recorded in `project.edn`'s `:svc/packages`. */
+export interface InstalledAddon {
+  readonly name: string;
+  readonly version: string;
+  readonly sha256: string;
+  /** `<packagesDir>/<name>@<version>`. */
+  readonly dir: string;
+  /** The kept archive, `<packagesDir>/<name>-<version>.tgz`. */
+  readonly archive: string;
+}
+
+const SPEC = /^(?:@[a-z0-9][a-z0-9._~-]*\/)?[a-z0-9][a-z0-9._~-]*@[0-9A-Za-z.+-]+$/;
+
+async function obtainArchive(source: string): Promise<Buffer> {
+  const st = await stat(source).catch(() => null);
+  if (st?.isFile()) {
+    if (st.size > MAX_ARCHIVE_BYTES) throw new Error(`the archive ${source} is larger than ${MAX_ARCHIVE_BYTES} bytes`);
+    return readFile(source);
+  }
+  if (!SPEC.test(source)) throw new Error(`no archive at ${source}, and it is not a package spec like svc-store-sqlite@0.1.0`);
+  const tmp = await mkdtemp(join(tmpdir(), 'svc-fetch-'));
+  try {
+    return await readFile(await npmPack({ cwd: tmp, dest: tmp, spec: source }));
+  } finally {
+    await rm(tmp, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Installs a store addon pinned by the SHA-256 of its archive. The digest is checked before
+ * anything is unpacked or written (a mismatch leaves `packagesDir` untouched); the archive is
+ * then read in memory and refused if any entry could escape the install directory (`..`,
+ * absolute paths, symlinks, hard links) or if it lacks a valid `svc-addon.json`. The archive
+ * is kept as `<packagesDir>/<name>-<version>.tgz` (verification compares the installed files
+ * with it), unpacked to `<packagesDir>/<name>@<version>/` with npm's leading `package/`
+ * stripped, and `<dir>/node_modules` is made a symlink to `dependenciesDir`: no network and
+ * no native rebuild when the CLI already has the dependencies. Installing again replaces the
+ * previous install, which also repairs a tampered one.
+ *
+ * @example
+ * const addon = await installAddon({
+ *   source: 'svc-store-sqlite-0.1.0.tgz',
+ *   sha256: '3f7a…',
+ *   packagesDir: join(project, '.svc/packages'),
+ *   dependenciesDir: cliNodeModules,
+ * });
+ */
+export async function installAddon(opts: InstallAddonOptions): Promise<InstalledAddon> {
+  const pin = opts.sha256.toLowerCase();
+  if (!/^[0-9a-f]{64}$/.test(pin)) {
+    throw new AddonVerificationError(
+      'archive_digest',
+      opts.source,
+      `"${opts.sha256}" is not a SHA-256 digest`,
+      'give --sha256 as 64 hex digits',
+    );
+  }
+  const data = await obtainArchive(opts.source);
+  const digest = sha256Hex(data);
+  if (digest !== pin) {
+    throw new AddonVerificationError(
+      'archive_digest',
+      opts.source,
+      `the archive's SHA-256 is ${digest}, not the pinned ${pin}`,
+      'nothing was installed; check that the archive and the digest are the ones you meant',
+    );
+  }
+  let archive: Awaited<ReturnType<typeof readAddonArchive>>;
+  try {
+    archive = await readAddonArchive(data);
+  } catch (error) {
+    if (!(error instanceof AddonArchiveError)) throw error;
+    throw new AddonVerificationError(
+      error.kind === 'entries' ? 'installed_files' : 'manifest',
+      opts.source,
+      error.message,
+      'nothing was installed; this archive is not a usable svc addon',
+    );
+  }
+  const depsStat = await stat(opts.dependenciesDir).catch(() => null);
+  if (!depsStat?.isDirectory()) throw new Error(`the dependencies directory ${opts.dependenciesDir} does not exist`);
+
+  const { name, version } = archive;
+  const paths = addonPaths(opts.packagesDir, name, version);
+  await mkdir(opts.packagesDir, { recursive: true });
+  // Unpack beside the target and swap it in, so an interrupted install never leaves a
+  // half-written addon where verification (and the service) would look.
+  const staging = await mkdtemp(join(opts.packagesDir, '.install-'));
+  try {
+    const stageDir = join(staging, 'package');
+    await mkdir(stageDir, { mode: 0o755 });
+    for (const dir of [...archive.dirs].sort()) await mkdir(join(stageDir, dir), { recursive: true, mode: 0o755 });
+    for (const [rel, file] of archive.files) {
+      const target = join(stageDir, rel);
+      await mkdir(dirname(target), { recursive: true, mode: 0o755 });
+      // Like npm: readable by all, writable by the owner only, executable if the archive says so.
+      const mode = (file.mode & 0o111) | 0o644;
+      await writeFile(target, file.data, { flag: 'wx', mode });
+      await chmod(target, mode);
+    }
+    await symlink(resolve(opts.dependenciesDir), join(stageDir, 'node_modules'), 'dir');
+    const stagedArchive = join(staging, 'archive.tgz');
+    await writeFile(stagedArchive, data, { mode: 0o644 });
+
+    await rm(paths.dir, { recursive: true, force: true });
+    await mkdir(dirname(paths.dir), { recursive: true });
+    await rename(stageDir, paths.dir);
+    await rename(stagedArchive, paths.archive);
+  } finally {
+    await rm(staging, { recursive: true, force: true });
+  }
+  return { name, version, sha256: digest, dir: paths.dir, archive: paths.archive };
+}

@@ -1,0 +1,244 @@
+import { lstat, readdir, readFile, stat } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { STORE_CONTRACT_VERSION, STORE_OPERATIONS } from '@svc/core';
+import { type AddonArchive, AddonArchiveError, isSafePackageName, isSafeVersion, readAddonArchive, sha256Hex } from './archive.js';
+import { type AddonCheck, AddonVerificationError } from './errors.js';
+import { type AddonExportKey, type AddonManifest, TRUSTED_NATIVE_MODULES } from './manifest.js';
+import { addonPaths } from './paths.js';
+
+/** What {@link verifyAddon} needs: where addons are installed and the pin from `project.edn`. */
+export interface VerifyAddonOptions {
+  /** `<project>/.svc/packages`. */
+  readonly packagesDir: string;
+  readonly name: string;
+  /** The `:svc/packages` entry (core's `PackagePin`). */
+  readonly pin: { readonly version: string; readonly sha256: string | null };
+  readonly exportName: AddonExportKey;
+}
+
+/** An addon that passed every check, ready for {@link loadStoreAddon}. */
+export interface VerifiedAddon {
+  readonly manifest: AddonManifest;
+  /** The install directory. */
+  readonly dir: string;
+  /** The absolute path of the export's entry file. */
+  readonly entry: string;
+  readonly exportKey: AddonExportKey;
+}
+
+const MAX_LISTED = 5;
+
+/**
+ * Compares the install directory with the archive: every archive file present with the same
+ * bytes, every archive directory present, nothing else except the top-level `node_modules`
+ * link that install made (and it must still be a symlink). Returns one line per difference.
+ */
+async function installedFileProblems(dir: string, archive: AddonArchive): Promise<string[]> {
+  const problems: string[] = [];
+  const seenFiles = new Set<string>();
+  const seenDirs = new Set<string>();
+  const walk = async (rel: string): Promise<void> => {
+    const abs = rel === '' ? dir : join(dir, rel);
+    for (const name of (await readdir(abs)).sort()) {
+      const path = rel === '' ? name : `${rel}/${name}`;
+      // lstat, never stat: a symlink planted in the install must not be followed.
+      const st = await lstat(join(abs, name));
+      if (path === 'node_modules') {
+        if (!st.isSymbolicLink()) problems.push('node_modules is no longer the dependency link install made');
+      } else if (st.isDirectory()) {
+        if (!archive.dirs.has(path)) problems.push(`${path}/ was added since install`);
+        else {
+          seenDirs.add(path);
+          await walk(path);
+        }
+      } else if (st.isFile()) {
+        const expected = archive.files.get(path);
+        if (expected === undefined) problems.push(`${path} was added since install`);
+        else {
+          seenFiles.add(path);
+          if (!expected.data.equals(await readFile(join(abs, name)))) problems.push(`${path} was edited since install`);
+        }
+      } else if (archive.files.has(path) || archive.dirs.has(path)) {
+        (archive.files.has(path) ? seenFiles : seenDirs).add(path);
+        problems.push(`${path} was replaced by a ${st.isSymbolicLink() ? 'symlink' : 'special file'} since install`);
+      } else {
+        problems.push(`${path} (a ${st.isSymbolicLink() ? 'symlink' : 'special file'}) was added since install`);
+      }
+    }
+  };
+  await walk('');
+  // Report only the topmost missing thing: a removed directory, not every file below it.
+  const parentSeen = (path: string) => {
+    const i = path.lastIndexOf('/');
+    return i < 0 || seenDirs.has(path.slice(0, i));
+  };
+  for (const path of [...archive.dirs].sort())
+    if (!seenDirs.has(path) && parentSeen(path)) problems.push(`${path}/ was removed since install`);
+  for (const path of [...archive.files.keys()].sort()) {
+    if (!seenFiles.has(path) && parentSeen(path)) problems.push(`${path} was removed since install`);
+  }
+  return problems;
+}
+
+function listed(problems: readonly string[]): string {
+  const shown = problems.slice(0, MAX_LISTED).join(', ');
+  return problems.length > MAX_LISTED ? `${shown} and ${problems.length - MAX_LISTED} more` : shown;
+}
+
+/**
+ * Verifies an installed addon before the control database is opened. Checks, in order:
+ * the install exists (`not_installed`); the kept archive's SHA-256 equals the pin, and a
+ * missing pin is refused (`archive_digest`); the installed files equal the archive's exactly,
+ * nothing added, removed or edited (`installed_files`); the archive's `svc-addon.json` is
+ * valid and names the pinned package (`manifest`); the declared operation set equals core's
+ * `STORE_OPERATIONS` (`operation_set`); the native package is a trusted one with its one
+ * binding name, is a declared dependency and its binding `build/Release/<module>.node`
+ * resolves from the addon directory, and no trusted native package is used undeclared
+ * (`native_module`); the ABI matches this process: store contract, Node module ABI when
+ * native, N-API (`abi`); the requested export is declared and its entry file is part of the
+ * archive (`export`). The first failure throws an {@link AddonVerificationError} naming it.
+ *
+ * @example
+ * const verified = await verifyAddon({ packagesDir, name: 'svc-store-sqlite', pin: config.packages['svc-store-sqlite'], exportName: 'svc/store' });
+ * const storeExport = await loadStoreAddon(verified);
+ */
+export async function verifyAddon(opts: VerifyAddonOptions): Promise<VerifiedAddon> {
+  const { name, pin } = opts;
+  const label = `${name}@${pin.version}`;
+  const fail: (check: AddonCheck, problem: string, remedy: string) => never = (check, problem, remedy) => {
+    throw new AddonVerificationError(check, label, problem, remedy);
+  };
+  const installCmd = (source: string, sha: string) => `\`svc package install ${source} --sha256 ${sha} <PROJECT>\``;
+  if (!isSafePackageName(name) || !isSafeVersion(pin.version)) {
+    fail('not_installed', `"${name}" "${pin.version}" is not a valid package name and version`, 'fix :svc/packages in project.edn');
+  }
+  if (pin.sha256 === null) {
+    return fail(
+      'archive_digest',
+      'project.edn has no :sha256 for it, so its archive cannot be checked',
+      `pin it with ${installCmd(label, '<SHA256_HEX>')}`,
+    );
+  }
+  const paths = addonPaths(opts.packagesDir, name, pin.version);
+  const reinstall = `reinstall with ${installCmd(paths.archive, pin.sha256)}`;
+
+  const data = await readFile(paths.archive).catch(() => null);
+  const dirStat = await lstat(paths.dir).catch(() => null);
+  if (data === null || dirStat === null) {
+    fail('not_installed', `it is not installed in ${opts.packagesDir}`, `install it with ${installCmd(label, pin.sha256)}`);
+  }
+  const digest = sha256Hex(data);
+  if (digest !== pin.sha256) {
+    fail(
+      'archive_digest',
+      `the kept archive ${paths.archive} has SHA-256 ${digest}, but project.edn pins ${pin.sha256}`,
+      `reinstall the pinned archive with ${installCmd(label, pin.sha256)}`,
+    );
+  }
+
+  let archive: AddonArchive;
+  try {
+    archive = await readAddonArchive(data);
+  } catch (error) {
+    if (!(error instanceof AddonArchiveError)) throw error;
+    return fail(error.kind === 'entries' ? 'installed_files' : 'manifest', error.message, 'pin and install a valid svc addon archive');
+  }
+  if (!dirStat.isDirectory()) fail('installed_files', `${paths.dir} is not a directory`, reinstall);
+  const fileProblems = await installedFileProblems(paths.dir, archive);
+  if (fileProblems.length > 0) fail('installed_files', listed(fileProblems), reinstall);
+
+  const { manifest } = archive;
+  const buildRemedy = `install a build of ${name} made for this svc (store contract ${STORE_CONTRACT_VERSION}, Node ${process.version}) with \`svc package install\``;
+  if (archive.name !== name || archive.version !== pin.version) {
+    fail(
+      'manifest',
+      `the pinned archive holds ${archive.name}@${archive.version}, not ${label}`,
+      'pin the archive of the package you mean',
+    );
+  }
+
+  const declared = new Set(manifest.operations);
+  const expected = new Set<string>(STORE_OPERATIONS);
+  const missing = [...expected].filter((op) => !declared.has(op));
+  const extra = [...declared].filter((op) => !expected.has(op));
+  if (missing.length > 0 || extra.length > 0) {
+    const parts = [
+      ...(missing.length > 0 ? [`missing ${missing.join(' ')}`] : []),
+      ...(extra.length > 0 ? [`unknown ${extra.join(' ')}`] : []),
+    ];
+    fail('operation_set', `its operation set differs from this svc's store contract (${parts.join('; ')})`, buildRemedy);
+  }
+
+  const { native } = manifest;
+  if (native === null) {
+    const undeclared = [...archive.dependencies].filter((d) => Object.hasOwn(TRUSTED_NATIVE_MODULES, d));
+    if (undeclared.length > 0) {
+      fail(
+        'native_module',
+        `it depends on the native package ${undeclared.join(', ')} but its manifest declares no native module`,
+        buildRemedy,
+      );
+    }
+  } else {
+    const binding = Object.hasOwn(TRUSTED_NATIVE_MODULES, native.package) ? TRUSTED_NATIVE_MODULES[native.package] : undefined;
+    if (binding === undefined) {
+      fail(
+        'native_module',
+        `native package ${native.package} is not one svc trusts (${Object.keys(TRUSTED_NATIVE_MODULES).join(', ')})`,
+        'use a store addon built on a trusted native package',
+      );
+    }
+    if (native.module !== binding) {
+      fail(
+        'native_module',
+        `it declares native module "${native.module}" for ${native.package}; the only accepted one is "${binding}"`,
+        buildRemedy,
+      );
+    }
+    if (!archive.dependencies.has(native.package)) {
+      fail('native_module', `it declares native package ${native.package} but its package.json does not depend on it`, buildRemedy);
+    }
+    let nativeDir: string;
+    try {
+      // Resolved exactly as the addon's own import will be: from its directory, through the
+      // node_modules link install made.
+      nativeDir = dirname(createRequire(join(paths.dir, 'package.json')).resolve(`${native.package}/package.json`));
+    } catch {
+      return fail(
+        'native_module',
+        `${native.package} cannot be found from ${paths.dir}`,
+        `install the svc CLI's dependencies (they include ${native.package}), then ${reinstall}`,
+      );
+    }
+    const file = join(nativeDir, 'build', 'Release', `${native.module}.node`);
+    if (!(await stat(file).catch(() => null))?.isFile()) {
+      fail('native_module', `the native binding ${file} does not exist`, `rebuild it for this Node with \`npm rebuild ${native.package}\``);
+    }
+  }
+
+  const { abi } = manifest;
+  if (abi.store_contract !== STORE_CONTRACT_VERSION) {
+    fail('abi', `it was built for store contract ${abi.store_contract}, this svc implements ${STORE_CONTRACT_VERSION}`, buildRemedy);
+  }
+  if (native !== null && abi.node_module_version !== process.versions.modules) {
+    fail(
+      'abi',
+      `its native module was built for Node module ABI ${abi.node_module_version}, this Node (${process.version}) has ABI ${process.versions.modules}`,
+      buildRemedy,
+    );
+  }
+  if (abi.napi !== null && abi.napi > Number(process.versions.napi)) {
+    fail('abi', `it needs N-API ${abi.napi}, this Node (${process.version}) provides N-API ${process.versions.napi}`, buildRemedy);
+  }
+
+  const declaredExport = manifest.exports[opts.exportName];
+  if (declaredExport === undefined) {
+    return fail('export', `it does not export :${opts.exportName}`, `activate a package that provides :${opts.exportName}`);
+  }
+  const entryRel = declaredExport.entry.slice(2);
+  if (!archive.files.has(entryRel)) {
+    fail('export', `its :${opts.exportName} entry ${declaredExport.entry} is not in the archive`, buildRemedy);
+  }
+  return { manifest, dir: paths.dir, entry: join(paths.dir, entryRel), exportKey: opts.exportName };
+}

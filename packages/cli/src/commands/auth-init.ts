@@ -1,0 +1,81 @@
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { ConfigError, issueBootstrapToken, rfc3339 } from '@svc/core';
+import { parseCommandArgs } from '../args.js';
+import { CliError } from '../cli-error.js';
+import { type Command, PROJECT_HELP, PROJECT_OPTIONS } from '../command.js';
+import { ensureControlDir, ensureNodeKey, initProjectId, makeDeps, openControlStore } from '../control.js';
+import { createLogger } from '../logger.js';
+import { printJson, printLine } from '../output.js';
+import { chosenProfile, defaultProjectEdn, loadProject, projectNameFor } from '../project.js';
+
+const spec = {
+  name: 'svc auth init',
+  summary: 'Create a project, its control database and node key, and print a one-time bootstrap token (valid 15 minutes).',
+  usage: 'svc auth init <PROJECT> [--json] [--recover] [--profile NAME]',
+  help: [
+    '<PROJECT>             the project directory (created if missing; project.edn written if none)',
+    '--json                print {"project","control_db","bootstrap_token","expires_at"}',
+    '--recover             issue a new bootstrap token although a management device is enrolled (audited)',
+    PROJECT_HELP,
+  ],
+  options: { json: { type: 'boolean' }, recover: { type: 'boolean' }, ...PROJECT_OPTIONS },
+  positionals: ['PROJECT'],
+} as const;
+
+/**
+ * `svc auth init <PROJECT>`: creates the project directory and a default `project.edn` when
+ * missing, the control directory (0700), the control database (0600) and the node key (0600),
+ * then issues a bootstrap token. The token is printed on stdout only, never logged or stored.
+ *
+ * @example
+ * await authInit.run(['./demo', '--json']);
+ */
+export const authInit: Command = {
+  path: ['auth', 'init'],
+  summary: spec.summary,
+  async run(argv) {
+    const args = parseCommandArgs(spec, argv);
+    if (args === null) return 0;
+    const [dirArg] = args.positionals as [string];
+    const dir = resolve(dirArg);
+    mkdirSync(dir, { recursive: true });
+    const file = join(dir, 'project.edn');
+    if (!existsSync(file)) writeFileSync(file, defaultProjectEdn(projectNameFor(dir)), { flag: 'wx' });
+    const project = loadProject(dir, { profile: chosenProfile(args.values.profile, process.env), env: process.env });
+    ensureControlDir(project.controlDir);
+    const log = createLogger({ env: process.env, fallback: 'warn' });
+    const store = await openControlStore(project, { create: true });
+    try {
+      ensureNodeKey(project.nodeKey);
+      await initProjectId(store);
+      const deps = await makeDeps(project, store, log);
+      let issued: Awaited<ReturnType<typeof issueBootstrapToken>>;
+      try {
+        issued = await issueBootstrapToken(deps, { recovery: args.values.recover === true });
+      } catch (error) {
+        if (error instanceof ConfigError) {
+          throw new CliError(
+            `a management device is already enrolled in ${project.dir}; to issue a new bootstrap token anyway (audited), run \`svc auth init --recover ${dirArg}\``,
+          );
+        }
+        throw error;
+      }
+      const expiresAt = rfc3339(issued.expiresAt);
+      if (args.values.json === true) {
+        printJson({ project: project.dir, control_db: project.controlDb, bootstrap_token: issued.token, expires_at: expiresAt });
+      } else {
+        printLine(`project:         ${project.dir} (${project.config.project})`);
+        printLine(`control db:      ${project.controlDb}`);
+        printLine(`bootstrap token: ${issued.token}`);
+        printLine(`expires at:      ${expiresAt} (single use)${issued.reason === 'recovery' ? ' [recovery, audited]' : ''}`);
+        printLine('');
+        printLine('Next, on the administrator device: generate a key (`svc auth keygen --out device.pem`), then run');
+        printLine(`  svc auth enroll ${issued.token} <PUBHEX> ${dirArg}`);
+      }
+      return 0;
+    } finally {
+      await store.close();
+    }
+  },
+};

@@ -1,0 +1,50 @@
+import { ApiError } from '@svc/client';
+import { parseCommandArgs } from '../args.js';
+import type { Command } from '../command.js';
+import { CREDENTIALS_HELP, CREDENTIALS_OPTIONS, credentialStore, savedSession } from '../credentials.js';
+import { explainFailure } from '../errors-map.js';
+import { printJson, printLine } from '../output.js';
+
+const spec = {
+  name: 'svc auth logout',
+  summary: 'Revoke the saved session on the server and delete the credentials file.',
+  usage: 'svc auth logout [--credentials FILE] [--json]',
+  help: [...CREDENTIALS_HELP],
+  options: { ...CREDENTIALS_OPTIONS },
+  positionals: [],
+} as const;
+
+/** Codes meaning the session is already over on the server: logging out just forgets it. */
+const ALREADY_ENDED = new Set(['invalid_refresh_token', 'refresh_token_reused']);
+
+/**
+ * `svc auth logout`: revokes the own session (`POST /v1/auth/revoke {}`) and deletes the file.
+ * A session the server already ended is forgotten too.
+ *
+ * @example
+ * await authLogout.run([]);
+ */
+export const authLogout: Command = {
+  path: ['auth', 'logout'],
+  summary: spec.summary,
+  async run(argv) {
+    const args = parseCommandArgs(spec, argv);
+    if (args === null) return 0;
+    const session = savedSession(args.values.credentials);
+    const sessionId = session.credentials().session_id;
+    let revokedNow = true;
+    try {
+      await session.logout();
+    } catch (error) {
+      if (!(error instanceof ApiError && ALREADY_ENDED.has(error.code))) throw explainFailure('logout failed', error);
+      credentialStore(args.values.credentials).remove();
+      revokedNow = false;
+    }
+    if (args.values.json === true) printJson({ session_id: sessionId, revoked: true, already_ended: !revokedNow });
+    else
+      printLine(
+        revokedNow ? `session ${sessionId} revoked; credentials deleted` : `session ${sessionId} had already ended; credentials deleted`,
+      );
+    return 0;
+  },
+};

@@ -1,0 +1,31 @@
+import { parseCommandArgs, requireOption } from '../args.js';
+import type { Command } from '../command.js';
+import { readDeviceKey } from '../device-key-file.js';
+import { printLine } from '../output.js';
+
+const spec = {
+  name: 'svc auth pubkey',
+  summary: 'Print the public key hex of an Ed25519 device key file.',
+  usage: 'svc auth pubkey --key FILE',
+  help: ['--key FILE            an Ed25519 private key (PKCS#8 PEM, e.g. from `openssl genpkey -algorithm ed25519`)'],
+  options: { key: { type: 'string' } },
+  positionals: [],
+} as const;
+
+/**
+ * `svc auth pubkey --key FILE`: the 64-hex-digit public key to enroll.
+ *
+ * @example
+ * await authPubkey.run(['--key', 'device.pem']);
+ */
+export const authPubkey: Command = {
+  path: ['auth', 'pubkey'],
+  summary: spec.summary,
+  async run(argv) {
+    const args = parseCommandArgs(spec, argv);
+    if (args === null) return 0;
+    const keyFile = requireOption(args.values.key, '--key FILE', spec.name);
+    printLine(readDeviceKey(keyFile).publicKeyHex);
+    return 0;
+  },
+};

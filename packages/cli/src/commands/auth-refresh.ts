@@ -1,0 +1,40 @@
+import { parseCommandArgs } from '../args.js';
+import type { Command } from '../command.js';
+import { CREDENTIALS_HELP, CREDENTIALS_OPTIONS, savedSession } from '../credentials.js';
+import { explainFailure } from '../errors-map.js';
+import { printJson, printLine } from '../output.js';
+
+const spec = {
+  name: 'svc auth refresh',
+  summary: 'Rotate the saved token pair with its single-use refresh token and save the new pair.',
+  usage: 'svc auth refresh [--credentials FILE] [--json]',
+  help: [...CREDENTIALS_HELP],
+  options: { ...CREDENTIALS_OPTIONS },
+  positionals: [],
+} as const;
+
+/**
+ * `svc auth refresh`: rotates the pair (`POST /v1/auth/refresh`) and replaces the saved one.
+ *
+ * @example
+ * await authRefresh.run([]);
+ */
+export const authRefresh: Command = {
+  path: ['auth', 'refresh'],
+  summary: spec.summary,
+  async run(argv) {
+    const args = parseCommandArgs(spec, argv);
+    if (args === null) return 0;
+    const session = savedSession(args.values.credentials);
+    let creds: Awaited<ReturnType<typeof session.refresh>>;
+    try {
+      creds = await session.refresh();
+    } catch (error) {
+      throw explainFailure('refresh failed', error);
+    }
+    if (args.values.json === true) {
+      printJson({ session_id: creds.session_id, access_expires_at: creds.access_expires_at, refresh_expires_at: creds.refresh_expires_at });
+    } else printLine(`rotated the token pair of session ${creds.session_id}; access token valid until ${creds.access_expires_at}`);
+    return 0;
+  },
+};

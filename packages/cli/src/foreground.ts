@@ -1,0 +1,51 @@
+import { CliError } from './cli-error.js';
+import { makeDeps, openControlStore } from './control.js';
+import { createLogger } from './logger.js';
+import { printLine } from './output.js';
+import type { Project } from './project.js';
+import type { RunningSurface, Surface } from './surfaces/surface.js';
+
+/**
+ * Runs surfaces in the foreground until SIGINT or SIGTERM: opens the control store (refusing
+ * one readable by others), starts every surface and prints its ready line, then on a signal
+ * closes the surfaces and the store and resolves to exit code 0. A second signal exits at once.
+ *
+ * @example
+ * return runForeground(project, [managementSurface(listen)]);
+ */
+export async function runForeground(project: Project, surfaces: readonly Surface[]): Promise<number> {
+  if (surfaces.length === 0) throw new CliError('nothing to serve');
+  const log = createLogger({ env: process.env, fallback: 'info' });
+  const store = await openControlStore(project, { create: false });
+  const running: RunningSurface[] = [];
+  let stopping = false;
+  const stop = async () => {
+    for (const s of running.reverse()) await s.close().catch((error: unknown) => log.error({ err: error }, 'error while closing'));
+    await store.close().catch((error: unknown) => log.error({ err: error }, 'error while closing the store'));
+  };
+  try {
+    const deps = await makeDeps(project, store, log);
+    for (const surface of surfaces) running.push(await surface.start({ project, deps, log }));
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+  const signalled = new Promise<NodeJS.Signals>((resolve) => {
+    const on = (signal: NodeJS.Signals) => {
+      if (stopping) {
+        log.warn({ signal }, 'second signal: exiting now');
+        process.exit(1);
+      }
+      stopping = true;
+      resolve(signal);
+    };
+    process.on('SIGINT', on);
+    process.on('SIGTERM', on);
+  });
+  for (const s of running) printLine(s.readyLine);
+  const signal = await signalled;
+  log.info({ event: 'shutdown', signal }, 'shutting down');
+  await stop();
+  log.info({ event: 'stopped' }, 'stopped');
+  return 0;
+}

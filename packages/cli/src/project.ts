@@ -1,0 +1,135 @@
+import { readFileSync } from 'node:fs';
+import { basename, isAbsolute, join, resolve } from 'node:path';
+import { ConfigError, type ConfigProblem, DEFAULT_AUTH_SETTINGS, type ProjectConfig, validateProjectConfig } from '@svc/core';
+import { CliError } from './cli-error.js';
+import { parseEdn } from './edn.js';
+
+/** The store packages this build of `svc` can open. */
+export const SUPPORTED_STORE_PACKAGES = ['svc-store-sqlite'] as const;
+
+/** A loaded project: where it is, its validated configuration and its control paths. */
+export interface Project {
+  /** Absolute project directory. */
+  readonly dir: string;
+  /** Absolute path of `project.edn`. */
+  readonly file: string;
+  readonly config: ProjectConfig;
+  /** Absolute control directory: `SVC_CONTROL_DIR` > `:svc/control-dir` > `<dir>/.svc/control`. */
+  readonly controlDir: string;
+  /** `<controlDir>/control.db`. */
+  readonly controlDb: string;
+  /** `<controlDir>/node-key.pem`: the node's Ed25519 identity key. */
+  readonly nodeKey: string;
+}
+
+/**
+ * A valid project name from a directory name: lowercase, runs of other characters turned
+ * into `-`, at most 63 characters, starting with a letter or digit.
+ *
+ * @example
+ * projectNameFor('/home/me/My Demo!'); // "my-demo"
+ */
+export function projectNameFor(dir: string): string {
+  const name = basename(resolve(dir))
+    .toLowerCase()
+    .replace(/[^a-z0-9_-]+/g, '-')
+    .replace(/^[-_]+/, '')
+    .replace(/-+$/, '')
+    .slice(0, 63);
+  return name === '' ? 'project' : name;
+}
+
+/**
+ * The `project.edn` that `svc auth init` writes when there is none: the contract's shape with
+ * the embedded SQLite store and the default auth settings.
+ *
+ * @example
+ * writeFileSync(file, defaultProjectEdn('demo'));
+ */
+export function defaultProjectEdn(project: string): string {
+  const s = DEFAULT_AUTH_SETTINGS;
+  return `{:svc/project  ${JSON.stringify(project)}
+ :svc/packages {"svc-store-sqlite" {:version "0.1.0"}}
+ :svc/modules  {:store {:package "svc-store-sqlite" :activate [:svc/store]}
+                :auth  {:module :svc/auth
+                        :config {:auth/store :store
+                                 :auth/access-token-ttl-seconds ${s.accessTokenTtlSeconds}
+                                 :auth/refresh-token-ttl-seconds ${s.refreshTokenTtlSeconds}
+                                 :auth/refresh-reuse-grace-seconds ${s.refreshReuseGraceSeconds}
+                                 :auth/challenge-ttl-seconds ${s.challengeTtlSeconds}}}}}
+`;
+}
+
+/** The profile chosen with `--profile`, else `SVC_PROFILE`, else none. */
+export function chosenProfile(flag: string | undefined, env: NodeJS.ProcessEnv): string | null {
+  if (flag !== undefined && flag !== '') return flag.replace(/^:/, '');
+  const fromEnv = env.SVC_PROFILE;
+  return fromEnv !== undefined && fromEnv !== '' ? fromEnv.replace(/^:/, '') : null;
+}
+
+function configFailure(problems: readonly ConfigProblem[], file: string): CliError {
+  const lines = problems.map((p) => `${p.file}: ${p.key}: ${p.message}`);
+  return new CliError(
+    `invalid configuration in ${file} (${problems.length} problem${problems.length === 1 ? '' : 's'}); fix it and try again`,
+    {
+      details: lines,
+    },
+  );
+}
+
+/**
+ * Loads `<dir>/project.edn`: parses it as EDN, validates it against core's schema with the
+ * chosen profile, checks the store package is one this build supports, and resolves the
+ * control paths. Throws a {@link CliError} naming the file and every problem.
+ *
+ * @example
+ * const project = loadProject('./demo', { profile: null, env: process.env });
+ */
+export function loadProject(dirArg: string, opts: { readonly profile: string | null; readonly env: NodeJS.ProcessEnv }): Project {
+  const dir = resolve(dirArg);
+  const file = join(dir, 'project.edn');
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
+      throw new CliError(`no project at ${dir} (${file} does not exist); run \`svc auth init ${dirArg}\` first`);
+    }
+    throw new CliError(`cannot read ${file}: ${(error as Error).message}`);
+  }
+  const { value, problems } = parseEdn(text, file);
+  if (problems.length > 0 || value === undefined) throw configFailure(problems, file);
+  let config: ProjectConfig;
+  try {
+    config = validateProjectConfig(value, { file, profile: opts.profile });
+  } catch (error) {
+    if (error instanceof ConfigError) throw configFailure(error.problems, file);
+    throw error;
+  }
+  const storePackage = config.store.package;
+  if (storePackage === null || !(SUPPORTED_STORE_PACKAGES as readonly string[]).includes(storePackage)) {
+    throw configFailure(
+      [
+        {
+          file,
+          key: `:svc/modules :${config.store.alias} :package`,
+          message: `store package "${storePackage}" is not supported by this svc; use "svc-store-sqlite"`,
+        },
+      ],
+      file,
+    );
+  }
+  const envControl = opts.env.SVC_CONTROL_DIR;
+  let controlDir: string;
+  if (envControl !== undefined && envControl !== '') controlDir = resolve(envControl);
+  else if (config.controlDir !== null) controlDir = isAbsolute(config.controlDir) ? config.controlDir : resolve(dir, config.controlDir);
+  else controlDir = join(dir, '.svc', 'control');
+  return {
+    dir,
+    file,
+    config,
+    controlDir,
+    controlDb: join(controlDir, 'control.db'),
+    nodeKey: join(controlDir, 'node-key.pem'),
+  };
+}

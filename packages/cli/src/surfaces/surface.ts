@@ -1,0 +1,26 @@
+import type { AuthDeps } from '@svc/core';
+import type { Logger } from 'pino';
+import type { Project } from '../project.js';
+
+/** What a surface gets when it starts: the open project's deps and the process logger. */
+export interface SurfaceContext {
+  readonly project: Project;
+  readonly deps: AuthDeps;
+  readonly log: Logger;
+}
+
+/** A listener that is up: where it answers, and how to stop it. */
+export interface RunningSurface {
+  /** The line printed on stdout once it listens (tests parse it). */
+  readonly readyLine: string;
+  close(): Promise<void>;
+}
+
+/**
+ * One listener of the foreground service: the management API today; the node HTTP surface and
+ * the application gateway slot in as further surfaces.
+ */
+export interface Surface {
+  readonly name: string;
+  start(ctx: SurfaceContext): Promise<RunningSurface>;
+}

@@ -1,0 +1,164 @@
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** The real CLI, as built. */
+export const SVC_BIN = fileURLToPath(new URL('../dist/bin.js', import.meta.url));
+
+/** Generous: the suite runs on loaded 2-core machines. */
+export const CHILD_TIMEOUT_MS = 90_000;
+
+export interface RunResult {
+  readonly code: number;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/** A fresh temporary directory, removed by `cleanup`. */
+export function tempDir(prefix = 'svc-cli-test-'): { dir: string; cleanup: () => void } {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+/** The parent's environment without any SVC_* variable, plus `extra`. */
+export function cleanEnv(extra: Record<string, string | undefined> = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('SVC_') && k !== 'NODE_OPTIONS') env[k] = v;
+  for (const [k, v] of Object.entries(extra)) {
+    if (v === undefined) delete env[k];
+    else env[k] = v;
+  }
+  return env;
+}
+
+/** Runs a program to completion (never throws for a non-zero exit). */
+export function run(file: string, args: readonly string[], opts: { env?: NodeJS.ProcessEnv; cwd?: string } = {}): Promise<RunResult> {
+  return new Promise((resolve, reject) => {
+    execFile(
+      file,
+      [...args],
+      { env: opts.env ?? cleanEnv(), cwd: opts.cwd, timeout: CHILD_TIMEOUT_MS, maxBuffer: 16 * 1024 * 1024, encoding: 'utf8' },
+      (error, stdout, stderr) => {
+        if (error !== null && typeof error.code !== 'number') {
+          reject(new Error(`${file} ${args.join(' ')} failed to run: ${error.message}\n${stderr}`));
+          return;
+        }
+        resolve({ code: error === null ? 0 : (error.code as number), stdout, stderr });
+      },
+    );
+  });
+}
+
+/** Runs `svc` (node packages/cli/dist/bin.js) with `args`. */
+export function svc(args: readonly string[], opts: { env?: NodeJS.ProcessEnv; cwd?: string } = {}): Promise<RunResult> {
+  return run(process.execPath, [SVC_BIN, ...args], opts);
+}
+
+/** Runs `svc` and fails the test with its stderr unless it exits 0. */
+export async function svcOk(args: readonly string[], opts: { env?: NodeJS.ProcessEnv; cwd?: string } = {}): Promise<RunResult> {
+  const r = await svc(args, opts);
+  if (r.code !== 0) throw new Error(`svc ${args.join(' ')} exited ${r.code}: ${r.stderr}`);
+  return r;
+}
+
+/** Runs a bash script. */
+export function bash(script: string, opts: { env?: NodeJS.ProcessEnv; cwd?: string } = {}): Promise<RunResult> {
+  return run('bash', ['-euo', 'pipefail', '-c', script], opts);
+}
+
+/** A server child process started by {@link startServer}. */
+export interface ServerProcess {
+  readonly url: string;
+  readonly port: number;
+  readonly child: ChildProcess;
+  /** Everything it wrote to stderr so far (its JSON logs). */
+  stderr(): string;
+  /** Sends `signal` and resolves with the exit code once it has exited. */
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+const READY = /svc auth: management API listening on (http:\/\/\S+:(\d+))/;
+
+/**
+ * Starts `svc <args>` (e.g. `auth serve --listen 127.0.0.1:0 DIR`) and resolves once it prints
+ * its listening line; rejects with its stderr when it exits first.
+ */
+export function startServer(args: readonly string[], opts: { env?: NodeJS.ProcessEnv } = {}): Promise<ServerProcess> {
+  const child = spawn(process.execPath, [SVC_BIN, ...args], { env: opts.env ?? cleanEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  let exitCode: number | null | undefined;
+  const exited = new Promise<number | null>((resolve) => {
+    child.on('exit', (code, signal) => {
+      exitCode = code ?? (signal === null ? null : -1);
+      resolve(code);
+    });
+  });
+  child.stderr.setEncoding('utf8').on('data', (d: string) => {
+    err += d;
+  });
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`server did not start within ${CHILD_TIMEOUT_MS} ms\nstdout: ${out}\nstderr: ${err}`));
+    }, CHILD_TIMEOUT_MS);
+    child.stdout.setEncoding('utf8').on('data', (d: string) => {
+      out += d;
+      const m = READY.exec(out);
+      if (m !== null) {
+        clearTimeout(timer);
+        resolve({
+          url: m[1] as string,
+          port: Number(m[2]),
+          child,
+          stderr: () => err,
+          async stop(signal: NodeJS.Signals = 'SIGTERM') {
+            if (exitCode === undefined) child.kill(signal);
+            return exited;
+          },
+        });
+      }
+    });
+    void exited.then((code) => {
+      clearTimeout(timer);
+      reject(new Error(`server exited with ${code} before listening\nstdout: ${out}\nstderr: ${err}`));
+    });
+  });
+}
+
+/** `svc auth init --json` on `dir`, parsed. */
+export async function initProject(
+  dir: string,
+  opts: { env?: NodeJS.ProcessEnv; recover?: boolean } = {},
+): Promise<{ project: string; control_db: string; bootstrap_token: string; expires_at: string }> {
+  const r = await svcOk(['auth', 'init', dir, '--json', ...(opts.recover === true ? ['--recover'] : [])], opts);
+  return JSON.parse(r.stdout) as { project: string; control_db: string; bootstrap_token: string; expires_at: string };
+}
+
+/** A new device key written by `svc auth keygen`, with its public key hex. */
+export async function keygen(out: string, opts: { env?: NodeJS.ProcessEnv } = {}): Promise<string> {
+  const r = await svcOk(['auth', 'keygen', '--out', out], opts);
+  return r.stdout.trim();
+}
+
+/** A project initialised and its first admin enrolled; returns the key file and its device. */
+export async function enrolledProject(
+  root: string,
+  opts: { env?: NodeJS.ProcessEnv } = {},
+): Promise<{ dir: string; keyFile: string; publicKey: string; deviceId: string; bootstrapToken: string }> {
+  const dir = join(root, 'project');
+  const init = await initProject(dir, opts);
+  const keyFile = join(root, 'admin.pem');
+  const publicKey = await keygen(keyFile, opts);
+  const enrolled = await svcOk(['auth', 'enroll', init.bootstrap_token, publicKey, dir, '--json'], opts);
+  const { device } = JSON.parse(enrolled.stdout) as { device: { id: string } };
+  return { dir, keyFile, publicKey, deviceId: device.id, bootstrapToken: init.bootstrap_token };
+}
+
+/** The `code` of a problem+json body. */
+export async function problemCode(res: Response): Promise<string> {
+  const body = (await res.json()) as { code?: string };
+  return body.code ?? `(no code, status ${res.status})`;
+}

@@ -1,0 +1,19 @@
+export { ApiError, ApiUnreachableError } from './api-error.js';
+export {
+  type CredentialStore,
+  type Credentials,
+  createCredentialStore,
+  credentialsFromTokenPair,
+  defaultCredentialsPath,
+} from './credential-store.js';
+export { type DeviceKey, generateDeviceKey, loadDeviceKey } from './device-key.js';
+export { login } from './login.js';
+export {
+  type AuditEventJson,
+  type AuditPageJson,
+  type ChallengeJson,
+  createManagementClient,
+  type ManagementClient,
+  type ManagementClientOptions,
+} from './management-client.js';
+export { type ManagementSession, type ManagementSessionOptions, openManagementSession } from './management-session.js';

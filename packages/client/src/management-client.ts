@@ -1,0 +1,129 @@
+import type { DeviceJson, Principal, SessionJson, TokenPairJson } from '@svc/core';
+import { ApiError, ApiUnreachableError } from './api-error.js';
+
+/** The answer to `POST /v1/auth/challenges`. */
+export interface ChallengeJson {
+  readonly challenge_id: string;
+  /** The exact printable string to sign (its UTF-8 bytes, pure Ed25519). */
+  readonly challenge: string;
+  readonly expires_at: string;
+  readonly expires_in: number;
+}
+
+/** An audit event as the API prints it. */
+export interface AuditEventJson {
+  readonly id: string;
+  readonly seq: number;
+  readonly at: string;
+  readonly type: string;
+  readonly realm: string | null;
+  readonly subject: string | null;
+  readonly device_id: string | null;
+  readonly session_id: string | null;
+  readonly data: Readonly<Record<string, string | number | boolean | null>>;
+  readonly prev_hash: string;
+  readonly hash: string;
+}
+
+/** A page of the audit log; pass `next_after` as `after` for the next page (null at the end). */
+export interface AuditPageJson {
+  readonly events: readonly AuditEventJson[];
+  readonly next_after: number | null;
+}
+
+/** Typed calls to the loopback management API. */
+export interface ManagementClient {
+  /** The base URL, without a trailing slash. */
+  readonly baseUrl: string;
+  health(): Promise<{ readonly status: string }>;
+  enroll(input: { readonly bootstrap_token: string; readonly public_key: string; readonly name?: string }): Promise<{
+    readonly device: DeviceJson;
+  }>;
+  createChallenge(publicKeyHex: string): Promise<ChallengeJson>;
+  createSession(input: { readonly challenge_id: string; readonly signature: string }): Promise<TokenPairJson>;
+  refresh(refreshToken: string): Promise<TokenPairJson>;
+  me(accessToken: string): Promise<Principal>;
+  revoke(accessToken: string, sessionId?: string): Promise<{ readonly session_id: string; readonly revoked: true }>;
+  audit(accessToken: string, page?: { readonly after?: number; readonly limit?: number }): Promise<AuditPageJson>;
+  devices(accessToken: string): Promise<{ readonly devices: readonly DeviceJson[] }>;
+  removeDevice(accessToken: string, deviceId: string): Promise<unknown>;
+  sessions(accessToken: string): Promise<{ readonly sessions: readonly SessionJson[] }>;
+}
+
+/** Options of {@link createManagementClient}. */
+export interface ManagementClientOptions {
+  /** E.g. `http://127.0.0.1:9090`. */
+  readonly baseUrl: string;
+  /** A `fetch` to use instead of the global one (tests, proxies). */
+  readonly fetch?: typeof fetch;
+}
+
+async function problemOf(res: Response): Promise<ApiError> {
+  const text = await res.text().catch(() => '');
+  try {
+    const body = JSON.parse(text) as { code?: unknown; detail?: unknown };
+    if (typeof body.code === 'string') {
+      return new ApiError(res.status, body.code, typeof body.detail === 'string' ? body.detail : res.statusText);
+    }
+  } catch {
+    // not problem+json: fall through to a generic error
+  }
+  return new ApiError(res.status, `http_${res.status}`, res.statusText || 'unexpected response');
+}
+
+/**
+ * Creates a client of the management API. Every non-2xx answer throws an {@link ApiError}
+ * carrying the problem's `code`; a connection failure throws an {@link ApiUnreachableError}.
+ *
+ * @example
+ * const api = createManagementClient({ baseUrl: 'http://127.0.0.1:9090' });
+ * const me = await api.me(accessToken);
+ */
+export function createManagementClient(options: ManagementClientOptions): ManagementClient {
+  const baseUrl = options.baseUrl.replace(/\/+$/, '');
+  const doFetch = options.fetch ?? globalThis.fetch;
+
+  async function call<T>(method: string, path: string, init: { body?: unknown; bearer?: string } = {}): Promise<T> {
+    const headers: Record<string, string> = { accept: 'application/json' };
+    if (init.body !== undefined) headers['content-type'] = 'application/json';
+    if (init.bearer !== undefined) headers.authorization = `Bearer ${init.bearer}`;
+    let res: Response;
+    try {
+      res = await doFetch(`${baseUrl}${path}`, {
+        method,
+        headers,
+        ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) }),
+      });
+    } catch (cause) {
+      throw new ApiUnreachableError(baseUrl, cause);
+    }
+    if (!res.ok) throw await problemOf(res);
+    return (await res.json()) as T;
+  }
+
+  return Object.freeze({
+    baseUrl,
+    health: () => call<{ status: string }>('GET', '/health'),
+    enroll: (input) => call<{ device: DeviceJson }>('POST', '/v1/auth/enroll', { body: input }),
+    createChallenge: (publicKeyHex) => call<ChallengeJson>('POST', '/v1/auth/challenges', { body: { public_key: publicKeyHex } }),
+    createSession: (input) => call<TokenPairJson>('POST', '/v1/auth/sessions', { body: input }),
+    refresh: (refreshToken) => call<TokenPairJson>('POST', '/v1/auth/refresh', { body: { refresh_token: refreshToken } }),
+    me: (accessToken) => call<Principal>('GET', '/v1/auth/me', { bearer: accessToken }),
+    revoke: (accessToken, sessionId) =>
+      call<{ session_id: string; revoked: true }>('POST', '/v1/auth/revoke', {
+        bearer: accessToken,
+        body: sessionId === undefined ? {} : { session_id: sessionId },
+      }),
+    audit: (accessToken, page = {}) => {
+      const q = new URLSearchParams();
+      if (page.after !== undefined) q.set('after', String(page.after));
+      if (page.limit !== undefined) q.set('limit', String(page.limit));
+      const qs = q.size > 0 ? `?${q.toString()}` : '';
+      return call<AuditPageJson>('GET', `/v1/auth/audit${qs}`, { bearer: accessToken });
+    },
+    devices: (accessToken) => call<{ devices: DeviceJson[] }>('GET', '/v1/auth/devices', { bearer: accessToken }),
+    removeDevice: (accessToken, deviceId) =>
+      call<unknown>('DELETE', `/v1/auth/devices/${encodeURIComponent(deviceId)}`, { bearer: accessToken }),
+    sessions: (accessToken) => call<{ sessions: SessionJson[] }>('GET', '/v1/auth/sessions', { bearer: accessToken }),
+  } satisfies ManagementClient);
+}

@@ -1,0 +1,129 @@
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { test } from 'node:test';
+import {
+  type AuditEvent,
+  type AuditEventDraft,
+  canonicalJson,
+  challengeString,
+  digestToken,
+  GENESIS_HASH,
+  isIdOfKind,
+  isTokenOfKind,
+  makePrincipal,
+  mintToken,
+  newId,
+  normalizePairingCode,
+  sealAuditEvent,
+  verifyAuditChain,
+} from '@svc/core';
+
+const clock = { now: () => Date.UTC(2026, 10, 22, 10, 0, 0) };
+
+test('tokens carry their type prefix and at least 256 bits of randomness', () => {
+  const t = mintToken('access', randomBytes);
+  assert.match(t, /^svca_[A-Za-z0-9_-]{43}$/);
+  assert.ok(isTokenOfKind(t, 'access'));
+  assert.ok(!isTokenOfKind(t, 'refresh'));
+  assert.ok(isTokenOfKind(mintToken('refresh', randomBytes), 'refresh'));
+  assert.ok(isTokenOfKind(mintToken('bootstrap', randomBytes), 'bootstrap'));
+  assert.notEqual(mintToken('access', randomBytes), t);
+});
+
+test('only the SHA-256 digest of a token is what gets stored', () => {
+  const t = mintToken('refresh', randomBytes);
+  const d = digestToken(t);
+  assert.match(d, /^[0-9a-f]{64}$/);
+  assert.ok(!d.includes(t.slice(5, 20)));
+});
+
+test('ids are prefixed and time-sortable', () => {
+  let now = 1_000;
+  const c = { now: () => now };
+  const a = newId('session', c, randomBytes);
+  now += 1;
+  const b = newId('session', c, randomBytes);
+  assert.ok(isIdOfKind(a, 'session') && isIdOfKind(b, 'session'));
+  assert.ok(a < b);
+  assert.ok(!isIdOfKind(a, 'device'));
+});
+
+test('the challenge string is domain-separated and binds project, realm, id, nonce and expiry', () => {
+  const s = challengeString({ projectId: 'prj_X', realm: 'management', id: 'chl_Y', nonce: 'ab'.repeat(16), expiresAt: 1_795_000_000_000 });
+  assert.equal(s, `svc-auth-v1 challenge prj_X management chl_Y ${'ab'.repeat(16)} 1795000000`);
+  assert.match(s, /^[\x20-\x7e]+$/);
+});
+
+test('a principal is immutable', () => {
+  const p = makePrincipal({
+    subject: 'sub_1',
+    realm: 'management',
+    session: 'ses_1',
+    device: 'dev_1',
+    claims: { amr: ['ed25519'], auth_time: 'x', exp: 'y' },
+  });
+  assert.throws(() => {
+    (p as { subject: string }).subject = 'sub_2';
+  }, TypeError);
+  assert.throws(() => {
+    (p.claims.amr as string[]).push('pwd');
+  }, TypeError);
+});
+
+test('canonical JSON sorts keys and refuses non-integers', () => {
+  assert.equal(canonicalJson({ b: 1, a: [true, null, 'x'], c: { z: 1, y: 2 } }), '{"a":[true,null,"x"],"b":1,"c":{"y":2,"z":1}}');
+  assert.throws(() => canonicalJson({ a: 1.5 }), TypeError);
+});
+
+test('pairing codes are read forgivingly: case, dashes and look-alike letters do not matter', () => {
+  assert.equal(normalizePairingCode('abcd-ef0l'), normalizePairingCode('ABCDEF01'));
+  assert.equal(normalizePairingCode('o0 Ii'), '0011');
+});
+
+function chain(n: number): AuditEvent[] {
+  const out: AuditEvent[] = [];
+  let prev = GENESIS_HASH;
+  for (let i = 0; i < n; i++) {
+    const draft: AuditEventDraft = {
+      id: newId('event', clock, randomBytes),
+      at: clock.now() + i,
+      type: 'session.created',
+      realm: 'management',
+      subject: 'sub_1',
+      deviceId: 'dev_1',
+      sessionId: `ses_${i}`,
+      data: { n: i },
+    };
+    const e = sealAuditEvent(draft, i, prev);
+    out.push(e);
+    prev = e.hash;
+  }
+  return out;
+}
+
+test('an unbroken audit chain verifies', () => {
+  const v = verifyAuditChain(chain(5));
+  assert.deepEqual(v.ok && v.length, 5);
+});
+
+test('the audit chain detects an edited event', () => {
+  const events = chain(5);
+  events[2] = { ...(events[2] as AuditEvent), data: { n: 99 } };
+  const v = verifyAuditChain(events);
+  assert.equal(v.ok, false);
+  assert.equal(!v.ok && v.seq, 3);
+});
+
+test('the audit chain detects a removed event', () => {
+  const events = chain(5);
+  events.splice(1, 1);
+  assert.equal(verifyAuditChain(events).ok, false);
+});
+
+test('the audit chain detects reordered events', () => {
+  const events = chain(5);
+  const [a, b] = [events[1] as AuditEvent, events[2] as AuditEvent];
+  events[1] = { ...b, seq: 2 };
+  events[2] = { ...a, seq: 3 };
+  assert.equal(verifyAuditChain(events).ok, false);
+});

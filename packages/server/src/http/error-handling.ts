@@ -1,0 +1,157 @@
+import type { Socket } from 'node:net';
+import { AuthError, type ErrorCode } from '@svc/core';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { bearerChallenge } from './bearer.js';
+import { internalError, problemJson, sendProblem } from './problem.js';
+import { applySecurityHeaders, SECURITY_HEADERS } from './security-headers.js';
+
+/** Fastify's own refusals, by their code, and what the contract calls them. */
+const FASTIFY_ERRORS: Readonly<Record<string, readonly [ErrorCode, string]>> = {
+  FST_ERR_CTP_BODY_TOO_LARGE: ['payload_too_large', 'the request body is over 65,536 bytes'],
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: ['unsupported_media_type', 'bodies must be application/json'],
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: ['invalid_request', 'the Content-Length does not match the body'],
+  FST_ERR_CTP_INVALID_JSON_BODY: ['invalid_request', 'the body is not valid JSON, or it has a __proto__ or constructor.prototype key'],
+  FST_ERR_CTP_EMPTY_JSON_BODY: ['invalid_request', 'the body is empty but declared as application/json'],
+  FST_ERR_BAD_URL: ['invalid_request', 'the URL is malformed'],
+};
+
+/** Codes for other 4xx statuses Fastify or Node may attach to an error. */
+const CODE_BY_STATUS: Readonly<Record<number, ErrorCode>> = {
+  404: 'not_found',
+  405: 'method_not_allowed',
+  413: 'payload_too_large',
+  415: 'unsupported_media_type',
+  429: 'rate_limited',
+};
+
+function isFastifyError(err: unknown): err is FastifyError {
+  return err instanceof Error && typeof (err as { code?: unknown }).code === 'string';
+}
+
+/**
+ * Maps anything a request can throw to an {@link AuthError}: an AuthError as it is; Fastify's
+ * refusals of bad input (body too large, wrong media type, malformed JSON, schema validation)
+ * to their contract code; any other 4xx to `invalid_request`; everything else, a bug or an
+ * outage, to `500 internal_error`. Bad input never becomes a 5xx.
+ *
+ * @example
+ * toAuthError(new SyntaxError('x')).code; // 'internal_error'
+ */
+export function toAuthError(err: unknown): AuthError {
+  if (err instanceof AuthError) return err;
+  if (isFastifyError(err)) {
+    if (err.validation !== undefined) return new AuthError('invalid_request', err.message, { cause: err });
+    const known = FASTIFY_ERRORS[err.code];
+    if (known !== undefined) return new AuthError(known[0], known[1], { cause: err });
+  }
+  const status = (err as { statusCode?: unknown } | null)?.statusCode;
+  if (typeof status === 'number' && status >= 400 && status < 500) {
+    return new AuthError(CODE_BY_STATUS[status] ?? 'invalid_request', 'the request was refused', { cause: err });
+  }
+  return internalError(err);
+}
+
+/** Sends `err` as problem+json with the security headers and, for a bearer refusal, `WWW-Authenticate`. */
+function reject(req: FastifyRequest, reply: FastifyReply, err: AuthError): FastifyReply {
+  applySecurityHeaders(reply);
+  if (err.code === 'invalid_token' && err.realm !== undefined) {
+    reply.header('www-authenticate', bearerChallenge(err.realm, req.headers.authorization !== undefined));
+  }
+  return sendProblem(reply, err);
+}
+
+/** A route pattern, as a matcher for concrete paths, with its methods. */
+interface KnownPath {
+  readonly pattern: RegExp;
+  readonly methods: Set<string>;
+}
+
+function patternOf(url: string): RegExp {
+  const escaped = url
+    .split('/')
+    .map((segment) => (segment.startsWith(':') ? '[^/]+' : segment.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
+    .join('/');
+  return new RegExp(`^${escaped}$`);
+}
+
+/**
+ * Installs the one error path of a surface: every refusal is `application/problem+json`
+ * with the contract's `code`, the security headers and, for bearer refusals,
+ * `WWW-Authenticate`; anything unexpected is a generic 500 whose detail goes only to the log.
+ * Must be called before the routes are registered (it learns their paths).
+ *
+ * An unknown path is `404 not_found`. A known path with another method is
+ * `405 method_not_allowed` with an `Allow` header: `/v1/auth/sessions` is both GET (operator
+ * listing) and POST (sign-in), and telling a client it used the wrong method beats a 404 that
+ * suggests a wrong URL.
+ *
+ * @example
+ * installErrorHandling(app);
+ * await app.register(routes);
+ */
+export function installErrorHandling(app: FastifyInstance): void {
+  const known = new Map<string, KnownPath>();
+  app.addHook('onRoute', (route) => {
+    let entry = known.get(route.url);
+    if (entry === undefined) {
+      entry = { pattern: patternOf(route.url), methods: new Set() };
+      known.set(route.url, entry);
+    }
+    for (const m of Array.isArray(route.method) ? route.method : [route.method]) entry.methods.add(String(m).toUpperCase());
+  });
+
+  app.setErrorHandler((err, req, reply) => {
+    const authError = toAuthError(err);
+    if (authError.status >= 500) {
+      req.log.error({ err }, 'request failed');
+    } else {
+      req.log.info({ code: authError.code, status: authError.status }, 'request refused');
+    }
+    return reject(req, reply, authError);
+  });
+
+  app.setNotFoundHandler((req, reply) => {
+    const q = req.url.indexOf('?');
+    const path = q < 0 ? req.url : req.url.slice(0, q);
+    for (const entry of known.values()) {
+      if (entry.pattern.test(path)) {
+        const allow = [...entry.methods].sort().join(', ');
+        reply.header('allow', allow);
+        return reject(req, reply, new AuthError('method_not_allowed', `${req.method} is not allowed here; use ${allow}`));
+      }
+    }
+    return reject(req, reply, new AuthError('not_found', 'no such route'));
+  });
+}
+
+/**
+ * Fastify's `frameworkErrors` option: malformed URLs are refused before any hook runs, so
+ * they get the security headers and problem+json here.
+ *
+ * @example
+ * Fastify({ frameworkErrors });
+ */
+export function frameworkErrors(err: FastifyError, req: FastifyRequest, reply: FastifyReply): void {
+  reject(req, reply, toAuthError(err));
+}
+
+/**
+ * Fastify's `clientErrorHandler` option: a request Node could not even parse gets a
+ * problem+json 400 with the security headers, then the connection is closed.
+ *
+ * @example
+ * Fastify({ clientErrorHandler });
+ */
+export function clientErrorHandler(err: Error & { code?: string }, socket: Socket): void {
+  if (err.code === 'ECONNRESET' || socket.destroyed || !socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const body = JSON.stringify(problemJson(new AuthError('invalid_request', 'the request is not valid HTTP')));
+  const headers = Object.entries(SECURITY_HEADERS)
+    .map(([k, v]) => `${k}: ${v}\r\n`)
+    .join('');
+  socket.end(
+    `HTTP/1.1 400 Bad Request\r\nconnection: close\r\ncontent-type: application/problem+json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n${headers}\r\n${body}`,
+  );
+}

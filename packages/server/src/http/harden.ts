@@ -1,0 +1,27 @@
+import type { FastifyInstance } from 'fastify';
+import { installDrainOnClose } from './drain-on-close.js';
+import { installErrorHandling } from './error-handling.js';
+import { installJsonBodyParser } from './json-body.js';
+import { installLoopbackGuard } from './loopback.js';
+import { installSecurityHeaders } from './security-headers.js';
+
+/**
+ * Installs the shared HTTP hardening of a svc surface on a fresh app, in the order that
+ * matters: security headers first (so every later refusal carries them), then, for a
+ * loopback-only surface, the DNS-rebinding guard (before any parser or handler), then
+ * JSON-only bodies, the problem+json error path, and a close that
+ * drains in-flight requests without waiting out keep-alive timeouts. Call it before registering routes; build
+ * the app with {@link serverOptions}.
+ *
+ * @example
+ * const app = Fastify(serverOptions(logger));
+ * hardenSurface(app, { loopbackOnly: true });
+ * await app.register(routes, { deps });
+ */
+export function hardenSurface(app: FastifyInstance, opts: { readonly loopbackOnly: boolean }): void {
+  installSecurityHeaders(app);
+  if (opts.loopbackOnly) installLoopbackGuard(app);
+  installJsonBodyParser(app);
+  installErrorHandling(app);
+  installDrainOnClose(app);
+}

@@ -1,0 +1,168 @@
+import { isIPv6 } from 'node:net';
+import { AuthError } from '@svc/core';
+import type { FastifyInstance } from 'fastify';
+import { sendProblem } from './problem.js';
+
+const DOTTED_QUAD = /^(0|[1-9]\d{0,2})\.(0|[1-9]\d{0,2})\.(0|[1-9]\d{0,2})\.(0|[1-9]\d{0,2})$/;
+const PORT = /^\d{1,5}$/;
+
+/**
+ * Whether `address` is a strict dotted-quad IPv4 address (no leading zeros, no short or
+ * hexadecimal forms), returning its four octets, or null.
+ *
+ * @example
+ * parseIPv4('127.0.0.1'); // [127, 0, 0, 1]
+ * parseIPv4('127.1'); // null
+ */
+export function parseIPv4(address: string): [number, number, number, number] | null {
+  const m = DOTTED_QUAD.exec(address);
+  if (m === null) return null;
+  const octets = [Number(m[1]), Number(m[2]), Number(m[3]), Number(m[4])] as [number, number, number, number];
+  return octets.every((o) => o <= 255) ? octets : null;
+}
+
+/**
+ * Whether `address` (IPv6 without brackets) is the IPv6 loopback `::1`, in any textual form.
+ *
+ * @example
+ * isIPv6Loopback('0:0:0:0:0:0:0:1'); // true
+ */
+export function isIPv6Loopback(address: string): boolean {
+  if (!isIPv6(address)) return false;
+  try {
+    return new URL(`http://[${address}]/`).hostname === '[::1]';
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Whether `address` (IPv6 without brackets) is the IPv6 wildcard `::`, in any textual form.
+ *
+ * @example
+ * isIPv6Unspecified('0:0::0'); // true
+ */
+export function isIPv6Unspecified(address: string): boolean {
+  if (!isIPv6(address)) return false;
+  try {
+    return new URL(`http://[${address}]/`).hostname === '[::]';
+  } catch {
+    return false;
+  }
+}
+
+/** A `host[:port]` split into its parts; `bracketed` when the host was an `[IPv6]` literal. */
+export interface HostPort {
+  readonly host: string;
+  readonly port: string | undefined;
+  readonly bracketed: boolean;
+}
+
+/**
+ * Splits `host[:port]` or `[ipv6][:port]`. Null when the shape is wrong (an unbracketed IPv6
+ * address, text after `]`, an empty or non-numeric port, a port over 65535).
+ *
+ * @example
+ * splitHostPort('[::1]:9090'); // { host: '::1', port: '9090', bracketed: true }
+ */
+export function splitHostPort(value: string): HostPort | null {
+  let host: string;
+  let port: string | undefined;
+  let bracketed = false;
+  if (value.startsWith('[')) {
+    const end = value.indexOf(']');
+    if (end < 0) return null;
+    host = value.slice(1, end);
+    bracketed = true;
+    const rest = value.slice(end + 1);
+    if (rest === '') port = undefined;
+    else if (rest.startsWith(':')) port = rest.slice(1);
+    else return null;
+  } else {
+    const colon = value.indexOf(':');
+    if (colon < 0) {
+      host = value;
+    } else {
+      if (value.indexOf(':', colon + 1) >= 0) return null;
+      host = value.slice(0, colon);
+      port = value.slice(colon + 1);
+    }
+  }
+  if (port !== undefined && (!PORT.test(port) || Number(port) > 65535)) return null;
+  return { host, port, bracketed };
+}
+
+/**
+ * Whether a host (as in a `Host` header or an origin, brackets removed) names this machine's
+ * loopback: `localhost`, `127.0.0.0/8` in strict dotted-quad form, or `[::1]`.
+ */
+function isLoopbackHost(hp: HostPort): boolean {
+  if (hp.bracketed) return isIPv6Loopback(hp.host);
+  if (hp.host.toLowerCase() === 'localhost') return true;
+  const v4 = parseIPv4(hp.host);
+  return v4 !== null && v4[0] === 127;
+}
+
+// Accepted Host values repeat on every request; remembering a bounded few keeps the guard
+// to one Set lookup on the hot path. Refused values are never remembered.
+const acceptedHosts = new Set<string>();
+const ACCEPTED_HOSTS_MAX = 256;
+
+/**
+ * Whether a `Host` header value is a loopback name or address with any port: `localhost`,
+ * `127.0.0.0/8`, `[::1]`. A missing header (HTTP/1.0) is not.
+ *
+ * @example
+ * isLoopbackHostHeader('127.0.0.1:9090'); // true
+ * isLoopbackHostHeader('evil.example'); // false
+ */
+export function isLoopbackHostHeader(value: string | undefined): boolean {
+  if (value === undefined || value === '') return false;
+  if (acceptedHosts.has(value)) return true;
+  const hp = splitHostPort(value);
+  const ok = hp !== null && isLoopbackHost(hp);
+  if (ok && acceptedHosts.size < ACCEPTED_HOSTS_MAX) acceptedHosts.add(value);
+  return ok;
+}
+
+const ORIGIN = /^(https?):\/\/([^/?#@\s]+)$/i;
+
+/**
+ * Whether an `Origin` header value is a loopback origin: `http(s)://` and a loopback host
+ * with any port. The opaque origin `null` is not.
+ *
+ * @example
+ * isLoopbackOrigin('http://localhost:5173'); // true
+ * isLoopbackOrigin('null'); // false
+ */
+export function isLoopbackOrigin(value: string): boolean {
+  const m = ORIGIN.exec(value);
+  if (m === null || m[2] === undefined) return false;
+  const hp = splitHostPort(m[2]);
+  return hp !== null && isLoopbackHost(hp);
+}
+
+/**
+ * The DNS-rebinding defence of a loopback-only surface: an `onRequest` hook that refuses
+ * (`403 forbidden_host`) a request whose `Host` is not a loopback name or address, or that
+ * carries a non-loopback `Origin`. A page on `evil.example` whose name was rebound to
+ * 127.0.0.1 still sends `Host: evil.example`, so it never reaches a handler.
+ *
+ * @example
+ * installSecurityHeaders(app);
+ * installLoopbackGuard(app);
+ */
+export function installLoopbackGuard(app: FastifyInstance): void {
+  app.addHook('onRequest', (req, reply, done) => {
+    const { host, origin } = req.headers;
+    if (!isLoopbackHostHeader(host)) {
+      sendProblem(reply, new AuthError('forbidden_host', 'the Host header must name a loopback address (localhost, 127.0.0.1, [::1])'));
+      return;
+    }
+    if (origin !== undefined && !isLoopbackOrigin(origin)) {
+      sendProblem(reply, new AuthError('forbidden_host', 'cross-origin requests from a non-loopback origin are refused'));
+      return;
+    }
+    done();
+  });
+}

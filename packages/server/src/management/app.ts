@@ -1,0 +1,43 @@
+import type { AuthDeps } from '@svc/core';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import { createFailureLimiter } from '../http/failure-limiter.js';
+import { hardenSurface } from '../http/harden.js';
+import { serverOptions } from '../http/server-options.js';
+import { healthRoutes } from './health-routes.js';
+import { operatorRoutes } from './operator-routes.js';
+import { sessionRoutes } from './session-routes.js';
+import { signInRoutes } from './sign-in-routes.js';
+
+/** Options of {@link buildManagementApp}. */
+export interface ManagementAppOptions {
+  /** Store, clock, randomness, log, project id and settings of the auth module. */
+  deps: AuthDeps;
+  /** A pino logger (passed to Fastify as `loggerInstance`, behind redaction), or no logging. */
+  logger?: FastifyBaseLogger | false;
+}
+
+/**
+ * Builds the loopback management API: the contract's routes plus the operator routes, behind
+ * the DNS-rebinding guard, JSON-only bodies of at most 64 KiB, problem+json errors,
+ * `Cache-Control: no-store` on every response, and a failed-attempt limit on the credential
+ * routes. Not listening and not necessarily ready; the caller listens on an address from
+ * {@link resolveManagementListen} and closes the app (in-flight requests finish) before
+ * closing the store.
+ *
+ * @example
+ * const app = await buildManagementApp({ deps, logger: pino() });
+ * await app.listen(resolveManagementListen({ flag: args.listen, env: process.env.SVC_MANAGEMENT_LISTEN }));
+ */
+export async function buildManagementApp(opts: ManagementAppOptions): Promise<FastifyInstance> {
+  const { deps } = opts;
+  const app: FastifyInstance = Fastify(serverOptions(opts.logger));
+  // The management API is loopback-only: the DNS-rebinding guard runs before any parser.
+  hardenSurface(app, { loopbackOnly: true });
+
+  const limiter = createFailureLimiter({ clock: deps.clock });
+  await app.register(healthRoutes, { deps });
+  await app.register(signInRoutes, { deps, limiter });
+  await app.register(sessionRoutes, { deps });
+  await app.register(operatorRoutes, { deps });
+  return app;
+}

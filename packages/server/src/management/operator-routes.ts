@@ -1,0 +1,46 @@
+import { AuthError, auditEventToJson, deviceToJson, removeDevice, sessionToJson } from '@svc/core';
+import type { FastifyPluginAsync } from 'fastify';
+import { type ManagementRouteOptions, principalOf, requireManagementPrincipal } from './route-options.js';
+import { type AuditQuery, auditQuery, type DeviceParams, deviceParams, type RealmQuery, realmQuery } from './schemas.js';
+
+/** The most audit events one page returns. */
+export const AUDIT_PAGE_MAX = 1000;
+/** The audit page size when `limit` is not given. */
+export const AUDIT_PAGE_DEFAULT = 100;
+
+/**
+ * Operator routes beyond the contract table, all behind a management bearer token: read the
+ * audit chain page by page, list and remove devices, list active sessions.
+ *
+ * @example
+ * await app.register(operatorRoutes, { deps });
+ */
+export const operatorRoutes: FastifyPluginAsync<ManagementRouteOptions> = async (app, { deps }) => {
+  app.addHook('onRequest', requireManagementPrincipal(deps));
+
+  app.get<{ Querystring: AuditQuery }>('/v1/auth/audit', { schema: { querystring: auditQuery } }, async (req) => {
+    const afterSeq = req.query.after === undefined ? 0 : Number(req.query.after);
+    const limit = req.query.limit === undefined ? AUDIT_PAGE_DEFAULT : Number(req.query.limit);
+    if (limit > AUDIT_PAGE_MAX) throw new AuthError('invalid_request', `limit must be from 1 to ${AUDIT_PAGE_MAX}`);
+    // One extra event tells whether another page exists.
+    const events = await deps.store.listAuditEvents({ afterSeq, limit: limit + 1 });
+    const page = events.length > limit ? events.slice(0, limit) : events;
+    const last = page.at(-1);
+    return { events: page.map(auditEventToJson), next_after: events.length > limit && last !== undefined ? last.seq : null };
+  });
+
+  app.get<{ Querystring: RealmQuery }>('/v1/auth/devices', { schema: { querystring: realmQuery } }, async (req) => {
+    const devices = await deps.store.listDevices(req.query.realm === undefined ? {} : { realm: req.query.realm });
+    return { devices: devices.map(deviceToJson) };
+  });
+
+  app.delete<{ Params: DeviceParams }>('/v1/auth/devices/:id', { schema: { params: deviceParams } }, async (req) => {
+    return removeDevice(deps, { principal: principalOf(req), deviceId: req.params.id });
+  });
+
+  app.get<{ Querystring: RealmQuery }>('/v1/auth/sessions', { schema: { querystring: realmQuery } }, async (req) => {
+    const now = deps.clock.now();
+    const sessions = await deps.store.listActiveSessions(req.query.realm === undefined ? { now } : { now, realm: req.query.realm });
+    return { sessions: sessions.map(sessionToJson) };
+  });
+};

@@ -1,0 +1,4 @@
+export { DEFAULT_SCHEMA, openPostgresStore, type PostgresStoreOptions } from './open-postgres-store.js';
+export { POSTGRES_STORE_OPERATIONS } from './operations.js';
+export { PostgresStore } from './postgres-store.js';
+export { StoreOpenError } from './store-open-error.js';

@@ -1,0 +1,633 @@
+import {
+  type AuditEvent,
+  type AuditEventDraft,
+  type BootstrapOutcome,
+  type ChallengeRecord,
+  type DeviceRecord,
+  GENESIS_HASH,
+  type PairingCompletion,
+  type PairingIntentRecord,
+  type Realm,
+  type RotationOutcome,
+  type SessionRecord,
+  type Store,
+  type StoreStats,
+  sealAuditEvent,
+  type TokenPairDigests,
+} from '@svc/core';
+import type { Pool, PoolClient, QueryConfig, QueryResultRow } from 'pg';
+import {
+  CHALLENGE_COLUMNS,
+  type ChallengeRow,
+  DEVICE_COLUMNS,
+  type DeviceRow,
+  EVENT_COLUMNS,
+  type EventRow,
+  INTENT_COLUMNS,
+  type IntentRow,
+  ROTATION_COLUMNS,
+  type RotationRow,
+  SESSION_COLUMNS,
+  type SessionRow,
+  toChallenge,
+  toDevice,
+  toEvent,
+  toIntent,
+  toSession,
+} from './rows.js';
+
+/** Something that runs queries: the pool (autocommit) or a client inside a transaction. */
+type Queryable = Pick<PoolClient, 'query'>;
+
+/** Thrown inside {@link PostgresStore.#tx} to roll back and still answer `value`. */
+class Rollback {
+  readonly value: unknown;
+  constructor(value: unknown) {
+    this.value = value;
+  }
+}
+
+/** Rolls the current transaction back and makes it answer `value`: for outcomes that must write nothing. */
+function rollback(value: unknown): never {
+  throw new Rollback(value);
+}
+
+async function rows<R extends QueryResultRow>(db: Queryable, text: string, values: readonly unknown[] = []): Promise<R[]> {
+  return (await db.query<R>(text, values as unknown[])).rows;
+}
+
+async function first<R extends QueryResultRow>(db: Queryable, text: string, values: readonly unknown[] = []): Promise<R | undefined> {
+  return (await db.query<R>(text, values as unknown[])).rows[0];
+}
+
+async function changes(db: Queryable, text: string, values: readonly unknown[]): Promise<number> {
+  return (await db.query(text, values as unknown[])).rowCount ?? 0;
+}
+
+/** Whether a session can still be used at `now`: not revoked and within its absolute lifetime. */
+function isLive(s: SessionRow, now: number): boolean {
+  return s.revoked_at === null && s.expires_at > now;
+}
+
+/** A LIMIT/OFFSET-safe integer: PostgreSQL refuses non-integers for BIGINT parameters. */
+function clampInt(n: number, min: number): number {
+  if (Number.isNaN(n)) return min;
+  return Math.max(min, Math.min(Math.floor(n), Number.MAX_SAFE_INTEGER));
+}
+
+const INVALID: RotationOutcome = Object.freeze({ kind: 'invalid' });
+
+// The hot path of every authenticated request: a named statement, so each connection parses
+// and plans it once. One lookup on the unique index of sessions.access_digest.
+const SESSION_BY_ACCESS: Omit<QueryConfig, 'values'> = {
+  name: 'svc_session_by_access_digest',
+  text: `SELECT ${SESSION_COLUMNS} FROM sessions WHERE access_digest = $1`,
+};
+
+const INSERT_DEVICE = `INSERT INTO devices (id, public_key, realm, subject, name, created_at, removed_at)
+  VALUES ($1, $2, $3, $4, $5, $6, NULL)
+  ON CONFLICT (public_key) WHERE removed_at IS NULL DO NOTHING
+  RETURNING ${DEVICE_COLUMNS}`;
+
+const SET_PAIR = `UPDATE sessions SET access_digest = $2, access_expires_at = $3, refresh_digest = $4, refresh_expires_at = $5,
+    prev_refresh_digest = $6, prev_rotated_at = $7, generation = generation + 1, last_rotated_at = $8
+  WHERE id = $1
+  RETURNING ${SESSION_COLUMNS}`;
+
+const REVOKE_SESSION = `UPDATE sessions SET revoked_at = $2, revoked_reason = $3 WHERE id = $1 AND revoked_at IS NULL
+  RETURNING ${SESSION_COLUMNS}`;
+
+/**
+ * The multi-node control store on PostgreSQL. Obtain one with `openPostgresStore`. Many nodes
+ * (processes, pools) may share one schema; the guarantees hold across all of them:
+ * - every state change and its audit event commit in one READ COMMITTED transaction;
+ * - the audit chain is serialised by a row lock on the single `audit_head` row, always taken
+ *   last in a transaction (its holder never waits for another lock, so it cannot deadlock);
+ * - single-use credentials are used up by one conditional `UPDATE ... WHERE <still unused>`:
+ *   a blocked UPDATE re-checks its WHERE against the winner's committed row, so exactly one
+ *   of N concurrent attempts matches;
+ * - a refresh rotation locks its session row (`SELECT ... FOR UPDATE`) and decides on the
+ *   latest committed state, so concurrent presentations are decided one after the other.
+ */
+export class PostgresStore implements Store {
+  /** The schema every table lives in. */
+  readonly schema: string;
+  readonly #pool: Pool;
+  #closed = false;
+
+  /** Wraps an open pool on a migrated schema; use `openPostgresStore` rather than calling this. */
+  constructor(pool: Pool, schema: string) {
+    this.#pool = pool;
+    this.schema = schema;
+  }
+
+  /**
+   * Runs `fn` in one READ COMMITTED transaction on one pooled connection. A {@link Rollback}
+   * thrown by `fn` rolls back and answers its value; any other error rolls back and is
+   * rethrown (a connection failure included: callers turn it into a 5xx, nothing is swallowed).
+   */
+  async #tx<T>(fn: (c: PoolClient) => Promise<T>): Promise<T> {
+    const client = await this.#pool.connect();
+    let broken: Error | undefined;
+    try {
+      await client.query('BEGIN');
+      const result = await fn(client);
+      await client.query('COMMIT');
+      return result;
+    } catch (err) {
+      try {
+        await client.query('ROLLBACK');
+      } catch (rollbackError) {
+        // The connection is unusable: destroy it instead of returning it to the pool.
+        broken = rollbackError as Error;
+      }
+      if (err instanceof Rollback) return err.value as T;
+      throw err;
+    } finally {
+      client.release(broken);
+    }
+  }
+
+  /**
+   * Seals `draft` after the chain's head and appends it. Call only inside a transaction, and
+   * last: the FOR UPDATE lock on `audit_head` is held until COMMIT and serialises every append
+   * of every node, so sequence numbers have no gaps and the chain never forks.
+   */
+  async #append(c: PoolClient, draft: AuditEventDraft): Promise<AuditEvent> {
+    const head = await first<{ seq: number; hash: string }>(c, 'SELECT seq, hash FROM audit_head WHERE singleton FOR UPDATE');
+    if (head === undefined) throw new Error(`the audit_head row of schema ${this.schema} is missing`);
+    const event = sealAuditEvent(draft, head.seq, head.seq === 0 ? GENESIS_HASH : head.hash);
+    await c.query(
+      `WITH appended AS (
+         INSERT INTO audit_events (${EVENT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+       )
+       UPDATE audit_head SET seq = $1, hash = $11 WHERE singleton`,
+      [
+        event.seq,
+        event.id,
+        event.at,
+        event.type,
+        event.realm,
+        event.subject,
+        event.deviceId,
+        event.sessionId,
+        // JSON text, not JSONB: it gives back exactly the values that were hashed.
+        JSON.stringify(event.data),
+        event.prevHash,
+        event.hash,
+      ],
+    );
+    return event;
+  }
+
+  /** Inserts `device` unless an active device has its key (the partial unique index decides, also between nodes). */
+  async #insertDevice(c: PoolClient, device: DeviceRecord): Promise<DeviceRecord | null> {
+    const row = await first<DeviceRow>(c, INSERT_DEVICE, [
+      device.id,
+      device.publicKey,
+      device.realm,
+      device.subject,
+      device.name,
+      device.createdAt,
+    ]);
+    return row === undefined ? null : toDevice(row);
+  }
+
+  async ping(): Promise<void> {
+    await this.#pool.query('SELECT 1');
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    await this.#pool.end();
+  }
+
+  async getProject(): Promise<{ readonly projectId: string; readonly createdAt: number } | null> {
+    const row = await first<{ project_id: string; created_at: number }>(this.#pool, 'SELECT project_id, created_at FROM project');
+    return row === undefined ? null : { projectId: row.project_id, createdAt: row.created_at };
+  }
+
+  async initProject(input: { readonly projectId: string; readonly createdAt: number }): Promise<{ readonly projectId: string }> {
+    // A concurrent insert from another node makes this one wait, then do nothing; the read
+    // after it sees whichever id was committed first.
+    await this.#pool.query('INSERT INTO project (singleton, project_id, created_at) VALUES (TRUE, $1, $2) ON CONFLICT DO NOTHING', [
+      input.projectId,
+      input.createdAt,
+    ]);
+    const row = await first<{ project_id: string }>(this.#pool, 'SELECT project_id FROM project');
+    if (row === undefined) throw new Error('the project row vanished after it was written');
+    return { projectId: row.project_id };
+  }
+
+  async issueBootstrapToken(
+    input: { readonly id: string; readonly digest: string; readonly createdAt: number; readonly expiresAt: number },
+    event: AuditEventDraft,
+  ): Promise<void> {
+    await this.#tx(async (c) => {
+      // Two nodes issuing at once would each supersede only the tokens they can see and leave
+      // two live ones. This self-conflicting table lock makes issuers take turns; consumers
+      // (ROW EXCLUSIVE) wait for it too. Taken first, before any row lock, so it cannot deadlock.
+      await c.query('LOCK TABLE bootstrap_tokens IN SHARE ROW EXCLUSIVE MODE');
+      await c.query('UPDATE bootstrap_tokens SET superseded_at = $1 WHERE used_at IS NULL AND superseded_at IS NULL', [input.createdAt]);
+      await c.query('INSERT INTO bootstrap_tokens (id, digest, created_at, expires_at) VALUES ($1, $2, $3, $4)', [
+        input.id,
+        input.digest,
+        input.createdAt,
+        input.expiresAt,
+      ]);
+      await this.#append(c, event);
+    });
+  }
+
+  async consumeBootstrapToken(
+    input: { readonly digest: string; readonly now: number; readonly device: DeviceRecord },
+    event: AuditEventDraft,
+  ): Promise<BootstrapOutcome> {
+    return this.#tx(async (c): Promise<BootstrapOutcome> => {
+      // The one conditional update that decides the winner. device_id's foreign key is
+      // deferred to COMMIT, so the claim can name the device inserted just below.
+      const claimed = await changes(
+        c,
+        `UPDATE bootstrap_tokens SET used_at = $2, device_id = $3
+         WHERE digest = $1 AND used_at IS NULL AND superseded_at IS NULL AND expires_at > $2`,
+        [input.digest, input.now, input.device.id],
+      );
+      if (claimed === 0) {
+        // Not live: say why, in the contract's order. States only move away from live, so
+        // this later read cannot find a live token the update missed.
+        const token = await first<{ used_at: number | null; superseded_at: number | null; expires_at: number }>(
+          c,
+          'SELECT used_at, superseded_at, expires_at FROM bootstrap_tokens WHERE digest = $1',
+          [input.digest],
+        );
+        if (token === undefined) return { kind: 'unknown' };
+        // A used token reports `used` even if it was superseded afterwards: the more useful answer.
+        if (token.used_at !== null) return { kind: 'used' };
+        if (token.superseded_at !== null) return { kind: 'unknown' };
+        if (token.expires_at <= input.now) return { kind: 'expired' };
+        return { kind: 'unknown' };
+      }
+      const device = await this.#insertDevice(c, input.device);
+      // The key is taken: undo the claim, the token stays usable for another key.
+      if (device === null) return rollback({ kind: 'already_enrolled' });
+      await this.#append(c, event);
+      return { kind: 'enrolled', device };
+    });
+  }
+
+  async enrollDevice(device: DeviceRecord, event: AuditEventDraft): Promise<'enrolled' | 'already_enrolled'> {
+    return this.#tx(async (c) => {
+      if ((await this.#insertDevice(c, device)) === null) return 'already_enrolled';
+      await this.#append(c, event);
+      return 'enrolled';
+    });
+  }
+
+  async findDeviceByPublicKey(publicKey: string): Promise<DeviceRecord | null> {
+    const row = await first<DeviceRow>(this.#pool, `SELECT ${DEVICE_COLUMNS} FROM devices WHERE public_key = $1 AND removed_at IS NULL`, [
+      publicKey,
+    ]);
+    return row === undefined ? null : toDevice(row);
+  }
+
+  async getDevice(id: string): Promise<DeviceRecord | null> {
+    const row = await first<DeviceRow>(this.#pool, `SELECT ${DEVICE_COLUMNS} FROM devices WHERE id = $1`, [id]);
+    return row === undefined ? null : toDevice(row);
+  }
+
+  async listDevices(filter: { readonly realm?: Realm }): Promise<readonly DeviceRecord[]> {
+    const list = await rows<DeviceRow>(
+      this.#pool,
+      `SELECT ${DEVICE_COLUMNS} FROM devices WHERE removed_at IS NULL AND ($1::text IS NULL OR realm = $1) ORDER BY created_at, id`,
+      [filter.realm ?? null],
+    );
+    return list.map(toDevice);
+  }
+
+  async countDevices(realm: Realm): Promise<number> {
+    const row = await first<{ n: number }>(this.#pool, 'SELECT COUNT(*) AS n FROM devices WHERE realm = $1 AND removed_at IS NULL', [
+      realm,
+    ]);
+    return row?.n ?? 0;
+  }
+
+  async removeDevice(
+    input: { readonly deviceId: string; readonly now: number },
+    event: AuditEventDraft,
+  ): Promise<{ readonly removed: boolean; readonly revokedSessions: number }> {
+    return this.#tx(async (c) => {
+      const removed = await changes(c, 'UPDATE devices SET removed_at = $2 WHERE id = $1 AND removed_at IS NULL', [
+        input.deviceId,
+        input.now,
+      ]);
+      if (removed === 0) return { removed: false, revokedSessions: 0 };
+      const revokedSessions = await changes(
+        c,
+        `UPDATE sessions SET revoked_at = $2, revoked_reason = 'device_removed'
+         WHERE device_id = $1 AND revoked_at IS NULL AND expires_at > $2`,
+        [input.deviceId, input.now],
+      );
+      await this.#append(c, event);
+      return { removed: true, revokedSessions };
+    });
+  }
+
+  async createChallenge(challenge: ChallengeRecord): Promise<void> {
+    // Expired challenges can never be consumed again, so they are only clutter. SKIP LOCKED
+    // lets nodes prune side by side without waiting for (or deadlocking on) each other.
+    await this.#pool.query(
+      `WITH pruned AS (
+         DELETE FROM challenges WHERE id IN (
+           SELECT id FROM challenges WHERE expires_at <= $5 ORDER BY expires_at LIMIT 500 FOR UPDATE SKIP LOCKED
+         )
+       )
+       INSERT INTO challenges (${CHALLENGE_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6)`,
+      [challenge.id, challenge.publicKey, challenge.realm, challenge.challenge, challenge.createdAt, challenge.expiresAt],
+    );
+  }
+
+  async consumeChallenge(input: { readonly id: string; readonly now: number }): Promise<ChallengeRecord | null> {
+    // One conditional UPDATE ... RETURNING: the first caller flips used_at; every concurrent
+    // one blocks on the row, re-checks the WHERE against the committed row and matches nothing.
+    const row = await first<ChallengeRow>(
+      this.#pool,
+      `UPDATE challenges SET used_at = $2 WHERE id = $1 AND used_at IS NULL AND expires_at > $2 RETURNING ${CHALLENGE_COLUMNS}`,
+      [input.id, input.now],
+    );
+    return row === undefined ? null : toChallenge(row);
+  }
+
+  async createSession(session: SessionRecord, pair: TokenPairDigests, event: AuditEventDraft): Promise<void> {
+    await this.#tx(async (c) => {
+      await c.query(
+        `INSERT INTO sessions (id, realm, subject, device_id, created_at, expires_at, access_digest, access_expires_at, refresh_digest,
+           refresh_expires_at, generation, last_rotated_at, revoked_at, revoked_reason)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
+        [
+          session.id,
+          session.realm,
+          session.subject,
+          session.deviceId,
+          session.createdAt,
+          session.expiresAt,
+          pair.accessDigest,
+          // No pair outlives its session.
+          Math.min(pair.accessExpiresAt, session.expiresAt),
+          pair.refreshDigest,
+          Math.min(pair.refreshExpiresAt, session.expiresAt),
+          session.generation,
+          session.lastRotatedAt,
+          session.revokedAt,
+          session.revokedReason,
+        ],
+      );
+      await this.#append(c, event);
+    });
+  }
+
+  async findSessionByAccessDigest(digest: string): Promise<SessionRecord | null> {
+    const row = (await this.#pool.query<SessionRow>({ ...SESSION_BY_ACCESS, values: [digest] })).rows[0];
+    return row === undefined ? null : toSession(row);
+  }
+
+  async getSession(id: string): Promise<SessionRecord | null> {
+    const row = await first<SessionRow>(this.#pool, `SELECT ${SESSION_COLUMNS} FROM sessions WHERE id = $1`, [id]);
+    return row === undefined ? null : toSession(row);
+  }
+
+  async listActiveSessions(filter: {
+    readonly now: number;
+    readonly realm?: Realm;
+    readonly deviceId?: string;
+  }): Promise<readonly SessionRecord[]> {
+    const list = await rows<SessionRow>(
+      this.#pool,
+      `SELECT ${SESSION_COLUMNS} FROM sessions
+       WHERE revoked_at IS NULL AND expires_at > $1 AND refresh_expires_at > $1
+         AND ($2::text IS NULL OR realm = $2) AND ($3::text IS NULL OR device_id = $3)
+       ORDER BY created_at DESC, id DESC`,
+      [filter.now, filter.realm ?? null, filter.deviceId ?? null],
+    );
+    return list.map(toSession);
+  }
+
+  async rotateRefreshToken(
+    input: {
+      readonly presentedDigest: string;
+      readonly realm: Realm;
+      readonly now: number;
+      readonly graceMs: number;
+      readonly next: TokenPairDigests;
+    },
+    audit: (outcome: Exclude<RotationOutcome, { kind: 'invalid' }>) => AuditEventDraft,
+  ): Promise<RotationOutcome> {
+    const { presentedDigest, realm, now, graceMs, next } = input;
+    return this.#tx(async (c): Promise<RotationOutcome> => {
+      // Which session the digest belongs to never changes (current → previous → retired all
+      // stay with one session), so an unlocked lookup is enough to know which row to lock.
+      const owner = await first<{ id: string }>(
+        c,
+        `SELECT id FROM sessions WHERE refresh_digest = $1 OR prev_refresh_digest = $1
+         UNION ALL
+         SELECT session_id FROM retired_refresh_tokens WHERE digest = $1
+         LIMIT 1`,
+        [presentedDigest],
+      );
+      if (owner === undefined) return INVALID;
+      // The lock that serialises every presentation of this session's tokens, on every node:
+      // a waiter wakes up with the row as the winner committed it and decides on that.
+      const s = await first<RotationRow>(c, `SELECT ${ROTATION_COLUMNS} FROM sessions WHERE id = $1 FOR UPDATE`, [owner.id]);
+      if (s === undefined) return INVALID;
+      // The realm check comes first: a token of another realm is unknown here.
+      if (s.realm !== realm) return INVALID;
+
+      const setPair = async (prevRefreshDigest: string | null, prevRotatedAt: number | null): Promise<SessionRecord> => {
+        const row = await first<SessionRow>(c, SET_PAIR, [
+          s.id,
+          next.accessDigest,
+          // No rotation outlives the session.
+          Math.min(next.accessExpiresAt, s.expires_at),
+          next.refreshDigest,
+          Math.min(next.refreshExpiresAt, s.expires_at),
+          prevRefreshDigest,
+          prevRotatedAt,
+          now,
+        ]);
+        if (row === undefined) throw new Error(`session ${s.id} vanished while locked`);
+        return toSession(row);
+      };
+      const retire = (digest: string) =>
+        c.query('INSERT INTO retired_refresh_tokens (digest, session_id, retired_at) VALUES ($1, $2, $3)', [digest, s.id, now]);
+      const finish = async (kind: 'rotated' | 'rotated_in_grace' | 'reused', session: SessionRecord): Promise<RotationOutcome> => {
+        const outcome = Object.freeze({ kind, session });
+        await this.#append(c, audit(outcome));
+        return outcome;
+      };
+      const revokeForReuse = async (): Promise<RotationOutcome> => {
+        const row = await first<SessionRow>(c, REVOKE_SESSION, [s.id, now, 'refresh_token_reused']);
+        if (row === undefined) return INVALID;
+        return finish('reused', toSession(row));
+      };
+
+      if (s.refresh_digest === presentedDigest) {
+        if (!isLive(s, now) || s.refresh_expires_at <= now) return INVALID;
+        if (s.prev_refresh_digest !== null) await retire(s.prev_refresh_digest);
+        return finish('rotated', await setPair(presentedDigest, now));
+      }
+      if (s.prev_refresh_digest === presentedDigest) {
+        if (!isLive(s, now)) return INVALID;
+        if (s.prev_rotated_at !== null && now - s.prev_rotated_at <= graceMs) {
+          // A client that lost the answer to its rotation retries: the pair issued in between
+          // dies so that only one pair stays live, and "previous" stays as it is.
+          await retire(s.refresh_digest);
+          return finish('rotated_in_grace', await setPair(s.prev_refresh_digest, s.prev_rotated_at));
+        }
+        return revokeForReuse();
+      }
+      // Neither current nor previous any more: retired for good.
+      if (!isLive(s, now)) return INVALID;
+      return revokeForReuse();
+    });
+  }
+
+  async revokeSession(
+    input: { readonly sessionId: string; readonly now: number; readonly reason: string },
+    event: AuditEventDraft,
+  ): Promise<boolean> {
+    return this.#tx(async (c) => {
+      if ((await changes(c, REVOKE_SESSION, [input.sessionId, input.now, input.reason])) === 0) return false;
+      await this.#append(c, event);
+      return true;
+    });
+  }
+
+  async appendAuditEvent(event: AuditEventDraft): Promise<AuditEvent> {
+    return this.#tx((c) => this.#append(c, event));
+  }
+
+  async listAuditEvents(input: { readonly afterSeq: number; readonly limit: number }): Promise<readonly AuditEvent[]> {
+    const list = await rows<EventRow>(this.#pool, `SELECT ${EVENT_COLUMNS} FROM audit_events WHERE seq > $1 ORDER BY seq LIMIT $2`, [
+      clampInt(input.afterSeq, 0),
+      clampInt(input.limit, 0),
+    ]);
+    return list.map(toEvent);
+  }
+
+  async auditHead(): Promise<{ readonly seq: number; readonly hash: string } | null> {
+    const head = await first<{ seq: number; hash: string }>(this.#pool, 'SELECT seq, hash FROM audit_head');
+    return head === undefined || head.seq === 0 ? null : { seq: head.seq, hash: head.hash };
+  }
+
+  async createPairingIntent(intent: PairingIntentRecord, event: AuditEventDraft): Promise<void> {
+    await this.#tx(async (c) => {
+      await c.query(`INSERT INTO pairing_intents (${INTENT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`, [
+        intent.id,
+        intent.realm,
+        intent.subject,
+        intent.name,
+        intent.codeDigest,
+        intent.createdAt,
+        intent.expiresAt,
+        intent.createdBy,
+        intent.failures,
+        intent.completedAt,
+        intent.burnedAt,
+        intent.deviceId,
+      ]);
+      await this.#append(c, event);
+    });
+  }
+
+  async getPairingIntent(id: string): Promise<PairingIntentRecord | null> {
+    const row = await first<IntentRow>(this.#pool, `SELECT ${INTENT_COLUMNS} FROM pairing_intents WHERE id = $1`, [id]);
+    return row === undefined ? null : toIntent(row);
+  }
+
+  async recordPairingFailure(
+    input: { readonly id: string; readonly now: number; readonly maxFailures: number },
+    event: (failures: number, burned: boolean) => AuditEventDraft,
+  ): Promise<{ readonly failures: number; readonly burned: boolean } | null> {
+    return this.#tx(async (c) => {
+      // failures + 1 is computed on the row as committed, so concurrent wrong codes on several
+      // nodes each count once and exactly one of them burns the intent.
+      const row = await first<{ failures: number; burned_at: number | null }>(
+        c,
+        `UPDATE pairing_intents
+         SET failures = failures + 1, burned_at = CASE WHEN failures + 1 >= $3 THEN $2 ELSE NULL END
+         WHERE id = $1 AND completed_at IS NULL AND burned_at IS NULL AND expires_at > $2
+         RETURNING failures, burned_at`,
+        [input.id, input.now, input.maxFailures],
+      );
+      if (row === undefined) return null;
+      const result = { failures: row.failures, burned: row.burned_at !== null };
+      await this.#append(c, event(result.failures, result.burned));
+      return result;
+    });
+  }
+
+  async completePairing(
+    input: { readonly id: string; readonly codeDigest: string; readonly now: number; readonly device: DeviceRecord },
+    event: AuditEventDraft,
+  ): Promise<PairingCompletion> {
+    return this.#tx(async (c): Promise<PairingCompletion> => {
+      // The one conditional update that decides the winner (device_id's foreign key is checked at COMMIT).
+      const claimed = await changes(
+        c,
+        `UPDATE pairing_intents SET completed_at = $3, device_id = $4
+         WHERE id = $1 AND code_digest = $2 AND completed_at IS NULL AND burned_at IS NULL AND expires_at > $3`,
+        [input.id, input.codeDigest, input.now, input.device.id],
+      );
+      if (claimed === 0) return { kind: 'invalid' };
+      const device = await this.#insertDevice(c, input.device);
+      // The intent stays live when the key is taken, like a bootstrap token: the admin's code is not wasted.
+      if (device === null) return rollback({ kind: 'already_enrolled' });
+      await this.#append(c, event);
+      return { kind: 'completed', device };
+    });
+  }
+
+  async stats(now: number): Promise<StoreStats> {
+    const client = await this.#pool.connect();
+    let broken: Error | undefined;
+    try {
+      // One snapshot, so the counters describe a single moment.
+      await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+      const devices: Record<Realm, number> = { management: 0, application: 0 };
+      for (const r of await rows<{ realm: Realm; n: number }>(
+        client,
+        'SELECT realm, COUNT(*) AS n FROM devices WHERE removed_at IS NULL GROUP BY realm',
+      )) {
+        devices[r.realm] = r.n;
+      }
+      const activeSessions: Record<Realm, number> = { management: 0, application: 0 };
+      for (const r of await rows<{ realm: Realm; n: number }>(
+        client,
+        'SELECT realm, COUNT(*) AS n FROM sessions WHERE revoked_at IS NULL AND expires_at > $1 AND refresh_expires_at > $1 GROUP BY realm',
+        [now],
+      )) {
+        activeSessions[r.realm] = r.n;
+      }
+      const events: Record<string, number> = {};
+      for (const r of await rows<{ type: string; n: number }>(client, 'SELECT type, COUNT(*) AS n FROM audit_events GROUP BY type')) {
+        events[r.type] = r.n;
+      }
+      const head = await first<{ seq: number; hash: string }>(client, 'SELECT seq, hash FROM audit_head');
+      await client.query('COMMIT');
+      return {
+        devices,
+        activeSessions,
+        events,
+        auditLength: head?.seq ?? 0,
+        auditHead: head === undefined || head.seq === 0 ? GENESIS_HASH : head.hash,
+      };
+    } catch (err) {
+      await client.query('ROLLBACK').catch((rollbackError: Error) => {
+        broken = rollbackError;
+      });
+      throw err;
+    } finally {
+      client.release(broken);
+    }
+  }
+}

@@ -1,0 +1,166 @@
+import type {
+  AuditData,
+  AuditEvent,
+  AuditEventType,
+  ChallengeRecord,
+  DeviceRecord,
+  PairingIntentRecord,
+  Realm,
+  SessionRecord,
+} from '@svc/core';
+
+// Row shapes as the driver returns them: BIGINT columns already parsed to numbers by the
+// pool's own type parser (see open-postgres-store.ts).
+
+export interface DeviceRow {
+  id: string;
+  public_key: string;
+  realm: Realm;
+  subject: string;
+  name: string;
+  created_at: number;
+  removed_at: number | null;
+}
+
+export interface SessionRow {
+  id: string;
+  realm: Realm;
+  subject: string;
+  device_id: string;
+  created_at: number;
+  expires_at: number;
+  access_expires_at: number;
+  refresh_expires_at: number;
+  generation: number;
+  last_rotated_at: number | null;
+  revoked_at: number | null;
+  revoked_reason: string | null;
+}
+
+/** A session row with the refresh bookkeeping the rotation decision needs. */
+export interface RotationRow extends SessionRow {
+  refresh_digest: string;
+  prev_refresh_digest: string | null;
+  prev_rotated_at: number | null;
+}
+
+export interface ChallengeRow {
+  id: string;
+  public_key: string;
+  realm: Realm;
+  challenge: string;
+  created_at: number;
+  expires_at: number;
+}
+
+export interface IntentRow {
+  id: string;
+  realm: Realm;
+  subject: string;
+  name: string | null;
+  code_digest: string;
+  created_at: number;
+  expires_at: number;
+  created_by: string;
+  failures: number;
+  completed_at: number | null;
+  burned_at: number | null;
+  device_id: string | null;
+}
+
+export interface EventRow {
+  seq: number;
+  id: string;
+  at: number;
+  type: AuditEventType;
+  realm: Realm | null;
+  subject: string | null;
+  device_id: string | null;
+  session_id: string | null;
+  data: string;
+  prev_hash: string;
+  hash: string;
+}
+
+export const DEVICE_COLUMNS = 'id, public_key, realm, subject, name, created_at, removed_at';
+export const SESSION_COLUMNS =
+  'id, realm, subject, device_id, created_at, expires_at, access_expires_at, refresh_expires_at, generation, last_rotated_at, revoked_at, revoked_reason';
+export const ROTATION_COLUMNS = `${SESSION_COLUMNS}, refresh_digest, prev_refresh_digest, prev_rotated_at`;
+export const EVENT_COLUMNS = 'seq, id, at, type, realm, subject, device_id, session_id, data, prev_hash, hash';
+export const INTENT_COLUMNS =
+  'id, realm, subject, name, code_digest, created_at, expires_at, created_by, failures, completed_at, burned_at, device_id';
+export const CHALLENGE_COLUMNS = 'id, public_key, realm, challenge, created_at, expires_at';
+
+export function toDevice(r: DeviceRow): DeviceRecord {
+  return Object.freeze({
+    id: r.id,
+    publicKey: r.public_key,
+    realm: r.realm,
+    subject: r.subject,
+    name: r.name,
+    createdAt: r.created_at,
+    removedAt: r.removed_at,
+  });
+}
+
+export function toSession(r: SessionRow): SessionRecord {
+  return Object.freeze({
+    id: r.id,
+    realm: r.realm,
+    subject: r.subject,
+    deviceId: r.device_id,
+    createdAt: r.created_at,
+    expiresAt: r.expires_at,
+    accessExpiresAt: r.access_expires_at,
+    refreshExpiresAt: r.refresh_expires_at,
+    generation: r.generation,
+    lastRotatedAt: r.last_rotated_at,
+    revokedAt: r.revoked_at,
+    revokedReason: r.revoked_reason,
+  });
+}
+
+export function toChallenge(r: ChallengeRow): ChallengeRecord {
+  return Object.freeze({
+    id: r.id,
+    publicKey: r.public_key,
+    realm: r.realm,
+    challenge: r.challenge,
+    createdAt: r.created_at,
+    expiresAt: r.expires_at,
+  });
+}
+
+export function toIntent(r: IntentRow): PairingIntentRecord {
+  return Object.freeze({
+    id: r.id,
+    realm: r.realm,
+    subject: r.subject,
+    name: r.name,
+    codeDigest: r.code_digest,
+    createdAt: r.created_at,
+    expiresAt: r.expires_at,
+    createdBy: r.created_by,
+    failures: r.failures,
+    completedAt: r.completed_at,
+    burnedAt: r.burned_at,
+    deviceId: r.device_id,
+  });
+}
+
+export function toEvent(r: EventRow): AuditEvent {
+  return Object.freeze({
+    id: r.id,
+    at: r.at,
+    type: r.type,
+    realm: r.realm,
+    subject: r.subject,
+    deviceId: r.device_id,
+    sessionId: r.session_id,
+    // The exact JSON text written at append time: parsing it gives back the same values.
+    data: Object.freeze(JSON.parse(r.data) as AuditData),
+    seq: r.seq,
+    prevHash: r.prev_hash,
+    hash: r.hash,
+  });
+}

@@ -1,0 +1,356 @@
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { after, before, describe, test } from 'node:test';
+import {
+  type AuditEventDraft,
+  type AuditEventType,
+  type DeviceRecord,
+  digestToken,
+  mintToken,
+  newId,
+  type RotationOutcome,
+  type SessionRecord,
+  type Store,
+  type TokenPairDigests,
+  verifyAuditChain,
+} from '@svc/core';
+import type { PostgresStore } from '../src/index.js';
+import { createTestEnv } from './pg-test-env.js';
+
+const ATTEMPTS = 50;
+const T0 = Date.UTC(2026, 10, 22, 10, 0, 0, 0);
+const clock = { now: () => T0 };
+const random = (n: number) => randomBytes(n);
+
+const env = createTestEnv();
+after(() => env.dispose());
+
+/** Two nodes on one fresh schema: two stores, two pools. */
+async function twoNodes(): Promise<{ a: PostgresStore; b: PostgresStore; nodes: readonly Store[]; close(): Promise<void> }> {
+  const schema = env.schema();
+  const a = await env.open(schema);
+  const b = await env.open(schema);
+  return {
+    a,
+    b,
+    nodes: [a, b],
+    async close() {
+      await a.close();
+      await b.close();
+      await env.drop(schema);
+    },
+  };
+}
+
+/** Runs `attempt(i, node)` ATTEMPTS times at once, alternating between the nodes. */
+function storm<T>(nodes: readonly Store[], attempt: (i: number, node: Store) => Promise<T>): Promise<T[]> {
+  return Promise.all(Array.from({ length: ATTEMPTS }, (_, i) => attempt(i, nodes[i % nodes.length] as Store)));
+}
+
+function draft(type: AuditEventType, data: AuditEventDraft['data'] = {}, sessionId: string | null = null): AuditEventDraft {
+  return { id: newId('event', clock, random), at: T0, type, realm: 'management', subject: null, deviceId: null, sessionId, data };
+}
+
+function device(publicKey = randomBytes(32).toString('hex')): DeviceRecord {
+  return {
+    id: newId('device', clock, random),
+    publicKey,
+    realm: 'management',
+    subject: newId('subject', clock, random),
+    name: 'laptop',
+    createdAt: T0,
+    removedAt: null,
+  };
+}
+
+function pair(now: number): TokenPairDigests & { readonly access: string; readonly refresh: string } {
+  const access = mintToken('access', random);
+  const refresh = mintToken('refresh', random);
+  return {
+    access,
+    refresh,
+    accessDigest: digestToken(access),
+    refreshDigest: digestToken(refresh),
+    accessExpiresAt: now + 900_000,
+    refreshExpiresAt: now + 86_400_000,
+  };
+}
+
+/** An enrolled device with one fresh session; answers the session and its first pair. */
+async function sessionOn(store: Store): Promise<{ session: SessionRecord; first: ReturnType<typeof pair> }> {
+  const d = device();
+  assert.equal(await store.enrollDevice(d, draft('device.enrolled')), 'enrolled');
+  const session: SessionRecord = {
+    id: newId('session', clock, random),
+    realm: 'management',
+    subject: d.subject,
+    deviceId: d.id,
+    createdAt: T0,
+    expiresAt: T0 + 7 * 86_400_000,
+    accessExpiresAt: T0 + 900_000,
+    refreshExpiresAt: T0 + 86_400_000,
+    generation: 0,
+    lastRotatedAt: null,
+    revokedAt: null,
+    revokedReason: null,
+  };
+  const first = pair(T0);
+  await store.createSession(session, first, draft('session.created', {}, session.id));
+  return { session, first };
+}
+
+function rotationAudit(o: Exclude<RotationOutcome, { kind: 'invalid' }>): AuditEventDraft {
+  const type =
+    o.kind === 'rotated' ? 'session.rotated' : o.kind === 'rotated_in_grace' ? 'session.rotated_in_grace' : 'session.refresh_reused';
+  return draft(type, { generation: o.session.generation }, o.session.id);
+}
+
+function tally(kinds: readonly string[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const k of kinds) out[k] = (out[k] ?? 0) + 1;
+  return out;
+}
+
+async function assertChainVerifies(store: Store, length?: number): Promise<void> {
+  const events = await store.listAuditEvents({ afterSeq: 0, limit: 1e9 });
+  const verdict = verifyAuditChain(events);
+  assert.equal(verdict.ok, true, JSON.stringify(verdict));
+  if (length !== undefined) assert.equal(events.length, length);
+}
+
+describe('across two nodes (two pools on one schema)', () => {
+  let n: Awaited<ReturnType<typeof twoNodes>>;
+  before(async () => {
+    n = await twoNodes();
+  });
+  after(() => n.close());
+
+  test('of 50 concurrent uses of one bootstrap token exactly one enrolls, the others see it used', async () => {
+    const token = mintToken('bootstrap', random);
+    const digest = digestToken(token);
+    await n.a.issueBootstrapToken(
+      { id: newId('bootstrap', clock, random), digest, createdAt: T0, expiresAt: T0 + 900_000 },
+      draft('bootstrap.issued'),
+    );
+    const outcomes = await storm(n.nodes, (_, node) =>
+      node.consumeBootstrapToken({ digest, now: T0 + 1, device: device() }, draft('device.enrolled')),
+    );
+    assert.deepEqual(tally(outcomes.map((o) => o.kind)), { enrolled: 1, used: ATTEMPTS - 1 });
+    const winner = outcomes.find((o) => o.kind === 'enrolled');
+    assert.ok(winner?.kind === 'enrolled');
+    assert.equal((await n.b.getDevice(winner.device.id))?.publicKey, winner.device.publicKey);
+  });
+
+  test('bootstrap tokens issued concurrently on both nodes leave exactly one live', async () => {
+    const tokens = Array.from({ length: 10 }, () => digestToken(mintToken('bootstrap', random)));
+    await Promise.all(
+      tokens.map((digest, i) =>
+        (n.nodes[i % 2] as Store).issueBootstrapToken(
+          { id: newId('bootstrap', clock, random), digest, createdAt: T0, expiresAt: T0 + 900_000 },
+          draft('bootstrap.issued'),
+        ),
+      ),
+    );
+    const outcomes = [];
+    for (const digest of tokens)
+      outcomes.push((await n.a.consumeBootstrapToken({ digest, now: T0 + 1, device: device() }, draft('device.enrolled'))).kind);
+    assert.deepEqual(tally(outcomes), { enrolled: 1, unknown: tokens.length - 1 });
+  });
+
+  test('of 50 concurrent consumptions of one challenge exactly one gets it', async () => {
+    const id = newId('challenge', clock, random);
+    await n.a.createChallenge({
+      id,
+      publicKey: 'ab'.repeat(32),
+      realm: 'management',
+      challenge: `svc-auth-v1 challenge x management ${id}`,
+      createdAt: T0,
+      expiresAt: T0 + 60_000,
+    });
+    const got = await storm(n.nodes, (_, node) => node.consumeChallenge({ id, now: T0 + 1 }));
+    assert.equal(got.filter((c) => c !== null).length, 1);
+    assert.equal(got.find((c) => c !== null)?.id, id);
+  });
+
+  test('of 50 concurrent enrolments of one key on both nodes exactly one enrolls', async () => {
+    const key = randomBytes(32).toString('hex');
+    const outcomes = await storm(n.nodes, (_, node) => node.enrollDevice(device(key), draft('device.enrolled')));
+    assert.deepEqual(tally(outcomes), { enrolled: 1, already_enrolled: ATTEMPTS - 1 });
+    assert.equal((await n.b.findDeviceByPublicKey(key))?.publicKey, key);
+  });
+
+  test('with grace 0, 50 concurrent presentations of one refresh token rotate exactly once and leave at most one live pair', async () => {
+    const { session, first } = await sessionOn(n.a);
+    const nexts = Array.from({ length: ATTEMPTS }, () => pair(T0));
+    // Each node's clock moves on: attempt i happens at T0 + 1000 + i.
+    const outcomes = await storm(n.nodes, (i, node) =>
+      node.rotateRefreshToken(
+        { presentedDigest: first.refreshDigest, realm: 'management', now: T0 + 1000 + i, graceMs: 0, next: nexts[i] as TokenPairDigests },
+        rotationAudit,
+      ),
+    );
+    const kinds = tally(outcomes.map((o) => o.kind));
+    assert.equal(kinds.rotated, 1);
+    assert.ok((kinds.reused ?? 0) <= 1, 'a session is revoked for reuse at most once');
+    const resolving = [];
+    for (const p of [first, ...nexts]) {
+      const s = await n.b.findSessionByAccessDigest(p.accessDigest);
+      if (s !== null) resolving.push(s);
+    }
+    assert.equal(resolving.length, 1, 'exactly one access digest is the current one');
+    const finalSession = resolving[0] as SessionRecord;
+    assert.equal(finalSession.id, session.id);
+    assert.equal(finalSession.generation, (kinds.rotated ?? 0) + (kinds.rotated_in_grace ?? 0));
+    assert.equal(finalSession.revokedAt !== null, kinds.reused === 1);
+    assert.equal(await n.a.findSessionByAccessDigest(first.accessDigest), null, 'the first pair is retired');
+  });
+
+  test('with grace 10 s, 50 concurrent presentations of one refresh token leave exactly one live pair, the last one written', async () => {
+    const { session, first } = await sessionOn(n.a);
+    const nexts = Array.from({ length: ATTEMPTS }, () => pair(T0));
+    const now = T0 + 1000;
+    const outcomes = await storm(n.nodes, (i, node) =>
+      node.rotateRefreshToken(
+        { presentedDigest: first.refreshDigest, realm: 'management', now, graceMs: 10_000, next: nexts[i] as TokenPairDigests },
+        rotationAudit,
+      ),
+    );
+    assert.deepEqual(tally(outcomes.map((o) => o.kind)), { rotated: 1, rotated_in_grace: ATTEMPTS - 1 });
+    assert.equal(await n.a.findSessionByAccessDigest(first.accessDigest), null, 'the first pair is retired');
+    const live: number[] = [];
+    for (const [i, p] of nexts.entries()) {
+      const s = await n.b.findSessionByAccessDigest(p.accessDigest);
+      if (s !== null) live.push(i);
+    }
+    assert.equal(live.length, 1, 'exactly one of the 50 new access digests still resolves');
+    const current = await n.b.getSession(session.id);
+    assert.equal(current?.generation, ATTEMPTS, 'every presentation was decided after the one before it');
+    const last = await n.a.findSessionByAccessDigest((nexts[live[0] as number] as TokenPairDigests).accessDigest);
+    assert.equal(last?.generation, ATTEMPTS, 'the live pair is the one the last decision wrote');
+    // Only that pair's refresh token rotates; an in-between one (retired) is reuse.
+    const retiredIndex = live[0] === 0 ? 1 : 0;
+    const reuse = await n.a.rotateRefreshToken(
+      {
+        presentedDigest: (nexts[retiredIndex] as TokenPairDigests).refreshDigest,
+        realm: 'management',
+        now: now + 1,
+        graceMs: 10_000,
+        next: pair(now),
+      },
+      rotationAudit,
+    );
+    assert.equal(reuse.kind, 'reused');
+  });
+
+  test('of 50 concurrent presentations of a refresh token retired outside grace exactly one revokes the session', async () => {
+    const { session, first } = await sessionOn(n.a);
+    const rotated = await n.a.rotateRefreshToken(
+      { presentedDigest: first.refreshDigest, realm: 'management', now: T0 + 1000, graceMs: 10_000, next: pair(T0) },
+      rotationAudit,
+    );
+    assert.equal(rotated.kind, 'rotated');
+    const outcomes = await storm(n.nodes, (_, node) =>
+      node.rotateRefreshToken(
+        { presentedDigest: first.refreshDigest, realm: 'management', now: T0 + 60_000, graceMs: 10_000, next: pair(T0) },
+        rotationAudit,
+      ),
+    );
+    assert.deepEqual(tally(outcomes.map((o) => o.kind)), { reused: 1, invalid: ATTEMPTS - 1 });
+    const after = await n.b.getSession(session.id);
+    assert.equal(after?.revokedReason, 'refresh_token_reused');
+    const reuseEvents = (await n.a.listAuditEvents({ afterSeq: 0, limit: 1e9 })).filter(
+      (e) => e.type === 'session.refresh_reused' && e.sessionId === session.id,
+    );
+    assert.equal(reuseEvents.length, 1);
+  });
+
+  test('of 50 concurrent completions of one pairing intent exactly one enrolls a device', async () => {
+    const id = newId('intent', clock, random);
+    const codeDigest = randomBytes(32).toString('hex');
+    await n.a.createPairingIntent(
+      {
+        id,
+        realm: 'application',
+        subject: newId('subject', clock, random),
+        name: null,
+        codeDigest,
+        createdAt: T0,
+        expiresAt: T0 + 300_000,
+        createdBy: 'sub_admin',
+        failures: 0,
+        completedAt: null,
+        burnedAt: null,
+        deviceId: null,
+      },
+      draft('pairing.prepared'),
+    );
+    const outcomes = await storm(n.nodes, (_, node) =>
+      node.completePairing({ id, codeDigest, now: T0 + 1, device: { ...device(), realm: 'application' } }, draft('pairing.completed')),
+    );
+    assert.deepEqual(tally(outcomes.map((o) => o.kind)), { completed: 1, invalid: ATTEMPTS - 1 });
+    const winner = outcomes.find((o) => o.kind === 'completed');
+    assert.ok(winner?.kind === 'completed');
+    assert.equal((await n.b.getPairingIntent(id))?.deviceId, winner.device.id);
+  });
+
+  test('50 concurrent wrong pairing codes on both nodes count 1..5 once each and burn the intent exactly once', async () => {
+    const id = newId('intent', clock, random);
+    await n.b.createPairingIntent(
+      {
+        id,
+        realm: 'application',
+        subject: newId('subject', clock, random),
+        name: null,
+        codeDigest: randomBytes(32).toString('hex'),
+        createdAt: T0,
+        expiresAt: T0 + 300_000,
+        createdBy: 'sub_admin',
+        failures: 0,
+        completedAt: null,
+        burnedAt: null,
+        deviceId: null,
+      },
+      draft('pairing.prepared'),
+    );
+    const counted = await storm(n.nodes, (_, node) =>
+      node.recordPairingFailure({ id, now: T0 + 1, maxFailures: 5 }, (failures, burned) =>
+        draft(burned ? 'pairing.burned' : 'pairing.failed', { failures }),
+      ),
+    );
+    const hits = counted.filter((c) => c !== null);
+    assert.deepEqual(hits.map((c) => c.failures).sort(), [1, 2, 3, 4, 5]);
+    assert.deepEqual(
+      hits.filter((c) => c.burned).map((c) => c.failures),
+      [5],
+    );
+    assert.equal((await n.a.getPairingIntent(id))?.failures, 5);
+  });
+
+  test('the audit chain has no gap and no fork after a storm of writes from both nodes', async () => {
+    const before = (await n.a.auditHead())?.seq ?? 0;
+    const writes = await Promise.all(
+      Array.from({ length: 4 * ATTEMPTS }, (_, i) => {
+        const node = n.nodes[i % 2] as Store;
+        switch (i % 4) {
+          case 0:
+            return node.appendAuditEvent(draft('signin.failed', { i, reason: 'storm' })).then(() => 1);
+          case 1:
+            return node.enrollDevice(device(), draft('device.enrolled', { i })).then(() => 1);
+          case 2:
+            return sessionOn(node).then(() => 2);
+          default:
+            return node.revokeSession({ sessionId: 'ses_unknown', now: T0, reason: 'logout' }, draft('session.revoked')).then(() => 0);
+        }
+      }),
+    );
+    const written = writes.reduce((a, b) => a + b, 0);
+    const head = await n.b.auditHead();
+    assert.equal(head?.seq, before + written);
+    await assertChainVerifies(n.a, before + written);
+    const seqs = (await n.b.listAuditEvents({ afterSeq: 0, limit: 1e9 })).map((e) => e.seq);
+    assert.deepEqual(
+      seqs,
+      Array.from({ length: seqs.length }, (_, i) => i + 1),
+    );
+  });
+});

@@ -1,0 +1,26 @@
+import { after } from 'node:test';
+import { storeConformance } from '@svc/store-testkit';
+import type { PostgresStore } from '../src/index.js';
+import { createTestEnv } from './pg-test-env.js';
+
+const env = createTestEnv();
+after(() => env.dispose());
+
+// Each world gets a fresh schema (a fresh store); a peer is a second PostgresStore with its
+// own pool on that schema, i.e. a second node. The schema is dropped when its store closes
+// (the harness closes peers first).
+const primaries = new Set<PostgresStore>();
+
+storeConformance('postgres', {
+  async open() {
+    const store = await env.open(env.schema());
+    primaries.add(store);
+    return store;
+  },
+  openPeer: (store) => env.open((store as PostgresStore).schema),
+  async close(store) {
+    const pg = store as PostgresStore;
+    await pg.close();
+    if (primaries.delete(pg)) await env.drop(pg.schema);
+  },
+});

@@ -1,0 +1,55 @@
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { openPostgresStore, type PostgresStore, type PostgresStoreOptions } from '../src/index.js';
+
+/** The test server: `SVC_TEST_PG_URL`, else the local trust-auth one `scripts/ensure-postgres.sh` starts. */
+export const PG_URL = process.env.SVC_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+
+/**
+ * Pool size per store in tests: small, because test files run in parallel against one server
+ * (max_connections 100), yet above 1 so that attempts really run side by side.
+ */
+export const TEST_POOL_SIZE = 4;
+
+/** A schema name no other run uses, so parallel runs never collide. */
+export function freshSchemaName(): string {
+  return `svc_test_${randomBytes(6).toString('hex')}`;
+}
+
+/**
+ * The schemas a test file creates, and an admin connection to inspect and drop them. Call
+ * `dispose()` in `after`: it drops every schema it handed out.
+ */
+export function createTestEnv() {
+  const admin = new pg.Pool({ connectionString: PG_URL, max: 2 });
+  admin.on('error', () => undefined);
+  const schemas = new Set<string>();
+  return {
+    admin,
+    /** A new schema name, dropped by `dispose`. */
+    schema(): string {
+      const name = freshSchemaName();
+      schemas.add(name);
+      return name;
+    },
+    /** Opens a store (a "node") on `schema`. */
+    open(schema: string, extra: Partial<PostgresStoreOptions> = {}): Promise<PostgresStore> {
+      schemas.add(schema);
+      return openPostgresStore({ connectionString: PG_URL, schema, max: TEST_POOL_SIZE, ...extra });
+    },
+    async drop(schema: string): Promise<void> {
+      await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+      schemas.delete(schema);
+    },
+    async dispose(): Promise<void> {
+      try {
+        for (const schema of schemas) await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+      } finally {
+        await admin.end();
+      }
+    },
+  };
+}
+
+/** The test env's type. */
+export type TestEnv = ReturnType<typeof createTestEnv>;

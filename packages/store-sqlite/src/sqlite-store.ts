@@ -1,0 +1,682 @@
+import {
+  type AuditData,
+  type AuditEvent,
+  type AuditEventDraft,
+  type AuditEventType,
+  type BootstrapOutcome,
+  type ChallengeRecord,
+  type DeviceRecord,
+  GENESIS_HASH,
+  type PairingCompletion,
+  type PairingIntentRecord,
+  type Realm,
+  type RotationOutcome,
+  type SessionRecord,
+  type Store,
+  type StoreStats,
+  sealAuditEvent,
+  type TokenPairDigests,
+} from '@svc/core';
+import type Database from 'better-sqlite3';
+
+type Db = Database.Database;
+type Statement = Database.Statement;
+
+interface DeviceRow {
+  id: string;
+  public_key: string;
+  realm: Realm;
+  subject: string;
+  name: string;
+  created_at: number;
+  removed_at: number | null;
+}
+
+interface SessionRow {
+  id: string;
+  realm: Realm;
+  subject: string;
+  device_id: string;
+  created_at: number;
+  expires_at: number;
+  access_expires_at: number;
+  refresh_expires_at: number;
+  generation: number;
+  last_rotated_at: number | null;
+  revoked_at: number | null;
+  revoked_reason: string | null;
+}
+
+/** A session row with the refresh bookkeeping the rotation decision needs. */
+interface RotationRow extends SessionRow {
+  refresh_digest: string;
+  prev_refresh_digest: string | null;
+  prev_rotated_at: number | null;
+}
+
+interface ChallengeRow {
+  id: string;
+  public_key: string;
+  realm: Realm;
+  challenge: string;
+  created_at: number;
+  expires_at: number;
+}
+
+interface IntentRow {
+  id: string;
+  realm: Realm;
+  subject: string;
+  name: string | null;
+  code_digest: string;
+  created_at: number;
+  expires_at: number;
+  created_by: string;
+  failures: number;
+  completed_at: number | null;
+  burned_at: number | null;
+  device_id: string | null;
+}
+
+interface EventRow {
+  seq: number;
+  id: string;
+  at: number;
+  type: AuditEventType;
+  realm: Realm | null;
+  subject: string | null;
+  device_id: string | null;
+  session_id: string | null;
+  data: string;
+  prev_hash: string;
+  hash: string;
+}
+
+interface BootstrapRow {
+  used_at: number | null;
+  superseded_at: number | null;
+  expires_at: number;
+}
+
+const DEVICE_COLUMNS = 'id, public_key, realm, subject, name, created_at, removed_at';
+const SESSION_COLUMNS =
+  'id, realm, subject, device_id, created_at, expires_at, access_expires_at, refresh_expires_at, generation, last_rotated_at, revoked_at, revoked_reason';
+const ROTATION_COLUMNS = `${SESSION_COLUMNS}, refresh_digest, prev_refresh_digest, prev_rotated_at`;
+const EVENT_COLUMNS = 'seq, id, at, type, realm, subject, device_id, session_id, data, prev_hash, hash';
+const INTENT_COLUMNS =
+  'id, realm, subject, name, code_digest, created_at, expires_at, created_by, failures, completed_at, burned_at, device_id';
+
+function toDevice(r: DeviceRow): DeviceRecord {
+  return Object.freeze({
+    id: r.id,
+    publicKey: r.public_key,
+    realm: r.realm,
+    subject: r.subject,
+    name: r.name,
+    createdAt: r.created_at,
+    removedAt: r.removed_at,
+  });
+}
+
+function toSession(r: SessionRow): SessionRecord {
+  return Object.freeze({
+    id: r.id,
+    realm: r.realm,
+    subject: r.subject,
+    deviceId: r.device_id,
+    createdAt: r.created_at,
+    expiresAt: r.expires_at,
+    accessExpiresAt: r.access_expires_at,
+    refreshExpiresAt: r.refresh_expires_at,
+    generation: r.generation,
+    lastRotatedAt: r.last_rotated_at,
+    revokedAt: r.revoked_at,
+    revokedReason: r.revoked_reason,
+  });
+}
+
+function toChallenge(r: ChallengeRow): ChallengeRecord {
+  return Object.freeze({
+    id: r.id,
+    publicKey: r.public_key,
+    realm: r.realm,
+    challenge: r.challenge,
+    createdAt: r.created_at,
+    expiresAt: r.expires_at,
+  });
+}
+
+function toIntent(r: IntentRow): PairingIntentRecord {
+  return Object.freeze({
+    id: r.id,
+    realm: r.realm,
+    subject: r.subject,
+    name: r.name,
+    codeDigest: r.code_digest,
+    createdAt: r.created_at,
+    expiresAt: r.expires_at,
+    createdBy: r.created_by,
+    failures: r.failures,
+    completedAt: r.completed_at,
+    burnedAt: r.burned_at,
+    deviceId: r.device_id,
+  });
+}
+
+function toEvent(r: EventRow): AuditEvent {
+  return Object.freeze({
+    id: r.id,
+    at: r.at,
+    type: r.type,
+    realm: r.realm,
+    subject: r.subject,
+    deviceId: r.device_id,
+    sessionId: r.session_id,
+    data: Object.freeze(JSON.parse(r.data) as AuditData),
+    seq: r.seq,
+    prevHash: r.prev_hash,
+    hash: r.hash,
+  });
+}
+
+/** Whether a session can still be used at `now`: not revoked and within its absolute lifetime. */
+function isLive(s: SessionRow, now: number): boolean {
+  return s.revoked_at === null && s.expires_at > now;
+}
+
+/** LIMIT/OFFSET-safe integer: SQLite refuses non-integers and Infinity. */
+function clampInt(n: number, min: number): number {
+  if (Number.isNaN(n)) return min;
+  return Math.max(min, Math.min(Math.floor(n), Number.MAX_SAFE_INTEGER));
+}
+
+/** Every statement the store runs, prepared once per connection. */
+function prepareStatements(db: Db) {
+  const p = (sql: string): Statement => db.prepare(sql);
+  return {
+    ping: p('SELECT 1'),
+    getProject: p('SELECT project_id, created_at FROM project WHERE singleton = 1'),
+    insertProject: p('INSERT INTO project (singleton, project_id, created_at) VALUES (1, ?, ?) ON CONFLICT (singleton) DO NOTHING'),
+
+    supersedeBootstrap: p('UPDATE bootstrap_tokens SET superseded_at = ? WHERE used_at IS NULL AND superseded_at IS NULL'),
+    insertBootstrap: p('INSERT INTO bootstrap_tokens (id, digest, created_at, expires_at) VALUES (?, ?, ?, ?)'),
+    bootstrapByDigest: p('SELECT used_at, superseded_at, expires_at FROM bootstrap_tokens WHERE digest = ?'),
+    useBootstrap: p('UPDATE bootstrap_tokens SET used_at = ?, device_id = ? WHERE digest = ? AND used_at IS NULL'),
+
+    insertDevice: p(
+      'INSERT INTO devices (id, public_key, realm, subject, name, created_at, removed_at) VALUES (@id, @publicKey, @realm, @subject, @name, @createdAt, NULL)',
+    ),
+    deviceByKey: p(`SELECT ${DEVICE_COLUMNS} FROM devices WHERE public_key = ? AND removed_at IS NULL`),
+    deviceById: p(`SELECT ${DEVICE_COLUMNS} FROM devices WHERE id = ?`),
+    listDevices: p(
+      `SELECT ${DEVICE_COLUMNS} FROM devices WHERE removed_at IS NULL AND (@realm IS NULL OR realm = @realm) ORDER BY created_at, id`,
+    ),
+    countDevices: p('SELECT COUNT(*) AS n FROM devices WHERE realm = ? AND removed_at IS NULL'),
+    removeDevice: p('UPDATE devices SET removed_at = ? WHERE id = ? AND removed_at IS NULL'),
+    revokeDeviceSessions: p(
+      "UPDATE sessions SET revoked_at = @now, revoked_reason = 'device_removed' WHERE device_id = @deviceId AND revoked_at IS NULL AND expires_at > @now",
+    ),
+
+    // Used-up and expired challenges can never be consumed again, so they are only clutter.
+    pruneChallenges: p('DELETE FROM challenges WHERE expires_at <= ?'),
+    insertChallenge: p(
+      'INSERT INTO challenges (id, public_key, realm, challenge, created_at, expires_at) VALUES (@id, @publicKey, @realm, @challenge, @createdAt, @expiresAt)',
+    ),
+    consumeChallenge: p(
+      'UPDATE challenges SET used_at = @now WHERE id = @id AND used_at IS NULL AND expires_at > @now RETURNING id, public_key, realm, challenge, created_at, expires_at',
+    ),
+
+    insertSession: p(
+      `INSERT INTO sessions (id, realm, subject, device_id, created_at, expires_at, access_digest, access_expires_at, refresh_digest,
+         refresh_expires_at, generation, last_rotated_at, revoked_at, revoked_reason)
+       VALUES (@id, @realm, @subject, @deviceId, @createdAt, @expiresAt, @accessDigest, @accessExpiresAt, @refreshDigest,
+         @refreshExpiresAt, @generation, @lastRotatedAt, @revokedAt, @revokedReason)`,
+    ),
+    sessionByAccess: p(`SELECT ${SESSION_COLUMNS} FROM sessions WHERE access_digest = ?`),
+    sessionById: p(`SELECT ${SESSION_COLUMNS} FROM sessions WHERE id = ?`),
+    listActiveSessions: p(
+      `SELECT ${SESSION_COLUMNS} FROM sessions
+       WHERE revoked_at IS NULL AND expires_at > @now AND refresh_expires_at > @now
+         AND (@realm IS NULL OR realm = @realm) AND (@deviceId IS NULL OR device_id = @deviceId)
+       ORDER BY created_at DESC, id DESC`,
+    ),
+    sessionByRefresh: p(`SELECT ${ROTATION_COLUMNS} FROM sessions WHERE refresh_digest = ?`),
+    sessionByPrevRefresh: p(`SELECT ${ROTATION_COLUMNS} FROM sessions WHERE prev_refresh_digest = ?`),
+    sessionByRetiredRefresh: p(
+      `SELECT ${ROTATION_COLUMNS} FROM sessions WHERE id = (SELECT session_id FROM retired_refresh_tokens WHERE digest = ?)`,
+    ),
+    retireRefresh: p('INSERT INTO retired_refresh_tokens (digest, session_id, retired_at) VALUES (?, ?, ?)'),
+    setPair: p(
+      `UPDATE sessions SET access_digest = @accessDigest, access_expires_at = @accessExpiresAt, refresh_digest = @refreshDigest,
+         refresh_expires_at = @refreshExpiresAt, prev_refresh_digest = @prevRefreshDigest, prev_rotated_at = @prevRotatedAt,
+         generation = generation + 1, last_rotated_at = @now
+       WHERE id = @id`,
+    ),
+    revokeSession: p('UPDATE sessions SET revoked_at = @now, revoked_reason = @reason WHERE id = @id AND revoked_at IS NULL'),
+
+    auditHead: p('SELECT seq, hash FROM audit_events ORDER BY seq DESC LIMIT 1'),
+    insertEvent: p(
+      `INSERT INTO audit_events (${EVENT_COLUMNS})
+       VALUES (@seq, @id, @at, @type, @realm, @subject, @deviceId, @sessionId, @data, @prevHash, @hash)`,
+    ),
+    listEvents: p(`SELECT ${EVENT_COLUMNS} FROM audit_events WHERE seq > ? ORDER BY seq LIMIT ?`),
+
+    insertIntent: p(
+      `INSERT INTO pairing_intents (${INTENT_COLUMNS})
+       VALUES (@id, @realm, @subject, @name, @codeDigest, @createdAt, @expiresAt, @createdBy, @failures, @completedAt, @burnedAt, @deviceId)`,
+    ),
+    intentById: p(`SELECT ${INTENT_COLUMNS} FROM pairing_intents WHERE id = ?`),
+    failIntent: p(
+      `UPDATE pairing_intents
+       SET failures = failures + 1, burned_at = CASE WHEN failures + 1 >= @maxFailures THEN @now ELSE NULL END
+       WHERE id = @id AND completed_at IS NULL AND burned_at IS NULL AND expires_at > @now
+       RETURNING failures, burned_at`,
+    ),
+    liveIntent: p(
+      'SELECT id FROM pairing_intents WHERE id = @id AND code_digest = @codeDigest AND completed_at IS NULL AND burned_at IS NULL AND expires_at > @now',
+    ),
+    completeIntent: p('UPDATE pairing_intents SET completed_at = @now, device_id = @deviceId WHERE id = @id'),
+
+    statsDevices: p('SELECT realm, COUNT(*) AS n FROM devices WHERE removed_at IS NULL GROUP BY realm'),
+    statsSessions: p(
+      'SELECT realm, COUNT(*) AS n FROM sessions WHERE revoked_at IS NULL AND expires_at > @now AND refresh_expires_at > @now GROUP BY realm',
+    ),
+    statsEvents: p('SELECT type, COUNT(*) AS n FROM audit_events GROUP BY type'),
+  };
+}
+
+type Statements = ReturnType<typeof prepareStatements>;
+
+const INVALID: RotationOutcome = Object.freeze({ kind: 'invalid' });
+
+/**
+ * The embedded control store on one better-sqlite3 connection. Obtain one with
+ * `openSqliteStore`. Every write runs in a `BEGIN IMMEDIATE` transaction, so processes
+ * sharing the file (CLI and server) serialize on the write lock instead of failing on a
+ * lock upgrade, and each single-use credential is consumed by exactly one of them.
+ */
+export class SqliteStore implements Store {
+  /** The absolute path of the database file. */
+  readonly file: string;
+  readonly #db: Db;
+  readonly #s: Statements;
+  readonly #tx: Database.Transaction<(fn: () => unknown) => unknown>;
+
+  /** Wraps an open, migrated connection; use `openSqliteStore` rather than calling this. */
+  constructor(db: Db, file: string) {
+    this.#db = db;
+    this.file = file;
+    // Prepared once: every call below reuses a compiled statement.
+    this.#s = prepareStatements(db);
+    // One transaction wrapper for every write, built once; `.immediate` makes it BEGIN IMMEDIATE.
+    this.#tx = db.transaction((fn: () => unknown) => fn());
+  }
+
+  /** Runs `fn` in a BEGIN IMMEDIATE transaction: the write lock is taken up front, never upgraded. */
+  #write<T>(fn: () => T): T {
+    return this.#tx.immediate(fn) as T;
+  }
+
+  /** Seals `draft` after the current head and appends it. Call only inside a write transaction. */
+  #append(draft: AuditEventDraft): AuditEvent {
+    const head = this.#s.auditHead.get() as { seq: number; hash: string } | undefined;
+    const event = sealAuditEvent(draft, head?.seq ?? 0, head?.hash ?? GENESIS_HASH);
+    this.#s.insertEvent.run({
+      seq: event.seq,
+      id: event.id,
+      at: event.at,
+      type: event.type,
+      realm: event.realm,
+      subject: event.subject,
+      deviceId: event.deviceId,
+      sessionId: event.sessionId,
+      data: JSON.stringify(event.data),
+      prevHash: event.prevHash,
+      hash: event.hash,
+    });
+    return event;
+  }
+
+  #activeDeviceWithKey(publicKey: string): DeviceRow | undefined {
+    return this.#s.deviceByKey.get(publicKey) as DeviceRow | undefined;
+  }
+
+  #insertDevice(device: DeviceRecord): DeviceRecord {
+    this.#s.insertDevice.run({
+      id: device.id,
+      publicKey: device.publicKey,
+      realm: device.realm,
+      subject: device.subject,
+      name: device.name,
+      createdAt: device.createdAt,
+    });
+    return toDevice(this.#s.deviceById.get(device.id) as DeviceRow);
+  }
+
+  #session(id: string): SessionRecord {
+    return toSession(this.#s.sessionById.get(id) as SessionRow);
+  }
+
+  #rotate(input: Parameters<Store['rotateRefreshToken']>[0], audit: Parameters<Store['rotateRefreshToken']>[1]): RotationOutcome {
+    const { presentedDigest, realm, now, graceMs, next } = input;
+    const setPair = (s: RotationRow, prevRefreshDigest: string | null, prevRotatedAt: number | null): void => {
+      this.#s.setPair.run({
+        id: s.id,
+        accessDigest: next.accessDigest,
+        // No rotation outlives the session.
+        accessExpiresAt: Math.min(next.accessExpiresAt, s.expires_at),
+        refreshDigest: next.refreshDigest,
+        refreshExpiresAt: Math.min(next.refreshExpiresAt, s.expires_at),
+        prevRefreshDigest,
+        prevRotatedAt,
+        now,
+      });
+    };
+    const finish = (kind: 'rotated' | 'rotated_in_grace' | 'reused', id: string): RotationOutcome => {
+      const outcome = Object.freeze({ kind, session: this.#session(id) });
+      this.#append(audit(outcome));
+      return outcome;
+    };
+    const revokeForReuse = (s: RotationRow): RotationOutcome => {
+      this.#s.revokeSession.run({ id: s.id, now, reason: 'refresh_token_reused' });
+      return finish('reused', s.id);
+    };
+
+    const current = this.#s.sessionByRefresh.get(presentedDigest) as RotationRow | undefined;
+    if (current !== undefined) {
+      // The realm check comes first: a token of another realm is unknown here.
+      if (current.realm !== realm || !isLive(current, now) || current.refresh_expires_at <= now) return INVALID;
+      if (current.prev_refresh_digest !== null) this.#s.retireRefresh.run(current.prev_refresh_digest, current.id, now);
+      setPair(current, presentedDigest, now);
+      return finish('rotated', current.id);
+    }
+
+    const previous = this.#s.sessionByPrevRefresh.get(presentedDigest) as RotationRow | undefined;
+    if (previous !== undefined) {
+      if (previous.realm !== realm || !isLive(previous, now)) return INVALID;
+      if (previous.prev_rotated_at !== null && now - previous.prev_rotated_at <= graceMs) {
+        // A client that lost the answer to its rotation retries: the pair issued in between
+        // dies so that only one pair stays live, and "previous" stays as it is.
+        this.#s.retireRefresh.run(previous.refresh_digest, previous.id, now);
+        setPair(previous, previous.prev_refresh_digest, previous.prev_rotated_at);
+        return finish('rotated_in_grace', previous.id);
+      }
+      return revokeForReuse(previous);
+    }
+
+    const retired = this.#s.sessionByRetiredRefresh.get(presentedDigest) as RotationRow | undefined;
+    if (retired !== undefined) {
+      if (retired.realm !== realm || !isLive(retired, now)) return INVALID;
+      return revokeForReuse(retired);
+    }
+    return INVALID;
+  }
+
+  async ping(): Promise<void> {
+    this.#s.ping.get();
+  }
+
+  async close(): Promise<void> {
+    if (this.#db.open) this.#db.close();
+  }
+
+  async getProject(): Promise<{ readonly projectId: string; readonly createdAt: number } | null> {
+    const row = this.#s.getProject.get() as { project_id: string; created_at: number } | undefined;
+    return row === undefined ? null : { projectId: row.project_id, createdAt: row.created_at };
+  }
+
+  async initProject(input: { readonly projectId: string; readonly createdAt: number }): Promise<{ readonly projectId: string }> {
+    return this.#write(() => {
+      this.#s.insertProject.run(input.projectId, input.createdAt);
+      const row = this.#s.getProject.get() as { project_id: string };
+      return { projectId: row.project_id };
+    });
+  }
+
+  async issueBootstrapToken(
+    input: { readonly id: string; readonly digest: string; readonly createdAt: number; readonly expiresAt: number },
+    event: AuditEventDraft,
+  ): Promise<void> {
+    this.#write(() => {
+      this.#s.supersedeBootstrap.run(input.createdAt);
+      this.#s.insertBootstrap.run(input.id, input.digest, input.createdAt, input.expiresAt);
+      this.#append(event);
+    });
+  }
+
+  async consumeBootstrapToken(
+    input: { readonly digest: string; readonly now: number; readonly device: DeviceRecord },
+    event: AuditEventDraft,
+  ): Promise<BootstrapOutcome> {
+    return this.#write((): BootstrapOutcome => {
+      const token = this.#s.bootstrapByDigest.get(input.digest) as BootstrapRow | undefined;
+      if (token === undefined) return { kind: 'unknown' };
+      if (token.used_at !== null) return { kind: 'used' };
+      if (token.superseded_at !== null) return { kind: 'unknown' };
+      if (token.expires_at <= input.now) return { kind: 'expired' };
+      if (this.#activeDeviceWithKey(input.device.publicKey) !== undefined) return { kind: 'already_enrolled' };
+      const device = this.#insertDevice(input.device);
+      this.#s.useBootstrap.run(input.now, device.id, input.digest);
+      this.#append(event);
+      return { kind: 'enrolled', device };
+    });
+  }
+
+  async enrollDevice(device: DeviceRecord, event: AuditEventDraft): Promise<'enrolled' | 'already_enrolled'> {
+    return this.#write(() => {
+      if (this.#activeDeviceWithKey(device.publicKey) !== undefined) return 'already_enrolled';
+      this.#insertDevice(device);
+      this.#append(event);
+      return 'enrolled';
+    });
+  }
+
+  async findDeviceByPublicKey(publicKey: string): Promise<DeviceRecord | null> {
+    const row = this.#activeDeviceWithKey(publicKey);
+    return row === undefined ? null : toDevice(row);
+  }
+
+  async getDevice(id: string): Promise<DeviceRecord | null> {
+    const row = this.#s.deviceById.get(id) as DeviceRow | undefined;
+    return row === undefined ? null : toDevice(row);
+  }
+
+  async listDevices(filter: { readonly realm?: Realm }): Promise<readonly DeviceRecord[]> {
+    return (this.#s.listDevices.all({ realm: filter.realm ?? null }) as DeviceRow[]).map(toDevice);
+  }
+
+  async countDevices(realm: Realm): Promise<number> {
+    return (this.#s.countDevices.get(realm) as { n: number }).n;
+  }
+
+  async removeDevice(
+    input: { readonly deviceId: string; readonly now: number },
+    event: AuditEventDraft,
+  ): Promise<{ readonly removed: boolean; readonly revokedSessions: number }> {
+    return this.#write(() => {
+      if (this.#s.removeDevice.run(input.now, input.deviceId).changes === 0) return { removed: false, revokedSessions: 0 };
+      const revoked = this.#s.revokeDeviceSessions.run({ deviceId: input.deviceId, now: input.now }).changes;
+      this.#append(event);
+      return { removed: true, revokedSessions: revoked };
+    });
+  }
+
+  async createChallenge(challenge: ChallengeRecord): Promise<void> {
+    this.#write(() => {
+      this.#s.pruneChallenges.run(challenge.createdAt);
+      this.#s.insertChallenge.run({
+        id: challenge.id,
+        publicKey: challenge.publicKey,
+        realm: challenge.realm,
+        challenge: challenge.challenge,
+        createdAt: challenge.createdAt,
+        expiresAt: challenge.expiresAt,
+      });
+    });
+  }
+
+  async consumeChallenge(input: { readonly id: string; readonly now: number }): Promise<ChallengeRecord | null> {
+    // One conditional UPDATE ... RETURNING: the first caller flips used_at, every other sees no row.
+    const row = this.#write(() => this.#s.consumeChallenge.get({ id: input.id, now: input.now }) as ChallengeRow | undefined);
+    return row === undefined ? null : toChallenge(row);
+  }
+
+  async createSession(session: SessionRecord, pair: TokenPairDigests, event: AuditEventDraft): Promise<void> {
+    this.#write(() => {
+      this.#s.insertSession.run({
+        id: session.id,
+        realm: session.realm,
+        subject: session.subject,
+        deviceId: session.deviceId,
+        createdAt: session.createdAt,
+        expiresAt: session.expiresAt,
+        accessDigest: pair.accessDigest,
+        accessExpiresAt: Math.min(pair.accessExpiresAt, session.expiresAt),
+        refreshDigest: pair.refreshDigest,
+        refreshExpiresAt: Math.min(pair.refreshExpiresAt, session.expiresAt),
+        generation: session.generation,
+        lastRotatedAt: session.lastRotatedAt,
+        revokedAt: session.revokedAt,
+        revokedReason: session.revokedReason,
+      });
+      this.#append(event);
+    });
+  }
+
+  async findSessionByAccessDigest(digest: string): Promise<SessionRecord | null> {
+    const row = this.#s.sessionByAccess.get(digest) as SessionRow | undefined;
+    return row === undefined ? null : toSession(row);
+  }
+
+  async getSession(id: string): Promise<SessionRecord | null> {
+    const row = this.#s.sessionById.get(id) as SessionRow | undefined;
+    return row === undefined ? null : toSession(row);
+  }
+
+  async listActiveSessions(filter: {
+    readonly now: number;
+    readonly realm?: Realm;
+    readonly deviceId?: string;
+  }): Promise<readonly SessionRecord[]> {
+    const rows = this.#s.listActiveSessions.all({
+      now: filter.now,
+      realm: filter.realm ?? null,
+      deviceId: filter.deviceId ?? null,
+    }) as SessionRow[];
+    return rows.map(toSession);
+  }
+
+  async rotateRefreshToken(
+    input: {
+      readonly presentedDigest: string;
+      readonly realm: Realm;
+      readonly now: number;
+      readonly graceMs: number;
+      readonly next: TokenPairDigests;
+    },
+    audit: (outcome: Exclude<RotationOutcome, { kind: 'invalid' }>) => AuditEventDraft,
+  ): Promise<RotationOutcome> {
+    return this.#write(() => this.#rotate(input, audit));
+  }
+
+  async revokeSession(
+    input: { readonly sessionId: string; readonly now: number; readonly reason: string },
+    event: AuditEventDraft,
+  ): Promise<boolean> {
+    return this.#write(() => {
+      if (this.#s.revokeSession.run({ id: input.sessionId, now: input.now, reason: input.reason }).changes === 0) return false;
+      this.#append(event);
+      return true;
+    });
+  }
+
+  async appendAuditEvent(event: AuditEventDraft): Promise<AuditEvent> {
+    return this.#write(() => this.#append(event));
+  }
+
+  async listAuditEvents(input: { readonly afterSeq: number; readonly limit: number }): Promise<readonly AuditEvent[]> {
+    const rows = this.#s.listEvents.all(clampInt(input.afterSeq, 0), clampInt(input.limit, 0)) as EventRow[];
+    return rows.map(toEvent);
+  }
+
+  async auditHead(): Promise<{ readonly seq: number; readonly hash: string } | null> {
+    const head = this.#s.auditHead.get() as { seq: number; hash: string } | undefined;
+    return head === undefined ? null : { seq: head.seq, hash: head.hash };
+  }
+
+  async createPairingIntent(intent: PairingIntentRecord, event: AuditEventDraft): Promise<void> {
+    this.#write(() => {
+      this.#s.insertIntent.run({
+        id: intent.id,
+        realm: intent.realm,
+        subject: intent.subject,
+        name: intent.name,
+        codeDigest: intent.codeDigest,
+        createdAt: intent.createdAt,
+        expiresAt: intent.expiresAt,
+        createdBy: intent.createdBy,
+        failures: intent.failures,
+        completedAt: intent.completedAt,
+        burnedAt: intent.burnedAt,
+        deviceId: intent.deviceId,
+      });
+      this.#append(event);
+    });
+  }
+
+  async getPairingIntent(id: string): Promise<PairingIntentRecord | null> {
+    const row = this.#s.intentById.get(id) as IntentRow | undefined;
+    return row === undefined ? null : toIntent(row);
+  }
+
+  async recordPairingFailure(
+    input: { readonly id: string; readonly now: number; readonly maxFailures: number },
+    event: (failures: number, burned: boolean) => AuditEventDraft,
+  ): Promise<{ readonly failures: number; readonly burned: boolean } | null> {
+    return this.#write(() => {
+      const row = this.#s.failIntent.get({ id: input.id, now: input.now, maxFailures: input.maxFailures }) as
+        | { failures: number; burned_at: number | null }
+        | undefined;
+      if (row === undefined) return null;
+      const result = { failures: row.failures, burned: row.burned_at !== null };
+      this.#append(event(result.failures, result.burned));
+      return result;
+    });
+  }
+
+  async completePairing(
+    input: { readonly id: string; readonly codeDigest: string; readonly now: number; readonly device: DeviceRecord },
+    event: AuditEventDraft,
+  ): Promise<PairingCompletion> {
+    return this.#write((): PairingCompletion => {
+      const live = this.#s.liveIntent.get({ id: input.id, codeDigest: input.codeDigest, now: input.now });
+      if (live === undefined) return { kind: 'invalid' };
+      // The intent stays live when the key is taken, like a bootstrap token: the admin's code is not wasted.
+      if (this.#activeDeviceWithKey(input.device.publicKey) !== undefined) return { kind: 'already_enrolled' };
+      const device = this.#insertDevice(input.device);
+      this.#s.completeIntent.run({ id: input.id, now: input.now, deviceId: device.id });
+      this.#append(event);
+      return { kind: 'completed', device };
+    });
+  }
+
+  async stats(now: number): Promise<StoreStats> {
+    // One read transaction, so the counters describe a single moment.
+    return this.#tx.deferred((): StoreStats => {
+      const devices: Record<Realm, number> = { management: 0, application: 0 };
+      for (const r of this.#s.statsDevices.all() as { realm: Realm; n: number }[]) devices[r.realm] = r.n;
+      const activeSessions: Record<Realm, number> = { management: 0, application: 0 };
+      for (const r of this.#s.statsSessions.all({ now }) as { realm: Realm; n: number }[]) activeSessions[r.realm] = r.n;
+      const events: Record<string, number> = {};
+      for (const r of this.#s.statsEvents.all() as { type: string; n: number }[]) events[r.type] = r.n;
+      const head = this.#s.auditHead.get() as { seq: number; hash: string } | undefined;
+      return {
+        devices,
+        activeSessions,
+        events,
+        auditLength: head?.seq ?? 0,
+        auditHead: head?.hash ?? GENESIS_HASH,
+      };
+    }) as StoreStats;
+  }
+}

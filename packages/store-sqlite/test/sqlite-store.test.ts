@@ -1,0 +1,238 @@
+import assert from 'node:assert/strict';
+import { chmodSync, existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { after, describe, test } from 'node:test';
+import {
+  authenticate,
+  createChallenge,
+  createSession,
+  enrollWithBootstrapToken,
+  issueBootstrapToken,
+  revokeSession,
+  rotateRefreshToken,
+  STORE_OPERATIONS,
+  verifyAuditChain,
+} from '@svc/core';
+import { createFakeClock, makeDeps, newDeviceKey } from '@svc/store-testkit';
+import Database from 'better-sqlite3';
+import { CONTROL_STORE_APPLICATION_ID, openSqliteStore, SQLITE_STORE_OPERATIONS, type SqliteStore, StoreOpenError } from 'svc-store-sqlite';
+import { ownerOnlyTempDir } from './temp-dir.js';
+
+const temp = await ownerOnlyTempDir();
+after(() => temp.remove());
+let n = 0;
+const freshFile = (): string => `${temp.dir}/store-${++n}.db`;
+
+const modeOf = (path: string): number => statSync(path).mode & 0o777;
+
+/** Asserts a StoreOpenError about `path` whose message says what to run. */
+async function refusesToOpen(open: Promise<unknown>, path: string, advice: RegExp): Promise<void> {
+  await assert.rejects(open, (error: unknown) => {
+    assert.ok(error instanceof StoreOpenError, `expected a StoreOpenError, got ${String(error)}`);
+    assert.equal(error.path, path);
+    assert.ok(error.message.includes(path), 'the message names the path');
+    assert.match(error.message, advice);
+    return true;
+  });
+}
+
+/** Enrolls an admin, signs in, rotates, and returns every token the flow handled. */
+async function flow(store: SqliteStore) {
+  const clock = createFakeClock();
+  const deps = makeDeps(store, clock);
+  const key = newDeviceKey();
+  const bootstrap = await issueBootstrapToken(deps, { recovery: false });
+  await enrollWithBootstrapToken(deps, { bootstrapToken: bootstrap.token, publicKey: key.publicKey });
+  const challenge = await createChallenge(deps, { publicKey: key.publicKey, realm: 'management' });
+  const first = await createSession(deps, { challengeId: challenge.id, signature: key.sign(challenge.challenge), realm: 'management' });
+  const second = await rotateRefreshToken(deps, { refreshToken: first.refresh_token, realm: 'management' });
+  return {
+    deps,
+    clock,
+    key,
+    tokens: [bootstrap.token, first.access_token, first.refresh_token, second.access_token, second.refresh_token],
+    second,
+  };
+}
+
+describe('sqlite store: operation set', () => {
+  test('SQLITE_STORE_OPERATIONS equals core STORE_OPERATIONS and each one is a method of the store', async () => {
+    assert.deepEqual([...SQLITE_STORE_OPERATIONS].sort(), [...STORE_OPERATIONS].sort());
+    assert.equal(new Set(SQLITE_STORE_OPERATIONS).size, SQLITE_STORE_OPERATIONS.length);
+    const store = await openSqliteStore({ file: freshFile() });
+    try {
+      for (const op of SQLITE_STORE_OPERATIONS) assert.equal(typeof (store as unknown as Record<string, unknown>)[op], 'function', op);
+    } finally {
+      await store.close();
+    }
+  });
+});
+
+describe('sqlite store: files and permissions', () => {
+  test('the database, -wal and -shm files are created 0600', async () => {
+    const file = freshFile();
+    const store = await openSqliteStore({ file });
+    try {
+      await flow(store);
+      for (const path of [file, `${file}-wal`, `${file}-shm`]) assert.equal(modeOf(path), 0o600, path);
+    } finally {
+      await store.close();
+    }
+  });
+
+  test('the file is created 0600 even under a permissive umask', async () => {
+    const file = freshFile();
+    const previous = process.umask(0o000);
+    try {
+      const store = await openSqliteStore({ file });
+      await store.close();
+    } finally {
+      process.umask(previous);
+    }
+    assert.equal(modeOf(file), 0o600);
+  });
+
+  test('a database file readable by others (0644) is refused with chmod 600 advice', async () => {
+    const file = freshFile();
+    await (await openSqliteStore({ file })).close();
+    chmodSync(file, 0o644);
+    await refusesToOpen(openSqliteStore({ file }), file, new RegExp(`0644.*chmod 600 ${file}`));
+  });
+
+  test('a directory open to others (0755) is refused with chmod 700 advice', async () => {
+    const dir = await ownerOnlyTempDir();
+    try {
+      const file = `${dir.dir}/control.db`;
+      chmodSync(dir.dir, 0o755);
+      await refusesToOpen(openSqliteStore({ file }), dir.dir, new RegExp(`0755.*chmod 700 ${dir.dir}`));
+      assert.equal(existsSync(file), false, 'a refusal creates nothing');
+    } finally {
+      await dir.remove();
+    }
+  });
+
+  test('requireOwnerOnly: false opens a 0644 file', async () => {
+    const file = freshFile();
+    await (await openSqliteStore({ file })).close();
+    chmodSync(file, 0o644);
+    const store = await openSqliteStore({ file, requireOwnerOnly: false });
+    await store.ping();
+    await store.close();
+  });
+
+  test('a missing directory is refused, naming it', async () => {
+    const dir = `${temp.dir}/missing-${++n}`;
+    await refusesToOpen(openSqliteStore({ file: `${dir}/control.db` }), dir, /mkdir -m 700/);
+  });
+});
+
+describe('sqlite store: what it refuses to open', () => {
+  test('a file that is not a SQLite database is refused', async () => {
+    const file = freshFile();
+    writeFileSync(file, 'this is not a database, just some text that is long enough to have a header'.repeat(20), { mode: 0o600 });
+    await refusesToOpen(openSqliteStore({ file }), file, /not a SQLite database/);
+  });
+
+  test("another application's SQLite database is refused and left unchanged", async () => {
+    const file = freshFile();
+    const other = new Database(file);
+    other.exec('CREATE TABLE notes (body TEXT)');
+    other.close();
+    chmodSync(file, 0o600);
+    const before = readFileSync(file);
+    await refusesToOpen(openSqliteStore({ file }), file, /not a svc auth control store/);
+    assert.deepEqual(readFileSync(file), before);
+  });
+
+  test('a control store with a newer schema version is refused', async () => {
+    const file = freshFile();
+    await (await openSqliteStore({ file })).close();
+    const raw = new Database(file);
+    raw.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (999, ?, 0)').run('from_the_future');
+    raw.close();
+    await refusesToOpen(openSqliteStore({ file }), file, /schema version 999.*upgrade svc-store-sqlite/);
+  });
+});
+
+describe('sqlite store: durability and migrations', () => {
+  test('data survives close and reopen: sessions authenticate and the audit chain verifies', async () => {
+    const file = freshFile();
+    const first = await openSqliteStore({ file, synchronous: 'full' });
+    const { clock, second } = await flow(first);
+    const lengthBefore = (await first.auditHead())?.seq;
+    await first.close();
+    const reopened = await openSqliteStore({ file });
+    try {
+      const deps = makeDeps(reopened, clock);
+      const principal = await authenticate(deps, { token: second.access_token, realm: 'management' });
+      assert.equal(principal.session, second.session_id);
+      const events = await reopened.listAuditEvents({ afterSeq: 0, limit: 1000 });
+      assert.equal(events.length, lengthBefore);
+      assert.equal(verifyAuditChain(events).ok, true);
+      await revokeSession(deps, { principal });
+      assert.equal((await reopened.getSession(second.session_id))?.revokedReason, 'logout');
+    } finally {
+      await reopened.close();
+    }
+  });
+
+  test('migrations are applied once: reopening changes nothing and the file is marked as a control store', async () => {
+    const file = freshFile();
+    await (await openSqliteStore({ file })).close();
+    const read = () => {
+      const raw = new Database(file, { readonly: true });
+      try {
+        return {
+          migrations: raw.prepare('SELECT version, name, applied_at FROM schema_migrations ORDER BY version').all(),
+          applicationId: raw.pragma('application_id', { simple: true }),
+          schema: raw.prepare('SELECT type, name, sql FROM sqlite_schema ORDER BY name').all(),
+        };
+      } finally {
+        raw.close();
+      }
+    };
+    const once = read();
+    assert.ok(once.migrations.length >= 1);
+    assert.equal(once.applicationId, CONTROL_STORE_APPLICATION_ID);
+    for (let i = 0; i < 3; i++) await (await openSqliteStore({ file })).close();
+    assert.deepEqual(read(), once);
+  });
+
+  test('several connections opening a fresh file at once migrate it exactly once', async () => {
+    const file = freshFile();
+    const stores = await Promise.all(Array.from({ length: 5 }, () => openSqliteStore({ file })));
+    try {
+      await Promise.all(stores.map((s) => s.ping()));
+    } finally {
+      for (const s of stores) await s.close();
+    }
+    const raw = new Database(file, { readonly: true });
+    const versions = raw.prepare('SELECT version FROM schema_migrations').all();
+    raw.close();
+    assert.equal(versions.length, new Set(versions.map((v) => (v as { version: number }).version)).size);
+  });
+});
+
+describe('sqlite store: no token at rest', () => {
+  test('no token string appears in the database or WAL bytes after a full flow; only digests do', async () => {
+    const file = freshFile();
+    const store = await openSqliteStore({ file });
+    const { tokens, second } = await flow(store);
+    const { createHash } = await import('node:crypto');
+    const rawBytes = () => Buffer.concat([readFileSync(file), readFileSync(`${file}-wal`)]).toString('latin1');
+    const check = (bytes: string) => {
+      for (const token of tokens) {
+        assert.equal(bytes.includes(token), false, 'a token is stored in clear');
+        assert.equal(bytes.includes(token.slice(5)), false, 'a token body is stored in clear');
+      }
+    };
+    try {
+      const bytes = rawBytes();
+      check(bytes);
+      // Positive control: the reading sees real data, so the absence above means something.
+      assert.ok(bytes.includes(createHash('sha256').update(second.access_token).digest('hex')), 'the current access digest is stored');
+    } finally {
+      await store.close();
+    }
+    check(readFileSync(file).toString('latin1'));
+  });
+});

@@ -1,0 +1,252 @@
+import assert from 'node:assert/strict';
+import { generateKeyPairSync, sign } from 'node:crypto';
+import {
+  type AuditEvent,
+  type AuditEventDraft,
+  type AuthDeps,
+  auditDraft,
+  createChallenge,
+  createSession,
+  type DeviceRecord,
+  digestToken,
+  type ErrorCode,
+  enrollWithBootstrapToken,
+  issueBootstrapToken,
+  mintToken,
+  newId,
+  type Principal,
+  publicKeyHexOf,
+  type Realm,
+  type RotationOutcome,
+  type SessionRecord,
+  type Store,
+  type TokenPairDigests,
+  type TokenPairJson,
+  authenticate as useCaseAuthenticate,
+} from '@svc/core';
+
+/** An Ed25519 device key: its public half as hex, and a signer over UTF-8 strings. */
+export interface DeviceKey {
+  readonly publicKey: string;
+  sign(message: string): string;
+}
+
+/**
+ * A fresh Ed25519 key pair, as a device would hold it: the public key as lowercase hex, and a
+ * signer that answers a challenge with the hex signature over its exact UTF-8 bytes.
+ *
+ * @example
+ * const key = newDeviceKey();
+ * const challenge = await createChallenge(deps, { publicKey: key.publicKey, realm: 'management' });
+ * await createSession(deps, { challengeId: challenge.id, signature: key.sign(challenge.challenge), realm: 'management' });
+ */
+export function newDeviceKey(): DeviceKey {
+  const { publicKey, privateKey } = generateKeyPairSync('ed25519');
+  return {
+    publicKey: publicKeyHexOf(publicKey),
+    sign: (message) => sign(null, Buffer.from(message, 'utf8'), privateKey).toString('hex'),
+  };
+}
+
+/** Asserts that `promise` rejects with an error whose `code` is `code` (never the message text). */
+export async function rejectsWithCode(promise: Promise<unknown>, code: ErrorCode | 'ConfigError'): Promise<void> {
+  await assert.rejects(promise, (error: unknown) => {
+    assert.ok(error instanceof Error, 'expected an Error');
+    if (code === 'ConfigError') assert.equal(error.name, 'ConfigError');
+    else assert.equal((error as { code?: unknown }).code, code, `expected code ${code}, got ${String((error as { code?: unknown }).code)}`);
+    return true;
+  });
+}
+
+/** The first management device, enrolled the way `svc auth init` + `svc auth enroll` do it. */
+export async function bootstrapAdmin(
+  deps: AuthDeps,
+  key: DeviceKey = newDeviceKey(),
+): Promise<{ readonly device: DeviceRecord; readonly key: DeviceKey; readonly bootstrapToken: string }> {
+  const recovery = (await deps.store.countDevices('management')) > 0;
+  const issued = await issueBootstrapToken(deps, { recovery });
+  const device = await enrollWithBootstrapToken(deps, { bootstrapToken: issued.token, publicKey: key.publicKey, name: 'admin' });
+  return { device, key, bootstrapToken: issued.token };
+}
+
+/** A device record for `realm`, as a use case would build it. */
+export function deviceRecord(deps: AuthDeps, realm: Realm, key: DeviceKey = newDeviceKey()): DeviceRecord {
+  return {
+    id: newId('device', deps.clock, deps.random),
+    publicKey: key.publicKey,
+    realm,
+    subject: newId('subject', deps.clock, deps.random),
+    name: `${realm} device`,
+    createdAt: deps.clock.now(),
+    removedAt: null,
+  };
+}
+
+/** The `device.enrolled` event for a record. */
+export function enrolledEvent(deps: AuthDeps, device: DeviceRecord): AuditEventDraft {
+  return auditDraft(deps, 'device.enrolled', {
+    realm: device.realm,
+    subject: device.subject,
+    deviceId: device.id,
+    data: { via: 'testkit', public_key: device.publicKey, name: device.name },
+  });
+}
+
+/** Enrolls a device directly through the store (how an application-realm device gets in without pairing). */
+export async function enrollDevice(
+  deps: AuthDeps,
+  realm: Realm,
+  key: DeviceKey = newDeviceKey(),
+): Promise<{ readonly device: DeviceRecord; readonly key: DeviceKey }> {
+  const device = deviceRecord(deps, realm, key);
+  assert.equal(await deps.store.enrollDevice(device, enrolledEvent(deps, device)), 'enrolled');
+  return { device, key };
+}
+
+/** Signs `key` in to `realm` through core's use cases: challenge, signature, session. */
+export async function signIn(deps: AuthDeps, key: DeviceKey, realm: Realm): Promise<TokenPairJson> {
+  const challenge = await createChallenge(deps, { publicKey: key.publicKey, realm });
+  return createSession(deps, { challengeId: challenge.id, signature: key.sign(challenge.challenge), realm });
+}
+
+/** The principal of an access token in `realm` (rejects with `invalid_token` when refused). */
+export function authenticate(deps: AuthDeps, token: string, realm: Realm): Promise<Principal> {
+  return useCaseAuthenticate(deps, { token, realm });
+}
+
+/** Whether an access token still authenticates in `realm`. */
+export async function authenticates(deps: AuthDeps, token: string, realm: Realm): Promise<boolean> {
+  try {
+    await useCaseAuthenticate(deps, { token, realm });
+    return true;
+  } catch (error) {
+    assert.equal((error as { code?: unknown }).code, 'invalid_token');
+    return false;
+  }
+}
+
+/** A fresh token pair: the tokens (kept by the test) and the digests (what the store sees). */
+export interface MintedPair {
+  readonly access: string;
+  readonly refresh: string;
+  readonly digests: TokenPairDigests;
+}
+
+/** Mints a pair whose tokens expire `accessTtlMs` / `refreshTtlMs` after the clock's now. */
+export function mintPair(deps: AuthDeps, ttl: { readonly accessTtlMs?: number; readonly refreshTtlMs?: number } = {}): MintedPair {
+  const now = deps.clock.now();
+  const access = mintToken('access', deps.random);
+  const refresh = mintToken('refresh', deps.random);
+  return {
+    access,
+    refresh,
+    digests: {
+      accessDigest: digestToken(access),
+      refreshDigest: digestToken(refresh),
+      accessExpiresAt: now + (ttl.accessTtlMs ?? 15 * 60_000),
+      refreshExpiresAt: now + (ttl.refreshTtlMs ?? 24 * 3_600_000),
+    },
+  };
+}
+
+/** Creates a session for `device` straight through the store, returning its record and first pair. */
+export async function createStoreSession(
+  deps: AuthDeps,
+  device: DeviceRecord,
+  ttl: { readonly accessTtlMs?: number; readonly refreshTtlMs?: number; readonly lifetimeMs?: number } = {},
+): Promise<{ readonly session: SessionRecord; readonly pair: MintedPair }> {
+  const now = deps.clock.now();
+  const pair = mintPair(deps, ttl);
+  const expiresAt = now + (ttl.lifetimeMs ?? 30 * 24 * 3_600_000);
+  const session: SessionRecord = {
+    id: newId('session', deps.clock, deps.random),
+    realm: device.realm,
+    subject: device.subject,
+    deviceId: device.id,
+    createdAt: now,
+    expiresAt,
+    accessExpiresAt: Math.min(pair.digests.accessExpiresAt, expiresAt),
+    refreshExpiresAt: Math.min(pair.digests.refreshExpiresAt, expiresAt),
+    generation: 0,
+    lastRotatedAt: null,
+    revokedAt: null,
+    revokedReason: null,
+  };
+  await deps.store.createSession(
+    session,
+    { ...pair.digests, accessExpiresAt: session.accessExpiresAt, refreshExpiresAt: session.refreshExpiresAt },
+    auditDraft(deps, 'session.created', {
+      realm: session.realm,
+      subject: session.subject,
+      deviceId: device.id,
+      sessionId: session.id,
+      data: { amr: 'ed25519' },
+    }),
+  );
+  return { session, pair };
+}
+
+/** Presents a refresh token straight to the store; `calls` counts how often the audit callback ran. */
+export async function rotateAtStore(
+  deps: AuthDeps,
+  input: { readonly store?: Store; readonly refresh: string; readonly realm: Realm; readonly graceMs: number; readonly next?: MintedPair },
+): Promise<{ readonly outcome: RotationOutcome; readonly next: MintedPair; readonly auditCalls: number }> {
+  const store = input.store ?? deps.store;
+  const next = input.next ?? mintPair(deps);
+  let auditCalls = 0;
+  const outcome = await store.rotateRefreshToken(
+    { presentedDigest: digestToken(input.refresh), realm: input.realm, now: deps.clock.now(), graceMs: input.graceMs, next: next.digests },
+    (o) => {
+      auditCalls++;
+      return auditDraft(
+        deps,
+        o.kind === 'rotated' ? 'session.rotated' : o.kind === 'rotated_in_grace' ? 'session.rotated_in_grace' : 'session.refresh_reused',
+        {
+          realm: o.session.realm,
+          subject: o.session.subject,
+          deviceId: o.session.deviceId,
+          sessionId: o.session.id,
+          data: o.kind === 'reused' ? { revoked: true } : { generation: o.session.generation },
+        },
+      );
+    },
+  );
+  return { outcome, next, auditCalls };
+}
+
+/** A `session.revoked` event for a store-level revocation. */
+export function revokedEvent(deps: AuthDeps, sessionId: string, reason = 'logout'): AuditEventDraft {
+  return auditDraft(deps, 'session.revoked', { sessionId, data: { reason } });
+}
+
+/** Every event of the chain, oldest first. */
+export function allEvents(store: Store): Promise<readonly AuditEvent[]> {
+  return store.listAuditEvents({ afterSeq: 0, limit: 1_000_000 });
+}
+
+/** The types of every event of the chain, oldest first. */
+export async function eventTypes(store: Store): Promise<string[]> {
+  return (await allEvents(store)).map((e) => e.type);
+}
+
+/** The number of events in the chain. */
+export async function auditLength(store: Store): Promise<number> {
+  return (await store.auditHead())?.seq ?? 0;
+}
+
+/** Settles every promise and splits the outcomes into values and error codes. */
+export async function settle<T>(attempts: readonly Promise<T>[]): Promise<{ readonly values: T[]; readonly codes: string[] }> {
+  const results = await Promise.allSettled(attempts);
+  const values: T[] = [];
+  const codes: string[] = [];
+  for (const r of results) {
+    if (r.status === 'fulfilled') values.push(r.value);
+    else codes.push(String((r.reason as { code?: unknown }).code ?? (r.reason as Error).message));
+  }
+  return { values, codes };
+}
+
+/** The number of milliseconds in `n` minutes. */
+export const minutes = (n: number): number => n * 60_000;
+/** The number of milliseconds in `n` seconds. */
+export const seconds = (n: number): number => n * 1000;

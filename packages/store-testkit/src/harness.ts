@@ -1,0 +1,71 @@
+import type { AuthDeps, AuthSettings, Store } from '@svc/core';
+import { createFakeClock, type FakeClock } from './fake-clock.js';
+import { makeDeps } from './make-deps.js';
+
+/** How the suite gets stores: whatever backs them is the factory's business. */
+export interface StoreFactory {
+  /** A fresh, empty store. */
+  open(): Promise<Store>;
+  /** A second, independent connection to the SAME data (another "node"), if the store supports it. */
+  openPeer?(store: Store): Promise<Store>;
+  /** Releases a store or peer; default `store.close()`. */
+  close?(store: Store): Promise<void>;
+}
+
+/** One test's world: a fresh store, a fake clock, and deps over them. */
+export interface World {
+  readonly store: Store;
+  readonly clock: FakeClock;
+  readonly deps: AuthDeps;
+  /** Another connection to the same data (closed with the world), or null when the factory has none. */
+  peer(): Promise<Store | null>;
+  /** Deps over `store` sharing this world's clock and settings. */
+  depsFor(store: Store): AuthDeps;
+}
+
+/** What every suite section receives. */
+export interface SuiteContext {
+  readonly factory: StoreFactory;
+  /** Whether the factory can open peers; tests that need one are skipped otherwise. */
+  readonly hasPeers: boolean;
+  /** Runs `fn` in a fresh world and closes everything it opened, whatever happens. */
+  world(fn: (w: World) => Promise<void>, settings?: Partial<AuthSettings>): Promise<void>;
+}
+
+/**
+ * Builds the suite context for a factory: each `world` gets a fresh store and fake clock.
+ *
+ * @example
+ * const ctx = suiteContext(factory);
+ * test('ping answers', () => ctx.world(async ({ store }) => store.ping()));
+ */
+export function suiteContext(factory: StoreFactory): SuiteContext {
+  const close = (store: Store): Promise<void> => (factory.close ? factory.close(store) : store.close());
+  return {
+    factory,
+    hasPeers: factory.openPeer !== undefined,
+    async world(fn, settings) {
+      const store = await factory.open();
+      const peers: Store[] = [];
+      const clock = createFakeClock();
+      const depsFor = (s: Store): AuthDeps => makeDeps(s, clock, settings === undefined ? {} : { settings });
+      try {
+        await fn({
+          store,
+          clock,
+          deps: depsFor(store),
+          depsFor,
+          async peer() {
+            if (factory.openPeer === undefined) return null;
+            const peer = await factory.openPeer(store);
+            peers.push(peer);
+            return peer;
+          },
+        });
+      } finally {
+        for (const peer of peers) await close(peer);
+        await close(store);
+      }
+    },
+  };
+}

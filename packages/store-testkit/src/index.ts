@@ -1,0 +1,5 @@
+export { storeConformance } from './conformance.js';
+export { createFakeClock, FAKE_CLOCK_START, type FakeClock } from './fake-clock.js';
+export { type DeviceKey, newDeviceKey } from './fixtures.js';
+export type { StoreFactory } from './harness.js';
+export { type DepsOverrides, makeDeps, TEST_PROJECT_ID } from './make-deps.js';

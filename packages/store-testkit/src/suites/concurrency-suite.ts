@@ -1,0 +1,136 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import {
+  type AuthDeps,
+  completePairing,
+  createChallenge,
+  createSession,
+  enrollWithBootstrapToken,
+  issueBootstrapToken,
+  pairingProofString,
+  preparePairing,
+  rotateRefreshToken,
+  type Store,
+  verifyAuditChain,
+} from '@svc/core';
+import {
+  allEvents,
+  authenticate,
+  authenticates,
+  bootstrapAdmin,
+  enrollDevice,
+  newDeviceKey,
+  rotateAtStore,
+  settle,
+  signIn,
+} from '../fixtures.js';
+import type { SuiteContext, World } from '../harness.js';
+import { TEST_NODE_ID } from './pairing-suite.js';
+
+/** How many callers race for each single-use credential. */
+export const RACERS = 50;
+
+/** Deps for the racers: alternately over the store and, when the factory has them, over peer connections. */
+async function racerDeps(w: World): Promise<AuthDeps[]> {
+  const stores: Store[] = [w.store];
+  const peer = await w.peer();
+  if (peer !== null) stores.push(peer);
+  return Array.from({ length: RACERS }, (_, i) => w.depsFor(stores[i % stores.length] ?? w.store));
+}
+
+/** N concurrent uses of one single-use credential yield exactly one winner. */
+export function concurrencySuite(ctx: SuiteContext): void {
+  const where = ctx.hasPeers ? 'across two connections' : 'on one connection';
+
+  describe(`concurrency: ${RACERS} racers ${where}`, () => {
+    test('one bootstrap token enrolls exactly one device', () =>
+      ctx.world(async (w) => {
+        const racers = await racerDeps(w);
+        const { token } = await issueBootstrapToken(w.deps, { recovery: false });
+        const { values, codes } = await settle(
+          racers.map((deps) => enrollWithBootstrapToken(deps, { bootstrapToken: token, publicKey: newDeviceKey().publicKey })),
+        );
+        assert.equal(values.length, 1);
+        assert.deepEqual(new Set(codes), new Set(['bootstrap_token_used']));
+        assert.equal(await w.store.countDevices('management'), 1);
+        assert.equal((await allEvents(w.store)).filter((e) => e.type === 'device.enrolled').length, 1);
+      }));
+
+    test('one challenge signs in exactly once', () =>
+      ctx.world(async (w) => {
+        const racers = await racerDeps(w);
+        const admin = await bootstrapAdmin(w.deps);
+        const challenge = await createChallenge(w.deps, { publicKey: admin.key.publicKey, realm: 'management' });
+        const signature = admin.key.sign(challenge.challenge);
+        const { values, codes } = await settle(
+          racers.map((deps) => createSession(deps, { challengeId: challenge.id, signature, realm: 'management' })),
+        );
+        assert.equal(values.length, 1);
+        assert.deepEqual(new Set(codes), new Set(['invalid_challenge']));
+        assert.equal((await w.store.listActiveSessions({ now: w.clock.now() })).length, 1);
+      }));
+
+    test('one pairing intent is completed exactly once', () =>
+      ctx.world(async (w) => {
+        const racers = await racerDeps(w);
+        const admin = await bootstrapAdmin(w.deps);
+        const principal = await authenticate(w.deps, (await signIn(w.deps, admin.key, 'management')).access_token, 'management');
+        const intent = await preparePairing(w.deps, { principal, realm: 'application', ttlSeconds: 300 });
+        const { values, codes } = await settle(
+          racers.map((deps) => {
+            const key = newDeviceKey();
+            const proof = pairingProofString({ nodeId: TEST_NODE_ID, intentId: intent.intent_id, publicKey: key.publicKey });
+            return completePairing(deps, {
+              nodeId: TEST_NODE_ID,
+              intentId: intent.intent_id,
+              code: intent.code,
+              publicKey: key.publicKey,
+              signature: key.sign(proof),
+            });
+          }),
+        );
+        assert.equal(values.length, 1);
+        assert.deepEqual(new Set(codes), new Set(['invalid_pairing_intent']));
+        assert.equal(await w.store.countDevices('application'), 1);
+        assert.equal((await w.store.getPairingIntent(intent.intent_id))?.deviceId, values[0]?.id);
+      }));
+
+    test('one refresh token with no grace interval is rotated exactly once and leaves at most one live pair', () =>
+      ctx.world(async (w) => {
+        const racers = await racerDeps(w);
+        const app = await enrollDevice(w.deps, 'application');
+        const first = await signIn(w.deps, app.key, 'application');
+        const results = await Promise.all(
+          racers.map((deps) => rotateAtStore(deps, { refresh: first.refresh_token, realm: 'application', graceMs: 0 })),
+        );
+        const kinds = results.map((r) => r.outcome.kind);
+        assert.equal(kinds.filter((k) => k === 'rotated').length, 1);
+        const issued = results.filter((r) => r.outcome.kind === 'rotated' || r.outcome.kind === 'rotated_in_grace');
+        let live = 0;
+        for (const r of issued) if (await authenticates(w.deps, r.next.access, 'application')) live++;
+        // A reuse verdict revokes the session (no live pair); otherwise exactly one pair survives.
+        assert.equal(live, kinds.includes('reused') ? 0 : 1);
+        assert.equal(verifyAuditChain(await allEvents(w.store)).ok, true);
+      }));
+
+    test('one refresh token presented concurrently within the grace interval leaves exactly one live pair', () =>
+      ctx.world(async (w) => {
+        const racers = await racerDeps(w);
+        const app = await enrollDevice(w.deps, 'application');
+        const first = await signIn(w.deps, app.key, 'application');
+        const { values, codes } = await settle(
+          racers.map((deps) => rotateRefreshToken(deps, { refreshToken: first.refresh_token, realm: 'application' })),
+        );
+        assert.deepEqual(codes, [], 'every presentation within grace is answered');
+        let live = 0;
+        for (const pair of values) if (await authenticates(w.deps, pair.access_token, 'application')) live++;
+        assert.equal(live, 1);
+        const session = await w.store.getSession(first.session_id);
+        assert.equal(session?.generation, RACERS);
+        assert.equal(session?.revokedAt, null);
+        const types = (await allEvents(w.store)).map((e) => e.type);
+        assert.equal(types.filter((t) => t === 'session.rotated').length, 1);
+        assert.equal(types.filter((t) => t === 'session.rotated_in_grace').length, RACERS - 1);
+      }));
+  });
+}

@@ -1,0 +1,242 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import {
+  type AuthDeps,
+  auditDraft,
+  completePairing,
+  newId,
+  PAIRING_MAX_FAILURES,
+  type PairingIntentRecord,
+  type PreparedPairing,
+  pairingProofString,
+  preparePairing,
+  type Realm,
+  sha256Hex,
+} from '@svc/core';
+import {
+  auditLength,
+  authenticate,
+  bootstrapAdmin,
+  type DeviceKey,
+  deviceRecord,
+  enrollDevice,
+  eventTypes,
+  newDeviceKey,
+  rejectsWithCode,
+  seconds,
+  signIn,
+} from '../fixtures.js';
+import type { SuiteContext } from '../harness.js';
+
+/** The node id every pairing proof in the suite binds. */
+export const TEST_NODE_ID = 'node-testkit-1';
+
+/** A management principal and a prepared intent for `realm`. */
+async function prepared(deps: AuthDeps, realm: Realm, ttlSeconds = 300): Promise<PreparedPairing> {
+  const admin = await bootstrapAdmin(deps);
+  const principal = await authenticate(deps, (await signIn(deps, admin.key, 'management')).access_token, 'management');
+  return preparePairing(deps, { principal, realm, name: 'kiosk', ttlSeconds });
+}
+
+/** A completion attempt by `key`, with a proof signed by `signer` (default: `key` itself). */
+function complete(deps: AuthDeps, intent: PreparedPairing, code: string, key: DeviceKey, signer: DeviceKey = key, nodeId = TEST_NODE_ID) {
+  return completePairing(deps, {
+    nodeId: TEST_NODE_ID,
+    intentId: intent.intent_id,
+    code,
+    publicKey: key.publicKey,
+    signature: signer.sign(pairingProofString({ nodeId, intentId: intent.intent_id, publicKey: key.publicKey })),
+  });
+}
+
+/** A code that is certainly wrong: the right one with its last character changed. */
+function wrongCode(code: string): string {
+  return code.slice(0, -1) + (code.endsWith('Z') ? 'Y' : 'Z');
+}
+
+/** createPairingIntent, getPairingIntent, recordPairingFailure, completePairing. */
+export function pairingSuite(ctx: SuiteContext): void {
+  describe('pairing', () => {
+    test('a prepared intent completed with its code and a proof of possession enrolls the device in its realm', () =>
+      ctx.world(async ({ deps, store, clock }) => {
+        const intent = await prepared(deps, 'application');
+        assert.match(intent.code, /^[0-9A-HJKMNP-TV-Z]{4}-[0-9A-HJKMNP-TV-Z]{4}$/);
+        const stored = await store.getPairingIntent(intent.intent_id);
+        assert.equal(stored?.realm, 'application');
+        assert.equal(stored?.failures, 0);
+        assert.equal(stored?.completedAt, null);
+        assert.notEqual(stored?.codeDigest, intent.code);
+        const key = newDeviceKey();
+        clock.advance(1000);
+        // Case, spaces and dashes do not matter when typing the code.
+        const device = await complete(deps, intent, intent.code.toLowerCase().replace('-', ' '), key);
+        assert.equal(device.realm, 'application');
+        assert.equal(device.subject, intent.subject);
+        assert.equal(device.name, 'kiosk');
+        assert.deepEqual(await store.findDeviceByPublicKey(key.publicKey), device);
+        const done = await store.getPairingIntent(intent.intent_id);
+        assert.equal(done?.completedAt, clock.now());
+        assert.equal(done?.deviceId, device.id);
+        const pair = await signIn(deps, key, 'application');
+        assert.equal(pair.realm, 'application');
+        assert.deepEqual(
+          (await eventTypes(store)).filter((t) => t.startsWith('pairing.')),
+          ['pairing.prepared', 'pairing.completed'],
+        );
+      }));
+
+    test('a wrong pairing code is counted and audited', () =>
+      ctx.world(async ({ deps, store }) => {
+        const intent = await prepared(deps, 'application');
+        await rejectsWithCode(complete(deps, intent, wrongCode(intent.code), newDeviceKey()), 'invalid_pairing_code');
+        assert.equal((await store.getPairingIntent(intent.intent_id))?.failures, 1);
+        const failed = (await store.listAuditEvents({ afterSeq: 0, limit: 100 })).filter((e) => e.type === 'pairing.failed');
+        assert.deepEqual(
+          failed.map((e) => e.data.failures),
+          [1],
+        );
+        await complete(deps, intent, intent.code, newDeviceKey());
+      }));
+
+    test('the 5th wrong code burns the intent; then even the right code fails', () =>
+      ctx.world(async ({ deps, store, clock }) => {
+        const intent = await prepared(deps, 'management');
+        for (let i = 1; i <= PAIRING_MAX_FAILURES; i++) {
+          await rejectsWithCode(complete(deps, intent, wrongCode(intent.code), newDeviceKey()), 'invalid_pairing_code');
+          assert.equal((await store.getPairingIntent(intent.intent_id))?.failures, i);
+        }
+        assert.equal((await store.getPairingIntent(intent.intent_id))?.burnedAt, clock.now());
+        await rejectsWithCode(complete(deps, intent, intent.code, newDeviceKey()), 'invalid_pairing_intent');
+        await rejectsWithCode(complete(deps, intent, wrongCode(intent.code), newDeviceKey()), 'invalid_pairing_intent');
+        const types = (await eventTypes(store)).filter((t) => t.startsWith('pairing.'));
+        assert.deepEqual(types, ['pairing.prepared', ...Array(PAIRING_MAX_FAILURES - 1).fill('pairing.failed'), 'pairing.burned']);
+      }));
+
+    test('an intent cannot be completed from its expiry on', () =>
+      ctx.world(async ({ deps, clock }) => {
+        const intent = await prepared(deps, 'application', 60);
+        clock.advance(seconds(60));
+        await rejectsWithCode(complete(deps, intent, intent.code, newDeviceKey()), 'invalid_pairing_intent');
+      }));
+
+    test('a replayed completion fails', () =>
+      ctx.world(async ({ deps, store }) => {
+        const intent = await prepared(deps, 'application');
+        const key = newDeviceKey();
+        await complete(deps, intent, intent.code, key);
+        await rejectsWithCode(complete(deps, intent, intent.code, key), 'invalid_pairing_intent');
+        await rejectsWithCode(complete(deps, intent, intent.code, newDeviceKey()), 'invalid_pairing_intent');
+        assert.equal(await store.countDevices('application'), 1);
+      }));
+
+    test('a proof signed by another key, or for another node, is invalid_signature and the intent stays live', () =>
+      ctx.world(async ({ deps, store }) => {
+        const intent = await prepared(deps, 'application');
+        const key = newDeviceKey();
+        await rejectsWithCode(complete(deps, intent, intent.code, key, newDeviceKey()), 'invalid_signature');
+        await rejectsWithCode(complete(deps, intent, intent.code, key, key, 'node-elsewhere'), 'invalid_signature');
+        const live = await store.getPairingIntent(intent.intent_id);
+        assert.equal(live?.completedAt, null);
+        assert.equal(live?.failures, 0);
+        await complete(deps, intent, intent.code, key);
+      }));
+
+    test('pairing a key that is already enrolled is already_enrolled and the intent stays live', () =>
+      ctx.world(async ({ deps, store }) => {
+        const intent = await prepared(deps, 'application');
+        const taken = await enrollDevice(deps, 'application');
+        await rejectsWithCode(complete(deps, intent, intent.code, taken.key), 'already_enrolled');
+        assert.equal((await store.getPairingIntent(intent.intent_id))?.completedAt, null);
+        await complete(deps, intent, intent.code, newDeviceKey());
+      }));
+
+    test('preparing pairing needs a management principal', () =>
+      ctx.world(async ({ deps }) => {
+        const app = await enrollDevice(deps, 'application');
+        const principal = await authenticate(deps, (await signIn(deps, app.key, 'application')).access_token, 'application');
+        await rejectsWithCode(preparePairing(deps, { principal, realm: 'application' }), 'invalid_token');
+      }));
+
+    test('the store counts failures only against live intents and completes only with the right code digest', () =>
+      ctx.world(async ({ deps, store, clock }) => {
+        const now = clock.now();
+        const intent: PairingIntentRecord = {
+          id: newId('intent', clock, deps.random),
+          realm: 'application',
+          subject: newId('subject', clock, deps.random),
+          name: null,
+          codeDigest: sha256Hex('right'),
+          createdAt: now,
+          expiresAt: now + seconds(300),
+          createdBy: 'sub_01KAQ00000000000000000000Z',
+          failures: 0,
+          completedAt: null,
+          burnedAt: null,
+          deviceId: null,
+        };
+        await store.createPairingIntent(intent, auditDraft(deps, 'pairing.prepared', { data: { intent_id: intent.id } }));
+        assert.deepEqual(await store.getPairingIntent(intent.id), intent);
+        assert.equal(await store.getPairingIntent('int_01KAQ00000000000000000000Z'), null);
+        const fail = (id: string, at: number) =>
+          store.recordPairingFailure({ id, now: at, maxFailures: 2 }, (failures, burned) =>
+            auditDraft(deps, burned ? 'pairing.burned' : 'pairing.failed', { data: { intent_id: id, failures } }),
+          );
+        assert.equal(await fail('int_01KAQ00000000000000000000Z', now), null);
+        assert.equal(await fail(intent.id, intent.expiresAt), null, 'an expired intent counts nothing');
+        const before = await auditLength(store);
+        const device = deviceRecord(deps, 'application');
+        const event = () => auditDraft(deps, 'pairing.completed', { data: { intent_id: intent.id } });
+        assert.deepEqual(await store.completePairing({ id: intent.id, codeDigest: sha256Hex('wrong'), now, device }, event()), {
+          kind: 'invalid',
+        });
+        assert.deepEqual(
+          await store.completePairing({ id: intent.id, codeDigest: intent.codeDigest, now: intent.expiresAt, device }, event()),
+          {
+            kind: 'invalid',
+          },
+        );
+        assert.equal(await auditLength(store), before, 'refused completions write nothing');
+        assert.deepEqual(await fail(intent.id, now), { failures: 1, burned: false });
+        assert.deepEqual(await fail(intent.id, now), { failures: 2, burned: true });
+        assert.equal(await fail(intent.id, now), null, 'a burned intent counts nothing more');
+        assert.equal(await auditLength(store), before + 2);
+        assert.deepEqual(await store.completePairing({ id: intent.id, codeDigest: intent.codeDigest, now, device }, event()), {
+          kind: 'invalid',
+        });
+        assert.equal(await store.getDevice(device.id), null);
+      }));
+
+    test('the store completes a live intent once, enrolling the device with its event', () =>
+      ctx.world(async ({ deps, store, clock }) => {
+        const now = clock.now();
+        const intent: PairingIntentRecord = {
+          id: newId('intent', clock, deps.random),
+          realm: 'management',
+          subject: newId('subject', clock, deps.random),
+          name: 'laptop',
+          codeDigest: sha256Hex('right'),
+          createdAt: now,
+          expiresAt: now + seconds(300),
+          createdBy: 'sub_01KAQ00000000000000000000Z',
+          failures: 0,
+          completedAt: null,
+          burnedAt: null,
+          deviceId: null,
+        };
+        await store.createPairingIntent(intent, auditDraft(deps, 'pairing.prepared', { data: { intent_id: intent.id } }));
+        const device = deviceRecord(deps, 'management');
+        const event = () => auditDraft(deps, 'pairing.completed', { data: { intent_id: intent.id } });
+        const before = await auditLength(store);
+        assert.deepEqual(await store.completePairing({ id: intent.id, codeDigest: intent.codeDigest, now, device }, event()), {
+          kind: 'completed',
+          device,
+        });
+        assert.equal(await auditLength(store), before + 1);
+        const again = deviceRecord(deps, 'management');
+        assert.deepEqual(await store.completePairing({ id: intent.id, codeDigest: intent.codeDigest, now, device: again }, event()), {
+          kind: 'invalid',
+        });
+        assert.equal((await store.getPairingIntent(intent.id))?.deviceId, device.id);
+      }));
+  });
+}

@@ -1,0 +1,302 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { digestToken, rotateRefreshToken } from '@svc/core';
+import {
+  auditLength,
+  authenticates,
+  bootstrapAdmin,
+  createStoreSession,
+  enrollDevice,
+  eventTypes,
+  mintPair,
+  rejectsWithCode,
+  revokedEvent,
+  rotateAtStore,
+  seconds,
+  signIn,
+} from '../fixtures.js';
+import type { SuiteContext } from '../harness.js';
+
+const GRACE = seconds(10);
+
+/** createSession, findSessionByAccessDigest, getSession, listActiveSessions, rotateRefreshToken. */
+export function sessionsSuite(ctx: SuiteContext): void {
+  describe('sessions and refresh', () => {
+    test('a session is found by its current access digest, revoked or expired alike', () =>
+      ctx.world(async ({ deps, store, clock }) => {
+        const { device } = await enrollDevice(deps, 'application');
+        const { session, pair } = await createStoreSession(deps, device, { lifetimeMs: 1000 });
+        assert.deepEqual(await store.findSessionByAccessDigest(pair.digests.accessDigest), session);
+        assert.deepEqual(await store.getSession(session.id), session);
+        assert.equal(await store.findSessionByAccessDigest(pair.digests.refreshDigest), null, 'a refresh digest is not an access digest');
+        assert.equal(await store.findSessionByAccessDigest(digestToken('svca_unknown')), null);
+        assert.equal(await store.getSession('ses_01KAQ00000000000000000000Z'), null);
+        clock.advance(2000);
+        assert.equal((await store.findSessionByAccessDigest(pair.digests.accessDigest))?.id, session.id);
+      }));
+
+    test('listActiveSessions lists live sessions newest first, filtered by realm and device', () =>
+      ctx.world(async ({ deps, store, clock }) => {
+        const app = await enrollDevice(deps, 'application');
+        const admin = await enrollDevice(deps, 'management');
+        const a = await createStoreSession(deps, app.device);
+        clock.advance(1000);
+        const b = await createStoreSession(deps, admin.device);
+        clock.advance(1000);
+        const c = await createStoreSession(deps, app.device);
+        clock.advance(1000);
+        const revoked = await createStoreSession(deps, app.device);
+        await store.revokeSession(
+          { sessionId: revoked.session.id, now: clock.now(), reason: 'logout' },
+          revokedEvent(deps, revoked.session.id),
+        );
+        clock.advance(1000);
+        const ending = await createStoreSession(deps, app.device, { lifetimeMs: 5000 });
+        clock.advance(1000);
+        const refreshEnding = await createStoreSession(deps, app.device, { refreshTtlMs: 5000 });
+        const now = clock.now();
+        const ids = async (filter: Parameters<typeof store.listActiveSessions>[0]) =>
+          (await store.listActiveSessions(filter)).map((s) => s.id);
+        assert.deepEqual(
+          await ids({ now }),
+          [refreshEnding, ending, c, b, a].map((s) => s.session.id),
+        );
+        assert.deepEqual(await ids({ now, realm: 'management' }), [b.session.id]);
+        assert.deepEqual(
+          await ids({ now, deviceId: app.device.id }),
+          [refreshEnding, ending, c, a].map((s) => s.session.id),
+        );
+        assert.deepEqual(await ids({ now, realm: 'management', deviceId: app.device.id }), []);
+        assert.deepEqual(
+          await ids({ now: now + 5000 }),
+          [c, b, a].map((s) => s.session.id),
+          'ended and refresh-expired sessions are not active',
+        );
+      }));
+
+    test('rotation retires the old access token immediately', () =>
+      ctx.world(async ({ deps, store }) => {
+        const admin = await bootstrapAdmin(deps);
+        const first = await signIn(deps, admin.key, 'management');
+        const second = await rotateRefreshToken(deps, { refreshToken: first.refresh_token, realm: 'management' });
+        assert.equal(second.session_id, first.session_id);
+        assert.notEqual(second.access_token, first.access_token);
+        assert.equal(await authenticates(deps, first.access_token, 'management'), false);
+        assert.ok(await authenticates(deps, second.access_token, 'management'));
+        assert.equal(await store.findSessionByAccessDigest(digestToken(first.access_token)), null);
+        const session = await store.getSession(first.session_id);
+        assert.equal(session?.generation, 1);
+        assert.equal(session?.lastRotatedAt, deps.clock.now());
+        assert.deepEqual((await eventTypes(store)).slice(-1), ['session.rotated']);
+      }));
+
+    test('the immediately previous refresh token within grace rotates again and the pair in between dies', () =>
+      ctx.world(async ({ deps, store, clock }) => {
+        const admin = await bootstrapAdmin(deps);
+        const first = await signIn(deps, admin.key, 'management');
+        const between = await rotateRefreshToken(deps, { refreshToken: first.refresh_token, realm: 'management' });
+        clock.advance(GRACE);
+        const retry = await rotateRefreshToken(deps, { refreshToken: first.refresh_token, realm: 'management' });
+        assert.equal(retry.session_id, first.session_id);
+        assert.equal(await authenticates(deps, between.access_token, 'management'), false);
+        assert.ok(await authenticates(deps, retry.access_token, 'management'));
+        assert.equal((await store.getSession(first.session_id))?.generation, 2);
+        assert.deepEqual((await eventTypes(store)).slice(-2), ['session.rotated', 'session.rotated_in_grace']);
+        // The refresh token of the pair that died is now retired: presenting it is reuse.
+        await rejectsWithCode(
+          rotateRefreshToken(deps, { refreshToken: between.refresh_token, realm: 'management' }),
+          'refresh_token_reused',
+        );
+      }));
+
+    test('the store answers the previous token rotated_in_grace up to exactly the grace interval, reused 1 ms later', () =>
+      ctx.world(async ({ deps, store, clock }) => {
+        const { device } = await enrollDevice(deps, 'application');
+        const { session, pair } = await createStoreSession(deps, device);
+        const rotated = await rotateAtStore(deps, { refresh: pair.refresh, realm: 'application', graceMs: GRACE });
+        assert.equal(rotated.outcome.kind, 'rotated');
+        clock.advance(GRACE);
+        const inGrace = await rotateAtStore(deps, { refresh: pair.refresh, realm: 'application', graceMs: GRACE });
+        assert.equal(inGrace.outcome.kind, 'rotated_in_grace');
+        assert.equal(inGrace.auditCalls, 1);
+        if (inGrace.outcome.kind !== 'rotated_in_grace') return;
+        assert.equal(inGrace.outcome.session.generation, 2);
+        assert.equal(inGrace.outcome.session.lastRotatedAt, clock.now());
+        assert.equal(await store.findSessionByAccessDigest(rotated.next.digests.accessDigest), null);
+        assert.equal((await store.findSessionByAccessDigest(inGrace.next.digests.accessDigest))?.id, session.id);
+        clock.advance(1);
+        const late = await rotateAtStore(deps, { refresh: pair.refresh, realm: 'application', graceMs: GRACE });
+        assert.equal(late.outcome.kind, 'reused');
+        if (late.outcome.kind !== 'reused') return;
+        assert.equal(late.outcome.session.revokedAt, clock.now());
+        assert.equal(late.outcome.session.revokedReason, 'refresh_token_reused');
+      }));
+
+    test('a refresh token reused after the grace interval revokes the session and its current access token at once', () =>
+      ctx.world(async ({ deps, store, clock }) => {
+        const admin = await bootstrapAdmin(deps);
+        const first = await signIn(deps, admin.key, 'management');
+        const second = await rotateRefreshToken(deps, { refreshToken: first.refresh_token, realm: 'management' });
+        clock.advance(GRACE + 1);
+        await rejectsWithCode(rotateRefreshToken(deps, { refreshToken: first.refresh_token, realm: 'management' }), 'refresh_token_reused');
+        assert.equal(await authenticates(deps, second.access_token, 'management'), false);
+        await rejectsWithCode(
+          rotateRefreshToken(deps, { refreshToken: second.refresh_token, realm: 'management' }),
+          'invalid_refresh_token',
+        );
+        const session = await store.getSession(first.session_id);
+        assert.equal(session?.revokedReason, 'refresh_token_reused');
+        const reused = (await store.listAuditEvents({ afterSeq: 0, limit: 100 })).filter((e) => e.type === 'session.refresh_reused');
+        assert.equal(reused.length, 1);
+        assert.equal(reused[0]?.sessionId, first.session_id);
+      }));
+
+    test('an older retired refresh token is reuse even within the grace interval', () =>
+      ctx.world(async ({ deps, clock }) => {
+        const admin = await bootstrapAdmin(deps);
+        const first = await signIn(deps, admin.key, 'management');
+        const second = await rotateRefreshToken(deps, { refreshToken: first.refresh_token, realm: 'management' });
+        clock.advance(1);
+        const third = await rotateRefreshToken(deps, { refreshToken: second.refresh_token, realm: 'management' });
+        await rejectsWithCode(rotateRefreshToken(deps, { refreshToken: first.refresh_token, realm: 'management' }), 'refresh_token_reused');
+        assert.equal(await authenticates(deps, third.access_token, 'management'), false);
+      }));
+
+    test('a refresh token of a revoked session is invalid and changes nothing', () =>
+      ctx.world(async ({ deps, store, clock }) => {
+        const { device } = await enrollDevice(deps, 'application');
+        const { session, pair } = await createStoreSession(deps, device);
+        await store.revokeSession({ sessionId: session.id, now: clock.now(), reason: 'logout' }, revokedEvent(deps, session.id));
+        const before = await auditLength(store);
+        const current = await rotateAtStore(deps, { refresh: pair.refresh, realm: 'application', graceMs: GRACE });
+        assert.deepEqual(current.outcome, { kind: 'invalid' });
+        assert.equal(current.auditCalls, 0);
+        assert.equal(await auditLength(store), before);
+        assert.equal((await store.getSession(session.id))?.generation, 0);
+      }));
+
+    test('an unknown refresh token is invalid and writes nothing', () =>
+      ctx.world(async ({ deps, store }) => {
+        const before = await auditLength(store);
+        const result = await rotateAtStore(deps, { refresh: mintPair(deps).refresh, realm: 'management', graceMs: GRACE });
+        assert.deepEqual(result.outcome, { kind: 'invalid' });
+        assert.equal(result.auditCalls, 0);
+        assert.equal(await auditLength(store), before);
+        await rejectsWithCode(
+          rotateRefreshToken(deps, { refreshToken: mintPair(deps).refresh, realm: 'management' }),
+          'invalid_refresh_token',
+        );
+      }));
+
+    test('a refresh token is valid until 1 ms before its expiry and invalid from then on', () =>
+      ctx.world(
+        async ({ deps, clock }) => {
+          const admin = await bootstrapAdmin(deps);
+          const kept = await signIn(deps, admin.key, 'management');
+          const lapsed = await signIn(deps, admin.key, 'management');
+          clock.advance(seconds(3600) - 1);
+          await rotateRefreshToken(deps, { refreshToken: kept.refresh_token, realm: 'management' });
+          clock.advance(1);
+          await rejectsWithCode(
+            rotateRefreshToken(deps, { refreshToken: lapsed.refresh_token, realm: 'management' }),
+            'invalid_refresh_token',
+          );
+        },
+        { refreshTokenTtlSeconds: 3600, accessTokenTtlSeconds: 600 },
+      ));
+
+    test('an access token authenticates until 1 ms before its expiry and never after', () =>
+      ctx.world(async ({ deps, clock }) => {
+        const admin = await bootstrapAdmin(deps);
+        const pair = await signIn(deps, admin.key, 'management');
+        clock.advance(seconds(deps.settings.accessTokenTtlSeconds) - 1);
+        assert.ok(await authenticates(deps, pair.access_token, 'management'));
+        clock.advance(1);
+        assert.equal(await authenticates(deps, pair.access_token, 'management'), false);
+        // The refresh token still works: a short access lifetime is what refresh is for.
+        const next = await rotateRefreshToken(deps, { refreshToken: pair.refresh_token, realm: 'management' });
+        assert.ok(await authenticates(deps, next.access_token, 'management'));
+      }));
+
+    test('no rotation extends the absolute lifetime of a session', () =>
+      ctx.world(
+        async ({ deps, store, clock }) => {
+          const admin = await bootstrapAdmin(deps);
+          let pair = await signIn(deps, admin.key, 'management');
+          const start = clock.now();
+          const end = start + seconds(3600);
+          assert.equal((await store.getSession(pair.session_id))?.expiresAt, end);
+          for (let i = 0; i < 3; i++) {
+            clock.advance(seconds(1000));
+            pair = await rotateRefreshToken(deps, { refreshToken: pair.refresh_token, realm: 'management' });
+            const session = await store.getSession(pair.session_id);
+            assert.equal(session?.expiresAt, end);
+            assert.ok((session?.accessExpiresAt ?? Number.POSITIVE_INFINITY) <= end);
+            assert.ok((session?.refreshExpiresAt ?? Number.POSITIVE_INFINITY) <= end);
+            assert.ok(pair.refresh_expires_in <= (end - clock.now()) / 1000);
+          }
+          // At 3000 s the last pair was clamped: the refresh token dies with the session at 3600 s.
+          assert.equal((await store.getSession(pair.session_id))?.refreshExpiresAt, end);
+          clock.set(end - 1);
+          assert.ok(await authenticates(deps, pair.access_token, 'management'));
+          clock.set(end);
+          assert.equal(await authenticates(deps, pair.access_token, 'management'), false);
+          await rejectsWithCode(
+            rotateRefreshToken(deps, { refreshToken: pair.refresh_token, realm: 'management' }),
+            'invalid_refresh_token',
+          );
+        },
+        { sessionMaxLifetimeSeconds: 3600, refreshTokenTtlSeconds: 1800, accessTokenTtlSeconds: 900 },
+      ));
+
+    test('the store clamps a rotated pair to the end of the session', () =>
+      ctx.world(async ({ deps, store }) => {
+        const { device } = await enrollDevice(deps, 'application');
+        const { session, pair } = await createStoreSession(deps, device, {
+          lifetimeMs: seconds(60),
+          accessTtlMs: seconds(30),
+          refreshTtlMs: seconds(60),
+        });
+        const next = mintPair(deps, { accessTtlMs: seconds(900), refreshTtlMs: seconds(86_400) });
+        const { outcome } = await rotateAtStore(deps, { refresh: pair.refresh, realm: 'application', graceMs: GRACE, next });
+        assert.equal(outcome.kind, 'rotated');
+        const after = await store.getSession(session.id);
+        assert.equal(after?.accessExpiresAt, session.expiresAt);
+        assert.equal(after?.refreshExpiresAt, session.expiresAt);
+      }));
+
+    test('an application session is refused by management authentication, and a management one by application', () =>
+      ctx.world(async ({ deps }) => {
+        const admin = await bootstrapAdmin(deps);
+        const app = await enrollDevice(deps, 'application');
+        const appPair = await signIn(deps, app.key, 'application');
+        const adminPair = await signIn(deps, admin.key, 'management');
+        assert.equal(appPair.realm, 'application');
+        assert.ok(await authenticates(deps, appPair.access_token, 'application'));
+        assert.equal(await authenticates(deps, appPair.access_token, 'management'), false);
+        assert.ok(await authenticates(deps, adminPair.access_token, 'management'));
+        assert.equal(await authenticates(deps, adminPair.access_token, 'application'), false);
+      }));
+
+    test('a refresh token presented to the other realm is invalid_refresh_token and changes nothing', () =>
+      ctx.world(async ({ deps, store, clock }) => {
+        const app = await enrollDevice(deps, 'application');
+        const pair = await signIn(deps, app.key, 'application');
+        const before = await auditLength(store);
+        await rejectsWithCode(rotateRefreshToken(deps, { refreshToken: pair.refresh_token, realm: 'management' }), 'invalid_refresh_token');
+        // Also a retired one: another realm never learns that a token was reused.
+        const next = await rotateRefreshToken(deps, { refreshToken: pair.refresh_token, realm: 'application' });
+        clock.advance(GRACE + 1);
+        const afterRotation = await auditLength(store);
+        assert.equal(afterRotation, before + 1);
+        const wrongRealm = await rotateAtStore(deps, { refresh: pair.refresh_token, realm: 'management', graceMs: GRACE });
+        assert.deepEqual(wrongRealm.outcome, { kind: 'invalid' });
+        assert.equal(wrongRealm.auditCalls, 0);
+        const session = await store.getSession(pair.session_id);
+        assert.equal(session?.generation, 1);
+        assert.equal(session?.revokedAt, null);
+        assert.equal(await auditLength(store), afterRotation);
+        assert.ok(await authenticates(deps, next.access_token, 'application'));
+      }));
+  });
+}

@@ -1,0 +1,154 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { type ChallengeRecord, createChallenge, createSession, newId } from '@svc/core';
+import {
+  auditLength,
+  authenticate,
+  bootstrapAdmin,
+  enrollDevice,
+  eventTypes,
+  newDeviceKey,
+  rejectsWithCode,
+  seconds,
+  signIn,
+} from '../fixtures.js';
+import type { SuiteContext } from '../harness.js';
+
+/** createChallenge, consumeChallenge, and sign-in (createSession) through the use cases. */
+export function signInSuite(ctx: SuiteContext): void {
+  describe('challenges and sign-in', () => {
+    test('a signed challenge yields a session whose access token authenticates in its realm', () =>
+      ctx.world(async ({ deps, store }) => {
+        const admin = await bootstrapAdmin(deps);
+        const pair = await signIn(deps, admin.key, 'management');
+        assert.equal(pair.realm, 'management');
+        assert.equal(pair.token_type, 'Bearer');
+        const principal = await authenticate(deps, pair.access_token, 'management');
+        assert.equal(principal.subject, admin.device.subject);
+        assert.equal(principal.device, admin.device.id);
+        assert.equal(principal.session, pair.session_id);
+        const session = await store.getSession(pair.session_id);
+        assert.equal(session?.deviceId, admin.device.id);
+        assert.equal(session?.generation, 0);
+        assert.deepEqual(await eventTypes(store), ['bootstrap.issued', 'device.enrolled', 'session.created']);
+      }));
+
+    test('a challenge is single use', () =>
+      ctx.world(async ({ deps }) => {
+        const admin = await bootstrapAdmin(deps);
+        const challenge = await createChallenge(deps, { publicKey: admin.key.publicKey, realm: 'management' });
+        const signature = admin.key.sign(challenge.challenge);
+        await createSession(deps, { challengeId: challenge.id, signature, realm: 'management' });
+        await rejectsWithCode(createSession(deps, { challengeId: challenge.id, signature, realm: 'management' }), 'invalid_challenge');
+      }));
+
+    test('a challenge is valid until 1 ms before its expiry and refused from its expiry on', () =>
+      ctx.world(async ({ deps, clock }) => {
+        const admin = await bootstrapAdmin(deps);
+        const ttl = seconds(deps.settings.challengeTtlSeconds);
+        const early = await createChallenge(deps, { publicKey: admin.key.publicKey, realm: 'management' });
+        const late = await createChallenge(deps, { publicKey: admin.key.publicKey, realm: 'management' });
+        assert.equal(late.expiresAt, clock.now() + ttl);
+        clock.advance(ttl - 1);
+        await createSession(deps, { challengeId: early.id, signature: admin.key.sign(early.challenge), realm: 'management' });
+        clock.advance(1);
+        await rejectsWithCode(
+          createSession(deps, { challengeId: late.id, signature: admin.key.sign(late.challenge), realm: 'management' }),
+          'invalid_challenge',
+        );
+      }));
+
+    test('a challenge issued for one realm cannot sign in to the other', () =>
+      ctx.world(async ({ deps }) => {
+        const admin = await bootstrapAdmin(deps);
+        const challenge = await createChallenge(deps, { publicKey: admin.key.publicKey, realm: 'application' });
+        await rejectsWithCode(
+          createSession(deps, { challengeId: challenge.id, signature: admin.key.sign(challenge.challenge), realm: 'management' }),
+          'invalid_challenge',
+        );
+      }));
+
+    test('an unknown key gets a challenge but fails with invalid_signature', () =>
+      ctx.world(async ({ deps }) => {
+        await bootstrapAdmin(deps);
+        const stranger = newDeviceKey();
+        const challenge = await createChallenge(deps, { publicKey: stranger.publicKey, realm: 'management' });
+        assert.match(challenge.challenge, /^svc-auth-v1 challenge /);
+        await rejectsWithCode(
+          createSession(deps, { challengeId: challenge.id, signature: stranger.sign(challenge.challenge), realm: 'management' }),
+          'invalid_signature',
+        );
+      }));
+
+    test('a wrong signature is invalid_signature and uses the challenge up', () =>
+      ctx.world(async ({ deps }) => {
+        const admin = await bootstrapAdmin(deps);
+        const challenge = await createChallenge(deps, { publicKey: admin.key.publicKey, realm: 'management' });
+        await rejectsWithCode(
+          createSession(deps, { challengeId: challenge.id, signature: newDeviceKey().sign(challenge.challenge), realm: 'management' }),
+          'invalid_signature',
+        );
+        await rejectsWithCode(
+          createSession(deps, { challengeId: challenge.id, signature: admin.key.sign(challenge.challenge), realm: 'management' }),
+          'invalid_challenge',
+        );
+      }));
+
+    test('a key enrolled in the application realm cannot sign in to management', () =>
+      ctx.world(async ({ deps }) => {
+        const app = await enrollDevice(deps, 'application');
+        await rejectsWithCode(signIn(deps, app.key, 'management'), 'invalid_signature');
+        const pair = await signIn(deps, app.key, 'application');
+        assert.equal(pair.realm, 'application');
+      }));
+
+    test('failed sign-ins are audited as signin.failed with their reason', () =>
+      ctx.world(async ({ deps, store }) => {
+        const admin = await bootstrapAdmin(deps);
+        const app = await enrollDevice(deps, 'application');
+        await rejectsWithCode(
+          createSession(deps, { challengeId: 'chl_01KAQ00000000000000000000Z', signature: 'ab'.repeat(64), realm: 'management' }),
+          'invalid_challenge',
+        );
+        const c = await createChallenge(deps, { publicKey: admin.key.publicKey, realm: 'management' });
+        await rejectsWithCode(
+          createSession(deps, { challengeId: c.id, signature: app.key.sign(c.challenge), realm: 'management' }),
+          'invalid_signature',
+        );
+        await rejectsWithCode(signIn(deps, newDeviceKey(), 'management'), 'invalid_signature');
+        await rejectsWithCode(signIn(deps, app.key, 'management'), 'invalid_signature');
+        const failed = (await store.listAuditEvents({ afterSeq: 0, limit: 100 })).filter((e) => e.type === 'signin.failed');
+        assert.deepEqual(
+          failed.map((e) => [e.realm, e.data.reason]),
+          [
+            ['management', 'challenge_unknown_expired_or_used'],
+            ['management', 'bad_signature'],
+            ['management', 'key_not_enrolled'],
+            ['management', 'key_in_other_realm'],
+          ],
+        );
+      }));
+
+    test('the store hands a challenge out once, unchanged, and never after its expiry', () =>
+      ctx.world(async ({ deps, store, clock }) => {
+        const make = (): ChallengeRecord => ({
+          id: newId('challenge', clock, deps.random),
+          publicKey: newDeviceKey().publicKey,
+          realm: 'application',
+          challenge: `svc-auth-v1 challenge test ${clock.now()}`,
+          createdAt: clock.now(),
+          expiresAt: clock.now() + seconds(60),
+        });
+        const a = make();
+        const b = make();
+        await store.createChallenge(a);
+        await store.createChallenge(b);
+        assert.equal(await auditLength(store), 0, 'issuing a challenge is not an audited change');
+        assert.deepEqual(await store.consumeChallenge({ id: a.id, now: clock.now() }), a);
+        assert.equal(await store.consumeChallenge({ id: a.id, now: clock.now() }), null);
+        assert.equal(await store.consumeChallenge({ id: 'chl_01KAQ00000000000000000000Z', now: clock.now() }), null);
+        assert.equal(await store.consumeChallenge({ id: b.id, now: b.expiresAt }), null);
+        assert.deepEqual(await store.consumeChallenge({ id: b.id, now: b.expiresAt - 1 }), b);
+      }));
+  });
+}

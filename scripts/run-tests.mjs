@@ -1,0 +1,31 @@
+// Runs every test file under packages/*/test with node's test runner. Node 20's `--test`
+// does not expand globs itself, so this finds the files and hands them over.
+import { spawnSync } from 'node:child_process';
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
+
+const root = new URL('../', import.meta.url).pathname;
+const only = process.argv.slice(2);
+const files = [];
+for (const pkg of readdirSync(join(root, 'packages')).sort()) {
+  if (only.length > 0 && !only.includes(pkg)) continue;
+  const dir = join(root, 'packages', pkg, 'test');
+  let entries = [];
+  try {
+    entries = readdirSync(dir, { recursive: true });
+  } catch {
+    continue;
+  }
+  for (const f of entries.map(String).sort()) if (f.endsWith('.test.ts')) files.push(join('packages', pkg, 'test', f));
+}
+if (files.length === 0) {
+  console.error('run-tests: no test files found');
+  process.exit(1);
+}
+const concurrency = process.env.TEST_CONCURRENCY ?? '4';
+const result = spawnSync(
+  process.execPath,
+  ['--import', 'tsx', '--test', `--test-concurrency=${concurrency}`, '--test-timeout=300000', ...files],
+  { cwd: root, stdio: 'inherit' },
+);
+process.exit(result.status ?? 1);
