@@ -1,7 +1,9 @@
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
-import { chmodSync, closeSync, existsSync, fsyncSync, mkdirSync, openSync, statSync, writeSync } from 'node:fs';
-import { type AuthDeps, type Logger, newId, type Store } from '@svc/core';
-import { openSqliteStore } from 'svc-store-sqlite';
+import { chmodSync, closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, statSync, writeSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, isAbsolute, join } from 'node:path';
+import { AddonVerificationError, loadStoreAddon, verifyAddon } from '@svc/addons';
+import { type AuthDeps, ConfigError, type Logger, newId, type SecretRef, type Store, type StoreAddonExport } from '@svc/core';
 import { CliError } from './cli-error.js';
 import type { Project } from './project.js';
 
@@ -54,26 +56,124 @@ export function writeSecretFile(path: string, text: string, opts: { readonly ove
   chmodSync(path, 0o600);
 }
 
+/** What the node surface's status reports about the store addon. */
+export interface StoreAddonStatus {
+  readonly package: string;
+  readonly version: string;
+  readonly sha256: string | null;
+  readonly verified: boolean;
+  readonly detail: string;
+}
+
+const addonStatus = new WeakMap<Store, StoreAddonStatus>();
+
 /**
- * Opens the project's control store (the embedded SQLite store) owner-only and durable.
- * Without `create`, a missing control database is an error that says to run `svc auth init`.
- * A store that refuses to open (e.g. a file readable by others) becomes one clear line.
+ * The verification result recorded when {@link openControlStore} opened `store`.
+ *
+ * @example
+ * const status = addonStatusOf(store); // { package: 'svc-store-sqlite', verified: true, ... }
+ */
+export function addonStatusOf(store: Store): StoreAddonStatus | undefined {
+  return addonStatus.get(store);
+}
+
+/** Where a project's pinned addon archives and their installed files live. */
+export function packagesDirOf(project: Project): string {
+  return join(project.dir, '.svc', 'packages');
+}
+
+/** The `node_modules` directory holding this `svc`'s own dependencies, which addons reuse. */
+export function dependenciesDir(): string {
+  return dirname(dirname(createRequire(import.meta.url).resolve('better-sqlite3/package.json')));
+}
+
+/** Resolves a deployment-time secret reference: an environment variable or a file. */
+export function resolveSecret(ref: SecretRef, env: NodeJS.ProcessEnv = process.env): string {
+  if (ref.source === 'env') {
+    const value = env[ref.name];
+    if (value === undefined || value === '') throw new CliError(`the secret reference env:${ref.name} is not set in the environment`);
+    return value;
+  }
+  try {
+    return readFileSync(ref.name, 'utf8').replace(/\r?\n$/, '');
+  } catch (error) {
+    throw new CliError(`cannot read the secret file ${ref.name}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+  }
+}
+
+/**
+ * Where the control state lives, for people: the embedded store's file, or the store module.
+ *
+ * @example
+ * controlStoreLocation(project); // "/srv/demo/.svc/control/control.db" or "svc-store-postgres (:svc/modules :pg)"
+ */
+export function controlStoreLocation(project: Project): string {
+  return embeddedStoreFile(project) ?? `${project.config.store.package} (:svc/modules :${project.config.store.alias})`;
+}
+
+/** The SQLite file the embedded store will use, when the store is the embedded one. */
+function embeddedStoreFile(project: Project): string | null {
+  if (project.config.store.package !== 'svc-store-sqlite') return null;
+  const file = project.config.store.config.get(':store/file');
+  if (typeof file !== 'string') return project.controlDb;
+  return isAbsolute(file) ? file : join(project.controlDir, file);
+}
+
+/**
+ * Opens the project's control store through its pinned store addon. Every time, BEFORE the
+ * control database is touched, the addon is verified (archive digest against the pin,
+ * installed files against the archive, operation set, native module, ABI); any failure is one
+ * clear line naming the check and the control database stays untouched. Without `create`, a
+ * missing embedded control database is an error that says to run `svc auth init`.
  *
  * @example
  * const store = await openControlStore(project, { create: false });
  */
 export async function openControlStore(project: Project, opts: { readonly create: boolean }): Promise<Store> {
-  if (!opts.create && !existsSync(project.controlDb)) {
-    throw new CliError(`no control database at ${project.controlDb}; run \`svc auth init ${project.dir}\` first`);
-  }
+  const { store: module, packages } = project.config;
+  const name = module.package as string;
+  const pin = packages[name] as { version: string; sha256: string | null };
+  let addon: StoreAddonExport;
   try {
-    return await openSqliteStore({ file: project.controlDb, synchronous: 'full', requireOwnerOnly: true });
+    addon = await loadStoreAddon(await verifyAddon({ packagesDir: packagesDirOf(project), name, pin, exportName: 'svc/store' }));
+  } catch (error) {
+    if (error instanceof AddonVerificationError) {
+      throw new CliError(`${error.message} (the control database was not opened)`, { cause: error });
+    }
+    throw error;
+  }
+  const embedded = embeddedStoreFile(project);
+  if (!opts.create && embedded !== null && !existsSync(embedded)) {
+    throw new CliError(`no control database at ${embedded}; run \`svc auth init ${project.dir}\` first`);
+  }
+  let store: Store;
+  try {
+    store = await addon.open(module.config, {
+      controlDir: project.controlDir,
+      configFile: project.file,
+      configKey: `:svc/modules :${module.alias} :config`,
+      resolveSecret: (ref) => resolveSecret(ref),
+    });
   } catch (error) {
     const e = error as Error;
-    // The store's refusals already name the path and the fix (e.g. the chmod to run).
+    if (error instanceof ConfigError) {
+      throw new CliError(`invalid store configuration in ${project.file}`, {
+        details: error.problems.map((p) => `${p.file}: ${p.key}: ${p.message}`),
+      });
+    }
+    if (error instanceof CliError) throw error;
+    // The stores' refusals already name the path and the fix (e.g. the chmod to run).
     if (e.name === 'StoreOpenError') throw new CliError(e.message, { cause: error });
-    throw new CliError(`cannot open the control database ${project.controlDb}: ${e.message}`, { cause: error });
+    throw new CliError(`cannot open the control store (${name}): ${e.message}`, { cause: error });
   }
+  addonStatus.set(store, {
+    package: name,
+    version: pin.version,
+    sha256: pin.sha256,
+    verified: true,
+    detail: 'archive digest, installed files, operation set, native module and ABI verified before open',
+  });
+  return store;
 }
 
 /**

@@ -4,9 +4,6 @@ import { ConfigError, type ConfigProblem, DEFAULT_AUTH_SETTINGS, type ProjectCon
 import { CliError } from './cli-error.js';
 import { parseEdn } from './edn.js';
 
-/** The store packages this build of `svc` can open. */
-export const SUPPORTED_STORE_PACKAGES = ['svc-store-sqlite'] as const;
-
 /** A loaded project: where it is, its validated configuration and its control paths. */
 export interface Project {
   /** Absolute project directory. */
@@ -41,15 +38,16 @@ export function projectNameFor(dir: string): string {
 
 /**
  * The `project.edn` that `svc auth init` writes when there is none: the contract's shape with
- * the embedded SQLite store and the default auth settings.
+ * the embedded SQLite store, pinned by the SHA-256 of its bundled archive, and the default
+ * auth settings.
  *
  * @example
- * writeFileSync(file, defaultProjectEdn('demo'));
+ * writeFileSync(file, defaultProjectEdn('demo', bundledSqliteAddon()));
  */
-export function defaultProjectEdn(project: string): string {
+export function defaultProjectEdn(project: string, sqlite: { readonly version: string; readonly sha256: string }): string {
   const s = DEFAULT_AUTH_SETTINGS;
   return `{:svc/project  ${JSON.stringify(project)}
- :svc/packages {"svc-store-sqlite" {:version "0.1.0"}}
+ :svc/packages {"svc-store-sqlite" {:version ${JSON.stringify(sqlite.version)} :sha256 ${JSON.stringify(sqlite.sha256)}}}
  :svc/modules  {:store {:package "svc-store-sqlite" :activate [:svc/store]}
                 :auth  {:module :svc/auth
                         :config {:auth/store :store
@@ -105,19 +103,6 @@ export function loadProject(dirArg: string, opts: { readonly profile: string | n
   } catch (error) {
     if (error instanceof ConfigError) throw configFailure(error.problems, file);
     throw error;
-  }
-  const storePackage = config.store.package;
-  if (storePackage === null || !(SUPPORTED_STORE_PACKAGES as readonly string[]).includes(storePackage)) {
-    throw configFailure(
-      [
-        {
-          file,
-          key: `:svc/modules :${config.store.alias} :package`,
-          message: `store package "${storePackage}" is not supported by this svc; use "svc-store-sqlite"`,
-        },
-      ],
-      file,
-    );
   }
   const envControl = opts.env.SVC_CONTROL_DIR;
   let controlDir: string;

@@ -379,3 +379,72 @@ export function validateProjectConfig(root: EdnValue, opts: { readonly file: str
     nodeListen,
   });
 }
+
+/** How one key of a module's `:config` is read. */
+export interface ConfigField {
+  readonly kind: 'string' | 'integer' | 'boolean' | 'secret';
+  /** Allowed string values. */
+  readonly oneOf?: readonly string[];
+  readonly min?: number;
+  readonly max?: number;
+}
+
+/** What {@link readModuleConfig} returns for one field. */
+export type ConfigFieldValue = string | number | boolean | SecretRef | undefined;
+
+/**
+ * Reads a module's `:config` map against a field table: unknown keys, wrong types, values out
+ * of range and literal secrets are all reported at once in a {@link ConfigError} naming the
+ * file and the full key. Missing keys come back `undefined`.
+ *
+ * @example
+ * const v = readModuleConfig(config, { ':store/synchronous': { kind: 'string', oneOf: ['normal', 'full'] } }, { file, key });
+ */
+export function readModuleConfig<K extends string>(
+  config: EdnMap,
+  fields: Readonly<Record<K, ConfigField>>,
+  where: { readonly file: string; readonly key: string },
+): Record<K, ConfigFieldValue> {
+  const problems: ConfigProblem[] = [];
+  const out = {} as Record<K, ConfigFieldValue>;
+  const known = Object.keys(fields) as K[];
+  for (const k of config.keys()) {
+    if (!known.includes(k as K))
+      problems.push({ file: where.file, key: `${where.key} ${k}`, message: `unknown key; expected one of ${known.join(', ')}` });
+  }
+  for (const k of known) {
+    const spec = fields[k];
+    const v = config.get(k);
+    const key = `${where.key} ${k}`;
+    if (v === undefined) continue;
+    if (spec.kind === 'secret') {
+      const ref = parseSecretRef(v, problems, where.file, key);
+      if (ref !== null) out[k] = ref;
+    } else if (spec.kind === 'string') {
+      if (typeof v !== 'string' || (spec.oneOf !== undefined && !spec.oneOf.includes(v))) {
+        problems.push({
+          file: where.file,
+          key,
+          message: `expected ${spec.oneOf ? `one of ${spec.oneOf.map((s) => JSON.stringify(s)).join(', ')}` : 'a string'}, found ${describe(v)}`,
+        });
+      } else out[k] = v;
+    } else if (spec.kind === 'integer') {
+      if (
+        typeof v !== 'number' ||
+        !Number.isInteger(v) ||
+        (spec.min !== undefined && v < spec.min) ||
+        (spec.max !== undefined && v > spec.max)
+      ) {
+        problems.push({
+          file: where.file,
+          key,
+          message: `expected a whole number from ${spec.min ?? '-∞'} to ${spec.max ?? '∞'}, found ${describe(v)}`,
+        });
+      } else out[k] = v;
+    } else if (typeof v !== 'boolean') {
+      problems.push({ file: where.file, key, message: `expected true or false, found ${describe(v)}` });
+    } else out[k] = v;
+  }
+  if (problems.length > 0) throw new ConfigError(problems);
+  return out;
+}

@@ -6,6 +6,7 @@ export * from './deps.js';
 export * from './ed25519.js';
 export * from './errors.js';
 export * from './ids.js';
+export * from './node-id.js';
 export * from './principal.js';
 export * from './realm.js';
 export * from './store.js';

@@ -173,8 +173,14 @@ export interface Store {
    */
   consumeChallenge(input: { readonly id: string; readonly now: number }): Promise<ChallengeRecord | null>;
 
-  /** Inserts a session with its first pair and its event. */
-  createSession(session: SessionRecord, pair: TokenPairDigests, event: AuditEventDraft): Promise<void>;
+  /**
+   * Inserts a session with its first pair and its event, only while the session's device is
+   * still active: checked inside the transaction (and, where the engine allows concurrent
+   * writers, with the device row locked), so a sign-in racing a device removal can never leave
+   * a live session for a removed device. False, and nothing written, when the device is
+   * unknown or removed.
+   */
+  createSession(session: SessionRecord, pair: TokenPairDigests, event: AuditEventDraft): Promise<boolean>;
   /** The session whose CURRENT access token has this digest (revoked or not, expired or not). */
   findSessionByAccessDigest(digest: string): Promise<SessionRecord | null>;
   /** A session by id. */
@@ -192,7 +198,8 @@ export interface Store {
    *   `refreshExpiresAt > now` → `rotated`: the session takes `next` (each expiry clamped to the
    *   session's `expiresAt`), the presented token becomes the "previous" one with
    *   `rotatedAt = now`, the token that was previous before is retired for good;
-   * - the previous one, session live, `now - rotatedAt <= graceMs` → `rotated_in_grace`: the
+   * - the previous one, session live, `graceMs > 0` and `now - rotatedAt <= graceMs` →
+   *   `rotated_in_grace` (a grace of 0 means no grace at all): the
    *   session takes `next`, the pair issued in between is retired, "previous" is unchanged;
    * - the previous one outside grace, or any older retired one, session not revoked →
    *   `reused`: the session is revoked (reason `refresh_token_reused`);

@@ -1,3 +1,4 @@
+export { svcStore } from './addon-export.js';
 export { DEFAULT_SCHEMA, openPostgresStore, type PostgresStoreOptions } from './open-postgres-store.js';
 export { POSTGRES_STORE_OPERATIONS } from './operations.js';
 export { PostgresStore } from './postgres-store.js';

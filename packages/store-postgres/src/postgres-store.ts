@@ -358,8 +358,12 @@ export class PostgresStore implements Store {
     return row === undefined ? null : toChallenge(row);
   }
 
-  async createSession(session: SessionRecord, pair: TokenPairDigests, event: AuditEventDraft): Promise<void> {
-    await this.#tx(async (c) => {
+  async createSession(session: SessionRecord, pair: TokenPairDigests, event: AuditEventDraft): Promise<boolean> {
+    return this.#tx(async (c) => {
+      // Lock the device row: a concurrent removeDevice (which updates it) then either waits for
+      // this session and revokes it, or commits first and this sign-in is refused.
+      const device = await c.query('SELECT 1 FROM devices WHERE id = $1 AND removed_at IS NULL FOR SHARE', [session.deviceId]);
+      if (device.rowCount !== 1) return false;
       await c.query(
         `INSERT INTO sessions (id, realm, subject, device_id, created_at, expires_at, access_digest, access_expires_at, refresh_digest,
            refresh_expires_at, generation, last_rotated_at, revoked_at, revoked_reason)
@@ -383,6 +387,7 @@ export class PostgresStore implements Store {
         ],
       );
       await this.#append(c, event);
+      return true;
     });
   }
 
@@ -477,7 +482,7 @@ export class PostgresStore implements Store {
       }
       if (s.prev_refresh_digest === presentedDigest) {
         if (!isLive(s, now)) return INVALID;
-        if (s.prev_rotated_at !== null && now - s.prev_rotated_at <= graceMs) {
+        if (s.prev_rotated_at !== null && graceMs > 0 && now - s.prev_rotated_at <= graceMs) {
           // A client that lost the answer to its rotation retries: the pair issued in between
           // dies so that only one pair stays live, and "previous" stays as it is.
           await retire(s.refresh_digest);

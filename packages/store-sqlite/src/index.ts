@@ -1,3 +1,4 @@
+export { svcStore } from './addon-export.js';
 export { CONTROL_STORE_APPLICATION_ID, openSqliteStore, type SqliteStoreOptions } from './open-sqlite-store.js';
 export { SQLITE_STORE_OPERATIONS } from './operations.js';
 export { SqliteStore } from './sqlite-store.js';

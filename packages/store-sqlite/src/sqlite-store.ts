@@ -394,7 +394,7 @@ export class SqliteStore implements Store {
     const previous = this.#s.sessionByPrevRefresh.get(presentedDigest) as RotationRow | undefined;
     if (previous !== undefined) {
       if (previous.realm !== realm || !isLive(previous, now)) return INVALID;
-      if (previous.prev_rotated_at !== null && now - previous.prev_rotated_at <= graceMs) {
+      if (previous.prev_rotated_at !== null && graceMs > 0 && now - previous.prev_rotated_at <= graceMs) {
         // A client that lost the answer to its rotation retries: the pair issued in between
         // dies so that only one pair stays live, and "previous" stays as it is.
         this.#s.retireRefresh.run(previous.refresh_digest, previous.id, now);
@@ -521,8 +521,12 @@ export class SqliteStore implements Store {
     return row === undefined ? null : toChallenge(row);
   }
 
-  async createSession(session: SessionRecord, pair: TokenPairDigests, event: AuditEventDraft): Promise<void> {
-    this.#write(() => {
+  async createSession(session: SessionRecord, pair: TokenPairDigests, event: AuditEventDraft): Promise<boolean> {
+    return this.#write(() => {
+      // The device is re-read inside the write transaction: a removal committed after the
+      // sign-in looked the device up must win, never leave a live session behind.
+      const device = this.#s.deviceById.get(session.deviceId) as DeviceRow | undefined;
+      if (device === undefined || device.removed_at !== null) return false;
       this.#s.insertSession.run({
         id: session.id,
         realm: session.realm,
@@ -540,6 +544,7 @@ export class SqliteStore implements Store {
         revokedReason: session.revokedReason,
       });
       this.#append(event);
+      return true;
     });
   }
 

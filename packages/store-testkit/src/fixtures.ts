@@ -172,7 +172,7 @@ export async function createStoreSession(
     revokedAt: null,
     revokedReason: null,
   };
-  await deps.store.createSession(
+  const created = await deps.store.createSession(
     session,
     { ...pair.digests, accessExpiresAt: session.accessExpiresAt, refreshExpiresAt: session.refreshExpiresAt },
     auditDraft(deps, 'session.created', {
@@ -183,6 +183,7 @@ export async function createStoreSession(
       data: { amr: 'ed25519' },
     }),
   );
+  if (!created) throw new Error(`createSession refused a session for active device ${device.id}`);
   return { session, pair };
 }
 

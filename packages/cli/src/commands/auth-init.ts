@@ -3,8 +3,9 @@ import { join, resolve } from 'node:path';
 import { ConfigError, issueBootstrapToken, rfc3339 } from '@svc/core';
 import { parseCommandArgs } from '../args.js';
 import { CliError } from '../cli-error.js';
+import { bundledSqliteAddon, installBundledStoreIfPinned } from '../bundled-addons.js';
 import { type Command, PROJECT_HELP, PROJECT_OPTIONS } from '../command.js';
-import { ensureControlDir, ensureNodeKey, initProjectId, makeDeps, openControlStore } from '../control.js';
+import { controlStoreLocation, ensureControlDir, ensureNodeKey, initProjectId, makeDeps, openControlStore } from '../control.js';
 import { createLogger } from '../logger.js';
 import { printJson, printLine } from '../output.js';
 import { chosenProfile, defaultProjectEdn, loadProject, projectNameFor } from '../project.js';
@@ -41,8 +42,11 @@ export const authInit: Command = {
     const dir = resolve(dirArg);
     mkdirSync(dir, { recursive: true });
     const file = join(dir, 'project.edn');
-    if (!existsSync(file)) writeFileSync(file, defaultProjectEdn(projectNameFor(dir)), { flag: 'wx' });
+    if (!existsSync(file)) writeFileSync(file, defaultProjectEdn(projectNameFor(dir), bundledSqliteAddon()), { flag: 'wx' });
     const project = loadProject(dir, { profile: chosenProfile(args.values.profile, process.env), env: process.env });
+    // The embedded default is an addon too: installed from the bundled archive with its pin,
+    // so the default path runs the same verification as any other addon.
+    await installBundledStoreIfPinned(project);
     ensureControlDir(project.controlDir);
     const log = createLogger({ env: process.env, fallback: 'warn' });
     const store = await openControlStore(project, { create: true });
@@ -63,10 +67,10 @@ export const authInit: Command = {
       }
       const expiresAt = rfc3339(issued.expiresAt);
       if (args.values.json === true) {
-        printJson({ project: project.dir, control_db: project.controlDb, bootstrap_token: issued.token, expires_at: expiresAt });
+        printJson({ project: project.dir, control_db: controlStoreLocation(project), bootstrap_token: issued.token, expires_at: expiresAt });
       } else {
         printLine(`project:         ${project.dir} (${project.config.project})`);
-        printLine(`control db:      ${project.controlDb}`);
+        printLine(`control db:      ${controlStoreLocation(project)}`);
         printLine(`bootstrap token: ${issued.token}`);
         printLine(`expires at:      ${expiresAt} (single use)${issued.reason === 'recovery' ? ' [recovery, audited]' : ''}`);
         printLine('');

@@ -69,7 +69,7 @@ export async function createSession(
     revokedAt: null,
     revokedReason: null,
   };
-  await deps.store.createSession(
+  const created = await deps.store.createSession(
     session,
     {
       accessDigest: digestToken(access),
@@ -86,6 +86,7 @@ export async function createSession(
       data: { challenge_id: challenge.id, amr: 'ed25519' },
     }),
   );
+  if (!created) throw await fail('invalid_signature', 'device_removed', `the key is not enrolled in the ${realm} realm`);
   deps.log.info({ event: 'session.created', session_id: session.id, device_id: device.id, realm }, 'session created');
   return tokenPairToJson(session, access, refresh, now);
 }

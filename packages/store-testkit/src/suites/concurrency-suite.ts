@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import {
   type AuthDeps,
+  auditDraft,
   completePairing,
   createChallenge,
   createSession,
@@ -18,6 +19,7 @@ import {
   authenticate,
   authenticates,
   bootstrapAdmin,
+  createStoreSession,
   enrollDevice,
   newDeviceKey,
   rotateAtStore,
@@ -68,6 +70,22 @@ export function concurrencySuite(ctx: SuiteContext): void {
         assert.equal(values.length, 1);
         assert.deepEqual(new Set(codes), new Set(['invalid_challenge']));
         assert.equal((await w.store.listActiveSessions({ now: w.clock.now() })).length, 1);
+      }));
+
+    test('sign-ins racing the removal of their device never leave a live session for it', () =>
+      ctx.world(async (w) => {
+        const racers = await racerDeps(w);
+        const { device } = await enrollDevice(w.deps, 'application');
+        const [remover, ...signers] = racers as [AuthDeps, ...AuthDeps[]];
+        await Promise.allSettled([
+          remover.store.removeDevice(
+            { deviceId: device.id, now: w.clock.now() },
+            auditDraft(remover, 'device.removed', { realm: device.realm, deviceId: device.id }),
+          ),
+          ...signers.map((deps) => createStoreSession(deps, device)),
+        ]);
+        assert.equal((await w.store.getDevice(device.id))?.removedAt, w.clock.now());
+        assert.deepEqual(await w.store.listActiveSessions({ now: w.clock.now(), deviceId: device.id }), []);
       }));
 
     test('one pairing intent is completed exactly once', () =>

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { digestToken, rotateRefreshToken } from '@svc/core';
+import { auditDraft, digestToken, rotateRefreshToken } from '@svc/core';
 import {
   auditLength,
   authenticates,
@@ -130,6 +130,30 @@ export function sessionsSuite(ctx: SuiteContext): void {
         if (late.outcome.kind !== 'reused') return;
         assert.equal(late.outcome.session.revokedAt, clock.now());
         assert.equal(late.outcome.session.revokedReason, 'refresh_token_reused');
+      }));
+
+    test('with a grace interval of 0 the previous refresh token is reuse even within the same millisecond', () =>
+      ctx.world(async ({ deps }) => {
+        const { device } = await enrollDevice(deps, 'application');
+        const { pair } = await createStoreSession(deps, device);
+        const rotated = await rotateAtStore(deps, { refresh: pair.refresh, realm: 'application', graceMs: 0 });
+        assert.equal(rotated.outcome.kind, 'rotated');
+        const again = await rotateAtStore(deps, { refresh: pair.refresh, realm: 'application', graceMs: 0 });
+        assert.equal(again.outcome.kind, 'reused');
+      }));
+
+    test('a session is never created for a removed device, even when the sign-in looked the device up before the removal', () =>
+      ctx.world(async ({ deps, store, clock }) => {
+        const { device } = await enrollDevice(deps, 'application');
+        const removed = await store.removeDevice(
+          { deviceId: device.id, now: clock.now() },
+          auditDraft(deps, 'device.removed', { realm: device.realm, deviceId: device.id }),
+        );
+        assert.equal(removed.removed, true);
+        const before = await auditLength(store);
+        await assert.rejects(createStoreSession(deps, device), /refused a session/);
+        assert.equal(await auditLength(store), before, 'nothing is written for a refused session');
+        assert.deepEqual(await store.listActiveSessions({ now: clock.now(), deviceId: device.id }), []);
       }));
 
     test('a refresh token reused after the grace interval revokes the session and its current access token at once', () =>

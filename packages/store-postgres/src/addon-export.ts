@@ -1,0 +1,76 @@
+import {
+  ConfigError,
+  type EdnMap,
+  readModuleConfig,
+  type SecretRef,
+  STORE_CONTRACT_VERSION,
+  type Store,
+  type StoreAddonContext,
+  type StoreAddonExport,
+} from '@svc/core';
+import { openPostgresStore, type PostgresStoreOptions } from './open-postgres-store.js';
+import { POSTGRES_STORE_OPERATIONS } from './operations.js';
+
+const FIELDS = {
+  ':store/url': { kind: 'string' },
+  ':store/host': { kind: 'string' },
+  ':store/port': { kind: 'integer', min: 1, max: 65_535 },
+  ':store/database': { kind: 'string' },
+  ':store/user': { kind: 'string' },
+  ':store/password': { kind: 'secret' },
+  ':store/schema': { kind: 'string' },
+  ':store/pool-size': { kind: 'integer', min: 1, max: 200 },
+  ':store/ssl': { kind: 'boolean' },
+} as const;
+
+/**
+ * The `:svc/store` export of this addon. Module `:config` keys: `:store/url`
+ * (`postgres://user@host:port/db`, never with a password in it) or the discrete `:store/host`,
+ * `:store/port`, `:store/database`, `:store/user`; `:store/password` as a secret reference
+ * (`#svc/secret "env:PGPASSWORD"` or `#svc/secret "file:/run/secrets/pg"`); `:store/schema`
+ * (default `svc_auth`), `:store/pool-size` (default 10), `:store/ssl`.
+ *
+ * @example
+ * const store = await svcStore.open(config.store.config, ctx);
+ */
+export const svcStore: StoreAddonExport = {
+  contractVersion: STORE_CONTRACT_VERSION,
+  operations: POSTGRES_STORE_OPERATIONS,
+  async open(config: EdnMap, ctx: StoreAddonContext): Promise<Store> {
+    const where = { file: ctx.configFile, key: ctx.configKey };
+    const v = readModuleConfig(config, FIELDS, where);
+    const url = v[':store/url'] as string | undefined;
+    if (url !== undefined) {
+      let parsed: URL | undefined;
+      try {
+        parsed = new URL(url);
+      } catch {
+        parsed = undefined;
+      }
+      if (parsed === undefined || !/^postgres(ql)?:$/.test(parsed.protocol)) {
+        throw new ConfigError([{ ...where, key: `${where.key} :store/url`, message: 'expected a postgres://user@host:port/database URL' }]);
+      }
+      if (parsed.password !== '') {
+        throw new ConfigError([
+          {
+            ...where,
+            key: `${where.key} :store/url`,
+            message: 'the URL holds a password: remove it and use :store/password #svc/secret "env:NAME"',
+          },
+        ]);
+      }
+    }
+    const options: PostgresStoreOptions = {
+      ...(url !== undefined ? { connectionString: url } : {}),
+      ...(v[':store/host'] !== undefined ? { host: v[':store/host'] as string } : {}),
+      ...(v[':store/port'] !== undefined ? { port: v[':store/port'] as number } : {}),
+      ...(v[':store/database'] !== undefined ? { database: v[':store/database'] as string } : {}),
+      ...(v[':store/user'] !== undefined ? { user: v[':store/user'] as string } : {}),
+      ...(v[':store/password'] !== undefined ? { password: ctx.resolveSecret(v[':store/password'] as SecretRef) } : {}),
+      ...(v[':store/schema'] !== undefined ? { schema: v[':store/schema'] as string } : {}),
+      ...(v[':store/pool-size'] !== undefined ? { max: v[':store/pool-size'] as number } : {}),
+      ...(v[':store/ssl'] !== undefined ? { ssl: v[':store/ssl'] as boolean } : {}),
+    };
+    return openPostgresStore(options);
+  },
+};
