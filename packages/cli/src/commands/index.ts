@@ -14,6 +14,7 @@ import { authServe } from './auth-serve.js';
 import { authSessions } from './auth-sessions.js';
 import { authSessionsRevoke } from './auth-sessions-revoke.js';
 import { authWhoami } from './auth-whoami.js';
+import { packageInstall } from './package-install.js';
 import { serve } from './serve.js';
 
 /** Every command of `svc`, in the order `svc --help` lists them. */
@@ -34,4 +35,5 @@ export const COMMANDS: readonly Command[] = [
   authSessionsRevoke,
   authAudit,
   authAuditVerify,
+  packageInstall,
 ];
