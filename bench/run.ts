@@ -172,30 +172,28 @@ async function main(): Promise<void> {
     if (login2.non2xx > 0 || login2.errors > 0) throw new Error(`login run had ${login2.non2xx} non-2xx, ${login2.errors} errors`);
     const logins = login2.rps / 2;
 
-    // Refresh rotations: every connection rotates its own session's chain.
+    // Refresh rotations: every connection rotates its own session's chain. autocannon resets a
+    // connection's context when it starts its request list over, so the list is one refresh
+    // repeated many times: a chain lives as long as the list, and a fresh one starts after.
     const chains: string[] = [];
-    for (let i = 0; i < CONNECTIONS * 2; i++) {
+    for (let i = 0; i < CONNECTIONS * 4; i++) {
       const d = devices[i % devices.length] as { key: KeyObject; pub: string };
       chains.push((await login(server.url, d.key, d.pub)).refresh_token);
     }
-    const refresh = await cannon({
-      url: `${server.url}/v1/auth/refresh`,
-      requests: [
-        {
-          method: 'POST',
-          headers: { 'content-type': 'application/json' },
-          setupRequest: (req, ctx: object) => {
-            const context = ctx as Record<string, unknown>;
-            context.rt ??= chains.pop();
-            return { ...req, body: JSON.stringify({ refresh_token: context.rt }) };
-          },
-          onResponse: (status, body, ctx: object) => {
-            const context = ctx as Record<string, unknown>;
-            if (status === 200) context.rt = (JSON.parse(body) as { refresh_token: string }).refresh_token;
-          },
-        },
-      ],
-    });
+    const rotation: autocannon.Request = {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      setupRequest: (req, ctx: object) => {
+        const context = ctx as Record<string, unknown>;
+        context.rt ??= chains.pop();
+        return { ...req, body: JSON.stringify({ refresh_token: context.rt }) };
+      },
+      onResponse: (status, body, ctx: object) => {
+        const context = ctx as Record<string, unknown>;
+        if (status === 200) context.rt = (JSON.parse(body) as { refresh_token: string }).refresh_token;
+      },
+    };
+    const refresh = await cannon({ url: `${server.url}/v1/auth/refresh`, requests: Array.from({ length: 20_000 }, () => rotation) });
     if (refresh.non2xx > 0 || refresh.errors > 0) throw new Error(`refresh run had ${refresh.non2xx} non-2xx, ${refresh.errors} errors`);
 
     const rssSmall = rssMiB(server);

@@ -3,9 +3,11 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { svc, tempDir } from './helpers.js';
+import { bundledSha256 } from './support/store-projects.js';
 
+// Pinned by the bundled archive's real digest, as `svc auth init` would write it.
 const GOOD = `{:svc/project "demo"
- :svc/packages {"svc-store-sqlite" {:version "0.1.0"}}
+ :svc/packages {"svc-store-sqlite" {:version "0.1.0" :sha256 "${bundledSha256('svc-store-sqlite')}"}}
  :svc/modules {:store {:package "svc-store-sqlite" :activate [:svc/store]}
                :auth {:module :svc/auth :config {:auth/store :store}}}}`;
 
@@ -31,7 +33,7 @@ describe('configuration errors are refused at load with the file and the key (ex
     ['weakening-key', GOOD.replace(':auth/store :store}', ':auth/store :store :auth/dev-mode true}'), ':auth/dev-mode'],
     ['project-not-a-string', GOOD.replace('{:svc/project "demo"', '{:svc/project 42'), ':svc/project'],
     ['truncated', GOOD.slice(0, -3), '(top level)'],
-    ['unsupported-store', GOOD.replaceAll('svc-store-sqlite', 'svc-store-postgres'), ':package'],
+    ['unpinned-store-package', GOOD.replace(':store {:package "svc-store-sqlite"', ':store {:package "svc-store-other"'), ':package'],
   ];
   for (const [name, edn, key] of cases) {
     test(`${name}: exit 1, the file and ${key} named, nothing created`, async () => {

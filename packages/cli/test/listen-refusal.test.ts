@@ -65,7 +65,9 @@ describe('refused management binds', () => {
       await s2.stop();
     }
     // svc serve embeds the same API from the same setting.
-    const s3 = await startServer(['serve', dir], { env: cleanEnv({ SVC_MANAGEMENT_LISTEN: '127.0.0.1:0' }) });
+    const s3 = await startServer(['serve', dir], {
+      env: cleanEnv({ SVC_MANAGEMENT_LISTEN: '127.0.0.1:0', SVC_NODE_LISTEN: '127.0.0.1:0' }),
+    });
     try {
       assert.equal((await fetch(`${s3.url}/health`)).status, 200);
     } finally {
@@ -73,8 +75,8 @@ describe('refused management binds', () => {
     }
   });
 
-  test('SVC_MANAGEMENT_LISTEN=off cannot turn off auth serve, and leaves svc serve nothing to run', async () => {
-    const env = cleanEnv({ SVC_MANAGEMENT_LISTEN: 'off' });
+  test('SVC_MANAGEMENT_LISTEN=off cannot turn off auth serve, and with SVC_NODE_LISTEN=off leaves svc serve nothing to run', async () => {
+    const env = cleanEnv({ SVC_MANAGEMENT_LISTEN: 'off', SVC_NODE_LISTEN: 'off' });
     assert.equal((await svc(['auth', 'serve', dir], { env })).code, 1);
     assert.equal((await svc(['serve', dir], { env })).code, 1);
     assert.equal((await svc(['auth', 'serve', '--listen', 'off', dir])).code, 2);

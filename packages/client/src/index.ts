@@ -17,3 +17,19 @@ export {
   type ManagementClientOptions,
 } from './management-client.js';
 export { type ManagementSession, type ManagementSessionOptions, openManagementSession } from './management-session.js';
+export {
+  checkedNodeId,
+  createNodeClient,
+  type NodeClient,
+  type NodeClientOptions,
+  type NodeDiscoveryJson,
+  type NodeHealthJson,
+  NodeIdentityError,
+  type NodeRouteJson,
+  type NodeStatusJson,
+  NodeUnreachableError,
+  type PreparedPairingJson,
+  pairDevice,
+  type SignedDiagnosticsJson,
+  verifyDiagnostics,
+} from './node-client.js';

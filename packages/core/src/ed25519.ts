@@ -79,6 +79,9 @@ export function parsePublicKeyHex(hex: unknown, field = 'public_key'): string {
     throw new AuthError('invalid_request', `${field} must be 64 hexadecimal digits (an Ed25519 public key)`);
   }
   const lower = hex.toLowerCase();
+  // Decoding costs a modular square root in BigInt arithmetic; keys sign in over and over, so
+  // the keys already found valid are remembered (bounded). Invalid keys are never cached.
+  if (validKeys.has(lower)) return lower;
   const point = decodePoint(Buffer.from(lower, 'hex'));
   if (point === null) {
     throw new AuthError('invalid_request', `${field} is not a valid Ed25519 curve point`);
@@ -89,8 +92,13 @@ export function parsePublicKeyHex(hex: unknown, field = 'public_key'): string {
   if (mod(q.x) === 0n && mod(q.y - q.z) === 0n) {
     throw new AuthError('invalid_request', `${field} is a small-order Ed25519 point`);
   }
+  if (validKeys.size >= VALID_KEYS_MAX) validKeys.clear();
+  validKeys.add(lower);
   return lower;
 }
+
+const validKeys = new Set<string>();
+const VALID_KEYS_MAX = 4096;
 
 /**
  * Parses an Ed25519 signature given as 128 hex digits.

@@ -47,7 +47,11 @@ export function newId(kind: IdKind, clock: Clock, random: RandomBytes): string {
   return ID_PREFIXES[kind] + crockfordBase32(time, 10) + crockfordBase32(random(10), 16);
 }
 
+const ID_PATTERNS = Object.fromEntries(
+  Object.entries(ID_PREFIXES).map(([kind, prefix]) => [kind, new RegExp(`^${prefix}[0-9A-HJKMNP-TV-Z]{26}$`)]),
+) as Record<IdKind, RegExp>;
+
 /** Whether `value` looks like an ID of `kind`. */
 export function isIdOfKind(value: unknown, kind: IdKind): value is string {
-  return typeof value === 'string' && new RegExp(`^${ID_PREFIXES[kind]}[0-9A-HJKMNP-TV-Z]{26}$`).test(value);
+  return typeof value === 'string' && ID_PATTERNS[kind].test(value);
 }

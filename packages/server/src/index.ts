@@ -1,2 +1,3 @@
 export * from './http/index.js';
 export * from './management/index.js';
+export * from './node/index.js';

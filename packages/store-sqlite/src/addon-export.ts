@@ -17,9 +17,11 @@ const FIELDS = {
 
 /**
  * The `:svc/store` export of this addon. Module `:config` keys: `:store/file` (default
- * `control.db`, relative to the control directory) and `:store/synchronous` (`"full"`, the
- * default: every acknowledged commit is on disk, surviving power loss; or `"normal"`: survives
- * a crash of the process, the last commits may roll back on power loss).
+ * `control.db`, relative to the control directory) and `:store/synchronous`: `"normal"` (the
+ * default: WAL with every security-critical commit (enrollment, revocation, device removal,
+ * reuse detection, bootstrap and pairing) fsynced before it is acknowledged, while sign-ins
+ * and rotations survive a crash of the process but may roll back on power loss, which only
+ * ever un-issues tokens) or `"full"` (every commit fsynced).
  *
  * @example
  * const store = await svcStore.open(config.store.config, { controlDir, configFile, configKey, resolveSecret });
@@ -32,7 +34,7 @@ export const svcStore: StoreAddonExport = {
     const file = typeof v[':store/file'] === 'string' ? v[':store/file'] : 'control.db';
     return openSqliteStore({
       file: isAbsolute(file) ? file : join(ctx.controlDir, file),
-      synchronous: v[':store/synchronous'] === 'normal' ? 'normal' : 'full',
+      synchronous: v[':store/synchronous'] === 'full' ? 'full' : 'normal',
       requireOwnerOnly: true,
     });
   },

@@ -137,7 +137,7 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Sqli
         if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
       }
     }
-    return new SqliteStore(db, file);
+    return new SqliteStore(db, file, synchronous);
   } catch (error) {
     db.close();
     if (error instanceof StoreOpenError) throw error;

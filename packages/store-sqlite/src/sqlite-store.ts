@@ -301,20 +301,35 @@ export class SqliteStore implements Store {
   readonly #db: Db;
   readonly #s: Statements;
   readonly #tx: Database.Transaction<(fn: () => unknown) => unknown>;
+  readonly #durability: 'normal' | 'full';
 
   /** Wraps an open, migrated connection; use `openSqliteStore` rather than calling this. */
-  constructor(db: Db, file: string) {
+  constructor(db: Db, file: string, durability: 'normal' | 'full' = 'normal') {
     this.#db = db;
     this.file = file;
+    this.#durability = durability;
     // Prepared once: every call below reuses a compiled statement.
     this.#s = prepareStatements(db);
     // One transaction wrapper for every write, built once; `.immediate` makes it BEGIN IMMEDIATE.
     this.#tx = db.transaction((fn: () => unknown) => fn());
   }
 
-  /** Runs `fn` in a BEGIN IMMEDIATE transaction: the write lock is taken up front, never upgraded. */
-  #write<T>(fn: () => T): T {
-    return this.#tx.immediate(fn) as T;
+  /**
+   * Runs `fn` in a BEGIN IMMEDIATE transaction: the write lock is taken up front, never
+   * upgraded. A `critical` write in `normal` durability is committed with `synchronous = FULL`
+   * (SQLite only lets the safety level change between transactions), so an enrollment, a
+   * revocation, a device removal, a detected reuse or a used-up bootstrap token or pairing code
+   * is on disk before it is acknowledged, while sign-ins and rotations stay `NORMAL`: on power
+   * loss the last of those may roll back, which only ever un-issues tokens.
+   */
+  #write<T>(fn: () => T, critical = false): T {
+    const raise = critical && this.#durability === 'normal';
+    if (raise) this.#db.pragma('synchronous = FULL');
+    try {
+      return this.#tx.immediate(fn) as T;
+    } finally {
+      if (raise) this.#db.pragma('synchronous = NORMAL');
+    }
   }
 
   /** Seals `draft` after the current head and appends it. Call only inside a write transaction. */
@@ -430,7 +445,7 @@ export class SqliteStore implements Store {
       this.#s.insertProject.run(input.projectId, input.createdAt);
       const row = this.#s.getProject.get() as { project_id: string };
       return { projectId: row.project_id };
-    });
+    }, true);
   }
 
   async issueBootstrapToken(
@@ -441,7 +456,7 @@ export class SqliteStore implements Store {
       this.#s.supersedeBootstrap.run(input.createdAt);
       this.#s.insertBootstrap.run(input.id, input.digest, input.createdAt, input.expiresAt);
       this.#append(event);
-    });
+    }, true);
   }
 
   async consumeBootstrapToken(
@@ -459,7 +474,7 @@ export class SqliteStore implements Store {
       this.#s.useBootstrap.run(input.now, device.id, input.digest);
       this.#append(event);
       return { kind: 'enrolled', device };
-    });
+    }, true);
   }
 
   async enrollDevice(device: DeviceRecord, event: AuditEventDraft): Promise<'enrolled' | 'already_enrolled'> {
@@ -468,7 +483,7 @@ export class SqliteStore implements Store {
       this.#insertDevice(device);
       this.#append(event);
       return 'enrolled';
-    });
+    }, true);
   }
 
   async findDeviceByPublicKey(publicKey: string): Promise<DeviceRecord | null> {
@@ -498,7 +513,7 @@ export class SqliteStore implements Store {
       const revoked = this.#s.revokeDeviceSessions.run({ deviceId: input.deviceId, now: input.now }).changes;
       this.#append(event);
       return { removed: true, revokedSessions: revoked };
-    });
+    }, true);
   }
 
   async createChallenge(challenge: ChallengeRecord): Promise<void> {
@@ -581,7 +596,13 @@ export class SqliteStore implements Store {
     },
     audit: (outcome: Exclude<RotationOutcome, { kind: 'invalid' }>) => AuditEventDraft,
   ): Promise<RotationOutcome> {
-    return this.#write(() => this.#rotate(input, audit));
+    // Anything but the current refresh token may be a reuse, whose revocation must be durable:
+    // those presentations (rare) commit fsynced. A reuse that raced past this look still gets
+    // a checkpoint, which syncs the WAL.
+    const critical = this.#s.sessionByRefresh.get(input.presentedDigest) === undefined;
+    const outcome = this.#write(() => this.#rotate(input, audit), critical);
+    if (outcome.kind === 'reused' && !critical && this.#durability === 'normal') this.#db.pragma('wal_checkpoint(PASSIVE)');
+    return outcome;
   }
 
   async revokeSession(
@@ -592,7 +613,7 @@ export class SqliteStore implements Store {
       if (this.#s.revokeSession.run({ id: input.sessionId, now: input.now, reason: input.reason }).changes === 0) return false;
       this.#append(event);
       return true;
-    });
+    }, true);
   }
 
   async appendAuditEvent(event: AuditEventDraft): Promise<AuditEvent> {
@@ -626,7 +647,7 @@ export class SqliteStore implements Store {
         deviceId: intent.deviceId,
       });
       this.#append(event);
-    });
+    }, true);
   }
 
   async getPairingIntent(id: string): Promise<PairingIntentRecord | null> {
@@ -646,7 +667,7 @@ export class SqliteStore implements Store {
       const result = { failures: row.failures, burned: row.burned_at !== null };
       this.#append(event(result.failures, result.burned));
       return result;
-    });
+    }, true);
   }
 
   async completePairing(
@@ -662,7 +683,7 @@ export class SqliteStore implements Store {
       this.#s.completeIntent.run({ id: input.id, now: input.now, deviceId: device.id });
       this.#append(event);
       return { kind: 'completed', device };
-    });
+    }, true);
   }
 
   async stats(now: number): Promise<StoreStats> {

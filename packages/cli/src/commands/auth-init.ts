@@ -2,8 +2,8 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { ConfigError, issueBootstrapToken, rfc3339 } from '@svc/core';
 import { parseCommandArgs } from '../args.js';
-import { CliError } from '../cli-error.js';
 import { bundledSqliteAddon, installBundledStoreIfPinned } from '../bundled-addons.js';
+import { CliError } from '../cli-error.js';
 import { type Command, PROJECT_HELP, PROJECT_OPTIONS } from '../command.js';
 import { controlStoreLocation, ensureControlDir, ensureNodeKey, initProjectId, makeDeps, openControlStore } from '../control.js';
 import { createLogger } from '../logger.js';
@@ -67,7 +67,12 @@ export const authInit: Command = {
       }
       const expiresAt = rfc3339(issued.expiresAt);
       if (args.values.json === true) {
-        printJson({ project: project.dir, control_db: controlStoreLocation(project), bootstrap_token: issued.token, expires_at: expiresAt });
+        printJson({
+          project: project.dir,
+          control_db: controlStoreLocation(project),
+          bootstrap_token: issued.token,
+          expires_at: expiresAt,
+        });
       } else {
         printLine(`project:         ${project.dir} (${project.config.project})`);
         printLine(`control db:      ${controlStoreLocation(project)}`);

@@ -8,12 +8,15 @@ import { authInit } from './auth-init.js';
 import { authKeygen } from './auth-keygen.js';
 import { authLogin } from './auth-login.js';
 import { authLogout } from './auth-logout.js';
+import { authPair } from './auth-pair.js';
+import { authPairComplete } from './auth-pair-complete.js';
 import { authPubkey } from './auth-pubkey.js';
 import { authRefresh } from './auth-refresh.js';
 import { authServe } from './auth-serve.js';
 import { authSessions } from './auth-sessions.js';
 import { authSessionsRevoke } from './auth-sessions-revoke.js';
 import { authWhoami } from './auth-whoami.js';
+import { nodeServe } from './node-serve.js';
 import { packageInstall } from './package-install.js';
 import { serve } from './serve.js';
 
@@ -23,6 +26,7 @@ export const COMMANDS: readonly Command[] = [
   authEnroll,
   authServe,
   serve,
+  nodeServe,
   authKeygen,
   authPubkey,
   authLogin,
@@ -35,5 +39,7 @@ export const COMMANDS: readonly Command[] = [
   authSessionsRevoke,
   authAudit,
   authAuditVerify,
+  authPair,
+  authPairComplete,
   packageInstall,
 ];

@@ -4,28 +4,33 @@ import { type Command, PROJECT_HELP, PROJECT_OPTIONS } from '../command.js';
 import { assertOwnerOnly } from '../control.js';
 import { runForeground } from '../foreground.js';
 import { managementListen } from '../listen.js';
+import { VERSION } from '../main.js';
 import { chosenProfile, loadProject } from '../project.js';
 import { managementSurface } from '../surfaces/management-surface.js';
+import { nodeListen, nodeSurface } from '../surfaces/node-surface.js';
 import type { Surface } from '../surfaces/surface.js';
 
 const spec = {
   name: 'svc serve',
-  summary: 'Run the service in the foreground: the embedded management API (the node surface and the gateway come later).',
-  usage: 'svc serve [--management-listen HOST:PORT] <PROJECT>',
+  summary: 'Run the service in the foreground: the embedded management API and the node surface (the gateway comes later).',
+  usage: 'svc serve [--management-listen HOST:PORT] [--node-listen HOST:PORT] <PROJECT>',
   help: [
     '--management-listen HOST:PORT  the embedded management API (default: $SVC_MANAGEMENT_LISTEN, else 127.0.0.1:9090)',
     '                      SVC_MANAGEMENT_LISTEN=off disables it (for a separate `svc auth serve` process)',
+    '--node-listen HOST:PORT  the node surface (default: $SVC_NODE_LISTEN, else :svc/node-listen, else 127.0.0.1:9091)',
+    '                      SVC_NODE_LISTEN=off disables it (for a separate `svc node serve` process)',
     '<PROJECT>             the project directory',
     PROJECT_HELP,
   ],
-  options: { 'management-listen': { type: 'string' }, ...PROJECT_OPTIONS },
+  options: { 'management-listen': { type: 'string' }, 'node-listen': { type: 'string' }, ...PROJECT_OPTIONS },
   positionals: ['PROJECT'],
 } as const;
 
 /**
- * `svc serve <PROJECT>`: the foreground service. Today it runs the embedded management API
- * unless `SVC_MANAGEMENT_LISTEN=off`; the node HTTP surface and the application gateway are
- * further {@link Surface}s added to the same list.
+ * `svc serve <PROJECT>`: the foreground service. It runs the embedded management API unless
+ * `SVC_MANAGEMENT_LISTEN=off`, and the node HTTP surface unless `SVC_NODE_LISTEN=off` (so
+ * with the management API off it runs the node surface alone); the application gateway will
+ * be a further {@link Surface} in the same list.
  *
  * @example
  * await serve.run(['./demo']);
@@ -41,11 +46,13 @@ export const serve: Command = {
     const project = loadProject(dir, { profile: chosenProfile(args.values.profile, process.env), env: process.env });
     // The node identity key signs diagnostics; refuse one others can read before serving.
     assertOwnerOnly(project.nodeKey, 'the node key');
+    const node = nodeListen(args.values['node-listen'], project, spec.name);
     const surfaces: Surface[] = [];
     if (listen !== 'off') surfaces.push(managementSurface(listen));
+    if (node !== 'off') surfaces.push(nodeSurface(node, { version: VERSION }));
     if (surfaces.length === 0) {
       throw new CliError(
-        'svc serve: nothing to serve: the management API is off (SVC_MANAGEMENT_LISTEN=off) and this build has no node surface or gateway yet; run `svc auth serve` instead',
+        'svc serve: nothing to serve: the management API and the node surface are both off (SVC_MANAGEMENT_LISTEN=off, SVC_NODE_LISTEN=off); unset one of them',
       );
     }
     return runForeground(project, surfaces);

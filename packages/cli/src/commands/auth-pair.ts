@@ -1,0 +1,144 @@
+import { ApiError, createNodeClient, NodeUnreachableError, type PreparedPairingJson } from '@svc/client';
+import { isRealm } from '@svc/core';
+import { parseCommandArgs } from '../args.js';
+import { CliError, UsageError } from '../cli-error.js';
+import type { Command } from '../command.js';
+import { CREDENTIALS_HELP, CREDENTIALS_OPTIONS, savedSession } from '../credentials.js';
+import { explainFailure } from '../errors-map.js';
+import { printJson, printLine } from '../output.js';
+
+/** The node surface URL: `--node-url`, else `$SVC_NODE_URL`, else `http://127.0.0.1:9091`. */
+export function nodeUrlOf(flag: string | undefined): string {
+  if (flag !== undefined && flag !== '') return flag;
+  const fromEnv = process.env.SVC_NODE_URL;
+  return fromEnv !== undefined && fromEnv !== '' ? fromEnv : 'http://127.0.0.1:9091';
+}
+
+const PAIRING_HINTS: Readonly<Record<string, string>> = {
+  invalid_pairing_code: 'check the code with the admin; after 5 wrong codes the intent is burned',
+  invalid_pairing_intent: 'ask the admin for a new one (`svc auth pair`)',
+  invalid_signature: 'the proof of possession did not verify for this node: is --node-url the node that prepared the intent?',
+  already_enrolled: 'that key is already enrolled; generate a new one with `svc auth keygen --out FILE`',
+  invalid_token: 'run `svc auth login --key FILE` (a management-realm session is needed to prepare a pairing)',
+  rate_limited: 'too many failed attempts from this address; wait and try again',
+};
+
+/**
+ * Turns a refusal from the node surface into one clear line (what failed, the stable code, what
+ * to do); an unreachable node names the URL and the commands that serve it.
+ *
+ * @example
+ * catch (error) { throw explainNodeFailure('pairing refused', error); }
+ */
+export function explainNodeFailure(what: string, error: unknown): unknown {
+  if (error instanceof NodeUnreachableError) {
+    return new CliError(
+      `${what}: cannot reach the node surface at ${error.url}; is \`svc serve\` or \`svc node serve\` running there? (--node-url, SVC_NODE_URL)`,
+      { cause: error },
+    );
+  }
+  if (error instanceof ApiError && PAIRING_HINTS[error.code] !== undefined) {
+    return new CliError(`${what} (${error.code}): ${error.detail}; ${PAIRING_HINTS[error.code]}`, { cause: error });
+  }
+  return explainFailure(what, error);
+}
+
+function shellQuote(value: string): string {
+  return /^[A-Za-z0-9_@%+=:,./-]+$/.test(value) ? value : `'${value.replace(/'/g, `'\\''`)}'`;
+}
+
+/** The exact command the new device runs to complete `prepared` on the node at `nodeUrl`. */
+export function completeCommand(nodeUrl: string, prepared: PreparedPairingJson): string {
+  return [
+    'svc auth pair complete',
+    `--node-url ${shellQuote(nodeUrl)}`,
+    `--node-id ${prepared.node_id}`,
+    `--intent ${prepared.intent_id}`,
+    `--code ${prepared.code}`,
+    '--key device.pem',
+  ].join(' ');
+}
+
+const spec = {
+  name: 'svc auth pair',
+  summary: 'Prepare a pairing (enrolment intent) for a new device on the node surface; prints the one-time code.',
+  usage:
+    'svc auth pair [--node-url URL] [--realm management|application] [--name NAME] [--subject sub_...] [--ttl SECONDS] [--credentials FILE] [--json]',
+  help: [
+    '--node-url URL        the node surface (default: $SVC_NODE_URL, else http://127.0.0.1:9091)',
+    '--realm REALM         the realm the new device joins: management (default) or application',
+    "--name NAME           the new device's name (the device may still choose one)",
+    '--subject sub_...     pair the device to an existing subject (default: a new subject)',
+    '--ttl SECONDS         how long the code stays valid, 30 to 900 (default 900)',
+    ...CREDENTIALS_HELP,
+    '',
+    'Uses the management session saved by `svc auth login`. Then, on the new device, run the printed',
+    '`svc auth pair complete ...` command with its own key (`svc auth keygen --out device.pem`).',
+  ],
+  options: {
+    'node-url': { type: 'string' },
+    realm: { type: 'string' },
+    name: { type: 'string' },
+    subject: { type: 'string' },
+    ttl: { type: 'string' },
+    ...CREDENTIALS_OPTIONS,
+  },
+  positionals: [],
+} as const;
+
+/**
+ * `svc auth pair`: `POST /edge/0-alpha/pairing/prepare` with the saved management session
+ * (refreshed when needed), then prints the intent id, the one-time code, the node id, the
+ * expiry and the exact command the new device runs.
+ *
+ * @example
+ * await authPair.run(['--realm', 'application', '--name', 'kiosk', '--json']);
+ */
+export const authPair: Command = {
+  path: ['auth', 'pair'],
+  summary: spec.summary,
+  async run(argv) {
+    const args = parseCommandArgs(spec, argv);
+    if (args === null) return 0;
+    const realm = args.values.realm ?? 'management';
+    if (!isRealm(realm)) throw new UsageError(`${spec.name}: --realm must be management or application`);
+    let ttl: number | undefined;
+    if (args.values.ttl !== undefined) {
+      if (!/^[1-9]\d{0,5}$/.test(args.values.ttl)) throw new UsageError(`${spec.name}: --ttl takes whole seconds, e.g. --ttl 300`);
+      ttl = Number(args.values.ttl);
+    }
+    const nodeUrl = nodeUrlOf(args.values['node-url']);
+    const session = savedSession(args.values.credentials);
+    const node = createNodeClient({ baseUrl: nodeUrl });
+    let prepared: PreparedPairingJson;
+    try {
+      prepared = await session.withAccessToken((token) =>
+        node.preparePairing(token, {
+          realm,
+          ...(args.values.name === undefined ? {} : { name: args.values.name }),
+          ...(args.values.subject === undefined ? {} : { subject: args.values.subject }),
+          ...(ttl === undefined ? {} : { ttl_seconds: ttl }),
+        }),
+      );
+    } catch (error) {
+      throw explainNodeFailure('pairing could not be prepared', error);
+    }
+    const command = completeCommand(node.baseUrl, prepared);
+    if (args.values.json === true) {
+      printJson({ ...prepared, node_url: node.baseUrl, command });
+    } else {
+      printLine(`pairing prepared on ${node.baseUrl}`);
+      printLine(`intent:   ${prepared.intent_id}`);
+      printLine(`code:     ${prepared.code}   (single use; 5 wrong codes burn it)`);
+      printLine(`node id:  ${prepared.node_id}`);
+      printLine(`realm:    ${prepared.realm}`);
+      printLine(`subject:  ${prepared.subject}${prepared.name === null ? '' : `  name: ${prepared.name}`}`);
+      printLine(`expires:  ${prepared.expires_at} (in ${prepared.expires_in} s)`);
+      printLine('');
+      printLine('On the new device, with its own key (svc auth keygen --out device.pem), run:');
+      printLine(`  ${command}`);
+      printLine('and check that it reports the same node id.');
+    }
+    return 0;
+  },
+};

@@ -1,0 +1,120 @@
+import { readFileSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import { buildNodeApp, type ComponentStatus, createNodeIdentity, ed25519KeyProvider, parseIPv4, resolveNodeListen } from '@svc/server';
+import { CliError, UsageError } from '../cli-error.js';
+import { addonStatusOf, assertOwnerOnly } from '../control.js';
+import type { Project } from '../project.js';
+import type { Surface } from './surface.js';
+
+function urlHost(host: string): string {
+  return host.includes(':') ? `[${host}]` : host;
+}
+
+function isLoopback(host: string): boolean {
+  return host === 'localhost' || host === '::1' || parseIPv4(host)?.[0] === 127;
+}
+
+/**
+ * The node listen address: `--listen` beats `SVC_NODE_LISTEN`, which beats `:svc/node-listen`
+ * of `project.edn`, which beats `127.0.0.1:9091`; `'off'` when `SVC_NODE_LISTEN=off`. A
+ * malformed address is an error before anything binds: exit 2 when it came from the flag,
+ * 1 otherwise.
+ *
+ * @example
+ * const listen = nodeListen(args.values.listen, project, 'svc node serve');
+ */
+export function nodeListen(flag: string | undefined, project: Project, command: string): { host: string; port: number } | 'off' {
+  try {
+    return resolveNodeListen({ flag, env: process.env.SVC_NODE_LISTEN, config: project.config.nodeListen });
+  } catch (error) {
+    if ((error as Error).name !== 'ListenAddressError') throw error;
+    const message = `${command}: refusing to listen: ${(error as Error).message}`;
+    if (flag !== undefined) throw new UsageError(message);
+    throw new CliError(message);
+  }
+}
+
+/**
+ * What status reports about the installed components: this `svc`'s version, the store addon as
+ * `openControlStore` verified it (or, without a record, its pin with `verified: null`), and the
+ * modules of `project.edn` (names only, never their configuration).
+ *
+ * @example
+ * const components = componentStatus(project, store, VERSION);
+ */
+export function componentStatus(project: Project, store: Parameters<typeof addonStatusOf>[0], version: string): ComponentStatus {
+  const addon = addonStatusOf(store);
+  const storePackage = project.config.store.package;
+  const pin = storePackage === null ? undefined : project.config.packages[storePackage];
+  return {
+    service: { name: 'svc', version },
+    store_addon:
+      addon !== undefined
+        ? { ...addon }
+        : storePackage === null
+          ? null
+          : {
+              package: storePackage,
+              version: pin?.version ?? 'unknown',
+              sha256: pin?.sha256 ?? null,
+              verified: null,
+              detail: 'no verification result was recorded when the store was opened',
+            },
+    modules: Object.values(project.config.modules).map((m) => ({
+      alias: m.alias,
+      module: m.module,
+      package: m.package,
+      activate: [...m.activate],
+    })),
+  };
+}
+
+/**
+ * The node HTTP surface as a surface of the foreground service: reads the node key (refusing
+ * one others can read), builds the app over the open store and listens on an address already
+ * checked by {@link nodeListen}. Unlike the management API it may bind a network address; it
+ * then warns that tokens travel in clear text unless a TLS proxy fronts it.
+ *
+ * @example
+ * const running = await nodeSurface({ host: '127.0.0.1', port: 9091 }, { version: VERSION }).start(ctx);
+ */
+export function nodeSurface(listen: { readonly host: string; readonly port: number }, opts: { readonly version: string }): Surface {
+  return {
+    name: 'node surface',
+    async start({ project, deps, log }) {
+      assertOwnerOnly(project.nodeKey, 'the node key');
+      let identity: ReturnType<typeof createNodeIdentity>;
+      try {
+        identity = createNodeIdentity(readFileSync(project.nodeKey, 'utf8'));
+      } catch (error) {
+        throw new CliError(`cannot use the node key ${project.nodeKey}: ${(error as Error).message}`, { cause: error });
+      }
+      const components = componentStatus(project, deps.store, opts.version);
+      const app = await buildNodeApp({ deps, identity, components: () => components, providers: [ed25519KeyProvider], logger: log });
+      try {
+        await app.listen({ host: listen.host, port: listen.port });
+      } catch (error) {
+        await app.close().catch(() => undefined);
+        const code = (error as NodeJS.ErrnoException).code;
+        const why = code === 'EADDRINUSE' ? 'the address is already in use' : (error as Error).message;
+        throw new CliError(
+          `cannot listen on ${urlHost(listen.host)}:${listen.port} for the node surface: ${why}; choose another address with --listen or SVC_NODE_LISTEN`,
+          { cause: error },
+        );
+      }
+      const address = app.server.address() as AddressInfo;
+      const url = `http://${urlHost(listen.host)}:${address.port}`;
+      if (!isLoopback(listen.host)) {
+        log.warn(
+          { event: 'node_surface_exposed', url },
+          'the node surface listens on a network address over plain HTTP: management tokens sent to status, diagnostics and pairing/prepare travel in clear text; put a TLS-terminating proxy in front of it',
+        );
+      }
+      log.info({ event: 'listening', surface: 'node', url, node_id: identity.nodeId }, 'node surface listening');
+      return {
+        readyLine: `svc node: node surface listening on ${url}`,
+        close: () => app.close(),
+      };
+    },
+  };
+}

@@ -1,0 +1,178 @@
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { cleanEnv, enrolledProject, problemCode, type ServerProcess, startServer, svcOk, tempDir } from './helpers.js';
+import {
+  auditEvents,
+  createSchemas,
+  loginOverHttp,
+  me,
+  refresh,
+  revoke,
+  type TokenPair,
+  writePostgresProject,
+} from './support/store-projects.js';
+
+/**
+ * A project whose control state is one fresh PostgreSQL schema, an enrolled admin, and two
+ * `svc auth serve` processes ("nodes") on it. Servers and schemas go in `after`.
+ */
+function twoNodeCluster(authConfig: string) {
+  const tmp = tempDir('svc-multi-node-');
+  const env = cleanEnv({ HOME: tmp.dir, SVC_CREDENTIALS: join(tmp.dir, 'creds.json') });
+  const schemas = createSchemas();
+  const servers: ServerProcess[] = [];
+  const c = {
+    env,
+    dir: '',
+    keyFile: '',
+    publicKey: '',
+    a: '',
+    b: '',
+    /** A new session signed in on `url`. */
+    login: (url: string): Promise<TokenPair> => loginOverHttp(url, c.keyFile, c.publicKey),
+  };
+  before(async () => {
+    await writePostgresProject(tmp.dir, { schema: schemas.fresh(), authConfig, env });
+    const p = await enrolledProject(tmp.dir, { env });
+    Object.assign(c, { dir: p.dir, keyFile: p.keyFile, publicKey: p.publicKey });
+    for (const key of ['a', 'b'] as const) {
+      const s = await startServer(['auth', 'serve', '--listen', '127.0.0.1:0', p.dir], { env });
+      servers.push(s);
+      c[key] = s.url;
+    }
+    assert.notEqual(c.a, c.b);
+  });
+  after(async () => {
+    for (const s of servers) await s.stop('SIGKILL');
+    try {
+      await schemas.dispose();
+    } finally {
+      tmp.cleanup();
+    }
+  });
+  return c;
+}
+
+async function assertInvalidToken(url: string, accessToken: string, what: string): Promise<void> {
+  const res = await me(url, accessToken);
+  assert.equal(res.status, 401, what);
+  assert.equal(await problemCode(res), 'invalid_token', what);
+}
+
+describe('two svc auth serve nodes on one PostgreSQL store', () => {
+  // A wide grace interval: the concurrent refreshes below must all land inside it.
+  const c = twoNodeCluster(':auth/refresh-reuse-grace-seconds 120');
+
+  test('a session issued by node A is accepted by node B', async () => {
+    const pair = await c.login(c.a);
+    const onB = await me(c.b, pair.access_token);
+    assert.equal(onB.status, 200);
+    const principal = (await onB.json()) as { session: string; realm: string };
+    assert.equal(principal.session, pair.session_id);
+    assert.equal(principal.realm, 'management');
+    assert.equal((await me(c.a, pair.access_token)).status, 200);
+  });
+
+  test('a logout on node A is refused on the very next request to node B (invalid_token)', async () => {
+    const pair = await c.login(c.a);
+    assert.equal((await me(c.b, pair.access_token)).status, 200);
+    const out = await revoke(c.a, pair.access_token);
+    assert.equal(out.status, 200);
+    assert.deepEqual(await out.json(), { session_id: pair.session_id, revoked: true });
+    await assertInvalidToken(c.b, pair.access_token, 'node B after the logout on A');
+    const r = await refresh(c.b, pair.refresh_token);
+    assert.equal(r.status, 401);
+    assert.equal(await problemCode(r), 'invalid_refresh_token');
+  });
+
+  test('an admin revocation of a session on node B is refused at once on node A', async () => {
+    const victim = await c.login(c.a);
+    const admin = await c.login(c.b);
+    assert.equal((await me(c.a, victim.access_token)).status, 200);
+    const res = await revoke(c.b, admin.access_token, victim.session_id);
+    assert.equal(res.status, 200);
+    assert.deepEqual(await res.json(), { session_id: victim.session_id, revoked: true });
+    await assertInvalidToken(c.a, victim.access_token, 'node A after the revocation on B');
+    const r = await refresh(c.a, victim.refresh_token);
+    assert.equal(r.status, 401);
+    assert.equal(await problemCode(r), 'invalid_refresh_token');
+    assert.equal((await me(c.a, admin.access_token)).status, 200, "the admin's own session is unaffected");
+  });
+
+  test('50 concurrent refreshes of one refresh token spread across both nodes leave exactly one live pair', async () => {
+    const first = await c.login(c.a);
+    const responses = await Promise.all(Array.from({ length: 50 }, (_, i) => refresh(i % 2 === 0 ? c.a : c.b, first.refresh_token)));
+    const pairs: TokenPair[] = [];
+    for (const res of responses) {
+      assert.ok(res.status < 500, `no 5xx under contention (got ${res.status})`);
+      if (res.status === 200) pairs.push((await res.json()) as TokenPair);
+      else await res.body?.cancel();
+    }
+    // Inside the grace interval every presentation of the immediately previous token is answered,
+    // each retiring the pair issued before it.
+    assert.equal(pairs.length, 50, 'every presentation inside the grace interval got a pair');
+    assert.ok(
+      pairs.every((p) => p.session_id === first.session_id),
+      'every pair belongs to the one session',
+    );
+    for (const url of [c.a, c.b]) {
+      const live: string[] = [];
+      for (const p of [first, ...pairs]) if ((await me(url, p.access_token)).status === 200) live.push(p.access_token);
+      assert.equal(live.length, 1, `exactly one access token is live on ${url === c.a ? 'A' : 'B'}`);
+    }
+    // The live pair is a whole pair: its refresh token rotates, on the other node too.
+    let livePair: TokenPair | undefined;
+    for (const p of pairs) if ((await me(c.a, p.access_token)).status === 200) livePair = p;
+    assert.ok(livePair);
+    const next = await refresh(c.b, livePair.refresh_token);
+    assert.equal(next.status, 200);
+    assert.equal((await me(c.a, ((await next.json()) as TokenPair).access_token)).status, 200);
+  });
+
+  test('audit verify passes after the logouts, revocations and concurrent rotations on both nodes', async () => {
+    const r = await svcOk(['auth', 'audit', 'verify', c.dir], { env: c.env });
+    assert.match(r.stdout, /^audit chain ok: \d+ events/);
+    const types = (await auditEvents(c.dir, c.env)).map((e) => e.type);
+    assert.ok(types.includes('session.rotated_in_grace'), 'the concurrent presentations were answered in grace');
+    assert.equal(types.filter((t) => t === 'session.refresh_reused').length, 0, 'no reuse was detected inside the grace interval');
+  });
+});
+
+describe('refresh-token reuse detected on one node revokes the session on both (grace 0)', () => {
+  const c = twoNodeCluster(':auth/refresh-reuse-grace-seconds 0');
+
+  test('a retired refresh token presented on node B is refresh_token_reused and the session dies on both nodes', async () => {
+    const first = await c.login(c.a);
+    const rotated = await refresh(c.a, first.refresh_token);
+    assert.equal(rotated.status, 200);
+    const current = (await rotated.json()) as TokenPair;
+    assert.equal((await me(c.b, current.access_token)).status, 200);
+
+    const reused = await refresh(c.b, first.refresh_token);
+    assert.equal(reused.status, 401);
+    assert.equal(await problemCode(reused), 'refresh_token_reused');
+
+    await assertInvalidToken(c.a, current.access_token, 'the current access token on A');
+    await assertInvalidToken(c.b, current.access_token, 'the current access token on B');
+    for (const url of [c.a, c.b]) {
+      const r = await refresh(url, current.refresh_token);
+      assert.equal(r.status, 401);
+      assert.equal(await problemCode(r), 'invalid_refresh_token', 'the current refresh token died with the session');
+    }
+    // Presenting the reused token again does not record a second reuse.
+    const again = await refresh(c.a, first.refresh_token);
+    assert.equal(again.status, 401);
+    await again.body?.cancel();
+
+    const reuseEvents = (await auditEvents(c.dir, c.env)).filter(
+      (e) => e.type === 'session.refresh_reused' && e.session_id === first.session_id,
+    );
+    assert.equal(reuseEvents.length, 1, 'the audit log records the reuse once');
+  });
+
+  test('audit verify passes after the reuse detection', async () => {
+    const r = await svcOk(['auth', 'audit', 'verify', c.dir], { env: c.env });
+    assert.match(r.stdout, /^audit chain ok: \d+ events/);
+  });
+});

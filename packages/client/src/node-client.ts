@@ -1,0 +1,286 @@
+import {
+  canonicalJson,
+  type DeviceJson,
+  isValidNodeId,
+  type JsonValue,
+  nodeIdOf,
+  normalizeNodeId,
+  pairingProofString,
+  type Realm,
+  verifyEd25519,
+} from '@svc/core';
+import { ApiError, ApiUnreachableError } from './api-error.js';
+import type { DeviceKey } from './device-key.js';
+
+/** A route the node advertises. */
+export interface NodeRouteJson {
+  readonly method: string;
+  readonly path: string;
+  readonly auth: string;
+}
+
+/** The answer of `GET /.well-known/edge`. */
+export interface NodeDiscoveryJson {
+  readonly node_id: string;
+  readonly public_key: string;
+  readonly alg: string;
+  readonly api_version: string;
+  readonly routes: readonly NodeRouteJson[];
+}
+
+/** The answer of `GET /edge/0-alpha/health` (200 when ok, 503 when degraded: same shape). */
+export interface NodeHealthJson {
+  readonly status: 'ok' | 'degraded';
+  readonly node_id: string;
+  readonly checked_at: string;
+  readonly store: { readonly status: 'ok' | 'failed' };
+  readonly providers: readonly { readonly name: string; readonly kind: string; readonly status: 'ok' | 'failed' }[];
+}
+
+/** The answer of `GET /edge/0-alpha/status`. */
+export interface NodeStatusJson {
+  readonly node_id: string;
+  readonly api_version: string;
+  readonly checked_at: string;
+  readonly service: { readonly name: string; readonly version: string };
+  readonly store_addon: {
+    readonly package: string;
+    readonly version: string;
+    readonly sha256: string | null;
+    readonly verified: boolean | null;
+    readonly detail: string;
+  } | null;
+  readonly providers: readonly {
+    readonly name: string;
+    readonly kind: string;
+    readonly builtin: boolean;
+    readonly version: string | null;
+  }[];
+  readonly modules: readonly {
+    readonly alias: string;
+    readonly module: string | null;
+    readonly package: string | null;
+    readonly activate: readonly string[];
+  }[];
+}
+
+/** The answer of `POST /edge/0-alpha/diagnostics`. */
+export interface SignedDiagnosticsJson {
+  /** Aggregate counters, the nonce, the time and the node id (see the server's `DiagnosticsPayload`). */
+  readonly payload: { readonly nonce: string; readonly node_id: string; readonly generated_at: string } & Readonly<
+    Record<string, JsonValue>
+  >;
+  readonly signature: string;
+  readonly alg: string;
+  readonly canonicalization: string;
+  readonly public_key: string;
+  readonly node_id: string;
+}
+
+/** The answer of `POST /edge/0-alpha/pairing/prepare`. */
+export interface PreparedPairingJson {
+  readonly intent_id: string;
+  readonly realm: Realm;
+  readonly subject: string;
+  readonly name: string | null;
+  /** The one-time code (`XXXX-XXXX`): give it to the new device's owner, nobody else. */
+  readonly code: string;
+  readonly expires_at: string;
+  readonly expires_in: number;
+  readonly node_id: string;
+}
+
+/** Typed calls to the node HTTP surface. */
+export interface NodeClient {
+  /** The base URL, without a trailing slash. */
+  readonly baseUrl: string;
+  discovery(): Promise<NodeDiscoveryJson>;
+  /** Resolves with the report when healthy (200) and when degraded (503). */
+  health(): Promise<NodeHealthJson>;
+  status(accessToken: string): Promise<NodeStatusJson>;
+  diagnostics(accessToken: string, nonce: string): Promise<SignedDiagnosticsJson>;
+  preparePairing(
+    accessToken: string,
+    input: { readonly realm: Realm; readonly name?: string; readonly subject?: string; readonly ttl_seconds?: number },
+  ): Promise<PreparedPairingJson>;
+  completePairing(input: {
+    readonly intent_id: string;
+    readonly code: string;
+    readonly public_key: string;
+    readonly signature: string;
+    readonly name?: string;
+  }): Promise<{ readonly device: DeviceJson }>;
+}
+
+/** Options of {@link createNodeClient}. */
+export interface NodeClientOptions {
+  /** E.g. `http://127.0.0.1:9091`. */
+  readonly baseUrl: string;
+  /** A `fetch` to use instead of the global one (tests, proxies). */
+  readonly fetch?: typeof fetch;
+}
+
+/** The node surface could not be reached at all (connection refused, DNS, reset). */
+export class NodeUnreachableError extends ApiUnreachableError {
+  constructor(url: string, cause: unknown) {
+    super(url, cause);
+    this.name = 'NodeUnreachableError';
+    this.message = `cannot reach the node surface at ${url}`;
+  }
+}
+
+/** The node's answer does not hold together (e.g. an id that is not derived from its key). */
+export class NodeIdentityError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'NodeIdentityError';
+  }
+}
+
+async function problemOf(res: Response, text: string): Promise<ApiError> {
+  try {
+    const body = JSON.parse(text) as { code?: unknown; detail?: unknown };
+    if (typeof body.code === 'string') {
+      return new ApiError(res.status, body.code, typeof body.detail === 'string' ? body.detail : res.statusText);
+    }
+  } catch {
+    // not problem+json: fall through to a generic error
+  }
+  return new ApiError(res.status, `http_${res.status}`, res.statusText || 'unexpected response');
+}
+
+/**
+ * Creates a client of the node HTTP surface. Every non-2xx answer throws an {@link ApiError}
+ * carrying the problem's `code` (except a degraded health report, which resolves); a
+ * connection failure throws a {@link NodeUnreachableError}.
+ *
+ * @example
+ * const node = createNodeClient({ baseUrl: 'http://127.0.0.1:9091' });
+ * const { node_id } = await node.discovery();
+ */
+export function createNodeClient(options: NodeClientOptions): NodeClient {
+  const baseUrl = options.baseUrl.replace(/\/+$/, '');
+  const doFetch = options.fetch ?? globalThis.fetch;
+
+  async function call<T>(
+    method: string,
+    path: string,
+    init: { body?: unknown; bearer?: string; okStatuses?: readonly number[] } = {},
+  ): Promise<T> {
+    const headers: Record<string, string> = { accept: 'application/json' };
+    if (init.body !== undefined) headers['content-type'] = 'application/json';
+    if (init.bearer !== undefined) headers.authorization = `Bearer ${init.bearer}`;
+    let res: Response;
+    let text: string;
+    try {
+      res = await doFetch(`${baseUrl}${path}`, {
+        method,
+        headers,
+        ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) }),
+      });
+      text = await res.text();
+    } catch (cause) {
+      throw new NodeUnreachableError(baseUrl, cause);
+    }
+    if (!res.ok && !(init.okStatuses ?? []).includes(res.status)) throw await problemOf(res, text);
+    return JSON.parse(text) as T;
+  }
+
+  return Object.freeze({
+    baseUrl,
+    discovery: () => call<NodeDiscoveryJson>('GET', '/.well-known/edge'),
+    health: () => call<NodeHealthJson>('GET', '/edge/0-alpha/health', { okStatuses: [503] }),
+    status: (accessToken) => call<NodeStatusJson>('GET', '/edge/0-alpha/status', { bearer: accessToken }),
+    diagnostics: (accessToken, nonce) =>
+      call<SignedDiagnosticsJson>('POST', '/edge/0-alpha/diagnostics', { bearer: accessToken, body: { nonce } }),
+    preparePairing: (accessToken, input) =>
+      call<PreparedPairingJson>('POST', '/edge/0-alpha/pairing/prepare', { bearer: accessToken, body: input }),
+    completePairing: (input) => call<{ device: DeviceJson }>('POST', '/edge/0-alpha/pairing/complete', { body: input }),
+  } satisfies NodeClient);
+}
+
+/**
+ * The node's id from its discovery document, after checking that it holds together: the id's
+ * check symbol is right AND the id is the one derived from the advertised public key. With
+ * `expectedNodeId` (as the admin read it out, typed loosely), also that it is that node.
+ *
+ * @throws {NodeIdentityError} when any check fails; {@link TypeError} when `expectedNodeId` is not a node id.
+ * @example
+ * const nodeId = checkedNodeId(await node.discovery(), '7K2M-...');
+ */
+export function checkedNodeId(discovery: NodeDiscoveryJson, expectedNodeId?: string): string {
+  let expected: string | null = null;
+  if (expectedNodeId !== undefined) {
+    expected = normalizeNodeId(expectedNodeId);
+    if (expected === null) throw new TypeError(`${JSON.stringify(expectedNodeId)} is not a node id (its check symbol does not match)`);
+  }
+  const id = discovery.node_id;
+  if (!isValidNodeId(id))
+    throw new NodeIdentityError(`the node answered with the id ${JSON.stringify(id)}, whose check symbol does not match`);
+  if (
+    typeof discovery.public_key !== 'string' ||
+    !/^[0-9a-fA-F]{64}$/.test(discovery.public_key) ||
+    nodeIdOf(discovery.public_key) !== id
+  ) {
+    throw new NodeIdentityError(`the node's id ${id} is not derived from the public key it advertises`);
+  }
+  if (expected !== null && expected !== id) {
+    throw new NodeIdentityError(`the node at this URL is ${id}, not the expected ${expected}: is it the right node?`);
+  }
+  return id;
+}
+
+/**
+ * Pairs a new device: reads the node's discovery document (and checks its id, see
+ * {@link checkedNodeId}), signs the proof of possession
+ * `pairingProofString({nodeId, intentId, publicKey})` with the device key, and completes the
+ * intent with the one-time code.
+ *
+ * @example
+ * const { device } = await pairDevice(createNodeClient({ baseUrl }), loadDeviceKey('device.pem'), {
+ *   intentId: 'int_...', code: 'ABCD-EFGH', expectedNodeId: '7K2M-...',
+ * });
+ */
+export async function pairDevice(
+  node: NodeClient,
+  key: DeviceKey,
+  input: { readonly intentId: string; readonly code: string; readonly name?: string; readonly expectedNodeId?: string },
+): Promise<{ readonly device: DeviceJson; readonly nodeId: string }> {
+  const nodeId = checkedNodeId(await node.discovery(), input.expectedNodeId);
+  const signature = key.sign(pairingProofString({ nodeId, intentId: input.intentId, publicKey: key.publicKeyHex }));
+  const { device } = await node.completePairing({
+    intent_id: input.intentId,
+    code: input.code,
+    public_key: key.publicKeyHex,
+    signature,
+    ...(input.name === undefined ? {} : { name: input.name }),
+  });
+  return { device, nodeId };
+}
+
+/**
+ * Checks signed diagnostics as any third party can: the Ed25519 signature over the RFC 8785
+ * canonical JSON of the payload, by the key whose id is `node_id`, echoing `nonce`. With
+ * `publicKeyHex` (e.g. pinned from an earlier discovery), also that it is that key.
+ *
+ * @example
+ * const signed = await node.diagnostics(token, nonce);
+ * if (!verifyDiagnostics(signed, { nonce })) throw new Error('forged diagnostics');
+ */
+export function verifyDiagnostics(
+  signed: SignedDiagnosticsJson,
+  expect: { readonly nonce: string; readonly publicKeyHex?: string },
+): boolean {
+  if (signed.alg !== 'Ed25519' || signed.canonicalization !== 'RFC8785') return false;
+  if (!/^[0-9a-fA-F]{64}$/.test(signed.public_key) || !/^[0-9a-fA-F]{128}$/.test(signed.signature)) return false;
+  if (expect.publicKeyHex !== undefined && expect.publicKeyHex.toLowerCase() !== signed.public_key.toLowerCase()) return false;
+  if (signed.payload.nonce !== expect.nonce) return false;
+  if (nodeIdOf(signed.public_key) !== signed.node_id || signed.payload.node_id !== signed.node_id) return false;
+  let canonical: string;
+  try {
+    canonical = canonicalJson(signed.payload as JsonValue);
+  } catch {
+    return false;
+  }
+  return verifyEd25519(signed.public_key, Buffer.from(canonical, 'utf8'), Buffer.from(signed.signature, 'hex'));
+}

@@ -1,0 +1,77 @@
+import type { AuthDeps } from '@svc/core';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import { createFailureLimiter } from '../http/failure-limiter.js';
+import { hardenSurface } from '../http/harden.js';
+import { serverOptions } from '../http/server-options.js';
+import { type ComponentStatus, ed25519KeyProvider, type NodeProvider } from './components.js';
+import { diagnosticsRoutes } from './diagnostics-routes.js';
+import { discoveryRoutes } from './discovery-routes.js';
+import { healthRoutes } from './health-routes.js';
+import type { NodeIdentity } from './identity.js';
+import { pairingRoutes } from './pairing-routes.js';
+import { NODE_ROUTES } from './routes.js';
+import { statusRoutes } from './status-routes.js';
+
+/** Options of {@link buildNodeApp}. */
+export interface NodeAppOptions {
+  /** Store, clock, randomness, log, project id and settings of the auth module (shared with the management API). */
+  deps: AuthDeps;
+  /** The node's Ed25519 identity (see {@link createNodeIdentity}). */
+  identity: NodeIdentity;
+  /** The installed components as the composition root knows them; called on every status request. */
+  components: () => ComponentStatus | Promise<ComponentStatus>;
+  /** The authentication providers to report and health-check. Default: the built-in Ed25519 provider. */
+  providers?: readonly NodeProvider[];
+  /** Failed pairing completions allowed per client IP and window. Default: 10 per 60 s. */
+  pairingFailureLimit?: { readonly maxFailures?: number; readonly windowSeconds?: number };
+  /** How long a health check may take before it counts as failed. Default 2000 ms. */
+  healthCheckTimeoutMs?: number;
+  /** A pino logger (passed to Fastify as `loggerInstance`, behind redaction), or no logging. */
+  logger?: FastifyBaseLogger | false;
+}
+
+/**
+ * Builds the node HTTP surface: discovery, health, status, signed diagnostics and device
+ * pairing, with the shared hardening of every svc surface (problem+json errors, JSON-only
+ * bodies of at most 64 KiB, `Cache-Control: no-store`, a close that drains in-flight requests)
+ * but WITHOUT the loopback guard: this surface may listen on a network address. Exactly the
+ * routes of {@link NODE_ROUTES} are installed (checked here), so discovery cannot advertise a
+ * route that does not exist or miss one that does; anything else is `404 not_found`.
+ *
+ * @throws {TypeError} when the installed routes differ from {@link NODE_ROUTES} (a programming mistake).
+ * @example
+ * const app = await buildNodeApp({ deps, identity: createNodeIdentity(pem), components: () => status });
+ * await app.listen(resolveNodeListen({ flag: args.listen, env: process.env.SVC_NODE_LISTEN, config: project.config.nodeListen }));
+ */
+export async function buildNodeApp(opts: NodeAppOptions): Promise<FastifyInstance> {
+  const { deps, identity, components } = opts;
+  const providers = opts.providers ?? [ed25519KeyProvider];
+  const app: FastifyInstance = Fastify(serverOptions(opts.logger));
+  hardenSurface(app, { loopbackOnly: false });
+
+  const installed: string[] = [];
+  app.addHook('onRoute', (route) => {
+    for (const m of Array.isArray(route.method) ? route.method : [route.method]) {
+      if (m !== 'HEAD') installed.push(`${m} ${route.url}`);
+    }
+  });
+
+  const limiter = createFailureLimiter({
+    clock: deps.clock,
+    maxFailures: opts.pairingFailureLimit?.maxFailures ?? 10,
+    windowSeconds: opts.pairingFailureLimit?.windowSeconds ?? 60,
+  });
+  const base = { deps, identity, providers };
+  await app.register(discoveryRoutes, base);
+  await app.register(healthRoutes, { ...base, checkTimeoutMs: opts.healthCheckTimeoutMs ?? 2000 });
+  await app.register(statusRoutes, { ...base, components });
+  await app.register(diagnosticsRoutes, base);
+  await app.register(pairingRoutes, { ...base, limiter });
+
+  const advertised = NODE_ROUTES.map((r) => `${r.method} ${r.path}`).sort();
+  if (installed.sort().join('\n') !== advertised.join('\n')) {
+    await app.close();
+    throw new TypeError(`the node surface installed [${installed.join(', ')}] but advertises [${advertised.join(', ')}]`);
+  }
+  return app;
+}

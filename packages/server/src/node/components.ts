@@ -1,0 +1,70 @@
+import { verifyEd25519 } from '@svc/core';
+
+/** The store addon as installed: its pin and the result of verifying it before the store was opened. */
+export interface StoreAddonStatusJson {
+  readonly package: string;
+  readonly version: string;
+  /** The pinned SHA-256 of the published archive, or null when the project pins none. */
+  readonly sha256: string | null;
+  /** The verification result; null when none was recorded (e.g. a store built into this `svc`). */
+  readonly verified: boolean | null;
+  readonly detail: string;
+}
+
+/** A module of `:svc/modules`, as status reports it (no configuration values: they may hold secret references). */
+export interface ModuleStatusJson {
+  readonly alias: string;
+  readonly module: string | null;
+  readonly package: string | null;
+  readonly activate: readonly string[];
+}
+
+/** What the composition root knows about the installed components, for `GET /edge/0-alpha/status`. */
+export interface ComponentStatus {
+  readonly service: { readonly name: string; readonly version: string };
+  /** The control store's addon, or null when the composition root has no record of it. */
+  readonly store_addon: StoreAddonStatusJson | null;
+  readonly modules: readonly ModuleStatusJson[];
+}
+
+/** An authentication provider as the node surface reports it: health checks and status. */
+export interface NodeProvider {
+  /** E.g. `ed25519`. */
+  readonly name: string;
+  /** E.g. `device-key`, `webauthn`, `oidc`. */
+  readonly kind: string;
+  /** Built into the core (true) or loaded from a provider package. */
+  readonly builtin: boolean;
+  readonly version: string | null;
+  /** Resolves when the provider can do its job; rejects (with a reason for the log) when not. */
+  check(): Promise<void>;
+}
+
+// RFC 8032 §7.1, TEST 2: a known answer, so the check proves verification works, not only that it runs.
+const KAT_PUBLIC_KEY = '3d4017c3e843895a92b70aa74d1b7ebc9c982ccf2ec4968cc0cd55f12af4660c';
+const KAT_MESSAGE = Buffer.from('72', 'hex');
+const KAT_SIGNATURE = Buffer.from(
+  '92a009a9f0d4cab8720e820b5f642540a2b27b5416503f8fb3762223ebdb69da085ac1e43e15996e458f3613d0f11d8c387b2eaeb4302aeeb00d291612bb0c00',
+  'hex',
+);
+
+/**
+ * The built-in Ed25519 device-key provider. Its health check is a known-answer test: RFC 8032's
+ * test 2 signature must verify and a one-bit change of it must not.
+ *
+ * @example
+ * await buildNodeApp({ deps, identity, components, providers: [ed25519KeyProvider] });
+ */
+export const ed25519KeyProvider: NodeProvider = Object.freeze({
+  name: 'ed25519',
+  kind: 'device-key',
+  builtin: true,
+  version: null,
+  async check() {
+    const flipped = Buffer.from(KAT_SIGNATURE);
+    flipped[0] = (flipped[0] ?? 0) ^ 1;
+    if (!verifyEd25519(KAT_PUBLIC_KEY, KAT_MESSAGE, KAT_SIGNATURE) || verifyEd25519(KAT_PUBLIC_KEY, KAT_MESSAGE, flipped)) {
+      throw new Error('the Ed25519 known-answer test failed');
+    }
+  },
+});

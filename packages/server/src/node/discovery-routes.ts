@@ -1,0 +1,32 @@
+import type { FastifyPluginAsync } from 'fastify';
+import type { NodeRouteOptions } from './route-options.js';
+import { NODE_API_VERSION, NODE_PATHS, NODE_ROUTES } from './routes.js';
+
+/** The answer of `GET /.well-known/edge`. */
+export interface DiscoveryJson {
+  readonly node_id: string;
+  readonly public_key: string;
+  readonly alg: 'Ed25519';
+  readonly api_version: typeof NODE_API_VERSION;
+  readonly routes: typeof NODE_ROUTES;
+}
+
+/**
+ * `GET /.well-known/edge` (public): who this node is (its id and Ed25519 public key, so a
+ * person can compare the id and anyone can verify its signed diagnostics) and exactly the
+ * routes it serves, each with how it is authorised. Nothing else: no version banner, no
+ * component list (that is `status`, behind a management token).
+ *
+ * @example
+ * await app.register(discoveryRoutes, { deps, identity, providers });
+ */
+export const discoveryRoutes: FastifyPluginAsync<NodeRouteOptions> = async (app, { identity }) => {
+  const body: DiscoveryJson = Object.freeze({
+    node_id: identity.nodeId,
+    public_key: identity.publicKeyHex,
+    alg: 'Ed25519',
+    api_version: NODE_API_VERSION,
+    routes: NODE_ROUTES,
+  });
+  app.get(NODE_PATHS.discovery, async () => body);
+};

@@ -1,0 +1,68 @@
+import { rfc3339 } from '@svc/core';
+import type { FastifyBaseLogger, FastifyPluginAsync } from 'fastify';
+import type { HealthRouteOptions } from './route-options.js';
+import { NODE_PATHS } from './routes.js';
+
+/** One checked component. */
+export interface ComponentHealthJson {
+  readonly status: 'ok' | 'failed';
+}
+
+/** The answer of `GET /edge/0-alpha/health`, the same shape whether healthy (200) or degraded (503). */
+export interface NodeHealthJson {
+  readonly status: 'ok' | 'degraded';
+  readonly node_id: string;
+  readonly checked_at: string;
+  readonly store: ComponentHealthJson;
+  readonly providers: readonly (ComponentHealthJson & { readonly name: string; readonly kind: string })[];
+}
+
+/** Runs `check`, failing it when it rejects or takes longer than `timeoutMs`; the reason goes to the log only. */
+async function probe(check: () => Promise<void>, timeoutMs: number, log: FastifyBaseLogger, what: string): Promise<ComponentHealthJson> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+    timer.unref();
+  });
+  try {
+    await Promise.race([check(), timeout]);
+    return { status: 'ok' };
+  } catch (err) {
+    log.error({ err, component: what }, 'health check failed');
+    return { status: 'failed' };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * `GET /edge/0-alpha/health` (public): the health of each authentication provider (the built-in
+ * Ed25519 provider runs a known-answer test) and whether the control store answers
+ * (`store.ping()`), each bounded by a timeout.
+ *
+ * Degraded answers `503` with the SAME JSON body and `"status": "degraded"`, not a
+ * problem+json: health is a report, not a refusal of the request. A probe or load balancer
+ * needs only the status code; a person or a monitor reads which component failed from one
+ * schema in both states. Failure reasons go to the log only.
+ *
+ * @example
+ * await app.register(healthRoutes, { deps, identity, providers, checkTimeoutMs: 2000 });
+ */
+export const healthRoutes: FastifyPluginAsync<HealthRouteOptions> = async (app, { deps, identity, providers, checkTimeoutMs }) => {
+  app.get(NODE_PATHS.health, async (req, reply) => {
+    const [store, ...checked] = await Promise.all([
+      probe(() => deps.store.ping(), checkTimeoutMs, req.log, 'store'),
+      ...providers.map((p) => probe(() => p.check(), checkTimeoutMs, req.log, `provider ${p.name}`)),
+    ]);
+    const providerHealth = providers.map((p, i) => ({ name: p.name, kind: p.kind, status: checked[i]?.status ?? 'failed' }));
+    const healthy = store?.status === 'ok' && providerHealth.every((p) => p.status === 'ok');
+    const body: NodeHealthJson = {
+      status: healthy ? 'ok' : 'degraded',
+      node_id: identity.nodeId,
+      checked_at: rfc3339(deps.clock.now()),
+      store: store ?? { status: 'failed' },
+      providers: providerHealth,
+    };
+    return reply.code(healthy ? 200 : 503).send(body);
+  });
+};

@@ -1,0 +1,67 @@
+import { AuthError, completePairing, deviceToJson, preparePairing } from '@svc/core';
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
+import { principalOf, requireManagementPrincipal } from '../management/route-options.js';
+import type { PairingRouteOptions } from './route-options.js';
+import { NODE_PATHS } from './routes.js';
+import { type CompleteBody, completeBody, type PrepareBody, prepareBody } from './schemas.js';
+
+/**
+ * Device pairing, the two halves of an enrolment intent:
+ *
+ * - `POST /edge/0-alpha/pairing/prepare` (management-realm bearer token),
+ *   `{"realm", "name"?, "subject"?, "ttl_seconds"?}` → `201` with the intent id, the one-time
+ *   code, the realm, subject, name, expiry, and this node's id (for the admin to read out);
+ * - `POST /edge/0-alpha/pairing/complete` (no bearer: the code plus a signature by the new key
+ *   over `pairingProofString({nodeId, intentId, publicKey})`),
+ *   `{"intent_id", "code", "public_key", "signature", "name"?}` → `201 {"device": Device}`.
+ *
+ * The core checks the code in constant time, burns the intent after 5 wrong codes, lets one
+ * of N concurrent completions win, and audits every step. Here, failed completions (401s) are
+ * counted per client IP; over the limit a client gets `429 rate_limited` before its body is
+ * parsed.
+ *
+ * @example
+ * await app.register(pairingRoutes, { deps, identity, providers, limiter: createFailureLimiter({ clock: deps.clock }) });
+ */
+export const pairingRoutes: FastifyPluginAsync<PairingRouteOptions> = async (app, { deps, identity, limiter }) => {
+  app.post<{ Body: PrepareBody }>(
+    NODE_PATHS.pairingPrepare,
+    { onRequest: requireManagementPrincipal(deps), schema: { body: prepareBody } },
+    async (req, reply) => {
+      const prepared = await preparePairing(deps, {
+        principal: principalOf(req),
+        realm: req.body.realm,
+        subject: req.body.subject,
+        name: req.body.name,
+        ttlSeconds: req.body.ttl_seconds,
+      });
+      return reply.code(201).send({ ...prepared, node_id: identity.nodeId });
+    },
+  );
+
+  const limitFailures = (req: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction) => {
+    done(limiter.check(req.ip) ?? undefined);
+  };
+
+  app.post<{ Body: CompleteBody }>(
+    NODE_PATHS.pairingComplete,
+    { onRequest: limitFailures, schema: { body: completeBody } },
+    async (req, reply) => {
+      const { intent_id, code, public_key, signature, name } = req.body;
+      try {
+        const device = await completePairing(deps, {
+          nodeId: identity.nodeId,
+          intentId: intent_id,
+          code,
+          publicKey: public_key,
+          signature,
+          name,
+        });
+        return reply.code(201).send({ device: deviceToJson(device) });
+      } catch (err) {
+        if (err instanceof AuthError && err.status === 401) limiter.recordFailure(req.ip);
+        throw err;
+      }
+    },
+  );
+};

@@ -1,0 +1,47 @@
+import { rfc3339 } from '@svc/core';
+import type { FastifyPluginAsync } from 'fastify';
+import { requireManagementPrincipal } from '../management/route-options.js';
+import type { ModuleStatusJson, StoreAddonStatusJson } from './components.js';
+import type { StatusRouteOptions } from './route-options.js';
+import { NODE_API_VERSION, NODE_PATHS } from './routes.js';
+
+/** The answer of `GET /edge/0-alpha/status`. */
+export interface NodeStatusJson {
+  readonly node_id: string;
+  readonly api_version: typeof NODE_API_VERSION;
+  readonly checked_at: string;
+  readonly service: { readonly name: string; readonly version: string };
+  readonly store_addon: StoreAddonStatusJson | null;
+  readonly providers: readonly {
+    readonly name: string;
+    readonly kind: string;
+    readonly builtin: boolean;
+    readonly version: string | null;
+  }[];
+  readonly modules: readonly ModuleStatusJson[];
+}
+
+/**
+ * `GET /edge/0-alpha/status` (management-realm bearer token): the installed components — the
+ * service version, the store addon (package, version, pinned digest, verification result), the
+ * providers and the modules — as the composition root reports them. Configuration values are
+ * never included.
+ *
+ * @example
+ * await app.register(statusRoutes, { deps, identity, providers, components: () => componentStatus });
+ */
+export const statusRoutes: FastifyPluginAsync<StatusRouteOptions> = async (app, { deps, identity, providers, components }) => {
+  app.get(NODE_PATHS.status, { onRequest: requireManagementPrincipal(deps) }, async () => {
+    const c = await components();
+    const body: NodeStatusJson = {
+      node_id: identity.nodeId,
+      api_version: NODE_API_VERSION,
+      checked_at: rfc3339(deps.clock.now()),
+      service: { name: c.service.name, version: c.service.version },
+      store_addon: c.store_addon === null ? null : { ...c.store_addon },
+      providers: providers.map((p) => ({ name: p.name, kind: p.kind, builtin: p.builtin, version: p.version })),
+      modules: c.modules.map((m) => ({ alias: m.alias, module: m.module, package: m.package, activate: [...m.activate] })),
+    };
+    return body;
+  });
+};

@@ -1,0 +1,136 @@
+import { generateKeyPairSync } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pairingProofString, type Store } from '@svc/core';
+import type { FastifyInstance } from 'fastify';
+import { buildNodeApp, type ComponentStatus, createNodeIdentity, type NodeIdentity, type NodeProvider } from '../../src/index.js';
+import { admin, api, type DeviceKey, type Harness, type HarnessOptions, type Reply, startHarness } from './harness.js';
+
+/** What the composition root reports in these tests. */
+export const TEST_COMPONENTS: ComponentStatus = Object.freeze({
+  service: { name: 'svc', version: '0.1.0-test' },
+  store_addon: {
+    package: 'svc-store-sqlite',
+    version: '0.1.0',
+    sha256: 'ab'.repeat(32),
+    verified: true,
+    detail: 'archive contents, operation set, crate name and ABI verified',
+  },
+  modules: [
+    { alias: 'auth', module: 'svc/auth', package: null, activate: [] },
+    { alias: 'store', module: null, package: 'svc-store-sqlite', activate: ['svc/store'] },
+  ],
+});
+
+/** The management API and the node surface on 127.0.0.1, sharing one real SQLite store and one fake clock. */
+export interface NodeHarness extends Harness {
+  readonly node: FastifyInstance;
+  readonly nodeBase: string;
+  readonly identity: NodeIdentity;
+}
+
+export interface NodeHarnessOptions extends HarnessOptions {
+  components?: () => ComponentStatus;
+  providers?: readonly NodeProvider[];
+  pairingFailureLimit?: { maxFailures?: number; windowSeconds?: number };
+}
+
+export async function startNodeHarness(opts: NodeHarnessOptions = {}): Promise<NodeHarness> {
+  const h = await startHarness(opts);
+  const identity = createNodeIdentity(generateKeyPairSync('ed25519').privateKey);
+  const node = await buildNodeApp({
+    deps: h.deps,
+    identity,
+    components: opts.components ?? (() => TEST_COMPONENTS),
+    ...(opts.providers === undefined ? {} : { providers: opts.providers }),
+    ...(opts.pairingFailureLimit === undefined ? {} : { pairingFailureLimit: opts.pairingFailureLimit }),
+    healthCheckTimeoutMs: 1000,
+    logger: false,
+  });
+  await node.listen({ host: '127.0.0.1', port: 0 });
+  const address = node.server.address();
+  if (address === null || typeof address === 'string') throw new Error('no port');
+  return {
+    ...h,
+    node,
+    nodeBase: `http://127.0.0.1:${address.port}`,
+    identity,
+    async close() {
+      await node.close();
+      await h.close();
+    },
+  };
+}
+
+/** A request to the node surface (same helper as the management one, other base URL). */
+export function nodeApi(
+  h: NodeHarness,
+  method: string,
+  path: string,
+  opts: { body?: unknown; token?: string; headers?: Record<string, string>; rawBody?: string } = {},
+): Promise<Reply> {
+  return api({ ...h, base: h.nodeBase }, method, path, opts);
+}
+
+/** A signed-in management admin's access token. */
+export async function adminToken(h: NodeHarness): Promise<string> {
+  return (await admin(h)).pair.access_token;
+}
+
+/** Prepares an intent over HTTP and returns the 201 body. */
+// biome-ignore lint/suspicious/noExplicitAny: test bodies are inspected field by field
+export async function prepare(h: NodeHarness, token: string, body: Record<string, unknown> = { realm: 'management' }): Promise<any> {
+  const r = await nodeApi(h, 'POST', '/edge/0-alpha/pairing/prepare', { token, body });
+  if (r.status !== 201) throw new Error(`prepare failed: ${r.text}`);
+  return r.body;
+}
+
+/** The body a new device sends to complete an intent: its proof of possession over this node's id. */
+export function completion(
+  h: NodeHarness,
+  intent: { intent_id: string; code: string },
+  key: DeviceKey,
+  opts: { nodeId?: string; signer?: DeviceKey; code?: string; name?: string } = {},
+): Record<string, string> {
+  const proof = pairingProofString({ nodeId: opts.nodeId ?? h.identity.nodeId, intentId: intent.intent_id, publicKey: key.publicKeyHex });
+  return {
+    intent_id: intent.intent_id,
+    code: opts.code ?? intent.code,
+    public_key: key.publicKeyHex,
+    signature: (opts.signer ?? key).signHex(proof),
+    ...(opts.name === undefined ? {} : { name: opts.name }),
+  };
+}
+
+/** A store whose ping can be broken, for degraded health. */
+export function breakablePing(store: Store): { store: Store; setBroken(broken: boolean): void } {
+  let broken = false;
+  const wrapped = new Proxy(store, {
+    get(target, prop, receiver) {
+      if (prop === 'ping') return () => (broken ? Promise.reject(new Error('store unreachable')) : target.ping());
+      const value = Reflect.get(target, prop, receiver);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+  return {
+    store: wrapped,
+    setBroken(b) {
+      broken = b;
+    },
+  };
+}
+
+/** A scratch directory for files handed to openssl. */
+export function scratch(): { dir: string; write(name: string, data: string | Buffer): string; cleanup(): void } {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-node-openssl-'));
+  return {
+    dir,
+    write(name, data) {
+      const path = join(dir, name);
+      writeFileSync(path, data);
+      return path;
+    },
+    cleanup: () => rmSync(dir, { recursive: true, force: true }),
+  };
+}
