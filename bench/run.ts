@@ -3,9 +3,9 @@
 // this process on the same 2-core machine, and reports every figure as a ratio to the
 // baseline measured in this same run. Figures are written to bench/results/.
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { generateKeyPairSync, type KeyObject, sign } from 'node:crypto';
+import { generateKeyPairSync, type KeyObject, randomBytes, sign } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { publicKeyHexOf } from '@svc/core';
 import autocannon from 'autocannon';
@@ -16,17 +16,22 @@ const svc = join(root, 'packages/cli/dist/bin.js');
 const DURATION = Number(process.env.BENCH_SECONDS ?? 6);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const SEED = Number(process.env.BENCH_SESSIONS ?? 1_000_000);
+const PG_URL = process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 
 interface Proc {
   child: ChildProcess;
   url: string;
 }
 
+// Every process this run starts, so that a failing run still stops them all.
+const started: ChildProcess[] = [];
+
 async function start(args: string[], pattern: RegExp, env: NodeJS.ProcessEnv = {}): Promise<Proc> {
   const child = spawn(process.execPath, args, {
     env: { ...process.env, SVC_LOG_LEVEL: 'error', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  started.push(child);
   let out = '';
   let err = '';
   child.stderr?.on('data', (d: Buffer) => {
@@ -86,177 +91,229 @@ async function login(url: string, key: KeyObject, pub: string): Promise<{ access
 
 const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
 
+interface Device {
+  key: KeyObject;
+  pub: string;
+}
+
+interface StoreFigures {
+  baseline: number;
+  bearer: number;
+  logins: number;
+  refresh: number;
+  p99: Record<string, number>;
+}
+
+/** A project on `store`, with 8 enrolled admin devices. */
+function setupProject(dir: string, store: 'sqlite' | 'postgres', pgSchema: string): { devices: Device[]; controlDb: string } {
+  const cli = (args: string[]) => execFileSync(process.execPath, [svc, ...args], { encoding: 'utf8' });
+  if (store === 'postgres') {
+    // An existing project directory with the PostgreSQL addon pinned and selected.
+    cli(['auth', 'init', '--json', dir]);
+    const sums = readFileSync(join(root, 'packages/cli/addons/SHA256SUMS'), 'utf8');
+    const digest = /^([0-9a-f]{64}) {2}svc-store-postgres-/m.exec(sums)?.[1] as string;
+    cli(['package', 'install', 'svc-store-postgres', '--sha256', digest, dir]);
+    const edn = readFileSync(join(dir, 'project.edn'), 'utf8')
+      .replace(
+        ':store {:package "svc-store-sqlite" :activate [:svc/store]}',
+        `:store {:package "svc-store-sqlite" :activate [:svc/store]}\n                :pg {:package "svc-store-postgres" :activate [:svc/store] :config {:store/url "${PG_URL}" :store/schema "${pgSchema}"}}`,
+      )
+      .replace(':auth/store :store', ':auth/store :pg');
+    writeFileSync(join(dir, 'project.edn'), edn);
+  }
+  const init = JSON.parse(cli(['auth', 'init', '--json', dir])) as { bootstrap_token: string; control_db: string };
+  const keys = Array.from({ length: 8 }, () => generateKeyPairSync('ed25519'));
+  const devices: Device[] = [];
+  let token = init.bootstrap_token;
+  for (const [i, k] of keys.entries()) {
+    // The first admin with the bootstrap token; the others with audited recovery tokens.
+    if (i > 0) token = (JSON.parse(cli(['auth', 'init', '--json', '--recover', dir])) as { bootstrap_token: string }).bootstrap_token;
+    cli(['auth', 'enroll', token, publicKeyHexOf(k.publicKey), dir]);
+    devices.push({ key: k.privateKey, pub: publicKeyHexOf(k.publicKey) });
+  }
+  return { devices, controlDb: init.control_db };
+}
+
+/** Bearer validation, complete logins and refresh rotations against `server`, each beside a fresh baseline. */
+async function measure(server: Proc, bare: Proc, devices: Device[]): Promise<StoreFigures> {
+  const first = devices[0] as Device;
+  const session = await login(server.url, first.key, first.pub);
+  const bearerHeaders = { authorization: `Bearer ${session.access_token}` };
+  await cannon({ url: bare.url, duration: 1 });
+  await cannon({ url: `${server.url}/v1/auth/me`, headers: bearerHeaders, duration: 1 });
+  const baseline = await cannon({ url: bare.url });
+  const bearer = await cannon({ url: `${server.url}/v1/auth/me`, headers: bearerHeaders });
+  if (bearer.non2xx > 0 || bearer.errors > 0) throw new Error(`bearer run had ${bearer.non2xx} non-2xx, ${bearer.errors} errors`);
+
+  // Complete logins: a challenge, then the signed session, per connection in sequence.
+  let n = 0;
+  const logins = await cannon({
+    url: server.url,
+    requests: [
+      {
+        method: 'POST',
+        path: '/v1/auth/challenges',
+        headers: { 'content-type': 'application/json' },
+        setupRequest: (req, ctx: object) => {
+          const context = ctx as Record<string, unknown>;
+          const d = devices[n++ % devices.length] as Device;
+          context.key = d.key;
+          return { ...req, body: JSON.stringify({ public_key: d.pub }) };
+        },
+        onResponse: (status, body, ctx: object) => {
+          const context = ctx as Record<string, unknown>;
+          if (status === 201) {
+            const c = JSON.parse(body) as { challenge_id: string; challenge: string };
+            context.challenge_id = c.challenge_id;
+            context.challenge = c.challenge;
+          }
+        },
+      },
+      {
+        method: 'POST',
+        path: '/v1/auth/sessions',
+        headers: { 'content-type': 'application/json' },
+        setupRequest: (req, ctx: object) => {
+          const context = ctx as Record<string, unknown>;
+          return {
+            ...req,
+            body: JSON.stringify({
+              challenge_id: context.challenge_id,
+              signature: sign(null, Buffer.from(context.challenge as string), context.key as KeyObject).toString('hex'),
+            }),
+          };
+        },
+      },
+    ],
+  });
+  if (logins.non2xx > 0 || logins.errors > 0) throw new Error(`login run had ${logins.non2xx} non-2xx, ${logins.errors} errors`);
+
+  // Refresh rotations: every connection rotates its own session's chain. autocannon resets a
+  // connection's context when it starts its request list over, so the list is one refresh
+  // repeated many times: a chain lives as long as the list, and a fresh one starts after.
+  const chains: string[] = [];
+  for (let i = 0; i < CONNECTIONS * 4; i++) {
+    const d = devices[i % devices.length] as Device;
+    chains.push((await login(server.url, d.key, d.pub)).refresh_token);
+  }
+  const rotation: autocannon.Request = {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    setupRequest: (req, ctx: object) => {
+      const context = ctx as Record<string, unknown>;
+      context.rt ??= chains.pop();
+      return { ...req, body: JSON.stringify({ refresh_token: context.rt }) };
+    },
+    onResponse: (status, body, ctx: object) => {
+      const context = ctx as Record<string, unknown>;
+      if (status === 200) context.rt = (JSON.parse(body) as { refresh_token: string }).refresh_token;
+    },
+  };
+  const refresh = await cannon({ url: `${server.url}/v1/auth/refresh`, requests: Array.from({ length: 20_000 }, () => rotation) });
+  if (refresh.non2xx > 0 || refresh.errors > 0) throw new Error(`refresh run had ${refresh.non2xx} non-2xx, ${refresh.errors} errors`);
+  return {
+    baseline: baseline.rps,
+    bearer: bearer.rps,
+    logins: logins.rps / 2,
+    refresh: refresh.rps,
+    p99: { baseline: baseline.p99, bearer: bearer.p99, login_pair: logins.p99, refresh: refresh.p99 },
+  };
+}
+
 async function main(): Promise<void> {
   const work = mkdtempSync(join(tmpdir(), 'svc-bench-'));
-  const project = join(work, 'bench');
   const results: Record<string, unknown> = { started_at: new Date().toISOString(), duration_s: DURATION, connections: CONNECTIONS };
   const lines: string[] = [];
   const report = (line: string) => {
     lines.push(line);
     console.log(line);
   };
+  const pgSchema = `svc_bench_${randomBytes(4).toString('hex')}`;
   try {
-    const init = JSON.parse(execFileSync(process.execPath, [svc, 'auth', 'init', '--json', project], { encoding: 'utf8' })) as {
-      bootstrap_token: string;
-      control_db: string;
-    };
-    // Several admin devices, so logins spread over keys like real fleets do.
-    const keys = Array.from({ length: 8 }, () => generateKeyPairSync('ed25519'));
-    const first = keys[0] as { publicKey: KeyObject; privateKey: KeyObject };
-    execFileSync(process.execPath, [svc, 'auth', 'enroll', init.bootstrap_token, publicKeyHexOf(first.publicKey), project]);
-
     const bare = await start(['--import', 'tsx', join(root, 'bench/bare-server.ts')], /listening on (http:\/\/\S+)/);
-    let server = await start([svc, 'auth', 'serve', '--listen', '127.0.0.1:0', project], /listening on (http:\/\/\S+)/);
-    const firstSession = await login(server.url, first.privateKey, publicKeyHexOf(first.publicKey));
-    const devices = [{ key: first.privateKey, pub: publicKeyHexOf(first.publicKey) }];
-    for (const k of keys.slice(1)) {
-      // More devices via recovery bootstrap tokens (each use audited), enrolled over the API.
-      const again = JSON.parse(
-        execFileSync(process.execPath, [svc, 'auth', 'init', '--json', '--recover', project], { encoding: 'utf8' }),
-      ) as {
-        bootstrap_token: string;
-      };
-      await post(server.url, '/v1/auth/enroll', { bootstrap_token: again.bootstrap_token, public_key: publicKeyHexOf(k.publicKey) });
-      devices.push({ key: k.privateKey, pub: publicKeyHexOf(k.publicKey) });
-    }
-
-    // Warm both up, then measure the baseline and the bearer route back to back.
-    await cannon({ url: bare.url, duration: 1 });
-    const bearerHeaders = { authorization: `Bearer ${firstSession.access_token}` };
-    await cannon({ url: `${server.url}/v1/auth/me`, headers: bearerHeaders, duration: 1 });
-    const baseline = await cannon({ url: bare.url });
-    const bearer = await cannon({ url: `${server.url}/v1/auth/me`, headers: bearerHeaders });
-    if (bearer.non2xx > 0 || bearer.errors > 0) throw new Error(`bearer run had ${bearer.non2xx} non-2xx, ${bearer.errors} errors`);
-
-    // Complete logins: challenge, then the signed session, per connection in sequence.
-    let n = 0;
-    const login2 = await cannon({
-      url: server.url,
-      requests: [
-        {
-          method: 'POST',
-          path: '/v1/auth/challenges',
-          headers: { 'content-type': 'application/json' },
-          setupRequest: (req, ctx: object) => {
-            const context = ctx as Record<string, unknown>;
-            const d = devices[n++ % devices.length] as { key: KeyObject; pub: string };
-            context.key = d.key;
-            return { ...req, body: JSON.stringify({ public_key: d.pub }) };
-          },
-          onResponse: (status, body, ctx: object) => {
-            const context = ctx as Record<string, unknown>;
-            if (status === 201) {
-              const c = JSON.parse(body) as { challenge_id: string; challenge: string };
-              context.challenge_id = c.challenge_id;
-              context.challenge = c.challenge;
-            }
-          },
-        },
-        {
-          method: 'POST',
-          path: '/v1/auth/sessions',
-          headers: { 'content-type': 'application/json' },
-          setupRequest: (req, ctx: object) => {
-            const context = ctx as Record<string, unknown>;
-            return {
-              ...req,
-              body: JSON.stringify({
-                challenge_id: context.challenge_id,
-                signature: sign(null, Buffer.from(context.challenge as string), context.key as KeyObject).toString('hex'),
-              }),
-            };
-          },
-        },
-      ],
-    });
-    if (login2.non2xx > 0 || login2.errors > 0) throw new Error(`login run had ${login2.non2xx} non-2xx, ${login2.errors} errors`);
-    const logins = login2.rps / 2;
-
-    // Refresh rotations: every connection rotates its own session's chain. autocannon resets a
-    // connection's context when it starts its request list over, so the list is one refresh
-    // repeated many times: a chain lives as long as the list, and a fresh one starts after.
-    const chains: string[] = [];
-    for (let i = 0; i < CONNECTIONS * 4; i++) {
-      const d = devices[i % devices.length] as { key: KeyObject; pub: string };
-      chains.push((await login(server.url, d.key, d.pub)).refresh_token);
-    }
-    const rotation: autocannon.Request = {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      setupRequest: (req, ctx: object) => {
-        const context = ctx as Record<string, unknown>;
-        context.rt ??= chains.pop();
-        return { ...req, body: JSON.stringify({ refresh_token: context.rt }) };
-      },
-      onResponse: (status, body, ctx: object) => {
-        const context = ctx as Record<string, unknown>;
-        if (status === 200) context.rt = (JSON.parse(body) as { refresh_token: string }).refresh_token;
-      },
-    };
-    const refresh = await cannon({ url: `${server.url}/v1/auth/refresh`, requests: Array.from({ length: 20_000 }, () => rotation) });
-    if (refresh.non2xx > 0 || refresh.errors > 0) throw new Error(`refresh run had ${refresh.non2xx} non-2xx, ${refresh.errors} errors`);
-
-    const rssSmall = rssMiB(server);
-    report(`svc auth benchmark — ${DURATION}s per figure, ${CONNECTIONS} connections, server and load generator on one 2-core machine`);
-    report(`store: SQLite (WAL, synchronous=NORMAL)`);
-    report(`baseline  bare Fastify route          ${fmt(baseline.rps).padStart(8)} req/s   1.00x`);
     report(
-      `bearer    GET /v1/auth/me             ${fmt(bearer.rps).padStart(8)} req/s   ${(bearer.rps / baseline.rps).toFixed(2)}x   (target >= 0.50x)`,
+      `svc auth benchmark: ${DURATION}s per figure, ${CONNECTIONS} connections, server and load generator on one ${cpus().length}-core machine`,
     );
-    report(
-      `login     challenge + signed session  ${fmt(logins).padStart(8)} /s      ${(logins / baseline.rps).toFixed(2)}x   (target >= 2,000/s)`,
-    );
-    report(
-      `refresh   rotation                    ${fmt(refresh.rps).padStart(8)} /s      ${(refresh.rps / baseline.rps).toFixed(2)}x   (target >= 4,000/s)`,
-    );
-    Object.assign(results, {
-      store: 'sqlite',
-      synchronous: 'NORMAL',
-      baseline_rps: baseline.rps,
-      bearer_rps: bearer.rps,
-      bearer_ratio: bearer.rps / baseline.rps,
-      logins_per_s: logins,
-      logins_ratio: logins / baseline.rps,
-      refresh_per_s: refresh.rps,
-      refresh_ratio: refresh.rps / baseline.rps,
-      p99_ms: { baseline: baseline.p99, bearer: bearer.p99, login_pair: login2.p99, refresh: refresh.p99 },
-    });
-
-    // Bearer validation with 1,000,000 sessions in the store, against the same run's figure.
-    if (SEED > 0) {
-      await stop(server);
-      const t0 = Date.now();
-      seedSessions(init.control_db, SEED);
-      const seedS = (Date.now() - t0) / 1000;
-      server = await start([svc, 'auth', 'serve', '--listen', '127.0.0.1:0', project], /listening on (http:\/\/\S+)/);
-      const fresh = await login(server.url, first.privateKey, publicKeyHexOf(first.publicKey));
-      const headers = { authorization: `Bearer ${fresh.access_token}` };
-      await cannon({ url: `${server.url}/v1/auth/me`, headers, duration: 1 });
-      const base2 = await cannon({ url: bare.url });
-      const big = await cannon({ url: `${server.url}/v1/auth/me`, headers });
-      const rssBig = rssMiB(server);
+    report('every figure is also given as a ratio to the bare Fastify route measured just before it in this run');
+    const stores = (process.env.BENCH_STORES ?? 'sqlite,postgres').split(',') as ('sqlite' | 'postgres')[];
+    for (const store of stores) {
+      const dir = join(work, store);
+      const { devices, controlDb } = setupProject(dir, store, pgSchema);
+      let server = await start([svc, 'auth', 'serve', '--listen', '127.0.0.1:0', dir], /listening on (http:\/\/\S+)/);
+      const f = await measure(server, bare, devices);
+      const durability =
+        store === 'sqlite'
+          ? 'WAL, synchronous=NORMAL; enrollments, revocations, removals, reuse, bootstrap and pairing commits fsynced'
+          : `PostgreSQL ${PG_URL}, synchronous_commit=on`;
+      report('');
+      report(`store: ${store} (${durability})`);
+      report(`  baseline  bare Fastify route          ${fmt(f.baseline).padStart(8)} req/s   1.00x`);
       report(
-        `bearer    with ${fmt(SEED)} sessions     ${fmt(big.rps).padStart(8)} req/s   ${(big.rps / base2.rps).toFixed(2)}x   (${(big.rps / base2.rps / (bearer.rps / baseline.rps)).toFixed(2)}x of the small-store ratio; seeded in ${seedS.toFixed(1)}s)`,
+        `  bearer    GET /v1/auth/me             ${fmt(f.bearer).padStart(8)} req/s   ${(f.bearer / f.baseline).toFixed(2)}x   (target >= 0.50x)`,
       );
-      report(`memory    server RSS ${rssSmall} MiB with a small store, ${rssBig} MiB with ${fmt(SEED)} sessions`);
-      Object.assign(results, {
-        seeded_sessions: SEED,
-        bearer_big_rps: big.rps,
-        bearer_big_ratio: big.rps / base2.rps,
-        bearer_big_vs_small: big.rps / base2.rps / (bearer.rps / baseline.rps),
-        rss_mib: { small: rssSmall, big: rssBig },
-      });
+      report(
+        `  login     challenge + signed session  ${fmt(f.logins).padStart(8)} /s      ${(f.logins / f.baseline).toFixed(3)}x   (target >= 2,000/s)`,
+      );
+      report(
+        `  refresh   rotation                    ${fmt(f.refresh).padStart(8)} /s      ${(f.refresh / f.baseline).toFixed(3)}x   (target >= 4,000/s)`,
+      );
+      const figures: Record<string, unknown> = {
+        durability,
+        baseline_rps: f.baseline,
+        bearer_rps: f.bearer,
+        bearer_ratio: f.bearer / f.baseline,
+        logins_per_s: f.logins,
+        logins_ratio: f.logins / f.baseline,
+        refresh_per_s: f.refresh,
+        refresh_ratio: f.refresh / f.baseline,
+        p99_ms: f.p99,
+      };
+      // Bearer validation with many sessions in the store, against this run's small-store ratio.
+      if (store === 'sqlite' && SEED > 0) {
+        const rssSmall = rssMiB(server);
+        await stop(server);
+        const t0 = Date.now();
+        seedSessions(controlDb, SEED);
+        const seedS = (Date.now() - t0) / 1000;
+        server = await start([svc, 'auth', 'serve', '--listen', '127.0.0.1:0', dir], /listening on (http:\/\/\S+)/);
+        const d = devices[0] as Device;
+        const fresh = await login(server.url, d.key, d.pub);
+        const headers = { authorization: `Bearer ${fresh.access_token}` };
+        await cannon({ url: `${server.url}/v1/auth/me`, headers, duration: 1 });
+        const base2 = await cannon({ url: bare.url });
+        const big = await cannon({ url: `${server.url}/v1/auth/me`, headers });
+        const rssBig = rssMiB(server);
+        const vsSmall = big.rps / base2.rps / (f.bearer / f.baseline);
+        report(
+          `  bearer    with ${fmt(SEED)} sessions ${fmt(big.rps).padStart(8)} req/s   ${(big.rps / base2.rps).toFixed(2)}x   (${vsSmall.toFixed(2)} of the small-store ratio; seeded in ${seedS.toFixed(0)}s)`,
+        );
+        report(`  memory    server RSS ${rssSmall} MiB with a small store, ${rssBig} MiB with ${fmt(SEED)} sessions`);
+        Object.assign(figures, {
+          seeded_sessions: SEED,
+          bearer_big_rps: big.rps,
+          bearer_big_ratio: big.rps / base2.rps,
+          bearer_big_vs_small: vsSmall,
+          rss_mib: { small: rssSmall, big: rssBig },
+        });
+      }
+      results[store] = figures;
+      await stop(server);
     }
-    await stop(server);
     await stop(bare);
   } finally {
+    for (const child of started) if (child.exitCode === null) child.kill('SIGKILL');
     rmSync(work, { recursive: true, force: true });
+    try {
+      execFileSync('psql', [PG_URL, '-qc', `DROP SCHEMA IF EXISTS ${pgSchema} CASCADE`], { stdio: 'ignore' });
+    } catch {
+      // No psql or no server: nothing was created there either.
+    }
   }
   const dir = join(root, 'bench/results');
   mkdirSync(dir, { recursive: true });
   writeFileSync(join(dir, 'latest.json'), `${JSON.stringify(results, null, 2)}\n`);
   writeFileSync(join(dir, 'latest.txt'), `${lines.join('\n')}\n`);
-  console.log(`figures written to bench/results/latest.json`);
+  console.log('figures written to bench/results/latest.json and latest.txt');
 }
 
 await main();

@@ -5,6 +5,11 @@ import { dirname, isAbsolute, join } from 'node:path';
 import { AddonVerificationError, loadStoreAddon, verifyAddon } from '@svc/addons';
 import { type AuthDeps, ConfigError, type Logger, newId, type SecretRef, type Store, type StoreAddonExport } from '@svc/core';
 import { CliError } from './cli-error.js';
+import { createRandomPool } from './random.js';
+
+/** One CSPRNG pool per process for every use case. */
+const sharedRandom = createRandomPool();
+
 import type { Project } from './project.js';
 
 /**
@@ -205,7 +210,7 @@ export async function makeDeps(project: Project, store: Store, log: Logger): Pro
   return {
     store,
     clock: { now: Date.now },
-    random: randomBytes,
+    random: sharedRandom,
     log,
     projectId: info.projectId,
     settings: project.config.auth,

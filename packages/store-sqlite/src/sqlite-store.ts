@@ -302,6 +302,7 @@ export class SqliteStore implements Store {
   readonly #s: Statements;
   readonly #tx: Database.Transaction<(fn: () => unknown) => unknown>;
   readonly #durability: 'normal' | 'full';
+  #queue: { fn: () => unknown; critical: boolean; resolve: (value: unknown) => void; reject: (error: unknown) => void }[] = [];
 
   /** Wraps an open, migrated connection; use `openSqliteStore` rather than calling this. */
   constructor(db: Db, file: string, durability: 'normal' | 'full' = 'normal') {
@@ -315,21 +316,56 @@ export class SqliteStore implements Store {
   }
 
   /**
-   * Runs `fn` in a BEGIN IMMEDIATE transaction: the write lock is taken up front, never
-   * upgraded. A `critical` write in `normal` durability is committed with `synchronous = FULL`
+   * Runs `fn` as one atomic write and resolves after its commit. Writes issued together are
+   * group-committed: they queue until the event loop is free, then run one after another in a
+   * single BEGIN IMMEDIATE transaction (the write lock is taken up front, never upgraded), each
+   * in its own savepoint, so a write that throws rolls back alone and the others still commit.
+   * Each caller is answered only once the commit is done: the same guarantees as one
+   * transaction per write, with the commit cost shared.
+   *
+   * A `critical` write in `normal` durability makes its batch commit with `synchronous = FULL`
    * (SQLite only lets the safety level change between transactions), so an enrollment, a
    * revocation, a device removal, a detected reuse or a used-up bootstrap token or pairing code
    * is on disk before it is acknowledged, while sign-ins and rotations stay `NORMAL`: on power
    * loss the last of those may roll back, which only ever un-issues tokens.
    */
-  #write<T>(fn: () => T, critical = false): T {
-    const raise = critical && this.#durability === 'normal';
-    if (raise) this.#db.pragma('synchronous = FULL');
+  #write<T>(fn: () => T, critical = false): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.#queue.push({ fn, critical, resolve: resolve as (value: unknown) => void, reject });
+      if (this.#queue.length === 1) setImmediate(() => this.#flush());
+    });
+  }
+
+  #flush(): void {
+    const batch = this.#queue;
+    this.#queue = [];
+    if (batch.length === 0) return;
+    const raise = this.#durability === 'normal' && batch.some((w) => w.critical);
+    const results: { ok: boolean; value: unknown }[] = [];
     try {
-      return this.#tx.immediate(fn) as T;
+      if (raise) this.#db.pragma('synchronous = FULL');
+      this.#tx.immediate(() => {
+        for (const w of batch) {
+          try {
+            // Nested inside the batch, the same wrapper runs `fn` in a SAVEPOINT.
+            results.push({ ok: true, value: this.#tx(w.fn) });
+          } catch (error) {
+            results.push({ ok: false, value: error });
+          }
+        }
+      });
+    } catch (error) {
+      // BEGIN or COMMIT failed (e.g. the database stayed locked): nothing of the batch happened.
+      for (const w of batch) w.reject(error);
+      return;
     } finally {
       if (raise) this.#db.pragma('synchronous = NORMAL');
     }
+    batch.forEach((w, i) => {
+      const r = results[i] as { ok: boolean; value: unknown };
+      if (r.ok) w.resolve(r.value);
+      else w.reject(r.value);
+    });
   }
 
   /** Seals `draft` after the current head and appends it. Call only inside a write transaction. */
@@ -452,7 +488,7 @@ export class SqliteStore implements Store {
     input: { readonly id: string; readonly digest: string; readonly createdAt: number; readonly expiresAt: number },
     event: AuditEventDraft,
   ): Promise<void> {
-    this.#write(() => {
+    await this.#write(() => {
       this.#s.supersedeBootstrap.run(input.createdAt);
       this.#s.insertBootstrap.run(input.id, input.digest, input.createdAt, input.expiresAt);
       this.#append(event);
@@ -517,7 +553,7 @@ export class SqliteStore implements Store {
   }
 
   async createChallenge(challenge: ChallengeRecord): Promise<void> {
-    this.#write(() => {
+    await this.#write(() => {
       this.#s.pruneChallenges.run(challenge.createdAt);
       this.#s.insertChallenge.run({
         id: challenge.id,
@@ -532,7 +568,7 @@ export class SqliteStore implements Store {
 
   async consumeChallenge(input: { readonly id: string; readonly now: number }): Promise<ChallengeRecord | null> {
     // One conditional UPDATE ... RETURNING: the first caller flips used_at, every other sees no row.
-    const row = this.#write(() => this.#s.consumeChallenge.get({ id: input.id, now: input.now }) as ChallengeRow | undefined);
+    const row = await this.#write(() => this.#s.consumeChallenge.get({ id: input.id, now: input.now }) as ChallengeRow | undefined);
     return row === undefined ? null : toChallenge(row);
   }
 
@@ -600,7 +636,7 @@ export class SqliteStore implements Store {
     // those presentations (rare) commit fsynced. A reuse that raced past this look still gets
     // a checkpoint, which syncs the WAL.
     const critical = this.#s.sessionByRefresh.get(input.presentedDigest) === undefined;
-    const outcome = this.#write(() => this.#rotate(input, audit), critical);
+    const outcome = await this.#write(() => this.#rotate(input, audit), critical);
     if (outcome.kind === 'reused' && !critical && this.#durability === 'normal') this.#db.pragma('wal_checkpoint(PASSIVE)');
     return outcome;
   }
@@ -631,7 +667,7 @@ export class SqliteStore implements Store {
   }
 
   async createPairingIntent(intent: PairingIntentRecord, event: AuditEventDraft): Promise<void> {
-    this.#write(() => {
+    await this.#write(() => {
       this.#s.insertIntent.run({
         id: intent.id,
         realm: intent.realm,
