@@ -26,3 +26,22 @@ export class ApiUnreachableError extends Error {
     this.url = url;
   }
 }
+
+/**
+ * The {@link ApiError} for a non-2xx answer whose body text is `text`: the problem's `code`
+ * and `detail` when the body is problem+json, else a generic `http_<status>` code.
+ *
+ * @example
+ * if (!res.ok) throw problemFromResponse(res, await res.text());
+ */
+export function problemFromResponse(res: Response, text: string): ApiError {
+  try {
+    const body = JSON.parse(text) as { code?: unknown; detail?: unknown };
+    if (typeof body.code === 'string') {
+      return new ApiError(res.status, body.code, typeof body.detail === 'string' ? body.detail : res.statusText);
+    }
+  } catch {
+    // not problem+json: fall through to a generic error
+  }
+  return new ApiError(res.status, `http_${res.status}`, res.statusText || 'unexpected response');
+}

@@ -1,5 +1,5 @@
 import type { DeviceJson, Principal, SessionJson, TokenPairJson } from '@svc/core';
-import { ApiError, ApiUnreachableError } from './api-error.js';
+import { ApiError, ApiUnreachableError, problemFromResponse } from './api-error.js';
 
 /** The answer to `POST /v1/auth/challenges`. */
 export interface ChallengeJson {
@@ -58,19 +58,6 @@ export interface ManagementClientOptions {
   readonly fetch?: typeof fetch;
 }
 
-async function problemOf(res: Response): Promise<ApiError> {
-  const text = await res.text().catch(() => '');
-  try {
-    const body = JSON.parse(text) as { code?: unknown; detail?: unknown };
-    if (typeof body.code === 'string') {
-      return new ApiError(res.status, body.code, typeof body.detail === 'string' ? body.detail : res.statusText);
-    }
-  } catch {
-    // not problem+json: fall through to a generic error
-  }
-  return new ApiError(res.status, `http_${res.status}`, res.statusText || 'unexpected response');
-}
-
 /**
  * Creates a client of the management API. Every non-2xx answer throws an {@link ApiError}
  * carrying the problem's `code`; a connection failure throws an {@link ApiUnreachableError}.
@@ -97,7 +84,7 @@ export function createManagementClient(options: ManagementClientOptions): Manage
     } catch (cause) {
       throw new ApiUnreachableError(baseUrl, cause);
     }
-    if (!res.ok) throw await problemOf(res);
+    if (!res.ok) throw problemFromResponse(res, await res.text().catch(() => ''));
     return (await res.json()) as T;
   }
 

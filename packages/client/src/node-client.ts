@@ -9,7 +9,7 @@ import {
   type Realm,
   verifyEd25519,
 } from '@svc/core';
-import { ApiError, ApiUnreachableError } from './api-error.js';
+import { ApiError, ApiUnreachableError, problemFromResponse } from './api-error.js';
 import type { DeviceKey } from './device-key.js';
 
 /** A route the node advertises. */
@@ -137,18 +137,6 @@ export class NodeIdentityError extends Error {
   }
 }
 
-async function problemOf(res: Response, text: string): Promise<ApiError> {
-  try {
-    const body = JSON.parse(text) as { code?: unknown; detail?: unknown };
-    if (typeof body.code === 'string') {
-      return new ApiError(res.status, body.code, typeof body.detail === 'string' ? body.detail : res.statusText);
-    }
-  } catch {
-    // not problem+json: fall through to a generic error
-  }
-  return new ApiError(res.status, `http_${res.status}`, res.statusText || 'unexpected response');
-}
-
 /**
  * Creates a client of the node HTTP surface. Every non-2xx answer throws an {@link ApiError}
  * carrying the problem's `code` (except a degraded health report, which resolves); a
@@ -182,7 +170,7 @@ export function createNodeClient(options: NodeClientOptions): NodeClient {
     } catch (cause) {
       throw new NodeUnreachableError(baseUrl, cause);
     }
-    if (!res.ok && !(init.okStatuses ?? []).includes(res.status)) throw await problemOf(res, text);
+    if (!res.ok && !(init.okStatuses ?? []).includes(res.status)) throw problemFromResponse(res, text);
     return JSON.parse(text) as T;
   }
 
