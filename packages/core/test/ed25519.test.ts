@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { generateKeyPairSync, sign } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
-import { AuthError, parsePublicKeyHex, publicKeyHexOf, verifyEd25519 } from '@svc/core';
+import { AuthError, parsePublicKeyHex, publicKeyHexOf, verifyEd25519, verifyEd25519Async } from '@svc/core';
 
 interface WycheproofGroup {
   publicKey: { pk: string };
@@ -18,6 +18,18 @@ test('the Ed25519 verifier accepts exactly the valid Wycheproof vectors', () => 
     for (const t of group.tests) {
       const sig = Buffer.from(t.sig, 'hex');
       const ok = sig.length === 64 && verifyEd25519(group.publicKey.pk, Buffer.from(t.msg, 'hex'), sig);
+      assert.equal(ok, t.result === 'valid', `tcId ${t.tcId} (${t.comment}) expected ${t.result}`);
+      checked++;
+    }
+  }
+  assert.equal(checked, 151);
+});
+
+test('the thread-pool Ed25519 verifier accepts exactly the valid Wycheproof vectors too', async () => {
+  let checked = 0;
+  for (const group of vectors.testGroups) {
+    for (const t of group.tests) {
+      const ok = await verifyEd25519Async(group.publicKey.pk, Buffer.from(t.msg, 'hex'), Buffer.from(t.sig, 'hex'));
       assert.equal(ok, t.result === 'valid', `tcId ${t.tcId} (${t.comment}) expected ${t.result}`);
       checked++;
     }

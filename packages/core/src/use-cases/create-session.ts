@@ -1,5 +1,5 @@
 import type { AuthDeps } from '../deps.js';
-import { parseSignatureHex, verifyEd25519 } from '../ed25519.js';
+import { parseSignatureHex, verifyEd25519Async } from '../ed25519.js';
 import { AuthError } from '../errors.js';
 import { isIdOfKind, newId } from '../ids.js';
 import type { Realm } from '../realm.js';
@@ -40,7 +40,7 @@ export async function createSession(
   if (challenge.realm !== realm) {
     throw await fail('invalid_challenge', 'challenge_for_other_realm', 'the challenge was issued for another realm');
   }
-  if (!verifyEd25519(challenge.publicKey, Buffer.from(challenge.challenge, 'utf8'), signature)) {
+  if (!(await verifyEd25519Async(challenge.publicKey, Buffer.from(challenge.challenge, 'utf8'), signature))) {
     throw await fail('invalid_signature', 'bad_signature', 'the signature does not verify');
   }
   const device = await deps.store.findDeviceByPublicKey(challenge.publicKey);

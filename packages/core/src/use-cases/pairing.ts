@@ -1,5 +1,5 @@
 import type { AuthDeps } from '../deps.js';
-import { parsePublicKeyHex, parseSignatureHex, verifyEd25519 } from '../ed25519.js';
+import { parsePublicKeyHex, parseSignatureHex, verifyEd25519Async } from '../ed25519.js';
 import { AuthError } from '../errors.js';
 import { crockfordBase32, isIdOfKind, newId } from '../ids.js';
 import type { Principal } from '../principal.js';
@@ -172,7 +172,7 @@ export async function completePairing(
     );
   }
   const proof = pairingProofString({ nodeId: input.nodeId, intentId: intent.id, publicKey });
-  if (!verifyEd25519(publicKey, Buffer.from(proof, 'utf8'), signature)) {
+  if (!(await verifyEd25519Async(publicKey, Buffer.from(proof, 'utf8'), signature))) {
     throw new AuthError('invalid_signature', 'the signature does not prove possession of that key for this node and intent');
   }
   const device: DeviceRecord = {
