@@ -116,6 +116,21 @@ export function controlStoreLocation(project: Project): string {
   return embeddedStoreFile(project) ?? `${project.config.store.package} (:svc/modules :${project.config.store.alias})`;
 }
 
+/**
+ * Gives a node on an external store (PostgreSQL) its own identity key on first start: there the
+ * control directory holds nothing but that key, and every node has its own. With the embedded
+ * store, `svc auth init` creates the key together with the control database, so a missing key
+ * stays an error there. Returns whether a key was created.
+ *
+ * @example
+ * if (ensureNodeIdentity(project)) log.info({ event: 'node.identity_created' }, 'node identity created');
+ */
+export function ensureNodeIdentity(project: Project): boolean {
+  if (embeddedStoreFile(project) !== null) return false;
+  ensureControlDir(project.controlDir);
+  return ensureNodeKey(project.nodeKey);
+}
+
 /** The SQLite file the embedded store will use, when the store is the embedded one. */
 function embeddedStoreFile(project: Project): string | null {
   if (project.config.store.package !== 'svc-store-sqlite') return null;

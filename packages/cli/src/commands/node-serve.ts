@@ -1,7 +1,7 @@
 import { parseCommandArgs } from '../args.js';
 import { CliError } from '../cli-error.js';
 import { type Command, PROJECT_HELP, PROJECT_OPTIONS } from '../command.js';
-import { assertOwnerOnly } from '../control.js';
+import { assertOwnerOnly, ensureNodeIdentity } from '../control.js';
 import { runForeground } from '../foreground.js';
 import { VERSION } from '../main.js';
 import { chosenProfile, loadProject } from '../project.js';
@@ -43,6 +43,9 @@ export const nodeServe: Command = {
       );
     }
     // The node identity key signs diagnostics and names the node: refuse one others can read.
+    if (ensureNodeIdentity(project)) {
+      process.stderr.write(`svc: created this node's identity key ${project.nodeKey} (first start on an external store)\n`);
+    }
     assertOwnerOnly(project.nodeKey, 'the node key');
     return runForeground(project, [nodeSurface(listen, { version: VERSION })]);
   },

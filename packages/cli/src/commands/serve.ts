@@ -1,7 +1,7 @@
 import { parseCommandArgs } from '../args.js';
 import { CliError } from '../cli-error.js';
 import { type Command, PROJECT_HELP, PROJECT_OPTIONS } from '../command.js';
-import { assertOwnerOnly } from '../control.js';
+import { assertOwnerOnly, ensureNodeIdentity } from '../control.js';
 import { runForeground } from '../foreground.js';
 import { managementListen } from '../listen.js';
 import { VERSION } from '../main.js';
@@ -45,6 +45,9 @@ export const serve: Command = {
     const [dir] = args.positionals as [string];
     const project = loadProject(dir, { profile: chosenProfile(args.values.profile, process.env), env: process.env });
     // The node identity key signs diagnostics; refuse one others can read before serving.
+    if (ensureNodeIdentity(project)) {
+      process.stderr.write(`svc: created this node's identity key ${project.nodeKey} (first start on an external store)\n`);
+    }
     assertOwnerOnly(project.nodeKey, 'the node key');
     const node = nodeListen(args.values['node-listen'], project, spec.name);
     const surfaces: Surface[] = [];
