@@ -5,6 +5,9 @@ import { printLine } from './output.js';
 import type { Project } from './project.js';
 import type { RunningSurface, Surface } from './surfaces/surface.js';
 
+/** How often a running service prunes retired refresh-token digests. */
+export const PRUNE_INTERVAL_MS = 10 * 60 * 1000;
+
 /**
  * Runs surfaces in the foreground until SIGINT or SIGTERM: opens the control store (refusing
  * one readable by others), starts every surface and prints its ready line, then on a signal
@@ -19,7 +22,9 @@ export async function runForeground(project: Project, surfaces: readonly Surface
   const store = await openControlStore(project, { create: false });
   const running: RunningSurface[] = [];
   let stopping = false;
+  let pruneTimer: NodeJS.Timeout | undefined;
   const stop = async () => {
+    if (pruneTimer !== undefined) clearInterval(pruneTimer);
     for (const s of running.reverse()) await s.close().catch((error: unknown) => log.error({ err: error }, 'error while closing'));
     await store.close().catch((error: unknown) => log.error({ err: error }, 'error while closing the store'));
   };
@@ -43,6 +48,28 @@ export async function runForeground(project: Project, surfaces: readonly Surface
     process.on('SIGTERM', on);
   });
   for (const s of running) printLine(s.readyLine);
+  // Retired refresh-token digests pile up with every rotation: drop the ones that can no longer
+  // reveal a reuse, now and every 10 minutes (never concurrently with itself).
+  let pruning = false;
+  const prune = async () => {
+    if (pruning || stopping) return;
+    pruning = true;
+    const now = Date.now();
+    try {
+      const deleted = await store.pruneRetiredRefreshTokens({
+        now,
+        retiredBefore: now - project.config.auth.refreshTokenTtlSeconds * 1000,
+      });
+      if (deleted > 0) log.info({ event: 'store.pruned', retired_refresh_tokens: deleted }, 'pruned retired refresh tokens');
+    } catch (error) {
+      log.warn({ err: error }, 'pruning retired refresh tokens failed; will retry');
+    } finally {
+      pruning = false;
+    }
+  };
+  void prune();
+  pruneTimer = setInterval(() => void prune(), PRUNE_INTERVAL_MS);
+  pruneTimer.unref();
   const signal = await signalled;
   log.info({ event: 'shutdown', signal }, 'shutting down');
   await stop();

@@ -227,6 +227,14 @@ export interface Store {
     event: AuditEventDraft,
   ): Promise<boolean>;
 
+  /**
+   * Deletes retired refresh-token digests that can no longer change any outcome: those of
+   * sessions that are revoked or have ended (`expiresAt <= now`; presenting them is `invalid`
+   * either way), and those retired before `retiredBefore` (pass `now - refresh TTL`: a token is
+   * issued before it is retired, so it has expired too). Returns how many were deleted.
+   */
+  pruneRetiredRefreshTokens(input: { readonly now: number; readonly retiredBefore: number }): Promise<number>;
+
   /** Appends an event that records no state change (e.g. a failed sign-in). */
   appendAuditEvent(event: AuditEventDraft): Promise<AuditEvent>;
   /** Events with `seq > afterSeq`, in order, at most `limit`. */
@@ -284,6 +292,7 @@ export const STORE_OPERATIONS = [
   'listActiveSessions',
   'rotateRefreshToken',
   'revokeSession',
+  'pruneRetiredRefreshTokens',
   'appendAuditEvent',
   'listAuditEvents',
   'auditHead',

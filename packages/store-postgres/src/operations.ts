@@ -24,6 +24,7 @@ export const POSTGRES_STORE_OPERATIONS: readonly string[] = Object.freeze([
   'listActiveSessions',
   'rotateRefreshToken',
   'revokeSession',
+  'pruneRetiredRefreshTokens',
   'appendAuditEvent',
   'listAuditEvents',
   'auditHead',

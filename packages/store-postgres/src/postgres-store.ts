@@ -507,6 +507,15 @@ export class PostgresStore implements Store {
     });
   }
 
+  async pruneRetiredRefreshTokens(input: { readonly now: number; readonly retiredBefore: number }): Promise<number> {
+    const result = await this.#pool.query(
+      `DELETE FROM retired_refresh_tokens WHERE retired_at < $2
+         OR session_id IN (SELECT id FROM sessions WHERE revoked_at IS NOT NULL OR expires_at <= $1)`,
+      [input.now, input.retiredBefore],
+    );
+    return result.rowCount ?? 0;
+  }
+
   async appendAuditEvent(event: AuditEventDraft): Promise<AuditEvent> {
     return this.#tx((c) => this.#append(c, event));
   }

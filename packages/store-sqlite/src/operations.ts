@@ -24,6 +24,7 @@ export const SQLITE_STORE_OPERATIONS: readonly string[] = Object.freeze([
   'listActiveSessions',
   'rotateRefreshToken',
   'revokeSession',
+  'pruneRetiredRefreshTokens',
   'appendAuditEvent',
   'listAuditEvents',
   'auditHead',

@@ -246,6 +246,10 @@ function prepareStatements(db: Db) {
       `SELECT ${ROTATION_COLUMNS} FROM sessions WHERE id = (SELECT session_id FROM retired_refresh_tokens WHERE digest = ?)`,
     ),
     retireRefresh: p('INSERT INTO retired_refresh_tokens (digest, session_id, retired_at) VALUES (?, ?, ?)'),
+    pruneRetired: p(
+      `DELETE FROM retired_refresh_tokens WHERE retired_at < @retiredBefore
+         OR session_id IN (SELECT id FROM sessions WHERE revoked_at IS NOT NULL OR expires_at <= @now)`,
+    ),
     setPair: p(
       `UPDATE sessions SET access_digest = @accessDigest, access_expires_at = @accessExpiresAt, refresh_digest = @refreshDigest,
          refresh_expires_at = @refreshExpiresAt, prev_refresh_digest = @prevRefreshDigest, prev_rotated_at = @prevRotatedAt,
@@ -650,6 +654,10 @@ export class SqliteStore implements Store {
       this.#append(event);
       return true;
     }, true);
+  }
+
+  async pruneRetiredRefreshTokens(input: { readonly now: number; readonly retiredBefore: number }): Promise<number> {
+    return this.#write(() => this.#s.pruneRetired.run({ now: input.now, retiredBefore: input.retiredBefore }).changes);
   }
 
   async appendAuditEvent(event: AuditEventDraft): Promise<AuditEvent> {

@@ -132,6 +132,48 @@ export function sessionsSuite(ctx: SuiteContext): void {
         assert.equal(late.outcome.session.revokedReason, 'refresh_token_reused');
       }));
 
+    test('pruning retired refresh tokens keeps every one that can still reveal a reuse', () =>
+      ctx.world(async ({ deps, store, clock }) => {
+        const { device } = await enrollDevice(deps, 'application');
+        // A live session rotated three times: its first token is retired for good.
+        const live = await createStoreSession(deps, device);
+        let refresh = live.pair.refresh;
+        const retiredTokens: string[] = [];
+        for (let i = 0; i < 3; i++) {
+          retiredTokens.push(refresh);
+          const r = await rotateAtStore(deps, { refresh, realm: 'application', graceMs: GRACE });
+          assert.equal(r.outcome.kind, 'rotated');
+          refresh = r.next.refresh;
+          clock.advance(1000);
+        }
+        // A revoked session with a retired token of its own.
+        const dead = await createStoreSession(deps, device);
+        const deadNext = await rotateAtStore(deps, { refresh: dead.pair.refresh, realm: 'application', graceMs: GRACE });
+        await rotateAtStore(deps, { refresh: deadNext.next.refresh, realm: 'application', graceMs: GRACE });
+        await store.revokeSession({ sessionId: dead.session.id, now: clock.now(), reason: 'logout' }, revokedEvent(deps, dead.session.id));
+
+        const pruned = await store.pruneRetiredRefreshTokens({ now: clock.now(), retiredBefore: 0 });
+        assert.equal(pruned, 1, "only the revoked session's retired token goes");
+        // The live session's oldest token is still known: presenting it is still reuse.
+        const reuse = await rotateAtStore(deps, { refresh: retiredTokens[0] as string, realm: 'application', graceMs: GRACE });
+        assert.equal(reuse.outcome.kind, 'reused');
+      }));
+
+    test('pruning drops retired refresh tokens older than the given cut-off', () =>
+      ctx.world(async ({ deps, store, clock }) => {
+        const { device } = await enrollDevice(deps, 'application');
+        const { pair } = await createStoreSession(deps, device);
+        const first = await rotateAtStore(deps, { refresh: pair.refresh, realm: 'application', graceMs: GRACE });
+        clock.advance(1000);
+        const second = await rotateAtStore(deps, { refresh: first.next.refresh, realm: 'application', graceMs: GRACE });
+        clock.advance(1000);
+        await rotateAtStore(deps, { refresh: second.next.refresh, realm: 'application', graceMs: GRACE });
+        // Two digests are retired for good (the first at t+1s, the second at t+2s).
+        assert.equal(await store.pruneRetiredRefreshTokens({ now: clock.now(), retiredBefore: clock.now() - 500 }), 1);
+        assert.equal(await store.pruneRetiredRefreshTokens({ now: clock.now(), retiredBefore: clock.now() + 1 }), 1);
+        assert.equal(await store.pruneRetiredRefreshTokens({ now: clock.now(), retiredBefore: clock.now() + 1 }), 0);
+      }));
+
     test('with a grace interval of 0 the previous refresh token is reuse even within the same millisecond', () =>
       ctx.world(async ({ deps }) => {
         const { device } = await enrollDevice(deps, 'application');
