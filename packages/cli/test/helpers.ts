@@ -79,13 +79,25 @@ export interface ServerProcess {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
-const READY = /svc auth: management API listening on (http:\/\/\S+:(\d+))/;
+/** A started `svc` child process, once `ready` matched its stdout. */
+export interface StartedProcess<T> {
+  readonly ready: T;
+  readonly child: ChildProcess;
+  stdout(): string;
+  stderr(): string;
+  /** Sends `signal` and resolves with the exit code once it has exited. */
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
 
 /**
- * Starts `svc <args>` (e.g. `auth serve --listen 127.0.0.1:0 DIR`) and resolves once it prints
- * its listening line; rejects with its stderr when it exits first.
+ * Starts `svc <args>` and resolves once `ready(stdout so far)` returns something other than
+ * null; rejects with its output when it exits first or does not get ready in time.
  */
-export function startServer(args: readonly string[], opts: { env?: NodeJS.ProcessEnv } = {}): Promise<ServerProcess> {
+export function startUntilReady<T>(
+  args: readonly string[],
+  ready: (stdout: string) => T | null,
+  opts: { env?: NodeJS.ProcessEnv } = {},
+): Promise<StartedProcess<T>> {
   const child = spawn(process.execPath, [SVC_BIN, ...args], { env: opts.env ?? cleanEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
@@ -102,30 +114,46 @@ export function startServer(args: readonly string[], opts: { env?: NodeJS.Proces
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
-      reject(new Error(`server did not start within ${CHILD_TIMEOUT_MS} ms\nstdout: ${out}\nstderr: ${err}`));
+      reject(new Error(`svc ${args.join(' ')} did not get ready within ${CHILD_TIMEOUT_MS} ms\nstdout: ${out}\nstderr: ${err}`));
     }, CHILD_TIMEOUT_MS);
     child.stdout.setEncoding('utf8').on('data', (d: string) => {
       out += d;
-      const m = READY.exec(out);
-      if (m !== null) {
-        clearTimeout(timer);
-        resolve({
-          url: m[1] as string,
-          port: Number(m[2]),
-          child,
-          stderr: () => err,
-          async stop(signal: NodeJS.Signals = 'SIGTERM') {
-            if (exitCode === undefined) child.kill(signal);
-            return exited;
-          },
-        });
-      }
+      const value = ready(out);
+      if (value === null) return;
+      clearTimeout(timer);
+      resolve({
+        ready: value,
+        child,
+        stdout: () => out,
+        stderr: () => err,
+        async stop(signal: NodeJS.Signals = 'SIGTERM') {
+          if (exitCode === undefined) child.kill(signal);
+          return exited;
+        },
+      });
     });
     void exited.then((code) => {
       clearTimeout(timer);
-      reject(new Error(`server exited with ${code} before listening\nstdout: ${out}\nstderr: ${err}`));
+      reject(new Error(`svc ${args.join(' ')} exited with ${code} before it was ready\nstdout: ${out}\nstderr: ${err}`));
     });
   });
+}
+
+const READY = /svc auth: management API listening on (http:\/\/\S+:(\d+))/;
+
+/**
+ * Starts `svc <args>` (e.g. `auth serve --listen 127.0.0.1:0 DIR`) and resolves once it prints
+ * its listening line; rejects with its stderr when it exits first.
+ */
+export async function startServer(args: readonly string[], opts: { env?: NodeJS.ProcessEnv } = {}): Promise<ServerProcess> {
+  const started = await startUntilReady(args, (out) => READY.exec(out), opts);
+  return {
+    url: started.ready[1] as string,
+    port: Number(started.ready[2]),
+    child: started.child,
+    stderr: started.stderr,
+    stop: started.stop,
+  };
 }
 
 /** `svc auth init --json` on `dir`, parsed. */

@@ -2,39 +2,38 @@ import {
   type AuditEvent,
   type AuditEventDraft,
   type BootstrapOutcome,
+  CHALLENGE_COLUMNS,
   type ChallengeRecord,
+  type ChallengeRow,
+  DEVICE_COLUMNS,
   type DeviceRecord,
+  type DeviceRow,
+  EVENT_COLUMNS,
+  type EventRow,
   GENESIS_HASH,
+  INTENT_COLUMNS,
+  type IntentRow,
+  isLive,
   type PairingCompletion,
   type PairingIntentRecord,
   type Realm,
+  ROTATION_COLUMNS,
   type RotationOutcome,
+  type RotationRow,
+  SESSION_COLUMNS,
   type SessionRecord,
+  type SessionRow,
   type Store,
   type StoreStats,
   sealAuditEvent,
   type TokenPairDigests,
-} from '@svc/core';
-import type { Pool, PoolClient, QueryConfig, QueryResultRow } from 'pg';
-import {
-  CHALLENGE_COLUMNS,
-  type ChallengeRow,
-  DEVICE_COLUMNS,
-  type DeviceRow,
-  EVENT_COLUMNS,
-  type EventRow,
-  INTENT_COLUMNS,
-  type IntentRow,
-  ROTATION_COLUMNS,
-  type RotationRow,
-  SESSION_COLUMNS,
-  type SessionRow,
   toChallenge,
   toDevice,
   toEvent,
   toIntent,
   toSession,
-} from './rows.js';
+} from '@svc/core';
+import type { Pool, PoolClient, QueryConfig, QueryResultRow } from 'pg';
 
 /** Something that runs queries: the pool (autocommit) or a client inside a transaction. */
 type Queryable = Pick<PoolClient, 'query'>;
@@ -62,11 +61,6 @@ async function first<R extends QueryResultRow>(db: Queryable, text: string, valu
 
 async function changes(db: Queryable, text: string, values: readonly unknown[]): Promise<number> {
   return (await db.query(text, values as unknown[])).rowCount ?? 0;
-}
-
-/** Whether a session can still be used at `now`: not revoked and within its absolute lifetime. */
-function isLive(s: SessionRow, now: number): boolean {
-  return s.revoked_at === null && s.expires_at > now;
 }
 
 /** A LIMIT/OFFSET-safe integer: PostgreSQL refuses non-integers for BIGINT parameters. */

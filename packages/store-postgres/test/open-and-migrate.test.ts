@@ -26,7 +26,7 @@ function expectedMigrations(): { version: number; name: string }[] {
 }
 
 test('the operation set equals core STORE_OPERATIONS and each is a method of PostgresStore', () => {
-  assert.deepEqual([...POSTGRES_STORE_OPERATIONS], [...STORE_OPERATIONS]);
+  assert.deepEqual([...POSTGRES_STORE_OPERATIONS].sort(), [...STORE_OPERATIONS].sort());
   for (const op of POSTGRES_STORE_OPERATIONS) {
     assert.equal(typeof (PostgresStore.prototype as unknown as Record<string, unknown>)[op], 'function', op);
   }

@@ -1,36 +1,12 @@
+import { SqliteStore } from './sqlite-store.js';
+
 /**
- * The operation set this store implements, as the addon declares it. Written out rather than
- * re-exported from core on purpose: addon verification compares the two, and a test keeps
- * them equal and checks that each one is a method of {@link SqliteStore}.
+ * The operation set this store implements, as its `:svc/store` export declares it: the public
+ * methods of {@link SqliteStore}, read from the class itself so the declaration cannot drift from
+ * the code. Loading the addon compares it with core's `STORE_OPERATIONS`.
  */
-export const SQLITE_STORE_OPERATIONS: readonly string[] = Object.freeze([
-  'ping',
-  'close',
-  'getProject',
-  'initProject',
-  'issueBootstrapToken',
-  'consumeBootstrapToken',
-  'enrollDevice',
-  'findDeviceByPublicKey',
-  'getDevice',
-  'listDevices',
-  'countDevices',
-  'removeDevice',
-  'createChallenge',
-  'consumeChallenge',
-  'createSession',
-  'findSessionByAccessDigest',
-  'getSession',
-  'listActiveSessions',
-  'rotateRefreshToken',
-  'revokeSession',
-  'pruneRetiredRefreshTokens',
-  'appendAuditEvent',
-  'listAuditEvents',
-  'auditHead',
-  'createPairingIntent',
-  'getPairingIntent',
-  'recordPairingFailure',
-  'completePairing',
-  'stats',
-]);
+export const SQLITE_STORE_OPERATIONS: readonly string[] = Object.freeze(
+  Object.getOwnPropertyNames(SqliteStore.prototype)
+    .filter((name) => name !== 'constructor')
+    .sort(),
+);

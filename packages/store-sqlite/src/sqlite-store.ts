@@ -1,187 +1,46 @@
 import {
-  type AuditData,
   type AuditEvent,
   type AuditEventDraft,
-  type AuditEventType,
   type BootstrapOutcome,
   type ChallengeRecord,
+  type ChallengeRow,
+  DEVICE_COLUMNS,
   type DeviceRecord,
+  type DeviceRow,
+  EVENT_COLUMNS,
+  type EventRow,
   GENESIS_HASH,
+  INTENT_COLUMNS,
+  type IntentRow,
+  isLive,
   type PairingCompletion,
   type PairingIntentRecord,
   type Realm,
+  ROTATION_COLUMNS,
   type RotationOutcome,
+  type RotationRow,
+  SESSION_COLUMNS,
   type SessionRecord,
+  type SessionRow,
   type Store,
   type StoreStats,
   sealAuditEvent,
   type TokenPairDigests,
+  toChallenge,
+  toDevice,
+  toEvent,
+  toIntent,
+  toSession,
 } from '@svc/core';
 import type Database from 'better-sqlite3';
 
 type Db = Database.Database;
 type Statement = Database.Statement;
 
-interface DeviceRow {
-  id: string;
-  public_key: string;
-  realm: Realm;
-  subject: string;
-  name: string;
-  created_at: number;
-  removed_at: number | null;
-}
-
-interface SessionRow {
-  id: string;
-  realm: Realm;
-  subject: string;
-  device_id: string;
-  created_at: number;
-  expires_at: number;
-  access_expires_at: number;
-  refresh_expires_at: number;
-  generation: number;
-  last_rotated_at: number | null;
-  revoked_at: number | null;
-  revoked_reason: string | null;
-}
-
-/** A session row with the refresh bookkeeping the rotation decision needs. */
-interface RotationRow extends SessionRow {
-  refresh_digest: string;
-  prev_refresh_digest: string | null;
-  prev_rotated_at: number | null;
-}
-
-interface ChallengeRow {
-  id: string;
-  public_key: string;
-  realm: Realm;
-  challenge: string;
-  created_at: number;
-  expires_at: number;
-}
-
-interface IntentRow {
-  id: string;
-  realm: Realm;
-  subject: string;
-  name: string | null;
-  code_digest: string;
-  created_at: number;
-  expires_at: number;
-  created_by: string;
-  failures: number;
-  completed_at: number | null;
-  burned_at: number | null;
-  device_id: string | null;
-}
-
-interface EventRow {
-  seq: number;
-  id: string;
-  at: number;
-  type: AuditEventType;
-  realm: Realm | null;
-  subject: string | null;
-  device_id: string | null;
-  session_id: string | null;
-  data: string;
-  prev_hash: string;
-  hash: string;
-}
-
 interface BootstrapRow {
   used_at: number | null;
   superseded_at: number | null;
   expires_at: number;
-}
-
-const DEVICE_COLUMNS = 'id, public_key, realm, subject, name, created_at, removed_at';
-const SESSION_COLUMNS =
-  'id, realm, subject, device_id, created_at, expires_at, access_expires_at, refresh_expires_at, generation, last_rotated_at, revoked_at, revoked_reason';
-const ROTATION_COLUMNS = `${SESSION_COLUMNS}, refresh_digest, prev_refresh_digest, prev_rotated_at`;
-const EVENT_COLUMNS = 'seq, id, at, type, realm, subject, device_id, session_id, data, prev_hash, hash';
-const INTENT_COLUMNS =
-  'id, realm, subject, name, code_digest, created_at, expires_at, created_by, failures, completed_at, burned_at, device_id';
-
-function toDevice(r: DeviceRow): DeviceRecord {
-  return Object.freeze({
-    id: r.id,
-    publicKey: r.public_key,
-    realm: r.realm,
-    subject: r.subject,
-    name: r.name,
-    createdAt: r.created_at,
-    removedAt: r.removed_at,
-  });
-}
-
-function toSession(r: SessionRow): SessionRecord {
-  return Object.freeze({
-    id: r.id,
-    realm: r.realm,
-    subject: r.subject,
-    deviceId: r.device_id,
-    createdAt: r.created_at,
-    expiresAt: r.expires_at,
-    accessExpiresAt: r.access_expires_at,
-    refreshExpiresAt: r.refresh_expires_at,
-    generation: r.generation,
-    lastRotatedAt: r.last_rotated_at,
-    revokedAt: r.revoked_at,
-    revokedReason: r.revoked_reason,
-  });
-}
-
-function toChallenge(r: ChallengeRow): ChallengeRecord {
-  return Object.freeze({
-    id: r.id,
-    publicKey: r.public_key,
-    realm: r.realm,
-    challenge: r.challenge,
-    createdAt: r.created_at,
-    expiresAt: r.expires_at,
-  });
-}
-
-function toIntent(r: IntentRow): PairingIntentRecord {
-  return Object.freeze({
-    id: r.id,
-    realm: r.realm,
-    subject: r.subject,
-    name: r.name,
-    codeDigest: r.code_digest,
-    createdAt: r.created_at,
-    expiresAt: r.expires_at,
-    createdBy: r.created_by,
-    failures: r.failures,
-    completedAt: r.completed_at,
-    burnedAt: r.burned_at,
-    deviceId: r.device_id,
-  });
-}
-
-function toEvent(r: EventRow): AuditEvent {
-  return Object.freeze({
-    id: r.id,
-    at: r.at,
-    type: r.type,
-    realm: r.realm,
-    subject: r.subject,
-    deviceId: r.device_id,
-    sessionId: r.session_id,
-    data: Object.freeze(JSON.parse(r.data) as AuditData),
-    seq: r.seq,
-    prevHash: r.prev_hash,
-    hash: r.hash,
-  });
-}
-
-/** Whether a session can still be used at `now`: not revoked and within its absolute lifetime. */
-function isLive(s: SessionRow, now: number): boolean {
-  return s.revoked_at === null && s.expires_at > now;
 }
 
 /** LIMIT/OFFSET-safe integer: SQLite refuses non-integers and Infinity. */
@@ -639,7 +498,7 @@ export class SqliteStore implements Store {
     // Anything but the current refresh token may be a reuse, whose revocation must be durable:
     // those presentations (rare) commit fsynced. A reuse that raced past this look still gets
     // a checkpoint, which syncs the WAL.
-    const critical = this.#s.sessionByRefresh.get(input.presentedDigest) === undefined;
+    const critical = this.#durability === 'normal' && this.#s.sessionByRefresh.get(input.presentedDigest) === undefined;
     const outcome = await this.#write(() => this.#rotate(input, audit), critical);
     if (outcome.kind === 'reused' && !critical && this.#durability === 'normal') this.#db.pragma('wal_checkpoint(PASSIVE)');
     return outcome;

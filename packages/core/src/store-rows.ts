@@ -1,16 +1,11 @@
-import type {
-  AuditData,
-  AuditEvent,
-  AuditEventType,
-  ChallengeRecord,
-  DeviceRecord,
-  PairingIntentRecord,
-  Realm,
-  SessionRecord,
-} from '@svc/core';
+import type { AuditData, AuditEvent, AuditEventType } from './audit.js';
+import type { Realm } from './realm.js';
+import type { ChallengeRecord, DeviceRecord, PairingIntentRecord, SessionRecord } from './store.js';
 
-// Row shapes as the driver returns them: BIGINT columns already parsed to numbers by the
-// pool's own type parser (see open-postgres-store.ts).
+// The relational layout both SQL store addons share: the same tables and column names in the
+// SQLite and PostgreSQL migrations, rows as their drivers return them (times as numbers; the
+// PostgreSQL store parses BIGINT to number in its pool's type parser), and the mapping of rows
+// to the contract's records. Pure: no driver, no I/O.
 
 export interface DeviceRow {
   id: string;
@@ -163,4 +158,9 @@ export function toEvent(r: EventRow): AuditEvent {
     prevHash: r.prev_hash,
     hash: r.hash,
   });
+}
+
+/** Whether a session can still be used at `now`: not revoked and within its absolute lifetime. */
+export function isLive(s: SessionRow, now: number): boolean {
+  return s.revoked_at === null && s.expires_at > now;
 }
