@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import { cp, readFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { test } from 'node:test';
-import { STORE_OPERATIONS } from '@svc/core';
+import { STORE_CONTRACT_VERSION, STORE_OPERATIONS } from '@svc/core';
 import { buildStoreAddons, packAddon, parseAddonManifest, STORE_ADDONS, writeAddonManifest } from '../src/index.js';
 import { tempDir, writeFixtureAddon } from './fixture.js';
 
@@ -27,7 +27,11 @@ test('writeAddonManifest fills the ABI from the running process and core', async
     operations: [...STORE_OPERATIONS],
     native: { package: 'better-sqlite3', module: 'better_sqlite3' },
   });
-  assert.deepEqual(manifest.abi, { store_contract: 1, node_module_version: process.versions.modules, napi: Number(process.versions.napi) });
+  assert.deepEqual(manifest.abi, {
+    store_contract: STORE_CONTRACT_VERSION,
+    node_module_version: process.versions.modules,
+    napi: Number(process.versions.napi),
+  });
   assert.deepEqual(parseAddonManifest(await readFile(join(dir, 'svc-addon.json'), 'utf8')).manifest, manifest);
   assert.throws(() => writeAddonManifest(dir, { ...manifest, version: '9.9.9' }), TypeError);
   assert.throws(

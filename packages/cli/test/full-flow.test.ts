@@ -76,7 +76,7 @@ describe('the bootstrap → enroll → challenge → session → me → refresh 
 
   test('whoami refreshes and retries once when the server refuses the access token', async () => {
     const saved = JSON.parse(readFileSync(creds, 'utf8'));
-    writeFileSync(creds, JSON.stringify({ ...saved, access_token: `svca_${'A'.repeat(43)}` }));
+    writeFileSync(creds, JSON.stringify({ ...saved, access_token: `svca_${'0'.repeat(26)}${'A'.repeat(43)}` }));
     const me = JSON.parse((await svcOk(['auth', 'whoami', '--json'], { env })).stdout);
     assert.equal(me.session, saved.session_id);
     assert.notEqual(JSON.parse(readFileSync(creds, 'utf8')).refresh_token, saved.refresh_token);

@@ -29,6 +29,9 @@ describe('operator commands on the project (offline, while the server runs)', ()
       listed.map((s: { id: string }) => s.id),
       [saved.session_id],
     );
+    // The server has just checked this token (and keeps the session in its bearer cache).
+    const before = await fetch(`${server.url}/v1/auth/me`, { headers: { authorization: `Bearer ${saved.access_token}` } });
+    assert.equal(before.status, 200);
     await svcOk(['auth', 'sessions', 'revoke', saved.session_id, p.dir], { env });
     const me = await fetch(`${server.url}/v1/auth/me`, { headers: { authorization: `Bearer ${saved.access_token}` } });
     assert.equal(me.status, 401);
@@ -59,6 +62,8 @@ describe('operator commands on the project (offline, while the server runs)', ()
     const listed = JSON.parse((await svcOk(['auth', 'devices', p.dir, '--json', '--realm', 'management'], { env })).stdout).devices;
     assert.equal(listed.length, 2);
 
+    const before = await fetch(`${server.url}/v1/auth/me`, { headers: { authorization: `Bearer ${saved.access_token}` } });
+    assert.equal(before.status, 200, 'the server has checked (and cached) the session before the removal');
     const removed = JSON.parse((await svcOk(['auth', 'devices', 'remove', second.id, p.dir, '--json'], { env })).stdout);
     assert.equal(removed.revoked_sessions, 1);
     const me = await fetch(`${server.url}/v1/auth/me`, { headers: { authorization: `Bearer ${saved.access_token}` } });

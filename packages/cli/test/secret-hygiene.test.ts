@@ -35,7 +35,7 @@ describe('secret hygiene', () => {
     await fetch(`${server.url}/v1/auth/refresh`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ refresh_token: `svcr_${'x'.repeat(43)}` }),
+      body: JSON.stringify({ refresh_token: `svcr_${'0'.repeat(26)}${'x'.repeat(43)}` }),
     });
     // Read the side files while the server still holds them open.
     const db = join(dir, '.svc', 'control', 'control.db');

@@ -9,9 +9,9 @@ const PAIR = {
   session_id: 'ses_01JD0000000000000000000000',
   realm: 'management',
   token_type: 'Bearer',
-  access_token: `svca_${'a'.repeat(43)}`,
+  access_token: `svca_${'0'.repeat(26)}${'a'.repeat(43)}`,
   expires_in: 900,
-  refresh_token: `svcr_${'r'.repeat(43)}`,
+  refresh_token: `svcr_${'0'.repeat(26)}${'r'.repeat(43)}`,
   refresh_expires_in: 3600,
 } as const;
 
@@ -26,11 +26,11 @@ describe('credential store', () => {
     const creds = credentialsFromTokenPair('http://127.0.0.1:9090', PAIR, Date.parse('2026-01-01T00:00:00Z'), 'ab'.repeat(32));
     assert.equal(creds.access_expires_at, '2026-01-01T00:15:00.000Z');
     store.save(creds);
-    store.save({ ...creds, access_token: `svca_${'b'.repeat(43)}` });
+    store.save({ ...creds, access_token: `svca_${'0'.repeat(26)}${'b'.repeat(43)}` });
     assert.equal(statSync(path).mode & 0o777, 0o600);
     assert.equal(statSync(join(root, 'nested', 'svc')).mode & 0o777, 0o700);
     assert.deepEqual(readdirSync(join(root, 'nested', 'svc')), ['credentials.json'], 'no temporary file is left behind');
-    assert.equal(store.load()?.access_token, `svca_${'b'.repeat(43)}`);
+    assert.equal(store.load()?.access_token, `svca_${'0'.repeat(26)}${'b'.repeat(43)}`);
     assert.equal(store.remove(), true);
     assert.equal(store.remove(), false);
     assert.equal(store.load(), null);

@@ -120,7 +120,7 @@ describe('the management client against a real svc auth serve', () => {
     const pair = await login(api, key);
     const path = join(dir, 'creds.json');
     const store = createCredentialStore(path);
-    store.save({ ...credentialsFromTokenPair(baseUrl, pair, Date.now()), access_token: `svca_${'Z'.repeat(43)}` });
+    store.save({ ...credentialsFromTokenPair(baseUrl, pair, Date.now()), access_token: `svca_${'0'.repeat(26)}${'Z'.repeat(43)}` });
     const session = openManagementSession({ store });
     const me = await session.withAccessToken((t) => session.client.me(t));
     assert.equal(me.session, pair.session_id);

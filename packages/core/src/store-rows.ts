@@ -32,6 +32,11 @@ export interface SessionRow {
   revoked_reason: string | null;
 }
 
+/** A session row with the digest an access token is checked against. */
+export interface AccessRow extends SessionRow {
+  access_digest: string;
+}
+
 /** A session row with the refresh bookkeeping the rotation decision needs. */
 export interface RotationRow extends SessionRow {
   refresh_digest: string;
@@ -80,6 +85,7 @@ export interface EventRow {
 export const DEVICE_COLUMNS = 'id, public_key, realm, subject, name, created_at, removed_at';
 export const SESSION_COLUMNS =
   'id, realm, subject, device_id, created_at, expires_at, access_expires_at, refresh_expires_at, generation, last_rotated_at, revoked_at, revoked_reason';
+export const ACCESS_COLUMNS = `${SESSION_COLUMNS}, access_digest`;
 export const ROTATION_COLUMNS = `${SESSION_COLUMNS}, refresh_digest, prev_refresh_digest, prev_rotated_at`;
 export const EVENT_COLUMNS = 'seq, id, at, type, realm, subject, device_id, session_id, data, prev_hash, hash';
 export const INTENT_COLUMNS =

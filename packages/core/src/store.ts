@@ -10,8 +10,8 @@ import type { Realm } from './realm.js';
  * in one process or many, yield exactly one winner.
  */
 
-/** The version of this contract, part of a store addon's ABI. */
-export const STORE_CONTRACT_VERSION = 1;
+/** The version of this contract, part of a store addon's ABI. 2: session tokens are split (looked up by session id). */
+export const STORE_CONTRACT_VERSION = 2;
 
 /** An enrolled device. `removedAt` is set when an operator removes it. */
 export interface DeviceRecord {
@@ -181,8 +181,12 @@ export interface Store {
    * unknown or removed.
    */
   createSession(session: SessionRecord, pair: TokenPairDigests, event: AuditEventDraft): Promise<boolean>;
-  /** The session whose CURRENT access token has this digest (revoked or not, expired or not). */
-  findSessionByAccessDigest(digest: string): Promise<SessionRecord | null>;
+  /**
+   * Session `sessionId` if `digest` is the digest of its CURRENT access token (revoked or not,
+   * expired or not), compared in constant time; otherwise null. The id comes from the token's
+   * selector, so this is one primary-key lookup.
+   */
+  findSessionByAccessDigest(sessionId: string, digest: string): Promise<SessionRecord | null>;
   /** A session by id. */
   getSession(id: string): Promise<SessionRecord | null>;
   /** Sessions not revoked with `expiresAt > now` and `refreshExpiresAt > now`, newest first. */
@@ -192,7 +196,10 @@ export interface Store {
     readonly deviceId?: string;
   }): Promise<readonly SessionRecord[]>;
   /**
-   * The whole refresh decision, atomically, for the token whose digest is `presentedDigest`.
+   * The whole refresh decision, atomically, for a token of session `sessionId` (its selector)
+   * whose digest is `presentedDigest`. Digests are compared with the session's current and
+   * previous ones in constant time; a digest that is none of the session's current, previous
+   * or retired tokens is `invalid` (a forged token that names a real session revokes nothing).
    * A token whose session is in another realm than `realm` is `invalid` and changes nothing.
    * - the session's current refresh token, session not revoked, `expiresAt > now` and
    *   `refreshExpiresAt > now` → `rotated`: the session takes `next` (each expiry clamped to the
@@ -210,6 +217,7 @@ export interface Store {
    */
   rotateRefreshToken(
     input: {
+      readonly sessionId: string;
       readonly presentedDigest: string;
       readonly realm: Realm;
       readonly now: number;

@@ -11,9 +11,11 @@ import {
   isIdOfKind,
   isTokenOfKind,
   makePrincipal,
+  mintSessionToken,
   mintToken,
   newId,
   normalizePairingCode,
+  parseSessionToken,
   sealAuditEvent,
   verifyAuditChain,
 } from '@svc/core';
@@ -21,20 +23,37 @@ import {
 const clock = { now: () => Date.UTC(2026, 10, 22, 10, 0, 0) };
 
 test('tokens carry their type prefix and at least 256 bits of randomness', () => {
-  const t = mintToken('access', randomBytes);
-  assert.match(t, /^svca_[A-Za-z0-9_-]{43}$/);
+  const b = mintToken('bootstrap', randomBytes);
+  assert.match(b, /^svcb_[A-Za-z0-9_-]{43}$/);
+  assert.ok(isTokenOfKind(b, 'bootstrap'));
+  assert.notEqual(mintToken('bootstrap', randomBytes), b);
+  const sessionId = newId('session', clock, randomBytes);
+  const t = mintSessionToken('access', sessionId, randomBytes);
+  assert.match(t, /^svca_[0-9A-HJKMNP-TV-Z]{26}[A-Za-z0-9_-]{43}$/);
   assert.ok(isTokenOfKind(t, 'access'));
   assert.ok(!isTokenOfKind(t, 'refresh'));
-  assert.ok(isTokenOfKind(mintToken('refresh', randomBytes), 'refresh'));
-  assert.ok(isTokenOfKind(mintToken('bootstrap', randomBytes), 'bootstrap'));
-  assert.notEqual(mintToken('access', randomBytes), t);
+  assert.ok(!isTokenOfKind(t, 'bootstrap'));
+  assert.ok(isTokenOfKind(mintSessionToken('refresh', sessionId, randomBytes), 'refresh'));
+  assert.notEqual(mintSessionToken('access', sessionId, randomBytes), t);
+  assert.throws(() => mintSessionToken('access', 'dev_01KAQ00000000000000000000Z', randomBytes), TypeError);
+});
+
+test('a session token names its session and is checked by the digest of the whole token', () => {
+  const sessionId = newId('session', clock, randomBytes);
+  const t = mintSessionToken('refresh', sessionId, randomBytes);
+  assert.deepEqual(parseSessionToken(t, 'refresh'), { sessionId, digest: digestToken(t) });
+  assert.equal(parseSessionToken(t, 'access'), null, 'a refresh token is not an access token');
+  for (const bad of [undefined, 42, '', 'svcr_', t.slice(0, -1), `${t}A`, t.replace('svcr_', 'svca_').replace(/^svca_./, 'svca_I')]) {
+    assert.equal(parseSessionToken(bad, 'refresh'), null, String(bad));
+  }
+  assert.equal(parseSessionToken(mintToken('bootstrap', randomBytes), 'access'), null);
 });
 
 test('only the SHA-256 digest of a token is what gets stored', () => {
-  const t = mintToken('refresh', randomBytes);
+  const t = mintSessionToken('refresh', newId('session', clock, randomBytes), randomBytes);
   const d = digestToken(t);
   assert.match(d, /^[0-9a-f]{64}$/);
-  assert.ok(!d.includes(t.slice(5, 20)));
+  assert.ok(!d.includes(t.slice(31, 46)));
 });
 
 test('ids are prefixed and time-sortable', () => {

@@ -219,7 +219,7 @@ describe('management API: each contract error from its endpoint', () => {
   });
 
   test('an unknown refresh token is invalid_refresh_token', async () => {
-    const r = await api(h, 'POST', '/v1/auth/refresh', { body: { refresh_token: `svcr_${'B'.repeat(43)}` } });
+    const r = await api(h, 'POST', '/v1/auth/refresh', { body: { refresh_token: `svcr_${'0'.repeat(26)}${'B'.repeat(43)}` } });
     assert.equal(r.status, 401);
     assert.equal(r.body.code, 'invalid_refresh_token');
     const garbage = await api(h, 'POST', '/v1/auth/refresh', { body: { refresh_token: 'not-a-token' } });
@@ -257,11 +257,11 @@ describe('management API: each contract error from its endpoint', () => {
   });
 
   test('a bearer token refused with 401 carries WWW-Authenticate with error="invalid_token"', async () => {
-    const r = await api(h, 'GET', '/v1/auth/me', { token: `svca_${'C'.repeat(43)}` });
+    const r = await api(h, 'GET', '/v1/auth/me', { token: `svca_${'0'.repeat(26)}${'C'.repeat(43)}` });
     assert.equal(r.status, 401);
     assert.equal(r.body.code, 'invalid_token');
     assert.equal(r.headers.get('www-authenticate'), 'Bearer realm="management", error="invalid_token"');
-    const refresh = await api(h, 'POST', '/v1/auth/refresh', { body: { refresh_token: `svcr_${'B'.repeat(43)}` } });
+    const refresh = await api(h, 'POST', '/v1/auth/refresh', { body: { refresh_token: `svcr_${'0'.repeat(26)}${'B'.repeat(43)}` } });
     assert.equal(refresh.headers.get('www-authenticate'), null);
   });
 

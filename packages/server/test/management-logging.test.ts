@@ -23,8 +23,8 @@ test('no token, signature or Authorization header ever reaches the log', async (
     const { pair } = await admin(h);
     await api(h, 'GET', '/v1/auth/me', { token: pair.access_token });
     const next = await api(h, 'POST', '/v1/auth/refresh', { body: { refresh_token: pair.refresh_token } });
-    await api(h, 'POST', '/v1/auth/refresh', { body: { refresh_token: `svcr_${'B'.repeat(43)}` } });
-    await api(h, 'GET', '/v1/auth/me', { token: `svca_${'C'.repeat(43)}` });
+    await api(h, 'POST', '/v1/auth/refresh', { body: { refresh_token: `svcr_${'0'.repeat(26)}${'B'.repeat(43)}` } });
+    await api(h, 'GET', '/v1/auth/me', { token: `svca_${'0'.repeat(26)}${'C'.repeat(43)}` });
     await api(h, 'POST', '/v1/auth/revoke', { token: next.body.access_token, body: {} });
   } finally {
     await h.close();

@@ -3,7 +3,7 @@ import { after, before, describe, test } from 'node:test';
 import { createFailureLimiter } from '../src/index.js';
 import { admin, api, createFakeClock, type Harness, newDeviceKey, signIn, startHarness } from './support/harness.js';
 
-const BAD_REFRESH = { refresh_token: `svcr_${'B'.repeat(43)}` };
+const BAD_REFRESH = { refresh_token: `svcr_${'0'.repeat(26)}${'B'.repeat(43)}` };
 
 describe('rate limit of failed attempts', () => {
   let h: Harness;

@@ -1,4 +1,6 @@
 import {
+  ACCESS_COLUMNS,
+  type AccessRow,
   type AuditEvent,
   type AuditEventDraft,
   type BootstrapOutcome,
@@ -8,6 +10,7 @@ import {
   DEVICE_COLUMNS,
   type DeviceRecord,
   type DeviceRow,
+  digestsEqual,
   EVENT_COLUMNS,
   type EventRow,
   GENESIS_HASH,
@@ -73,9 +76,9 @@ const INVALID: RotationOutcome = Object.freeze({ kind: 'invalid' });
 
 // The hot path of every authenticated request: a named statement, so each connection parses
 // and plans it once. One lookup on the unique index of sessions.access_digest.
-const SESSION_BY_ACCESS: Omit<QueryConfig, 'values'> = {
-  name: 'svc_session_by_access_digest',
-  text: `SELECT ${SESSION_COLUMNS} FROM sessions WHERE access_digest = $1`,
+const SESSION_FOR_ACCESS: Omit<QueryConfig, 'values'> = {
+  name: 'svc_session_for_access',
+  text: `SELECT ${ACCESS_COLUMNS} FROM sessions WHERE id = $1`,
 };
 
 const INSERT_DEVICE = `INSERT INTO devices (id, public_key, realm, subject, name, created_at, removed_at)
@@ -385,9 +388,9 @@ export class PostgresStore implements Store {
     });
   }
 
-  async findSessionByAccessDigest(digest: string): Promise<SessionRecord | null> {
-    const row = (await this.#pool.query<SessionRow>({ ...SESSION_BY_ACCESS, values: [digest] })).rows[0];
-    return row === undefined ? null : toSession(row);
+  async findSessionByAccessDigest(sessionId: string, digest: string): Promise<SessionRecord | null> {
+    const row = (await this.#pool.query<AccessRow>({ ...SESSION_FOR_ACCESS, values: [sessionId] })).rows[0];
+    return row === undefined || !digestsEqual(row.access_digest, digest) ? null : toSession(row);
   }
 
   async getSession(id: string): Promise<SessionRecord | null> {
@@ -413,6 +416,7 @@ export class PostgresStore implements Store {
 
   async rotateRefreshToken(
     input: {
+      readonly sessionId: string;
       readonly presentedDigest: string;
       readonly realm: Realm;
       readonly now: number;
@@ -421,22 +425,11 @@ export class PostgresStore implements Store {
     },
     audit: (outcome: Exclude<RotationOutcome, { kind: 'invalid' }>) => AuditEventDraft,
   ): Promise<RotationOutcome> {
-    const { presentedDigest, realm, now, graceMs, next } = input;
+    const { sessionId, presentedDigest, realm, now, graceMs, next } = input;
     return this.#tx(async (c): Promise<RotationOutcome> => {
-      // Which session the digest belongs to never changes (current → previous → retired all
-      // stay with one session), so an unlocked lookup is enough to know which row to lock.
-      const owner = await first<{ id: string }>(
-        c,
-        `SELECT id FROM sessions WHERE refresh_digest = $1 OR prev_refresh_digest = $1
-         UNION ALL
-         SELECT session_id FROM retired_refresh_tokens WHERE digest = $1
-         LIMIT 1`,
-        [presentedDigest],
-      );
-      if (owner === undefined) return INVALID;
       // The lock that serialises every presentation of this session's tokens, on every node:
       // a waiter wakes up with the row as the winner committed it and decides on that.
-      const s = await first<RotationRow>(c, `SELECT ${ROTATION_COLUMNS} FROM sessions WHERE id = $1 FOR UPDATE`, [owner.id]);
+      const s = await first<RotationRow>(c, `SELECT ${ROTATION_COLUMNS} FROM sessions WHERE id = $1 FOR UPDATE`, [sessionId]);
       if (s === undefined) return INVALID;
       // The realm check comes first: a token of another realm is unknown here.
       if (s.realm !== realm) return INVALID;
@@ -457,7 +450,7 @@ export class PostgresStore implements Store {
         return toSession(row);
       };
       const retire = (digest: string) =>
-        c.query('INSERT INTO retired_refresh_tokens (digest, session_id, retired_at) VALUES ($1, $2, $3)', [digest, s.id, now]);
+        c.query('INSERT INTO retired_refresh_tokens (session_id, digest, retired_at) VALUES ($1, $2, $3)', [s.id, digest, now]);
       const finish = async (kind: 'rotated' | 'rotated_in_grace' | 'reused', session: SessionRecord): Promise<RotationOutcome> => {
         const outcome = Object.freeze({ kind, session });
         await this.#append(c, audit(outcome));
@@ -469,12 +462,12 @@ export class PostgresStore implements Store {
         return finish('reused', toSession(row));
       };
 
-      if (s.refresh_digest === presentedDigest) {
+      if (digestsEqual(s.refresh_digest, presentedDigest)) {
         if (!isLive(s, now) || s.refresh_expires_at <= now) return INVALID;
         if (s.prev_refresh_digest !== null) await retire(s.prev_refresh_digest);
-        return finish('rotated', await setPair(presentedDigest, now));
+        return finish('rotated', await setPair(s.refresh_digest, now));
       }
-      if (s.prev_refresh_digest === presentedDigest) {
+      if (s.prev_refresh_digest !== null && digestsEqual(s.prev_refresh_digest, presentedDigest)) {
         if (!isLive(s, now)) return INVALID;
         if (s.prev_rotated_at !== null && graceMs > 0 && now - s.prev_rotated_at <= graceMs) {
           // A client that lost the answer to its rotation retries: the pair issued in between
@@ -484,8 +477,9 @@ export class PostgresStore implements Store {
         }
         return revokeForReuse();
       }
-      // Neither current nor previous any more: retired for good.
-      if (!isLive(s, now)) return INVALID;
+      // Retired for good is reuse; a digest the session never had is a forgery and changes nothing.
+      const retired = await first(c, 'SELECT 1 FROM retired_refresh_tokens WHERE session_id = $1 AND digest = $2', [s.id, presentedDigest]);
+      if (retired === undefined || !isLive(s, now)) return INVALID;
       return revokeForReuse();
     });
   }

@@ -6,6 +6,7 @@ import {
   type AuditEventType,
   type DeviceRecord,
   digestToken,
+  mintSessionToken,
   mintToken,
   newId,
   type RotationOutcome,
@@ -64,8 +65,9 @@ function device(publicKey = randomBytes(32).toString('hex')): DeviceRecord {
 }
 
 function pair(now: number): TokenPairDigests & { readonly access: string; readonly refresh: string } {
-  const access = mintToken('access', random);
-  const refresh = mintToken('refresh', random);
+  // Only the digests reach the store; the tokens name some session for their shape alone.
+  const access = mintSessionToken('access', newId('session', clock, random), random);
+  const refresh = mintSessionToken('refresh', newId('session', clock, random), random);
   return {
     access,
     refresh,
@@ -185,7 +187,14 @@ describe('across two nodes (two pools on one schema)', () => {
     // Each node's clock moves on: attempt i happens at T0 + 1000 + i.
     const outcomes = await storm(n.nodes, (i, node) =>
       node.rotateRefreshToken(
-        { presentedDigest: first.refreshDigest, realm: 'management', now: T0 + 1000 + i, graceMs: 0, next: nexts[i] as TokenPairDigests },
+        {
+          sessionId: session.id,
+          presentedDigest: first.refreshDigest,
+          realm: 'management',
+          now: T0 + 1000 + i,
+          graceMs: 0,
+          next: nexts[i] as TokenPairDigests,
+        },
         rotationAudit,
       ),
     );
@@ -194,7 +203,7 @@ describe('across two nodes (two pools on one schema)', () => {
     assert.ok((kinds.reused ?? 0) <= 1, 'a session is revoked for reuse at most once');
     const resolving = [];
     for (const p of [first, ...nexts]) {
-      const s = await n.b.findSessionByAccessDigest(p.accessDigest);
+      const s = await n.b.findSessionByAccessDigest(session.id, p.accessDigest);
       if (s !== null) resolving.push(s);
     }
     assert.equal(resolving.length, 1, 'exactly one access digest is the current one');
@@ -202,7 +211,7 @@ describe('across two nodes (two pools on one schema)', () => {
     assert.equal(finalSession.id, session.id);
     assert.equal(finalSession.generation, (kinds.rotated ?? 0) + (kinds.rotated_in_grace ?? 0));
     assert.equal(finalSession.revokedAt !== null, kinds.reused === 1);
-    assert.equal(await n.a.findSessionByAccessDigest(first.accessDigest), null, 'the first pair is retired');
+    assert.equal(await n.a.findSessionByAccessDigest(session.id, first.accessDigest), null, 'the first pair is retired');
   });
 
   test('with grace 10 s, 50 concurrent presentations of one refresh token leave exactly one live pair, the last one written', async () => {
@@ -211,26 +220,34 @@ describe('across two nodes (two pools on one schema)', () => {
     const now = T0 + 1000;
     const outcomes = await storm(n.nodes, (i, node) =>
       node.rotateRefreshToken(
-        { presentedDigest: first.refreshDigest, realm: 'management', now, graceMs: 10_000, next: nexts[i] as TokenPairDigests },
+        {
+          sessionId: session.id,
+          presentedDigest: first.refreshDigest,
+          realm: 'management',
+          now,
+          graceMs: 10_000,
+          next: nexts[i] as TokenPairDigests,
+        },
         rotationAudit,
       ),
     );
     assert.deepEqual(tally(outcomes.map((o) => o.kind)), { rotated: 1, rotated_in_grace: ATTEMPTS - 1 });
-    assert.equal(await n.a.findSessionByAccessDigest(first.accessDigest), null, 'the first pair is retired');
+    assert.equal(await n.a.findSessionByAccessDigest(session.id, first.accessDigest), null, 'the first pair is retired');
     const live: number[] = [];
     for (const [i, p] of nexts.entries()) {
-      const s = await n.b.findSessionByAccessDigest(p.accessDigest);
+      const s = await n.b.findSessionByAccessDigest(session.id, p.accessDigest);
       if (s !== null) live.push(i);
     }
     assert.equal(live.length, 1, 'exactly one of the 50 new access digests still resolves');
     const current = await n.b.getSession(session.id);
     assert.equal(current?.generation, ATTEMPTS, 'every presentation was decided after the one before it');
-    const last = await n.a.findSessionByAccessDigest((nexts[live[0] as number] as TokenPairDigests).accessDigest);
+    const last = await n.a.findSessionByAccessDigest(session.id, (nexts[live[0] as number] as TokenPairDigests).accessDigest);
     assert.equal(last?.generation, ATTEMPTS, 'the live pair is the one the last decision wrote');
     // Only that pair's refresh token rotates; an in-between one (retired) is reuse.
     const retiredIndex = live[0] === 0 ? 1 : 0;
     const reuse = await n.a.rotateRefreshToken(
       {
+        sessionId: session.id,
         presentedDigest: (nexts[retiredIndex] as TokenPairDigests).refreshDigest,
         realm: 'management',
         now: now + 1,
@@ -245,13 +262,20 @@ describe('across two nodes (two pools on one schema)', () => {
   test('of 50 concurrent presentations of a refresh token retired outside grace exactly one revokes the session', async () => {
     const { session, first } = await sessionOn(n.a);
     const rotated = await n.a.rotateRefreshToken(
-      { presentedDigest: first.refreshDigest, realm: 'management', now: T0 + 1000, graceMs: 10_000, next: pair(T0) },
+      { sessionId: session.id, presentedDigest: first.refreshDigest, realm: 'management', now: T0 + 1000, graceMs: 10_000, next: pair(T0) },
       rotationAudit,
     );
     assert.equal(rotated.kind, 'rotated');
     const outcomes = await storm(n.nodes, (_, node) =>
       node.rotateRefreshToken(
-        { presentedDigest: first.refreshDigest, realm: 'management', now: T0 + 60_000, graceMs: 10_000, next: pair(T0) },
+        {
+          sessionId: session.id,
+          presentedDigest: first.refreshDigest,
+          realm: 'management',
+          now: T0 + 60_000,
+          graceMs: 10_000,
+          next: pair(T0),
+        },
         rotationAudit,
       ),
     );

@@ -212,7 +212,7 @@ test('an operation whose statements fail on the server rejects with that error, 
         data: {},
       }),
     );
-    await assert.rejects(store.findSessionByAccessDigest('00'.repeat(32)));
+    await assert.rejects(store.findSessionByAccessDigest('ses_01KAQ00000000000000000000Z', '00'.repeat(32)));
   } finally {
     await store.close();
   }

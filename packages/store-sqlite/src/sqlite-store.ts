@@ -1,4 +1,6 @@
 import {
+  ACCESS_COLUMNS,
+  type AccessRow,
   type AuditEvent,
   type AuditEventDraft,
   type BootstrapOutcome,
@@ -7,6 +9,7 @@ import {
   DEVICE_COLUMNS,
   type DeviceRecord,
   type DeviceRow,
+  digestsEqual,
   EVENT_COLUMNS,
   type EventRow,
   GENESIS_HASH,
@@ -91,7 +94,8 @@ function prepareStatements(db: Db) {
        VALUES (@id, @realm, @subject, @deviceId, @createdAt, @expiresAt, @accessDigest, @accessExpiresAt, @refreshDigest,
          @refreshExpiresAt, @generation, @lastRotatedAt, @revokedAt, @revokedReason)`,
     ),
-    sessionByAccess: p(`SELECT ${SESSION_COLUMNS} FROM sessions WHERE access_digest = ?`),
+    sessionForAccess: p(`SELECT ${ACCESS_COLUMNS} FROM sessions WHERE id = ?`),
+    dataVersion: p('PRAGMA data_version').pluck(true),
     sessionById: p(`SELECT ${SESSION_COLUMNS} FROM sessions WHERE id = ?`),
     listActiveSessions: p(
       `SELECT ${SESSION_COLUMNS} FROM sessions
@@ -99,12 +103,10 @@ function prepareStatements(db: Db) {
          AND (@realm IS NULL OR realm = @realm) AND (@deviceId IS NULL OR device_id = @deviceId)
        ORDER BY created_at DESC, id DESC`,
     ),
-    sessionByRefresh: p(`SELECT ${ROTATION_COLUMNS} FROM sessions WHERE refresh_digest = ?`),
-    sessionByPrevRefresh: p(`SELECT ${ROTATION_COLUMNS} FROM sessions WHERE prev_refresh_digest = ?`),
-    sessionByRetiredRefresh: p(
-      `SELECT ${ROTATION_COLUMNS} FROM sessions WHERE id = (SELECT session_id FROM retired_refresh_tokens WHERE digest = ?)`,
-    ),
-    retireRefresh: p('INSERT INTO retired_refresh_tokens (digest, session_id, retired_at) VALUES (?, ?, ?)'),
+    sessionForRotation: p(`SELECT ${ROTATION_COLUMNS} FROM sessions WHERE id = ?`),
+    currentRefreshDigest: p('SELECT refresh_digest FROM sessions WHERE id = ?').pluck(true),
+    isRetired: p('SELECT 1 FROM retired_refresh_tokens WHERE session_id = ? AND digest = ?').pluck(true),
+    retireRefresh: p('INSERT INTO retired_refresh_tokens (session_id, digest, retired_at) VALUES (?, ?, ?)'),
     pruneRetired: p(
       `DELETE FROM retired_refresh_tokens WHERE retired_at < @retiredBefore
          OR session_id IN (SELECT id FROM sessions WHERE revoked_at IS NOT NULL OR expires_at <= @now)`,
@@ -152,6 +154,9 @@ type Statements = ReturnType<typeof prepareStatements>;
 
 const INVALID: RotationOutcome = Object.freeze({ kind: 'invalid' });
 
+/** Sessions the bearer-check cache keeps at most (about 300 bytes each). */
+const ACCESS_CACHE_MAX = 10_000;
+
 /**
  * The embedded control store on one better-sqlite3 connection. Obtain one with
  * `openSqliteStore`. Every write runs in a `BEGIN IMMEDIATE` transaction, so processes
@@ -166,6 +171,16 @@ export class SqliteStore implements Store {
   readonly #tx: Database.Transaction<(fn: () => unknown) => unknown>;
   readonly #durability: 'normal' | 'full';
   #queue: { fn: () => unknown; critical: boolean; resolve: (value: unknown) => void; reject: (error: unknown) => void }[] = [];
+  // The audit chain's head while a write transaction holds the lock (nobody else can append
+  // then); forgotten when the transaction ends or a savepoint that may have appended rolls back.
+  #head: { seq: number; hash: string } | undefined;
+  // Sessions as bearer checks last read them, by id: the hot path of every authenticated
+  // request skips its query while nothing changed. Never stale: every write of this connection
+  // that changes a session's pair or revocation drops it (see #forget), and any commit by
+  // another connection or process (a CLI revocation, another server) changes `data_version`,
+  // which is checked before each use and empties the whole cache.
+  readonly #accessCache = new Map<string, { readonly record: SessionRecord; readonly accessDigest: string }>();
+  #accessCacheVersion = -1;
 
   /** Wraps an open, migrated connection; use `openSqliteStore` rather than calling this. */
   constructor(db: Db, file: string, durability: 'normal' | 'full' = 'normal') {
@@ -213,6 +228,7 @@ export class SqliteStore implements Store {
             // Nested inside the batch, the same wrapper runs `fn` in a SAVEPOINT.
             results.push({ ok: true, value: this.#tx(w.fn) });
           } catch (error) {
+            this.#head = undefined;
             results.push({ ok: false, value: error });
           }
         }
@@ -222,6 +238,7 @@ export class SqliteStore implements Store {
       for (const w of batch) w.reject(error);
       return;
     } finally {
+      this.#head = undefined;
       if (raise) this.#db.pragma('synchronous = NORMAL');
     }
     batch.forEach((w, i) => {
@@ -233,7 +250,7 @@ export class SqliteStore implements Store {
 
   /** Seals `draft` after the current head and appends it. Call only inside a write transaction. */
   #append(draft: AuditEventDraft): AuditEvent {
-    const head = this.#s.auditHead.get() as { seq: number; hash: string } | undefined;
+    const head = this.#head ?? (this.#s.auditHead.get() as { seq: number; hash: string } | undefined);
     const event = sealAuditEvent(draft, head?.seq ?? 0, head?.hash ?? GENESIS_HASH);
     this.#s.insertEvent.run({
       seq: event.seq,
@@ -248,6 +265,7 @@ export class SqliteStore implements Store {
       prevHash: event.prevHash,
       hash: event.hash,
     });
+    this.#head = { seq: event.seq, hash: event.hash };
     return event;
   }
 
@@ -267,63 +285,64 @@ export class SqliteStore implements Store {
     return toDevice(this.#s.deviceById.get(device.id) as DeviceRow);
   }
 
-  #session(id: string): SessionRecord {
-    return toSession(this.#s.sessionById.get(id) as SessionRow);
-  }
-
   #rotate(input: Parameters<Store['rotateRefreshToken']>[0], audit: Parameters<Store['rotateRefreshToken']>[1]): RotationOutcome {
-    const { presentedDigest, realm, now, graceMs, next } = input;
-    const setPair = (s: RotationRow, prevRefreshDigest: string | null, prevRotatedAt: number | null): void => {
+    const { sessionId, presentedDigest, realm, now, graceMs, next } = input;
+    const s = this.#s.sessionForRotation.get(sessionId) as RotationRow | undefined;
+    // The realm check comes first: a token of another realm is unknown here.
+    if (s === undefined || s.realm !== realm) return INVALID;
+    const finish = (kind: 'rotated' | 'rotated_in_grace' | 'reused', session: SessionRecord): RotationOutcome => {
+      const outcome = Object.freeze({ kind, session });
+      this.#append(audit(outcome));
+      return outcome;
+    };
+    // The session as the UPDATE below leaves it, built from the row in hand (no re-read).
+    const setPair = (prevRefreshDigest: string | null, prevRotatedAt: number | null): SessionRecord => {
+      // No rotation outlives the session.
+      const accessExpiresAt = Math.min(next.accessExpiresAt, s.expires_at);
+      const refreshExpiresAt = Math.min(next.refreshExpiresAt, s.expires_at);
+      this.#accessCache.delete(s.id);
       this.#s.setPair.run({
         id: s.id,
         accessDigest: next.accessDigest,
-        // No rotation outlives the session.
-        accessExpiresAt: Math.min(next.accessExpiresAt, s.expires_at),
+        accessExpiresAt,
         refreshDigest: next.refreshDigest,
-        refreshExpiresAt: Math.min(next.refreshExpiresAt, s.expires_at),
+        refreshExpiresAt,
         prevRefreshDigest,
         prevRotatedAt,
         now,
       });
+      return toSession({
+        ...s,
+        access_expires_at: accessExpiresAt,
+        refresh_expires_at: refreshExpiresAt,
+        generation: s.generation + 1,
+        last_rotated_at: now,
+      });
     };
-    const finish = (kind: 'rotated' | 'rotated_in_grace' | 'reused', id: string): RotationOutcome => {
-      const outcome = Object.freeze({ kind, session: this.#session(id) });
-      this.#append(audit(outcome));
-      return outcome;
-    };
-    const revokeForReuse = (s: RotationRow): RotationOutcome => {
+    const revokeForReuse = (): RotationOutcome => {
+      this.#accessCache.delete(s.id);
       this.#s.revokeSession.run({ id: s.id, now, reason: 'refresh_token_reused' });
-      return finish('reused', s.id);
+      return finish('reused', toSession({ ...s, revoked_at: now, revoked_reason: 'refresh_token_reused' }));
     };
 
-    const current = this.#s.sessionByRefresh.get(presentedDigest) as RotationRow | undefined;
-    if (current !== undefined) {
-      // The realm check comes first: a token of another realm is unknown here.
-      if (current.realm !== realm || !isLive(current, now) || current.refresh_expires_at <= now) return INVALID;
-      if (current.prev_refresh_digest !== null) this.#s.retireRefresh.run(current.prev_refresh_digest, current.id, now);
-      setPair(current, presentedDigest, now);
-      return finish('rotated', current.id);
+    if (digestsEqual(s.refresh_digest, presentedDigest)) {
+      if (!isLive(s, now) || s.refresh_expires_at <= now) return INVALID;
+      if (s.prev_refresh_digest !== null) this.#s.retireRefresh.run(s.id, s.prev_refresh_digest, now);
+      return finish('rotated', setPair(s.refresh_digest, now));
     }
-
-    const previous = this.#s.sessionByPrevRefresh.get(presentedDigest) as RotationRow | undefined;
-    if (previous !== undefined) {
-      if (previous.realm !== realm || !isLive(previous, now)) return INVALID;
-      if (previous.prev_rotated_at !== null && graceMs > 0 && now - previous.prev_rotated_at <= graceMs) {
+    if (s.prev_refresh_digest !== null && digestsEqual(s.prev_refresh_digest, presentedDigest)) {
+      if (!isLive(s, now)) return INVALID;
+      if (s.prev_rotated_at !== null && graceMs > 0 && now - s.prev_rotated_at <= graceMs) {
         // A client that lost the answer to its rotation retries: the pair issued in between
         // dies so that only one pair stays live, and "previous" stays as it is.
-        this.#s.retireRefresh.run(previous.refresh_digest, previous.id, now);
-        setPair(previous, previous.prev_refresh_digest, previous.prev_rotated_at);
-        return finish('rotated_in_grace', previous.id);
+        this.#s.retireRefresh.run(s.id, s.refresh_digest, now);
+        return finish('rotated_in_grace', setPair(s.prev_refresh_digest, s.prev_rotated_at));
       }
-      return revokeForReuse(previous);
+      return revokeForReuse();
     }
-
-    const retired = this.#s.sessionByRetiredRefresh.get(presentedDigest) as RotationRow | undefined;
-    if (retired !== undefined) {
-      if (retired.realm !== realm || !isLive(retired, now)) return INVALID;
-      return revokeForReuse(retired);
-    }
-    return INVALID;
+    // Retired for good is reuse; a digest the session never had is a forgery and changes nothing.
+    if (this.#s.isRetired.get(s.id, presentedDigest) === undefined || !isLive(s, now)) return INVALID;
+    return revokeForReuse();
   }
 
   async ping(): Promise<void> {
@@ -409,6 +428,7 @@ export class SqliteStore implements Store {
   ): Promise<{ readonly removed: boolean; readonly revokedSessions: number }> {
     return this.#write(() => {
       if (this.#s.removeDevice.run(input.now, input.deviceId).changes === 0) return { removed: false, revokedSessions: 0 };
+      this.#accessCache.clear();
       const revoked = this.#s.revokeDeviceSessions.run({ deviceId: input.deviceId, now: input.now }).changes;
       this.#append(event);
       return { removed: true, revokedSessions: revoked };
@@ -462,9 +482,22 @@ export class SqliteStore implements Store {
     });
   }
 
-  async findSessionByAccessDigest(digest: string): Promise<SessionRecord | null> {
-    const row = this.#s.sessionByAccess.get(digest) as SessionRow | undefined;
-    return row === undefined ? null : toSession(row);
+  async findSessionByAccessDigest(sessionId: string, digest: string): Promise<SessionRecord | null> {
+    const version = this.#s.dataVersion.get() as number;
+    if (version !== this.#accessCacheVersion) {
+      this.#accessCache.clear();
+      this.#accessCacheVersion = version;
+    }
+    let entry = this.#accessCache.get(sessionId);
+    if (entry === undefined) {
+      const row = this.#s.sessionForAccess.get(sessionId) as AccessRow | undefined;
+      if (row === undefined) return null;
+      entry = { record: toSession(row), accessDigest: row.access_digest };
+      // Bounded: the oldest entry (first in insertion order) makes room.
+      if (this.#accessCache.size >= ACCESS_CACHE_MAX) this.#accessCache.delete(this.#accessCache.keys().next().value as string);
+      this.#accessCache.set(sessionId, entry);
+    }
+    return digestsEqual(entry.accessDigest, digest) ? entry.record : null;
   }
 
   async getSession(id: string): Promise<SessionRecord | null> {
@@ -487,6 +520,7 @@ export class SqliteStore implements Store {
 
   async rotateRefreshToken(
     input: {
+      readonly sessionId: string;
       readonly presentedDigest: string;
       readonly realm: Realm;
       readonly now: number;
@@ -498,7 +532,11 @@ export class SqliteStore implements Store {
     // Anything but the current refresh token may be a reuse, whose revocation must be durable:
     // those presentations (rare) commit fsynced. A reuse that raced past this look still gets
     // a checkpoint, which syncs the WAL.
-    const critical = this.#durability === 'normal' && this.#s.sessionByRefresh.get(input.presentedDigest) === undefined;
+    let critical = false;
+    if (this.#durability === 'normal') {
+      const current = this.#s.currentRefreshDigest.get(input.sessionId) as string | undefined;
+      critical = current === undefined || !digestsEqual(current, input.presentedDigest);
+    }
     const outcome = await this.#write(() => this.#rotate(input, audit), critical);
     if (outcome.kind === 'reused' && !critical && this.#durability === 'normal') this.#db.pragma('wal_checkpoint(PASSIVE)');
     return outcome;
@@ -509,6 +547,7 @@ export class SqliteStore implements Store {
     event: AuditEventDraft,
   ): Promise<boolean> {
     return this.#write(() => {
+      this.#accessCache.delete(input.sessionId);
       if (this.#s.revokeSession.run({ id: input.sessionId, now: input.now, reason: input.reason }).changes === 0) return false;
       this.#append(event);
       return true;

@@ -7,6 +7,7 @@ import {
   createSession,
   enrollWithBootstrapToken,
   issueBootstrapToken,
+  removeDevice,
   revokeSession,
   rotateRefreshToken,
   STORE_OPERATIONS,
@@ -209,6 +210,155 @@ describe('sqlite store: durability and migrations', () => {
     const versions = raw.prepare('SELECT version FROM schema_migrations').all();
     raw.close();
     assert.equal(versions.length, new Set(versions.map((v) => (v as { version: number }).version)).size);
+  });
+});
+
+describe('sqlite store: the bearer-check cache is never stale', () => {
+  /** A session checked once (so this connection caches it), and a second connection on the same file. */
+  async function cachedSession() {
+    const file = freshFile();
+    const cacher = await openSqliteStore({ file });
+    const { clock, key, second } = await flow(cacher);
+    const deps = makeDeps(cacher, clock);
+    const principal = await authenticate(deps, { token: second.access_token, realm: 'management' });
+    const other = await openSqliteStore({ file });
+    return { cacher, other, clock, deps, otherDeps: makeDeps(other, clock), key, second, principal };
+  }
+  const refused = (deps: ReturnType<typeof makeDeps>, token: string) =>
+    assert.rejects(authenticate(deps, { token, realm: 'management' }), (e: unknown) => (e as { code?: string }).code === 'invalid_token');
+
+  test("another connection's revocation is refused on the very next check", async () => {
+    const w = await cachedSession();
+    try {
+      await revokeSession(w.otherDeps, { principal: w.principal });
+      await refused(w.deps, w.second.access_token);
+    } finally {
+      await w.other.close();
+      await w.cacher.close();
+    }
+  });
+
+  test("another connection's rotation retires the cached access token on the very next check", async () => {
+    const w = await cachedSession();
+    try {
+      const next = await rotateRefreshToken(w.otherDeps, { refreshToken: w.second.refresh_token, realm: 'management' });
+      await refused(w.deps, w.second.access_token);
+      assert.equal((await authenticate(w.deps, { token: next.access_token, realm: 'management' })).session, w.second.session_id);
+    } finally {
+      await w.other.close();
+      await w.cacher.close();
+    }
+  });
+
+  test("another connection's device removal is refused on the very next check", async () => {
+    const w = await cachedSession();
+    try {
+      // A second admin, so that the first one may be removed.
+      const boot = await issueBootstrapToken(w.otherDeps, { recovery: true });
+      await enrollWithBootstrapToken(w.otherDeps, { bootstrapToken: boot.token, publicKey: newDeviceKey().publicKey });
+      await authenticate(w.deps, { token: w.second.access_token, realm: 'management' });
+      await removeDevice(w.otherDeps, { principal: w.principal, deviceId: w.principal.device });
+      await refused(w.deps, w.second.access_token);
+    } finally {
+      await w.other.close();
+      await w.cacher.close();
+    }
+  });
+
+  test("the caching connection's own rotation, reuse revocation and logout take effect on the very next check", async () => {
+    const w = await cachedSession();
+    try {
+      const next = await rotateRefreshToken(w.deps, { refreshToken: w.second.refresh_token, realm: 'management' });
+      await refused(w.deps, w.second.access_token);
+      const principal = await authenticate(w.deps, { token: next.access_token, realm: 'management' });
+      w.clock.advance(60_000);
+      await assert.rejects(
+        rotateRefreshToken(w.deps, { refreshToken: w.second.refresh_token, realm: 'management' }),
+        (e: unknown) => (e as { code?: string }).code === 'refresh_token_reused',
+      );
+      await refused(w.deps, next.access_token);
+      assert.equal(principal.session, w.second.session_id);
+    } finally {
+      await w.other.close();
+      await w.cacher.close();
+    }
+  });
+});
+
+describe('sqlite store: migration 3 (split session tokens)', () => {
+  test('a version 2 store keeps its sessions and retired digests, with the foreign keys intact and no digest index left', async () => {
+    const file = freshFile();
+    const raw = new Database(file);
+    raw.pragma('journal_mode = WAL');
+    raw.exec('CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT');
+    for (const [version, name] of [
+      [1, 'initial'],
+      [2, 'retired_refresh_tokens_retired_at'],
+    ] as const) {
+      raw.exec(readFileSync(new URL(`../migrations/00${version}_${name}.sql`, import.meta.url), 'utf8'));
+      raw.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, 0)').run(version, name);
+    }
+    raw
+      .prepare("INSERT INTO devices VALUES ('dev_01KAQ00000000000000000000D', ?, 'management', 'sub_x', 'old', 1, NULL)")
+      .run('ab'.repeat(32));
+    raw
+      .prepare(
+        `INSERT INTO sessions (id, realm, subject, device_id, created_at, expires_at, access_digest, access_expires_at,
+           refresh_digest, refresh_expires_at, prev_refresh_digest, prev_rotated_at, generation)
+         VALUES ('ses_01KAQ00000000000000000000S', 'management', 'sub_x', 'dev_01KAQ00000000000000000000D', 1, 9e12, ?, 9e12, ?, 9e12, ?, 5, 2)`,
+      )
+      .run('a1'.repeat(32), 'b1'.repeat(32), 'c1'.repeat(32));
+    raw
+      .prepare("INSERT INTO retired_refresh_tokens (digest, session_id, retired_at) VALUES (?, 'ses_01KAQ00000000000000000000S', 3)")
+      .run('d1'.repeat(32));
+    raw.close();
+    for (const f of [file, `${file}-wal`, `${file}-shm`]) if (existsSync(f)) chmodSync(f, 0o600);
+
+    const store = await openSqliteStore({ file });
+    try {
+      const session = await store.getSession('ses_01KAQ00000000000000000000S');
+      assert.equal(session?.generation, 2);
+      assert.equal((await store.findSessionByAccessDigest('ses_01KAQ00000000000000000000S', 'a1'.repeat(32)))?.id, session?.id);
+      assert.equal(
+        await store.revokeSession(
+          { sessionId: 'ses_01KAQ00000000000000000000S', now: 10, reason: 'logout' },
+          {
+            id: 'evt_01KAQ00000000000000000000E',
+            type: 'session.revoked',
+            realm: 'management',
+            subject: 'sub_x',
+            deviceId: 'dev_01KAQ00000000000000000000D',
+            sessionId: 'ses_01KAQ00000000000000000000S',
+            at: 10,
+            data: {},
+          },
+        ),
+        true,
+      );
+    } finally {
+      await store.close();
+    }
+    const after = new Database(file, { readonly: true });
+    try {
+      assert.deepEqual(after.prepare('SELECT version FROM schema_migrations ORDER BY version').pluck().all(), [1, 2, 3]);
+      assert.deepEqual(after.prepare('SELECT session_id, digest, retired_at FROM retired_refresh_tokens').all(), [
+        { session_id: 'ses_01KAQ00000000000000000000S', digest: 'd1'.repeat(32), retired_at: 3 },
+      ]);
+      assert.deepEqual(after.pragma('foreign_key_check'), []);
+      assert.deepEqual(after.pragma('integrity_check', { simple: true }), 'ok');
+      const indexed = after
+        .prepare("SELECT il.name FROM sqlite_schema s, pragma_index_list(s.name) il WHERE s.type = 'table' AND s.name = 'sessions'")
+        .pluck()
+        .all() as string[];
+      for (const name of indexed) {
+        const columns = after.prepare('SELECT name FROM pragma_index_info(?)').pluck().all(name) as string[];
+        assert.ok(!columns.some((c) => c.endsWith('_digest')), `index ${name} on ${columns.join(', ')}`);
+      }
+      const fk = after.prepare('SELECT "table" FROM pragma_foreign_key_list(\'retired_refresh_tokens\')').pluck().all();
+      assert.deepEqual(fk, ['sessions'], 'retired digests still reference the sessions table by its final name');
+    } finally {
+      after.close();
+    }
   });
 });
 

@@ -12,9 +12,10 @@ import {
   type ErrorCode,
   enrollWithBootstrapToken,
   issueBootstrapToken,
-  mintToken,
+  mintSessionToken,
   newId,
   type Principal,
+  parseSessionToken,
   publicKeyHexOf,
   type Realm,
   type RotationOutcome,
@@ -132,11 +133,15 @@ export interface MintedPair {
   readonly digests: TokenPairDigests;
 }
 
-/** Mints a pair whose tokens expire `accessTtlMs` / `refreshTtlMs` after the clock's now. */
-export function mintPair(deps: AuthDeps, ttl: { readonly accessTtlMs?: number; readonly refreshTtlMs?: number } = {}): MintedPair {
+/** Mints a pair of session `sessionId` whose tokens expire `accessTtlMs` / `refreshTtlMs` after the clock's now. */
+export function mintPair(
+  deps: AuthDeps,
+  sessionId: string,
+  ttl: { readonly accessTtlMs?: number; readonly refreshTtlMs?: number } = {},
+): MintedPair {
   const now = deps.clock.now();
-  const access = mintToken('access', deps.random);
-  const refresh = mintToken('refresh', deps.random);
+  const access = mintSessionToken('access', sessionId, deps.random);
+  const refresh = mintSessionToken('refresh', sessionId, deps.random);
   return {
     access,
     refresh,
@@ -156,10 +161,11 @@ export async function createStoreSession(
   ttl: { readonly accessTtlMs?: number; readonly refreshTtlMs?: number; readonly lifetimeMs?: number } = {},
 ): Promise<{ readonly session: SessionRecord; readonly pair: MintedPair }> {
   const now = deps.clock.now();
-  const pair = mintPair(deps, ttl);
+  const id = newId('session', deps.clock, deps.random);
+  const pair = mintPair(deps, id, ttl);
   const expiresAt = now + (ttl.lifetimeMs ?? 30 * 24 * 3_600_000);
   const session: SessionRecord = {
-    id: newId('session', deps.clock, deps.random),
+    id,
     realm: device.realm,
     subject: device.subject,
     deviceId: device.id,
@@ -193,10 +199,19 @@ export async function rotateAtStore(
   input: { readonly store?: Store; readonly refresh: string; readonly realm: Realm; readonly graceMs: number; readonly next?: MintedPair },
 ): Promise<{ readonly outcome: RotationOutcome; readonly next: MintedPair; readonly auditCalls: number }> {
   const store = input.store ?? deps.store;
-  const next = input.next ?? mintPair(deps);
+  const presented = parseSessionToken(input.refresh, 'refresh');
+  if (presented === null) throw new TypeError(`rotateAtStore: not a refresh token: ${input.refresh}`);
+  const next = input.next ?? mintPair(deps, presented.sessionId);
   let auditCalls = 0;
   const outcome = await store.rotateRefreshToken(
-    { presentedDigest: digestToken(input.refresh), realm: input.realm, now: deps.clock.now(), graceMs: input.graceMs, next: next.digests },
+    {
+      sessionId: presented.sessionId,
+      presentedDigest: presented.digest,
+      realm: input.realm,
+      now: deps.clock.now(),
+      graceMs: input.graceMs,
+      next: next.digests,
+    },
     (o) => {
       auditCalls++;
       return auditDraft(

@@ -4,7 +4,7 @@ import { AuthError } from '../errors.js';
 import { isIdOfKind, newId } from '../ids.js';
 import type { Realm } from '../realm.js';
 import type { SessionRecord } from '../store.js';
-import { digestToken, mintToken } from '../tokens.js';
+import { digestToken, mintSessionToken } from '../tokens.js';
 import { type TokenPairJson, tokenPairToJson } from '../wire.js';
 import { auditDraft } from './event.js';
 
@@ -51,12 +51,13 @@ export async function createSession(
       `the key is not enrolled in the ${realm} realm`,
     );
   }
-  const access = mintToken('access', deps.random);
-  const refresh = mintToken('refresh', deps.random);
   const s = deps.settings;
   const expiresAt = now + s.sessionMaxLifetimeSeconds * 1000;
+  const sessionId = newId('session', deps.clock, deps.random);
+  const access = mintSessionToken('access', sessionId, deps.random);
+  const refresh = mintSessionToken('refresh', sessionId, deps.random);
   const session: SessionRecord = {
-    id: newId('session', deps.clock, deps.random),
+    id: sessionId,
     realm,
     subject: device.subject,
     deviceId: device.id,

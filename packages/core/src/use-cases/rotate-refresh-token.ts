@@ -1,7 +1,7 @@
 import type { AuthDeps } from '../deps.js';
 import { AuthError } from '../errors.js';
 import type { Realm } from '../realm.js';
-import { digestToken, isTokenOfKind, mintToken } from '../tokens.js';
+import { digestToken, mintSessionToken, parseSessionToken } from '../tokens.js';
 import { type TokenPairJson, tokenPairToJson } from '../wire.js';
 import { auditDraft } from './event.js';
 
@@ -19,20 +19,20 @@ export async function rotateRefreshToken(
   deps: AuthDeps,
   input: { readonly refreshToken: unknown; readonly realm: Realm },
 ): Promise<TokenPairJson> {
-  if (!isTokenOfKind(input.refreshToken, 'refresh')) {
-    if (typeof input.refreshToken !== 'string') {
-      throw new AuthError('invalid_request', 'refresh_token must be a string');
-    }
-    throw new AuthError('invalid_refresh_token', 'unknown refresh token');
+  if (typeof input.refreshToken !== 'string') {
+    throw new AuthError('invalid_request', 'refresh_token must be a string');
   }
-  const presentedDigest = digestToken(input.refreshToken);
+  const presented = parseSessionToken(input.refreshToken, 'refresh');
+  if (presented === null) throw new AuthError('invalid_refresh_token', 'unknown refresh token');
   const now = deps.clock.now();
   const s = deps.settings;
-  const access = mintToken('access', deps.random);
-  const refresh = mintToken('refresh', deps.random);
+  // The new pair names the same session: its selector never changes.
+  const access = mintSessionToken('access', presented.sessionId, deps.random);
+  const refresh = mintSessionToken('refresh', presented.sessionId, deps.random);
   const outcome = await deps.store.rotateRefreshToken(
     {
-      presentedDigest,
+      sessionId: presented.sessionId,
+      presentedDigest: presented.digest,
       realm: input.realm,
       now,
       graceMs: s.refreshReuseGraceSeconds * 1000,

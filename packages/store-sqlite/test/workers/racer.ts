@@ -1,5 +1,13 @@
 import { parentPort } from 'node:worker_threads';
-import { type AuthDeps, auditDraft, createSession, digestToken, enrollWithBootstrapToken, mintToken } from '@svc/core';
+import {
+  type AuthDeps,
+  auditDraft,
+  createSession,
+  digestToken,
+  enrollWithBootstrapToken,
+  mintSessionToken,
+  parseSessionToken,
+} from '@svc/core';
 import { createFakeClock, makeDeps, newDeviceKey } from '@svc/store-testkit';
 import { openSqliteStore, type SqliteStore } from 'svc-store-sqlite';
 import type { RacerResult, RaceTask } from './race-task.js';
@@ -25,11 +33,14 @@ async function attempt(task: RaceTask, deps: AuthDeps, store: SqliteStore): Prom
       }
       case 'refresh': {
         const now = deps.clock.now();
-        const access = mintToken('access', deps.random);
-        const refresh = mintToken('refresh', deps.random);
+        const presented = parseSessionToken(task.scenario.refreshToken, 'refresh');
+        if (presented === null) throw new TypeError('the race task carries no refresh token');
+        const access = mintSessionToken('access', presented.sessionId, deps.random);
+        const refresh = mintSessionToken('refresh', presented.sessionId, deps.random);
         const result = await store.rotateRefreshToken(
           {
-            presentedDigest: digestToken(task.scenario.refreshToken),
+            sessionId: presented.sessionId,
+            presentedDigest: presented.digest,
             realm: 'application',
             now,
             graceMs: task.scenario.graceMs,

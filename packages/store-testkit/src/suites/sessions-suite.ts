@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { auditDraft, digestToken, rotateRefreshToken } from '@svc/core';
+import { auditDraft, digestToken, newId, rotateRefreshToken } from '@svc/core';
 import {
   auditLength,
   authenticates,
@@ -26,13 +26,18 @@ export function sessionsSuite(ctx: SuiteContext): void {
       ctx.world(async ({ deps, store, clock }) => {
         const { device } = await enrollDevice(deps, 'application');
         const { session, pair } = await createStoreSession(deps, device, { lifetimeMs: 1000 });
-        assert.deepEqual(await store.findSessionByAccessDigest(pair.digests.accessDigest), session);
+        assert.deepEqual(await store.findSessionByAccessDigest(session.id, pair.digests.accessDigest), session);
         assert.deepEqual(await store.getSession(session.id), session);
-        assert.equal(await store.findSessionByAccessDigest(pair.digests.refreshDigest), null, 'a refresh digest is not an access digest');
-        assert.equal(await store.findSessionByAccessDigest(digestToken('svca_unknown')), null);
+        assert.equal(
+          await store.findSessionByAccessDigest(session.id, pair.digests.refreshDigest),
+          null,
+          'a refresh digest is not an access digest',
+        );
+        assert.equal(await store.findSessionByAccessDigest(session.id, digestToken('svca_unknown')), null);
+        assert.equal(await store.findSessionByAccessDigest('ses_01KAQ00000000000000000000Z', pair.digests.accessDigest), null);
         assert.equal(await store.getSession('ses_01KAQ00000000000000000000Z'), null);
         clock.advance(2000);
-        assert.equal((await store.findSessionByAccessDigest(pair.digests.accessDigest))?.id, session.id);
+        assert.equal((await store.findSessionByAccessDigest(session.id, pair.digests.accessDigest))?.id, session.id);
       }));
 
     test('listActiveSessions lists live sessions newest first, filtered by realm and device', () =>
@@ -83,7 +88,7 @@ export function sessionsSuite(ctx: SuiteContext): void {
         assert.notEqual(second.access_token, first.access_token);
         assert.equal(await authenticates(deps, first.access_token, 'management'), false);
         assert.ok(await authenticates(deps, second.access_token, 'management'));
-        assert.equal(await store.findSessionByAccessDigest(digestToken(first.access_token)), null);
+        assert.equal(await store.findSessionByAccessDigest(first.session_id, digestToken(first.access_token)), null);
         const session = await store.getSession(first.session_id);
         assert.equal(session?.generation, 1);
         assert.equal(session?.lastRotatedAt, deps.clock.now());
@@ -122,8 +127,8 @@ export function sessionsSuite(ctx: SuiteContext): void {
         if (inGrace.outcome.kind !== 'rotated_in_grace') return;
         assert.equal(inGrace.outcome.session.generation, 2);
         assert.equal(inGrace.outcome.session.lastRotatedAt, clock.now());
-        assert.equal(await store.findSessionByAccessDigest(rotated.next.digests.accessDigest), null);
-        assert.equal((await store.findSessionByAccessDigest(inGrace.next.digests.accessDigest))?.id, session.id);
+        assert.equal(await store.findSessionByAccessDigest(session.id, rotated.next.digests.accessDigest), null);
+        assert.equal((await store.findSessionByAccessDigest(session.id, inGrace.next.digests.accessDigest))?.id, session.id);
         clock.advance(1);
         const late = await rotateAtStore(deps, { refresh: pair.refresh, realm: 'application', graceMs: GRACE });
         assert.equal(late.outcome.kind, 'reused');
@@ -244,14 +249,49 @@ export function sessionsSuite(ctx: SuiteContext): void {
     test('an unknown refresh token is invalid and writes nothing', () =>
       ctx.world(async ({ deps, store }) => {
         const before = await auditLength(store);
-        const result = await rotateAtStore(deps, { refresh: mintPair(deps).refresh, realm: 'management', graceMs: GRACE });
+        const unknown = mintPair(deps, newId('session', deps.clock, deps.random));
+        const result = await rotateAtStore(deps, { refresh: unknown.refresh, realm: 'management', graceMs: GRACE });
         assert.deepEqual(result.outcome, { kind: 'invalid' });
         assert.equal(result.auditCalls, 0);
         assert.equal(await auditLength(store), before);
+        await rejectsWithCode(rotateRefreshToken(deps, { refreshToken: unknown.refresh, realm: 'management' }), 'invalid_refresh_token');
+      }));
+
+    test('a forged refresh token naming a real session is invalid and revokes nothing', () =>
+      ctx.world(async ({ deps, store }) => {
+        // Session ids are no secret (every token pair and audit event shows them): knowing one
+        // must not let anyone revoke that session by posing as a reused token.
+        const admin = await bootstrapAdmin(deps);
+        const pair = await signIn(deps, admin.key, 'management');
+        const rotated = await rotateRefreshToken(deps, { refreshToken: pair.refresh_token, realm: 'management' });
+        const before = await auditLength(store);
+        const forged = mintPair(deps, pair.session_id);
+        const result = await rotateAtStore(deps, { refresh: forged.refresh, realm: 'management', graceMs: GRACE });
+        assert.deepEqual(result.outcome, { kind: 'invalid' });
+        assert.equal(result.auditCalls, 0);
+        await rejectsWithCode(rotateRefreshToken(deps, { refreshToken: forged.refresh, realm: 'management' }), 'invalid_refresh_token');
+        assert.equal(await auditLength(store), before);
+        assert.equal((await store.getSession(pair.session_id))?.revokedAt, null);
+        assert.ok(await authenticates(deps, rotated.access_token, 'management'));
+        assert.equal(await authenticates(deps, forged.access, 'management'), false, 'a forged access token naming the session is refused');
+      }));
+
+    test('a token of one session with the selector of another is refused', () =>
+      ctx.world(async ({ deps, store }) => {
+        const admin = await bootstrapAdmin(deps);
+        const a = await signIn(deps, admin.key, 'management');
+        const b = await signIn(deps, admin.key, 'management');
+        // Splice b's session id into a's tokens: the digest no longer matches either session.
+        const selector = (id: string) => id.slice('ses_'.length);
+        const spliced = (token: string) => token.replace(selector(a.session_id), selector(b.session_id));
+        assert.equal(await authenticates(deps, spliced(a.access_token), 'management'), false);
         await rejectsWithCode(
-          rotateRefreshToken(deps, { refreshToken: mintPair(deps).refresh, realm: 'management' }),
+          rotateRefreshToken(deps, { refreshToken: spliced(a.refresh_token), realm: 'management' }),
           'invalid_refresh_token',
         );
+        assert.equal((await store.getSession(b.session_id))?.revokedAt, null);
+        assert.ok(await authenticates(deps, a.access_token, 'management'));
+        assert.ok(await authenticates(deps, b.access_token, 'management'));
       }));
 
     test('a refresh token is valid until 1 ms before its expiry and invalid from then on', () =>
@@ -323,7 +363,7 @@ export function sessionsSuite(ctx: SuiteContext): void {
           accessTtlMs: seconds(30),
           refreshTtlMs: seconds(60),
         });
-        const next = mintPair(deps, { accessTtlMs: seconds(900), refreshTtlMs: seconds(86_400) });
+        const next = mintPair(deps, session.id, { accessTtlMs: seconds(900), refreshTtlMs: seconds(86_400) });
         const { outcome } = await rotateAtStore(deps, { refresh: pair.refresh, realm: 'application', graceMs: GRACE, next });
         assert.equal(outcome.kind, 'rotated');
         const after = await store.getSession(session.id);
