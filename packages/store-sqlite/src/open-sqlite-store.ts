@@ -23,6 +23,9 @@ export interface SqliteStoreOptions {
   busyTimeoutMs?: number;
 }
 
+/** Pages the WAL may hold before a commit checkpoints it into the database file. */
+const WAL_AUTOCHECKPOINT_PAGES = 10_000;
+
 /** `PRAGMA application_id` of a svc auth control store: "svca". */
 export const CONTROL_STORE_APPLICATION_ID = 0x73766361;
 
@@ -129,6 +132,10 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Sqli
     if (mode !== 'wal') throw new StoreOpenError(file, `${file} could not be switched to WAL mode (it reports ${String(mode)})`);
     db.pragma(`synchronous = ${synchronous === 'full' ? 'FULL' : 'NORMAL'}`);
     db.pragma('foreign_keys = ON');
+    // A checkpoint copies each page once however often the WAL rewrote it: letting the WAL
+    // grow to ~40 MiB (10,000 pages) instead of SQLite's 4 MiB copies the hot pages (the audit
+    // tail, the newest sessions) far less often. Durability is the same; only the WAL is longer.
+    db.pragma(`wal_autocheckpoint = ${WAL_AUTOCHECKPOINT_PAGES}`);
     migrate(db, file, loadMigrations(), Date.now());
     for (const suffix of SIDE_FILES) {
       try {
