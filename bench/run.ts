@@ -67,6 +67,12 @@ function rssMiB(p: Proc): number {
   return Math.round(kb / 1024);
 }
 
+/** The server's resident memory that is its own (heap, SQLite's page cache), not mapped files. */
+function anonMiB(p: Proc): number {
+  const status = readFileSync(`/proc/${p.child.pid}/status`, 'utf8');
+  return Math.round(Number(/RssAnon:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024);
+}
+
 async function cannon(opts: autocannon.Options): Promise<{ rps: number; errors: number; non2xx: number; p99: number }> {
   const result = await autocannon({ connections: CONNECTIONS, duration: DURATION, ...opts });
   return { rps: result.requests.average, errors: result.errors, non2xx: result.non2xx, p99: result.latency.p99 };
@@ -251,6 +257,115 @@ async function measure(server: Proc, bare: Proc, devices: Device[]): Promise<Sto
   };
 }
 
+/** `GET /v1/auth/me` (or the bare route, which ignores it) with the next token of `tokens` on every request. */
+function cannonOver(url: string, path: string, tokens: readonly string[]) {
+  let i = 0;
+  return cannon({
+    url,
+    requests: [
+      {
+        method: 'GET',
+        path,
+        setupRequest: (req) => ({ ...req, headers: { ...req.headers, authorization: `Bearer ${tokens[i++ % tokens.length]}` } }),
+      },
+    ],
+  });
+}
+
+const SMALL_STORE = 1_000;
+// More distinct sessions than the SQLite store's bearer-check cache holds (10,000), checked in
+// turn: every check misses the cache and reads the table.
+const COLD_TOKENS = 20_000;
+
+/** Sets (or, with null, removes) the SQLite addon's `:store/bearer-cache-sessions` in a project's `project.edn`. */
+function setBearerCache(dir: string, sessions: number | null): void {
+  const file = join(dir, 'project.edn');
+  const plain = ':store {:package "svc-store-sqlite" :activate [:svc/store]';
+  const edn = readFileSync(file, 'utf8').replace(/ :config \{:store\/bearer-cache-sessions \d+\}/, '');
+  if (!edn.includes(plain)) throw new Error(`bench: ${file} has no plain SQLite store module`);
+  writeFileSync(file, sessions === null ? edn : edn.replace(plain, `${plain} :config {:store/bearer-cache-sessions ${sessions}}`));
+}
+
+/**
+ * Bearer validation with 1,000 sessions in the store and then with SEED (1,000,000), on a fresh
+ * project. With the bearer-check cache (the default): the same 1,000 tokens in turn in both
+ * stores. Without it (`:store/bearer-cache-sessions 0`, every check a store read): the 1,000
+ * tokens of the small store against 20,000 tokens spread evenly over the big one. And the big
+ * store with the cache and those 20,000 tokens, more than it keeps: the worst case, every check
+ * a miss. Each figure is a ratio to the bare route driven the same way just before it.
+ */
+async function measureScale(bare: Proc, dir: string, report: (line: string) => void): Promise<Record<string, unknown>> {
+  const { controlDb } = setupProject(dir, 'sqlite', '');
+  const serve = () => start([svc, 'auth', 'serve', '--listen', '127.0.0.1:0', dir], /listening on (http:\/\/\S+)/);
+  const ratio = async (server: Proc, tokens: readonly string[]) => {
+    await cannonOver(server.url, '/v1/auth/me', tokens.slice(0, 100));
+    const base = await cannonOver(bare.url, '/', tokens);
+    const run = await cannonOver(server.url, '/v1/auth/me', tokens);
+    if (run.non2xx > 0 || run.errors > 0) throw new Error(`scale run had ${run.non2xx} non-2xx, ${run.errors} errors`);
+    return { rps: run.rps, ratio: run.rps / base.rps };
+  };
+  const hot = seedSessions(controlDb, { from: 0, to: SMALL_STORE }, SMALL_STORE);
+  let server = await serve();
+  const smallCached = await ratio(server, hot);
+  const rssSmall = rssMiB(server);
+  const anonSmall = anonMiB(server);
+  await stop(server);
+  setBearerCache(dir, 0);
+  server = await serve();
+  const smallUncached = await ratio(server, hot);
+  await stop(server);
+
+  const t0 = Date.now();
+  const cold = seedSessions(controlDb, { from: SMALL_STORE, to: SEED }, COLD_TOKENS);
+  const seedS = (Date.now() - t0) / 1000;
+  server = await serve();
+  const bigUncached = await ratio(server, cold);
+  await stop(server);
+  setBearerCache(dir, null);
+  server = await serve();
+  const bigCached = await ratio(server, hot);
+  const rssBig = rssMiB(server);
+  const anonBig = anonMiB(server);
+  const bigMisses = await ratio(server, cold);
+  const anonMisses = anonMiB(server);
+  // A second pass over the same 20,000: the caches are full, so memory must stay where it is.
+  await ratio(server, cold);
+  const anonMisses2 = anonMiB(server);
+  await stop(server);
+
+  const line = (label: string, f: { rps: number; ratio: number }, vs?: { ratio: number }) =>
+    report(
+      `  ${label.padEnd(62)} ${fmt(f.rps).padStart(8)} req/s   ${f.ratio.toFixed(2)}x${vs ? `   (${(f.ratio / vs.ratio).toFixed(2)} of the small store)` : ''}`,
+    );
+  report('');
+  report(`scale: sqlite, a fresh project; every request checks the next of many tokens (seeded ${fmt(SEED)} in ${seedS.toFixed(0)}s)`);
+  line(`cache on:  ${fmt(SMALL_STORE)} sessions, their ${fmt(SMALL_STORE)} tokens`, smallCached);
+  line(`cache on:  ${fmt(SEED)} sessions, the same ${fmt(SMALL_STORE)} tokens`, bigCached, smallCached);
+  line(`cache off: ${fmt(SMALL_STORE)} sessions, their ${fmt(SMALL_STORE)} tokens`, smallUncached);
+  line(`cache off: ${fmt(SEED)} sessions, ${fmt(COLD_TOKENS)} tokens spread over them`, bigUncached, smallUncached);
+  line(`cache on:  ${fmt(SEED)} sessions, ${fmt(COLD_TOKENS)} tokens (every check a miss)`, bigMisses, smallCached);
+  report(
+    `  memory    server RSS ${rssSmall} MiB (${anonSmall} MiB anonymous) with ${fmt(SMALL_STORE)} sessions, ${rssBig} MiB (${anonBig} MiB) with ${fmt(SEED)}`,
+  );
+  report(
+    `  memory    anonymous ${anonMisses} MiB after the ${fmt(COLD_TOKENS)}-token pass, ${anonMisses2} MiB after a second one (caches full)`,
+  );
+  return {
+    sessions: { small: SMALL_STORE, big: SEED },
+    seed_s: seedS,
+    cached: { small: smallCached, big_same_tokens: bigCached, big_vs_small: bigCached.ratio / smallCached.ratio },
+    uncached: {
+      small: smallUncached,
+      big_spread_tokens: bigUncached,
+      tokens: COLD_TOKENS,
+      big_vs_small: bigUncached.ratio / smallUncached.ratio,
+    },
+    cached_all_misses: { ...bigMisses, vs_small_cached: bigMisses.ratio / smallCached.ratio },
+    rss_mib: { small: rssSmall, big: rssBig },
+    rss_anon_mib: { small: anonSmall, big: anonBig, after_miss_pass: anonMisses, after_second_miss_pass: anonMisses2 },
+  };
+}
+
 async function main(): Promise<void> {
   const work = mkdtempSync(join(tmpdir(), 'svc-bench-'));
   const results: Record<string, unknown> = { started_at: new Date().toISOString(), duration_s: DURATION, connections: CONNECTIONS };
@@ -271,8 +386,8 @@ async function main(): Promise<void> {
     const stores = (process.env.BENCH_STORES ?? 'sqlite,postgres').split(',') as ('sqlite' | 'postgres')[];
     for (const store of stores) {
       const dir = join(work, store);
-      const { devices, controlDb } = setupProject(dir, store, pgSchema);
-      let server = await start([svc, 'auth', 'serve', '--listen', '127.0.0.1:0', dir], /listening on (http:\/\/\S+)/);
+      const { devices } = setupProject(dir, store, pgSchema);
+      const server = await start([svc, 'auth', 'serve', '--listen', '127.0.0.1:0', dir], /listening on (http:\/\/\S+)/);
       // Warm-up: both servers' hot paths compiled before anything is measured.
       const warm = await login(server.url, (devices[0] as Device).key, (devices[0] as Device).pub);
       await cannon({ url: bare.url, duration: 1 });
@@ -313,37 +428,10 @@ async function main(): Promise<void> {
         p99_ms: f.p99,
         per_round: rounds,
       };
-      // Bearer validation with many sessions in the store, against this run's small-store ratio.
-      if (store === 'sqlite' && SEED > 0) {
-        const rssSmall = rssMiB(server);
-        await stop(server);
-        const t0 = Date.now();
-        seedSessions(controlDb, SEED);
-        const seedS = (Date.now() - t0) / 1000;
-        server = await start([svc, 'auth', 'serve', '--listen', '127.0.0.1:0', dir], /listening on (http:\/\/\S+)/);
-        const d = devices[0] as Device;
-        const fresh = await login(server.url, d.key, d.pub);
-        const headers = { authorization: `Bearer ${fresh.access_token}` };
-        await cannon({ url: `${server.url}/v1/auth/me`, headers, duration: 1 });
-        const base2 = await cannon({ url: bare.url });
-        const big = await cannon({ url: `${server.url}/v1/auth/me`, headers });
-        const rssBig = rssMiB(server);
-        const vsSmall = big.rps / base2.rps / summary.ratios.bearer;
-        report(
-          `  bearer    with ${fmt(SEED)} sessions ${fmt(big.rps).padStart(8)} req/s   ${(big.rps / base2.rps).toFixed(2)}x   (${vsSmall.toFixed(2)} of the small-store ratio; seeded in ${seedS.toFixed(0)}s)`,
-        );
-        report(`  memory    server RSS ${rssSmall} MiB with a small store, ${rssBig} MiB with ${fmt(SEED)} sessions`);
-        Object.assign(figures, {
-          seeded_sessions: SEED,
-          bearer_big_rps: big.rps,
-          bearer_big_ratio: big.rps / base2.rps,
-          bearer_big_vs_small: vsSmall,
-          rss_mib: { small: rssSmall, big: rssBig },
-        });
-      }
       results[store] = figures;
       await stop(server);
     }
+    if (stores.includes('sqlite') && SEED > SMALL_STORE) results.scale = await measureScale(bare, join(work, 'scale'), report);
     await stop(bare);
   } finally {
     for (const child of started) if (child.exitCode === null) child.kill('SIGKILL');

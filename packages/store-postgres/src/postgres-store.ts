@@ -75,7 +75,7 @@ function clampInt(n: number, min: number): number {
 const INVALID: RotationOutcome = Object.freeze({ kind: 'invalid' });
 
 // The hot path of every authenticated request: a named statement, so each connection parses
-// and plans it once. One lookup on the unique index of sessions.access_digest.
+// and plans it once. One primary-key lookup; the digest is then compared in constant time.
 const SESSION_FOR_ACCESS: Omit<QueryConfig, 'values'> = {
   name: 'svc_session_for_access',
   text: `SELECT ${ACCESS_COLUMNS} FROM sessions WHERE id = $1`,

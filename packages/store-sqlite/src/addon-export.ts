@@ -13,6 +13,7 @@ import { SQLITE_STORE_OPERATIONS } from './operations.js';
 const FIELDS = {
   ':store/file': { kind: 'string' },
   ':store/synchronous': { kind: 'string', oneOf: ['normal', 'full'] },
+  ':store/bearer-cache-sessions': { kind: 'integer', min: 0, max: 10_000_000 },
 } as const;
 
 /**
@@ -21,7 +22,8 @@ const FIELDS = {
  * default: WAL with every security-critical commit (enrollment, revocation, device removal,
  * reuse detection, bootstrap and pairing) fsynced before it is acknowledged, while sign-ins
  * and rotations survive a crash of the process but may roll back on power loss, which only
- * ever un-issues tokens) or `"full"` (every commit fsynced).
+ * ever un-issues tokens) or `"full"` (every commit fsynced); `:store/bearer-cache-sessions`: how
+ * many checked sessions the bearer-check cache keeps (default 10,000; 0 turns it off).
  *
  * @example
  * const store = await svcStore.open(config.store.config, { controlDir, configFile, configKey, resolveSecret });
@@ -35,6 +37,7 @@ export const svcStore: StoreAddonExport = {
     return openSqliteStore({
       file: isAbsolute(file) ? file : join(ctx.controlDir, file),
       synchronous: v[':store/synchronous'] === 'full' ? 'full' : 'normal',
+      ...(typeof v[':store/bearer-cache-sessions'] === 'number' ? { bearerCacheSessions: v[':store/bearer-cache-sessions'] } : {}),
       requireOwnerOnly: true,
     });
   },

@@ -154,8 +154,8 @@ type Statements = ReturnType<typeof prepareStatements>;
 
 const INVALID: RotationOutcome = Object.freeze({ kind: 'invalid' });
 
-/** Sessions the bearer-check cache keeps at most (about 300 bytes each). */
-const ACCESS_CACHE_MAX = 10_000;
+/** Sessions the bearer-check cache keeps by default (about 1 KiB each with their principals). */
+const BEARER_CACHE_SESSIONS = 10_000;
 
 /**
  * The embedded control store on one better-sqlite3 connection. Obtain one with
@@ -180,13 +180,18 @@ export class SqliteStore implements Store {
   // another connection or process (a CLI revocation, another server) changes `data_version`,
   // which is checked before each use and empties the whole cache.
   readonly #accessCache = new Map<string, { readonly record: SessionRecord; readonly accessDigest: string }>();
+  readonly #accessCacheMax: number;
   #accessCacheVersion = -1;
 
   /** Wraps an open, migrated connection; use `openSqliteStore` rather than calling this. */
-  constructor(db: Db, file: string, durability: 'normal' | 'full' = 'normal') {
+  constructor(db: Db, file: string, durability: 'normal' | 'full' = 'normal', bearerCacheSessions = BEARER_CACHE_SESSIONS) {
+    if (!Number.isSafeInteger(bearerCacheSessions) || bearerCacheSessions < 0) {
+      throw new TypeError('bearerCacheSessions must be a whole number >= 0');
+    }
     this.#db = db;
     this.file = file;
     this.#durability = durability;
+    this.#accessCacheMax = bearerCacheSessions;
     // Prepared once: every call below reuses a compiled statement.
     this.#s = prepareStatements(db);
     // One transaction wrapper for every write, built once; `.immediate` makes it BEGIN IMMEDIATE.
@@ -493,9 +498,11 @@ export class SqliteStore implements Store {
       const row = this.#s.sessionForAccess.get(sessionId) as AccessRow | undefined;
       if (row === undefined) return null;
       entry = { record: toSession(row), accessDigest: row.access_digest };
-      // Bounded: the oldest entry (first in insertion order) makes room.
-      if (this.#accessCache.size >= ACCESS_CACHE_MAX) this.#accessCache.delete(this.#accessCache.keys().next().value as string);
-      this.#accessCache.set(sessionId, entry);
+      if (this.#accessCacheMax > 0) {
+        // Bounded: the oldest entry (first in insertion order) makes room.
+        if (this.#accessCache.size >= this.#accessCacheMax) this.#accessCache.delete(this.#accessCache.keys().next().value as string);
+        this.#accessCache.set(sessionId, entry);
+      }
     }
     return digestsEqual(entry.accessDigest, digest) ? entry.record : null;
   }

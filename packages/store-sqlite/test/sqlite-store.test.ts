@@ -3,8 +3,10 @@ import { chmodSync, existsSync, readFileSync, statSync, writeFileSync } from 'no
 import { after, describe, test } from 'node:test';
 import {
   authenticate,
+  ConfigError,
   createChallenge,
   createSession,
+  type EdnValue,
   enrollWithBootstrapToken,
   issueBootstrapToken,
   removeDevice,
@@ -15,7 +17,14 @@ import {
 } from '@svc/core';
 import { createFakeClock, makeDeps, newDeviceKey } from '@svc/store-testkit';
 import Database from 'better-sqlite3';
-import { CONTROL_STORE_APPLICATION_ID, openSqliteStore, SQLITE_STORE_OPERATIONS, type SqliteStore, StoreOpenError } from 'svc-store-sqlite';
+import {
+  CONTROL_STORE_APPLICATION_ID,
+  openSqliteStore,
+  SQLITE_STORE_OPERATIONS,
+  type SqliteStore,
+  StoreOpenError,
+  svcStore,
+} from 'svc-store-sqlite';
 import { ownerOnlyTempDir } from './temp-dir.js';
 
 const temp = await ownerOnlyTempDir();
@@ -213,74 +222,118 @@ describe('sqlite store: durability and migrations', () => {
   });
 });
 
-describe('sqlite store: the bearer-check cache is never stale', () => {
-  /** A session checked once (so this connection caches it), and a second connection on the same file. */
-  async function cachedSession() {
-    const file = freshFile();
-    const cacher = await openSqliteStore({ file });
-    const { clock, key, second } = await flow(cacher);
-    const deps = makeDeps(cacher, clock);
-    const principal = await authenticate(deps, { token: second.access_token, realm: 'management' });
-    const other = await openSqliteStore({ file });
-    return { cacher, other, clock, deps, otherDeps: makeDeps(other, clock), key, second, principal };
-  }
-  const refused = (deps: ReturnType<typeof makeDeps>, token: string) =>
-    assert.rejects(authenticate(deps, { token, realm: 'management' }), (e: unknown) => (e as { code?: string }).code === 'invalid_token');
-
-  test("another connection's revocation is refused on the very next check", async () => {
-    const w = await cachedSession();
-    try {
-      await revokeSession(w.otherDeps, { principal: w.principal });
-      await refused(w.deps, w.second.access_token);
-    } finally {
-      await w.other.close();
-      await w.cacher.close();
+for (const bearerCacheSessions of [undefined, 1])
+  describe(`sqlite store: the bearer-check cache (${bearerCacheSessions ?? 'default'} sessions) is never stale`, () => {
+    /** A session checked once (so this connection caches it), and a second connection on the same file. */
+    async function cachedSession() {
+      const file = freshFile();
+      const cacher = await openSqliteStore({ file, ...(bearerCacheSessions === undefined ? {} : { bearerCacheSessions }) });
+      const { clock, key, second } = await flow(cacher);
+      const deps = makeDeps(cacher, clock);
+      const principal = await authenticate(deps, { token: second.access_token, realm: 'management' });
+      const other = await openSqliteStore({ file });
+      return { cacher, other, clock, deps, otherDeps: makeDeps(other, clock), key, second, principal };
     }
+    const refused = (deps: ReturnType<typeof makeDeps>, token: string) =>
+      assert.rejects(authenticate(deps, { token, realm: 'management' }), (e: unknown) => (e as { code?: string }).code === 'invalid_token');
+
+    test("another connection's revocation is refused on the very next check", async () => {
+      const w = await cachedSession();
+      try {
+        await revokeSession(w.otherDeps, { principal: w.principal });
+        await refused(w.deps, w.second.access_token);
+      } finally {
+        await w.other.close();
+        await w.cacher.close();
+      }
+    });
+
+    test("another connection's rotation retires the cached access token on the very next check", async () => {
+      const w = await cachedSession();
+      try {
+        const next = await rotateRefreshToken(w.otherDeps, { refreshToken: w.second.refresh_token, realm: 'management' });
+        await refused(w.deps, w.second.access_token);
+        assert.equal((await authenticate(w.deps, { token: next.access_token, realm: 'management' })).session, w.second.session_id);
+      } finally {
+        await w.other.close();
+        await w.cacher.close();
+      }
+    });
+
+    test("another connection's device removal is refused on the very next check", async () => {
+      const w = await cachedSession();
+      try {
+        // A second admin, so that the first one may be removed.
+        const boot = await issueBootstrapToken(w.otherDeps, { recovery: true });
+        await enrollWithBootstrapToken(w.otherDeps, { bootstrapToken: boot.token, publicKey: newDeviceKey().publicKey });
+        await authenticate(w.deps, { token: w.second.access_token, realm: 'management' });
+        await removeDevice(w.otherDeps, { principal: w.principal, deviceId: w.principal.device });
+        await refused(w.deps, w.second.access_token);
+      } finally {
+        await w.other.close();
+        await w.cacher.close();
+      }
+    });
+
+    test("the caching connection's own rotation, reuse revocation and logout take effect on the very next check", async () => {
+      const w = await cachedSession();
+      try {
+        const next = await rotateRefreshToken(w.deps, { refreshToken: w.second.refresh_token, realm: 'management' });
+        await refused(w.deps, w.second.access_token);
+        const principal = await authenticate(w.deps, { token: next.access_token, realm: 'management' });
+        w.clock.advance(60_000);
+        await assert.rejects(
+          rotateRefreshToken(w.deps, { refreshToken: w.second.refresh_token, realm: 'management' }),
+          (e: unknown) => (e as { code?: string }).code === 'refresh_token_reused',
+        );
+        await refused(w.deps, next.access_token);
+        assert.equal(principal.session, w.second.session_id);
+      } finally {
+        await w.other.close();
+        await w.cacher.close();
+      }
+    });
   });
 
-  test("another connection's rotation retires the cached access token on the very next check", async () => {
-    const w = await cachedSession();
-    try {
-      const next = await rotateRefreshToken(w.otherDeps, { refreshToken: w.second.refresh_token, realm: 'management' });
-      await refused(w.deps, w.second.access_token);
-      assert.equal((await authenticate(w.deps, { token: next.access_token, realm: 'management' })).session, w.second.session_id);
-    } finally {
-      await w.other.close();
-      await w.cacher.close();
-    }
+describe('sqlite store: the addon reads its :config', () => {
+  const ctx = (controlDir: string) => ({
+    controlDir,
+    configFile: '/p/project.edn',
+    configKey: ':svc/modules :store :config',
+    resolveSecret: () => {
+      throw new Error('no secrets here');
+    },
   });
 
-  test("another connection's device removal is refused on the very next check", async () => {
-    const w = await cachedSession();
-    try {
-      // A second admin, so that the first one may be removed.
-      const boot = await issueBootstrapToken(w.otherDeps, { recovery: true });
-      await enrollWithBootstrapToken(w.otherDeps, { bootstrapToken: boot.token, publicKey: newDeviceKey().publicKey });
-      await authenticate(w.deps, { token: w.second.access_token, realm: 'management' });
-      await removeDevice(w.otherDeps, { principal: w.principal, deviceId: w.principal.device });
-      await refused(w.deps, w.second.access_token);
-    } finally {
-      await w.other.close();
-      await w.cacher.close();
-    }
-  });
-
-  test("the caching connection's own rotation, reuse revocation and logout take effect on the very next check", async () => {
-    const w = await cachedSession();
-    try {
-      const next = await rotateRefreshToken(w.deps, { refreshToken: w.second.refresh_token, realm: 'management' });
-      await refused(w.deps, w.second.access_token);
-      const principal = await authenticate(w.deps, { token: next.access_token, realm: 'management' });
-      w.clock.advance(60_000);
+  test('a bearer cache size that is not a whole number >= 0 is refused, naming the file and the key', async () => {
+    for (const bad of [-1, 1.5, 'big']) {
       await assert.rejects(
-        rotateRefreshToken(w.deps, { refreshToken: w.second.refresh_token, realm: 'management' }),
-        (e: unknown) => (e as { code?: string }).code === 'refresh_token_reused',
+        svcStore.open(new Map<string, EdnValue>([[':store/bearer-cache-sessions', bad]]), ctx(temp.dir)),
+        (e: unknown) => {
+          assert.ok(e instanceof ConfigError, String(e));
+          assert.match(e.message, /\/p\/project\.edn/);
+          assert.match(e.message, /:store\/bearer-cache-sessions/);
+          return true;
+        },
       );
-      await refused(w.deps, next.access_token);
-      assert.equal(principal.session, w.second.session_id);
+    }
+  });
+
+  test('a bearer cache of 0 reads the store on every check and behaves the same', async () => {
+    const store = await svcStore.open(
+      new Map<string, EdnValue>([
+        [':store/file', `store-${++n}.db`],
+        [':store/bearer-cache-sessions', 0],
+      ]),
+      ctx(temp.dir),
+    );
+    try {
+      const { deps, second } = await flow(store as SqliteStore);
+      const principal = await authenticate(deps, { token: second.access_token, realm: 'management' });
+      await revokeSession(deps, { principal });
+      await assert.rejects(authenticate(deps, { token: second.access_token, realm: 'management' }));
     } finally {
-      await w.other.close();
-      await w.cacher.close();
+      await store.close();
     }
   });
 });
