@@ -176,9 +176,10 @@ export class SqliteStore implements Store {
   #head: { seq: number; hash: string } | undefined;
   // Sessions as bearer checks last read them, by id: the hot path of every authenticated
   // request skips its query while nothing changed. Never stale: every write of this connection
-  // that changes a session's pair or revocation drops it (see #forget), and any commit by
-  // another connection or process (a CLI revocation, another server) changes `data_version`,
-  // which is checked before each use and empties the whole cache.
+  // that changes a session's pair or revocation drops that session (a rotation, a revocation, a
+  // reuse; a device removal drops them all), and any commit by another connection or process (a
+  // CLI revocation, another server) changes `data_version`, which is read before each use and
+  // then empties the whole cache.
   readonly #accessCache = new Map<string, { readonly record: SessionRecord; readonly accessDigest: string }>();
   readonly #accessCacheMax: number;
   #accessCacheVersion = -1;
