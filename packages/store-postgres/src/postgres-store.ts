@@ -497,8 +497,9 @@ export class PostgresStore implements Store {
 
   async pruneRetiredRefreshTokens(input: { readonly now: number; readonly retiredBefore: number }): Promise<number> {
     const result = await this.#pool.query(
-      `DELETE FROM retired_refresh_tokens WHERE retired_at < $2
-         OR session_id IN (SELECT id FROM sessions WHERE revoked_at IS NOT NULL OR expires_at <= $1)`,
+      // Driven by the (small) retired table, one primary-key probe per row, never a scan of sessions.
+      `DELETE FROM retired_refresh_tokens r WHERE r.retired_at < $2
+         OR EXISTS (SELECT 1 FROM sessions s WHERE s.id = r.session_id AND (s.revoked_at IS NOT NULL OR s.expires_at <= $1))`,
       [input.now, input.retiredBefore],
     );
     return result.rowCount ?? 0;

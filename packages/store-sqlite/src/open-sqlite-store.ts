@@ -25,7 +25,7 @@ export interface SqliteStoreOptions {
   bearerCacheSessions?: number;
 }
 
-/** SQLite's page cache per connection, in KiB (SQLite's default is 2,000). */
+/** SQLite's page cache per connection, in KiB (set explicitly: the figure must not depend on how SQLite was built). */
 const PAGE_CACHE_KIB = 16_384;
 
 /** Pages the WAL may hold before a commit checkpoints it into the database file. */

@@ -224,7 +224,19 @@ describe('sqlite store: durability and migrations', () => {
 
 for (const bearerCacheSessions of [undefined, 1])
   describe(`sqlite store: the bearer-check cache (${bearerCacheSessions ?? 'default'} sessions) is never stale`, () => {
-    /** A session checked once (so this connection caches it), and a second connection on the same file. */
+    /**
+     * Runs `fn` with a session checked once (so this connection caches it) and a second
+     * connection on the same file; closes both afterwards.
+     */
+    async function withCachedSession(fn: (w: Awaited<ReturnType<typeof cachedSession>>) => Promise<void>): Promise<void> {
+      const w = await cachedSession();
+      try {
+        await fn(w);
+      } finally {
+        await w.other.close();
+        await w.cacher.close();
+      }
+    }
     async function cachedSession() {
       const file = freshFile();
       const cacher = await openSqliteStore({ file, ...(bearerCacheSessions === undefined ? {} : { bearerCacheSessions }) });
@@ -236,48 +248,35 @@ for (const bearerCacheSessions of [undefined, 1])
     }
     const refused = (deps: ReturnType<typeof makeDeps>, token: string) =>
       assert.rejects(authenticate(deps, { token, realm: 'management' }), (e: unknown) => (e as { code?: string }).code === 'invalid_token');
+    /** A second admin, so that the first one may be removed. */
+    const secondAdmin = async (deps: ReturnType<typeof makeDeps>) => {
+      const boot = await issueBootstrapToken(deps, { recovery: true });
+      await enrollWithBootstrapToken(deps, { bootstrapToken: boot.token, publicKey: newDeviceKey().publicKey });
+    };
 
-    test("another connection's revocation is refused on the very next check", async () => {
-      const w = await cachedSession();
-      try {
+    test("another connection's revocation is refused on the very next check", () =>
+      withCachedSession(async (w) => {
         await revokeSession(w.otherDeps, { principal: w.principal });
         await refused(w.deps, w.second.access_token);
-      } finally {
-        await w.other.close();
-        await w.cacher.close();
-      }
-    });
+      }));
 
-    test("another connection's rotation retires the cached access token on the very next check", async () => {
-      const w = await cachedSession();
-      try {
+    test("another connection's rotation retires the cached access token on the very next check", () =>
+      withCachedSession(async (w) => {
         const next = await rotateRefreshToken(w.otherDeps, { refreshToken: w.second.refresh_token, realm: 'management' });
         await refused(w.deps, w.second.access_token);
         assert.equal((await authenticate(w.deps, { token: next.access_token, realm: 'management' })).session, w.second.session_id);
-      } finally {
-        await w.other.close();
-        await w.cacher.close();
-      }
-    });
+      }));
 
-    test("another connection's device removal is refused on the very next check", async () => {
-      const w = await cachedSession();
-      try {
-        // A second admin, so that the first one may be removed.
-        const boot = await issueBootstrapToken(w.otherDeps, { recovery: true });
-        await enrollWithBootstrapToken(w.otherDeps, { bootstrapToken: boot.token, publicKey: newDeviceKey().publicKey });
+    test("another connection's device removal is refused on the very next check", () =>
+      withCachedSession(async (w) => {
+        await secondAdmin(w.otherDeps);
         await authenticate(w.deps, { token: w.second.access_token, realm: 'management' });
         await removeDevice(w.otherDeps, { principal: w.principal, deviceId: w.principal.device });
         await refused(w.deps, w.second.access_token);
-      } finally {
-        await w.other.close();
-        await w.cacher.close();
-      }
-    });
+      }));
 
-    test("the caching connection's own rotation, reuse revocation and logout take effect on the very next check", async () => {
-      const w = await cachedSession();
-      try {
+    test("the caching connection's own rotation and reuse revocation take effect on the very next check", () =>
+      withCachedSession(async (w) => {
         const next = await rotateRefreshToken(w.deps, { refreshToken: w.second.refresh_token, realm: 'management' });
         await refused(w.deps, w.second.access_token);
         const principal = await authenticate(w.deps, { token: next.access_token, realm: 'management' });
@@ -288,11 +287,20 @@ for (const bearerCacheSessions of [undefined, 1])
         );
         await refused(w.deps, next.access_token);
         assert.equal(principal.session, w.second.session_id);
-      } finally {
-        await w.other.close();
-        await w.cacher.close();
-      }
-    });
+      }));
+
+    test("the caching connection's own logout and device removal take effect on the very next check", () =>
+      withCachedSession(async (w) => {
+        await revokeSession(w.deps, { principal: w.principal });
+        await refused(w.deps, w.second.access_token);
+        // A fresh session of the same device, checked (cached), then its device removed here.
+        const c = await createChallenge(w.deps, { publicKey: w.key.publicKey, realm: 'management' });
+        const pair = await createSession(w.deps, { challengeId: c.id, signature: w.key.sign(c.challenge), realm: 'management' });
+        const principal = await authenticate(w.deps, { token: pair.access_token, realm: 'management' });
+        await secondAdmin(w.deps);
+        await removeDevice(w.deps, { principal, deviceId: principal.device });
+        await refused(w.deps, pair.access_token);
+      }));
   });
 
 describe('sqlite store: the addon reads its :config', () => {
