@@ -131,6 +131,51 @@ test('audit data round-trips exactly, strings JSONB would refuse included, so th
   }
 });
 
+test("migration 3 keeps a version 2 schema's sessions and retired digests and drops every digest index", async () => {
+  const schema = env.schema();
+  const migrations = loadMigrations();
+  // A schema as version 2 left it, with a session and a retired refresh digest.
+  await env.admin.query(`CREATE SCHEMA ${schema}`);
+  await env.admin.query(
+    `CREATE TABLE ${schema}.schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)`,
+  );
+  for (const m of migrations.filter((m) => m.version <= 2)) {
+    // SET LOCAL: the pooled admin connection keeps no search_path afterwards.
+    await env.admin.query(`BEGIN; SET LOCAL search_path TO ${schema}; ${m.sql}; COMMIT;`);
+    await env.admin.query(`INSERT INTO ${schema}.schema_migrations (version, name, applied_at) VALUES ($1, $2, 0)`, [m.version, m.name]);
+  }
+  await env.admin.query(
+    `INSERT INTO ${schema}.devices (id, public_key, realm, subject, name, created_at) VALUES ('dev_01KAQ00000000000000000000D', $1, 'management', 'sub_x', 'old', 1)`,
+    ['ab'.repeat(32)],
+  );
+  await env.admin.query(
+    `INSERT INTO ${schema}.sessions (id, realm, subject, device_id, created_at, expires_at, access_digest, access_expires_at,
+       refresh_digest, refresh_expires_at, generation)
+     VALUES ('ses_01KAQ00000000000000000000S', 'management', 'sub_x', 'dev_01KAQ00000000000000000000D', 1, 9e12, $1, 9e12, $2, 9e12, 2)`,
+    ['a1'.repeat(32), 'b1'.repeat(32)],
+  );
+  await env.admin.query(
+    `INSERT INTO ${schema}.retired_refresh_tokens (digest, session_id, retired_at) VALUES ($1, 'ses_01KAQ00000000000000000000S', 3)`,
+    ['d1'.repeat(32)],
+  );
+
+  const store = await env.open(schema);
+  try {
+    assert.deepEqual(await migrationRows(schema), expectedMigrations());
+    assert.equal((await store.getSession('ses_01KAQ00000000000000000000S'))?.generation, 2);
+    assert.equal((await store.findSessionByAccessDigest('ses_01KAQ00000000000000000000S', 'a1'.repeat(32)))?.generation, 2);
+    const retired = await env.admin.query(`SELECT session_id, digest, retired_at FROM ${schema}.retired_refresh_tokens`);
+    assert.deepEqual(retired.rows, [{ session_id: 'ses_01KAQ00000000000000000000S', digest: 'd1'.repeat(32), retired_at: '3' }]);
+    const digestIndexes = await env.admin.query(
+      `SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = $1 AND tablename = 'sessions' AND indexdef LIKE '%digest%'`,
+      [schema],
+    );
+    assert.deepEqual(digestIndexes.rows, []);
+  } finally {
+    await store.close();
+  }
+});
+
 test('a schema newer than this package is refused with StoreOpenError', async () => {
   const schema = env.schema();
   const store = await env.open(schema);
