@@ -339,7 +339,10 @@ describe('sqlite store: the addon reads its :config', () => {
       const { deps, second } = await flow(store as SqliteStore);
       const principal = await authenticate(deps, { token: second.access_token, realm: 'management' });
       await revokeSession(deps, { principal });
-      await assert.rejects(authenticate(deps, { token: second.access_token, realm: 'management' }));
+      await assert.rejects(
+        authenticate(deps, { token: second.access_token, realm: 'management' }),
+        (e: unknown) => (e as { code?: string }).code === 'invalid_token',
+      );
     } finally {
       await store.close();
     }

@@ -9,8 +9,9 @@ import { parseSessionToken } from '../tokens.js';
 /**
  * Turns a bearer access token into the immutable principal of its session, for one realm.
  * Refused (`invalid_token`) when the token is malformed, unknown, retired by a rotation,
- * expired, revoked, its session has ended, or it is bound to another realm. One store
- * lookup by the session's primary key and a constant-time digest comparison: the hot path of every authenticated request.
+ * expired, revoked, its session has ended, or it is bound to another realm. One store lookup
+ * by the session's primary key and a constant-time digest comparison: the hot path of every
+ * authenticated request.
  *
  * @example
  * const principal = await authenticate(deps, { token, realm: 'management' });
