@@ -12,7 +12,7 @@ import autocannon from 'autocannon';
 import { seedSessions } from './seed.js';
 
 const root = new URL('../', import.meta.url).pathname;
-const svc = join(root, 'packages/cli/dist/bin.js');
+const svc = join(root, 'node_modules/.bin/svc');
 const DURATION = Number(process.env.BENCH_SECONDS ?? 6);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const SEED = Number(process.env.BENCH_SESSIONS ?? 1_000_000);

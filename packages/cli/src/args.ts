@@ -1,6 +1,7 @@
 import { type ParseArgsConfig, parseArgs } from 'node:util';
 import { UsageError } from './cli-error.js';
 import { printLine } from './output.js';
+import { closest } from './suggest.js';
 
 type Options = NonNullable<ParseArgsConfig['options']>;
 
@@ -41,7 +42,7 @@ export function parseCommandArgs<O extends Options>(
   try {
     parsed = parseArgs({ args: [...argv], options: { ...spec.options, ...HELP_OPTION }, allowPositionals: true, strict: true });
   } catch (error) {
-    throw new UsageError(`${spec.name}: ${(error as Error).message.split('\n')[0]}; see \`${spec.name} --help\``);
+    throw new UsageError(`${spec.name}: ${describeParseError(error as Error, spec.options)}; see \`${spec.name} --help\``);
   }
   if ((parsed.values as Record<string, unknown>).help === true) {
     printHelp(spec);
@@ -79,4 +80,14 @@ export function printHelp<O extends Options>(spec: CommandSpec<O>): void {
 export function requireOption(value: string | undefined, flag: string, command: string): string {
   if (value === undefined || value === '') throw new UsageError(`${command}: ${flag} is required; see \`${command} --help\``);
   return value;
+}
+
+/** `parseArgs`' first line, with the closest real option when an unknown one looks like a typo. */
+function describeParseError(error: Error, options: Options): string {
+  const line = (error.message.split('\n')[0] ?? '').replace(/\. To specify a positional argument.*$/, '');
+  const unknown = /^Unknown option '(-{1,2}[^']*)'/.exec(line)?.[1];
+  if (unknown === undefined) return line;
+  const flags = ['--help', ...Object.keys(options).map((o) => `--${o}`)];
+  const near = closest(unknown.split('=')[0] ?? unknown, flags);
+  return `unknown option ${JSON.stringify(unknown)}${near === null ? '' : ` (did you mean ${near}?)`}`;
 }

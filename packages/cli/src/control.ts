@@ -13,6 +13,18 @@ const sharedRandom = createRandomPool();
 import type { Project } from './project.js';
 
 /**
+ * Creates `dir` (and missing parents) owner-only, whatever the umask; an existing one is left as is.
+ *
+ * @example
+ * mkdirOwnerOnly(join(homedir(), '.config', 'svc'));
+ */
+export function mkdirOwnerOnly(dir: string): void {
+  if (existsSync(dir)) return;
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  chmodSync(dir, 0o700);
+}
+
+/**
  * Creates the control directory (and any missing parents) when it does not exist, owner-only
  * (0700). The mode is set with an explicit chmod because mkdir's mode is filtered by the umask.
  * An existing directory is left as it is: the store refuses one readable by others.
@@ -25,8 +37,7 @@ export function ensureControlDir(dir: string): void {
     if (!statSync(dir).isDirectory()) throw new CliError(`the control directory ${dir} exists but is not a directory; move it away`);
     return;
   }
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
-  chmodSync(dir, 0o700);
+  mkdirOwnerOnly(dir);
 }
 
 /**

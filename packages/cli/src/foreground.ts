@@ -14,7 +14,7 @@ export const PRUNE_INTERVAL_MS = 10 * 60 * 1000;
  * closes the surfaces and the store and resolves to exit code 0. A second signal exits at once.
  *
  * @example
- * return runForeground(project, [managementSurface(listen)]);
+ * return runForeground(project, [managementSurface(listen, { flag: '--listen' })]);
  */
 export async function runForeground(project: Project, surfaces: readonly Surface[]): Promise<number> {
   if (surfaces.length === 0) throw new CliError('nothing to serve');

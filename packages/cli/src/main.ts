@@ -1,27 +1,78 @@
 import { CliError, EXIT, UsageError } from './cli-error.js';
-import type { Command } from './command.js';
-import { COMMANDS } from './commands/index.js';
+import { COMMANDS, type CommandEntry } from './commands/index.js';
 import { printError, printLine } from './output.js';
+import { closest } from './suggest.js';
+import { VERSION } from './version.js';
 
-/** The version of `svc`. */
-export const VERSION = '0.1.0';
+export { VERSION } from './version.js';
 
-function findCommand(argv: readonly string[]): { command: Command; rest: readonly string[] } | null {
-  let best: Command | null = null;
+/** The levels `SVC_LOG_LEVEL` accepts (pino's). */
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+function words(argv: readonly string[]): string[] {
+  const out: string[] = [];
+  for (const a of argv) {
+    if (a.startsWith('-')) break;
+    out.push(a);
+  }
+  return out;
+}
+
+/** The command whose words are the longest prefix of `argv`. */
+function findCommand(argv: readonly string[]): { entry: CommandEntry; rest: readonly string[] } | null {
+  let best: CommandEntry | null = null;
   for (const c of COMMANDS) {
     if (c.path.length <= argv.length && c.path.every((w, i) => argv[i] === w) && (best === null || c.path.length > best.path.length)) {
       best = c;
     }
   }
-  return best === null ? null : { command: best, rest: argv.slice(best.path.length) };
+  return best === null ? null : { entry: best, rest: argv.slice(best.path.length) };
+}
+
+function isGroup(prefix: readonly string[]): boolean {
+  return prefix.length > 0 && COMMANDS.some((c) => c.path.length > prefix.length && prefix.every((w, i) => c.path[i] === w));
 }
 
 function printUsage(prefix: readonly string[]): void {
+  const scope = prefix.length === 0 ? 'svc' : `svc ${prefix.join(' ')}`;
   printLine(
-    `svc ${VERSION}: the svc service platform\n\nUsage: svc <command> [options]; \`svc <command> --help\` for details\n\nCommands:`,
+    `svc ${VERSION}: the svc service platform\n\nUsage: ${scope} <command> [options]; \`svc help <command>\` for details\n\nCommands:`,
   );
   for (const c of COMMANDS) {
     if (prefix.every((w, i) => c.path[i] === w)) printLine(`  svc ${c.path.join(' ').padEnd(22)} ${c.summary}`);
+  }
+  if (prefix.length === 0) {
+    printLine('\nOptions:\n  -h, --help            show this help\n  -v, --version         print the version');
+    printLine('\nEnvironment: SVC_LOG_LEVEL (fatal, error, warn, info, debug, trace, silent); see docs/cli.md for the rest');
+  }
+}
+
+/** One clear line for words that name no command, with the closest command when it looks like a typo. */
+function unknownCommand(typed: readonly string[]): UsageError {
+  let known = 0;
+  while (known < typed.length && isGroup(typed.slice(0, known + 1))) known++;
+  const shown = typed.slice(0, known + 1).join(' ');
+  const candidates = COMMANDS.map((c) => c.path.join(' '));
+  // Compare with every command and every group of the same number of words.
+  const groups = new Set<string>();
+  for (const c of COMMANDS) for (let n = 1; n <= c.path.length; n++) groups.add(c.path.slice(0, n).join(' '));
+  let suggestion: string | null = null;
+  for (let n = Math.min(typed.length, 3); n >= 1 && suggestion === null; n--) {
+    const attempt = typed.slice(0, n).join(' ');
+    suggestion = closest(
+      attempt,
+      [...groups, ...candidates].filter((g) => g.split(' ').length === n),
+    );
+  }
+  const hint = suggestion === null ? '' : ` Did you mean \`svc ${suggestion}\`?`;
+  return new UsageError(`svc: unknown command ${JSON.stringify(shown)}.${hint} See \`svc --help\``);
+}
+
+function checkLogLevel(env: NodeJS.ProcessEnv): void {
+  const level = env.SVC_LOG_LEVEL;
+  if (level === undefined || level === '') return;
+  if (!(LOG_LEVELS as readonly string[]).includes(level)) {
+    throw new UsageError(`svc: SVC_LOG_LEVEL=${JSON.stringify(level)} is not a log level; use one of ${LOG_LEVELS.join(', ')}`);
   }
 }
 
@@ -36,30 +87,61 @@ export async function main(argv: readonly string[]): Promise<number> {
   let prefix = 'svc';
   try {
     const first = argv[0];
-    if (first === undefined || first === '--help' || first === '-h' || first === 'help') {
+    if (first === undefined || first === '--help' || first === '-h') {
       printUsage([]);
-      return first === undefined ? EXIT.usage : EXIT.ok;
+      return EXIT.ok;
     }
-    if (first === '--version' || first === '-V') {
+    if (first === '--version' || first === '-v' || first === '-V') {
       printLine(VERSION);
       return EXIT.ok;
     }
+    checkLogLevel(process.env);
+    if (first === 'help') {
+      // `svc help auth`, `svc help auth init`: the same as `--help` on those words.
+      const asked = argv.slice(1);
+      if (asked.length === 0) {
+        printUsage([]);
+        return EXIT.ok;
+      }
+      const found = findCommand(asked);
+      if (found !== null && found.rest.length === 0 && !isGroup(asked)) return await (await found.entry.load()).run(['--help']);
+      if (isGroup(asked) || (found !== null && found.rest.length === 0)) {
+        printUsage(asked);
+        return EXIT.ok;
+      }
+      throw unknownCommand(asked);
+    }
+    const typed = words(argv);
     const found = findCommand(argv);
     if (found === null) {
-      const group = argv.filter((a) => !a.startsWith('-'));
-      if (group.length <= 1 && COMMANDS.some((c) => c.path[0] === group[0])) {
-        printUsage(group);
-        return argv.includes('--help') || argv.includes('-h') ? EXIT.ok : EXIT.usage;
+      // `svc auth`, `svc auth --help`: the group's commands.
+      if (isGroup(typed)) {
+        printUsage(typed);
+        return EXIT.ok;
       }
-      throw new UsageError(
-        `svc: unknown command \`${argv
-          .filter((a) => !a.startsWith('-'))
-          .slice(0, 2)
-          .join(' ')}\`; see \`svc --help\``,
-      );
+      throw unknownCommand(typed);
     }
-    prefix = `svc ${found.command.path.join(' ')}`;
-    return await found.command.run(found.rest);
+    prefix = `svc ${found.entry.path.join(' ')}`;
+    const command = await found.entry.load();
+    try {
+      return await command.run(found.rest);
+    } catch (error) {
+      // `svc auth devices remvoe dev_...`: a typo of a sub-command reads as a stray argument.
+      const sub = found.rest[0];
+      if (error instanceof UsageError && sub !== undefined && !sub.startsWith('-') && isGroup(found.entry.path)) {
+        const subs = COMMANDS.filter(
+          (c) => c.path.length === found.entry.path.length + 1 && found.entry.path.every((w, i) => c.path[i] === w),
+        );
+        if (
+          closest(
+            sub,
+            subs.map((c) => c.path.at(-1) ?? ''),
+          ) !== null
+        )
+          throw unknownCommand([...found.entry.path, sub]);
+      }
+      throw error;
+    }
   } catch (error) {
     if (error instanceof CliError) {
       for (const line of error.details) printError(line);

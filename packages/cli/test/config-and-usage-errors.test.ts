@@ -64,17 +64,18 @@ describe('configuration errors are refused at load with the file and the key (ex
 });
 
 describe('usage errors exit 2', () => {
+  // `svc` alone is a request for help (exit 0); `svc auth login` and `svc auth pubkey` use the
+  // default device key now, so without one they are refusals (exit 1), tested where keys are.
   const cases: string[][] = [
-    [],
     ['frobnicate'],
     ['auth', 'frobnicate'],
     ['auth', 'init'],
     ['auth', 'init', 'a', 'b'],
     ['auth', 'init', 'demo', '--bogus'],
-    ['auth', 'enroll', 'svcb_x', 'demo'],
+    ['auth', 'enroll', 'svcb_x', 'a', 'b', 'c'],
     ['auth', 'serve', '--listen'],
-    ['auth', 'login'],
-    ['auth', 'pubkey'],
+    ['auth', 'login', 'extra'],
+    ['auth', 'pubkey', '--key'],
     ['auth', 'devices', 'demo', '--realm', 'nope'],
   ];
   for (const args of cases) {

@@ -4,8 +4,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-/** The real CLI, as built. */
-export const SVC_BIN = fileURLToPath(new URL('../dist/bin.js', import.meta.url));
+/**
+ * The real CLI through the door a user uses: the `svc` that `npm ci` linked into the
+ * repository's `node_modules/.bin` (what `npx svc` runs), not the built file behind it.
+ */
+export const SVC_BIN = fileURLToPath(new URL('../../../node_modules/.bin/svc', import.meta.url));
 
 /** Generous: the suite runs on loaded 2-core machines. */
 export const CHILD_TIMEOUT_MS = 90_000;
@@ -22,10 +25,17 @@ export function tempDir(prefix = 'svc-cli-test-'): { dir: string; cleanup: () =>
   return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
-/** The parent's environment without any SVC_* variable, plus `extra`. */
+/**
+ * A home directory of this test process's own, so no test reads or writes the real user's
+ * `~/.config/svc` (device key, credentials). Removed when the process exits.
+ */
+const TEST_HOME = mkdtempSync(join(tmpdir(), 'svc-cli-home-'));
+process.on('exit', () => rmSync(TEST_HOME, { recursive: true, force: true }));
+
+/** The parent's environment without any SVC_* variable, with a test HOME, plus `extra`. */
 export function cleanEnv(extra: Record<string, string | undefined> = {}): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('SVC_') && k !== 'NODE_OPTIONS') env[k] = v;
+  const env: NodeJS.ProcessEnv = { HOME: TEST_HOME };
+  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('SVC_') && k !== 'NODE_OPTIONS' && k !== 'HOME') env[k] = v;
   for (const [k, v] of Object.entries(extra)) {
     if (v === undefined) delete env[k];
     else env[k] = v;
@@ -51,7 +61,7 @@ export function run(file: string, args: readonly string[], opts: { env?: NodeJS.
   });
 }
 
-/** Runs `svc` (node packages/cli/dist/bin.js) with `args`. */
+/** Runs `svc` (the linked `node_modules/.bin/svc`) with `args`. */
 export function svc(args: readonly string[], opts: { env?: NodeJS.ProcessEnv; cwd?: string } = {}): Promise<RunResult> {
   return run(process.execPath, [SVC_BIN, ...args], opts);
 }

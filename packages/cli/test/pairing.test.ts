@@ -46,10 +46,7 @@ describe('pairing a second device through the real svc CLI', () => {
     assert.equal(prepared.node_id, nodeId);
     assert.equal(prepared.realm, 'management');
     assert.equal(prepared.expires_in, 600);
-    assert.equal(
-      prepared.command,
-      `svc auth pair complete --node-url ${nodeUrl} --node-id ${nodeId} --intent ${prepared.intent_id} --code ${prepared.code} --key device.pem`,
-    );
+    assert.equal(prepared.command, `svc auth pair complete --node-url ${nodeUrl} --node-id ${nodeId} --intent ${prepared.intent_id}`);
 
     const keyFile = join(tmp.dir, 'laptop-2.pem');
     const pub = await keygen(keyFile, { env: deviceEnv });

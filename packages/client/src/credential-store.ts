@@ -42,6 +42,19 @@ export function defaultCredentialsPath(env: NodeJS.ProcessEnv = process.env, hom
 }
 
 /**
+ * Where this device's key lives unless told otherwise: `$SVC_DEVICE_KEY`, else
+ * `~/.config/svc/device.pem` (beside the credentials, in the user's own config directory).
+ *
+ * @example
+ * const keyFile = defaultDeviceKeyPath(process.env);
+ */
+export function defaultDeviceKeyPath(env: NodeJS.ProcessEnv = process.env, home: string = homedir()): string {
+  const fromEnv = env.SVC_DEVICE_KEY;
+  if (fromEnv !== undefined && fromEnv !== '') return fromEnv;
+  return join(home, '.config', 'svc', 'device.pem');
+}
+
+/**
  * The credentials of a token pair just issued by `url`.
  *
  * @example

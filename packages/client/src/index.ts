@@ -5,6 +5,7 @@ export {
   createCredentialStore,
   credentialsFromTokenPair,
   defaultCredentialsPath,
+  defaultDeviceKeyPath,
 } from './credential-store.js';
 export { type DeviceKey, generateDeviceKey, loadDeviceKey } from './device-key.js';
 export { login } from './login.js';

@@ -3,24 +3,26 @@ import { join, resolve } from 'node:path';
 import { ConfigError, issueBootstrapToken, rfc3339 } from '@svc/core';
 import { parseCommandArgs } from '../args.js';
 import { bundledSqliteAddon, installBundledStoreIfPinned } from '../bundled-addons.js';
-import { CliError } from '../cli-error.js';
+import { CliError, UsageError } from '../cli-error.js';
 import { type Command, PROJECT_HELP, PROJECT_OPTIONS } from '../command.js';
 import { controlStoreLocation, ensureControlDir, ensureNodeKey, initProjectId, makeDeps, openControlStore } from '../control.js';
 import { createLogger } from '../logger.js';
 import { printJson, printLine } from '../output.js';
 import { chosenProfile, defaultProjectEdn, loadProject, projectNameFor } from '../project.js';
+import { shellQuote } from '../shell-quote.js';
 
 const spec = {
   name: 'svc auth init',
   summary: 'Create a project, its control database and node key, and print a one-time bootstrap token (valid 15 minutes).',
-  usage: 'svc auth init <PROJECT> [--json] [--recover] [--profile NAME]',
+  usage: 'svc auth init <PROJECT> [--json | --token-only] [--recover] [--profile NAME]',
   help: [
     '<PROJECT>             the project directory (created if missing; project.edn written if none)',
     '--json                print {"project","control_db","bootstrap_token","expires_at"}',
+    '--token-only          print only the bootstrap token, to pipe into `svc auth enroll -`',
     '--recover             issue a new bootstrap token although a management device is enrolled (audited)',
     PROJECT_HELP,
   ],
-  options: { json: { type: 'boolean' }, recover: { type: 'boolean' }, ...PROJECT_OPTIONS },
+  options: { json: { type: 'boolean' }, 'token-only': { type: 'boolean' }, recover: { type: 'boolean' }, ...PROJECT_OPTIONS },
   positionals: ['PROJECT'],
 } as const;
 
@@ -38,6 +40,9 @@ export const authInit: Command = {
   async run(argv) {
     const args = parseCommandArgs(spec, argv);
     if (args === null) return 0;
+    if (args.values.json === true && args.values['token-only'] === true) {
+      throw new UsageError(`${spec.name}: --json and --token-only cannot be combined`);
+    }
     const [dirArg] = args.positionals as [string];
     const dir = resolve(dirArg);
     mkdirSync(dir, { recursive: true });
@@ -60,13 +65,15 @@ export const authInit: Command = {
       } catch (error) {
         if (error instanceof ConfigError) {
           throw new CliError(
-            `a management device is already enrolled in ${project.dir}; to issue a new bootstrap token anyway (audited), run \`svc auth init --recover ${dirArg}\``,
+            `a management device is already enrolled in ${project.dir}; to issue a new bootstrap token anyway (audited), run \`svc auth init --recover ${shellQuote(dirArg)}\``,
           );
         }
         throw error;
       }
       const expiresAt = rfc3339(issued.expiresAt);
-      if (args.values.json === true) {
+      if (args.values['token-only'] === true) {
+        printLine(issued.token);
+      } else if (args.values.json === true) {
         printJson({
           project: project.dir,
           control_db: controlStoreLocation(project),
@@ -79,8 +86,9 @@ export const authInit: Command = {
         printLine(`bootstrap token: ${issued.token}`);
         printLine(`expires at:      ${expiresAt} (single use)${issued.reason === 'recovery' ? ' [recovery, audited]' : ''}`);
         printLine('');
-        printLine('Next, on the administrator device: generate a key (`svc auth keygen --out device.pem`), then run');
-        printLine(`  svc auth enroll ${issued.token} <PUBHEX> ${dirArg}`);
+        printLine('Next, on the administrator device: generate a key (`svc auth keygen`), then run');
+        printLine(`  svc auth enroll - ${shellQuote(dirArg)}`);
+        printLine('and paste the token when it asks (it reads standard input; the token never goes in the arguments).');
       }
       return 0;
     } finally {

@@ -1,18 +1,19 @@
 import { existsSync } from 'node:fs';
-import { resolve } from 'node:path';
-import { generateDeviceKey } from '@svc/client';
+import { dirname, resolve } from 'node:path';
+import { defaultDeviceKeyPath, generateDeviceKey } from '@svc/client';
 import { parseCommandArgs } from '../args.js';
 import { CliError } from '../cli-error.js';
 import type { Command } from '../command.js';
-import { writeSecretFile } from '../control.js';
+import { mkdirOwnerOnly, writeSecretFile } from '../control.js';
 import { printJson, printLine } from '../output.js';
 
 const spec = {
   name: 'svc auth keygen',
-  summary: 'Generate an Ed25519 device key (PKCS#8 PEM, mode 0600) and print its public key hex.',
+  summary: 'Generate an Ed25519 device key (PKCS#8 PEM, owner-only) and print its public key hex.',
   usage: 'svc auth keygen [--out FILE] [--force] [--json]',
   help: [
-    '--out FILE            where to write the private key (default: device.pem)',
+    '--out FILE            where to write the private key (default: $SVC_DEVICE_KEY, else',
+    '                      ~/.config/svc/device.pem; its folder is made owner-only)',
     '--force               replace an existing file',
     '--json                print {"key_file","public_key"}',
   ],
@@ -32,14 +33,18 @@ export const authKeygen: Command = {
   async run(argv) {
     const args = parseCommandArgs(spec, argv);
     if (args === null) return 0;
-    const out = resolve(args.values.out ?? 'device.pem');
+    const out = resolve(args.values.out ?? defaultDeviceKeyPath(process.env));
+    if (args.values.out === undefined) mkdirOwnerOnly(dirname(out));
     if (existsSync(out) && args.values.force !== true) {
       throw new CliError(`${out} already exists; pass --force to replace it (the old key is lost) or choose another --out`);
     }
     const { pem, key } = generateDeviceKey();
     writeSecretFile(out, pem, { overwrite: args.values.force === true });
     if (args.values.json === true) printJson({ key_file: out, public_key: key.publicKeyHex });
-    else printLine(key.publicKeyHex);
+    else {
+      printLine(key.publicKeyHex);
+      process.stderr.write(`wrote the private key to ${out} (owner-only)\n`);
+    }
     return 0;
   },
 };

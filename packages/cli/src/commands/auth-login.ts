@@ -1,5 +1,5 @@
-import { createManagementClient, credentialsFromTokenPair, login } from '@svc/client';
-import { parseCommandArgs, requireOption } from '../args.js';
+import { createManagementClient, credentialsFromTokenPair, defaultDeviceKeyPath, login } from '@svc/client';
+import { parseCommandArgs } from '../args.js';
 import type { Command } from '../command.js';
 import { CREDENTIALS_HELP, CREDENTIALS_OPTIONS, credentialStore, defaultManagementUrl } from '../credentials.js';
 import { readDeviceKey } from '../device-key-file.js';
@@ -9,9 +9,10 @@ import { printJson, printLine } from '../output.js';
 const spec = {
   name: 'svc auth login',
   summary: 'Sign in with an enrolled device key (challenge, signature, session) and save the credentials.',
-  usage: 'svc auth login --key FILE [--url URL] [--credentials FILE] [--json]',
+  usage: 'svc auth login [--key FILE] [--url URL] [--credentials FILE] [--json]',
   help: [
-    '--key FILE            the enrolled Ed25519 device key (PKCS#8 PEM)',
+    '--key FILE            the enrolled Ed25519 device key (PKCS#8 PEM; default: $SVC_DEVICE_KEY,',
+    '                      else ~/.config/svc/device.pem)',
     '--url URL             the management API (default: $SVC_MANAGEMENT_URL, else http://127.0.0.1:9090)',
     ...CREDENTIALS_HELP,
   ],
@@ -32,7 +33,7 @@ export const authLogin: Command = {
   async run(argv) {
     const args = parseCommandArgs(spec, argv);
     if (args === null) return 0;
-    const key = readDeviceKey(requireOption(args.values.key, '--key FILE', spec.name));
+    const key = readDeviceKey(args.values.key ?? defaultDeviceKeyPath(process.env));
     const client = createManagementClient({ baseUrl: args.values.url ?? defaultManagementUrl() });
     const store = credentialStore(args.values.credentials);
     let pair: Awaited<ReturnType<typeof login>>;

@@ -1,20 +1,23 @@
-import { createNodeClient, NodeIdentityError, pairDevice } from '@svc/client';
+import { createNodeClient, defaultDeviceKeyPath, NodeIdentityError, pairDevice } from '@svc/client';
 import { normalizeNodeId } from '@svc/core';
 import { parseCommandArgs, requireOption } from '../args.js';
 import { CliError, UsageError } from '../cli-error.js';
 import type { Command } from '../command.js';
 import { readDeviceKey } from '../device-key-file.js';
 import { printJson, printLine } from '../output.js';
+import { readSecret } from '../secret-input.js';
+import { shellQuote } from '../shell-quote.js';
 import { explainNodeFailure, nodeUrlOf } from './auth-pair.js';
 
 const spec = {
   name: 'svc auth pair complete',
   summary: 'Complete a pairing on the new device: prove possession of its key with the one-time code.',
-  usage: 'svc auth pair complete --intent int_... --code XXXX-XXXX --key FILE [--node-url URL] [--node-id ID] [--name NAME] [--json]',
+  usage: 'svc auth pair complete --intent int_... [--code -] [--key FILE] [--node-url URL] [--node-id ID] [--name NAME] [--json]',
   help: [
     '--intent int_...      the intent id the admin got from `svc auth pair`',
-    '--code XXXX-XXXX      the one-time code (case, spaces and dashes do not matter)',
-    "--key FILE            this device's Ed25519 key (PKCS#8 PEM; `svc auth keygen --out FILE`)",
+    '--code -              read the one-time code from standard input (on a terminal, and when left out:',
+    '                      a prompt that does not echo); case, spaces and dashes do not matter',
+    "--key FILE            this device's Ed25519 key (default: $SVC_DEVICE_KEY, else ~/.config/svc/device.pem)",
     '--node-url URL        the node surface (default: $SVC_NODE_URL, else http://127.0.0.1:9091)',
     '--node-id ID          the node id the admin read out: refuse to pair with any other node',
     "--name NAME           this device's name",
@@ -48,8 +51,7 @@ export const authPairComplete: Command = {
     const args = parseCommandArgs(spec, argv);
     if (args === null) return 0;
     const intentId = requireOption(args.values.intent, '--intent int_...', spec.name);
-    const code = requireOption(args.values.code, '--code XXXX-XXXX', spec.name);
-    const keyFile = requireOption(args.values.key, '--key FILE', spec.name);
+    const keyFile = args.values.key ?? defaultDeviceKeyPath(process.env);
     const expected = args.values['node-id'];
     if (expected !== undefined && normalizeNodeId(expected) === null) {
       throw new UsageError(
@@ -57,6 +59,7 @@ export const authPairComplete: Command = {
       );
     }
     const key = readDeviceKey(keyFile);
+    const code = await readSecret(args.values.code, { what: 'pairing code', command: spec.name, dashForm: '`--code -`' });
     const node = createNodeClient({ baseUrl: nodeUrlOf(args.values['node-url']) });
     let result: Awaited<ReturnType<typeof pairDevice>>;
     try {
@@ -81,7 +84,7 @@ export const authPairComplete: Command = {
       printLine(`realm:    ${device.realm}`);
       printLine(`subject:  ${device.subject}`);
       printLine(`key:      ${device.public_key}`);
-      if (device.realm === 'management') printLine(`next: svc auth login --key ${keyFile} [--url MANAGEMENT_URL]`);
+      if (device.realm === 'management') printLine(`next: svc auth login --key ${shellQuote(keyFile)} [--url MANAGEMENT_URL]`);
     }
     return 0;
   },

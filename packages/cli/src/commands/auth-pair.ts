@@ -6,6 +6,7 @@ import type { Command } from '../command.js';
 import { CREDENTIALS_HELP, CREDENTIALS_OPTIONS, savedSession } from '../credentials.js';
 import { explainFailure } from '../errors-map.js';
 import { printJson, printLine } from '../output.js';
+import { shellQuote } from '../shell-quote.js';
 
 /** The node surface URL: `--node-url`, else `$SVC_NODE_URL`, else `http://127.0.0.1:9091`. */
 export function nodeUrlOf(flag: string | undefined): string {
@@ -43,19 +44,17 @@ export function explainNodeFailure(what: string, error: unknown): unknown {
   return explainFailure(what, error);
 }
 
-function shellQuote(value: string): string {
-  return /^[A-Za-z0-9_@%+=:,./-]+$/.test(value) ? value : `'${value.replace(/'/g, `'\\''`)}'`;
-}
-
-/** The exact command the new device runs to complete `prepared` on the node at `nodeUrl`. */
+/**
+ * The exact command the new device runs to complete `prepared` on the node at `nodeUrl`. It
+ * holds no secret: the code is typed at the command's prompt (or given on standard input with
+ * `--code -`), never put in the arguments where other local users can read it.
+ */
 export function completeCommand(nodeUrl: string, prepared: PreparedPairingJson): string {
   return [
     'svc auth pair complete',
     `--node-url ${shellQuote(nodeUrl)}`,
     `--node-id ${prepared.node_id}`,
     `--intent ${prepared.intent_id}`,
-    `--code ${prepared.code}`,
-    '--key device.pem',
   ].join(' ');
 }
 
@@ -73,7 +72,7 @@ const spec = {
     ...CREDENTIALS_HELP,
     '',
     'Uses the management session saved by `svc auth login`. Then, on the new device, run the printed',
-    '`svc auth pair complete ...` command with its own key (`svc auth keygen --out device.pem`).',
+    '`svc auth pair complete ...` command with its own key (`svc auth keygen`) and type the code at its prompt.',
   ],
   options: {
     'node-url': { type: 'string' },
@@ -135,9 +134,9 @@ export const authPair: Command = {
       printLine(`subject:  ${prepared.subject}${prepared.name === null ? '' : `  name: ${prepared.name}`}`);
       printLine(`expires:  ${prepared.expires_at} (in ${prepared.expires_in} s)`);
       printLine('');
-      printLine('On the new device, with its own key (svc auth keygen --out device.pem), run:');
+      printLine('On the new device, with its own key (`svc auth keygen`), run:');
       printLine(`  ${command}`);
-      printLine('and check that it reports the same node id.');
+      printLine('enter the code when it asks, and check that it reports the same node id.');
     }
     return 0;
   },

@@ -1,4 +1,5 @@
-import { parseCommandArgs, requireOption } from '../args.js';
+import { defaultDeviceKeyPath } from '@svc/client';
+import { parseCommandArgs } from '../args.js';
 import type { Command } from '../command.js';
 import { readDeviceKey } from '../device-key-file.js';
 import { printLine } from '../output.js';
@@ -6,8 +7,11 @@ import { printLine } from '../output.js';
 const spec = {
   name: 'svc auth pubkey',
   summary: 'Print the public key hex of an Ed25519 device key file.',
-  usage: 'svc auth pubkey --key FILE',
-  help: ['--key FILE            an Ed25519 private key (PKCS#8 PEM, e.g. from `openssl genpkey -algorithm ed25519`)'],
+  usage: 'svc auth pubkey [--key FILE]',
+  help: [
+    '--key FILE            an Ed25519 private key (PKCS#8 PEM, e.g. from `openssl genpkey -algorithm ed25519`;',
+    '                      default: $SVC_DEVICE_KEY, else ~/.config/svc/device.pem)',
+  ],
   options: { key: { type: 'string' } },
   positionals: [],
 } as const;
@@ -24,7 +28,7 @@ export const authPubkey: Command = {
   async run(argv) {
     const args = parseCommandArgs(spec, argv);
     if (args === null) return 0;
-    const keyFile = requireOption(args.values.key, '--key FILE', spec.name);
+    const keyFile = args.values.key ?? defaultDeviceKeyPath(process.env);
     printLine(readDeviceKey(keyFile).publicKeyHex);
     return 0;
   },

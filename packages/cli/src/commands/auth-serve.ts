@@ -40,6 +40,6 @@ export const authServe: Command = {
     }
     const [dir] = args.positionals as [string];
     const project = loadProject(dir, { profile: chosenProfile(args.values.profile, process.env), env: process.env });
-    return runForeground(project, [managementSurface(listen)]);
+    return runForeground(project, [managementSurface(listen, { flag: '--listen' })]);
   },
 };

@@ -1,45 +1,116 @@
 import type { Command } from '../command.js';
-import { authAudit } from './auth-audit.js';
-import { authAuditVerify } from './auth-audit-verify.js';
-import { authDevices } from './auth-devices.js';
-import { authDevicesRemove } from './auth-devices-remove.js';
-import { authEnroll } from './auth-enroll.js';
-import { authInit } from './auth-init.js';
-import { authKeygen } from './auth-keygen.js';
-import { authLogin } from './auth-login.js';
-import { authLogout } from './auth-logout.js';
-import { authPair } from './auth-pair.js';
-import { authPairComplete } from './auth-pair-complete.js';
-import { authPubkey } from './auth-pubkey.js';
-import { authRefresh } from './auth-refresh.js';
-import { authServe } from './auth-serve.js';
-import { authSessions } from './auth-sessions.js';
-import { authSessionsRevoke } from './auth-sessions-revoke.js';
-import { authWhoami } from './auth-whoami.js';
-import { nodeServe } from './node-serve.js';
-import { packageInstall } from './package-install.js';
-import { serve } from './serve.js';
+
+/**
+ * One entry of `svc`'s command table: its words, the summary `svc --help` lists, and how to
+ * load it. Modules load only when their command runs, so `svc --help` and short commands do
+ * not pay for the server, the stores and their drivers.
+ */
+export interface CommandEntry {
+  readonly path: readonly string[];
+  readonly summary: string;
+  readonly load: () => Promise<Command>;
+}
 
 /** Every command of `svc`, in the order `svc --help` lists them. */
-export const COMMANDS: readonly Command[] = [
-  authInit,
-  authEnroll,
-  authServe,
-  serve,
-  nodeServe,
-  authKeygen,
-  authPubkey,
-  authLogin,
-  authWhoami,
-  authRefresh,
-  authLogout,
-  authDevices,
-  authDevicesRemove,
-  authSessions,
-  authSessionsRevoke,
-  authAudit,
-  authAuditVerify,
-  authPair,
-  authPairComplete,
-  packageInstall,
+export const COMMANDS: readonly CommandEntry[] = [
+  {
+    path: ['auth', 'init'],
+    summary: 'Create a project, its control database and node key, and print a one-time bootstrap token (valid 15 minutes).',
+    load: async () => (await import('./auth-init.js')).authInit,
+  },
+  {
+    path: ['auth', 'enroll'],
+    summary: 'Enroll the first management device with the one-time bootstrap token (offline, on the project).',
+    load: async () => (await import('./auth-enroll.js')).authEnroll,
+  },
+  {
+    path: ['auth', 'serve'],
+    summary: 'Run the loopback management API in the foreground.',
+    load: async () => (await import('./auth-serve.js')).authServe,
+  },
+  {
+    path: ['serve'],
+    summary: 'Run the service in the foreground: the embedded management API and the node surface (the gateway comes later).',
+    load: async () => (await import('./serve.js')).serve,
+  },
+  {
+    path: ['node', 'serve'],
+    summary: 'Run the node HTTP surface alone in the foreground: discovery, health, status, signed diagnostics, pairing.',
+    load: async () => (await import('./node-serve.js')).nodeServe,
+  },
+  {
+    path: ['auth', 'keygen'],
+    summary: 'Generate an Ed25519 device key (PKCS#8 PEM, owner-only) and print its public key hex.',
+    load: async () => (await import('./auth-keygen.js')).authKeygen,
+  },
+  {
+    path: ['auth', 'pubkey'],
+    summary: 'Print the public key hex of an Ed25519 device key file.',
+    load: async () => (await import('./auth-pubkey.js')).authPubkey,
+  },
+  {
+    path: ['auth', 'login'],
+    summary: 'Sign in with an enrolled device key (challenge, signature, session) and save the credentials.',
+    load: async () => (await import('./auth-login.js')).authLogin,
+  },
+  {
+    path: ['auth', 'whoami'],
+    summary: 'Show the principal of the saved session (refreshing the token pair when needed).',
+    load: async () => (await import('./auth-whoami.js')).authWhoami,
+  },
+  {
+    path: ['auth', 'refresh'],
+    summary: 'Rotate the saved token pair with its single-use refresh token and save the new pair.',
+    load: async () => (await import('./auth-refresh.js')).authRefresh,
+  },
+  {
+    path: ['auth', 'logout'],
+    summary: 'Revoke the saved session on the server and delete the credentials file.',
+    load: async () => (await import('./auth-logout.js')).authLogout,
+  },
+  {
+    path: ['auth', 'devices'],
+    summary: 'List the enrolled devices (offline, on the project).',
+    load: async () => (await import('./auth-devices.js')).authDevices,
+  },
+  {
+    path: ['auth', 'devices', 'remove'],
+    summary: 'Remove an enrolled device and revoke all its sessions (audited; refuses the last management device).',
+    load: async () => (await import('./auth-devices-remove.js')).authDevicesRemove,
+  },
+  {
+    path: ['auth', 'sessions'],
+    summary: 'List the active sessions, newest first (offline, on the project).',
+    load: async () => (await import('./auth-sessions.js')).authSessions,
+  },
+  {
+    path: ['auth', 'sessions', 'revoke'],
+    summary: 'Revoke a session immediately (audited as revoked by the operator).',
+    load: async () => (await import('./auth-sessions-revoke.js')).authSessionsRevoke,
+  },
+  {
+    path: ['auth', 'audit'],
+    summary: 'Print the audit log, oldest first (offline, on the project).',
+    load: async () => (await import('./auth-audit.js')).authAudit,
+  },
+  {
+    path: ['auth', 'audit', 'verify'],
+    summary: 'Check the audit hash chain: finds an edited, removed, inserted or reordered event.',
+    load: async () => (await import('./auth-audit-verify.js')).authAuditVerify,
+  },
+  {
+    path: ['auth', 'pair'],
+    summary: 'Prepare a pairing (enrolment intent) for a new device on the node surface; prints the one-time code.',
+    load: async () => (await import('./auth-pair.js')).authPair,
+  },
+  {
+    path: ['auth', 'pair', 'complete'],
+    summary: 'Complete a pairing on the new device: prove possession of its key with the one-time code.',
+    load: async () => (await import('./auth-pair-complete.js')).authPairComplete,
+  },
+  {
+    path: ['package', 'install'],
+    summary: 'Install an addon archive pinned by its SHA-256, keep the archive in the project, and record the pin in project.edn.',
+    load: async () => (await import('./package-install.js')).packageInstall,
+  },
 ];

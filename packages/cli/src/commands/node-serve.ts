@@ -3,9 +3,9 @@ import { CliError } from '../cli-error.js';
 import { type Command, PROJECT_HELP, PROJECT_OPTIONS } from '../command.js';
 import { assertOwnerOnly, ensureNodeIdentity } from '../control.js';
 import { runForeground } from '../foreground.js';
-import { VERSION } from '../main.js';
 import { chosenProfile, loadProject } from '../project.js';
 import { nodeListen, nodeSurface } from '../surfaces/node-surface.js';
+import { VERSION } from '../version.js';
 
 const spec = {
   name: 'svc node serve',
@@ -47,6 +47,6 @@ export const nodeServe: Command = {
       process.stderr.write(`svc: created this node's identity key ${project.nodeKey} (first start on an external store)\n`);
     }
     assertOwnerOnly(project.nodeKey, 'the node key');
-    return runForeground(project, [nodeSurface(listen, { version: VERSION })]);
+    return runForeground(project, [nodeSurface(listen, { version: VERSION, flag: '--listen' })]);
   },
 };

@@ -4,11 +4,11 @@ import { type Command, PROJECT_HELP, PROJECT_OPTIONS } from '../command.js';
 import { assertOwnerOnly, ensureNodeIdentity } from '../control.js';
 import { runForeground } from '../foreground.js';
 import { managementListen } from '../listen.js';
-import { VERSION } from '../main.js';
 import { chosenProfile, loadProject } from '../project.js';
 import { managementSurface } from '../surfaces/management-surface.js';
 import { nodeListen, nodeSurface } from '../surfaces/node-surface.js';
 import type { Surface } from '../surfaces/surface.js';
+import { VERSION } from '../version.js';
 
 const spec = {
   name: 'svc serve',
@@ -51,8 +51,8 @@ export const serve: Command = {
     assertOwnerOnly(project.nodeKey, 'the node key');
     const node = nodeListen(args.values['node-listen'], project, spec.name);
     const surfaces: Surface[] = [];
-    if (listen !== 'off') surfaces.push(managementSurface(listen));
-    if (node !== 'off') surfaces.push(nodeSurface(node, { version: VERSION }));
+    if (listen !== 'off') surfaces.push(managementSurface(listen, { flag: '--management-listen' }));
+    if (node !== 'off') surfaces.push(nodeSurface(node, { version: VERSION, flag: '--node-listen' }));
     if (surfaces.length === 0) {
       throw new CliError(
         'svc serve: nothing to serve: the management API and the node surface are both off (SVC_MANAGEMENT_LISTEN=off, SVC_NODE_LISTEN=off); unset one of them',

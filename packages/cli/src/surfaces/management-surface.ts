@@ -12,9 +12,9 @@ function urlHost(host: string): string {
  * checked by `resolveManagementListen` (so nothing non-loopback ever binds).
  *
  * @example
- * const running = await managementSurface({ host: '127.0.0.1', port: 9090 }).start(ctx);
+ * const running = await managementSurface({ host: '127.0.0.1', port: 9090 }, { flag: '--listen' }).start(ctx);
  */
-export function managementSurface(listen: { readonly host: string; readonly port: number }): Surface {
+export function managementSurface(listen: { readonly host: string; readonly port: number }, opts: { readonly flag: string }): Surface {
   return {
     name: 'management API',
     async start({ deps, log }) {
@@ -25,9 +25,12 @@ export function managementSurface(listen: { readonly host: string; readonly port
         await app.close().catch(() => undefined);
         const code = (error as NodeJS.ErrnoException).code;
         const why = code === 'EADDRINUSE' ? 'the address is already in use' : (error as Error).message;
-        throw new CliError(`cannot listen on ${urlHost(listen.host)}:${listen.port}: ${why}; choose another address with --listen`, {
-          cause: error,
-        });
+        throw new CliError(
+          `cannot listen on ${urlHost(listen.host)}:${listen.port}: ${why}; choose another address with ${opts.flag} or SVC_MANAGEMENT_LISTEN`,
+          {
+            cause: error,
+          },
+        );
       }
       const address = app.server.address() as AddressInfo;
       const url = `http://${urlHost(listen.host)}:${address.port}`;

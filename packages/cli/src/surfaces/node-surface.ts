@@ -76,9 +76,12 @@ export function componentStatus(project: Project, store: Parameters<typeof addon
  * then warns that tokens travel in clear text unless a TLS proxy fronts it.
  *
  * @example
- * const running = await nodeSurface({ host: '127.0.0.1', port: 9091 }, { version: VERSION }).start(ctx);
+ * const running = await nodeSurface({ host: '127.0.0.1', port: 9091 }, { version: VERSION, flag: '--listen' }).start(ctx);
  */
-export function nodeSurface(listen: { readonly host: string; readonly port: number }, opts: { readonly version: string }): Surface {
+export function nodeSurface(
+  listen: { readonly host: string; readonly port: number },
+  opts: { readonly version: string; readonly flag: string },
+): Surface {
   return {
     name: 'node surface',
     async start({ project, deps, log }) {
@@ -98,7 +101,7 @@ export function nodeSurface(listen: { readonly host: string; readonly port: numb
         const code = (error as NodeJS.ErrnoException).code;
         const why = code === 'EADDRINUSE' ? 'the address is already in use' : (error as Error).message;
         throw new CliError(
-          `cannot listen on ${urlHost(listen.host)}:${listen.port} for the node surface: ${why}; choose another address with --listen or SVC_NODE_LISTEN`,
+          `cannot listen on ${urlHost(listen.host)}:${listen.port} for the node surface: ${why}; choose another address with ${opts.flag} or SVC_NODE_LISTEN`,
           { cause: error },
         );
       }

@@ -1,0 +1,2 @@
+/** The version of `svc`. */
+export const VERSION = '0.1.0';
