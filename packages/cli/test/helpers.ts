@@ -200,3 +200,45 @@ export async function problemCode(res: Response): Promise<string> {
   const body = (await res.json()) as { code?: string };
   return body.code ?? `(no code, status ${res.status})`;
 }
+
+/**
+ * Runs `svc args` on a real terminal (a pty, driven by Python's standard library), answers
+ * the first `prompt` it shows with `answer` and Enter, and returns everything the terminal
+ * showed and the exit code: what a person at a keyboard sees.
+ */
+export function svcOnTerminal(
+  args: readonly string[],
+  opts: { env?: NodeJS.ProcessEnv; prompt: string; answer: string },
+): Promise<{ code: number; screen: string }> {
+  const driver = `
+import json, os, pty, sys
+prompt, answer = sys.argv[1].encode(), sys.argv[2].encode()
+pid, fd = pty.fork()
+if pid == 0:
+    os.execv(sys.argv[3], sys.argv[3:])
+out = b''
+while prompt not in out:
+    try:
+        chunk = os.read(fd, 1024)
+    except OSError:
+        break
+    if not chunk: break
+    out += chunk
+os.write(fd, answer + b'\\r')
+while True:
+    try:
+        chunk = os.read(fd, 1024)
+    except OSError:
+        break
+    if not chunk: break
+    out += chunk
+_, status = os.waitpid(pid, 0)
+print(json.dumps({'screen': out.decode('utf8', 'replace'), 'code': os.waitstatus_to_exitcode(status)}))
+`;
+  return run('python3', ['-c', driver, opts.prompt, opts.answer, process.execPath, SVC_BIN, ...args], { env: opts.env ?? cleanEnv() }).then(
+    (r) => {
+      if (r.code !== 0) throw new Error(`the pty driver failed: ${r.stderr}`);
+      return JSON.parse(r.stdout) as { code: number; screen: string };
+    },
+  );
+}

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { normalizeNodeId } from '@svc/core';
-import { cleanEnv, enrolledProject, keygen, svc, svcOk, tempDir } from './helpers.js';
+import { cleanEnv, enrolledProject, keygen, svc, svcOk, svcOnTerminal, tempDir } from './helpers.js';
 import { type ServeProcess, startServe } from './support/node-serve.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: CLI JSON output is inspected field by field
@@ -19,8 +19,12 @@ describe('pairing a second device through the real svc CLI', () => {
   let managementUrl: string;
   let nodeId: string;
 
-  async function pair(args: readonly string[] = []): Promise<Json> {
-    return JSON.parse((await svcOk(['auth', 'pair', '--node-url', nodeUrl, '--json', ...args], { env: adminEnv })).stdout);
+  /** The new device makes its key (`keyFile`); the admin prepares a pairing pinned to it. */
+  async function pair(keyFile: string, args: readonly string[] = []): Promise<Json> {
+    const pub = await keygen(keyFile, { env: deviceEnv });
+    return JSON.parse(
+      (await svcOk(['auth', 'pair', '--node-url', nodeUrl, '--device-key', pub, '--json', ...args], { env: adminEnv })).stdout,
+    );
   }
 
   before(async () => {
@@ -40,7 +44,8 @@ describe('pairing a second device through the real svc CLI', () => {
   });
 
   test('admin prepares, the new device completes, logs in and whoami shows the paired device', async () => {
-    const prepared = await pair(['--name', 'laptop-2', '--ttl', '600']);
+    const keyFile = join(tmp.dir, 'laptop-2.pem');
+    const prepared = await pair(keyFile, ['--name', 'laptop-2', '--ttl', '600']);
     assert.match(prepared.intent_id, /^int_/);
     assert.match(prepared.code, /^[0-9A-Z]{4}-[0-9A-Z]{4}$/);
     assert.equal(prepared.node_id, nodeId);
@@ -48,8 +53,7 @@ describe('pairing a second device through the real svc CLI', () => {
     assert.equal(prepared.expires_in, 600);
     assert.equal(prepared.command, `svc auth pair complete --node-url ${nodeUrl} --node-id ${nodeId} --intent ${prepared.intent_id}`);
 
-    const keyFile = join(tmp.dir, 'laptop-2.pem');
-    const pub = await keygen(keyFile, { env: deviceEnv });
+    const pub = prepared.public_key;
     const done = JSON.parse(
       (
         await svcOk(
@@ -86,27 +90,43 @@ describe('pairing a second device through the real svc CLI', () => {
     assert.equal(me.subject, prepared.subject);
   });
 
-  test('the command printed for the new device works as printed (with its key file)', async () => {
-    const r = await svcOk(['auth', 'pair', '--node-url', nodeUrl, '--realm', 'application'], { env: adminEnv });
+  test('the command printed for the new device works exactly as printed, the code typed at its prompt', async () => {
+    // The new device's own default key (~/.config/svc/device.pem of its user).
+    const pub = (await svcOk(['auth', 'keygen'], { env: deviceEnv })).stdout.trim();
+    const r = await svcOk(['auth', 'pair', '--node-url', nodeUrl, '--realm', 'application', '--device-key', pub], { env: adminEnv });
     assert.match(r.stdout, new RegExp(`node id: +${nodeId}`));
+    const code = /code: +(\S+)/.exec(r.stdout)?.[1] ?? '';
     const line = r.stdout.split('\n').find((l) => l.trim().startsWith('svc auth pair complete'));
     assert.ok(line, r.stdout);
-    const keyFile = join(tmp.dir, 'printed.pem');
-    await keygen(keyFile, { env: deviceEnv });
-    const args = line
-      .trim()
-      .split(/\s+/)
-      .slice(1)
-      .map((a) => (a === 'device.pem' ? keyFile : a));
-    const done = await svcOk(args, { env: deviceEnv });
-    assert.match(done.stdout, new RegExp(`paired with node ${nodeId}`));
-    assert.match(done.stdout, /realm: +application/);
+    const done = await svcOnTerminal(line.trim().split(/\s+/).slice(1), { env: deviceEnv, prompt: 'pairing code: ', answer: code });
+    assert.equal(done.code, 0, done.screen);
+    assert.match(done.screen, new RegExp(`paired with node ${nodeId}`));
+    assert.match(done.screen, /realm: +application/);
+    assert.ok(!done.screen.includes(code), 'the code was echoed');
+  });
+
+  test('a pairing prepared for one device cannot be completed by another holding the leaked code (exit 1, invalid_pairing_code)', async () => {
+    const prepared = await pair(join(tmp.dir, 'intended.pem'));
+    const thief = join(tmp.dir, 'thief.pem');
+    await keygen(thief, { env: deviceEnv });
+    const base = ['auth', 'pair', 'complete', '--node-url', nodeUrl, '--intent', prepared.intent_id, '--code', prepared.code];
+    const stolen = await svc([...base, '--key', thief], { env: deviceEnv });
+    assert.equal(stolen.code, 1);
+    assert.match(stolen.stderr, /\(invalid_pairing_code\)/);
+    assert.equal((await svc([...base, '--key', join(tmp.dir, 'intended.pem')], { env: deviceEnv })).code, 0);
+  });
+
+  test('svc auth pair without --device-key, or with a malformed one, is a usage error (exit 2)', async () => {
+    for (const extra of [[], ['--device-key', 'abc']]) {
+      const r = await svc(['auth', 'pair', '--node-url', nodeUrl, ...extra], { env: adminEnv });
+      assert.equal(r.code, 2, r.stderr);
+      assert.match(r.stderr, /--device-key/);
+    }
   });
 
   test('a node id that differs from the discovered one is refused (exit 1) and nothing is sent: the intent stays usable', async () => {
-    const prepared = await pair();
     const keyFile = join(tmp.dir, 'mismatch.pem');
-    await keygen(keyFile, { env: deviceEnv });
+    const prepared = await pair(keyFile);
     const other = otherValidNodeId(nodeId);
     const base = [
       'auth',
@@ -142,9 +162,8 @@ describe('pairing a second device through the real svc CLI', () => {
   });
 
   test('a wrong code fails with invalid_pairing_code (exit 1); after 5 the intent is burned: invalid_pairing_intent', async () => {
-    const prepared = await pair();
     const keyFile = join(tmp.dir, 'wrong-code.pem');
-    await keygen(keyFile, { env: deviceEnv });
+    const prepared = await pair(keyFile);
     const wrong = prepared.code === 'AAAA-AAAA' ? 'BBBB-BBBB' : 'AAAA-AAAA';
     const base = ['auth', 'pair', 'complete', '--node-url', nodeUrl, '--intent', prepared.intent_id, '--key', keyFile];
     for (let i = 0; i < 5; i++) {
@@ -159,9 +178,8 @@ describe('pairing a second device through the real svc CLI', () => {
   });
 
   test('a replayed completion fails with invalid_pairing_intent', async () => {
-    const prepared = await pair(['--realm', 'application']);
     const keyFile = join(tmp.dir, 'replay.pem');
-    await keygen(keyFile, { env: deviceEnv });
+    const prepared = await pair(keyFile, ['--realm', 'application']);
     const args = [
       'auth',
       'pair',
@@ -182,10 +200,9 @@ describe('pairing a second device through the real svc CLI', () => {
   });
 
   test('an application-realm device is paired, but the management API refuses its key at sign-in', async () => {
-    const prepared = await pair(['--realm', 'application', '--name', 'kiosk']);
-    assert.equal(prepared.realm, 'application');
     const keyFile = join(tmp.dir, 'kiosk.pem');
-    await keygen(keyFile, { env: deviceEnv });
+    const prepared = await pair(keyFile, ['--realm', 'application', '--name', 'kiosk']);
+    assert.equal(prepared.realm, 'application');
     const done = JSON.parse(
       (
         await svcOk(
@@ -220,24 +237,24 @@ describe('pairing a second device through the real svc CLI', () => {
 
   test('usage mistakes are exit 2: a missing --intent, a bad --realm, a bad --ttl', async () => {
     assert.equal((await svc(['auth', 'pair', 'complete', '--code', 'AAAA-AAAA', '--key', 'k.pem'], { env: deviceEnv })).code, 2);
-    assert.equal((await svc(['auth', 'pair', '--realm', 'admin'], { env: adminEnv })).code, 2);
-    assert.equal((await svc(['auth', 'pair', '--ttl', '5m'], { env: adminEnv })).code, 2);
+    assert.equal((await svc(['auth', 'pair', '--device-key', 'ab'.repeat(32), '--realm', 'admin'], { env: adminEnv })).code, 2);
+    assert.equal((await svc(['auth', 'pair', '--device-key', 'ab'.repeat(32), '--ttl', '5m'], { env: adminEnv })).code, 2);
   });
 
   test('a refusal by the node is one line with its code: a ttl out of range is invalid_request', async () => {
-    const r = await svc(['auth', 'pair', '--node-url', nodeUrl, '--ttl', '5'], { env: adminEnv });
+    const r = await svc(['auth', 'pair', '--node-url', nodeUrl, '--device-key', 'ab'.repeat(32), '--ttl', '5'], { env: adminEnv });
     assert.equal(r.code, 1);
     assert.match(r.stderr, /\(invalid_request\)/);
     assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr);
   });
 
   test('pairing without a saved session, or with an unreachable node, fails with one line (exit 1)', async () => {
-    const nobody = await svc(['auth', 'pair', '--node-url', nodeUrl], {
+    const nobody = await svc(['auth', 'pair', '--node-url', nodeUrl, '--device-key', 'ab'.repeat(32)], {
       env: cleanEnv({ HOME: join(tmp.dir, 'nobody'), SVC_CREDENTIALS: join(tmp.dir, 'nobody', 'creds.json') }),
     });
     assert.equal(nobody.code, 1);
     assert.match(nobody.stderr, /not signed in/);
-    const unreachable = await svc(['auth', 'pair', '--node-url', 'http://127.0.0.1:1'], { env: adminEnv });
+    const unreachable = await svc(['auth', 'pair', '--node-url', 'http://127.0.0.1:1', '--device-key', 'ab'.repeat(32)], { env: adminEnv });
     assert.equal(unreachable.code, 1);
     assert.match(unreachable.stderr, /cannot reach the node surface at http:\/\/127\.0\.0\.1:1/);
     assert.equal(unreachable.stderr.trim().split('\n').length, 1, unreachable.stderr);

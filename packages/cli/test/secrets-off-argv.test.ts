@@ -3,7 +3,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { cleanEnv, keygen, SVC_BIN, svcOk, tempDir } from './helpers.js';
+import { cleanEnv, keygen, SVC_BIN, svcOk, svcOnTerminal, tempDir } from './helpers.js';
 import { type ServeProcess, startServe } from './support/node-serve.js';
 
 /**
@@ -93,39 +93,15 @@ describe('one-time secrets never appear in a process’s arguments', () => {
     const fresh = JSON.parse(recovered.stdout).bootstrap_token as string;
     const key = join(tmp.dir, 'tty.pem');
     await keygen(key, { env });
-    const driver = `
-import json, os, pty, sys
-node, svc, project, key, secret = sys.argv[1:6]
-pid, fd = pty.fork()
-if pid == 0:
-    os.execv(node, [node, svc, 'auth', 'enroll', project, '--key', key, '--name', 'tty'])
-out = b''
-while b'bootstrap token: ' not in out:
-    chunk = os.read(fd, 1024)
-    if not chunk: break
-    out += chunk
-os.write(fd, secret.encode() + b'\\r')
-while True:
-    try:
-        chunk = os.read(fd, 1024)
-    except OSError:
-        break
-    if not chunk: break
-    out += chunk
-_, status = os.waitpid(pid, 0)
-print(json.dumps({'out': out.decode('utf8', 'replace'), 'status': os.waitstatus_to_exitcode(status)}))
-`;
-    const r = spawnSync('python3', ['-c', driver, process.execPath, SVC_BIN, project, key, fresh], {
+    const result = await svcOnTerminal(['auth', 'enroll', project, '--key', key, '--name', 'tty'], {
       env,
-      encoding: 'utf8',
-      timeout: 90_000,
+      prompt: 'bootstrap token: ',
+      answer: fresh,
     });
-    assert.equal(r.status, 0, r.stderr);
-    const result = JSON.parse(r.stdout) as { out: string; status: number };
-    assert.equal(result.status, 0, result.out);
-    assert.match(result.out, /bootstrap token: /);
-    assert.match(result.out, /enrolled device dev_\S+ \("tty"\)/);
-    assert.ok(!result.out.includes(fresh), 'the token was echoed to the terminal');
+    assert.equal(result.code, 0, result.screen);
+    assert.match(result.screen, /bootstrap token: /);
+    assert.match(result.screen, /enrolled device dev_\S+ \("tty"\)/);
+    assert.ok(!result.screen.includes(fresh), 'the token was echoed to the terminal');
   });
 
   test('a local watcher reading /proc/PID/cmdline of `svc auth pair complete --code -` never sees the pairing code; the printed command holds no code', async () => {
@@ -135,15 +111,16 @@ print(json.dumps({'out': out.decode('utf8', 'replace'), 'status': os.waitstatus_
     });
     const adminEnv = cleanEnv({ SVC_CREDENTIALS: join(tmp.dir, 'admin-creds.json') });
     await svcOk(['auth', 'login', '--key', adminKey, '--url', server.managementUrl as string], { env: adminEnv });
-    const prepared = JSON.parse((await svcOk(['auth', 'pair', '--node-url', server.nodeUrl, '--json'], { env: adminEnv })).stdout);
+    const deviceKey = join(tmp.dir, 'device.pem');
+    const devicePub = await keygen(deviceKey, { env });
+    const prepare = ['auth', 'pair', '--node-url', server.nodeUrl, '--device-key', devicePub];
+    const prepared = JSON.parse((await svcOk([...prepare, '--json'], { env: adminEnv })).stdout);
     assert.ok(!String(prepared.command).includes(prepared.code), `the follow-up command holds the code: ${prepared.command}`);
-    const human = await svcOk(['auth', 'pair', '--node-url', server.nodeUrl], { env: adminEnv });
+    const human = await svcOk(prepare, { env: adminEnv });
     const shown = /code:\s+(\S+)/.exec(human.stdout)?.[1] ?? '';
     const followUp = human.stdout.split('\n').find((l) => l.includes('svc auth pair complete')) ?? '';
     assert.ok(followUp !== '' && !followUp.includes(shown), human.stdout);
 
-    const deviceKey = join(tmp.dir, 'device.pem');
-    await keygen(deviceKey, { env });
     const r = await runWatched(
       [
         'auth',

@@ -83,6 +83,8 @@ export interface PreparedPairingJson {
   readonly realm: Realm;
   readonly subject: string;
   readonly name: string | null;
+  /** The only device key that can complete the intent. */
+  readonly public_key: string;
   /** The one-time code (`XXXX-XXXX`): give it to the new device's owner, nobody else. */
   readonly code: string;
   readonly expires_at: string;
@@ -101,7 +103,14 @@ export interface NodeClient {
   diagnostics(accessToken: string, nonce: string): Promise<SignedDiagnosticsJson>;
   preparePairing(
     accessToken: string,
-    input: { readonly realm: Realm; readonly name?: string; readonly subject?: string; readonly ttl_seconds?: number },
+    input: {
+      readonly realm: Realm;
+      /** The new device's Ed25519 public key (64 hex): only it can complete the intent. */
+      readonly public_key: string;
+      readonly name?: string;
+      readonly subject?: string;
+      readonly ttl_seconds?: number;
+    },
   ): Promise<PreparedPairingJson>;
   completePairing(input: {
     readonly intent_id: string;

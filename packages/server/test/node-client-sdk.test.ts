@@ -45,8 +45,8 @@ describe('the client SDK against the node surface', () => {
   });
 
   test('pairDevice checks the node, signs the proof and completes; errors carry the contract code', async () => {
-    const intent = await node.preparePairing(token, { realm: 'application', name: 'sdk device' });
     const { key } = generateDeviceKey();
+    const intent = await node.preparePairing(token, { realm: 'application', public_key: key.publicKeyHex, name: 'sdk device' });
     const { device, nodeId } = await pairDevice(node, key, {
       intentId: intent.intent_id,
       code: intent.code,
@@ -56,7 +56,7 @@ describe('the client SDK against the node surface', () => {
     assert.equal(device.realm, 'application');
     assert.equal(device.public_key, key.publicKeyHex);
     await assert.rejects(
-      pairDevice(node, generateDeviceKey().key, { intentId: intent.intent_id, code: intent.code }),
+      pairDevice(node, key, { intentId: intent.intent_id, code: intent.code }),
       (e: unknown) => e instanceof ApiError && e.code === 'invalid_pairing_intent' && e.status === 401,
     );
     await assert.rejects(node.status('svca_nope'), (e: unknown) => e instanceof ApiError && e.code === 'invalid_token');

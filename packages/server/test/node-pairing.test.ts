@@ -22,9 +22,24 @@ describe('node surface: pairing', () => {
   after(() => h.close());
 
   test('prepare with a management token is 201 with the intent, a one-time code, its expiry and the node id', async () => {
-    const r = await nodeApi(h, 'POST', PREPARE, { token, body: { realm: 'application', name: 'kiosk', ttl_seconds: 300 } });
+    const device = newDeviceKey().publicKeyHex;
+    const r = await nodeApi(h, 'POST', PREPARE, {
+      token,
+      body: { realm: 'application', name: 'kiosk', ttl_seconds: 300, public_key: device.toUpperCase() },
+    });
     assert.equal(r.status, 201);
-    assert.deepEqual(Object.keys(r.body).sort(), ['code', 'expires_at', 'expires_in', 'intent_id', 'name', 'node_id', 'realm', 'subject']);
+    assert.deepEqual(Object.keys(r.body).sort(), [
+      'code',
+      'expires_at',
+      'expires_in',
+      'intent_id',
+      'name',
+      'node_id',
+      'public_key',
+      'realm',
+      'subject',
+    ]);
+    assert.equal(r.body.public_key, device, 'the pinned key, normalised to lowercase');
     assert.match(r.body.intent_id, /^int_[0-9A-Z]{26}$/);
     assert.match(r.body.code, /^[0-9A-Z]{4}-[0-9A-Z]{4}$/);
     assert.match(r.body.subject, /^sub_/);
@@ -35,6 +50,7 @@ describe('node surface: pairing', () => {
     assert.equal(r.body.node_id, h.identity.nodeId);
     const prepared = (await h.store.listAuditEvents({ afterSeq: 0, limit: 10_000 })).filter((e) => e.type === 'pairing.prepared');
     assert.equal(prepared.at(-1)?.data.intent_id, r.body.intent_id);
+    assert.equal(prepared.at(-1)?.data.public_key, device, 'the audit says which key the admin pinned');
     assert.doesNotMatch(JSON.stringify(prepared), new RegExp(r.body.code.replace('-', '-?')), 'the code is never audited');
   });
 
@@ -55,7 +71,8 @@ describe('node surface: pairing', () => {
       { realm: 'application', ttl_seconds: '300' },
       { realm: 'application', extra: true },
     ]) {
-      const r = await nodeApi(h, 'POST', PREPARE, { token, body });
+      // A valid key in every body, so each is refused for the field it names.
+      const r = await nodeApi(h, 'POST', PREPARE, { token, body: { public_key: newDeviceKey().publicKeyHex, ...body } });
       assert.equal(r.status, 400, JSON.stringify(body));
       assert.equal(r.body.code, 'invalid_request', JSON.stringify(body));
     }
@@ -70,7 +87,7 @@ describe('node surface: pairing', () => {
 
   test('complete with the code and a proof by the new key is 201 with the device, in the intent realm and subject', async () => {
     const intent = await prepare(h, token, { realm: 'management', name: 'second laptop' });
-    const key = newDeviceKey();
+    const key = intent.key;
     const r = await nodeApi(h, 'POST', COMPLETE, { body: completion(h, intent, key) });
     assert.equal(r.status, 201);
     assert.deepEqual(Object.keys(r.body), ['device']);
@@ -90,7 +107,7 @@ describe('node surface: pairing', () => {
   test('the code is typed loosely: case, spaces and missing dash do not matter', async () => {
     const intent = await prepare(h, token, { realm: 'application' });
     const loose = ` ${intent.code.toLowerCase().replace('-', ' ')} `;
-    const r = await nodeApi(h, 'POST', COMPLETE, { body: completion(h, intent, newDeviceKey(), { code: loose, name: 'phone' }) });
+    const r = await nodeApi(h, 'POST', COMPLETE, { body: completion(h, intent, intent.key, { code: loose, name: 'phone' }) });
     assert.equal(r.status, 201);
     assert.equal(r.body.device.name, 'phone');
   });
@@ -98,23 +115,42 @@ describe('node surface: pairing', () => {
   test('a wrong code is 401 invalid_pairing_code and audited as pairing.failed', async () => {
     const intent = await prepare(h, token, { realm: 'application' });
     const wrong = intent.code === 'AAAA-AAAA' ? 'BBBB-BBBB' : 'AAAA-AAAA';
-    const r = await nodeApi(h, 'POST', COMPLETE, { body: completion(h, intent, newDeviceKey(), { code: wrong }) });
+    const r = await nodeApi(h, 'POST', COMPLETE, { body: completion(h, intent, intent.key, { code: wrong }) });
     assert.equal(r.status, 401);
     assert.equal(r.body.code, 'invalid_pairing_code');
     assert.equal((await auditTypes(h)).at(-1), 'pairing.failed');
     // One wrong code does not spoil the intent.
-    assert.equal((await nodeApi(h, 'POST', COMPLETE, { body: completion(h, intent, newDeviceKey()) })).status, 201);
+    assert.equal((await nodeApi(h, 'POST', COMPLETE, { body: completion(h, intent, intent.key) })).status, 201);
+  });
+
+  test('a leaked code with the attacker’s own key is 401 invalid_pairing_code, counted, and enrolls nothing', async () => {
+    const intent = await prepare(h, token, { realm: 'management' });
+    const attacker = newDeviceKey();
+    const r = await nodeApi(h, 'POST', COMPLETE, { body: completion(h, intent, attacker) });
+    assert.equal(r.status, 401);
+    assert.equal(r.body.code, 'invalid_pairing_code');
+    assert.equal(await h.store.findDeviceByPublicKey(attacker.publicKeyHex), null);
+    assert.equal((await h.store.getPairingIntent(intent.intent_id))?.failures, 1);
+    assert.equal((await nodeApi(h, 'POST', COMPLETE, { body: completion(h, intent, intent.key) })).status, 201);
+  });
+
+  test('prepare without the new device’s public_key, or with a malformed one, is 400 invalid_request', async () => {
+    for (const body of [{ realm: 'application' }, { realm: 'application', public_key: 'xyz' }]) {
+      const r = await nodeApi(h, 'POST', PREPARE, { token, body });
+      assert.equal(r.status, 400, JSON.stringify(body));
+      assert.equal(r.body.code, 'invalid_request');
+    }
   });
 
   test('5 wrong codes burn the intent: then even the right code is invalid_pairing_intent', async () => {
     const intent = await prepare(h, token, { realm: 'application' });
     const wrong = intent.code === 'AAAA-AAAA' ? 'BBBB-BBBB' : 'AAAA-AAAA';
     for (let i = 1; i <= 5; i++) {
-      const r = await nodeApi(h, 'POST', COMPLETE, { body: completion(h, intent, newDeviceKey(), { code: wrong }) });
+      const r = await nodeApi(h, 'POST', COMPLETE, { body: completion(h, intent, intent.key, { code: wrong }) });
       assert.equal(r.body.code, 'invalid_pairing_code', `attempt ${i}`);
     }
     assert.equal((await auditTypes(h)).at(-1), 'pairing.burned');
-    const right = await nodeApi(h, 'POST', COMPLETE, { body: completion(h, intent, newDeviceKey()) });
+    const right = await nodeApi(h, 'POST', COMPLETE, { body: completion(h, intent, intent.key) });
     assert.equal(right.status, 401);
     assert.equal(right.body.code, 'invalid_pairing_intent');
   });
@@ -122,7 +158,7 @@ describe('node surface: pairing', () => {
   test('an expired intent is invalid_pairing_intent', async () => {
     const intent = await prepare(h, token, { realm: 'application', ttl_seconds: 60 });
     h.clock.advance(60_000);
-    const r = await nodeApi(h, 'POST', COMPLETE, { body: completion(h, intent, newDeviceKey()) });
+    const r = await nodeApi(h, 'POST', COMPLETE, { body: completion(h, intent, intent.key) });
     assert.equal(r.status, 401);
     assert.equal(r.body.code, 'invalid_pairing_intent');
     token = await adminToken(h);
@@ -130,12 +166,12 @@ describe('node surface: pairing', () => {
 
   test('a replayed completion is invalid_pairing_intent: an intent enrolls one device, once', async () => {
     const intent = await prepare(h, token, { realm: 'application' });
-    const body = completion(h, intent, newDeviceKey());
+    const body = completion(h, intent, intent.key);
     assert.equal((await nodeApi(h, 'POST', COMPLETE, { body })).status, 201);
     const replay = await nodeApi(h, 'POST', COMPLETE, { body });
     assert.equal(replay.status, 401);
     assert.equal(replay.body.code, 'invalid_pairing_intent');
-    const other = await nodeApi(h, 'POST', COMPLETE, { body: completion(h, intent, newDeviceKey()) });
+    const other = await nodeApi(h, 'POST', COMPLETE, { body: completion(h, intent, intent.key) });
     assert.equal(other.body.code, 'invalid_pairing_intent');
   });
 
@@ -150,7 +186,7 @@ describe('node surface: pairing', () => {
 
   test('a signature by another key is invalid_signature and enrolls nothing', async () => {
     const intent = await prepare(h, token, { realm: 'application' });
-    const key = newDeviceKey();
+    const key = intent.key;
     const r = await nodeApi(h, 'POST', COMPLETE, { body: completion(h, intent, key, { signer: newDeviceKey() }) });
     assert.equal(r.status, 401);
     assert.equal(r.body.code, 'invalid_signature');
@@ -159,7 +195,7 @@ describe('node surface: pairing', () => {
 
   test('a proof made for another node id is invalid_signature: a relayed proof is useless elsewhere', async () => {
     const intent = await prepare(h, token, { realm: 'application' });
-    const key = newDeviceKey();
+    const key = intent.key;
     const elsewhere = '0000-0000-0000-0000-0000-0000-0000-0000-0';
     const r = await nodeApi(h, 'POST', COMPLETE, { body: completion(h, intent, key, { nodeId: elsewhere }) });
     assert.equal(r.body.code, 'invalid_signature');
@@ -171,18 +207,20 @@ describe('node surface: pairing', () => {
 
   test('pairing a key that is already enrolled is 409 already_enrolled and leaves the intent usable', async () => {
     const first = await prepare(h, token, { realm: 'application' });
-    const key = newDeviceKey();
+    const key = first.key;
     assert.equal((await nodeApi(h, 'POST', COMPLETE, { body: completion(h, first, key) })).status, 201);
-    const second = await prepare(h, token, { realm: 'application' });
+    const second = await prepare(h, token, { realm: 'application', public_key: key.publicKeyHex });
     const dup = await nodeApi(h, 'POST', COMPLETE, { body: completion(h, second, key) });
     assert.equal(dup.status, 409);
     assert.equal(dup.body.code, 'already_enrolled');
-    assert.equal((await nodeApi(h, 'POST', COMPLETE, { body: completion(h, second, newDeviceKey()) })).status, 201);
+    const live = await h.store.getPairingIntent(second.intent_id);
+    assert.equal(live?.completedAt, null);
+    assert.equal(live?.failures, 0);
   });
 
   test('malformed completion bodies are 400 invalid_request', async () => {
     const intent = await prepare(h, token, { realm: 'application' });
-    const good = completion(h, intent, newDeviceKey());
+    const good = completion(h, intent, intent.key);
     for (const body of [
       { ...good, public_key: 'zz' },
       { ...good, signature: 'ab'.repeat(63) },
@@ -199,7 +237,7 @@ describe('node surface: pairing', () => {
   test('of 20 simultaneous completions of one intent, exactly one is 201', async () => {
     const intent = await prepare(h, token, { realm: 'application' });
     const replies = await Promise.all(
-      Array.from({ length: 20 }, () => nodeApi(h, 'POST', COMPLETE, { body: completion(h, intent, newDeviceKey()) })),
+      Array.from({ length: 20 }, () => nodeApi(h, 'POST', COMPLETE, { body: completion(h, intent, intent.key) })),
     );
     const statuses = replies.map((r) => r.status);
     assert.equal(statuses.filter((s) => s === 201).length, 1, statuses.join(','));
@@ -226,19 +264,22 @@ describe('node surface: pairing rate limit', () => {
     const intent = await prepare(h, token, { realm: 'application' });
     const wrong = intent.code === 'AAAA-AAAA' ? 'BBBB-BBBB' : 'AAAA-AAAA';
     for (let i = 0; i < 3; i++) {
-      const r = await nodeApi(h, 'POST', COMPLETE, { body: completion(h, intent, newDeviceKey(), { code: wrong }) });
+      const r = await nodeApi(h, 'POST', COMPLETE, { body: completion(h, intent, intent.key, { code: wrong }) });
       assert.equal(r.body.code, 'invalid_pairing_code');
     }
     h.clock.advance(10_000);
-    const limited = await nodeApi(h, 'POST', COMPLETE, { body: completion(h, intent, newDeviceKey()) });
+    const limited = await nodeApi(h, 'POST', COMPLETE, { body: completion(h, intent, intent.key) });
     assert.equal(limited.status, 429);
     assert.equal(limited.body.code, 'rate_limited');
     assert.equal(limited.headers.get('retry-after'), '50');
     // Limited means limited: even the right code waits; prepare (authenticated) does not.
-    assert.equal((await nodeApi(h, 'POST', PREPARE, { token, body: { realm: 'application' } })).status, 201);
+    assert.equal(
+      (await nodeApi(h, 'POST', PREPARE, { token, body: { realm: 'application', public_key: newDeviceKey().publicKeyHex } })).status,
+      201,
+    );
     h.clock.advance(50_000);
     const fresh = await prepare(h, await adminToken(h), { realm: 'application' });
-    assert.equal((await nodeApi(h, 'POST', COMPLETE, { body: completion(h, fresh, newDeviceKey()) })).status, 201);
+    assert.equal((await nodeApi(h, 'POST', COMPLETE, { body: completion(h, fresh, fresh.key) })).status, 201);
   });
 
   test('invalid input (400) is not counted as a failed completion', async () => {
@@ -249,6 +290,6 @@ describe('node surface: pairing rate limit', () => {
     }
     const token = await adminToken(h);
     const intent = await prepare(h, token, { realm: 'application' });
-    assert.equal((await nodeApi(h, 'POST', COMPLETE, { body: completion(h, intent, newDeviceKey()) })).status, 201);
+    assert.equal((await nodeApi(h, 'POST', COMPLETE, { body: completion(h, intent, intent.key) })).status, 201);
   });
 });

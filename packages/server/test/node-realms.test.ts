@@ -17,7 +17,7 @@ const MANAGEMENT_BEARER_ENDPOINTS: readonly (readonly [string, string, unknown])
 const NODE_BEARER_ENDPOINTS: readonly (readonly [string, string, unknown])[] = [
   ['GET', '/edge/0-alpha/status', undefined],
   ['POST', '/edge/0-alpha/diagnostics', { nonce: 'realm-check-1' }],
-  ['POST', '/edge/0-alpha/pairing/prepare', { realm: 'application' }],
+  ['POST', '/edge/0-alpha/pairing/prepare', { realm: 'application', public_key: 'ab'.repeat(32) }],
 ];
 
 describe('realms end to end: a device paired into the application realm', () => {
@@ -27,7 +27,7 @@ describe('realms end to end: a device paired into the application realm', () => 
   let appPair: TokenPairJson;
   before(async () => {
     h = await startNodeHarness();
-    const intent = await prepare(h, await adminToken(h), { realm: 'application', name: 'app client' });
+    const intent = await prepare(h, await adminToken(h), { realm: 'application', name: 'app client', public_key: key.publicKeyHex });
     const r = await nodeApi(h, 'POST', '/edge/0-alpha/pairing/complete', { body: completion(h, intent, key) });
     assert.equal(r.status, 201);
     device = r.body.device;

@@ -112,7 +112,7 @@ describe('node surface: signed diagnostics', () => {
       body: { challenge_id: c.body.challenge_id, signature: newDeviceKey().signHex(c.body.challenge) },
     });
     const intent = await prepare(h, token, { realm: 'application' });
-    const device = newDeviceKey();
+    const device = intent.key;
     await nodeApi(h, 'POST', '/edge/0-alpha/pairing/complete', { body: completion(h, intent, device, { code: 'AAAA-AAAA' }) });
     assert.equal((await nodeApi(h, 'POST', '/edge/0-alpha/pairing/complete', { body: completion(h, intent, device) })).status, 201);
 
@@ -211,7 +211,7 @@ describe('node surface: signed diagnostics', () => {
 
   test('an application-realm token is refused on status and diagnostics with realm="management"', async () => {
     const appKey = newDeviceKey();
-    const intent = await prepare(h, token, { realm: 'application' });
+    const intent = await prepare(h, token, { realm: 'application', public_key: appKey.publicKeyHex });
     assert.equal((await nodeApi(h, 'POST', '/edge/0-alpha/pairing/complete', { body: completion(h, intent, appKey) })).status, 201);
     const chl = await createChallenge(h.deps, { publicKey: appKey.publicKeyHex, realm: 'application' });
     const appPair = await createSession(h.deps, { challengeId: chl.id, signature: appKey.signHex(chl.challenge), realm: 'application' });

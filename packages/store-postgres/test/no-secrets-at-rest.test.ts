@@ -89,9 +89,9 @@ test('no token or pairing code is stored anywhere, only digests, after a full fl
     const third = await rotateRefreshToken(onB, { refreshToken: first.refresh_token, realm: 'management' });
     secrets.push(second.access_token, second.refresh_token, third.access_token, third.refresh_token);
 
-    const prepared = await preparePairing(onA, { principal, realm: 'application', ttlSeconds: 300 });
-    secrets.push(prepared.code, normalizePairingCode(prepared.code));
     const phone = deviceKey();
+    const prepared = await preparePairing(onA, { principal, realm: 'application', publicKey: phone.publicKey, ttlSeconds: 300 });
+    secrets.push(prepared.code, normalizePairingCode(prepared.code));
     const proof = phone.sign(pairingProofString({ nodeId: 'node-test', intentId: prepared.intent_id, publicKey: phone.publicKey }));
     await assert.rejects(
       completePairing(onB, {

@@ -1,6 +1,6 @@
 import { ApiError, createNodeClient, NodeUnreachableError, type PreparedPairingJson } from '@svc/client';
 import { isRealm } from '@svc/core';
-import { parseCommandArgs } from '../args.js';
+import { parseCommandArgs, requireOption } from '../args.js';
 import { CliError, UsageError } from '../cli-error.js';
 import type { Command } from '../command.js';
 import { CREDENTIALS_HELP, CREDENTIALS_OPTIONS, savedSession } from '../credentials.js';
@@ -62,8 +62,10 @@ const spec = {
   name: 'svc auth pair',
   summary: 'Prepare a pairing (enrolment intent) for a new device on the node surface; prints the one-time code.',
   usage:
-    'svc auth pair [--node-url URL] [--realm management|application] [--name NAME] [--subject sub_...] [--ttl SECONDS] [--credentials FILE] [--json]',
+    'svc auth pair --device-key HEX [--node-url URL] [--realm management|application] [--name NAME] [--subject sub_...] [--ttl SECONDS] [--credentials FILE] [--json]',
   help: [
+    "--device-key HEX      the new device's Ed25519 public key (64 hex, as its `svc auth keygen` printed):",
+    '                      only that key can complete the pairing, so a leaked code is useless alone',
     '--node-url URL        the node surface (default: $SVC_NODE_URL, else http://127.0.0.1:9091)',
     '--realm REALM         the realm the new device joins: management (default) or application',
     "--name NAME           the new device's name (the device may still choose one)",
@@ -75,6 +77,7 @@ const spec = {
     '`svc auth pair complete ...` command with its own key (`svc auth keygen`) and type the code at its prompt.',
   ],
   options: {
+    'device-key': { type: 'string' },
     'node-url': { type: 'string' },
     realm: { type: 'string' },
     name: { type: 'string' },
@@ -106,6 +109,12 @@ export const authPair: Command = {
       if (!/^[1-9]\d{0,5}$/.test(args.values.ttl)) throw new UsageError(`${spec.name}: --ttl takes whole seconds, e.g. --ttl 300`);
       ttl = Number(args.values.ttl);
     }
+    const deviceKey = requireOption(args.values['device-key'], '--device-key HEX', spec.name);
+    if (!/^[0-9a-fA-F]{64}$/.test(deviceKey)) {
+      throw new UsageError(
+        `${spec.name}: --device-key takes the new device's public key, 64 hex digits (its \`svc auth keygen\` or \`svc auth pubkey\` prints it)`,
+      );
+    }
     const nodeUrl = nodeUrlOf(args.values['node-url']);
     const session = savedSession(args.values.credentials);
     const node = createNodeClient({ baseUrl: nodeUrl });
@@ -114,6 +123,7 @@ export const authPair: Command = {
       prepared = await session.withAccessToken((token) =>
         node.preparePairing(token, {
           realm,
+          public_key: deviceKey,
           ...(args.values.name === undefined ? {} : { name: args.values.name }),
           ...(args.values.subject === undefined ? {} : { subject: args.values.subject }),
           ...(ttl === undefined ? {} : { ttl_seconds: ttl }),
@@ -132,9 +142,10 @@ export const authPair: Command = {
       printLine(`node id:  ${prepared.node_id}`);
       printLine(`realm:    ${prepared.realm}`);
       printLine(`subject:  ${prepared.subject}${prepared.name === null ? '' : `  name: ${prepared.name}`}`);
+      printLine(`key:      ${prepared.public_key}   (only this device key can complete it)`);
       printLine(`expires:  ${prepared.expires_at} (in ${prepared.expires_in} s)`);
       printLine('');
-      printLine('On the new device, with its own key (`svc auth keygen`), run:');
+      printLine('On the new device (the one holding that key), run:');
       printLine(`  ${command}`);
       printLine('enter the code when it asks, and check that it reports the same node id.');
     }

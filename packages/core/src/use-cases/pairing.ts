@@ -33,8 +33,14 @@ export function normalizePairingCode(code: string): string {
   return code.toUpperCase().replace(/[\s-]/g, '').replace(/O/g, '0').replace(/[IL]/g, '1');
 }
 
-function codeDigest(intentId: string, normalizedCode: string): string {
-  return sha256Hex(`${PAIRING_DOMAIN} code ${intentId} ${normalizedCode}`);
+/**
+ * What the store keeps of an intent's code: a digest that binds the code to the intent and to
+ * the one device key the admin pinned at prepare time. A code that leaks (read out loud,
+ * overheard, shoulder-surfed) is therefore useless with any other key, and the store needs no
+ * second column to say so: a wrong key and a wrong code are the same failed attempt.
+ */
+function codeDigest(intentId: string, normalizedCode: string, publicKey: string): string {
+  return sha256Hex(`${PAIRING_DOMAIN} code ${intentId} ${normalizedCode} ${publicKey.toLowerCase()}`);
 }
 
 /** The answer to a prepared intent: the code exists only here, the store keeps its digest. */
@@ -43,6 +49,8 @@ export interface PreparedPairing {
   readonly realm: Realm;
   readonly subject: string;
   readonly name: string | null;
+  /** The only device key that can complete the intent (64 hex). */
+  readonly public_key: string;
   readonly code: string;
   readonly expires_at: string;
   readonly expires_in: number;
@@ -50,17 +58,20 @@ export interface PreparedPairing {
 
 /**
  * Prepares an enrolment intent for a new device in `realm`, authorised by a management
- * principal, and returns a one-time 8-character code (40 bits, Crockford base32, shown as
- * `XXXX-XXXX`) to read out or type. Lifetime at most 15 minutes.
+ * principal, for the one device key `publicKey` (the new device shows it: `svc auth keygen`),
+ * and returns a one-time 8-character code (40 bits, Crockford base32, shown as `XXXX-XXXX`) to
+ * read out or type. Completion needs the code, that key, and a signature by it. Lifetime at
+ * most 15 minutes.
  *
  * @example
- * const { intent_id, code } = await preparePairing(deps, { principal, realm: 'application', ttlSeconds: 300 });
+ * const { intent_id, code } = await preparePairing(deps, { principal, realm: 'application', publicKey, ttlSeconds: 300 });
  */
 export async function preparePairing(
   deps: AuthDeps,
   input: {
     readonly principal: Principal;
     readonly realm: unknown;
+    readonly publicKey: unknown;
     readonly subject?: unknown;
     readonly name?: unknown;
     readonly ttlSeconds?: unknown;
@@ -70,6 +81,13 @@ export async function preparePairing(
     throw new AuthError('invalid_token', 'pairing needs a management-realm token', { realm: 'management' });
   }
   if (!isRealm(input.realm)) throw new AuthError('invalid_request', 'realm must be "management" or "application"');
+  if (input.publicKey === undefined || input.publicKey === null) {
+    throw new AuthError(
+      'invalid_request',
+      'public_key is required: the new device’s Ed25519 public key, which alone can complete the intent',
+    );
+  }
+  const publicKey = parsePublicKeyHex(input.publicKey);
   const max = deps.settings.pairingMaxTtlSeconds;
   const ttl = input.ttlSeconds ?? max;
   if (typeof ttl !== 'number' || !Number.isInteger(ttl) || ttl < 30 || ttl > max) {
@@ -88,7 +106,7 @@ export async function preparePairing(
     realm: input.realm,
     subject,
     name,
-    codeDigest: codeDigest(id, code),
+    codeDigest: codeDigest(id, code, publicKey),
     createdAt: now,
     expiresAt: now + ttl * 1000,
     createdBy: input.principal.subject,
@@ -103,7 +121,13 @@ export async function preparePairing(
       realm: input.realm,
       subject,
       at: now,
-      data: { intent_id: id, by_subject: input.principal.subject, by_session: input.principal.session, ttl_seconds: ttl },
+      data: {
+        intent_id: id,
+        public_key: publicKey,
+        by_subject: input.principal.subject,
+        by_session: input.principal.session,
+        ttl_seconds: ttl,
+      },
     }),
   );
   deps.log.info({ event: 'pairing.prepared', intent_id: id, realm: input.realm }, 'pairing intent prepared');
@@ -112,6 +136,7 @@ export async function preparePairing(
     realm: input.realm,
     subject,
     name,
+    public_key: publicKey,
     code: `${code.slice(0, 4)}-${code.slice(4)}`,
     expires_at: rfc3339(intent.expiresAt),
     expires_in: secondsUntil(intent.expiresAt, now),
@@ -119,8 +144,8 @@ export async function preparePairing(
 }
 
 /**
- * Completes an enrolment intent: checks the one-time code in constant time (5 wrong codes
- * burn the intent), verifies the new device's signature over
+ * Completes an enrolment intent: checks the one-time code together with the device key the
+ * intent was prepared for, in constant time (5 wrong attempts burn the intent), verifies the new device's signature over
  * {@link pairingProofString} (proof of possession), then enrolls the device, once: of N
  * concurrent completions exactly one wins.
  *
@@ -152,7 +177,7 @@ export async function completePairing(
   if (intent === null || intent.completedAt !== null || intent.burnedAt !== null || intent.expiresAt <= now) {
     throw new AuthError('invalid_pairing_intent', 'unknown, expired, completed or burned enrolment intent');
   }
-  const presented = codeDigest(intent.id, normalizePairingCode(input.code));
+  const presented = codeDigest(intent.id, normalizePairingCode(input.code), publicKey);
   if (!digestsEqual(presented, intent.codeDigest)) {
     const counted = await deps.store.recordPairingFailure({ id: intent.id, now, maxFailures: PAIRING_MAX_FAILURES }, (failures, burned) =>
       auditDraft(deps, burned ? 'pairing.burned' : 'pairing.failed', {
@@ -162,13 +187,13 @@ export async function completePairing(
         data: { intent_id: intent.id, failures },
       }),
     );
-    deps.log.warn({ event: 'pairing.failed', intent_id: intent.id, failures: counted?.failures ?? null }, 'wrong pairing code');
+    deps.log.warn({ event: 'pairing.failed', intent_id: intent.id, failures: counted?.failures ?? null }, 'wrong pairing code or key');
     if (counted === null) throw new AuthError('invalid_pairing_intent', 'unknown, expired, completed or burned enrolment intent');
     throw new AuthError(
       'invalid_pairing_code',
       counted.burned
-        ? 'wrong pairing code; the intent is now burned, prepare a new one'
-        : `wrong pairing code (${PAIRING_MAX_FAILURES - counted.failures} attempts left)`,
+        ? 'wrong pairing code, or not the device key the intent was prepared for; the intent is now burned, prepare a new one'
+        : `wrong pairing code, or not the device key the intent was prepared for (${PAIRING_MAX_FAILURES - counted.failures} attempts left)`,
     );
   }
   const proof = pairingProofString({ nodeId: input.nodeId, intentId: intent.id, publicKey });

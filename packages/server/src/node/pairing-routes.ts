@@ -31,6 +31,7 @@ export const pairingRoutes: FastifyPluginAsync<PairingRouteOptions> = async (app
       const prepared = await preparePairing(deps, {
         principal: principalOf(req),
         realm: req.body.realm,
+        publicKey: req.body.public_key,
         subject: req.body.subject,
         name: req.body.name,
         ttlSeconds: req.body.ttl_seconds,

@@ -22,10 +22,11 @@ export interface DiagnosticsBody {
 
 export const prepareBody = {
   type: 'object',
-  required: ['realm'],
+  required: ['realm', 'public_key'],
   additionalProperties: false,
   properties: {
     realm: { type: 'string', maxLength: 32 },
+    public_key: { type: 'string', maxLength: 128 },
     name: { type: 'string', maxLength: 1024 },
     subject: idString,
     ttl_seconds: { type: 'integer' },
@@ -33,6 +34,7 @@ export const prepareBody = {
 } as const;
 export interface PrepareBody {
   realm: string;
+  public_key: string;
   name?: string;
   subject?: string;
   ttl_seconds?: number;

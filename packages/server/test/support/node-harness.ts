@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { pairingProofString, type Store } from '@svc/core';
 import type { FastifyInstance } from 'fastify';
 import { buildNodeApp, type ComponentStatus, createNodeIdentity, type NodeIdentity, type NodeProvider } from '../../src/index.js';
-import { admin, api, type DeviceKey, type Harness, type HarnessOptions, type Reply, startHarness } from './harness.js';
+import { admin, api, type DeviceKey, type Harness, type HarnessOptions, newDeviceKey, type Reply, startHarness } from './harness.js';
 
 /** What the composition root reports in these tests. */
 export const TEST_COMPONENTS: ComponentStatus = Object.freeze({
@@ -81,9 +81,12 @@ export async function adminToken(h: NodeHarness): Promise<string> {
 /** Prepares an intent over HTTP and returns the 201 body. */
 // biome-ignore lint/suspicious/noExplicitAny: test bodies are inspected field by field
 export async function prepare(h: NodeHarness, token: string, body: Record<string, unknown> = { realm: 'management' }): Promise<any> {
-  const r = await nodeApi(h, 'POST', '/edge/0-alpha/pairing/prepare', { token, body });
+  // The new device's key is pinned at prepare: a fresh one unless the body names one.
+  const key = body.public_key === undefined ? newDeviceKey() : undefined;
+  const sent = key === undefined ? body : { ...body, public_key: key.publicKeyHex };
+  const r = await nodeApi(h, 'POST', '/edge/0-alpha/pairing/prepare', { token, body: sent });
   if (r.status !== 201) throw new Error(`prepare failed: ${r.text}`);
-  return r.body;
+  return { ...r.body, key };
 }
 
 /** The body a new device sends to complete an intent: its proof of possession over this node's id. */

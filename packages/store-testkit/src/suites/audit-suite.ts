@@ -56,10 +56,10 @@ async function fullFlow(deps: AuthDeps, advance: (ms: number) => void): Promise<
   secrets.push(adminPair.access_token, adminPair.refresh_token);
   expected.push('session.created');
   const principal = await authenticate(deps, adminPair.access_token, 'management');
-  const intent = await preparePairing(deps, { principal, realm: 'application', ttlSeconds: 300 });
+  const appKey = newDeviceKey();
+  const intent = await preparePairing(deps, { principal, realm: 'application', publicKey: appKey.publicKey, ttlSeconds: 300 });
   secrets.push(intent.code, intent.code.replace('-', ''));
   expected.push('pairing.prepared');
-  const appKey = newDeviceKey();
   const proof = appKey.sign(pairingProofString({ nodeId: TEST_NODE_ID, intentId: intent.intent_id, publicKey: appKey.publicKey }));
   const attempt = (code: string) =>
     completePairing(deps, { nodeId: TEST_NODE_ID, intentId: intent.intent_id, code, publicKey: appKey.publicKey, signature: proof });

@@ -93,10 +93,11 @@ export function concurrencySuite(ctx: SuiteContext): void {
         const racers = await racerDeps(w);
         const admin = await bootstrapAdmin(w.deps);
         const principal = await authenticate(w.deps, (await signIn(w.deps, admin.key, 'management')).access_token, 'management');
-        const intent = await preparePairing(w.deps, { principal, realm: 'application', ttlSeconds: 300 });
+        // Every racer holds the pinned key, the code and a valid proof: only the store can pick one.
+        const key = newDeviceKey();
+        const intent = await preparePairing(w.deps, { principal, realm: 'application', publicKey: key.publicKey, ttlSeconds: 300 });
         const { values, codes } = await settle(
           racers.map((deps) => {
-            const key = newDeviceKey();
             const proof = pairingProofString({ nodeId: TEST_NODE_ID, intentId: intent.intent_id, publicKey: key.publicKey });
             return completePairing(deps, {
               nodeId: TEST_NODE_ID,

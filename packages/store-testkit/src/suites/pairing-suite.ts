@@ -31,11 +31,16 @@ import type { SuiteContext } from '../harness.js';
 /** The node id every pairing proof in the suite binds. */
 export const TEST_NODE_ID = 'node-testkit-1';
 
-/** A management principal and a prepared intent for `realm`. */
-async function prepared(deps: AuthDeps, realm: Realm, ttlSeconds = 300): Promise<PreparedPairing> {
+/** A management principal and an intent prepared for `realm` and the new device key `key`. */
+async function prepared(
+  deps: AuthDeps,
+  realm: Realm,
+  ttlSeconds = 300,
+  key: DeviceKey = newDeviceKey(),
+): Promise<PreparedPairing & { readonly key: DeviceKey }> {
   const admin = await bootstrapAdmin(deps);
   const principal = await authenticate(deps, (await signIn(deps, admin.key, 'management')).access_token, 'management');
-  return preparePairing(deps, { principal, realm, name: 'kiosk', ttlSeconds });
+  return { ...(await preparePairing(deps, { principal, realm, publicKey: key.publicKey, name: 'kiosk', ttlSeconds })), key };
 }
 
 /** A completion attempt by `key`, with a proof signed by `signer` (default: `key` itself). */
@@ -66,7 +71,8 @@ export function pairingSuite(ctx: SuiteContext): void {
         assert.equal(stored?.failures, 0);
         assert.equal(stored?.completedAt, null);
         assert.notEqual(stored?.codeDigest, intent.code);
-        const key = newDeviceKey();
+        assert.equal(intent.public_key, intent.key.publicKey);
+        const key = intent.key;
         clock.advance(1000);
         // Case, spaces and dashes do not matter when typing the code.
         const device = await complete(deps, intent, intent.code.toLowerCase().replace('-', ' '), key);
@@ -88,26 +94,38 @@ export function pairingSuite(ctx: SuiteContext): void {
     test('a wrong pairing code is counted and audited', () =>
       ctx.world(async ({ deps, store }) => {
         const intent = await prepared(deps, 'application');
-        await rejectsWithCode(complete(deps, intent, wrongCode(intent.code), newDeviceKey()), 'invalid_pairing_code');
+        await rejectsWithCode(complete(deps, intent, wrongCode(intent.code), intent.key), 'invalid_pairing_code');
         assert.equal((await store.getPairingIntent(intent.intent_id))?.failures, 1);
         const failed = (await store.listAuditEvents({ afterSeq: 0, limit: 100 })).filter((e) => e.type === 'pairing.failed');
         assert.deepEqual(
           failed.map((e) => e.data.failures),
           [1],
         );
-        await complete(deps, intent, intent.code, newDeviceKey());
+        await complete(deps, intent, intent.code, intent.key);
+      }));
+
+    test('a leaked pairing code is useless with any key but the one pinned at prepare: refused, counted, audited, and the right device still pairs', () =>
+      ctx.world(async ({ deps, store }) => {
+        const intent = await prepared(deps, 'management');
+        // The attacker has the intent id and the right code, and a key (and proof) of their own.
+        const attacker = newDeviceKey();
+        await rejectsWithCode(complete(deps, intent, intent.code, attacker), 'invalid_pairing_code');
+        assert.equal((await store.getPairingIntent(intent.intent_id))?.failures, 1);
+        assert.equal(await store.findDeviceByPublicKey(attacker.publicKey), null);
+        const device = await complete(deps, intent, intent.code, intent.key);
+        assert.equal(device.publicKey, intent.key.publicKey);
       }));
 
     test('the 5th wrong code burns the intent; then even the right code fails', () =>
       ctx.world(async ({ deps, store, clock }) => {
         const intent = await prepared(deps, 'management');
         for (let i = 1; i <= PAIRING_MAX_FAILURES; i++) {
-          await rejectsWithCode(complete(deps, intent, wrongCode(intent.code), newDeviceKey()), 'invalid_pairing_code');
+          await rejectsWithCode(complete(deps, intent, wrongCode(intent.code), intent.key), 'invalid_pairing_code');
           assert.equal((await store.getPairingIntent(intent.intent_id))?.failures, i);
         }
         assert.equal((await store.getPairingIntent(intent.intent_id))?.burnedAt, clock.now());
-        await rejectsWithCode(complete(deps, intent, intent.code, newDeviceKey()), 'invalid_pairing_intent');
-        await rejectsWithCode(complete(deps, intent, wrongCode(intent.code), newDeviceKey()), 'invalid_pairing_intent');
+        await rejectsWithCode(complete(deps, intent, intent.code, intent.key), 'invalid_pairing_intent');
+        await rejectsWithCode(complete(deps, intent, wrongCode(intent.code), intent.key), 'invalid_pairing_intent');
         const types = (await eventTypes(store)).filter((t) => t.startsWith('pairing.'));
         assert.deepEqual(types, ['pairing.prepared', ...Array(PAIRING_MAX_FAILURES - 1).fill('pairing.failed'), 'pairing.burned']);
       }));
@@ -116,13 +134,13 @@ export function pairingSuite(ctx: SuiteContext): void {
       ctx.world(async ({ deps, clock }) => {
         const intent = await prepared(deps, 'application', 60);
         clock.advance(seconds(60));
-        await rejectsWithCode(complete(deps, intent, intent.code, newDeviceKey()), 'invalid_pairing_intent');
+        await rejectsWithCode(complete(deps, intent, intent.code, intent.key), 'invalid_pairing_intent');
       }));
 
     test('a replayed completion fails', () =>
       ctx.world(async ({ deps, store }) => {
         const intent = await prepared(deps, 'application');
-        const key = newDeviceKey();
+        const key = intent.key;
         await complete(deps, intent, intent.code, key);
         await rejectsWithCode(complete(deps, intent, intent.code, key), 'invalid_pairing_intent');
         await rejectsWithCode(complete(deps, intent, intent.code, newDeviceKey()), 'invalid_pairing_intent');
@@ -132,7 +150,7 @@ export function pairingSuite(ctx: SuiteContext): void {
     test('a proof signed by another key, or for another node, is invalid_signature and the intent stays live', () =>
       ctx.world(async ({ deps, store }) => {
         const intent = await prepared(deps, 'application');
-        const key = newDeviceKey();
+        const key = intent.key;
         await rejectsWithCode(complete(deps, intent, intent.code, key, newDeviceKey()), 'invalid_signature');
         await rejectsWithCode(complete(deps, intent, intent.code, key, key, 'node-elsewhere'), 'invalid_signature');
         const live = await store.getPairingIntent(intent.intent_id);
@@ -143,18 +161,31 @@ export function pairingSuite(ctx: SuiteContext): void {
 
     test('pairing a key that is already enrolled is already_enrolled and the intent stays live', () =>
       ctx.world(async ({ deps, store }) => {
-        const intent = await prepared(deps, 'application');
         const taken = await enrollDevice(deps, 'application');
+        const intent = await prepared(deps, 'application', 300, taken.key);
         await rejectsWithCode(complete(deps, intent, intent.code, taken.key), 'already_enrolled');
-        assert.equal((await store.getPairingIntent(intent.intent_id))?.completedAt, null);
-        await complete(deps, intent, intent.code, newDeviceKey());
+        const live = await store.getPairingIntent(intent.intent_id);
+        assert.equal(live?.completedAt, null);
+        assert.equal(live?.failures, 0);
       }));
 
     test('preparing pairing needs a management principal', () =>
       ctx.world(async ({ deps }) => {
         const app = await enrollDevice(deps, 'application');
         const principal = await authenticate(deps, (await signIn(deps, app.key, 'application')).access_token, 'application');
-        await rejectsWithCode(preparePairing(deps, { principal, realm: 'application' }), 'invalid_token');
+        await rejectsWithCode(
+          preparePairing(deps, { principal, realm: 'application', publicKey: newDeviceKey().publicKey }),
+          'invalid_token',
+        );
+      }));
+
+    test('preparing pairing without the new device’s public key, or with a malformed one, is invalid_request', () =>
+      ctx.world(async ({ deps }) => {
+        const admin = await bootstrapAdmin(deps);
+        const principal = await authenticate(deps, (await signIn(deps, admin.key, 'management')).access_token, 'management');
+        for (const publicKey of [undefined, null, '', 'zz', 'ab'.repeat(31)]) {
+          await rejectsWithCode(preparePairing(deps, { principal, realm: 'application', publicKey }), 'invalid_request');
+        }
       }));
 
     test('the store counts failures only against live intents and completes only with the right code digest', () =>
