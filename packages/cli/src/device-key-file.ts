@@ -1,5 +1,6 @@
-import { type DeviceKey, loadDeviceKey } from '@svc/client';
+import { type DeviceKey, defaultDeviceKeyPath, loadDeviceKey } from '@svc/client';
 import { CliError } from './cli-error.js';
+import { shellQuote } from './shell-quote.js';
 
 /**
  * Loads a device key file given with `--key`, as one clear error when it is missing or not an
@@ -13,7 +14,10 @@ export function readDeviceKey(path: string): DeviceKey {
     return loadDeviceKey(path);
   } catch (error) {
     const e = error as NodeJS.ErrnoException;
-    if (e.code === 'ENOENT') throw new CliError(`no key file at ${path}; create one with \`svc auth keygen --out ${path}\``);
+    if (e.code === 'ENOENT') {
+      const make = path === defaultDeviceKeyPath(process.env) ? 'svc auth keygen' : `svc auth keygen --out ${shellQuote(path)}`;
+      throw new CliError(`no key file at ${path}; create one with \`${make}\``);
+    }
     throw new CliError(
       `cannot use ${path} as a device key: ${e.message}; expected an Ed25519 PKCS#8 PEM (svc auth keygen, openssl genpkey -algorithm ed25519)`,
     );
