@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -141,8 +142,11 @@ describe('nothing stored or received writes into the operator terminal', () => {
     });
     await new Promise<void>((resolve) => hostile.listen(0, '127.0.0.1', resolve));
     try {
+      // Credentials saved against that server (a login to the wrong URL, or a server turned hostile).
       const url = `http://127.0.0.1:${(hostile.address() as AddressInfo).port}`;
-      const r = await svc(['auth', 'whoami', '--url', url, '--credentials', creds], { env });
+      const hostileCreds = join(tmp.dir, 'hostile-creds.json');
+      writeFileSync(hostileCreds, JSON.stringify({ ...JSON.parse(readFileSync(creds, 'utf8')), url }), { mode: 0o600 });
+      const r = await svc(['auth', 'whoami', '--credentials', hostileCreds], { env });
       assert.equal(r.code, 1);
       assert.doesNotMatch(r.stderr, RAW_CONTROL);
       assert.equal(r.stderr.trimEnd().split('\n').length, 1, r.stderr);
