@@ -5,7 +5,7 @@ import { CliError, EXIT } from './cli-error.js';
 const HINTS: Readonly<Record<string, string>> = {
   invalid_bootstrap_token: 'run `svc auth init <PROJECT>` for a new bootstrap token',
   already_enrolled: 'that key is already enrolled; sign in with `svc auth login --key FILE`',
-  invalid_signature: 'is this device key enrolled? check `svc auth devices <PROJECT>`',
+  invalid_signature: 'is this device key enrolled? check `svc auth devices`',
   invalid_challenge: 'try again: challenges are single-use and expire',
   invalid_refresh_token: 'the session has ended; run `svc auth login --key FILE`',
   refresh_token_reused: 'the session was revoked because a refresh token was reused; run `svc auth login --key FILE`',

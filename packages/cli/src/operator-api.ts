@@ -1,5 +1,5 @@
-import { type ManagementClient, type ManagementSession, openManagementSession } from '@svc/client';
-import { CliError, UsageError } from './cli-error.js';
+import { ApiUnreachableError, type ManagementClient, type ManagementSession, openManagementSession } from '@svc/client';
+import { CliError, EXIT, UsageError } from './cli-error.js';
 import { credentialStore } from './credentials.js';
 import { explainFailure } from './errors-map.js';
 
@@ -52,7 +52,11 @@ export async function viaApi<T>(
   try {
     return await session.withAccessToken((token) => fn(session.client, token));
   } catch (error) {
-    throw explainFailure(what, error, options);
+    const explained = explainFailure(what, error, options);
+    if (error instanceof ApiUnreachableError && explained instanceof CliError && explained.exitCode === EXIT.failure) {
+      throw new CliError(`${explained.message}${NO_TARGET_HINT}`, { cause: error });
+    }
+    throw explained;
   }
 }
 

@@ -103,7 +103,7 @@ describe('devices, sessions and audit over the management API with the saved ses
     assert.equal(rotated.session_id, me.session);
   });
 
-  test('without a <PROJECT> and without saved credentials, devices, sessions and audit fail with one line (exit 1)', async () => {
+  test('without a <PROJECT> and without saved credentials or a reachable API, devices, sessions and audit fail with one line (exit 1)', async () => {
     const nobody = cleanEnv({ HOME: join(tmp.dir, 'nobody'), SVC_CREDENTIALS: join(tmp.dir, 'nobody', 'creds.json') });
     for (const command of [
       ['auth', 'devices'],
@@ -115,6 +115,11 @@ describe('devices, sessions and audit over the management API with the saved ses
       assert.equal(r.stderr.trimEnd().split('\n').length, 1, r.stderr);
       assert.match(r.stderr, /not signed in.*svc auth login --key FILE.*<PROJECT>/);
     }
+    // Signed in, but the API is not there: the same one line names --url and the offline way.
+    const dead = await svc(['auth', 'devices', '--url', 'http://127.0.0.1:1'], { env });
+    assert.equal(dead.code, 1, dead.stderr);
+    assert.equal(dead.stderr.trimEnd().split('\n').length, 1, dead.stderr);
+    assert.match(dead.stderr, /cannot reach the management API at http:\/\/127\.0\.0\.1:1.*\(--url\).*<PROJECT>/);
   });
 
   test('usage errors exit 2 and refusals 1: a bad URL, a malformed id, options of the other mode', async () => {
