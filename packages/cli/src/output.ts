@@ -1,14 +1,17 @@
 import { writeSync } from 'node:fs';
 
 /**
- * Writes one line to stdout, synchronously so that nothing is lost when the process exits
- * right after (and tests reading the pipe see it at once).
+ * Writes text to stdout, synchronously so that nothing is lost when the process exits right
+ * after (and tests reading the pipe see it at once). Newlines are kept (help texts span lines);
+ * every other control, C1 and bidi character is escaped as by {@link escapeControls}, so even
+ * a printer that forgot to escape cannot send the terminal a sequence. Data lines use
+ * {@link printText}, which escapes newlines too.
  *
  * @example
  * printLine(`svc auth: management API listening on ${url}`);
  */
 export function printLine(line: string): void {
-  writeAll(1, `${line}\n`);
+  writeAll(1, `${line.split('\n').map(escapeControls).join('\n')}\n`);
 }
 
 /**

@@ -155,4 +155,32 @@ describe('nothing stored or received writes into the operator terminal', () => {
       await new Promise((resolve) => hostile.close(resolve));
     }
   });
+
+  test('a node answering a pairing preparation with ANSI and bidi sequences in its fields cannot write into the terminal', async () => {
+    const hostile: Server = createServer((_req, res) => {
+      res.writeHead(201, { 'content-type': 'application/json' });
+      res.end(
+        JSON.stringify({
+          intent_id: 'int_\u001b[2J',
+          realm: 'management',
+          subject: 'sub_\u009b31m',
+          name: 'kiosk\u001b]0;owned\u0007\u202e',
+          code: 'ABCD-EFGH',
+          expires_at: '2026-11-22T10:05:00.000Z',
+          expires_in: 300,
+          node_id: 'node\u2066',
+        }),
+      );
+    });
+    await new Promise<void>((resolve) => hostile.listen(0, '127.0.0.1', resolve));
+    try {
+      const url = `http://127.0.0.1:${(hostile.address() as AddressInfo).port}`;
+      const r = await svc(['auth', 'pair', '--node-url', url], { env });
+      assert.equal(r.code, 0, r.stderr);
+      assert.doesNotMatch(r.stdout, RAW_CONTROL);
+      assert.match(r.stdout, /name: kiosk\\x1b\]0;owned\\x07\\u202e/);
+    } finally {
+      await new Promise((resolve) => hostile.close(resolve));
+    }
+  });
 });
