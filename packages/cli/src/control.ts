@@ -5,6 +5,7 @@ import { dirname, isAbsolute, join } from 'node:path';
 import { AddonVerificationError, loadStoreAddon, verifyAddon } from '@svc/addons';
 import { type AuthDeps, ConfigError, type Logger, newId, type SecretRef, type Store, type StoreAddonExport } from '@svc/core';
 import { CliError } from './cli-error.js';
+import { shellQuote } from './output.js';
 import { createRandomPool } from './random.js';
 
 /** One CSPRNG pool per process for every use case. */
@@ -175,7 +176,7 @@ export async function openControlStore(project: Project, opts: { readonly create
   }
   const embedded = embeddedStoreFile(project);
   if (!opts.create && embedded !== null && !existsSync(embedded)) {
-    throw new CliError(`no control database at ${embedded}; run \`svc auth init ${project.dir}\` first`);
+    throw new CliError(`no control database at ${embedded}; run \`svc auth init ${shellQuote(project.dir)}\` first`);
   }
   let store: Store;
   try {
@@ -231,7 +232,7 @@ export async function initProjectId(store: Store): Promise<string> {
 export async function makeDeps(project: Project, store: Store, log: Logger): Promise<AuthDeps> {
   const info = await store.getProject();
   if (info === null) {
-    throw new CliError(`the control database ${project.controlDb} holds no project; run \`svc auth init ${project.dir}\``);
+    throw new CliError(`the control database ${project.controlDb} holds no project; run \`svc auth init ${shellQuote(project.dir)}\``);
   }
   return {
     store,

@@ -1,6 +1,6 @@
 import { type DeviceKey, defaultDeviceKeyPath, loadDeviceKey } from '@svc/client';
 import { CliError } from './cli-error.js';
-import { shellQuote } from './shell-quote.js';
+import { shellQuote } from './output.js';
 
 /**
  * Loads a device key file given with `--key`, as one clear error when it is missing or not an

@@ -3,6 +3,7 @@ import { basename, isAbsolute, join, resolve } from 'node:path';
 import { ConfigError, type ConfigProblem, DEFAULT_AUTH_SETTINGS, type ProjectConfig, validateProjectConfig } from '@svc/core';
 import { CliError } from './cli-error.js';
 import { parseEdn } from './edn.js';
+import { shellQuote } from './output.js';
 
 /** A loaded project: where it is, its validated configuration and its control paths. */
 export interface Project {
@@ -91,7 +92,7 @@ export function loadProject(dirArg: string, opts: { readonly profile: string | n
     text = readFileSync(file, 'utf8');
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
-      throw new CliError(`no project at ${dir} (${file} does not exist); run \`svc auth init ${dirArg}\` first`);
+      throw new CliError(`no project at ${dir} (${file} does not exist); run \`svc auth init ${shellQuote(dirArg)}\` first`);
     }
     throw new CliError(`cannot read ${file}: ${(error as Error).message}`);
   }

@@ -64,6 +64,17 @@ describe('svc behaves like the CLIs operators like', () => {
     assert.doesNotMatch(r.stderr, /a bug/);
   });
 
+  test('the command table svc --help lists matches every command it loads: words and summary', async () => {
+    const { COMMANDS } = (await import(
+      fileURLToPath(new URL('../dist/commands/index.js', import.meta.url))
+    )) as typeof import('../src/commands/index.js');
+    for (const entry of COMMANDS) {
+      const command = await entry.load();
+      assert.deepEqual(command.path, entry.path);
+      assert.equal(command.summary, entry.summary, entry.path.join(' '));
+    }
+  });
+
   test('svc --help loads no command module: not the server, the stores, pino or Fastify', () => {
     const main = fileURLToPath(new URL('../dist/main.js', import.meta.url));
     const probe = `const { main } = await import(${JSON.stringify(main)});

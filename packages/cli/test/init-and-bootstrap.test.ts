@@ -86,11 +86,11 @@ describe('init and the bootstrap token', () => {
     assert.equal(codeOf(cli.stderr), 'bootstrap_token_used');
   });
 
-  test('enroll refuses a malformed public key with invalid_request and exit 1', async () => {
+  test('enroll refuses a malformed public key with invalid_request as a usage error (exit 2)', async () => {
     const dir = join(tmp.dir, 'bad-key');
     const init = await initProject(dir);
     const r = await svc(['auth', 'enroll', init.bootstrap_token, 'abcd', dir]);
-    assert.equal(r.code, 1);
+    assert.equal(r.code, 2);
     assert.equal(codeOf(r.stderr), 'invalid_request');
   });
 });

@@ -241,9 +241,9 @@ describe('pairing a second device through the real svc CLI', () => {
     assert.equal((await svc(['auth', 'pair', '--device-key', 'ab'.repeat(32), '--ttl', '5m'], { env: adminEnv })).code, 2);
   });
 
-  test('a refusal by the node is one line with its code: a ttl out of range is invalid_request', async () => {
+  test('a ttl out of range refused by the node is one line with its code, invalid_request, and a usage error (exit 2)', async () => {
     const r = await svc(['auth', 'pair', '--node-url', nodeUrl, '--device-key', 'ab'.repeat(32), '--ttl', '5'], { env: adminEnv });
-    assert.equal(r.code, 1);
+    assert.equal(r.code, 2);
     assert.match(r.stderr, /\(invalid_request\)/);
     assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr);
   });

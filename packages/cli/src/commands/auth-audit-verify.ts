@@ -3,7 +3,7 @@ import { parseCommandArgs } from '../args.js';
 import { allAuditEvents } from '../audit-events.js';
 import { CliError } from '../cli-error.js';
 import { type Command, PROJECT_HELP, PROJECT_OPTIONS } from '../command.js';
-import { printJson, printLine } from '../output.js';
+import { printJson, printText } from '../output.js';
 import { withProject } from '../session.js';
 
 const spec = {
@@ -35,7 +35,7 @@ export const authAuditVerify: Command = {
       const verdict = verifyAuditChain(events);
       if (verdict.ok) {
         if (args.values.json === true) printJson({ ok: true, events: verdict.length, head: verdict.head });
-        else printLine(`audit chain ok: ${verdict.length} events, head ${verdict.head}`);
+        else printText(`audit chain ok: ${verdict.length} events, head ${verdict.head}`);
         return 0;
       }
       const bad = events.find((e) => e.seq === verdict.seq);

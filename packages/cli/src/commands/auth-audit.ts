@@ -1,25 +1,33 @@
-import { auditEventToJson, rfc3339 } from '@svc/core';
+import type { AuditEventJson } from '@svc/client';
+import { auditEventToJson } from '@svc/core';
 import { parseCommandArgs } from '../args.js';
 import { allAuditEvents } from '../audit-events.js';
 import { type Command, PROJECT_HELP, PROJECT_OPTIONS } from '../command.js';
-import { printJson, printLine } from '../output.js';
+import { checkMode, SESSION_HELP, SESSION_OPTIONS, viaApi } from '../operator-api.js';
+import { printAuditEvent } from '../operator-output.js';
 import { withProject } from '../session.js';
+
+/** Events per page read from `GET /v1/auth/audit` (the API's maximum). */
+const API_PAGE = 1000;
 
 const spec = {
   name: 'svc auth audit',
-  summary: 'Print the audit log, oldest first (offline, on the project).',
-  usage: 'svc auth audit <PROJECT> [--json]',
+  summary: 'Print the audit log, oldest first: offline on a project, or over the management API.',
+  usage: 'svc auth audit [<PROJECT>] [--json]',
   help: [
-    '<PROJECT>             the project directory',
+    '<PROJECT>             the project directory (offline); without it, the management API with the saved session',
     "--json                one JSON object per line (the API's event form)",
     PROJECT_HELP,
+    ...SESSION_HELP,
   ],
-  options: { json: { type: 'boolean' }, ...PROJECT_OPTIONS },
+  options: { ...SESSION_OPTIONS, ...PROJECT_OPTIONS },
   positionals: ['PROJECT'],
+  optionalPositionals: 1,
 } as const;
 
 /**
- * `svc auth audit <PROJECT>`: the events as text lines, or JSON lines with `--json`.
+ * `svc auth audit [<PROJECT>]`: the events as text lines (controls escaped), or JSON lines with
+ * `--json`, from the project's store or page by page from `GET /v1/auth/audit`.
  *
  * @example
  * await authAudit.run(['./demo', '--json']);
@@ -30,22 +38,21 @@ export const authAudit: Command = {
   async run(argv) {
     const args = parseCommandArgs(spec, argv);
     if (args === null) return 0;
-    const [dir] = args.positionals as [string];
-    return withProject(dir, args.values.profile, async ({ store }) => {
-      for await (const event of allAuditEvents(store)) {
-        if (args.values.json === true) printJson(auditEventToJson(event));
-        else {
-          const who = [
-            event.realm === null ? null : `realm=${event.realm}`,
-            event.subject === null ? null : `subject=${event.subject}`,
-            event.deviceId === null ? null : `device=${event.deviceId}`,
-            event.sessionId === null ? null : `session=${event.sessionId}`,
-            ...Object.entries(event.data).map(([k, v]) => `${k}=${String(v)}`),
-          ].filter((x) => x !== null);
-          printLine(`#${event.seq} ${rfc3339(event.at)} ${event.type} ${who.join(' ')}`);
-        }
-      }
-      return 0;
-    });
+    const [dir] = args.positionals as [string | undefined];
+    checkMode(spec.name, dir, args.values);
+    const json = args.values.json === true;
+    if (dir !== undefined) {
+      return withProject(dir, args.values.profile, async ({ store }) => {
+        for await (const event of allAuditEvents(store)) printAuditEvent(auditEventToJson(event) as unknown as AuditEventJson, json);
+        return 0;
+      });
+    }
+    let after = 0;
+    for (;;) {
+      const page = await viaApi(args.values, 'reading the audit log failed', (api, token) => api.audit(token, { after, limit: API_PAGE }));
+      for (const event of page.events) printAuditEvent(event, json);
+      if (page.next_after === null) return 0;
+      after = page.next_after;
+    }
   },
 };

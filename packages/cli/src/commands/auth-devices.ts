@@ -1,26 +1,30 @@
-import { deviceToJson, isRealm } from '@svc/core';
+import { type DeviceJson, deviceToJson, isRealm } from '@svc/core';
 import { parseCommandArgs } from '../args.js';
 import { UsageError } from '../cli-error.js';
 import { type Command, PROJECT_HELP, PROJECT_OPTIONS } from '../command.js';
-import { printJson, printLine } from '../output.js';
+import { checkMode, SESSION_HELP, SESSION_OPTIONS, viaApi } from '../operator-api.js';
+import { printDevices } from '../operator-output.js';
 import { withProject } from '../session.js';
 
 const spec = {
   name: 'svc auth devices',
-  summary: 'List the enrolled devices (offline, on the project).',
-  usage: 'svc auth devices <PROJECT> [--realm management|application] [--json]',
+  summary: 'List the enrolled devices: offline on a project, or over the management API with the saved session.',
+  usage: 'svc auth devices [<PROJECT>] [--realm management|application] [--json]',
   help: [
-    '<PROJECT>             the project directory',
+    '<PROJECT>             the project directory (offline); without it, the management API with the saved session',
     '--realm REALM         only devices of that realm',
     '--json                print {"devices": [Device]}',
     PROJECT_HELP,
+    ...SESSION_HELP,
   ],
-  options: { realm: { type: 'string' }, json: { type: 'boolean' }, ...PROJECT_OPTIONS },
+  options: { realm: { type: 'string' }, ...SESSION_OPTIONS, ...PROJECT_OPTIONS },
   positionals: ['PROJECT'],
+  optionalPositionals: 1,
 } as const;
 
 /**
- * `svc auth devices <PROJECT>`: the active devices, oldest first.
+ * `svc auth devices [<PROJECT>]`: the active devices, oldest first, from the project's store or
+ * from `GET /v1/auth/devices`; the same table (or JSON) either way.
  *
  * @example
  * await authDevices.run(['./demo', '--json']);
@@ -33,13 +37,18 @@ export const authDevices: Command = {
     if (args === null) return 0;
     const realm = args.values.realm;
     if (realm !== undefined && !isRealm(realm)) throw new UsageError(`${spec.name}: --realm must be management or application`);
-    const [dir] = args.positionals as [string];
-    return withProject(dir, args.values.profile, async ({ store }) => {
-      const devices = (await store.listDevices(realm === undefined ? {} : { realm })).map(deviceToJson);
-      if (args.values.json === true) printJson({ devices });
-      else if (devices.length === 0) printLine('no devices enrolled');
-      else for (const d of devices) printLine(`${d.id}  ${d.realm.padEnd(11)}  ${d.public_key}  ${d.created_at}  ${d.name}`);
-      return 0;
-    });
+    const [dir] = args.positionals as [string | undefined];
+    checkMode(spec.name, dir, args.values);
+    let devices: readonly DeviceJson[];
+    if (dir !== undefined) {
+      devices = await withProject(dir, args.values.profile, async ({ store }) =>
+        (await store.listDevices(realm === undefined ? {} : { realm })).map(deviceToJson),
+      );
+    } else {
+      const listed = await viaApi(args.values, 'listing devices failed', (api, token) => api.devices(token));
+      devices = listed.devices.filter((d) => realm === undefined || d.realm === realm);
+    }
+    printDevices(devices, args.values.json === true);
+    return 0;
   },
 };

@@ -5,10 +5,9 @@ import { UsageError } from '../cli-error.js';
 import { type Command, PROJECT_HELP, PROJECT_OPTIONS } from '../command.js';
 import { readDeviceKey } from '../device-key-file.js';
 import { explainFailure } from '../errors-map.js';
-import { printJson, printLine } from '../output.js';
+import { printJson, printLine, shellQuote } from '../output.js';
 import { readSecret } from '../secret-input.js';
 import { withProject } from '../session.js';
-import { shellQuote } from '../shell-quote.js';
 
 const spec = {
   name: 'svc auth enroll',

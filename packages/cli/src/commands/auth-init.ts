@@ -7,9 +7,8 @@ import { CliError, UsageError } from '../cli-error.js';
 import { type Command, PROJECT_HELP, PROJECT_OPTIONS } from '../command.js';
 import { controlStoreLocation, ensureControlDir, ensureNodeKey, initProjectId, makeDeps, openControlStore } from '../control.js';
 import { createLogger } from '../logger.js';
-import { printJson, printLine } from '../output.js';
+import { printJson, printLine, shellQuote } from '../output.js';
 import { chosenProfile, defaultProjectEdn, loadProject, projectNameFor } from '../project.js';
-import { shellQuote } from '../shell-quote.js';
 
 const spec = {
   name: 'svc auth init',

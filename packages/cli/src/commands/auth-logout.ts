@@ -1,16 +1,17 @@
 import { ApiError } from '@svc/client';
 import { parseCommandArgs } from '../args.js';
 import type { Command } from '../command.js';
-import { CREDENTIALS_HELP, CREDENTIALS_OPTIONS, credentialStore, savedSession } from '../credentials.js';
+import { credentialStore } from '../credentials.js';
 import { explainFailure } from '../errors-map.js';
-import { printJson, printLine } from '../output.js';
+import { openSavedSession, SESSION_HELP, SESSION_OPTIONS } from '../operator-api.js';
+import { printJson, printText } from '../output.js';
 
 const spec = {
   name: 'svc auth logout',
   summary: 'Revoke the saved session on the server and delete the credentials file.',
-  usage: 'svc auth logout [--credentials FILE] [--json]',
-  help: [...CREDENTIALS_HELP],
-  options: { ...CREDENTIALS_OPTIONS },
+  usage: 'svc auth logout [--credentials FILE] [--url URL] [--json]',
+  help: [...SESSION_HELP, '--json                print {"session_id","revoked","already_ended"}'],
+  options: { ...SESSION_OPTIONS },
   positionals: [],
 } as const;
 
@@ -30,7 +31,7 @@ export const authLogout: Command = {
   async run(argv) {
     const args = parseCommandArgs(spec, argv);
     if (args === null) return 0;
-    const session = savedSession(args.values.credentials);
+    const session = openSavedSession(args.values);
     const sessionId = session.credentials().session_id;
     let revokedNow = true;
     try {
@@ -42,7 +43,7 @@ export const authLogout: Command = {
     }
     if (args.values.json === true) printJson({ session_id: sessionId, revoked: true, already_ended: !revokedNow });
     else
-      printLine(
+      printText(
         revokedNow ? `session ${sessionId} revoked; credentials deleted` : `session ${sessionId} had already ended; credentials deleted`,
       );
     return 0;

@@ -4,9 +4,8 @@ import { parseCommandArgs, requireOption } from '../args.js';
 import { CliError, UsageError } from '../cli-error.js';
 import type { Command } from '../command.js';
 import { readDeviceKey } from '../device-key-file.js';
-import { printJson, printLine } from '../output.js';
+import { printJson, printLine, shellQuote } from '../output.js';
 import { readSecret } from '../secret-input.js';
-import { shellQuote } from '../shell-quote.js';
 import { explainNodeFailure, nodeUrlOf } from './auth-pair.js';
 
 const spec = {

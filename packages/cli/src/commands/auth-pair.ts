@@ -5,8 +5,7 @@ import { CliError, UsageError } from '../cli-error.js';
 import type { Command } from '../command.js';
 import { CREDENTIALS_HELP, CREDENTIALS_OPTIONS, savedSession } from '../credentials.js';
 import { explainFailure } from '../errors-map.js';
-import { printJson, printLine } from '../output.js';
-import { shellQuote } from '../shell-quote.js';
+import { printJson, printLine, shellQuote } from '../output.js';
 
 /** The node surface URL: `--node-url`, else `$SVC_NODE_URL`, else `http://127.0.0.1:9091`. */
 export function nodeUrlOf(flag: string | undefined): string {
@@ -53,8 +52,9 @@ export function completeCommand(nodeUrl: string, prepared: PreparedPairingJson):
   return [
     'svc auth pair complete',
     `--node-url ${shellQuote(nodeUrl)}`,
-    `--node-id ${prepared.node_id}`,
-    `--intent ${prepared.intent_id}`,
+    // Quoted too: these come from the node, and a hostile one must not smuggle shell text in.
+    `--node-id ${shellQuote(prepared.node_id)}`,
+    `--intent ${shellQuote(prepared.intent_id)}`,
   ].join(' ');
 }
 

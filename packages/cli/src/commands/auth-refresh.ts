@@ -1,15 +1,15 @@
 import { parseCommandArgs } from '../args.js';
 import type { Command } from '../command.js';
-import { CREDENTIALS_HELP, CREDENTIALS_OPTIONS, savedSession } from '../credentials.js';
 import { explainFailure } from '../errors-map.js';
-import { printJson, printLine } from '../output.js';
+import { openSavedSession, SESSION_HELP, SESSION_OPTIONS } from '../operator-api.js';
+import { printJson, printText } from '../output.js';
 
 const spec = {
   name: 'svc auth refresh',
   summary: 'Rotate the saved token pair with its single-use refresh token and save the new pair.',
-  usage: 'svc auth refresh [--credentials FILE] [--json]',
-  help: [...CREDENTIALS_HELP],
-  options: { ...CREDENTIALS_OPTIONS },
+  usage: 'svc auth refresh [--credentials FILE] [--url URL] [--json]',
+  help: [...SESSION_HELP, '--json                print {"session_id","access_expires_at","refresh_expires_at"}'],
+  options: { ...SESSION_OPTIONS },
   positionals: [],
 } as const;
 
@@ -25,7 +25,7 @@ export const authRefresh: Command = {
   async run(argv) {
     const args = parseCommandArgs(spec, argv);
     if (args === null) return 0;
-    const session = savedSession(args.values.credentials);
+    const session = openSavedSession(args.values);
     let creds: Awaited<ReturnType<typeof session.refresh>>;
     try {
       creds = await session.refresh();
@@ -34,7 +34,7 @@ export const authRefresh: Command = {
     }
     if (args.values.json === true) {
       printJson({ session_id: creds.session_id, access_expires_at: creds.access_expires_at, refresh_expires_at: creds.refresh_expires_at });
-    } else printLine(`rotated the token pair of session ${creds.session_id}; access token valid until ${creds.access_expires_at}`);
+    } else printText(`rotated the token pair of session ${creds.session_id}; access token valid until ${creds.access_expires_at}`);
     return 0;
   },
 };

@@ -1,30 +1,35 @@
-import { makePrincipal, revokeSession, rfc3339 } from '@svc/core';
+import { isIdOfKind, makePrincipal, revokeSession, rfc3339 } from '@svc/core';
 import { parseCommandArgs } from '../args.js';
+import { UsageError } from '../cli-error.js';
 import { type Command, PROJECT_HELP, PROJECT_OPTIONS } from '../command.js';
 import { explainFailure } from '../errors-map.js';
-import { printJson, printLine } from '../output.js';
+import { checkMode, SESSION_HELP, SESSION_OPTIONS, viaApi } from '../operator-api.js';
+import { printJson, printText } from '../output.js';
 import { withProject } from '../session.js';
 
 const spec = {
   name: 'svc auth sessions revoke',
-  summary: 'Revoke a session immediately (audited as revoked by the operator).',
-  usage: 'svc auth sessions revoke <SESSION_ID> <PROJECT> [--json]',
+  summary: 'Revoke a session immediately (audited as revoked by the operator, or by the signed-in device over the API).',
+  usage: 'svc auth sessions revoke <SESSION_ID> [<PROJECT>] [--json]',
   help: [
     '<SESSION_ID>          the ses_... id (see `svc auth sessions`)',
-    '<PROJECT>             the project directory',
+    '<PROJECT>             the project directory (offline); without it, the management API with the saved session',
     '--json                print {"session_id","revoked"}',
     PROJECT_HELP,
+    ...SESSION_HELP,
   ],
-  options: { json: { type: 'boolean' }, ...PROJECT_OPTIONS },
+  options: { ...SESSION_OPTIONS, ...PROJECT_OPTIONS },
   positionals: ['SESSION_ID', 'PROJECT'],
+  optionalPositionals: 1,
 } as const;
 
 /** The subject recorded for changes made offline by whoever holds the control directory. */
 export const OPERATOR_SUBJECT = 'operator-cli';
 
 /**
- * `svc auth sessions revoke <SESSION_ID> <PROJECT>`: core `revokeSession` with an operator
- * principal (the holder of the control directory), so the event says who did it.
+ * `svc auth sessions revoke <SESSION_ID> [<PROJECT>]`: core `revokeSession` with an operator
+ * principal (the holder of the control directory), so the event says who did it; without a
+ * project, `POST /v1/auth/revoke {"session_id"}` as the signed-in management device.
  *
  * @example
  * await authSessionsRevoke.run(['ses_01J...', './demo']);
@@ -35,25 +40,30 @@ export const authSessionsRevoke: Command = {
   async run(argv) {
     const args = parseCommandArgs(spec, argv);
     if (args === null) return 0;
-    const [sessionId, dir] = args.positionals as [string, string];
-    return withProject(dir, args.values.profile, async ({ deps }) => {
-      const now = rfc3339(deps.clock.now());
-      const operator = makePrincipal({
-        subject: OPERATOR_SUBJECT,
-        realm: 'management',
-        session: OPERATOR_SUBJECT,
-        device: OPERATOR_SUBJECT,
-        claims: { amr: ['control-dir'], auth_time: now, exp: now },
-      });
-      let result: Awaited<ReturnType<typeof revokeSession>>;
-      try {
-        result = await revokeSession(deps, { principal: operator, sessionId });
-      } catch (error) {
-        throw explainFailure('revocation refused', error);
-      }
-      if (args.values.json === true) printJson(result);
-      else printLine(`session ${result.session_id} revoked`);
-      return 0;
-    });
+    const [sessionId, dir] = args.positionals as [string, string | undefined];
+    checkMode(spec.name, dir, args.values);
+    if (!isIdOfKind(sessionId, 'session')) throw new UsageError(`${spec.name}: <SESSION_ID> must be a session id (ses_...)`);
+    const what = 'revocation refused';
+    const result =
+      dir === undefined
+        ? await viaApi(args.values, what, (api, token) => api.revoke(token, sessionId))
+        : await withProject(dir, args.values.profile, async ({ deps }) => {
+            const now = rfc3339(deps.clock.now());
+            const operator = makePrincipal({
+              subject: OPERATOR_SUBJECT,
+              realm: 'management',
+              session: OPERATOR_SUBJECT,
+              device: OPERATOR_SUBJECT,
+              claims: { amr: ['control-dir'], auth_time: now, exp: now },
+            });
+            try {
+              return await revokeSession(deps, { principal: operator, sessionId });
+            } catch (error) {
+              throw explainFailure(what, error);
+            }
+          });
+    if (args.values.json === true) printJson(result);
+    else printText(`session ${result.session_id} revoked`);
+    return 0;
   },
 };

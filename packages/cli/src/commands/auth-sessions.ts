@@ -1,26 +1,30 @@
-import { isRealm, sessionToJson } from '@svc/core';
+import { isRealm, type SessionJson, sessionToJson } from '@svc/core';
 import { parseCommandArgs } from '../args.js';
 import { UsageError } from '../cli-error.js';
 import { type Command, PROJECT_HELP, PROJECT_OPTIONS } from '../command.js';
-import { printJson, printLine } from '../output.js';
+import { checkMode, SESSION_HELP, SESSION_OPTIONS, viaApi } from '../operator-api.js';
+import { printSessions } from '../operator-output.js';
 import { withProject } from '../session.js';
 
 const spec = {
   name: 'svc auth sessions',
-  summary: 'List the active sessions, newest first (offline, on the project).',
-  usage: 'svc auth sessions <PROJECT> [--realm REALM] [--json]',
+  summary: 'List the active sessions, newest first: offline on a project, or over the management API.',
+  usage: 'svc auth sessions [<PROJECT>] [--realm REALM] [--json]',
   help: [
-    '<PROJECT>             the project directory',
+    '<PROJECT>             the project directory (offline); without it, the management API with the saved session',
     '--realm REALM         only sessions of that realm',
     '--json                print {"sessions": [Session]}',
     PROJECT_HELP,
+    ...SESSION_HELP,
   ],
-  options: { realm: { type: 'string' }, json: { type: 'boolean' }, ...PROJECT_OPTIONS },
+  options: { realm: { type: 'string' }, ...SESSION_OPTIONS, ...PROJECT_OPTIONS },
   positionals: ['PROJECT'],
+  optionalPositionals: 1,
 } as const;
 
 /**
- * `svc auth sessions <PROJECT>`: active sessions, no token material.
+ * `svc auth sessions [<PROJECT>]`: active sessions, no token material, from the project's store
+ * or from `GET /v1/auth/sessions`; the same table (or JSON) either way.
  *
  * @example
  * await authSessions.run(['./demo', '--json']);
@@ -33,17 +37,18 @@ export const authSessions: Command = {
     if (args === null) return 0;
     const realm = args.values.realm;
     if (realm !== undefined && !isRealm(realm)) throw new UsageError(`${spec.name}: --realm must be management or application`);
-    const [dir] = args.positionals as [string];
-    return withProject(dir, args.values.profile, async ({ store }) => {
-      const sessions = (await store.listActiveSessions(realm === undefined ? { now: Date.now() } : { now: Date.now(), realm })).map(
-        sessionToJson,
+    const [dir] = args.positionals as [string | undefined];
+    checkMode(spec.name, dir, args.values);
+    let sessions: readonly SessionJson[];
+    if (dir !== undefined) {
+      sessions = await withProject(dir, args.values.profile, async ({ store }) =>
+        (await store.listActiveSessions(realm === undefined ? { now: Date.now() } : { now: Date.now(), realm })).map(sessionToJson),
       );
-      if (args.values.json === true) printJson({ sessions });
-      else if (sessions.length === 0) printLine('no active sessions');
-      else
-        for (const s of sessions)
-          printLine(`${s.id}  ${s.realm.padEnd(11)}  device ${s.device_id}  since ${s.created_at}  generation ${s.generation}`);
-      return 0;
-    });
+    } else {
+      const listed = await viaApi(args.values, 'listing sessions failed', (api, token) => api.sessions(token));
+      sessions = listed.sessions.filter((s) => realm === undefined || s.realm === realm);
+    }
+    printSessions(sessions, args.values.json === true);
+    return 0;
   },
 };

@@ -1,15 +1,15 @@
 import { parseCommandArgs } from '../args.js';
 import type { Command } from '../command.js';
-import { CREDENTIALS_HELP, CREDENTIALS_OPTIONS, savedSession } from '../credentials.js';
 import { explainFailure } from '../errors-map.js';
-import { printJson, printLine } from '../output.js';
+import { openSavedSession, SESSION_HELP, SESSION_OPTIONS } from '../operator-api.js';
+import { printJson, printText } from '../output.js';
 
 const spec = {
   name: 'svc auth whoami',
   summary: 'Show the principal of the saved session (refreshing the token pair when needed).',
-  usage: 'svc auth whoami [--credentials FILE] [--json]',
-  help: [...CREDENTIALS_HELP],
-  options: { ...CREDENTIALS_OPTIONS },
+  usage: 'svc auth whoami [--credentials FILE] [--url URL] [--json]',
+  help: [...SESSION_HELP, '--json                print the principal as JSON'],
+  options: { ...SESSION_OPTIONS },
   positionals: [],
 } as const;
 
@@ -26,7 +26,7 @@ export const authWhoami: Command = {
   async run(argv) {
     const args = parseCommandArgs(spec, argv);
     if (args === null) return 0;
-    const session = savedSession(args.values.credentials);
+    const session = openSavedSession(args.values);
     let me: Awaited<ReturnType<typeof session.client.me>>;
     try {
       me = await session.withAccessToken((token) => session.client.me(token));
@@ -35,11 +35,11 @@ export const authWhoami: Command = {
     }
     if (args.values.json === true) printJson(me);
     else {
-      printLine(`subject: ${me.subject}`);
-      printLine(`realm:   ${me.realm}`);
-      printLine(`session: ${me.session}`);
-      printLine(`device:  ${me.device}`);
-      printLine(`claims:  amr=${me.claims.amr.join(',')} auth_time=${me.claims.auth_time} exp=${me.claims.exp}`);
+      printText(`subject: ${me.subject}`);
+      printText(`realm:   ${me.realm}`);
+      printText(`session: ${me.session}`);
+      printText(`device:  ${me.device}`);
+      printText(`claims:  amr=${me.claims.amr.join(',')} auth_time=${me.claims.auth_time} exp=${me.claims.exp}`);
     }
     return 0;
   },

@@ -70,7 +70,7 @@ export const COMMANDS: readonly CommandEntry[] = [
   },
   {
     path: ['auth', 'devices'],
-    summary: 'List the enrolled devices (offline, on the project).',
+    summary: 'List the enrolled devices: offline on a project, or over the management API with the saved session.',
     load: async () => (await import('./auth-devices.js')).authDevices,
   },
   {
@@ -80,17 +80,17 @@ export const COMMANDS: readonly CommandEntry[] = [
   },
   {
     path: ['auth', 'sessions'],
-    summary: 'List the active sessions, newest first (offline, on the project).',
+    summary: 'List the active sessions, newest first: offline on a project, or over the management API.',
     load: async () => (await import('./auth-sessions.js')).authSessions,
   },
   {
     path: ['auth', 'sessions', 'revoke'],
-    summary: 'Revoke a session immediately (audited as revoked by the operator).',
+    summary: 'Revoke a session immediately (audited as revoked by the operator, or by the signed-in device over the API).',
     load: async () => (await import('./auth-sessions-revoke.js')).authSessionsRevoke,
   },
   {
     path: ['auth', 'audit'],
-    summary: 'Print the audit log, oldest first (offline, on the project).',
+    summary: 'Print the audit log, oldest first: offline on a project, or over the management API.',
     load: async () => (await import('./auth-audit.js')).authAudit,
   },
   {

@@ -6,7 +6,7 @@ import { bundledAddon } from '../bundled-addons.js';
 import { CliError } from '../cli-error.js';
 import type { Command } from '../command.js';
 import { dependenciesDir } from '../control.js';
-import { printJson, printLine } from '../output.js';
+import { printJson, printText, shellQuote } from '../output.js';
 
 const spec = {
   name: 'svc package install',
@@ -53,7 +53,8 @@ export const packageInstall: Command = {
     }
     const dir = resolve(dirArg);
     const file = join(dir, 'project.edn');
-    if (!existsSync(file)) throw new CliError(`no project at ${dir} (${file} does not exist); run \`svc auth init ${dirArg}\` first`);
+    if (!existsSync(file))
+      throw new CliError(`no project at ${dir} (${file} does not exist); run \`svc auth init ${shellQuote(dirArg)}\` first`);
     const source = existsSync(sourceArg) ? resolve(sourceArg) : (bundledSource(sourceArg, sha256) ?? sourceArg);
     let installed: Awaited<ReturnType<typeof installAddon>>;
     try {
@@ -69,10 +70,10 @@ export const packageInstall: Command = {
     renameSync(tmp, file);
     if (args.values.json === true) printJson(installed);
     else {
-      printLine(`installed ${installed.name}@${installed.version} (sha256 ${installed.sha256})`);
-      printLine(`  files:   ${installed.dir}`);
-      printLine(`  archive: ${installed.archive}`);
-      printLine(`pinned in ${file}; activate it with {:package "${installed.name}" :activate [:svc/store]} and point :auth/store at it`);
+      printText(`installed ${installed.name}@${installed.version} (sha256 ${installed.sha256})`);
+      printText(`  files:   ${installed.dir}`);
+      printText(`  archive: ${installed.archive}`);
+      printText(`pinned in ${file}; activate it with {:package "${installed.name}" :activate [:svc/store]} and point :auth/store at it`);
     }
     return 0;
   },

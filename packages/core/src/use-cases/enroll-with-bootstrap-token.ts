@@ -9,12 +9,23 @@ import { auditDraft } from './event.js';
 /** The longest device name accepted. */
 export const MAX_DEVICE_NAME = 100;
 
-/** Validates an optional device name: printable, 1–100 characters. */
+/**
+ * What a device name may not contain: C0 controls, DEL, C1 controls, the Unicode bidirectional
+ * controls (U+061C, U+200E/F, U+202A-202E, U+2066-2069) and the line and paragraph separators.
+ * Names are shown to operators in terminals and lists; these would let a device rewrite the
+ * screen, forge a line, or make one name look like another (a bidi override).
+ */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: refusing control characters is the point
+const UNPRINTABLE_IN_NAME = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/;
+
+/** Validates an optional device name: 1–100 characters, no control or bidirectional-control characters. */
 export function parseDeviceName(name: unknown, fallback: string): string {
   if (name === undefined || name === null) return fallback;
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: refusing control characters is the point
-  if (typeof name !== 'string' || name.length === 0 || name.length > MAX_DEVICE_NAME || /[\u0000-\u001f\u007f]/.test(name)) {
-    throw new AuthError('invalid_request', `name must be 1 to ${MAX_DEVICE_NAME} printable characters`);
+  if (typeof name !== 'string' || name.length === 0 || name.length > MAX_DEVICE_NAME || UNPRINTABLE_IN_NAME.test(name)) {
+    throw new AuthError(
+      'invalid_request',
+      `name must be 1 to ${MAX_DEVICE_NAME} printable characters, without control or bidirectional-control characters`,
+    );
   }
   return name;
 }
