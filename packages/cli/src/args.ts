@@ -89,5 +89,5 @@ function describeParseError(error: Error, options: Options): string {
   if (unknown === undefined) return line;
   const flags = ['--help', ...Object.keys(options).map((o) => `--${o}`)];
   const near = closest(unknown.split('=')[0] ?? unknown, flags);
-  return `unknown option ${JSON.stringify(unknown)}${near === null ? '' : ` (did you mean ${near}?)`}`;
+  return `unknown option "${unknown}"${near === null ? '' : ` (did you mean ${near}?)`}`;
 }

@@ -65,14 +65,14 @@ function unknownCommand(typed: readonly string[]): UsageError {
     );
   }
   const hint = suggestion === null ? '' : ` Did you mean \`svc ${suggestion}\`?`;
-  return new UsageError(`svc: unknown command ${JSON.stringify(shown)}.${hint} See \`svc --help\``);
+  return new UsageError(`svc: unknown command "${shown}".${hint} See \`svc --help\``);
 }
 
 function checkLogLevel(env: NodeJS.ProcessEnv): void {
   const level = env.SVC_LOG_LEVEL;
   if (level === undefined || level === '') return;
   if (!(LOG_LEVELS as readonly string[]).includes(level)) {
-    throw new UsageError(`svc: SVC_LOG_LEVEL=${JSON.stringify(level)} is not a log level; use one of ${LOG_LEVELS.join(', ')}`);
+    throw new UsageError(`svc: SVC_LOG_LEVEL="${level}" is not a log level; use one of ${LOG_LEVELS.join(', ')}`);
   }
 }
 

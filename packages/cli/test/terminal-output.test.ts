@@ -165,6 +165,7 @@ describe('nothing stored or received writes into the operator terminal', () => {
           realm: 'management',
           subject: 'sub_\u009b31m',
           name: 'kiosk\u001b]0;owned\u0007\u202e',
+          public_key: 'ab'.repeat(32),
           code: 'ABCD-EFGH',
           expires_at: '2026-11-22T10:05:00.000Z',
           expires_in: 300,
@@ -175,7 +176,7 @@ describe('nothing stored or received writes into the operator terminal', () => {
     await new Promise<void>((resolve) => hostile.listen(0, '127.0.0.1', resolve));
     try {
       const url = `http://127.0.0.1:${(hostile.address() as AddressInfo).port}`;
-      const r = await svc(['auth', 'pair', '--node-url', url], { env });
+      const r = await svc(['auth', 'pair', '--node-url', url, '--device-key', 'ab'.repeat(32)], { env });
       assert.equal(r.code, 0, r.stderr);
       assert.doesNotMatch(r.stdout, RAW_CONTROL);
       assert.match(r.stdout, /name: kiosk\\x1b\]0;owned\\x07\\u202e/);

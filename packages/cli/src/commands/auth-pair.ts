@@ -132,6 +132,9 @@ export const authPair: Command = {
     } catch (error) {
       throw explainNodeFailure('pairing could not be prepared', error);
     }
+    if (prepared.public_key !== deviceKey.toLowerCase()) {
+      throw new CliError(`the node at ${node.baseUrl} pinned a different device key than --device-key; do not use this pairing`);
+    }
     const command = completeCommand(node.baseUrl, prepared);
     if (args.values.json === true) {
       printJson({ ...prepared, node_url: node.baseUrl, command });
