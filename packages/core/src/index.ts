@@ -9,6 +9,7 @@ export * from './ids.js';
 export * from './node-id.js';
 export * from './principal.js';
 export * from './realm.js';
+export * from './refresh-rotation.js';
 export * from './store.js';
 export * from './store-rows.js';
 export * from './time.js';

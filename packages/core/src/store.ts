@@ -86,8 +86,11 @@ export type BootstrapOutcome =
 export type RotationOutcome =
   /** It was the current one: the session now holds the new pair. */
   | { readonly kind: 'rotated'; readonly session: SessionRecord }
-  /** It was the immediately previous one, within the grace interval: the new pair replaced the one issued in between. */
-  | { readonly kind: 'rotated_in_grace'; readonly session: SessionRecord }
+  /**
+   * It was the immediately previous one, within the grace interval: nothing changed; the pair
+   * its rotation issued (still the live one) is answered again, sealed for the presented token.
+   */
+  | { readonly kind: 'rotated_in_grace'; readonly session: SessionRecord; readonly sealedSuccessor: string }
   /** It was retired (previous outside grace, or older): the session is now revoked. */
   | { readonly kind: 'reused'; readonly session: SessionRecord }
   /** Unknown, expired, or its session is revoked or expired: nothing changed. */
@@ -197,22 +200,18 @@ export interface Store {
   }): Promise<readonly SessionRecord[]>;
   /**
    * The whole refresh decision, atomically, for a token of session `sessionId` (its selector)
-   * whose digest is `presentedDigest`. Digests are compared with the session's current and
-   * previous ones in constant time; a digest that is none of the session's current, previous
-   * or retired tokens is `invalid` (a forged token that names a real session revokes nothing).
-   * A token whose session is in another realm than `realm` is `invalid` and changes nothing.
-   * - the session's current refresh token, session not revoked, `expiresAt > now` and
-   *   `refreshExpiresAt > now` → `rotated`: the session takes `next` (each expiry clamped to the
-   *   session's `expiresAt`), the presented token becomes the "previous" one with
-   *   `rotatedAt = now`, the token that was previous before is retired for good;
-   * - the previous one, session live, `graceMs > 0` and `now - rotatedAt <= graceMs` →
-   *   `rotated_in_grace` (a grace of 0 means no grace at all): the
-   *   session takes `next`, the pair issued in between is retired, "previous" is unchanged;
-   * - the previous one outside grace, or any older retired one, session not revoked →
-   *   `reused`: the session is revoked (reason `refresh_token_reused`);
-   * - anything else (unknown, expired, session revoked or expired) → `invalid`, nothing written.
+   * whose digest is `presentedDigest`: the store locks and reads the session row, applies
+   * core's `decideRotation` (and `decideRetiredPresentation` when it asks for the retired
+   * lookup), and writes what it decided:
+   * - `rotate` → `rotated`: the session takes `next` (each expiry clamped to the session's
+   *   `expiresAt`), the presented token becomes the "previous" one with `rotatedAt = now` and
+   *   `sealedSuccessor` kept beside it, the token that was previous before is retired for good;
+   * - `replay` → `rotated_in_grace`: nothing but the event is written; the outcome carries the
+   *   sealed successor stored with the previous token (the live pair, answered again);
+   * - `reuse` → `reused`: the session is revoked (reason `refresh_token_reused`);
+   * - `invalid` → `invalid`, nothing written.
    * `audit` is called once inside the transaction with the outcome and the session as it is
-   * after the change; the event it returns (if any) is appended in that transaction.
+   * after the change; the event it returns is appended in that transaction.
    * Concurrent presentations of one token never leave two live pairs.
    */
   rotateRefreshToken(
@@ -223,6 +222,8 @@ export interface Store {
       readonly now: number;
       readonly graceMs: number;
       readonly next: TokenPairDigests;
+      /** The new pair sealed with the presented token (core's `sealSuccessor`); kept only if it rotates. */
+      readonly sealedSuccessor: string;
     },
     audit: (outcome: Exclude<RotationOutcome, { kind: 'invalid' }>) => AuditEventDraft,
   ): Promise<RotationOutcome>;

@@ -10,19 +10,21 @@ import {
   DEVICE_COLUMNS,
   type DeviceRecord,
   type DeviceRow,
+  decideRetiredPresentation,
+  decideRotation,
   digestsEqual,
   EVENT_COLUMNS,
   type EventRow,
   GENESIS_HASH,
   INTENT_COLUMNS,
   type IntentRow,
-  isLive,
   type PairingCompletion,
   type PairingIntentRecord,
+  REFRESH_COLUMNS,
   type Realm,
-  ROTATION_COLUMNS,
+  type RefreshRow,
+  type RotationDecision,
   type RotationOutcome,
-  type RotationRow,
   SESSION_COLUMNS,
   type SessionRecord,
   type SessionRow,
@@ -87,7 +89,7 @@ const INSERT_DEVICE = `INSERT INTO devices (id, public_key, realm, subject, name
   RETURNING ${DEVICE_COLUMNS}`;
 
 const SET_PAIR = `UPDATE sessions SET access_digest = $2, access_expires_at = $3, refresh_digest = $4, refresh_expires_at = $5,
-    prev_refresh_digest = $6, prev_rotated_at = $7, generation = generation + 1, last_rotated_at = $8
+    prev_refresh_digest = $6, prev_rotated_at = $7, prev_successor = $9, generation = generation + 1, last_rotated_at = $8
   WHERE id = $1
   RETURNING ${SESSION_COLUMNS}`;
 
@@ -415,72 +417,63 @@ export class PostgresStore implements Store {
   }
 
   async rotateRefreshToken(
-    input: {
-      readonly sessionId: string;
-      readonly presentedDigest: string;
-      readonly realm: Realm;
-      readonly now: number;
-      readonly graceMs: number;
-      readonly next: TokenPairDigests;
-    },
+    input: Parameters<Store['rotateRefreshToken']>[0],
     audit: (outcome: Exclude<RotationOutcome, { kind: 'invalid' }>) => AuditEventDraft,
   ): Promise<RotationOutcome> {
-    const { sessionId, presentedDigest, realm, now, graceMs, next } = input;
+    const { sessionId, presentedDigest, now, next } = input;
     return this.#tx(async (c): Promise<RotationOutcome> => {
       // The lock that serialises every presentation of this session's tokens, on every node:
       // a waiter wakes up with the row as the winner committed it and decides on that.
-      const s = await first<RotationRow>(c, `SELECT ${ROTATION_COLUMNS} FROM sessions WHERE id = $1 FOR UPDATE`, [sessionId]);
+      const s = await first<RefreshRow>(c, `SELECT ${REFRESH_COLUMNS} FROM sessions WHERE id = $1 FOR UPDATE`, [sessionId]);
+      // The rule is core's; this only applies what it decided.
+      let decision: RotationDecision = decideRotation(s, input);
       if (s === undefined) return INVALID;
-      // The realm check comes first: a token of another realm is unknown here.
-      if (s.realm !== realm) return INVALID;
-
-      const setPair = async (prevRefreshDigest: string | null, prevRotatedAt: number | null): Promise<SessionRecord> => {
-        const row = await first<SessionRow>(c, SET_PAIR, [
+      if (decision.kind === 'check_retired') {
+        const retired = await first(c, 'SELECT 1 FROM retired_refresh_tokens WHERE session_id = $1 AND digest = $2', [
           s.id,
-          next.accessDigest,
-          // No rotation outlives the session.
-          Math.min(next.accessExpiresAt, s.expires_at),
-          next.refreshDigest,
-          Math.min(next.refreshExpiresAt, s.expires_at),
-          prevRefreshDigest,
-          prevRotatedAt,
-          now,
+          presentedDigest,
         ]);
-        if (row === undefined) throw new Error(`session ${s.id} vanished while locked`);
-        return toSession(row);
-      };
-      const retire = (digest: string) =>
-        c.query('INSERT INTO retired_refresh_tokens (session_id, digest, retired_at) VALUES ($1, $2, $3)', [s.id, digest, now]);
-      const finish = async (kind: 'rotated' | 'rotated_in_grace' | 'reused', session: SessionRecord): Promise<RotationOutcome> => {
-        const outcome = Object.freeze({ kind, session });
+        decision = decideRetiredPresentation(s, { retired: retired !== undefined, now });
+      }
+      const finish = async (outcome: Exclude<RotationOutcome, { kind: 'invalid' }>): Promise<RotationOutcome> => {
         await this.#append(c, audit(outcome));
         return outcome;
       };
-      const revokeForReuse = async (): Promise<RotationOutcome> => {
-        const row = await first<SessionRow>(c, REVOKE_SESSION, [s.id, now, 'refresh_token_reused']);
-        if (row === undefined) return INVALID;
-        return finish('reused', toSession(row));
-      };
-
-      if (digestsEqual(s.refresh_digest, presentedDigest)) {
-        if (!isLive(s, now) || s.refresh_expires_at <= now) return INVALID;
-        if (s.prev_refresh_digest !== null) await retire(s.prev_refresh_digest);
-        return finish('rotated', await setPair(s.refresh_digest, now));
-      }
-      if (s.prev_refresh_digest !== null && digestsEqual(s.prev_refresh_digest, presentedDigest)) {
-        if (!isLive(s, now)) return INVALID;
-        if (s.prev_rotated_at !== null && graceMs > 0 && now - s.prev_rotated_at <= graceMs) {
-          // A client that lost the answer to its rotation retries: the pair issued in between
-          // dies so that only one pair stays live, and "previous" stays as it is.
-          await retire(s.refresh_digest);
-          return finish('rotated_in_grace', await setPair(s.prev_refresh_digest, s.prev_rotated_at));
+      switch (decision.kind) {
+        case 'invalid':
+        case 'check_retired':
+          return INVALID;
+        case 'rotate': {
+          if (decision.retire !== null) {
+            await c.query('INSERT INTO retired_refresh_tokens (session_id, digest, retired_at) VALUES ($1, $2, $3)', [
+              s.id,
+              decision.retire,
+              now,
+            ]);
+          }
+          const row = await first<SessionRow>(c, SET_PAIR, [
+            s.id,
+            next.accessDigest,
+            // No rotation outlives the session.
+            Math.min(next.accessExpiresAt, s.expires_at),
+            next.refreshDigest,
+            Math.min(next.refreshExpiresAt, s.expires_at),
+            s.refresh_digest,
+            now,
+            now,
+            input.sealedSuccessor,
+          ]);
+          if (row === undefined) throw new Error(`session ${s.id} vanished while locked`);
+          return finish(Object.freeze({ kind: 'rotated', session: toSession(row) }));
         }
-        return revokeForReuse();
+        case 'replay':
+          return finish(Object.freeze({ kind: 'rotated_in_grace', session: toSession(s), sealedSuccessor: decision.sealedSuccessor }));
+        case 'reuse': {
+          const row = await first<SessionRow>(c, REVOKE_SESSION, [s.id, now, 'refresh_token_reused']);
+          if (row === undefined) return INVALID;
+          return finish(Object.freeze({ kind: 'reused', session: toSession(row) }));
+        }
       }
-      // Retired for good is reuse; a digest the session never had is a forgery and changes nothing.
-      const retired = await first(c, 'SELECT 1 FROM retired_refresh_tokens WHERE session_id = $1 AND digest = $2', [s.id, presentedDigest]);
-      if (retired === undefined || !isLive(s, now)) return INVALID;
-      return revokeForReuse();
     });
   }
 
