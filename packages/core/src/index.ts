@@ -1,4 +1,5 @@
 export * from './addon.js';
+export * from './attempt-budget.js';
 export * from './audit.js';
 export * from './canonical-json.js';
 export * from './config.js';

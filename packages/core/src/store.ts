@@ -1,3 +1,4 @@
+import type { AttemptWindow } from './attempt-budget.js';
 import type { AuditEvent, AuditEventDraft } from './audit.js';
 import type { Realm } from './realm.js';
 
@@ -102,6 +103,13 @@ export type PairingCompletion =
   /** Someone else completed it first, or it expired or burned meanwhile. */
   | { readonly kind: 'invalid' }
   | { readonly kind: 'already_enrolled' };
+
+/** What reserving an attempt against shared budgets led to. */
+export type AttemptReservation =
+  /** Reserved against every key; `windows` is what to hand back to `releaseAttempts`. `shared: false`: this store is one node's, and reserved nothing. */
+  | { readonly reserved: true; readonly shared: boolean; readonly windows: readonly AttemptWindow[] }
+  /** Some key's budget is spent (`busy: false`), or full of running attempts (`busy: true`: ask again soon): nothing was reserved. */
+  | { readonly reserved: false; readonly busy: boolean; readonly retryAfterMs: number };
 
 /** Counters for signed diagnostics: aggregates only, never per-user data. */
 export interface StoreStats {
@@ -277,6 +285,26 @@ export interface Store {
 
   /** Aggregate counters for diagnostics. */
   stats(now: number): Promise<StoreStats>;
+
+  /**
+   * Reserves one attempt against the budget of every one of `keys`, atomically (all or none),
+   * with core's `decideAttemptWindow` per key: the budget of failed attempts that every node
+   * sharing this store counts against. A store that only one node uses (the embedded one) may
+   * reserve nothing and answer `shared: false`: that node's own in-memory budget is then the
+   * whole one.
+   */
+  reserveAttempts(input: {
+    readonly keys: readonly string[];
+    readonly now: number;
+    readonly windowMs: number;
+    readonly max: number;
+  }): Promise<AttemptReservation>;
+  /**
+   * Settles what `reserveAttempts` reserved: the attempt stops running and, when `failed`,
+   * counts as a failure. Only windows that are still the ones reserved in change (a new window
+   * owes an old reservation nothing).
+   */
+  settleAttempts(input: { readonly windows: readonly AttemptWindow[]; readonly failed: boolean }): Promise<void>;
 }
 
 /** The operation set of {@link Store}: what a store addon must declare, exactly. */
@@ -310,6 +338,8 @@ export const STORE_OPERATIONS = [
   'recordPairingFailure',
   'completePairing',
   'stats',
+  'reserveAttempts',
+  'settleAttempts',
 ] as const satisfies readonly (keyof Store)[];
 
 /** A name in the operation set. */

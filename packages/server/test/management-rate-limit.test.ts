@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { request as httpRequest } from 'node:http';
 import { after, before, describe, test } from 'node:test';
-import { clientAddressKey, createFailureLimiter } from '../src/index.js';
+import { clientAddressKey, createFailureLimiter, limitedAttempt } from '../src/index.js';
 import { admin, api, createFakeClock, type Harness, newDeviceKey, signIn, startHarness } from './support/harness.js';
 
 const BAD_REFRESH = { refresh_token: `svcr_${'0'.repeat(26)}${'B'.repeat(43)}` };
@@ -67,14 +67,14 @@ describe('rate limit of failed attempts', () => {
 });
 
 describe('failure limiter', () => {
-  test('reserves per key, in fixed windows of the injected monotonic clock; a released attempt does not count', () => {
+  test('counts failed attempts per key, in fixed windows of the injected monotonic clock; released ones do not count', async () => {
     const clock = createFakeClock();
     const limiter = createFailureLimiter({ clock, maxFailures: 2, windowSeconds: 10 });
-    limiter.reserve(['a']);
-    limiter.reserve(['a']).release();
-    limiter.reserve(['a']);
+    (await limiter.reserve(['a'])).fail();
+    (await limiter.reserve(['a'])).release();
+    (await limiter.reserve(['a'])).fail();
     assert.equal(limiter.check(['a'])?.code, 'rate_limited');
-    assert.throws(() => limiter.reserve(['b', 'a']), { code: 'rate_limited' });
+    await assert.rejects(limiter.reserve(['b', 'a']), { code: 'rate_limited' });
     assert.equal(limiter.check(['b']), null, 'a refused reservation reserves nothing');
     clock.advance(9_500);
     assert.equal(limiter.check(['a'])?.headers['retry-after'], '1');
@@ -82,10 +82,27 @@ describe('failure limiter', () => {
     assert.equal(limiter.check(['a']), null);
   });
 
-  test('tracks a bounded number of keys', () => {
+  test('a burst of 50 concurrent good attempts against a budget of 30 is queued, never refused', async () => {
+    const limiter = createFailureLimiter({ clock: createFakeClock(), maxFailures: 30 });
+    let inFlight = 0;
+    let most = 0;
+    const results = await Promise.allSettled(
+      Array.from({ length: 50 }, () =>
+        limitedAttempt(limiter, ['addr:loopback'], async () => {
+          most = Math.max(most, ++inFlight);
+          await new Promise((resolve) => setTimeout(resolve, 5));
+          inFlight--;
+        }),
+      ),
+    );
+    assert.equal(results.filter((r) => r.status === 'fulfilled').length, 50);
+    assert.equal(most, 30, 'never more running than the budget');
+  });
+
+  test('tracks a bounded number of keys', async () => {
     const clock = createFakeClock();
     const limiter = createFailureLimiter({ clock, maxFailures: 1, maxKeys: 3 });
-    for (const k of ['a', 'b', 'c', 'd']) limiter.reserve([k]);
+    for (const k of ['a', 'b', 'c', 'd']) (await limiter.reserve([k])).fail();
     assert.equal(limiter.check(['a']), null);
     assert.equal(limiter.check(['d'])?.code, 'rate_limited');
   });
@@ -102,12 +119,12 @@ describe('failure limiter', () => {
     assert.equal(clientAddressKey('fe80::1%eth0'), clientAddressKey('fe80::2'));
   });
 
-  test("guesses at one credential from many addresses share the credential's budget", () => {
+  test("guesses at one credential from many addresses share the credential's budget", async () => {
     const clock = createFakeClock();
     const limiter = createFailureLimiter({ clock, maxFailures: 3 });
-    for (let i = 0; i < 3; i++) limiter.reserve([clientAddressKey(`2001:db8:${i}::1`), 'refresh:ses_X']);
-    assert.throws(() => limiter.reserve([clientAddressKey('2001:db8:99::1'), 'refresh:ses_X']), { code: 'rate_limited' });
-    assert.doesNotThrow(() => limiter.reserve([clientAddressKey('2001:db8:99::1'), 'refresh:ses_Y']));
+    for (let i = 0; i < 3; i++) (await limiter.reserve([clientAddressKey(`2001:db8:${i}::1`), 'refresh:ses_X'])).fail();
+    await assert.rejects(limiter.reserve([clientAddressKey('2001:db8:99::1'), 'refresh:ses_X']), { code: 'rate_limited' });
+    await limiter.reserve([clientAddressKey('2001:db8:99::1'), 'refresh:ses_Y']);
   });
 });
 

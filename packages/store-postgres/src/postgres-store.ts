@@ -1,6 +1,8 @@
 import {
   ACCESS_COLUMNS,
   type AccessRow,
+  type AttemptReservation,
+  type AttemptWindow,
   type AuditEvent,
   type AuditEventDraft,
   type BootstrapOutcome,
@@ -10,6 +12,7 @@ import {
   DEVICE_COLUMNS,
   type DeviceRecord,
   type DeviceRow,
+  decideAttemptWindow,
   decideRetiredPresentation,
   decideRotation,
   digestsEqual,
@@ -625,5 +628,64 @@ export class PostgresStore implements Store {
     } finally {
       client.release(broken);
     }
+  }
+
+  async reserveAttempts(input: Parameters<Store['reserveAttempts']>[0]): Promise<AttemptReservation> {
+    const keys = [...new Set(input.keys)].sort();
+    if (keys.length === 0) return { reserved: true, shared: true, windows: [] };
+    return this.#tx(async (c): Promise<AttemptReservation> => {
+      // Rows are created first (so there is always one to lock), then locked in key order (two
+      // reservations never wait on each other in a cycle): every node decides on the latest counts.
+      await c.query(
+        'INSERT INTO attempt_budget (key, window_start, failures, pending) SELECT k, $2, 0, 0 FROM unnest($1::text[]) AS k ON CONFLICT (key) DO NOTHING',
+        [keys, input.now],
+      );
+      const current = await rows<{ key: string; window_start: number; failures: number; pending: number }>(
+        c,
+        'SELECT key, window_start, failures, pending FROM attempt_budget WHERE key = ANY($1::text[]) ORDER BY key FOR UPDATE',
+        [keys],
+      );
+      const byKey = new Map(current.map((r) => [r.key, r]));
+      const windows: AttemptWindow[] = [];
+      let retryAfterMs = 0;
+      let busy = false;
+      for (const key of keys) {
+        const r = byKey.get(key);
+        // A row just created holds nothing: a window that starts now (as does one pruned meanwhile).
+        const stored =
+          r === undefined || r.failures + r.pending === 0
+            ? undefined
+            : { key, start: r.window_start, failures: r.failures, pending: r.pending };
+        const d = decideAttemptWindow(key, stored, input);
+        if (d.kind === 'refuse') retryAfterMs = Math.max(retryAfterMs, d.retryAfterMs);
+        else if (d.kind === 'busy') busy = true;
+        else windows.push(d.window);
+      }
+      if (retryAfterMs > 0) return rollback({ reserved: false, busy: false, retryAfterMs });
+      if (busy) return rollback({ reserved: false, busy: true, retryAfterMs: 1000 });
+      await c.query(
+        `INSERT INTO attempt_budget (key, window_start, failures, pending)
+         SELECT * FROM unnest($1::text[], $2::bigint[], $3::int[], $4::int[])
+         ON CONFLICT (key) DO UPDATE SET window_start = EXCLUDED.window_start, failures = EXCLUDED.failures, pending = EXCLUDED.pending`,
+        [windows.map((w) => w.key), windows.map((w) => w.start), windows.map((w) => w.failures), windows.map((w) => w.pending)],
+      );
+      // Windows that ended long ago are clutter; a few go with each reservation, never waiting on a lock.
+      await c.query(
+        `DELETE FROM attempt_budget WHERE key IN (
+           SELECT key FROM attempt_budget WHERE window_start < $1 ORDER BY window_start LIMIT 100 FOR UPDATE SKIP LOCKED)`,
+        [input.now - 2 * input.windowMs],
+      );
+      return { reserved: true, shared: true, windows };
+    });
+  }
+
+  async settleAttempts(input: Parameters<Store['settleAttempts']>[0]): Promise<void> {
+    if (input.windows.length === 0) return;
+    // Only a window that is still the one reserved in changes; a newer one owes nothing.
+    await this.#pool.query(
+      `UPDATE attempt_budget AS b SET pending = GREATEST(b.pending - 1, 0), failures = b.failures + $3
+       FROM unnest($1::text[], $2::bigint[]) AS w (key, start) WHERE b.key = w.key AND b.window_start = w.start`,
+      [input.windows.map((w) => w.key), input.windows.map((w) => w.start), input.failed ? 1 : 0],
+    );
   }
 }

@@ -1,6 +1,7 @@
 import {
   ACCESS_COLUMNS,
   type AccessRow,
+  type AttemptReservation,
   type AuditEvent,
   type AuditEventDraft,
   type BootstrapOutcome,
@@ -158,6 +159,7 @@ function prepareStatements(db: Db) {
 type Statements = ReturnType<typeof prepareStatements>;
 
 const INVALID: RotationOutcome = Object.freeze({ kind: 'invalid' });
+const NOT_SHARED: AttemptReservation = Object.freeze({ reserved: true, shared: false, windows: Object.freeze([]) });
 
 /** Sessions the bearer-check cache keeps by default (about 1 KiB each with their principals). */
 const BEARER_CACHE_SESSIONS = 10_000;
@@ -657,4 +659,12 @@ export class SqliteStore implements Store {
       };
     }) as StoreStats;
   }
+
+  async reserveAttempts(_input: Parameters<Store['reserveAttempts']>[0]): Promise<AttemptReservation> {
+    // The embedded store serves one node: that node's in-memory budget (on its monotonic
+    // clock) is the whole budget, so nothing is written here for an attempt.
+    return NOT_SHARED;
+  }
+
+  async settleAttempts(_input: Parameters<Store['settleAttempts']>[0]): Promise<void> {}
 }

@@ -1,5 +1,5 @@
 import type { Clock } from '@svc/core';
-import { createFailureLimiter, type Reservation } from './failure-limiter.js';
+import { createWindowCounter, type Slot } from './failure-limiter.js';
 
 /**
  * Bounds the challenges a client can leave unanswered. Creating a challenge writes a row, and
@@ -17,9 +17,9 @@ export interface ChallengeBudget {
    *
    * @throws {AuthError} `rate_limited` with `Retry-After` when the address or the key has too many unanswered challenges.
    */
-  reserve(addressKey: string, publicKeyHex: string): Reservation;
+  reserve(addressKey: string, publicKeyHex: string): Slot;
   /** Keeps `reservation` until the challenge with id `challengeId` is answered. */
-  hold(challengeId: string, reservation: Reservation): void;
+  hold(challengeId: string, reservation: Slot): void;
   /** The challenge was answered (or refused as unknown): its slots come back. */
   answered(challengeId: string): void;
 }
@@ -46,18 +46,18 @@ export interface ChallengeBudgetOptions {
  */
 export function createChallengeBudget(opts: ChallengeBudgetOptions): ChallengeBudget {
   const windowSeconds = opts.windowSeconds ?? 60;
-  const byAddress = createFailureLimiter({ clock: opts.clock, maxFailures: opts.perAddress ?? 100, windowSeconds });
-  const byKey = createFailureLimiter({ clock: opts.clock, maxFailures: opts.perKey ?? 20, windowSeconds });
+  const byAddress = createWindowCounter({ clock: opts.clock, maxFailures: opts.perAddress ?? 100, windowSeconds });
+  const byKey = createWindowCounter({ clock: opts.clock, maxFailures: opts.perKey ?? 20, windowSeconds });
   const maxHeld = opts.maxHeld ?? 10_000;
-  const held = new Map<string, Reservation>();
+  const held = new Map<string, Slot>();
   return {
     reserve(addressKey, publicKeyHex) {
       const key = `chl-key:${publicKeyHex.toLowerCase()}`;
       // Both or neither: a refusal by the key leaves the address's slot unspent.
       const refusal = byAddress.check([addressKey]) ?? byKey.check([key]);
       if (refusal !== null) throw refusal;
-      const a = byAddress.reserve([addressKey]);
-      const k = byKey.reserve([key]);
+      const a = byAddress.take([addressKey]);
+      const k = byKey.take([key]);
       return {
         release() {
           a.release();

@@ -39,7 +39,7 @@ export async function buildManagementApp(opts: ManagementAppOptions): Promise<Fa
   // The management API is loopback-only: the DNS-rebinding guard runs before any parser.
   hardenSurface(app, { loopbackOnly: true });
 
-  const limiter = opts.limiter ?? createFailureLimiter({ clock: deps.clock });
+  const limiter = opts.limiter ?? createFailureLimiter({ clock: deps.clock, store: deps.store, scope: 'signin' });
   const challenges = opts.challenges ?? createChallengeBudget({ clock: deps.clock });
   await app.register(healthRoutes, { deps });
   await app.register(signInRoutes, { deps, limiter, challenges });
