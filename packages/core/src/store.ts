@@ -179,8 +179,10 @@ export interface Store {
   /** Stores a challenge. */
   createChallenge(challenge: ChallengeRecord): Promise<void>;
   /**
-   * Uses up a challenge: returns it and marks it used if it exists, is unused and
-   * `expiresAt > now`; otherwise null. Exactly one of N concurrent calls gets it.
+   * Uses up a challenge: returns it and marks it used if it exists, is unused,
+   * `expiresAt > now` and `createdAt <= now + CLOCK_SKEW_TOLERANCE_MS` (one dated further in the
+   * future means the clock was stepped back: its age cannot be measured, so it is refused);
+   * otherwise null. Exactly one of N concurrent calls gets it.
    */
   consumeChallenge(input: { readonly id: string; readonly now: number }): Promise<ChallengeRecord | null>;
 

@@ -9,6 +9,7 @@ import {
   CHALLENGE_COLUMNS,
   type ChallengeRecord,
   type ChallengeRow,
+  CLOCK_SKEW_TOLERANCE_MS,
   DEVICE_COLUMNS,
   type DeviceRecord,
   type DeviceRow,
@@ -354,8 +355,9 @@ export class PostgresStore implements Store {
     // one blocks on the row, re-checks the WHERE against the committed row and matches nothing.
     const row = await first<ChallengeRow>(
       this.#pool,
-      `UPDATE challenges SET used_at = $2 WHERE id = $1 AND used_at IS NULL AND expires_at > $2 RETURNING ${CHALLENGE_COLUMNS}`,
-      [input.id, input.now],
+      // A challenge dated in the future (a clock stepped back) cannot be aged: refused.
+      `UPDATE challenges SET used_at = $2 WHERE id = $1 AND used_at IS NULL AND expires_at > $2 AND created_at <= $3 RETURNING ${CHALLENGE_COLUMNS}`,
+      [input.id, input.now, input.now + CLOCK_SKEW_TOLERANCE_MS],
     );
     return row === undefined ? null : toChallenge(row);
   }

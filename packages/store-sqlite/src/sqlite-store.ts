@@ -7,6 +7,7 @@ import {
   type BootstrapOutcome,
   type ChallengeRecord,
   type ChallengeRow,
+  CLOCK_SKEW_TOLERANCE_MS,
   DEVICE_COLUMNS,
   type DeviceRecord,
   type DeviceRow,
@@ -87,8 +88,9 @@ function prepareStatements(db: Db) {
     insertChallenge: p(
       'INSERT INTO challenges (id, public_key, realm, challenge, created_at, expires_at) VALUES (@id, @publicKey, @realm, @challenge, @createdAt, @expiresAt)',
     ),
+    // A challenge dated in the future (the clock was stepped back) cannot be aged: refused.
     consumeChallenge: p(
-      'UPDATE challenges SET used_at = @now WHERE id = @id AND used_at IS NULL AND expires_at > @now RETURNING id, public_key, realm, challenge, created_at, expires_at',
+      'UPDATE challenges SET used_at = @now WHERE id = @id AND used_at IS NULL AND expires_at > @now AND created_at <= @latest RETURNING id, public_key, realm, challenge, created_at, expires_at',
     ),
 
     insertSession: p(
@@ -468,7 +470,8 @@ export class SqliteStore implements Store {
 
   async consumeChallenge(input: { readonly id: string; readonly now: number }): Promise<ChallengeRecord | null> {
     // One conditional UPDATE ... RETURNING: the first caller flips used_at, every other sees no row.
-    const row = await this.#write(() => this.#s.consumeChallenge.get({ id: input.id, now: input.now }) as ChallengeRow | undefined);
+    const latest = input.now + CLOCK_SKEW_TOLERANCE_MS;
+    const row = await this.#write(() => this.#s.consumeChallenge.get({ id: input.id, now: input.now, latest }) as ChallengeRow | undefined);
     return row === undefined ? null : toChallenge(row);
   }
 
