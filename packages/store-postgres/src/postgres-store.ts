@@ -117,6 +117,7 @@ export class PostgresStore implements Store {
   readonly schema: string;
   readonly #pool: Pool;
   #closed = false;
+  #reservations = 0;
 
   /** Wraps an open pool on a migrated schema; use `openPostgresStore` rather than calling this. */
   constructor(pool: Pool, schema: string) {
@@ -636,16 +637,15 @@ export class PostgresStore implements Store {
     const keys = [...new Set(input.keys)].sort();
     if (keys.length === 0) return { reserved: true, shared: true, windows: [] };
     return this.#tx(async (c): Promise<AttemptReservation> => {
-      // Rows are created first (so there is always one to lock), then locked in key order (two
-      // reservations never wait on each other in a cycle): every node decides on the latest counts.
-      await c.query(
-        'INSERT INTO attempt_budget (key, window_start, failures, pending) SELECT k, $2, 0, 0 FROM unnest($1::text[]) AS k ON CONFLICT (key) DO NOTHING',
-        [keys, input.now],
-      );
+      // One statement creates the missing rows and locks every row (a no-op update locks it), in
+      // key order (two reservations never wait on each other in a cycle), returning the counts
+      // as the latest commit left them: every node decides on the same numbers.
       const current = await rows<{ key: string; window_start: number; failures: number; pending: number }>(
         c,
-        'SELECT key, window_start, failures, pending FROM attempt_budget WHERE key = ANY($1::text[]) ORDER BY key FOR UPDATE',
-        [keys],
+        `INSERT INTO attempt_budget (key, window_start, failures, pending) SELECT k, $2, 0, 0 FROM unnest($1::text[]) AS k ORDER BY k
+         ON CONFLICT (key) DO UPDATE SET key = EXCLUDED.key
+         RETURNING key, window_start, failures, pending`,
+        [keys, input.now],
       );
       const byKey = new Map(current.map((r) => [r.key, r]));
       const windows: AttemptWindow[] = [];
@@ -671,12 +671,15 @@ export class PostgresStore implements Store {
          ON CONFLICT (key) DO UPDATE SET window_start = EXCLUDED.window_start, failures = EXCLUDED.failures, pending = EXCLUDED.pending`,
         [windows.map((w) => w.key), windows.map((w) => w.start), windows.map((w) => w.failures), windows.map((w) => w.pending)],
       );
-      // Windows that ended long ago are clutter; a few go with each reservation, never waiting on a lock.
-      await c.query(
-        `DELETE FROM attempt_budget WHERE key IN (
-           SELECT key FROM attempt_budget WHERE window_start < $1 ORDER BY window_start LIMIT 100 FOR UPDATE SKIP LOCKED)`,
-        [input.now - 2 * input.windowMs],
-      );
+      // Windows that ended long ago are clutter: every 64th reservation of this node sweeps a
+      // few away, never waiting on a lock.
+      if (++this.#reservations % 64 === 0) {
+        await c.query(
+          `DELETE FROM attempt_budget WHERE key IN (
+             SELECT key FROM attempt_budget WHERE window_start < $1 ORDER BY window_start LIMIT 500 FOR UPDATE SKIP LOCKED)`,
+          [input.now - 2 * input.windowMs],
+        );
+      }
       return { reserved: true, shared: true, windows };
     });
   }
