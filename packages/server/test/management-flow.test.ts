@@ -250,6 +250,22 @@ describe('management API: each contract error from its endpoint', () => {
     assert.equal((await api(h, 'GET', '/v1/auth/me', { token: pair.access_token })).status, 401);
   });
 
+  test('two tabs refreshing one token at once over HTTP both stay signed in: the one live pair, and each next refresh answered', async () => {
+    const { pair } = await admin(h);
+    const [tabA, tabB] = await Promise.all([
+      api(h, 'POST', '/v1/auth/refresh', { body: { refresh_token: pair.refresh_token } }),
+      api(h, 'POST', '/v1/auth/refresh', { body: { refresh_token: pair.refresh_token } }),
+    ]);
+    assert.deepEqual([tabA.status, tabB.status], [200, 200]);
+    assert.equal(tabA.body.refresh_token, tabB.body.refresh_token, 'never two live pairs');
+    h.clock.advance(1000);
+    const nextA = await api(h, 'POST', '/v1/auth/refresh', { body: { refresh_token: tabA.body.refresh_token } });
+    const nextB = await api(h, 'POST', '/v1/auth/refresh', { body: { refresh_token: tabB.body.refresh_token } });
+    assert.deepEqual([nextA.status, nextB.status], [200, 200], "neither tab's next refresh is judged a reuse");
+    assert.equal(nextB.body.access_token, nextA.body.access_token);
+    assert.equal((await api(h, 'GET', '/v1/auth/me', { token: nextB.body.access_token })).status, 200);
+  });
+
   test('an access token past its lifetime is invalid_token', async () => {
     const { pair } = await admin(h);
     h.clock.advance(h.deps.settings.accessTokenTtlSeconds * 1000);
