@@ -77,7 +77,7 @@ export const AUTH_SETTINGS: readonly SettingSpec[] = [
     min: 0,
     max: 300,
     meaning:
-      'how long after a rotation the immediately previous refresh token is still answered (lost responses, concurrent tabs); outside it, reuse revokes the session',
+      'how long after a rotation the immediately previous refresh token is still answered, with the same pair its rotation issued (lost responses, concurrent tabs); outside it, reuse revokes the session',
   },
   {
     key: ':auth/challenge-ttl-seconds',

@@ -4,6 +4,12 @@ import type { Store } from './store.js';
 export interface Clock {
   /** Milliseconds since the Unix epoch. */
   now(): number;
+  /**
+   * Milliseconds since an arbitrary origin, from a clock that never jumps (stepping the
+   * system clock does not move it): for intervals measured inside one process, such as
+   * rate-limit windows. Optional; without it such intervals use `performance.now()`.
+   */
+  monotonic?(): number;
 }
 
 /** The source of randomness: `n` bytes from a CSPRNG. */

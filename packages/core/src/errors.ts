@@ -71,7 +71,8 @@ export const ERROR_CODES = {
   rate_limited: {
     status: 429,
     title: 'Too Many Requests',
-    meaning: 'too many failed attempts; Retry-After says when to try again',
+    meaning:
+      'too many failed attempts (or unanswered challenges) from one client or against one credential; Retry-After says when to try again',
   },
   internal_error: { status: 500, title: 'Internal Server Error', meaning: 'a bug; the detail is only in the log' },
   store_unavailable: {

@@ -1,4 +1,5 @@
 export * from './addon.js';
+export * from './attempt-budget.js';
 export * from './audit.js';
 export * from './canonical-json.js';
 export * from './config.js';
@@ -9,6 +10,7 @@ export * from './ids.js';
 export * from './node-id.js';
 export * from './principal.js';
 export * from './realm.js';
+export * from './refresh-rotation.js';
 export * from './store.js';
 export * from './store-rows.js';
 export * from './time.js';

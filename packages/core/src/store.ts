@@ -1,3 +1,4 @@
+import type { AttemptWindow } from './attempt-budget.js';
 import type { AuditEvent, AuditEventDraft } from './audit.js';
 import type { Realm } from './realm.js';
 
@@ -86,8 +87,11 @@ export type BootstrapOutcome =
 export type RotationOutcome =
   /** It was the current one: the session now holds the new pair. */
   | { readonly kind: 'rotated'; readonly session: SessionRecord }
-  /** It was the immediately previous one, within the grace interval: the new pair replaced the one issued in between. */
-  | { readonly kind: 'rotated_in_grace'; readonly session: SessionRecord }
+  /**
+   * It was the immediately previous one, within the grace interval: nothing changed; the pair
+   * its rotation issued (still the live one) is answered again, sealed for the presented token.
+   */
+  | { readonly kind: 'rotated_in_grace'; readonly session: SessionRecord; readonly sealedSuccessor: string }
   /** It was retired (previous outside grace, or older): the session is now revoked. */
   | { readonly kind: 'reused'; readonly session: SessionRecord }
   /** Unknown, expired, or its session is revoked or expired: nothing changed. */
@@ -99,6 +103,13 @@ export type PairingCompletion =
   /** Someone else completed it first, or it expired or burned meanwhile. */
   | { readonly kind: 'invalid' }
   | { readonly kind: 'already_enrolled' };
+
+/** What reserving an attempt against shared budgets led to. */
+export type AttemptReservation =
+  /** Reserved against every key; `windows` is what to hand back to `releaseAttempts`. `shared: false`: this store is one node's, and reserved nothing. */
+  | { readonly reserved: true; readonly shared: boolean; readonly windows: readonly AttemptWindow[] }
+  /** Some key's budget is spent (`busy: false`), or full of running attempts (`busy: true`: ask again soon): nothing was reserved. */
+  | { readonly reserved: false; readonly busy: boolean; readonly retryAfterMs: number };
 
 /** Counters for signed diagnostics: aggregates only, never per-user data. */
 export interface StoreStats {
@@ -168,8 +179,10 @@ export interface Store {
   /** Stores a challenge. */
   createChallenge(challenge: ChallengeRecord): Promise<void>;
   /**
-   * Uses up a challenge: returns it and marks it used if it exists, is unused and
-   * `expiresAt > now`; otherwise null. Exactly one of N concurrent calls gets it.
+   * Uses up a challenge: returns it and marks it used if it exists, is unused,
+   * `expiresAt > now` and `createdAt <= now + CLOCK_SKEW_TOLERANCE_MS` (one dated further in the
+   * future means the clock was stepped back: its age cannot be measured, so it is refused);
+   * otherwise null. Exactly one of N concurrent calls gets it.
    */
   consumeChallenge(input: { readonly id: string; readonly now: number }): Promise<ChallengeRecord | null>;
 
@@ -197,22 +210,18 @@ export interface Store {
   }): Promise<readonly SessionRecord[]>;
   /**
    * The whole refresh decision, atomically, for a token of session `sessionId` (its selector)
-   * whose digest is `presentedDigest`. Digests are compared with the session's current and
-   * previous ones in constant time; a digest that is none of the session's current, previous
-   * or retired tokens is `invalid` (a forged token that names a real session revokes nothing).
-   * A token whose session is in another realm than `realm` is `invalid` and changes nothing.
-   * - the session's current refresh token, session not revoked, `expiresAt > now` and
-   *   `refreshExpiresAt > now` → `rotated`: the session takes `next` (each expiry clamped to the
-   *   session's `expiresAt`), the presented token becomes the "previous" one with
-   *   `rotatedAt = now`, the token that was previous before is retired for good;
-   * - the previous one, session live, `graceMs > 0` and `now - rotatedAt <= graceMs` →
-   *   `rotated_in_grace` (a grace of 0 means no grace at all): the
-   *   session takes `next`, the pair issued in between is retired, "previous" is unchanged;
-   * - the previous one outside grace, or any older retired one, session not revoked →
-   *   `reused`: the session is revoked (reason `refresh_token_reused`);
-   * - anything else (unknown, expired, session revoked or expired) → `invalid`, nothing written.
+   * whose digest is `presentedDigest`: the store locks and reads the session row, applies
+   * core's `decideRotation` (and `decideRetiredPresentation` when it asks for the retired
+   * lookup), and writes what it decided:
+   * - `rotate` → `rotated`: the session takes `next` (each expiry clamped to the session's
+   *   `expiresAt`), the presented token becomes the "previous" one with `rotatedAt = now` and
+   *   `sealedSuccessor` kept beside it, the token that was previous before is retired for good;
+   * - `replay` → `rotated_in_grace`: nothing but the event is written; the outcome carries the
+   *   sealed successor stored with the previous token (the live pair, answered again);
+   * - `reuse` → `reused`: the session is revoked (reason `refresh_token_reused`);
+   * - `invalid` → `invalid`, nothing written.
    * `audit` is called once inside the transaction with the outcome and the session as it is
-   * after the change; the event it returns (if any) is appended in that transaction.
+   * after the change; the event it returns is appended in that transaction.
    * Concurrent presentations of one token never leave two live pairs.
    */
   rotateRefreshToken(
@@ -223,6 +232,8 @@ export interface Store {
       readonly now: number;
       readonly graceMs: number;
       readonly next: TokenPairDigests;
+      /** The new pair sealed with the presented token (core's `sealSuccessor`); kept only if it rotates. */
+      readonly sealedSuccessor: string;
     },
     audit: (outcome: Exclude<RotationOutcome, { kind: 'invalid' }>) => AuditEventDraft,
   ): Promise<RotationOutcome>;
@@ -276,6 +287,26 @@ export interface Store {
 
   /** Aggregate counters for diagnostics. */
   stats(now: number): Promise<StoreStats>;
+
+  /**
+   * Reserves one attempt against the budget of every one of `keys`, atomically (all or none),
+   * with core's `decideAttemptWindow` per key: the budget of failed attempts that every node
+   * sharing this store counts against. A store that only one node uses (the embedded one) may
+   * reserve nothing and answer `shared: false`: that node's own in-memory budget is then the
+   * whole one.
+   */
+  reserveAttempts(input: {
+    readonly keys: readonly string[];
+    readonly now: number;
+    readonly windowMs: number;
+    readonly max: number;
+  }): Promise<AttemptReservation>;
+  /**
+   * Settles what `reserveAttempts` reserved: the attempt stops running and, when `failed`,
+   * counts as a failure. Only windows that are still the ones reserved in change (a new window
+   * owes an old reservation nothing).
+   */
+  settleAttempts(input: { readonly windows: readonly AttemptWindow[]; readonly failed: boolean }): Promise<void>;
 }
 
 /** The operation set of {@link Store}: what a store addon must declare, exactly. */
@@ -309,6 +340,8 @@ export const STORE_OPERATIONS = [
   'recordPairingFailure',
   'completePairing',
   'stats',
+  'reserveAttempts',
+  'settleAttempts',
 ] as const satisfies readonly (keyof Store)[];
 
 /** A name in the operation set. */

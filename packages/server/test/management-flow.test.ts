@@ -238,14 +238,32 @@ describe('management API: each contract error from its endpoint', () => {
     assert.equal((await api(h, 'GET', '/v1/auth/me', { token: next.body.access_token })).body.code, 'invalid_token');
   });
 
-  test('the previous refresh token within the grace interval is answered like a rotation', async () => {
+  test('the previous refresh token within the grace interval is answered with the same live pair', async () => {
     const { pair } = await admin(h);
     const first = await api(h, 'POST', '/v1/auth/refresh', { body: { refresh_token: pair.refresh_token } });
     const retry = await api(h, 'POST', '/v1/auth/refresh', { body: { refresh_token: pair.refresh_token } });
     assert.equal(retry.status, 200);
     assert.equal(retry.body.session_id, pair.session_id);
-    assert.equal((await api(h, 'GET', '/v1/auth/me', { token: first.body.access_token })).status, 401);
+    assert.equal(retry.body.access_token, first.body.access_token);
+    assert.equal(retry.body.refresh_token, first.body.refresh_token);
     assert.equal((await api(h, 'GET', '/v1/auth/me', { token: retry.body.access_token })).status, 200);
+    assert.equal((await api(h, 'GET', '/v1/auth/me', { token: pair.access_token })).status, 401);
+  });
+
+  test('two tabs refreshing one token at once over HTTP both stay signed in: the one live pair, and each next refresh answered', async () => {
+    const { pair } = await admin(h);
+    const [tabA, tabB] = await Promise.all([
+      api(h, 'POST', '/v1/auth/refresh', { body: { refresh_token: pair.refresh_token } }),
+      api(h, 'POST', '/v1/auth/refresh', { body: { refresh_token: pair.refresh_token } }),
+    ]);
+    assert.deepEqual([tabA.status, tabB.status], [200, 200]);
+    assert.equal(tabA.body.refresh_token, tabB.body.refresh_token, 'never two live pairs');
+    h.clock.advance(1000);
+    const nextA = await api(h, 'POST', '/v1/auth/refresh', { body: { refresh_token: tabA.body.refresh_token } });
+    const nextB = await api(h, 'POST', '/v1/auth/refresh', { body: { refresh_token: tabB.body.refresh_token } });
+    assert.deepEqual([nextA.status, nextB.status], [200, 200], "neither tab's next refresh is judged a reuse");
+    assert.equal(nextB.body.access_token, nextA.body.access_token);
+    assert.equal((await api(h, 'GET', '/v1/auth/me', { token: nextB.body.access_token })).status, 200);
   });
 
   test('an access token past its lifetime is invalid_token', async () => {

@@ -212,6 +212,33 @@ describe('management API hardening', () => {
     assert.equal(r.body.code, 'invalid_request');
   });
 
+  test('audit injection: a challenge_id carrying a fake event line and ANSI escapes is 400 invalid_request and never reaches the audit trail', async () => {
+    const before = (await h.store.auditHead())?.seq ?? 0;
+    for (const forged of [
+      'chl_\u001b[2J\u001b[32m2026-11-22 device.enrolled ok',
+      'chl_01M81B5H80VQ6PF8VXZGD22NT1\nevt_x signin.ok admin',
+      'chl_01M81B5H80VQ6PF8VXZGD22NT1 ',
+      'chl_01m81b5h80vq6pf8vxzgd22nt1',
+      'dev_01M81B5H80VQ6PF8VXZGD22NT1',
+    ]) {
+      const r = await api(h, 'POST', '/v1/auth/sessions', { body: { challenge_id: forged, signature: 'ab'.repeat(64) } });
+      assert.equal(r.status, 400, JSON.stringify(forged));
+      assert.equal(r.body.code, 'invalid_request');
+    }
+    assert.equal((await h.store.auditHead())?.seq ?? 0, before, 'nothing was appended to the audit trail');
+    // A well-formed id is still audited when refused, with nothing but its fixed-shape id.
+    const known = 'chl_01M81B5H80VQ6PF8VXZGD22NT1';
+    assert.equal(
+      (await api(h, 'POST', '/v1/auth/sessions', { body: { challenge_id: known, signature: 'ab'.repeat(64) } })).body.code,
+      'invalid_challenge',
+    );
+    const events = await h.store.listAuditEvents({ afterSeq: before, limit: 10 });
+    assert.deepEqual(
+      events.map((e) => [e.type, e.data]),
+      [['signin.failed', { reason: 'challenge_unknown_expired_or_used', challenge_id: known }]],
+    );
+  });
+
   test('malformed HTTP is answered 400 problem+json', async () => {
     const { connect } = await import('node:net');
     const text = await new Promise<string>((resolve, reject) => {

@@ -1,28 +1,34 @@
 import {
   ACCESS_COLUMNS,
   type AccessRow,
+  type AttemptReservation,
+  type AttemptWindow,
   type AuditEvent,
   type AuditEventDraft,
   type BootstrapOutcome,
   CHALLENGE_COLUMNS,
   type ChallengeRecord,
   type ChallengeRow,
+  CLOCK_SKEW_TOLERANCE_MS,
   DEVICE_COLUMNS,
   type DeviceRecord,
   type DeviceRow,
+  decideAttemptWindow,
+  decideRetiredPresentation,
+  decideRotation,
   digestsEqual,
   EVENT_COLUMNS,
   type EventRow,
   GENESIS_HASH,
   INTENT_COLUMNS,
   type IntentRow,
-  isLive,
   type PairingCompletion,
   type PairingIntentRecord,
+  REFRESH_COLUMNS,
   type Realm,
-  ROTATION_COLUMNS,
+  type RefreshRow,
+  type RotationDecision,
   type RotationOutcome,
-  type RotationRow,
   SESSION_COLUMNS,
   type SessionRecord,
   type SessionRow,
@@ -87,7 +93,7 @@ const INSERT_DEVICE = `INSERT INTO devices (id, public_key, realm, subject, name
   RETURNING ${DEVICE_COLUMNS}`;
 
 const SET_PAIR = `UPDATE sessions SET access_digest = $2, access_expires_at = $3, refresh_digest = $4, refresh_expires_at = $5,
-    prev_refresh_digest = $6, prev_rotated_at = $7, generation = generation + 1, last_rotated_at = $8
+    prev_refresh_digest = $6, prev_rotated_at = $7, prev_successor = $9, generation = generation + 1, last_rotated_at = $8
   WHERE id = $1
   RETURNING ${SESSION_COLUMNS}`;
 
@@ -111,6 +117,7 @@ export class PostgresStore implements Store {
   readonly schema: string;
   readonly #pool: Pool;
   #closed = false;
+  #reservations = 0;
 
   /** Wraps an open pool on a migrated schema; use `openPostgresStore` rather than calling this. */
   constructor(pool: Pool, schema: string) {
@@ -349,8 +356,9 @@ export class PostgresStore implements Store {
     // one blocks on the row, re-checks the WHERE against the committed row and matches nothing.
     const row = await first<ChallengeRow>(
       this.#pool,
-      `UPDATE challenges SET used_at = $2 WHERE id = $1 AND used_at IS NULL AND expires_at > $2 RETURNING ${CHALLENGE_COLUMNS}`,
-      [input.id, input.now],
+      // A challenge dated in the future (a clock stepped back) cannot be aged: refused.
+      `UPDATE challenges SET used_at = $2 WHERE id = $1 AND used_at IS NULL AND expires_at > $2 AND created_at <= $3 RETURNING ${CHALLENGE_COLUMNS}`,
+      [input.id, input.now, input.now + CLOCK_SKEW_TOLERANCE_MS],
     );
     return row === undefined ? null : toChallenge(row);
   }
@@ -415,72 +423,63 @@ export class PostgresStore implements Store {
   }
 
   async rotateRefreshToken(
-    input: {
-      readonly sessionId: string;
-      readonly presentedDigest: string;
-      readonly realm: Realm;
-      readonly now: number;
-      readonly graceMs: number;
-      readonly next: TokenPairDigests;
-    },
+    input: Parameters<Store['rotateRefreshToken']>[0],
     audit: (outcome: Exclude<RotationOutcome, { kind: 'invalid' }>) => AuditEventDraft,
   ): Promise<RotationOutcome> {
-    const { sessionId, presentedDigest, realm, now, graceMs, next } = input;
+    const { sessionId, presentedDigest, now, next } = input;
     return this.#tx(async (c): Promise<RotationOutcome> => {
       // The lock that serialises every presentation of this session's tokens, on every node:
       // a waiter wakes up with the row as the winner committed it and decides on that.
-      const s = await first<RotationRow>(c, `SELECT ${ROTATION_COLUMNS} FROM sessions WHERE id = $1 FOR UPDATE`, [sessionId]);
+      const s = await first<RefreshRow>(c, `SELECT ${REFRESH_COLUMNS} FROM sessions WHERE id = $1 FOR UPDATE`, [sessionId]);
+      // The rule is core's; this only applies what it decided.
+      let decision: RotationDecision = decideRotation(s, input);
       if (s === undefined) return INVALID;
-      // The realm check comes first: a token of another realm is unknown here.
-      if (s.realm !== realm) return INVALID;
-
-      const setPair = async (prevRefreshDigest: string | null, prevRotatedAt: number | null): Promise<SessionRecord> => {
-        const row = await first<SessionRow>(c, SET_PAIR, [
+      if (decision.kind === 'check_retired') {
+        const retired = await first(c, 'SELECT 1 FROM retired_refresh_tokens WHERE session_id = $1 AND digest = $2', [
           s.id,
-          next.accessDigest,
-          // No rotation outlives the session.
-          Math.min(next.accessExpiresAt, s.expires_at),
-          next.refreshDigest,
-          Math.min(next.refreshExpiresAt, s.expires_at),
-          prevRefreshDigest,
-          prevRotatedAt,
-          now,
+          presentedDigest,
         ]);
-        if (row === undefined) throw new Error(`session ${s.id} vanished while locked`);
-        return toSession(row);
-      };
-      const retire = (digest: string) =>
-        c.query('INSERT INTO retired_refresh_tokens (session_id, digest, retired_at) VALUES ($1, $2, $3)', [s.id, digest, now]);
-      const finish = async (kind: 'rotated' | 'rotated_in_grace' | 'reused', session: SessionRecord): Promise<RotationOutcome> => {
-        const outcome = Object.freeze({ kind, session });
+        decision = decideRetiredPresentation(s, { retired: retired !== undefined, now });
+      }
+      const finish = async (outcome: Exclude<RotationOutcome, { kind: 'invalid' }>): Promise<RotationOutcome> => {
         await this.#append(c, audit(outcome));
         return outcome;
       };
-      const revokeForReuse = async (): Promise<RotationOutcome> => {
-        const row = await first<SessionRow>(c, REVOKE_SESSION, [s.id, now, 'refresh_token_reused']);
-        if (row === undefined) return INVALID;
-        return finish('reused', toSession(row));
-      };
-
-      if (digestsEqual(s.refresh_digest, presentedDigest)) {
-        if (!isLive(s, now) || s.refresh_expires_at <= now) return INVALID;
-        if (s.prev_refresh_digest !== null) await retire(s.prev_refresh_digest);
-        return finish('rotated', await setPair(s.refresh_digest, now));
-      }
-      if (s.prev_refresh_digest !== null && digestsEqual(s.prev_refresh_digest, presentedDigest)) {
-        if (!isLive(s, now)) return INVALID;
-        if (s.prev_rotated_at !== null && graceMs > 0 && now - s.prev_rotated_at <= graceMs) {
-          // A client that lost the answer to its rotation retries: the pair issued in between
-          // dies so that only one pair stays live, and "previous" stays as it is.
-          await retire(s.refresh_digest);
-          return finish('rotated_in_grace', await setPair(s.prev_refresh_digest, s.prev_rotated_at));
+      switch (decision.kind) {
+        case 'invalid':
+        case 'check_retired':
+          return INVALID;
+        case 'rotate': {
+          if (decision.retire !== null) {
+            await c.query('INSERT INTO retired_refresh_tokens (session_id, digest, retired_at) VALUES ($1, $2, $3)', [
+              s.id,
+              decision.retire,
+              now,
+            ]);
+          }
+          const row = await first<SessionRow>(c, SET_PAIR, [
+            s.id,
+            next.accessDigest,
+            // No rotation outlives the session.
+            Math.min(next.accessExpiresAt, s.expires_at),
+            next.refreshDigest,
+            Math.min(next.refreshExpiresAt, s.expires_at),
+            s.refresh_digest,
+            now,
+            now,
+            input.sealedSuccessor,
+          ]);
+          if (row === undefined) throw new Error(`session ${s.id} vanished while locked`);
+          return finish(Object.freeze({ kind: 'rotated', session: toSession(row) }));
         }
-        return revokeForReuse();
+        case 'replay':
+          return finish(Object.freeze({ kind: 'rotated_in_grace', session: toSession(s), sealedSuccessor: decision.sealedSuccessor }));
+        case 'reuse': {
+          const row = await first<SessionRow>(c, REVOKE_SESSION, [s.id, now, 'refresh_token_reused']);
+          if (row === undefined) return INVALID;
+          return finish(Object.freeze({ kind: 'reused', session: toSession(row) }));
+        }
       }
-      // Retired for good is reuse; a digest the session never had is a forgery and changes nothing.
-      const retired = await first(c, 'SELECT 1 FROM retired_refresh_tokens WHERE session_id = $1 AND digest = $2', [s.id, presentedDigest]);
-      if (retired === undefined || !isLive(s, now)) return INVALID;
-      return revokeForReuse();
     });
   }
 
@@ -632,5 +631,66 @@ export class PostgresStore implements Store {
     } finally {
       client.release(broken);
     }
+  }
+
+  async reserveAttempts(input: Parameters<Store['reserveAttempts']>[0]): Promise<AttemptReservation> {
+    const keys = [...new Set(input.keys)].sort();
+    if (keys.length === 0) return { reserved: true, shared: true, windows: [] };
+    return this.#tx(async (c): Promise<AttemptReservation> => {
+      // One statement creates the missing rows and locks every row (a no-op update locks it), in
+      // key order (two reservations never wait on each other in a cycle), returning the counts
+      // as the latest commit left them: every node decides on the same numbers.
+      const current = await rows<{ key: string; window_start: number; failures: number; pending: number }>(
+        c,
+        `INSERT INTO attempt_budget (key, window_start, failures, pending) SELECT k, $2, 0, 0 FROM unnest($1::text[]) AS k ORDER BY k
+         ON CONFLICT (key) DO UPDATE SET key = EXCLUDED.key
+         RETURNING key, window_start, failures, pending`,
+        [keys, input.now],
+      );
+      const byKey = new Map(current.map((r) => [r.key, r]));
+      const windows: AttemptWindow[] = [];
+      let retryAfterMs = 0;
+      let busy = false;
+      for (const key of keys) {
+        const r = byKey.get(key);
+        // A row just created holds nothing: a window that starts now (as does one pruned meanwhile).
+        const stored =
+          r === undefined || r.failures + r.pending === 0
+            ? undefined
+            : { key, start: r.window_start, failures: r.failures, pending: r.pending };
+        const d = decideAttemptWindow(key, stored, input);
+        if (d.kind === 'refuse') retryAfterMs = Math.max(retryAfterMs, d.retryAfterMs);
+        else if (d.kind === 'busy') busy = true;
+        else windows.push(d.window);
+      }
+      if (retryAfterMs > 0) return rollback({ reserved: false, busy: false, retryAfterMs });
+      if (busy) return rollback({ reserved: false, busy: true, retryAfterMs: 1000 });
+      await c.query(
+        `INSERT INTO attempt_budget (key, window_start, failures, pending)
+         SELECT * FROM unnest($1::text[], $2::bigint[], $3::int[], $4::int[])
+         ON CONFLICT (key) DO UPDATE SET window_start = EXCLUDED.window_start, failures = EXCLUDED.failures, pending = EXCLUDED.pending`,
+        [windows.map((w) => w.key), windows.map((w) => w.start), windows.map((w) => w.failures), windows.map((w) => w.pending)],
+      );
+      // Windows that ended long ago are clutter: every 64th reservation of this node sweeps a
+      // few away, never waiting on a lock.
+      if (++this.#reservations % 64 === 0) {
+        await c.query(
+          `DELETE FROM attempt_budget WHERE key IN (
+             SELECT key FROM attempt_budget WHERE window_start < $1 ORDER BY window_start LIMIT 500 FOR UPDATE SKIP LOCKED)`,
+          [input.now - 2 * input.windowMs],
+        );
+      }
+      return { reserved: true, shared: true, windows };
+    });
+  }
+
+  async settleAttempts(input: Parameters<Store['settleAttempts']>[0]): Promise<void> {
+    if (input.windows.length === 0) return;
+    // Only a window that is still the one reserved in changes; a newer one owes nothing.
+    await this.#pool.query(
+      `UPDATE attempt_budget AS b SET pending = GREATEST(b.pending - 1, 0), failures = b.failures + $3
+       FROM unnest($1::text[], $2::bigint[]) AS w (key, start) WHERE b.key = w.key AND b.window_start = w.start`,
+      [input.windows.map((w) => w.key), input.windows.map((w) => w.start), input.failed ? 1 : 0],
+    );
   }
 }

@@ -194,6 +194,7 @@ describe('across two nodes (two pools on one schema)', () => {
           now: T0 + 1000 + i,
           graceMs: 0,
           next: nexts[i] as TokenPairDigests,
+          sealedSuccessor: `sealed-${i}`,
         },
         rotationAudit,
       ),
@@ -214,7 +215,7 @@ describe('across two nodes (two pools on one schema)', () => {
     assert.equal(await n.a.findSessionByAccessDigest(session.id, first.accessDigest), null, 'the first pair is retired');
   });
 
-  test('with grace 10 s, 50 concurrent presentations of one refresh token leave exactly one live pair, the last one written', async () => {
+  test("with grace 10 s, 50 concurrent presentations of one refresh token leave exactly one live pair, the winner's, answered to all", async () => {
     const { session, first } = await sessionOn(n.a);
     const nexts = Array.from({ length: ATTEMPTS }, () => pair(T0));
     const now = T0 + 1000;
@@ -227,42 +228,52 @@ describe('across two nodes (two pools on one schema)', () => {
           now,
           graceMs: 10_000,
           next: nexts[i] as TokenPairDigests,
+          sealedSuccessor: `sealed-${i}`,
         },
         rotationAudit,
       ),
     );
     assert.deepEqual(tally(outcomes.map((o) => o.kind)), { rotated: 1, rotated_in_grace: ATTEMPTS - 1 });
     assert.equal(await n.a.findSessionByAccessDigest(session.id, first.accessDigest), null, 'the first pair is retired');
+    const winner = outcomes.findIndex((o) => o.kind === 'rotated');
     const live: number[] = [];
     for (const [i, p] of nexts.entries()) {
       const s = await n.b.findSessionByAccessDigest(session.id, p.accessDigest);
       if (s !== null) live.push(i);
     }
-    assert.equal(live.length, 1, 'exactly one of the 50 new access digests still resolves');
-    const current = await n.b.getSession(session.id);
-    assert.equal(current?.generation, ATTEMPTS, 'every presentation was decided after the one before it');
-    const last = await n.a.findSessionByAccessDigest(session.id, (nexts[live[0] as number] as TokenPairDigests).accessDigest);
-    assert.equal(last?.generation, ATTEMPTS, 'the live pair is the one the last decision wrote');
-    // Only that pair's refresh token rotates; an in-between one (retired) is reuse.
-    const retiredIndex = live[0] === 0 ? 1 : 0;
-    const reuse = await n.a.rotateRefreshToken(
+    assert.deepEqual(live, [winner], "exactly one of the 50 new access digests resolves: the winner's");
+    // Every other presentation is answered with the winner's pair, sealed for the presented token.
+    for (const o of outcomes) if (o.kind === 'rotated_in_grace') assert.equal(o.sealedSuccessor, `sealed-${winner}`);
+    assert.equal((await n.b.getSession(session.id))?.generation, 1, 'nothing but the one rotation was written');
+    // The winner's refresh token rotates on; a loser's (never issued to anyone) is unknown and revokes nothing.
+    const loser = winner === 0 ? 1 : 0;
+    const forged = await n.a.rotateRefreshToken(
       {
         sessionId: session.id,
-        presentedDigest: (nexts[retiredIndex] as TokenPairDigests).refreshDigest,
+        presentedDigest: (nexts[loser] as TokenPairDigests).refreshDigest,
         realm: 'management',
         now: now + 1,
         graceMs: 10_000,
         next: pair(now),
+        sealedSuccessor: 'sealed-x',
       },
       rotationAudit,
     );
-    assert.equal(reuse.kind, 'reused');
+    assert.equal(forged.kind, 'invalid');
   });
 
   test('of 50 concurrent presentations of a refresh token retired outside grace exactly one revokes the session', async () => {
     const { session, first } = await sessionOn(n.a);
     const rotated = await n.a.rotateRefreshToken(
-      { sessionId: session.id, presentedDigest: first.refreshDigest, realm: 'management', now: T0 + 1000, graceMs: 10_000, next: pair(T0) },
+      {
+        sessionId: session.id,
+        presentedDigest: first.refreshDigest,
+        realm: 'management',
+        now: T0 + 1000,
+        graceMs: 10_000,
+        next: pair(T0),
+        sealedSuccessor: 'sealed',
+      },
       rotationAudit,
     );
     assert.equal(rotated.kind, 'rotated');
@@ -275,6 +286,7 @@ describe('across two nodes (two pools on one schema)', () => {
           now: T0 + 60_000,
           graceMs: 10_000,
           next: pair(T0),
+          sealedSuccessor: 'sealed',
         },
         rotationAudit,
       ),

@@ -1,27 +1,31 @@
 import {
   ACCESS_COLUMNS,
   type AccessRow,
+  type AttemptReservation,
   type AuditEvent,
   type AuditEventDraft,
   type BootstrapOutcome,
   type ChallengeRecord,
   type ChallengeRow,
+  CLOCK_SKEW_TOLERANCE_MS,
   DEVICE_COLUMNS,
   type DeviceRecord,
   type DeviceRow,
+  decideRetiredPresentation,
+  decideRotation,
   digestsEqual,
   EVENT_COLUMNS,
   type EventRow,
   GENESIS_HASH,
   INTENT_COLUMNS,
   type IntentRow,
-  isLive,
   type PairingCompletion,
   type PairingIntentRecord,
+  REFRESH_COLUMNS,
   type Realm,
-  ROTATION_COLUMNS,
+  type RefreshRow,
+  type RotationDecision,
   type RotationOutcome,
-  type RotationRow,
   SESSION_COLUMNS,
   type SessionRecord,
   type SessionRow,
@@ -84,8 +88,9 @@ function prepareStatements(db: Db) {
     insertChallenge: p(
       'INSERT INTO challenges (id, public_key, realm, challenge, created_at, expires_at) VALUES (@id, @publicKey, @realm, @challenge, @createdAt, @expiresAt)',
     ),
+    // A challenge dated in the future (the clock was stepped back) cannot be aged: refused.
     consumeChallenge: p(
-      'UPDATE challenges SET used_at = @now WHERE id = @id AND used_at IS NULL AND expires_at > @now RETURNING id, public_key, realm, challenge, created_at, expires_at',
+      'UPDATE challenges SET used_at = @now WHERE id = @id AND used_at IS NULL AND expires_at > @now AND created_at <= @latest RETURNING id, public_key, realm, challenge, created_at, expires_at',
     ),
 
     insertSession: p(
@@ -103,7 +108,7 @@ function prepareStatements(db: Db) {
          AND (@realm IS NULL OR realm = @realm) AND (@deviceId IS NULL OR device_id = @deviceId)
        ORDER BY created_at DESC, id DESC`,
     ),
-    sessionForRotation: p(`SELECT ${ROTATION_COLUMNS} FROM sessions WHERE id = ?`),
+    sessionForRotation: p(`SELECT ${REFRESH_COLUMNS} FROM sessions WHERE id = ?`),
     currentRefreshDigest: p('SELECT refresh_digest FROM sessions WHERE id = ?').pluck(true),
     isRetired: p('SELECT 1 FROM retired_refresh_tokens WHERE session_id = ? AND digest = ?').pluck(true),
     retireRefresh: p('INSERT INTO retired_refresh_tokens (session_id, digest, retired_at) VALUES (?, ?, ?)'),
@@ -117,7 +122,7 @@ function prepareStatements(db: Db) {
     setPair: p(
       `UPDATE sessions SET access_digest = @accessDigest, access_expires_at = @accessExpiresAt, refresh_digest = @refreshDigest,
          refresh_expires_at = @refreshExpiresAt, prev_refresh_digest = @prevRefreshDigest, prev_rotated_at = @prevRotatedAt,
-         generation = generation + 1, last_rotated_at = @now
+         prev_successor = @prevSuccessor, generation = generation + 1, last_rotated_at = @now
        WHERE id = @id`,
     ),
     revokeSession: p('UPDATE sessions SET revoked_at = @now, revoked_reason = @reason WHERE id = @id AND revoked_at IS NULL'),
@@ -156,6 +161,7 @@ function prepareStatements(db: Db) {
 type Statements = ReturnType<typeof prepareStatements>;
 
 const INVALID: RotationOutcome = Object.freeze({ kind: 'invalid' });
+const NOT_SHARED: AttemptReservation = Object.freeze({ reserved: true, shared: false, windows: Object.freeze([]) });
 
 /** Sessions the bearer-check cache keeps by default (about 1 KiB each with their principals). */
 const BEARER_CACHE_SESSIONS = 10_000;
@@ -295,63 +301,67 @@ export class SqliteStore implements Store {
   }
 
   #rotate(input: Parameters<Store['rotateRefreshToken']>[0], audit: Parameters<Store['rotateRefreshToken']>[1]): RotationOutcome {
-    const { sessionId, presentedDigest, realm, now, graceMs, next } = input;
-    const s = this.#s.sessionForRotation.get(sessionId) as RotationRow | undefined;
-    // The realm check comes first: a token of another realm is unknown here.
-    if (s === undefined || s.realm !== realm) return INVALID;
-    const finish = (kind: 'rotated' | 'rotated_in_grace' | 'reused', session: SessionRecord): RotationOutcome => {
-      const outcome = Object.freeze({ kind, session });
-      this.#append(audit(outcome));
-      return outcome;
-    };
-    // The session as the UPDATE below leaves it, built from the row in hand (no re-read).
-    const setPair = (prevRefreshDigest: string | null, prevRotatedAt: number | null): SessionRecord => {
-      // No rotation outlives the session.
-      const accessExpiresAt = Math.min(next.accessExpiresAt, s.expires_at);
-      const refreshExpiresAt = Math.min(next.refreshExpiresAt, s.expires_at);
-      this.#accessCache.delete(s.id);
-      this.#s.setPair.run({
-        id: s.id,
-        accessDigest: next.accessDigest,
-        accessExpiresAt,
-        refreshDigest: next.refreshDigest,
-        refreshExpiresAt,
-        prevRefreshDigest,
-        prevRotatedAt,
-        now,
-      });
-      return toSession({
-        ...s,
-        access_expires_at: accessExpiresAt,
-        refresh_expires_at: refreshExpiresAt,
-        generation: s.generation + 1,
-        last_rotated_at: now,
-      });
-    };
-    const revokeForReuse = (): RotationOutcome => {
-      this.#accessCache.delete(s.id);
-      this.#s.revokeSession.run({ id: s.id, now, reason: 'refresh_token_reused' });
-      return finish('reused', toSession({ ...s, revoked_at: now, revoked_reason: 'refresh_token_reused' }));
-    };
-
-    if (digestsEqual(s.refresh_digest, presentedDigest)) {
-      if (!isLive(s, now) || s.refresh_expires_at <= now) return INVALID;
-      if (s.prev_refresh_digest !== null) this.#s.retireRefresh.run(s.id, s.prev_refresh_digest, now);
-      return finish('rotated', setPair(s.refresh_digest, now));
+    const { sessionId, presentedDigest, now, next } = input;
+    const s = this.#s.sessionForRotation.get(sessionId) as RefreshRow | undefined;
+    // The rule is core's; this only applies what it decided.
+    let decision: RotationDecision = decideRotation(s, input);
+    if (s === undefined) return INVALID;
+    if (decision.kind === 'check_retired') {
+      decision = decideRetiredPresentation(s, { retired: this.#s.isRetired.get(s.id, presentedDigest) !== undefined, now });
     }
-    if (s.prev_refresh_digest !== null && digestsEqual(s.prev_refresh_digest, presentedDigest)) {
-      if (!isLive(s, now)) return INVALID;
-      if (s.prev_rotated_at !== null && graceMs > 0 && now - s.prev_rotated_at <= graceMs) {
-        // A client that lost the answer to its rotation retries: the pair issued in between
-        // dies so that only one pair stays live, and "previous" stays as it is.
-        this.#s.retireRefresh.run(s.id, s.refresh_digest, now);
-        return finish('rotated_in_grace', setPair(s.prev_refresh_digest, s.prev_rotated_at));
+    switch (decision.kind) {
+      case 'invalid':
+      case 'check_retired':
+        return INVALID;
+      case 'rotate': {
+        if (decision.retire !== null) this.#s.retireRefresh.run(s.id, decision.retire, now);
+        // No rotation outlives the session.
+        const accessExpiresAt = Math.min(next.accessExpiresAt, s.expires_at);
+        const refreshExpiresAt = Math.min(next.refreshExpiresAt, s.expires_at);
+        this.#accessCache.delete(s.id);
+        this.#s.setPair.run({
+          id: s.id,
+          accessDigest: next.accessDigest,
+          accessExpiresAt,
+          refreshDigest: next.refreshDigest,
+          refreshExpiresAt,
+          prevRefreshDigest: s.refresh_digest,
+          prevRotatedAt: now,
+          prevSuccessor: input.sealedSuccessor,
+          now,
+        });
+        // The session as the UPDATE leaves it, built from the row in hand (no re-read).
+        const session = toSession({
+          ...s,
+          access_expires_at: accessExpiresAt,
+          refresh_expires_at: refreshExpiresAt,
+          generation: s.generation + 1,
+          last_rotated_at: now,
+        });
+        const outcome: RotationOutcome = Object.freeze({ kind: 'rotated', session });
+        this.#append(audit(outcome));
+        return outcome;
       }
-      return revokeForReuse();
+      case 'replay': {
+        const outcome: RotationOutcome = Object.freeze({
+          kind: 'rotated_in_grace',
+          session: toSession(s),
+          sealedSuccessor: decision.sealedSuccessor,
+        });
+        this.#append(audit(outcome));
+        return outcome;
+      }
+      case 'reuse': {
+        this.#accessCache.delete(s.id);
+        this.#s.revokeSession.run({ id: s.id, now, reason: 'refresh_token_reused' });
+        const outcome: RotationOutcome = Object.freeze({
+          kind: 'reused',
+          session: toSession({ ...s, revoked_at: now, revoked_reason: 'refresh_token_reused' }),
+        });
+        this.#append(audit(outcome));
+        return outcome;
+      }
     }
-    // Retired for good is reuse; a digest the session never had is a forgery and changes nothing.
-    if (this.#s.isRetired.get(s.id, presentedDigest) === undefined || !isLive(s, now)) return INVALID;
-    return revokeForReuse();
   }
 
   async ping(): Promise<void> {
@@ -460,7 +470,8 @@ export class SqliteStore implements Store {
 
   async consumeChallenge(input: { readonly id: string; readonly now: number }): Promise<ChallengeRecord | null> {
     // One conditional UPDATE ... RETURNING: the first caller flips used_at, every other sees no row.
-    const row = await this.#write(() => this.#s.consumeChallenge.get({ id: input.id, now: input.now }) as ChallengeRow | undefined);
+    const latest = input.now + CLOCK_SKEW_TOLERANCE_MS;
+    const row = await this.#write(() => this.#s.consumeChallenge.get({ id: input.id, now: input.now, latest }) as ChallengeRow | undefined);
     return row === undefined ? null : toChallenge(row);
   }
 
@@ -530,14 +541,7 @@ export class SqliteStore implements Store {
   }
 
   async rotateRefreshToken(
-    input: {
-      readonly sessionId: string;
-      readonly presentedDigest: string;
-      readonly realm: Realm;
-      readonly now: number;
-      readonly graceMs: number;
-      readonly next: TokenPairDigests;
-    },
+    input: Parameters<Store['rotateRefreshToken']>[0],
     audit: (outcome: Exclude<RotationOutcome, { kind: 'invalid' }>) => AuditEventDraft,
   ): Promise<RotationOutcome> {
     // Anything but the current refresh token may be a reuse, whose revocation must be durable:
@@ -658,4 +662,12 @@ export class SqliteStore implements Store {
       };
     }) as StoreStats;
   }
+
+  async reserveAttempts(_input: Parameters<Store['reserveAttempts']>[0]): Promise<AttemptReservation> {
+    // The embedded store serves one node: that node's in-memory budget (on its monotonic
+    // clock) is the whole budget, so nothing is written here for an attempt.
+    return NOT_SHARED;
+  }
+
+  async settleAttempts(_input: Parameters<Store['settleAttempts']>[0]): Promise<void> {}
 }

@@ -4,8 +4,10 @@ import type { Clock } from '@svc/core';
 export interface FakeClock extends Clock {
   /** Moves time forward by `ms` (never backward). */
   advance(ms: number): void;
-  /** Sets the time to `ms`. */
+  /** Sets the wall time to `ms` (a step of the system clock: the monotonic clock does not move). */
   set(ms: number): void;
+  /** Milliseconds of elapsed time: moved by {@link FakeClock.advance} only, never by {@link FakeClock.set}. */
+  monotonic(): number;
 }
 
 /** 2026-11-22T10:00:00.000Z: a fixed, realistic start so IDs and RFC 3339 times look real. */
@@ -24,10 +26,13 @@ export function createFakeClock(startMs: number = FAKE_CLOCK_START): FakeClock {
     return ms;
   };
   let now = check(startMs);
+  let elapsed = 0;
   return {
     now: () => now,
+    monotonic: () => elapsed,
     advance(ms: number) {
       now = check(now + check(ms));
+      elapsed += ms;
     },
     set(ms: number) {
       now = check(ms);

@@ -21,6 +21,7 @@ import {
   type RotationOutcome,
   type SessionRecord,
   type Store,
+  sealSuccessor,
   type TokenPairDigests,
   type TokenPairJson,
   authenticate as useCaseAuthenticate,
@@ -211,6 +212,7 @@ export async function rotateAtStore(
       now: deps.clock.now(),
       graceMs: input.graceMs,
       next: next.digests,
+      sealedSuccessor: sealSuccessor(input.refresh, presented.sessionId, { access: next.access, refresh: next.refresh }, deps.random),
     },
     (o) => {
       auditCalls++;

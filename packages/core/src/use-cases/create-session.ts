@@ -20,20 +20,22 @@ export async function createSession(
   deps: AuthDeps,
   input: { readonly challengeId: unknown; readonly signature: unknown; readonly realm: Realm },
 ): Promise<TokenPairJson> {
-  if (typeof input.challengeId !== 'string' || input.challengeId.length > 64) {
-    throw new AuthError('invalid_request', 'challenge_id must be a challenge id string');
+  // Only an id of the exact challenge shape (chl_ and a ULID) goes any further: refusals are
+  // audited with the id, and an unauthenticated caller must not be able to write free text
+  // (fake event lines, terminal escape sequences) into the audit trail.
+  if (!isIdOfKind(input.challengeId, 'challenge')) {
+    throw new AuthError('invalid_request', 'challenge_id must be a challenge id (chl_ and 26 Crockford base32 characters)');
   }
+  const challengeId = input.challengeId;
   const signature = parseSignatureHex(input.signature);
   const realm = input.realm;
   const fail = async (code: 'invalid_challenge' | 'invalid_signature', reason: string, detail: string) => {
-    await deps.store.appendAuditEvent(
-      auditDraft(deps, 'signin.failed', { realm, data: { reason, challenge_id: input.challengeId as string } }),
-    );
+    await deps.store.appendAuditEvent(auditDraft(deps, 'signin.failed', { realm, data: { reason, challenge_id: challengeId } }));
     deps.log.warn({ event: 'signin.failed', realm, reason }, 'sign-in refused');
     return new AuthError(code, detail);
   };
   const now = deps.clock.now();
-  const challenge = isIdOfKind(input.challengeId, 'challenge') ? await deps.store.consumeChallenge({ id: input.challengeId, now }) : null;
+  const challenge = await deps.store.consumeChallenge({ id: challengeId, now });
   if (challenge === null) {
     throw await fail('invalid_challenge', 'challenge_unknown_expired_or_used', 'unknown, expired or already used challenge');
   }

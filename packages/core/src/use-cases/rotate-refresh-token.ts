@@ -1,14 +1,18 @@
 import type { AuthDeps } from '../deps.js';
 import { AuthError } from '../errors.js';
 import type { Realm } from '../realm.js';
+import { openSuccessor, sealSuccessor } from '../refresh-rotation.js';
 import { digestToken, mintSessionToken, parseSessionToken } from '../tokens.js';
 import { type TokenPairJson, tokenPairToJson } from '../wire.js';
 import { auditDraft } from './event.js';
 
 /**
  * Rotates a session's token pair with its single-use refresh token. The immediately previous
- * token, within the grace interval, is answered like a rotation (the pair issued in between is
- * retired); any other retired token revokes the whole session (`refresh_token_reused`). Every
+ * token, presented again within the grace interval (two tabs refreshing at once, a retry after a
+ * lost answer), is answered with the SAME pair its rotation issued, so every such caller ends
+ * holding the one live pair; any other retired token revokes the whole session
+ * (`refresh_token_reused`), and so does the previous one when its rotation time lies in the
+ * future (the clock was stepped back: the interval cannot be measured, so no grace). Every
  * outcome that changes state is audited in the same transaction. A token of a session in
  * another realm is refused as unknown and changes nothing (realm binding).
  *
@@ -42,6 +46,7 @@ export async function rotateRefreshToken(
         accessExpiresAt: now + s.accessTokenTtlSeconds * 1000,
         refreshExpiresAt: now + s.refreshTokenTtlSeconds * 1000,
       },
+      sealedSuccessor: sealSuccessor(input.refreshToken, presented.sessionId, { access, refresh }, deps.random),
     },
     (o) =>
       auditDraft(
@@ -59,9 +64,15 @@ export async function rotateRefreshToken(
   );
   switch (outcome.kind) {
     case 'rotated':
-    case 'rotated_in_grace':
-      deps.log.info({ event: `session.${outcome.kind}`, session_id: outcome.session.id }, 'token pair rotated');
+      deps.log.info({ event: 'session.rotated', session_id: outcome.session.id }, 'token pair rotated');
       return tokenPairToJson(outcome.session, access, refresh, now);
+    case 'rotated_in_grace': {
+      // The live pair, as its rotation issued it: sealed for exactly the token presented now.
+      const live = openSuccessor(input.refreshToken, presented.sessionId, outcome.sealedSuccessor);
+      if (live === null) throw new AuthError('invalid_refresh_token', 'unknown or expired refresh token, or its session is revoked');
+      deps.log.info({ event: 'session.rotated_in_grace', session_id: outcome.session.id }, 'token pair answered again within grace');
+      return tokenPairToJson(outcome.session, live.access, live.refresh, now);
+    }
     case 'reused':
       deps.log.warn({ event: 'session.refresh_reused', session_id: outcome.session.id }, 'refresh token reused: session revoked');
       throw new AuthError('refresh_token_reused', 'the refresh token was already used; the session is now revoked');

@@ -1,6 +1,7 @@
 import type { AuthDeps } from '@svc/core';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
-import { createFailureLimiter } from '../http/failure-limiter.js';
+import { type ChallengeBudget, createChallengeBudget } from '../http/challenge-budget.js';
+import { createFailureLimiter, type FailureLimiter } from '../http/failure-limiter.js';
 import { hardenSurface } from '../http/harden.js';
 import { serverOptions } from '../http/server-options.js';
 import { healthRoutes } from './health-routes.js';
@@ -14,6 +15,10 @@ export interface ManagementAppOptions {
   deps: AuthDeps;
   /** A pino logger (passed to Fastify as `loggerInstance`, behind redaction), or no logging. */
   logger?: FastifyBaseLogger | false;
+  /** The budget of failed proofs. Default: 30 failures per address unit (or per session, for refresh) per 60 s. */
+  limiter?: FailureLimiter;
+  /** The budget of unanswered challenges. Default: 100 per address unit and 20 per public key per 60 s. */
+  challenges?: ChallengeBudget;
 }
 
 /**
@@ -34,9 +39,10 @@ export async function buildManagementApp(opts: ManagementAppOptions): Promise<Fa
   // The management API is loopback-only: the DNS-rebinding guard runs before any parser.
   hardenSurface(app, { loopbackOnly: true });
 
-  const limiter = createFailureLimiter({ clock: deps.clock });
+  const limiter = opts.limiter ?? createFailureLimiter({ clock: deps.clock, store: deps.store, scope: 'signin' });
+  const challenges = opts.challenges ?? createChallengeBudget({ clock: deps.clock });
   await app.register(healthRoutes, { deps });
-  await app.register(signInRoutes, { deps, limiter });
+  await app.register(signInRoutes, { deps, limiter, challenges });
   await app.register(sessionRoutes, { deps });
   await app.register(operatorRoutes, { deps });
   return app;

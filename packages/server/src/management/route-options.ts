@@ -1,6 +1,7 @@
 import { type AuthDeps, authenticate, type Principal } from '@svc/core';
 import type { FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
 import { bearerToken } from '../http/bearer.js';
+import type { ChallengeBudget } from '../http/challenge-budget.js';
 import type { FailureLimiter } from '../http/failure-limiter.js';
 
 /** What every management route plugin receives. */
@@ -8,9 +9,10 @@ export interface ManagementRouteOptions {
   readonly deps: AuthDeps;
 }
 
-/** What the sign-in route plugin receives: the deps and the failed-attempt counter. */
+/** What the sign-in route plugin receives: the deps, the failed-attempt budget and the unanswered-challenge budget. */
 export interface SignInRouteOptions extends ManagementRouteOptions {
   readonly limiter: FailureLimiter;
+  readonly challenges: ChallengeBudget;
 }
 
 /**

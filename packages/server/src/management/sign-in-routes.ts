@@ -4,11 +4,13 @@ import {
   createSession,
   deviceToJson,
   enrollWithBootstrapToken,
+  parseSessionToken,
   rfc3339,
   rotateRefreshToken,
   secondsUntil,
 } from '@svc/core';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
+import { clientAddressKey, limitedAttempt } from '../http/failure-limiter.js';
 import type { SignInRouteOptions } from './route-options.js';
 import {
   type ChallengeBody,
@@ -26,20 +28,19 @@ import {
 
 /**
  * The unauthenticated routes that prove something: enrollment with the bootstrap token, the
- * challenge, the signed sign-in and the refresh. Failed proofs (401s) on enroll, sessions and
- * refresh are counted per client IP; over the limit a client gets `429 rate_limited` before its
- * body is even parsed. Successes are never counted.
+ * challenge, the signed sign-in and the refresh. Every proof attempt on enroll, sessions and
+ * refresh is reserved against the client's address unit (and, for a refresh, against the
+ * session its token names) BEFORE it runs and kept when it fails (a 401): over the budget a
+ * client gets `429 rate_limited`, and a client already over it is refused before its body is
+ * even parsed. Successes are never counted. Challenges left unanswered are bounded per address
+ * unit and per public key.
  *
  * @example
- * await app.register(signInRoutes, { deps, limiter: createFailureLimiter({ clock: deps.clock }) });
+ * await app.register(signInRoutes, { deps, limiter: createFailureLimiter({ clock: deps.clock }), challenges: createChallengeBudget({ clock: deps.clock }) });
  */
-export const signInRoutes: FastifyPluginAsync<SignInRouteOptions> = async (app, { deps, limiter }) => {
+export const signInRoutes: FastifyPluginAsync<SignInRouteOptions> = async (app, { deps, limiter, challenges }) => {
   const limitFailures = (req: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction) => {
-    done(limiter.check(req.ip) ?? undefined);
-  };
-  const countFailure = (req: FastifyRequest, err: unknown): never => {
-    if (err instanceof AuthError && err.status === 401) limiter.recordFailure(req.ip);
-    throw err;
+    done(limiter.check([clientAddressKey(req.ip)]) ?? undefined);
   };
 
   app.post<{ Body: EnrollBody }>(
@@ -47,8 +48,8 @@ export const signInRoutes: FastifyPluginAsync<SignInRouteOptions> = async (app, 
     { onRequest: limitFailures, schema: { body: enrollBody, response: { 201: deviceResponse } } },
     async (req, reply) => {
       const { bootstrap_token, public_key, name } = req.body;
-      const device = await enrollWithBootstrapToken(deps, { bootstrapToken: bootstrap_token, publicKey: public_key, name }).catch((err) =>
-        countFailure(req, err),
+      const device = await limitedAttempt(limiter, [clientAddressKey(req.ip)], () =>
+        enrollWithBootstrapToken(deps, { bootstrapToken: bootstrap_token, publicKey: public_key, name }),
       );
       return reply.code(201).send({ device: deviceToJson(device) });
     },
@@ -58,7 +59,15 @@ export const signInRoutes: FastifyPluginAsync<SignInRouteOptions> = async (app, 
     '/v1/auth/challenges',
     { schema: { body: challengeBody, response: { 201: challengeResponse } } },
     async (req, reply) => {
-      const c = await createChallenge(deps, { publicKey: req.body.public_key, realm: 'management' });
+      const slot = challenges.reserve(clientAddressKey(req.ip), req.body.public_key);
+      let c: Awaited<ReturnType<typeof createChallenge>>;
+      try {
+        c = await createChallenge(deps, { publicKey: req.body.public_key, realm: 'management' });
+      } catch (err) {
+        slot.release();
+        throw err;
+      }
+      challenges.hold(c.id, slot);
       return reply.code(201).send({
         challenge_id: c.id,
         challenge: c.challenge,
@@ -72,11 +81,19 @@ export const signInRoutes: FastifyPluginAsync<SignInRouteOptions> = async (app, 
     '/v1/auth/sessions',
     { onRequest: limitFailures, schema: { body: sessionBody, response: { 201: tokenPairResponse } } },
     async (req, reply) => {
-      const pair = await createSession(deps, {
-        challengeId: req.body.challenge_id,
-        signature: req.body.signature,
-        realm: 'management',
-      }).catch((err) => countFailure(req, err));
+      const { challenge_id, signature } = req.body;
+      const answer = () => createSession(deps, { challengeId: challenge_id, signature, realm: 'management' });
+      const pair = await limitedAttempt(limiter, [clientAddressKey(req.ip)], answer).then(
+        (p) => {
+          challenges.answered(challenge_id);
+          return p;
+        },
+        (err: unknown) => {
+          // A 401 means the challenge was looked up and, if it existed, used up.
+          if (err instanceof AuthError && err.status === 401) challenges.answered(challenge_id);
+          throw err;
+        },
+      );
       return reply.code(201).send(pair);
     },
   );
@@ -84,7 +101,12 @@ export const signInRoutes: FastifyPluginAsync<SignInRouteOptions> = async (app, 
   app.post<{ Body: RefreshBody }>(
     '/v1/auth/refresh',
     { onRequest: limitFailures, schema: { body: refreshBody, response: { 200: tokenPairResponse } } },
-    async (req) =>
-      rotateRefreshToken(deps, { refreshToken: req.body.refresh_token, realm: 'management' }).catch((err) => countFailure(req, err)),
+    async (req) => {
+      const token = req.body.refresh_token;
+      const presented = parseSessionToken(token, 'refresh');
+      // Per session as well as per address: guesses at one session's token share one budget wherever they come from.
+      const keys = presented === null ? [clientAddressKey(req.ip)] : [clientAddressKey(req.ip), `refresh:${presented.sessionId}`];
+      return limitedAttempt(limiter, keys, () => rotateRefreshToken(deps, { refreshToken: token, realm: 'management' }));
+    },
   );
 };

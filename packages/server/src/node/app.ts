@@ -58,6 +58,8 @@ export async function buildNodeApp(opts: NodeAppOptions): Promise<FastifyInstanc
 
   const limiter = createFailureLimiter({
     clock: deps.clock,
+    store: deps.store,
+    scope: 'pairing',
     maxFailures: opts.pairingFailureLimit?.maxFailures ?? 10,
     windowSeconds: opts.pairingFailureLimit?.windowSeconds ?? 60,
   });

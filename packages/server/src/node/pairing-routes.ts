@@ -1,5 +1,6 @@
-import { AuthError, completePairing, deviceToJson, preparePairing } from '@svc/core';
+import { completePairing, deviceToJson, isIdOfKind, preparePairing } from '@svc/core';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
+import { clientAddressKey, limitedAttempt } from '../http/failure-limiter.js';
 import { principalOf, requireManagementPrincipal } from '../management/route-options.js';
 import type { PairingRouteOptions } from './route-options.js';
 import { NODE_PATHS } from './routes.js';
@@ -17,8 +18,8 @@ import { type CompleteBody, completeBody, type PrepareBody, prepareBody } from '
  *
  * The core checks the code in constant time, burns the intent after 5 wrong codes, lets one
  * of N concurrent completions win, and audits every step. Here, failed completions (401s) are
- * counted per client IP; over the limit a client gets `429 rate_limited` before its body is
- * parsed.
+ * reserved before they run, per client address unit and per intent, and kept when they fail;
+ * over the limit a client gets `429 rate_limited` (before its body is parsed, once it is over).
  *
  * @example
  * await app.register(pairingRoutes, { deps, identity, providers, limiter: createFailureLimiter({ clock: deps.clock }) });
@@ -41,7 +42,7 @@ export const pairingRoutes: FastifyPluginAsync<PairingRouteOptions> = async (app
   );
 
   const limitFailures = (req: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction) => {
-    done(limiter.check(req.ip) ?? undefined);
+    done(limiter.check([clientAddressKey(req.ip)]) ?? undefined);
   };
 
   app.post<{ Body: CompleteBody }>(
@@ -49,20 +50,13 @@ export const pairingRoutes: FastifyPluginAsync<PairingRouteOptions> = async (app
     { onRequest: limitFailures, schema: { body: completeBody } },
     async (req, reply) => {
       const { intent_id, code, public_key, signature, name } = req.body;
-      try {
-        const device = await completePairing(deps, {
-          nodeId: identity.nodeId,
-          intentId: intent_id,
-          code,
-          publicKey: public_key,
-          signature,
-          name,
-        });
-        return reply.code(201).send({ device: deviceToJson(device) });
-      } catch (err) {
-        if (err instanceof AuthError && err.status === 401) limiter.recordFailure(req.ip);
-        throw err;
-      }
+      // Reserved before the attempt, per address unit and per intent (the intent also burns after 5 wrong codes).
+      const device = await limitedAttempt(
+        limiter,
+        [clientAddressKey(req.ip), ...(isIdOfKind(intent_id, 'intent') ? [`pairing:${intent_id}`] : [])],
+        () => completePairing(deps, { nodeId: identity.nodeId, intentId: intent_id, code, publicKey: public_key, signature, name }),
+      );
+      return reply.code(201).send({ device: deviceToJson(device) });
     },
   );
 };

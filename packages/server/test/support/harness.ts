@@ -19,17 +19,27 @@ import { buildManagementApp } from '../../src/index.js';
 /** 2026-11-22T10:00:00.000Z. */
 export const START = Date.UTC(2026, 10, 22, 10, 0, 0, 0);
 
-/** A clock that moves only when a test says so. */
+/** A clock that moves only when a test says so: a wall clock and a monotonic one. */
 export interface FakeClock {
   now(): number;
+  monotonic(): number;
+  /** Time passes: both clocks move on by `ms`. */
   advance(ms: number): void;
+  /** The system clock is stepped (by an operator, NTP): only the wall clock jumps, by `ms` (negative: back). */
+  step(ms: number): void;
 }
 
 export function createFakeClock(start = START): FakeClock {
   let t = start;
+  let mono = 0;
   return {
     now: () => t,
+    monotonic: () => mono,
     advance(ms: number) {
+      t += ms;
+      mono += ms;
+    },
+    step(ms: number) {
       t += ms;
     },
   };

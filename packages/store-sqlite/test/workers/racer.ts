@@ -6,7 +6,9 @@ import {
   digestToken,
   enrollWithBootstrapToken,
   mintSessionToken,
+  openSuccessor,
   parseSessionToken,
+  sealSuccessor,
 } from '@svc/core';
 import { createFakeClock, makeDeps, newDeviceKey } from '@svc/store-testkit';
 import { openSqliteStore, type SqliteStore } from 'svc-store-sqlite';
@@ -50,6 +52,7 @@ async function attempt(task: RaceTask, deps: AuthDeps, store: SqliteStore): Prom
               accessExpiresAt: now + 900_000,
               refreshExpiresAt: now + 86_400_000,
             },
+            sealedSuccessor: sealSuccessor(task.scenario.refreshToken, presented.sessionId, { access, refresh }, deps.random),
           },
           (o) =>
             auditDraft(
@@ -66,7 +69,12 @@ async function attempt(task: RaceTask, deps: AuthDeps, store: SqliteStore): Prom
               },
             ),
         );
-        return { outcome: result.kind, accessToken: access };
+        // Within grace the answer is the live pair, sealed for the presented token.
+        const live =
+          result.kind === 'rotated_in_grace'
+            ? openSuccessor(task.scenario.refreshToken, presented.sessionId, result.sealedSuccessor)
+            : null;
+        return { outcome: result.kind, accessToken: live?.access ?? access };
       }
     }
   } catch (error) {

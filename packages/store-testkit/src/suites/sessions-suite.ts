@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { auditDraft, digestToken, newId, rotateRefreshToken } from '@svc/core';
+import { auditDraft, digestToken, newId, openSuccessor, rotateRefreshToken } from '@svc/core';
 import {
   auditLength,
   authenticates,
@@ -95,7 +95,7 @@ export function sessionsSuite(ctx: SuiteContext): void {
         assert.deepEqual((await eventTypes(store)).slice(-1), ['session.rotated']);
       }));
 
-    test('the immediately previous refresh token within grace rotates again and the pair in between dies', () =>
+    test('the immediately previous refresh token within grace is answered with the same live pair, and nothing dies', () =>
       ctx.world(async ({ deps, store, clock }) => {
         const admin = await bootstrapAdmin(deps);
         const first = await signIn(deps, admin.key, 'management');
@@ -103,15 +103,15 @@ export function sessionsSuite(ctx: SuiteContext): void {
         clock.advance(GRACE);
         const retry = await rotateRefreshToken(deps, { refreshToken: first.refresh_token, realm: 'management' });
         assert.equal(retry.session_id, first.session_id);
-        assert.equal(await authenticates(deps, between.access_token, 'management'), false);
-        assert.ok(await authenticates(deps, retry.access_token, 'management'));
-        assert.equal((await store.getSession(first.session_id))?.generation, 2);
+        assert.equal(retry.access_token, between.access_token);
+        assert.equal(retry.refresh_token, between.refresh_token);
+        assert.ok(await authenticates(deps, between.access_token, 'management'));
+        assert.equal(await authenticates(deps, first.access_token, 'management'), false);
+        assert.equal((await store.getSession(first.session_id))?.generation, 1);
         assert.deepEqual((await eventTypes(store)).slice(-2), ['session.rotated', 'session.rotated_in_grace']);
-        // The refresh token of the pair that died is now retired: presenting it is reuse.
-        await rejectsWithCode(
-          rotateRefreshToken(deps, { refreshToken: between.refresh_token, realm: 'management' }),
-          'refresh_token_reused',
-        );
+        // The one live pair rotates on as usual.
+        const next = await rotateRefreshToken(deps, { refreshToken: between.refresh_token, realm: 'management' });
+        assert.ok(await authenticates(deps, next.access_token, 'management'));
       }));
 
     test('the store answers the previous token rotated_in_grace up to exactly the grace interval, reused 1 ms later', () =>
@@ -120,21 +120,73 @@ export function sessionsSuite(ctx: SuiteContext): void {
         const { session, pair } = await createStoreSession(deps, device);
         const rotated = await rotateAtStore(deps, { refresh: pair.refresh, realm: 'application', graceMs: GRACE });
         assert.equal(rotated.outcome.kind, 'rotated');
+        const rotatedAt = clock.now();
         clock.advance(GRACE);
         const inGrace = await rotateAtStore(deps, { refresh: pair.refresh, realm: 'application', graceMs: GRACE });
         assert.equal(inGrace.outcome.kind, 'rotated_in_grace');
         assert.equal(inGrace.auditCalls, 1);
         if (inGrace.outcome.kind !== 'rotated_in_grace') return;
-        assert.equal(inGrace.outcome.session.generation, 2);
-        assert.equal(inGrace.outcome.session.lastRotatedAt, clock.now());
-        assert.equal(await store.findSessionByAccessDigest(session.id, rotated.next.digests.accessDigest), null);
-        assert.equal((await store.findSessionByAccessDigest(session.id, inGrace.next.digests.accessDigest))?.id, session.id);
+        // Nothing changed: the pair of the rotation is still the live one, sealed for the presented token.
+        assert.equal(inGrace.outcome.session.generation, 1);
+        assert.equal(inGrace.outcome.session.lastRotatedAt, rotatedAt);
+        assert.deepEqual(openSuccessor(pair.refresh, session.id, inGrace.outcome.sealedSuccessor), {
+          access: rotated.next.access,
+          refresh: rotated.next.refresh,
+        });
+        assert.equal((await store.findSessionByAccessDigest(session.id, rotated.next.digests.accessDigest))?.id, session.id);
+        assert.equal(await store.findSessionByAccessDigest(session.id, inGrace.next.digests.accessDigest), null);
         clock.advance(1);
         const late = await rotateAtStore(deps, { refresh: pair.refresh, realm: 'application', graceMs: GRACE });
         assert.equal(late.outcome.kind, 'reused');
         if (late.outcome.kind !== 'reused') return;
         assert.equal(late.outcome.session.revokedAt, clock.now());
         assert.equal(late.outcome.session.revokedReason, 'refresh_token_reused');
+      }));
+
+    test('two tabs refreshing one token at once both stay signed in with the one live pair, and each next step works', () =>
+      ctx.world(async ({ deps, store, clock }) => {
+        const admin = await bootstrapAdmin(deps);
+        const first = await signIn(deps, admin.key, 'management');
+        const [tabA, tabB] = await Promise.all([
+          rotateRefreshToken(deps, { refreshToken: first.refresh_token, realm: 'management' }),
+          rotateRefreshToken(deps, { refreshToken: first.refresh_token, realm: 'management' }),
+        ]);
+        assert.ok(tabA !== undefined && tabB !== undefined);
+        assert.equal(tabA.refresh_token, tabB.refresh_token, 'never two live pairs: both tabs hold the same one');
+        assert.equal(tabA.access_token, tabB.access_token);
+        assert.ok(await authenticates(deps, tabA.access_token, 'management'));
+        // Next step of each tab, one after the other, both inside the grace interval: both answered, session alive.
+        clock.advance(1000);
+        const nextA = await rotateRefreshToken(deps, { refreshToken: tabA.refresh_token, realm: 'management' });
+        clock.advance(1000);
+        const nextB = await rotateRefreshToken(deps, { refreshToken: tabB.refresh_token, realm: 'management' });
+        assert.equal(nextB.refresh_token, nextA.refresh_token);
+        assert.ok(await authenticates(deps, nextA.access_token, 'management'));
+        assert.equal((await store.getSession(first.session_id))?.revokedAt, null);
+        // A replay of the first token outside grace is still reuse and revokes the session.
+        clock.advance(GRACE + 1);
+        await rejectsWithCode(rotateRefreshToken(deps, { refreshToken: first.refresh_token, realm: 'management' }), 'refresh_token_reused');
+        assert.equal(await authenticates(deps, nextA.access_token, 'management'), false);
+      }));
+
+    test('after the clock is stepped back 1 h, the previous refresh token presented 12 s after its rotation is reuse, not grace', () =>
+      ctx.world(async ({ deps, store, clock }) => {
+        const admin = await bootstrapAdmin(deps);
+        const first = await signIn(deps, admin.key, 'management');
+        const next = await rotateRefreshToken(deps, { refreshToken: first.refresh_token, realm: 'management' });
+        clock.set(clock.now() - 3_600_000 + 12_000);
+        await rejectsWithCode(rotateRefreshToken(deps, { refreshToken: first.refresh_token, realm: 'management' }), 'refresh_token_reused');
+        assert.equal(await authenticates(deps, next.access_token, 'management'), false);
+        assert.equal((await store.getSession(first.session_id))?.revokedReason, 'refresh_token_reused');
+      }));
+
+    test('after the clock is stepped forward 1 h, the previous refresh token presented 2 s after its rotation is reuse', () =>
+      ctx.world(async ({ deps, clock }) => {
+        const admin = await bootstrapAdmin(deps);
+        const first = await signIn(deps, admin.key, 'management');
+        await rotateRefreshToken(deps, { refreshToken: first.refresh_token, realm: 'management' });
+        clock.advance(3_600_000 + 2_000);
+        await rejectsWithCode(rotateRefreshToken(deps, { refreshToken: first.refresh_token, realm: 'management' }), 'refresh_token_reused');
       }));
 
     test('pruning retired refresh tokens keeps every one that can still reveal a reuse', () =>

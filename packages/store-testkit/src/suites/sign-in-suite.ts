@@ -58,6 +58,21 @@ export function signInSuite(ctx: SuiteContext): void {
         );
       }));
 
+    test('after the clock is stepped back 1 h, a challenge issued before the step is refused instead of living 1 h longer', () =>
+      ctx.world(async ({ deps, clock }) => {
+        const admin = await bootstrapAdmin(deps);
+        const stale = await createChallenge(deps, { publicKey: admin.key.publicKey, realm: 'management' });
+        const skewed = await createChallenge(deps, { publicKey: admin.key.publicKey, realm: 'management' });
+        clock.set(clock.now() - 3_600_000 + 1000);
+        await rejectsWithCode(
+          createSession(deps, { challengeId: stale.id, signature: admin.key.sign(stale.challenge), realm: 'management' }),
+          'invalid_challenge',
+        );
+        // Within the tolerated skew between nodes (1 s), a challenge dated ahead is still good.
+        clock.set(skewed.createdAt - 1000);
+        await createSession(deps, { challengeId: skewed.id, signature: admin.key.sign(skewed.challenge), realm: 'management' });
+      }));
+
     test('a challenge issued for one realm cannot sign in to the other', () =>
       ctx.world(async ({ deps }) => {
         const admin = await bootstrapAdmin(deps);
