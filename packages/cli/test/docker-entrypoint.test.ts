@@ -1,16 +1,18 @@
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { CHILD_TIMEOUT_MS, cleanEnv, keygen, run, SVC_BIN, svcOk, tempDir } from './helpers.js';
+import { bundledSha256, createSchemas, PG_URL } from './support/store-projects.js';
 
 // The container's entrypoint and HEALTHCHECK, run as they are in the image but against a temp
 // project and control directory (no container engine here). `svc` is the lead's tracked
 // bin/svc.js once it exists, else the built dist/bin.js; SVC_BIN overrides both.
 const ENTRYPOINT = fileURLToPath(new URL('../../../docs/docker/entrypoint.sh', import.meta.url));
 const HEALTHCHECK = fileURLToPath(new URL('../../../docs/docker/healthcheck.mjs', import.meta.url));
+const POSTGRES_PROJECT = fileURLToPath(new URL('../../../docs/docker/project.postgres.edn', import.meta.url));
 const TRACKED_BIN = fileURLToPath(new URL('../bin/svc.js', import.meta.url));
 const BIN = process.env.SVC_BIN ?? (existsSync(TRACKED_BIN) ? TRACKED_BIN : SVC_BIN);
 
@@ -133,5 +135,64 @@ describe('the container entrypoint', () => {
     const down = await healthcheck({ SVC_NODE_LISTEN: `0.0.0.0:${third.nodePort}` });
     assert.equal(down.code, 1);
     assert.match(down.stderr, /unhealthy/);
+  });
+});
+
+describe('the container entrypoint with nodes on one PostgreSQL (compose.postgres.yaml)', () => {
+  const tmp = tempDir('svc-entrypoint-pg-test-');
+  const schemas = createSchemas();
+  const containers: Container[] = [];
+
+  after(async () => {
+    for (const c of containers) await c.stop();
+    await schemas.dispose();
+    tmp.cleanup();
+  });
+
+  test('the explicit init step prints the token once, and nodes started with SVC_AUTO_INIT=0 serve without issuing another', async () => {
+    const template = readFileSync(POSTGRES_PROJECT, 'utf8');
+    const pin = /"svc-store-postgres" \{:version "[^"]+"\s+:sha256 "([0-9a-f]{64})"\}/.exec(template);
+    assert.equal(pin?.[1], bundledSha256('svc-store-postgres'), 'project.postgres.edn pins the store archive this build bundles');
+    // The compose project, pointed at the test server: its URL, a fresh schema, a password file.
+    const passwordFile = join(tmp.dir, 'pg_password');
+    writeFileSync(passwordFile, 'unused-with-trust-auth\n', { mode: 0o600 });
+    const edn = join(tmp.dir, 'project.edn');
+    writeFileSync(
+      edn,
+      template
+        .replace('"postgres://svc@postgres:5432/svc"', JSON.stringify(PG_URL))
+        .replace('"svc_auth"', JSON.stringify(schemas.fresh()))
+        .replace('file:/run/secrets/pg_password', `file:${passwordFile}`),
+    );
+    const project = join(tmp.dir, 'srv', 'project');
+    const node = (name: string, extra: Record<string, string> = {}) =>
+      cleanEnv({
+        HOME: join(tmp.dir, 'home'),
+        SVC_BIN: BIN,
+        SVC_PROJECT_DIR: project,
+        SVC_CONTROL_DIR: join(tmp.dir, `${name}-control`),
+        SVC_MANAGEMENT_LISTEN: '127.0.0.1:0',
+        SVC_NODE_LISTEN: '127.0.0.1:0',
+        ...extra,
+      });
+
+    // `docker compose run --rm init`: the init service (project volume writable, SVC_PROJECT_EDN).
+    const init = await run(ENTRYPOINT, ['init'], { env: node('node-a', { SVC_PROJECT_EDN: edn }) });
+    assert.equal(init.code, 0, init.stderr);
+    const tokens = init.stdout.match(TOKEN) ?? [];
+    assert.equal(tokens.length, 1, `exactly one bootstrap token:\n${init.stdout}`);
+
+    // `docker compose up`: both nodes, SVC_AUTO_INIT=0; node-b's control volume is still empty.
+    for (const name of ['node-a', 'node-b']) {
+      const c = await startContainer(node(name, { SVC_AUTO_INIT: '0' }));
+      containers.push(c);
+      assert.doesNotMatch(c.stdout(), /svcb_|bootstrap/, `${name}'s log:\n${c.stdout()}`);
+      assert.equal((await healthcheck({ SVC_NODE_LISTEN: `0.0.0.0:${c.nodePort}` })).code, 0, `${name} is healthy`);
+    }
+    assert.equal(existsSync(join(tmp.dir, 'node-b-control', 'node-key.pem')), true, 'node-b made its own node key');
+    // The token init printed is still the live one: no node issued a new one on start.
+    const pub = await keygen(join(tmp.dir, 'admin.pem'));
+    await svcOk(['auth', 'enroll', tokens[0] as string, pub, project, '--name', 'laptop'], { env: node('node-a') });
+    for (const c of containers) assert.equal(await c.stop(), 0);
   });
 });
