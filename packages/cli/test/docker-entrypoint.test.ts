@@ -9,12 +9,25 @@ import { bundledSha256, createSchemas, PG_URL } from './support/store-projects.j
 
 // The container's entrypoint and HEALTHCHECK, run as they are in the image but against a temp
 // project and control directory (no container engine here). `svc` is the lead's tracked
-// bin/svc.js once it exists, else the built dist/bin.js; SVC_BIN overrides both.
+// bin/svc.js once it exists, else the built dist/bin.js (through a wrapper); SVC_BIN overrides both.
 const ENTRYPOINT = fileURLToPath(new URL('../../../docs/docker/entrypoint.sh', import.meta.url));
 const HEALTHCHECK = fileURLToPath(new URL('../../../docs/docker/healthcheck.mjs', import.meta.url));
 const POSTGRES_PROJECT = fileURLToPath(new URL('../../../docs/docker/project.postgres.edn', import.meta.url));
 const TRACKED_BIN = fileURLToPath(new URL('../bin/svc.js', import.meta.url));
-const BIN = process.env.SVC_BIN ?? (existsSync(TRACKED_BIN) ? TRACKED_BIN : SVC_BIN);
+
+/**
+ * The `svc` executable the entrypoint runs (as SVC_BIN). dist/bin.js is built after npm links
+ * bins, so a fresh clone has it without the executable bit: fall back to a two-line wrapper
+ * that runs it with node, as bin/svc.js does.
+ */
+function svcExecutable(dir: string): string {
+  if (process.env.SVC_BIN !== undefined) return process.env.SVC_BIN;
+  if (existsSync(TRACKED_BIN)) return TRACKED_BIN;
+  const wrapper = join(dir, 'svc');
+  const quote = (arg: string) => `'${arg.replaceAll("'", `'\\''`)}'`;
+  writeFileSync(wrapper, `#!/bin/sh\nexec ${quote(process.execPath)} ${quote(SVC_BIN)} "$@"\n`, { mode: 0o755 });
+  return wrapper;
+}
 
 const NODE_READY = /svc node: node surface listening on (http:\/\/127\.0\.0\.1:(\d+))/;
 const MANAGEMENT_READY = /svc auth: management API listening on (http:\/\/127\.0\.0\.1:(\d+))/;
@@ -73,6 +86,7 @@ function healthcheck(env: Record<string, string>) {
 
 describe('the container entrypoint', () => {
   const tmp = tempDir('svc-entrypoint-test-');
+  const BIN = svcExecutable(tmp.dir);
   const project = join(tmp.dir, 'srv', 'project');
   const control = join(tmp.dir, 'var', 'lib', 'svc', 'control');
   // The image's environment, with ports 0 and temp directories instead of volumes.
@@ -141,6 +155,7 @@ describe('the container entrypoint', () => {
 describe('the container entrypoint with nodes on one PostgreSQL (compose.postgres.yaml)', () => {
   const tmp = tempDir('svc-entrypoint-pg-test-');
   const schemas = createSchemas();
+  const BIN = svcExecutable(tmp.dir);
   const containers: Container[] = [];
 
   after(async () => {
