@@ -8,7 +8,7 @@ interface WycheproofGroup {
   publicKey: { pk: string };
   tests: { tcId: number; msg: string; sig: string; result: 'valid' | 'invalid'; comment: string }[];
 }
-const vectors = JSON.parse(readFileSync(new URL('../../../../shared/vectors/wycheproof-ed25519_test.json', import.meta.url), 'utf8')) as {
+const vectors = JSON.parse(readFileSync(new URL('./vectors/wycheproof-ed25519_test.json', import.meta.url), 'utf8')) as {
   testGroups: WycheproofGroup[];
 };
 
