@@ -14,11 +14,6 @@ const ENTRYPOINT = fileURLToPath(new URL('../../../docs/docker/entrypoint.sh', i
 const HEALTHCHECK = fileURLToPath(new URL('../../../docs/docker/healthcheck.mjs', import.meta.url));
 const POSTGRES_PROJECT = fileURLToPath(new URL('../../../docs/docker/project.postgres.edn', import.meta.url));
 
-/** The `svc` executable the entrypoint runs (as SVC_BIN). */
-function svcExecutable(_dir: string): string {
-  return SVC_BIN;
-}
-
 const NODE_READY = /svc node: node surface listening on (http:\/\/127\.0\.0\.1:(\d+))/;
 const MANAGEMENT_READY = /svc auth: management API listening on (http:\/\/127\.0\.0\.1:(\d+))/;
 const TOKEN = /svcb_[A-Za-z0-9_-]{43}/g;
@@ -76,7 +71,7 @@ function healthcheck(env: Record<string, string>) {
 
 describe('the container entrypoint', () => {
   const tmp = tempDir('svc-entrypoint-test-');
-  const BIN = svcExecutable(tmp.dir);
+  const BIN = SVC_BIN;
   const project = join(tmp.dir, 'srv', 'project');
   const control = join(tmp.dir, 'var', 'lib', 'svc', 'control');
   // The image's environment, with ports 0 and temp directories instead of volumes.
@@ -145,7 +140,7 @@ describe('the container entrypoint', () => {
 describe('the container entrypoint with nodes on one PostgreSQL (compose.postgres.yaml)', () => {
   const tmp = tempDir('svc-entrypoint-pg-test-');
   const schemas = createSchemas();
-  const BIN = svcExecutable(tmp.dir);
+  const BIN = SVC_BIN;
   const containers: Container[] = [];
 
   after(async () => {
