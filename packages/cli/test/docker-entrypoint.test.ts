@@ -152,7 +152,11 @@ describe('the container entrypoint with nodes on one PostgreSQL (compose.postgre
   test('the explicit init step prints the token once, and nodes started with SVC_AUTO_INIT=0 serve without issuing another', async () => {
     const template = readFileSync(POSTGRES_PROJECT, 'utf8');
     const pin = /"svc-store-postgres" \{:version "[^"]+"\s+:sha256 "([0-9a-f]{64})"\}/.exec(template);
-    assert.equal(pin?.[1], bundledSha256('svc-store-postgres'), 'project.postgres.edn pins the store archive this build bundles');
+    assert.equal(
+      pin?.[1],
+      bundledSha256('svc-store-postgres'),
+      'project.postgres.edn pins the store archive this build bundles (npm run docs updates it)',
+    );
     // The compose project, pointed at the test server: its URL, a fresh schema, a password file.
     const passwordFile = join(tmp.dir, 'pg_password');
     writeFileSync(passwordFile, 'unused-with-trust-auth\n', { mode: 0o600 });
