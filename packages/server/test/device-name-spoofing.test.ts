@@ -51,7 +51,7 @@ describe('device names with bidi overrides or control characters are refused at 
 
   test('a device name with a bidi override is refused when a pairing is completed, and the intent stays usable', async () => {
     const intent = await prepare(h, token, { realm: 'application' });
-    const key = newDeviceKey();
+    const key = intent.key;
     for (const name of SPOOFING_NAMES) {
       const r = await nodeApi(h, 'POST', '/edge/0-alpha/pairing/complete', { body: completion(h, intent, key, { name }) });
       assert.equal(r.status, 400, JSON.stringify(name));
