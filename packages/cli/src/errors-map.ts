@@ -1,4 +1,4 @@
-import { ApiError, ApiUnreachableError } from '@svc/client';
+import { ApiError, ApiUnreachableError, InsecureBearerUrlError } from '@svc/client';
 import { AuthError } from '@svc/core';
 import { CliError } from './cli-error.js';
 
@@ -26,6 +26,7 @@ export function explainFailure(what: string, error: unknown): unknown {
     const hint = HINTS[error.code];
     return new CliError(`${what} (${error.code}): ${error.detail}${hint === undefined ? '' : `; ${hint}`}`, { cause: error });
   }
+  if (error instanceof InsecureBearerUrlError) return new CliError(`${what} (${error.code}): ${error.message}`, { cause: error });
   if (error instanceof ApiUnreachableError) {
     return new CliError(`${what}: cannot reach the management API at ${error.url}; is \`svc auth serve\` running there? (--url)`, {
       cause: error,

@@ -1,7 +1,8 @@
-import { type AuthDeps, authenticate, type Principal } from '@svc/core';
+import { type AuthDeps, AuthError, authenticate, type Principal } from '@svc/core';
 import type { FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
 import { bearerToken } from '../http/bearer.js';
 import type { FailureLimiter } from '../http/failure-limiter.js';
+import { isLoopbackAddress } from '../http/loopback.js';
 
 /** What every management route plugin receives. */
 export interface ManagementRouteOptions {
@@ -17,10 +18,23 @@ export interface SignInRouteOptions extends ManagementRouteOptions {
  * The management principal of a request's bearer token, or `401 invalid_token` (whose realm
  * the error handler turns into `WWW-Authenticate`). One store lookup.
  *
+ * A management-realm bearer is only ever accepted from a loopback peer (the TCP peer address,
+ * never a header): `403 management_bearer_not_loopback` otherwise, before the token is even
+ * looked up. The management API only binds loopback anyway; the node surface may bind a
+ * network address over plain HTTP, where a management token would be readable by anyone on
+ * the path, and remote administration must go through an authenticated transport (an SSH
+ * tunnel), as for the management API.
+ *
  * @example
  * const principal = await managementPrincipal(deps, req);
  */
-export function managementPrincipal(deps: AuthDeps, req: FastifyRequest): Promise<Principal> {
+export async function managementPrincipal(deps: AuthDeps, req: FastifyRequest): Promise<Principal> {
+  if (!isLoopbackAddress(req.socket.remoteAddress)) {
+    throw new AuthError(
+      'management_bearer_not_loopback',
+      'management-realm requests are accepted only from this machine (loopback); reach the node through an SSH tunnel',
+    );
+  }
   return authenticate(deps, { token: bearerToken(req.headers.authorization), realm: 'management' });
 }
 
