@@ -1,4 +1,5 @@
 export * from './bearer.js';
+export * from './connection-limits.js';
 export * from './drain-on-close.js';
 export * from './error-handling.js';
 export * from './failure-limiter.js';

@@ -1,5 +1,6 @@
 import type { AuthDeps } from '@svc/core';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import { installConnectionLimits, MANAGEMENT_CONNECTION_LIMITS } from '../http/connection-limits.js';
 import { createFailureLimiter } from '../http/failure-limiter.js';
 import { hardenSurface } from '../http/harden.js';
 import { serverOptions } from '../http/server-options.js';
@@ -33,6 +34,7 @@ export async function buildManagementApp(opts: ManagementAppOptions): Promise<Fa
   const app: FastifyInstance = Fastify(serverOptions(opts.logger));
   // The management API is loopback-only: the DNS-rebinding guard runs before any parser.
   hardenSurface(app, { loopbackOnly: true });
+  installConnectionLimits(app, MANAGEMENT_CONNECTION_LIMITS);
 
   const limiter = createFailureLimiter({ clock: deps.clock });
   await app.register(healthRoutes, { deps });
