@@ -155,7 +155,9 @@ export async function openControlStore(project: Project, opts: { readonly create
   const pin = packages[name] as { version: string; sha256: string | null };
   let addon: StoreAddonExport;
   try {
-    addon = await loadStoreAddon(await verifyAddon({ packagesDir: packagesDirOf(project), name, pin, exportName: 'svc/store' }));
+    addon = await loadStoreAddon(
+      await verifyAddon({ packagesDir: packagesDirOf(project), name, pin, exportName: 'svc/store', dependenciesDir: dependenciesDir() }),
+    );
   } catch (error) {
     if (error instanceof AddonVerificationError) {
       throw new CliError(`${error.message} (the control database was not opened)`, { cause: error });
