@@ -1,5 +1,6 @@
 export * from './addon.js';
 export * from './audit.js';
+export * from './audit-checkpoint.js';
 export * from './canonical-json.js';
 export * from './config.js';
 export * from './deps.js';
