@@ -174,6 +174,7 @@ async function refuseForeignOwner(client: pg.PoolClient, schema: string, target:
      SELECT 'relation', c.relname, r.rolname
        FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace JOIN pg_roles r ON r.oid = c.relowner
       WHERE n.nspname = $1 AND r.rolname <> current_user AND NOT r.rolsuper
+     ORDER BY 1 DESC, 2
      LIMIT 5`,
     [schema],
   );
