@@ -196,3 +196,38 @@ describe('audit verify against exported checkpoints: truncation and re-sealing',
     assert.match(r.stderr, /other_key/);
   });
 });
+
+describe('a running service exports signed audit checkpoints', () => {
+  const tmp = tempDir();
+  const exported = join(tmp.dir, 'exported', 'checkpoints.jsonl');
+  const env = cleanEnv({ HOME: tmp.dir, SVC_CREDENTIALS: join(tmp.dir, 'creds.json'), SVC_AUDIT_CHECKPOINT_FILE: exported });
+  after(() => tmp.cleanup());
+
+  test('a tail dropped after the service ran is found against the checkpoints it exported at start and stop (truncated)', async () => {
+    const p = await enrolledProject(join(tmp.dir, 'p'), { env });
+    mkdirSync(join(tmp.dir, 'exported'), { mode: 0o700 });
+    const server = await startServer(['auth', 'serve', '--listen', '127.0.0.1:0', p.dir], { env });
+    try {
+      await svcOk(['auth', 'login', '--key', p.keyFile, '--url', server.url], { env });
+      await svcOk(['auth', 'logout'], { env });
+    } finally {
+      await server.stop();
+    }
+    const lines = readFileSync(exported, 'utf8').trim().split('\n');
+    assert.equal(lines.length, 2, 'one checkpoint at start, one at stop (the head moved)');
+    const last = JSON.parse(lines[1] as string) as { payload: { length: number } };
+    assert.equal(last.payload.length, 4, 'bootstrap issued, device enrolled, session created, session revoked');
+    await svcOk(['auth', 'audit', 'verify', p.dir, '--checkpoints', exported], { env });
+
+    const sql = new Database(join(p.dir, '.svc', 'control', 'control.db'));
+    try {
+      sql.prepare('DELETE FROM audit_events WHERE seq > 1').run();
+    } finally {
+      sql.close();
+    }
+    assert.equal((await svc(['auth', 'audit', 'verify', p.dir], { env })).code, 0, 'the chain alone still verifies');
+    const r = await svc(['auth', 'audit', 'verify', p.dir, '--checkpoints', exported], { env });
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /truncated/);
+  });
+});

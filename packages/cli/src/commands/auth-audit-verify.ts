@@ -1,7 +1,8 @@
-import { closeSync, openSync, readFileSync, writeSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { type AuditEvent, checkAuditCheckpoint, signAuditCheckpoint, verifyAuditChain } from '@svc/core';
 import { createNodeIdentity } from '@svc/server';
 import { parseCommandArgs } from '../args.js';
+import { appendCheckpointLine } from '../audit-checkpoints.js';
 import { allAuditEvents } from '../audit-events.js';
 import { CliError, UsageError } from '../cli-error.js';
 import { type Command, PROJECT_HELP, PROJECT_OPTIONS } from '../command.js';
@@ -53,16 +54,8 @@ function checkpointFailures(file: string, chain: Parameters<typeof checkAuditChe
 
 /** Appends one line to `file` (O_APPEND, created owner-only), or prints it with `-`. */
 function appendLine(file: string, line: string): void {
-  if (file === '-') {
-    printLine(line);
-    return;
-  }
-  const fd = openSync(file, 'a', 0o600);
-  try {
-    writeSync(fd, `${line}\n`);
-  } finally {
-    closeSync(fd);
-  }
+  if (file === '-') printLine(line);
+  else appendCheckpointLine(file, line);
 }
 
 /**
