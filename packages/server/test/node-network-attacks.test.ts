@@ -99,11 +99,12 @@ describe('node surface bound to every interface', { skip: needsNetwork }, () => 
 
   test('a captured management token replayed from a network peer cannot prepare a pairing (403 management_bearer_not_loopback)', async () => {
     const token = await adminToken(h);
-    const before = (await h.deps.store.stats(h.clock.now())).auditLength;
+    const prepared = async () => (await h.deps.store.stats(h.clock.now())).events['pairing.prepared'] ?? 0;
+    const before = await prepared();
     const r = await nodeApi(h, 'POST', '/edge/0-alpha/pairing/prepare', { token, body: { realm: 'management' } });
     assert.equal(r.status, 403);
     assert.equal(r.body.code, 'management_bearer_not_loopback');
-    assert.equal((await h.deps.store.stats(h.clock.now())).auditLength, before, 'no intent was prepared');
+    assert.equal(await prepared(), before, 'no intent was prepared');
   });
 
   test('a captured management token replayed from a network peer reads neither status nor diagnostics', async () => {
@@ -114,6 +115,15 @@ describe('node surface bound to every interface', { skip: needsNetwork }, () => 
     const diag = await nodeApi(h, 'POST', '/edge/0-alpha/diagnostics', { token, body: { nonce: 'n0nce-0123456789' } });
     assert.equal(diag.status, 403);
     assert.equal(diag.body.code, 'management_bearer_not_loopback');
+  });
+
+  test('a management token that crossed the network is treated as disclosed: its session is revoked at once', async () => {
+    const token = await adminToken(h);
+    const r = await nodeApi(h, 'GET', '/edge/0-alpha/status', { token });
+    assert.equal(r.body.code, 'management_bearer_not_loopback');
+    const again = await send('127.0.0.1', portOf(h), { path: '/edge/0-alpha/status', headers: { authorization: `Bearer ${token}` } });
+    assert.equal(again.status, 401);
+    assert.equal(again.body.code, 'invalid_token');
   });
 
   test('the same token from a loopback peer prepares a pairing', async () => {

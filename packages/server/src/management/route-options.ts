@@ -1,4 +1,4 @@
-import { type AuthDeps, AuthError, authenticate, type Principal } from '@svc/core';
+import { type AuthDeps, AuthError, authenticate, type Principal, revokeExposedSession } from '@svc/core';
 import type { FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
 import { bearerToken } from '../http/bearer.js';
 import type { FailureLimiter } from '../http/failure-limiter.js';
@@ -23,13 +23,21 @@ export interface SignInRouteOptions extends ManagementRouteOptions {
  * looked up. The management API only binds loopback anyway; the node surface may bind a
  * network address over plain HTTP, where a management token would be readable by anyone on
  * the path, and remote administration must go through an authenticated transport (an SSH
- * tunnel), as for the management API.
+ * tunnel), as for the management API. A live management token that arrives that way anyway is
+ * treated as disclosed: its session is revoked (reason `token_exposed`, audited).
  *
  * @example
  * const principal = await managementPrincipal(deps, req);
  */
 export async function managementPrincipal(deps: AuthDeps, req: FastifyRequest): Promise<Principal> {
   if (!isLoopbackAddress(req.socket.remoteAddress)) {
+    // A live management token that crossed the network is disclosed: whoever was on the path
+    // may hold a copy, so its session ends now (and the refusal below is the same either way).
+    const token = bearerToken(req.headers.authorization);
+    if (token !== undefined && token !== '') {
+      const exposed = await authenticate(deps, { token, realm: 'management' }).catch(() => null);
+      if (exposed !== null) await revokeExposedSession(deps, { principal: exposed, where: 'non-loopback peer' });
+    }
     throw new AuthError(
       'management_bearer_not_loopback',
       'management-realm requests are accepted only from this machine (loopback); reach the node through an SSH tunnel',
