@@ -9,7 +9,7 @@ import {
   type SignedAuditCheckpoint,
   sealAuditEvent,
   signAuditCheckpoint,
-} from '../src/index.js';
+} from '@svc/core';
 
 function signer() {
   const { publicKey, privateKey } = generateKeyPairSync('ed25519');
