@@ -10,7 +10,9 @@ export type AddonCheck =
   | 'native_module'
   | 'abi'
   | 'export'
-  | 'not_installed';
+  | 'not_installed'
+  | 'permissions'
+  | 'dependencies';
 
 /**
  * An addon refused by install or by verification before the control database is opened.

@@ -2,6 +2,7 @@ import { chmod, mkdir, mkdtemp, readFile, rename, rm, stat, symlink, writeFile }
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { AddonArchiveError, MAX_ARCHIVE_BYTES, readAddonArchive, sha256Hex } from './archive.js';
+import { computeDependencyLock, lockFileOf } from './dependency-lock.js';
 import { AddonVerificationError } from './errors.js';
 import { npmPack } from './npm-pack.js';
 import { addonPaths } from './paths.js';
@@ -54,8 +55,11 @@ async function obtainArchive(source: string): Promise<Buffer> {
  * is kept as `<packagesDir>/<name>-<version>.tgz` (verification compares the installed files
  * with it), unpacked to `<packagesDir>/<name>@<version>/` with npm's leading `package/`
  * stripped, and `<dir>/node_modules` is made a symlink to `dependenciesDir`: no network and
- * no native rebuild when the CLI already has the dependencies. Installing again replaces the
- * previous install, which also repairs a tampered one.
+ * no native rebuild when the CLI already has the dependencies. Every directory and file is
+ * created owner-only (0700/0600, explicitly, whatever the umask). The digests of the dependency
+ * closure and of the native binding are recorded in `<packagesDir>/<name>-<version>.lock.json`
+ * (see {@link computeDependencyLock}). Installing again replaces the previous install, which
+ * also repairs a tampered one.
  *
  * @example
  * const addon = await installAddon({
@@ -102,30 +106,41 @@ export async function installAddon(opts: InstallAddonOptions): Promise<Installed
 
   const { name, version } = archive;
   const paths = addonPaths(opts.packagesDir, name, version);
-  await mkdir(opts.packagesDir, { recursive: true });
+  // Owner-only, whatever the umask: a group member who could write here could swap the code
+  // the service loads (verification refuses anything group- or world-writable).
+  await mkdir(opts.packagesDir, { recursive: true, mode: 0o700 });
+  await chmod(opts.packagesDir, 0o700);
   // Unpack beside the target and swap it in, so an interrupted install never leaves a
   // half-written addon where verification (and the service) would look.
   const staging = await mkdtemp(join(opts.packagesDir, '.install-'));
   try {
     const stageDir = join(staging, 'package');
-    await mkdir(stageDir, { mode: 0o755 });
-    for (const dir of [...archive.dirs].sort()) await mkdir(join(stageDir, dir), { recursive: true, mode: 0o755 });
+    await mkdir(stageDir, { mode: 0o700 });
+    for (const dir of [...archive.dirs].sort()) await mkdir(join(stageDir, dir), { recursive: true, mode: 0o700 });
     for (const [rel, file] of archive.files) {
       const target = join(stageDir, rel);
-      await mkdir(dirname(target), { recursive: true, mode: 0o755 });
-      // Like npm: readable by all, writable by the owner only, executable if the archive says so.
-      const mode = (file.mode & 0o111) | 0o644;
+      await mkdir(dirname(target), { recursive: true, mode: 0o700 });
+      // Owner-only (explicit, so the umask cannot widen it), executable if the archive says so.
+      const mode = (file.mode & 0o100) | 0o600;
       await writeFile(target, file.data, { flag: 'wx', mode });
       await chmod(target, mode);
     }
     await symlink(resolve(opts.dependenciesDir), join(stageDir, 'node_modules'), 'dir');
     const stagedArchive = join(staging, 'archive.tgz');
-    await writeFile(stagedArchive, data, { mode: 0o644 });
+    await writeFile(stagedArchive, data, { mode: 0o600 });
+    await chmod(stagedArchive, 0o600);
 
     await rm(paths.dir, { recursive: true, force: true });
     await mkdir(dirname(paths.dir), { recursive: true });
     await rename(stageDir, paths.dir);
     await rename(stagedArchive, paths.archive);
+    // What the addon loads from outside its archive (the dependency closure through the link,
+    // the native binding), by digest, for verification to compare with.
+    const lock = await computeDependencyLock(paths.dir, archive.dependencies, archive.manifest.native);
+    const stagedLock = join(staging, 'lock.json');
+    await writeFile(stagedLock, `${JSON.stringify(lock, null, 2)}\n`, { mode: 0o600 });
+    await chmod(stagedLock, 0o600);
+    await rename(stagedLock, lockFileOf(paths.archive));
   } finally {
     await rm(staging, { recursive: true, force: true });
   }

@@ -9,7 +9,7 @@ import type { VerifiedAddon } from './verify-addon.js';
  * the addon claims, the export is what will actually run.
  *
  * @example
- * const storeExport = await loadStoreAddon(await verifyAddon({ packagesDir, name, pin, exportName: 'svc/store' }));
+ * const storeExport = await loadStoreAddon(await verifyAddon({ packagesDir, name, pin, exportName: 'svc/store', dependenciesDir }));
  * const store = await storeExport.open(module.config, ctx);
  */
 export async function loadStoreAddon(verified: VerifiedAddon): Promise<StoreAddonExport> {

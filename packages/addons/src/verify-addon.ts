@@ -1,8 +1,9 @@
-import { lstat, readdir, readFile, stat } from 'node:fs/promises';
+import { lstat, readdir, readFile, realpath, stat } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { STORE_CONTRACT_VERSION, STORE_OPERATIONS } from '@svc/core';
 import { type AddonArchive, AddonArchiveError, isSafePackageName, isSafeVersion, readAddonArchive, sha256Hex } from './archive.js';
+import { type DependencyLock, dependencyClosure, lockFileOf } from './dependency-lock.js';
 import { type AddonCheck, AddonVerificationError } from './errors.js';
 import { type AddonExportKey, type AddonManifest, TRUSTED_NATIVE_MODULES } from './manifest.js';
 import { addonPaths } from './paths.js';
@@ -15,6 +16,11 @@ export interface VerifyAddonOptions {
   /** The `:svc/packages` entry (core's `PackagePin`). */
   readonly pin: { readonly version: string; readonly sha256: string | null };
   readonly exportName: AddonExportKey;
+  /**
+   * The `node_modules` directory this svc loads its own dependencies from (the one install
+   * linked): the addon's `node_modules` link must point there and nowhere else.
+   */
+  readonly dependenciesDir: string;
 }
 
 /** An addon that passed every check, ready for {@link loadStoreAddon}. */
@@ -28,6 +34,47 @@ export interface VerifiedAddon {
 }
 
 const MAX_LISTED = 5;
+
+/**
+ * Why `path` may not be loaded from: it is writable by group or others, or owned by another
+ * user than this process's (or root). Null when it is fine. Symlinks are judged by their
+ * directory (their own mode means nothing).
+ */
+async function unsafeOwnership(path: string): Promise<string | null> {
+  const st = await lstat(path);
+  if (st.isSymbolicLink()) return null;
+  if ((st.mode & 0o022) !== 0) return `${path} is writable by ${(st.mode & 0o020) !== 0 ? 'its group' : 'others'}`;
+  const uid = process.getuid?.();
+  if (uid !== undefined && st.uid !== uid && st.uid !== 0) return `${path} is owned by another user (uid ${st.uid})`;
+  return null;
+}
+
+/** Every path under `dir` (itself included, the top-level node_modules link not followed) that {@link unsafeOwnership} refuses. */
+async function unsafeTree(dir: string): Promise<string[]> {
+  const problems: string[] = [];
+  const walk = async (abs: string): Promise<void> => {
+    const problem = await unsafeOwnership(abs);
+    if (problem !== null) problems.push(problem);
+    const st = await lstat(abs);
+    if (!st.isDirectory()) return;
+    for (const name of (await readdir(abs)).sort()) await walk(join(abs, name));
+  };
+  await walk(dir);
+  return problems;
+}
+
+function isLock(value: unknown): value is DependencyLock {
+  const v = value as Partial<DependencyLock> | null;
+  return (
+    typeof v === 'object' &&
+    v !== null &&
+    v.schema === 1 &&
+    typeof v.dependencies_dir === 'string' &&
+    typeof v.packages === 'object' &&
+    v.packages !== null &&
+    (v.native === null || (typeof v.native === 'object' && typeof v.native?.file === 'string' && typeof v.native?.sha256 === 'string'))
+  );
+}
 
 /**
  * Compares the install directory with the archive: every archive file present with the same
@@ -97,10 +144,16 @@ function listed(problems: readonly string[]): string {
  * resolves from the addon directory, and no trusted native package is used undeclared
  * (`native_module`); the ABI matches this process: store contract, Node module ABI when
  * native, N-API (`abi`); the requested export is declared and its entry file is part of the
- * archive (`export`). The first failure throws an {@link AddonVerificationError} naming it.
+ * archive (`export`). Between the installed-files and the manifest checks: nothing loaded is
+ * group- or world-writable or owned by another user (`permissions`: `.svc`, the packages
+ * directory, the install, the archive, the lock), and the code loaded from outside the archive
+ * is what install recorded (`dependencies`: `node_modules` links to `dependenciesDir`, and the
+ * digests of the dependency closure equal the lock's); the native binding's digest must equal
+ * the lock's too (`native_module`). The first failure throws an {@link AddonVerificationError}
+ * naming it.
  *
  * @example
- * const verified = await verifyAddon({ packagesDir, name: 'svc-store-sqlite', pin: config.packages['svc-store-sqlite'], exportName: 'svc/store' });
+ * const verified = await verifyAddon({ packagesDir, name: 'svc-store-sqlite', pin: config.packages['svc-store-sqlite'], exportName: 'svc/store', dependenciesDir });
  * const storeExport = await loadStoreAddon(verified);
  */
 export async function verifyAddon(opts: VerifyAddonOptions): Promise<VerifiedAddon> {
@@ -145,8 +198,52 @@ export async function verifyAddon(opts: VerifyAddonOptions): Promise<VerifiedAdd
     return fail(error.kind === 'entries' ? 'installed_files' : 'manifest', error.message, 'pin and install a valid svc addon archive');
   }
   if (!dirStat.isDirectory()) fail('installed_files', `${paths.dir} is not a directory`, reinstall);
+  const lockFile = lockFileOf(paths.archive);
+  // Nothing is loaded from a place someone else could have written: the project's .svc and
+  // packages directories, the install, the kept archive and the lock.
+  const ownership = [
+    ...(await Promise.all([dirname(opts.packagesDir), opts.packagesDir, paths.archive].map(unsafeOwnership))).filter(
+      (p): p is string => p !== null,
+    ),
+    ...(await unsafeTree(paths.dir)),
+    ...((await lstat(lockFile).catch(() => null)) === null ? [] : [await unsafeOwnership(lockFile)].filter((p): p is string => p !== null)),
+  ];
+  if (ownership.length > 0) {
+    fail('permissions', listed(ownership), `make them owner-only (chmod -R go-w ${dirname(opts.packagesDir)}), then ${reinstall}`);
+  }
   const fileProblems = await installedFileProblems(paths.dir, archive);
   if (fileProblems.length > 0) fail('installed_files', listed(fileProblems), reinstall);
+
+  // The code loaded from outside the archive: the node_modules link must point at this svc's
+  // own dependencies, and every package of the closure and the native binding must have the
+  // digest install recorded.
+  const linkTarget = await realpath(join(paths.dir, 'node_modules')).catch(() => null);
+  const ownDependencies = await realpath(opts.dependenciesDir).catch(() => opts.dependenciesDir);
+  if (linkTarget !== ownDependencies) {
+    fail('dependencies', `node_modules points to ${linkTarget ?? 'nothing'}, not to this svc's dependencies ${ownDependencies}`, reinstall);
+  }
+  let lock: unknown = null;
+  try {
+    lock = JSON.parse(await readFile(lockFile, 'utf8'));
+  } catch {
+    lock = null;
+  }
+  if (!isLock(lock)) {
+    return fail('dependencies', `there is no valid dependency lock ${lockFile} (installed by an older svc?)`, reinstall);
+  }
+  if (lock.dependencies_dir !== ownDependencies) {
+    fail('dependencies', `it was installed against ${lock.dependencies_dir}, not this svc's dependencies ${ownDependencies}`, reinstall);
+  }
+  const closure = await dependencyClosure(paths.dir, archive.dependencies);
+  const changed = [...new Set([...Object.keys(closure), ...Object.keys(lock.packages)])]
+    .sort()
+    .filter((dir) => closure[dir] !== lock.packages[dir])
+    .map((dir) =>
+      lock.packages[dir] === undefined ? `${dir} was added` : closure[dir] === undefined ? `${dir} is gone` : `${dir} changed`,
+    );
+  if (changed.length > 0) {
+    fail('dependencies', `its dependencies differ from what install recorded: ${listed(changed)}`, `check them, then ${reinstall}`);
+  }
 
   const { manifest } = archive;
   const buildRemedy = `install a build of ${name} made for this svc (store contract ${STORE_CONTRACT_VERSION}, Node ${process.version}) with \`svc package install\``;
@@ -214,6 +311,15 @@ export async function verifyAddon(opts: VerifyAddonOptions): Promise<VerifiedAdd
     const file = join(nativeDir, 'build', 'Release', `${native.module}.node`);
     if (!(await stat(file).catch(() => null))?.isFile()) {
       fail('native_module', `the native binding ${file} does not exist`, `rebuild it for this Node with \`npm rebuild ${native.package}\``);
+    }
+    const realFile = await realpath(file);
+    const nativeDigest = sha256Hex(await readFile(realFile));
+    if (lock.native === null || lock.native.file !== realFile || lock.native.sha256 !== nativeDigest) {
+      fail(
+        'native_module',
+        `the native binding ${realFile} has SHA-256 ${nativeDigest}, not the ${lock.native?.sha256 ?? '(none)'} install recorded for ${lock.native?.file ?? '(none)'}`,
+        `check it, then ${reinstall}`,
+      );
     }
   }
 

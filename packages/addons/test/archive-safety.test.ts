@@ -36,7 +36,13 @@ test('a raw archive with only safe entries installs and verifies', async () => {
   await writeFile(file, archive);
   const sha256 = sha256Hex(archive);
   await installAddon({ source: file, sha256, packagesDir, dependenciesDir: DEPENDENCIES_DIR });
-  await verifyAddon({ packagesDir, name: 'svc-store-raw', pin: { version: '0.1.0', sha256 }, exportName: 'svc/store' });
+  await verifyAddon({
+    packagesDir,
+    name: 'svc-store-raw',
+    pin: { version: '0.1.0', sha256 },
+    exportName: 'svc/store',
+    dependenciesDir: DEPENDENCIES_DIR,
+  });
 });
 
 test('a path traversal entry (..) is refused and nothing escapes', async () => {
@@ -125,5 +131,11 @@ test('a refused archive leaves the existing install of the package untouched', a
     AddonVerificationError,
   );
   assert.deepEqual((await readdir(packagesDir)).sort(), before);
-  await verifyAddon({ packagesDir, name: 'svc-store-raw', pin: { version: '0.1.0', sha256 }, exportName: 'svc/store' });
+  await verifyAddon({
+    packagesDir,
+    name: 'svc-store-raw',
+    pin: { version: '0.1.0', sha256 },
+    exportName: 'svc/store',
+    dependenciesDir: DEPENDENCIES_DIR,
+  });
 });

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
-import { appendFile, lstat, mkdir, readdir, readFile, readlink, rm, symlink, writeFile } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { appendFile, chmod, cp, lstat, mkdir, readdir, readFile, readlink, rm, symlink, writeFile } from 'node:fs/promises';
+import { dirname, join, resolve } from 'node:path';
 import { before, test } from 'node:test';
 import { STORE_CONTRACT_VERSION, STORE_OPERATIONS } from '@svc/core';
 import { type AddonCheck, AddonVerificationError, installAddon, loadStoreAddon, type PackedAddon, verifyAddon } from '../src/index.js';
@@ -20,7 +20,13 @@ async function install(packed: PackedAddon) {
 }
 
 function verify(packagesDir: string, packed: { name: string; version: string; sha256: string | null }) {
-  return verifyAddon({ packagesDir, name: packed.name, pin: { version: packed.version, sha256: packed.sha256 }, exportName: 'svc/store' });
+  return verifyAddon({
+    packagesDir,
+    name: packed.name,
+    pin: { version: packed.version, sha256: packed.sha256 },
+    exportName: 'svc/store',
+    dependenciesDir: DEPENDENCIES_DIR,
+  });
 }
 
 /** Asserts that `promise` is refused by addon verification with `check`. */
@@ -61,7 +67,7 @@ test('install keeps the archive, extracts the files and links node_modules', asy
   assert.equal(installed.archive, join(packagesDir, `${NAME}-0.1.0.tgz`));
   assert.equal(installed.dir, join(packagesDir, `${NAME}@0.1.0`));
   assert.deepEqual(await readFile(installed.archive), await readFile(good.archive));
-  assert.deepEqual((await readdir(packagesDir)).sort(), [`${NAME}-0.1.0.tgz`, `${NAME}@0.1.0`]);
+  assert.deepEqual((await readdir(packagesDir)).sort(), [`${NAME}-0.1.0.lock.json`, `${NAME}-0.1.0.tgz`, `${NAME}@0.1.0`]);
   assert.deepEqual((await readdir(installed.dir)).sort(), ['dist', 'node_modules', 'package.json', 'svc-addon.json']);
   assert.match(await readFile(join(installed.dir, 'dist', 'index.js'), 'utf8'), /export const svcStore/);
   assert.ok((await lstat(join(installed.dir, 'node_modules'))).isSymbolicLink());
@@ -85,7 +91,7 @@ test('reinstall is idempotent', async () => {
   const { packagesDir, installed } = await install(good);
   const again = await installAddon({ source: good.archive, sha256: good.sha256, packagesDir, dependenciesDir: DEPENDENCIES_DIR });
   assert.deepEqual(again, installed);
-  assert.deepEqual((await readdir(packagesDir)).sort(), [`${NAME}-0.1.0.tgz`, `${NAME}@0.1.0`]);
+  assert.deepEqual((await readdir(packagesDir)).sort(), [`${NAME}-0.1.0.lock.json`, `${NAME}-0.1.0.tgz`, `${NAME}@0.1.0`]);
   await verify(packagesDir, good);
 });
 
@@ -205,4 +211,80 @@ test('packing refuses a package whose archive would lack svc-addon.json', async 
     (e: unknown) => e as Error,
   );
   assert.match(error.message, /svc-addon\.json/);
+});
+
+/**
+ * A dependencies directory of our own: every package of the repository's node_modules linked,
+ * except a real copy of better-sqlite3 (binding included) that a test may tamper with.
+ */
+async function ownDependencies(): Promise<string> {
+  const dir = join(await tempDir('svc-deps-'), 'node_modules');
+  await mkdir(dir);
+  for (const name of await readdir(DEPENDENCIES_DIR)) {
+    if (name === 'better-sqlite3') await cp(join(DEPENDENCIES_DIR, name), join(dir, name), { recursive: true, dereference: true });
+    else await symlink(join(DEPENDENCIES_DIR, name), join(dir, name));
+  }
+  return dir;
+}
+
+async function installNative(): Promise<{ packagesDir: string; deps: string; packed: PackedAddon }> {
+  const deps = await ownDependencies();
+  const packed = await packFixtureAddon({ native: { package: 'better-sqlite3', module: 'better_sqlite3' } });
+  const packagesDir = join(await tempDir('svc-project-'), '.svc', 'packages');
+  await installAddon({ source: packed.archive, sha256: packed.sha256, packagesDir, dependenciesDir: deps });
+  return { packagesDir, deps, packed };
+}
+
+function verifyWith(packagesDir: string, packed: PackedAddon, dependenciesDir: string) {
+  return verifyAddon({
+    packagesDir,
+    name: packed.name,
+    pin: { version: packed.version, sha256: packed.sha256 },
+    exportName: 'svc/store',
+    dependenciesDir,
+  });
+}
+
+test('a swapped native binding (same path, other bytes) is refused by its digest before it is loaded (dependencies)', async () => {
+  const { packagesDir, deps, packed } = await installNative();
+  await verifyWith(packagesDir, packed, deps);
+  await appendFile(join(deps, 'better-sqlite3', 'build', 'Release', 'better_sqlite3.node'), Buffer.from([0]));
+  const error = await refusedBy(verifyWith(packagesDir, packed, deps), 'dependencies');
+  assert.match(error.message, /better-sqlite3 changed/);
+});
+
+test('an edited file of a dependency is refused by its digest before it is loaded (dependencies)', async () => {
+  const { packagesDir, deps, packed } = await installNative();
+  await appendFile(join(deps, 'better-sqlite3', 'lib', 'index.js'), '\nglobalThis.tampered = true;\n');
+  const error = await refusedBy(verifyWith(packagesDir, packed, deps), 'dependencies');
+  assert.match(error.message, /better-sqlite3 changed/);
+});
+
+test('an install verified against other dependencies than this svc loads is refused (dependencies)', async () => {
+  const { packagesDir, packed } = await installNative();
+  await refusedBy(verifyWith(packagesDir, packed, DEPENDENCIES_DIR), 'dependencies');
+});
+
+test('install under umask 002 creates every folder and file owner-only', async () => {
+  const old = process.umask(0o002);
+  try {
+    const { packagesDir, installed } = await install(good);
+    const paths = [dirname(packagesDir), packagesDir, installed.archive, `${installed.archive.slice(0, -4)}.lock.json`];
+    for (const rel of await readdir(installed.dir, { recursive: true })) {
+      // node_modules is the link to the shared dependencies, not something install created.
+      if (!String(rel).startsWith('node_modules/')) paths.push(join(installed.dir, String(rel)));
+    }
+    for (const path of paths) {
+      const st = await lstat(path);
+      if (!st.isSymbolicLink()) assert.equal(st.mode & 0o077, 0, `${path} is ${(st.mode & 0o777).toString(8)}`);
+    }
+  } finally {
+    process.umask(old);
+  }
+});
+
+test('a group-writable install directory is refused before anything is loaded (permissions)', async () => {
+  const { packagesDir } = await install(good);
+  await chmod(join(packagesDir, `${NAME}@0.1.0`, 'dist'), 0o770);
+  await refusedBy(verify(packagesDir, good), 'permissions');
 });

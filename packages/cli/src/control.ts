@@ -162,12 +162,18 @@ function embeddedStoreFile(project: Project): string | null {
  * const store = await openControlStore(project, { create: false });
  */
 export async function openControlStore(project: Project, opts: { readonly create: boolean }): Promise<Store> {
+  // What decides which code runs (project.edn, and the directory that holds it) must not be
+  // writable by anyone but its owner; the addon's own files are checked by verifyAddon.
+  assertNotWritableByOthers(project.dir, 'the project directory');
+  assertNotWritableByOthers(project.file, 'project.edn');
   const { store: module, packages } = project.config;
   const name = module.package as string;
   const pin = packages[name] as { version: string; sha256: string | null };
   let addon: StoreAddonExport;
   try {
-    addon = await loadStoreAddon(await verifyAddon({ packagesDir: packagesDirOf(project), name, pin, exportName: 'svc/store' }));
+    addon = await loadStoreAddon(
+      await verifyAddon({ packagesDir: packagesDirOf(project), name, pin, exportName: 'svc/store', dependenciesDir: dependenciesDir() }),
+    );
   } catch (error) {
     if (error instanceof AddonVerificationError) {
       throw new CliError(`${error.message} (the control database was not opened)`, { cause: error });
@@ -242,6 +248,22 @@ export async function makeDeps(project: Project, store: Store, log: Logger): Pro
     projectId: info.projectId,
     settings: project.config.auth,
   };
+}
+
+/**
+ * Refuses to load from `path` when its group or others may write it (or replace it, for a
+ * directory): under umask 002 a group member could otherwise change what the service runs.
+ *
+ * @example
+ * assertNotWritableByOthers(project.file, 'project.edn');
+ */
+export function assertNotWritableByOthers(path: string, what: string): void {
+  const mode = statSync(path).mode;
+  if ((mode & 0o022) !== 0) {
+    throw new CliError(
+      `refusing to load ${what} ${path}: its mode ${(mode & 0o777).toString(8)} lets ${(mode & 0o020) !== 0 ? 'its group' : 'others'} change it; run \`chmod go-w ${path}\``,
+    );
+  }
 }
 
 /**

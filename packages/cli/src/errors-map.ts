@@ -1,4 +1,4 @@
-import { ApiError, ApiUnreachableError } from '@svc/client';
+import { ApiError, ApiUnreachableError, InsecureBearerUrlError } from '@svc/client';
 import { AuthError } from '@svc/core';
 import { CliError, EXIT } from './cli-error.js';
 
@@ -51,6 +51,7 @@ export function explainFailure(what: string, error: unknown, options: ExplainOpt
       exitCode: usage ? EXIT.usage : EXIT.failure,
     });
   }
+  if (error instanceof InsecureBearerUrlError) return new CliError(`${what} (${error.code}): ${error.message}`, { cause: error });
   if (error instanceof ApiUnreachableError) {
     if (!isHttpUrl(error.url)) {
       return new CliError(`${what}: the management API URL ${error.url} is not an http:// or https:// URL (--url)`, {

@@ -46,6 +46,19 @@ describe('owner-only modes', () => {
     }
   });
 
+  test('a group-writable project.edn (umask 002) is refused before the control store is opened', async () => {
+    const file = join(dir, 'project.edn');
+    const before = mode(file);
+    chmodSync(file, 0o664);
+    try {
+      const r = await svc(['auth', 'devices', dir], { env });
+      assert.equal(r.code, 1);
+      assert.match(r.stderr, /refusing to load project\.edn .* lets its group change it/);
+    } finally {
+      chmodSync(file, before);
+    }
+  });
+
   test('auth serve refuses (exit 1) a control directory readable by others', async () => {
     const control = join(dir, '.svc', 'control');
     chmodSync(control, 0o755);

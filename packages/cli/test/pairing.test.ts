@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import { type AddressInfo, createServer } from 'node:net';
+import { networkInterfaces } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { normalizeNodeId } from '@svc/core';
@@ -41,6 +43,33 @@ describe('pairing a second device through the real svc CLI', () => {
   after(async () => {
     await server?.stop('SIGKILL');
     tmp.cleanup();
+  });
+
+  test('a fake node listener on a network address captures no management token from `svc auth pair --node-url http://...`', async (t) => {
+    const net = Object.values(networkInterfaces())
+      .flat()
+      .find((a) => a !== undefined && a.family === 'IPv4' && !a.internal);
+    if (net === undefined) return t.skip('this machine has no non-loopback IPv4 address');
+    let captured = '';
+    let connections = 0;
+    const fake = createServer((socket) => {
+      connections++;
+      socket.on('data', (d: Buffer) => {
+        captured += d.toString('latin1');
+        socket.end('HTTP/1.1 201 Created\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}');
+      });
+    });
+    await new Promise<void>((resolve) => fake.listen(0, net.address, resolve));
+    try {
+      const port = (fake.address() as AddressInfo).port;
+      const r = await svc(['auth', 'pair', '--node-url', `http://${net.address}:${port}`, '--json'], { env: adminEnv });
+      assert.equal(r.code, 1);
+      assert.match(r.stderr, /insecure_bearer_url/);
+      assert.equal(connections, 0, 'nothing connected to the fake listener');
+      assert.doesNotMatch(captured, /svca_/);
+    } finally {
+      await new Promise((resolve) => fake.close(resolve));
+    }
   });
 
   test('admin prepares, the new device completes, logs in and whoami shows the paired device', async () => {

@@ -1,4 +1,5 @@
 export { ApiError, ApiUnreachableError } from './api-error.js';
+export { assertMayCarryBearer, InsecureBearerUrlError, mayCarryBearer } from './bearer-transport.js';
 export {
   type CredentialStore,
   type Credentials,

@@ -1,5 +1,6 @@
 import type { DeviceJson, Principal, SessionJson, TokenPairJson } from '@svc/core';
 import { ApiError, ApiUnreachableError, problemFromResponse } from './api-error.js';
+import { assertMayCarryBearer } from './bearer-transport.js';
 
 /** The answer to `POST /v1/auth/challenges`. */
 export interface ChallengeJson {
@@ -70,9 +71,11 @@ export function createManagementClient(options: ManagementClientOptions): Manage
   const baseUrl = options.baseUrl.replace(/\/+$/, '');
   const doFetch = options.fetch ?? globalThis.fetch;
 
-  async function call<T>(method: string, path: string, init: { body?: unknown; bearer?: string } = {}): Promise<T> {
+  async function call<T>(method: string, path: string, init: { body?: unknown; bearer?: string; secretBody?: true } = {}): Promise<T> {
     const headers: Record<string, string> = { accept: 'application/json' };
     if (init.body !== undefined) headers['content-type'] = 'application/json';
+    // A bearer, a refresh token or a bootstrap token never goes to a non-loopback http:// URL.
+    if (init.bearer !== undefined || init.secretBody === true) assertMayCarryBearer(baseUrl);
     if (init.bearer !== undefined) headers.authorization = `Bearer ${init.bearer}`;
     let res: Response;
     try {
@@ -91,10 +94,10 @@ export function createManagementClient(options: ManagementClientOptions): Manage
   return Object.freeze({
     baseUrl,
     health: () => call<{ status: string }>('GET', '/health'),
-    enroll: (input) => call<{ device: DeviceJson }>('POST', '/v1/auth/enroll', { body: input }),
+    enroll: (input) => call<{ device: DeviceJson }>('POST', '/v1/auth/enroll', { body: input, secretBody: true }),
     createChallenge: (publicKeyHex) => call<ChallengeJson>('POST', '/v1/auth/challenges', { body: { public_key: publicKeyHex } }),
     createSession: (input) => call<TokenPairJson>('POST', '/v1/auth/sessions', { body: input }),
-    refresh: (refreshToken) => call<TokenPairJson>('POST', '/v1/auth/refresh', { body: { refresh_token: refreshToken } }),
+    refresh: (refreshToken) => call<TokenPairJson>('POST', '/v1/auth/refresh', { body: { refresh_token: refreshToken }, secretBody: true }),
     me: (accessToken) => call<Principal>('GET', '/v1/auth/me', { bearer: accessToken }),
     revoke: (accessToken, sessionId) =>
       call<{ session_id: string; revoked: true }>('POST', '/v1/auth/revoke', {

@@ -10,6 +10,7 @@ import {
   verifyEd25519,
 } from '@svc/core';
 import { ApiError, ApiUnreachableError, problemFromResponse } from './api-error.js';
+import { assertMayCarryBearer } from './bearer-transport.js';
 import type { DeviceKey } from './device-key.js';
 
 /** A route the node advertises. */
@@ -149,7 +150,9 @@ export class NodeIdentityError extends Error {
 /**
  * Creates a client of the node HTTP surface. Every non-2xx answer throws an {@link ApiError}
  * carrying the problem's `code` (except a degraded health report, which resolves); a
- * connection failure throws a {@link NodeUnreachableError}.
+ * connection failure throws a {@link NodeUnreachableError}. The calls that carry a management
+ * token (status, diagnostics, preparePairing) throw an `InsecureBearerUrlError` before
+ * connecting when `baseUrl` is `http://` to a non-loopback host.
  *
  * @example
  * const node = createNodeClient({ baseUrl: 'http://127.0.0.1:9091' });
@@ -166,7 +169,12 @@ export function createNodeClient(options: NodeClientOptions): NodeClient {
   ): Promise<T> {
     const headers: Record<string, string> = { accept: 'application/json' };
     if (init.body !== undefined) headers['content-type'] = 'application/json';
-    if (init.bearer !== undefined) headers.authorization = `Bearer ${init.bearer}`;
+    if (init.bearer !== undefined) {
+      // Checked per request, before any connection: a management token never leaves this
+      // machine in clear text (a fake listener on the network would capture it).
+      assertMayCarryBearer(baseUrl);
+      headers.authorization = `Bearer ${init.bearer}`;
+    }
     let res: Response;
     let text: string;
     try {

@@ -57,7 +57,7 @@ export const ERROR_CODES = {
   forbidden_host: {
     status: 403,
     title: 'Forbidden',
-    meaning: 'the Host or Origin is not loopback on the management API (DNS-rebinding defence)',
+    meaning: 'the Host or Origin is not loopback on the management API or on a node surface reached over loopback (DNS-rebinding defence)',
   },
   not_found: { status: 404, title: 'Not Found', meaning: 'unknown route or resource' },
   method_not_allowed: { status: 405, title: 'Method Not Allowed', meaning: 'the route exists but not for that method' },
@@ -79,6 +79,11 @@ export const ERROR_CODES = {
     status: 503,
     title: 'Service Unavailable',
     meaning: 'the control store cannot be reached',
+  },
+  management_bearer_not_loopback: {
+    status: 403,
+    title: 'Forbidden',
+    meaning: 'a management-realm bearer token is accepted on the node surface only from a loopback peer; use an SSH tunnel',
   },
 } as const satisfies Record<string, { status: number; title: string; meaning: string }>;
 

@@ -1,6 +1,7 @@
 export * from './addon.js';
 export * from './attempt-budget.js';
 export * from './audit.js';
+export * from './audit-checkpoint.js';
 export * from './canonical-json.js';
 export * from './config.js';
 export * from './deps.js';

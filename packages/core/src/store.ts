@@ -170,11 +170,16 @@ export interface Store {
    * Marks the device removed and revokes all its active sessions (reason `device_removed`),
    * with the event, in one transaction. `removed: false` when it was unknown or already removed
    * (then nothing is written).
+   *
+   * With `keepLast`, the device is not removed when it is the last active device of its realm:
+   * `{removed: false, last: true}` and nothing written. The count is taken inside the
+   * transaction, with the realm's active device rows locked where the engine allows concurrent
+   * writers, so N concurrent removals of the realm's last N devices leave exactly one.
    */
   removeDevice(
-    input: { readonly deviceId: string; readonly now: number },
+    input: { readonly deviceId: string; readonly now: number; readonly keepLast?: boolean },
     event: AuditEventDraft,
-  ): Promise<{ readonly removed: boolean; readonly revokedSessions: number }>;
+  ): Promise<{ readonly removed: boolean; readonly revokedSessions: number; readonly last?: true }>;
 
   /** Stores a challenge. */
   createChallenge(challenge: ChallengeRecord): Promise<void>;

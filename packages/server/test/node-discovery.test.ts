@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { networkInterfaces } from 'node:os';
 import { after, before, describe, test } from 'node:test';
 import { isValidNodeId, nodeIdOf } from '@svc/core';
 import { NODE_ROUTES } from '../src/index.js';
@@ -137,12 +138,23 @@ describe('node surface: shared hardening', () => {
     assert.equal(r.body.code, 'invalid_request');
   });
 
-  test('unlike the management API, any Host is served: the node surface may listen on a network address', async () => {
-    const r = await raw(
-      { ...h, port: Number(new URL(h.nodeBase).port) },
-      { path: '/.well-known/edge', headers: { host: 'node.example:9091' } },
-    );
-    assert.equal(r.status, 200);
-    assert.equal(r.body.node_id, h.identity.nodeId);
+  // Issue 9 item 9 changed this premise on purpose: a node surface reached over loopback now has
+  // the DNS-rebinding guard. Any Host is still served on a network address.
+  test('unlike the management API, any Host is served when the node surface is reached on a network address', async (t) => {
+    const net = Object.values(networkInterfaces())
+      .flat()
+      .find((a) => a !== undefined && a.family === 'IPv4' && !a.internal);
+    if (net === undefined) return t.skip('this machine has no non-loopback IPv4 address');
+    const wide = await startNodeHarness({ nodeHost: net.address });
+    try {
+      const r = await raw(
+        { ...wide, port: Number(new URL(wide.nodeBase).port) },
+        { host: net.address, path: '/.well-known/edge', headers: { host: 'node.example:9091' } },
+      );
+      assert.equal(r.status, 200);
+      assert.equal(r.body.node_id, wide.identity.nodeId);
+    } finally {
+      await wide.close();
+    }
   });
 });

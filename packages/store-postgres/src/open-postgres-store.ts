@@ -159,9 +159,38 @@ function createPool(options: PostgresStoreOptions, schema: string): pg.Pool {
 }
 
 /**
+ * Refuses an existing schema (or a table, view, sequence or index in it) owned by a role other
+ * than the one svc connects as, unless that owner is a superuser (a DBA who set it up). The
+ * schema is created with IF NOT EXISTS: without this check, a role that may create schemas in
+ * the database could create `svc_auth` first and, as its owner, read every digest and rewrite or
+ * replace the tables under the service.
+ */
+async function refuseForeignOwner(client: pg.PoolClient, schema: string, target: string): Promise<void> {
+  const owners = await client.query<{ kind: string; name: string; owner: string }>(
+    `SELECT 'schema' AS kind, n.nspname AS name, r.rolname AS owner
+       FROM pg_namespace n JOIN pg_roles r ON r.oid = n.nspowner
+      WHERE n.nspname = $1 AND r.rolname <> current_user AND NOT r.rolsuper
+     UNION ALL
+     SELECT 'relation', c.relname, r.rolname
+       FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace JOIN pg_roles r ON r.oid = c.relowner
+      WHERE n.nspname = $1 AND r.rolname <> current_user AND NOT r.rolsuper
+     ORDER BY 1 DESC, 2
+     LIMIT 5`,
+    [schema],
+  );
+  const first = owners.rows[0];
+  if (first === undefined) return;
+  const what = first.kind === 'schema' ? `the schema ${schema}` : `${schema}.${first.name}`;
+  throw new StoreOpenError(
+    target,
+    `refusing the PostgreSQL store at ${target}: ${what} is owned by the role ${first.owner}, not by the role svc connects as (nor a superuser), so that role could read or replace the control state; drop it or choose another :store/schema`,
+  );
+}
+
+/**
  * Opens the PostgreSQL control store: connects, creates the schema if missing, applies the
  * migrations (serialised across nodes by a transaction-scoped advisory lock) and checks that
- * the store answers. Fails with a {@link StoreOpenError} whose one-line message never holds
+ * the store answers. An existing schema owned by another (non-superuser) role is refused. Fails with a {@link StoreOpenError} whose one-line message never holds
  * the password; invalid options are a `TypeError`.
  *
  * @example
@@ -196,6 +225,7 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
           `the connection to ${target} has search_path ${JSON.stringify(path.rows[0]?.p)}, not ${schema}; remove "options" from the connection string`,
         );
       }
+      await refuseForeignOwner(client, schema, target);
       await migrate(client, schema, migrations, Date.now());
     } catch (err) {
       broken = err as Error;

@@ -317,10 +317,25 @@ export class PostgresStore implements Store {
   }
 
   async removeDevice(
-    input: { readonly deviceId: string; readonly now: number },
+    input: { readonly deviceId: string; readonly now: number; readonly keepLast?: boolean },
     event: AuditEventDraft,
-  ): Promise<{ readonly removed: boolean; readonly revokedSessions: number }> {
+  ): Promise<{ readonly removed: boolean; readonly revokedSessions: number; readonly last?: true }> {
     return this.#tx(async (c) => {
+      if (input.keepLast === true) {
+        // Lock every active device of the realm (in id order, so two removals never deadlock):
+        // a concurrent removal waits here, then re-reads the rows the winner changed and no
+        // longer counts the device it removed. READ COMMITTED alone would let both count two.
+        const realm = await first<{ realm: string }>(c, 'SELECT realm FROM devices WHERE id = $1 AND removed_at IS NULL', [input.deviceId]);
+        if (realm !== undefined) {
+          const active = await rows<{ id: string }>(
+            c,
+            'SELECT id FROM devices WHERE realm = $1 AND removed_at IS NULL ORDER BY id FOR UPDATE',
+            [realm.realm],
+          );
+          if (active.length <= 1) return { removed: false, revokedSessions: 0, last: true as const };
+          if (!active.some((d) => d.id === input.deviceId)) return { removed: false, revokedSessions: 0 };
+        }
+      }
       const removed = await changes(c, 'UPDATE devices SET removed_at = $2 WHERE id = $1 AND removed_at IS NULL', [
         input.deviceId,
         input.now,

@@ -189,6 +189,44 @@ test('a schema newer than this package is refused with StoreOpenError', async ()
   });
 });
 
+test('a schema pre-created by another role (squatting on the store schema) is refused, and nothing is created in it', async () => {
+  const schema = env.schema();
+  const intruder = `svc_intruder_${schema.slice(-12)}`;
+  await env.admin.query(`CREATE ROLE ${intruder} NOLOGIN`);
+  try {
+    await env.admin.query(`CREATE SCHEMA ${schema} AUTHORIZATION ${intruder}`);
+    await assert.rejects(env.open(schema), (err: unknown) => {
+      assert.ok(err instanceof StoreOpenError);
+      assert.match(err.message, new RegExp(`owned by the role ${intruder}`));
+      assert.doesNotMatch(err.message, /\n/);
+      return true;
+    });
+    const tables = await env.admin.query('SELECT 1 FROM pg_tables WHERE schemaname = $1', [schema]);
+    assert.equal(tables.rowCount, 0, 'no table was created in the squatted schema');
+  } finally {
+    await env.drop(schema);
+    await env.admin.query(`DROP ROLE ${intruder}`);
+  }
+});
+
+test('a table planted by another role in the store schema is refused', async () => {
+  const schema = env.schema();
+  const intruder = `svc_intruder_${schema.slice(-12)}`;
+  const store = await env.open(schema);
+  await store.close();
+  await env.admin.query(`CREATE ROLE ${intruder} NOLOGIN`);
+  try {
+    await env.admin.query(`ALTER TABLE ${schema}.audit_events OWNER TO ${intruder}`);
+    await assert.rejects(
+      env.open(schema),
+      (err: unknown) => err instanceof StoreOpenError && /audit_events is owned by the role/.test(err.message),
+    );
+  } finally {
+    await env.drop(schema);
+    await env.admin.query(`DROP ROLE ${intruder}`);
+  }
+});
+
 test('an unreachable server is a one-line StoreOpenError that never shows the password', async () => {
   const attempts = [
     { host: '127.0.0.1', port: 1, user: 'svc', database: 'test', password: PASSWORD, schema: env.schema() },

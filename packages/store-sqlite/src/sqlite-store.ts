@@ -442,10 +442,18 @@ export class SqliteStore implements Store {
   }
 
   async removeDevice(
-    input: { readonly deviceId: string; readonly now: number },
+    input: { readonly deviceId: string; readonly now: number; readonly keepLast?: boolean },
     event: AuditEventDraft,
-  ): Promise<{ readonly removed: boolean; readonly revokedSessions: number }> {
+  ): Promise<{ readonly removed: boolean; readonly revokedSessions: number; readonly last?: true }> {
     return this.#write(() => {
+      // Inside the write transaction (BEGIN IMMEDIATE: one writer at a time), so the count
+      // cannot change between this check and the removal.
+      if (input.keepLast === true) {
+        const row = this.#s.deviceById.get(input.deviceId) as DeviceRow | undefined;
+        if (row !== undefined && row.removed_at === null && (this.#s.countDevices.get(row.realm) as { n: number }).n <= 1) {
+          return { removed: false, revokedSessions: 0, last: true as const };
+        }
+      }
       if (this.#s.removeDevice.run(input.now, input.deviceId).changes === 0) return { removed: false, revokedSessions: 0 };
       this.#accessCache.clear();
       const revoked = this.#s.revokeDeviceSessions.run({ deviceId: input.deviceId, now: input.now }).changes;

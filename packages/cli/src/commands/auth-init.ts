@@ -44,9 +44,10 @@ export const authInit: Command = {
     }
     const [dirArg] = args.positionals as [string];
     const dir = resolve(dirArg);
-    mkdirSync(dir, { recursive: true });
+    // Owner-only, explicitly (the umask may be 002): what the service loads must not be writable by others.
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
     const file = join(dir, 'project.edn');
-    if (!existsSync(file)) writeFileSync(file, defaultProjectEdn(projectNameFor(dir), bundledSqliteAddon()), { flag: 'wx' });
+    if (!existsSync(file)) writeFileSync(file, defaultProjectEdn(projectNameFor(dir), bundledSqliteAddon()), { flag: 'wx', mode: 0o600 });
     const project = loadProject(dir, { profile: chosenProfile(args.values.profile, process.env), env: process.env });
     // The embedded default is an addon too: installed from the bundled archive with its pin,
     // so the default path runs the same verification as any other addon.

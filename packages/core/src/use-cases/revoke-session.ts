@@ -44,3 +44,35 @@ export async function revokeSession(
   if (changed) deps.log.info({ event: 'session.revoked', session_id: sessionId, reason }, 'session revoked');
   return { session_id: sessionId, revoked: true };
 }
+
+/**
+ * Revokes the session of a token that was seen where it must never travel (a management token
+ * arriving from a network peer: anyone on the path may hold a copy), with reason
+ * `token_exposed` and its audit event. The token stops working at once, wherever the copy went.
+ *
+ * @example
+ * await revokeExposedSession(deps, { principal, where: 'node surface, non-loopback peer' });
+ */
+export async function revokeExposedSession(
+  deps: AuthDeps,
+  input: { readonly principal: Principal; readonly where: string },
+): Promise<boolean> {
+  const { principal } = input;
+  const target = await deps.store.getSession(principal.session);
+  if (target === null) return false;
+  const now = deps.clock.now();
+  const changed = await deps.store.revokeSession(
+    { sessionId: target.id, now, reason: 'token_exposed' },
+    auditDraft(deps, 'session.revoked', {
+      realm: target.realm,
+      subject: target.subject,
+      deviceId: target.deviceId,
+      sessionId: target.id,
+      at: now,
+      data: { reason: 'token_exposed', where: input.where },
+    }),
+  );
+  if (changed)
+    deps.log.warn({ event: 'session.revoked', session_id: target.id, reason: 'token_exposed' }, 'session revoked: its token was exposed');
+  return changed;
+}

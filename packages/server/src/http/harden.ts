@@ -2,13 +2,14 @@ import type { FastifyInstance } from 'fastify';
 import { installDrainOnClose } from './drain-on-close.js';
 import { installErrorHandling } from './error-handling.js';
 import { installJsonBodyParser } from './json-body.js';
-import { installLoopbackGuard } from './loopback.js';
+import { installLoopbackGuard, isLoopbackAddress } from './loopback.js';
 import { installSecurityHeaders } from './security-headers.js';
 
 /**
  * Installs the shared HTTP hardening of a svc surface on a fresh app, in the order that
  * matters: security headers first (so every later refusal carries them), then, for a
- * loopback-only surface, the DNS-rebinding guard (before any parser or handler), then
+ * loopback-only surface, the DNS-rebinding guard (before any parser or handler; on any other
+ * surface, for the requests that arrived on a loopback address), then
  * JSON-only bodies, the problem+json error path, and a close that
  * drains in-flight requests without waiting out keep-alive timeouts. Call it before registering routes; build
  * the app with {@link serverOptions}.
@@ -20,7 +21,11 @@ import { installSecurityHeaders } from './security-headers.js';
  */
 export function hardenSurface(app: FastifyInstance, opts: { readonly loopbackOnly: boolean }): void {
   installSecurityHeaders(app);
+  // A surface that may bind a network address still gets the DNS-rebinding guard for every
+  // request that arrived on a loopback address (bound to 127.0.0.1, or a wildcard reached over
+  // loopback): there a hostile page's rebound name is the only way a browser gets in.
   if (opts.loopbackOnly) installLoopbackGuard(app);
+  else installLoopbackGuard(app, { when: (req) => isLoopbackAddress(req.socket.localAddress) });
   installJsonBodyParser(app);
   installErrorHandling(app);
   installDrainOnClose(app);

@@ -1,5 +1,6 @@
 export * from './bearer.js';
 export * from './challenge-budget.js';
+export * from './connection-limits.js';
 export * from './drain-on-close.js';
 export * from './error-handling.js';
 export * from './failure-limiter.js';

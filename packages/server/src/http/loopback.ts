@@ -1,6 +1,6 @@
 import { isIPv6 } from 'node:net';
 import { AuthError } from '@svc/core';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { sendProblem } from './problem.js';
 
 const DOTTED_QUAD = /^(0|[1-9]\d{0,2})\.(0|[1-9]\d{0,2})\.(0|[1-9]\d{0,2})\.(0|[1-9]\d{0,2})$/;
@@ -143,17 +143,40 @@ export function isLoopbackOrigin(value: string): boolean {
 }
 
 /**
+ * Whether a socket address (as `socket.remoteAddress` / `localAddress` report it) is loopback:
+ * `127.0.0.0/8`, `::1`, or an IPv4-mapped `::ffff:127.x.y.z` (what a dual-stack `[::]`
+ * listener reports for an IPv4 loopback peer). Undefined (a destroyed socket) is not.
+ *
+ * @example
+ * isLoopbackAddress('::ffff:127.0.0.1'); // true
+ * isLoopbackAddress('192.0.2.2'); // false
+ */
+export function isLoopbackAddress(address: string | undefined): boolean {
+  if (address === undefined) return false;
+  const v4 = parseIPv4(address.toLowerCase().startsWith('::ffff:') ? address.slice(7) : address);
+  if (v4 !== null) return v4[0] === 127;
+  return isIPv6Loopback(address);
+}
+
+/**
  * The DNS-rebinding defence of a loopback-only surface: an `onRequest` hook that refuses
  * (`403 forbidden_host`) a request whose `Host` is not a loopback name or address, or that
  * carries a non-loopback `Origin`. A page on `evil.example` whose name was rebound to
- * 127.0.0.1 still sends `Host: evil.example`, so it never reaches a handler.
+ * 127.0.0.1 still sends `Host: evil.example`, so it never reaches a handler. With `when`, only
+ * requests for which it returns true are guarded (the node surface: those that arrived on a
+ * loopback address).
  *
  * @example
  * installSecurityHeaders(app);
  * installLoopbackGuard(app);
  */
-export function installLoopbackGuard(app: FastifyInstance): void {
+export function installLoopbackGuard(app: FastifyInstance, opts: { readonly when?: (req: FastifyRequest) => boolean } = {}): void {
+  const { when } = opts;
   app.addHook('onRequest', (req, reply, done) => {
+    if (when !== undefined && !when(req)) {
+      done();
+      return;
+    }
     const { host, origin } = req.headers;
     if (!isLoopbackHostHeader(host)) {
       sendProblem(reply, new AuthError('forbidden_host', 'the Host header must name a loopback address (localhost, 127.0.0.1, [::1])'));

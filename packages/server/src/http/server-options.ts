@@ -1,4 +1,5 @@
-import type { FastifyBaseLogger, FastifyServerOptions } from 'fastify';
+import type { Server } from 'node:http';
+import type { FastifyBaseLogger, FastifyHttpOptions } from 'fastify';
 import { clientErrorHandler, frameworkErrors } from './error-handling.js';
 import { BODY_LIMIT } from './json-body.js';
 import { safeLogger } from './logging.js';
@@ -7,7 +8,7 @@ import { safeLogger } from './logging.js';
  * The Fastify factory options every svc surface shares: the 64 KiB body limit, prototype
  * poisoning refused, schema validation that never strips or coerces (an extra or ill-typed
  * field is a 400, not silently fixed), problem+json for framework-level errors, no trusted
- * proxy, and a logger that cannot log secrets (or none).
+ * proxy, short head, idle and keep-alive timeouts, and a logger that cannot log secrets (or none).
  *
  * `return503OnClosing` is off on purpose: while `app.close()` drains, a request that still
  * arrives on an open keep-alive connection is answered normally (with `Connection: close`)
@@ -25,9 +26,15 @@ export function serverOptions(logger: FastifyBaseLogger | false | undefined) {
     trustProxy: false,
     requestIdHeader: false,
     requestTimeout: 30_000,
+    // Idle and slow sockets are closed early, so they cannot pile up against the connection
+    // caps: the request head must arrive within 10 s of connecting (checked every second), an
+    // idle keep-alive connection goes after 5 s, and any socket silent for 30 s is closed.
+    http: { headersTimeout: 10_000, connectionsCheckingInterval: 1_000 },
+    keepAliveTimeout: 5_000,
+    connectionTimeout: 30_000,
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false, useDefaults: false, allErrors: false } },
     frameworkErrors,
     clientErrorHandler,
-  } satisfies FastifyServerOptions;
+  } satisfies FastifyHttpOptions<Server>;
   return logger === undefined || logger === false ? { ...base, logger: false as const } : { ...base, loggerInstance: safeLogger(logger) };
 }

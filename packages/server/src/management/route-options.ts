@@ -1,8 +1,9 @@
-import { type AuthDeps, authenticate, type Principal } from '@svc/core';
+import { type AuthDeps, AuthError, authenticate, type Principal, revokeExposedSession } from '@svc/core';
 import type { FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
 import { bearerToken } from '../http/bearer.js';
 import type { ChallengeBudget } from '../http/challenge-budget.js';
 import type { FailureLimiter } from '../http/failure-limiter.js';
+import { isLoopbackAddress } from '../http/loopback.js';
 
 /** What every management route plugin receives. */
 export interface ManagementRouteOptions {
@@ -19,10 +20,31 @@ export interface SignInRouteOptions extends ManagementRouteOptions {
  * The management principal of a request's bearer token, or `401 invalid_token` (whose realm
  * the error handler turns into `WWW-Authenticate`). One store lookup.
  *
+ * A management-realm bearer is only ever accepted from a loopback peer (the TCP peer address,
+ * never a header): `403 management_bearer_not_loopback` otherwise, before the token is even
+ * looked up. The management API only binds loopback anyway; the node surface may bind a
+ * network address over plain HTTP, where a management token would be readable by anyone on
+ * the path, and remote administration must go through an authenticated transport (an SSH
+ * tunnel), as for the management API. A live management token that arrives that way anyway is
+ * treated as disclosed: its session is revoked (reason `token_exposed`, audited).
+ *
  * @example
  * const principal = await managementPrincipal(deps, req);
  */
-export function managementPrincipal(deps: AuthDeps, req: FastifyRequest): Promise<Principal> {
+export async function managementPrincipal(deps: AuthDeps, req: FastifyRequest): Promise<Principal> {
+  if (!isLoopbackAddress(req.socket.remoteAddress)) {
+    // A live management token that crossed the network is disclosed: whoever was on the path
+    // may hold a copy, so its session ends now (and the refusal below is the same either way).
+    const token = bearerToken(req.headers.authorization);
+    if (token !== undefined && token !== '') {
+      const exposed = await authenticate(deps, { token, realm: 'management' }).catch(() => null);
+      if (exposed !== null) await revokeExposedSession(deps, { principal: exposed, where: 'non-loopback peer' });
+    }
+    throw new AuthError(
+      'management_bearer_not_loopback',
+      'management-realm requests are accepted only from this machine (loopback); reach the node through an SSH tunnel',
+    );
+  }
   return authenticate(deps, { token: bearerToken(req.headers.authorization), realm: 'management' });
 }
 

@@ -1,5 +1,6 @@
 import type { AuthDeps } from '@svc/core';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import { type ConnectionLimits, installConnectionLimits, NODE_CONNECTION_LIMITS } from '../http/connection-limits.js';
 import { createFailureLimiter } from '../http/failure-limiter.js';
 import { hardenSurface } from '../http/harden.js';
 import { serverOptions } from '../http/server-options.js';
@@ -28,13 +29,18 @@ export interface NodeAppOptions {
   healthCheckTimeoutMs?: number;
   /** A pino logger (passed to Fastify as `loggerInstance`, behind redaction), or no logging. */
   logger?: FastifyBaseLogger | false;
+  /** Connection caps of this listener. Default {@link NODE_CONNECTION_LIMITS}: 256 in all, 32 per peer address. */
+  connectionLimits?: ConnectionLimits;
 }
 
 /**
  * Builds the node HTTP surface: discovery, health, status, signed diagnostics and device
  * pairing, with the shared hardening of every svc surface (problem+json errors, JSON-only
- * bodies of at most 64 KiB, `Cache-Control: no-store`, a close that drains in-flight requests)
- * but WITHOUT the loopback guard: this surface may listen on a network address. Exactly the
+ * bodies of at most 64 KiB, `Cache-Control: no-store`, a close that drains in-flight requests).
+ * This surface may listen on a network address, so the DNS-rebinding guard applies only to the
+ * requests that arrive on a loopback address, management-realm bearer tokens are accepted only
+ * from loopback peers, and its connections are capped in total and per peer so it cannot
+ * starve the management API of the same process. Exactly the
  * routes of {@link NODE_ROUTES} are installed (checked here), so discovery cannot advertise a
  * route that does not exist or miss one that does; anything else is `404 not_found`.
  *
@@ -48,6 +54,7 @@ export async function buildNodeApp(opts: NodeAppOptions): Promise<FastifyInstanc
   const providers = opts.providers ?? [ed25519KeyProvider];
   const app: FastifyInstance = Fastify(serverOptions(opts.logger));
   hardenSurface(app, { loopbackOnly: false });
+  installConnectionLimits(app, opts.connectionLimits ?? NODE_CONNECTION_LIMITS);
 
   const installed: string[] = [];
   app.addHook('onRoute', (route) => {

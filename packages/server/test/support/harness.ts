@@ -169,12 +169,14 @@ export function raw(
     body?: string | Buffer;
     chunks?: (string | Buffer)[];
     setHost?: boolean;
+    /** The address to connect to (default 127.0.0.1). */
+    host?: string;
   },
 ): Promise<RawReply> {
   return new Promise((resolve, reject) => {
     const req = httpRequest(
       {
-        host: '127.0.0.1',
+        host: opts.host ?? '127.0.0.1',
         port: h.port,
         method: opts.method ?? 'GET',
         path: opts.path,

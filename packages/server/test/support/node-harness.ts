@@ -34,6 +34,10 @@ export interface NodeHarnessOptions extends HarnessOptions {
   components?: () => ComponentStatus;
   providers?: readonly NodeProvider[];
   pairingFailureLimit?: { maxFailures?: number; windowSeconds?: number };
+  /** Where the node surface binds (default 127.0.0.1); `nodeBase` then uses this host, or `nodeUrlHost`. */
+  nodeHost?: string;
+  /** The host of `nodeBase` when it differs from `nodeHost` (a wildcard bind reached at one address). */
+  nodeUrlHost?: string;
 }
 
 export async function startNodeHarness(opts: NodeHarnessOptions = {}): Promise<NodeHarness> {
@@ -48,13 +52,14 @@ export async function startNodeHarness(opts: NodeHarnessOptions = {}): Promise<N
     healthCheckTimeoutMs: 1000,
     logger: false,
   });
-  await node.listen({ host: '127.0.0.1', port: 0 });
+  await node.listen({ host: opts.nodeHost ?? '127.0.0.1', port: 0 });
   const address = node.server.address();
   if (address === null || typeof address === 'string') throw new Error('no port');
+  const urlHost = opts.nodeUrlHost ?? opts.nodeHost ?? '127.0.0.1';
   return {
     ...h,
     node,
-    nodeBase: `http://127.0.0.1:${address.port}`,
+    nodeBase: `http://${urlHost.includes(':') ? `[${urlHost}]` : urlHost}:${address.port}`,
     identity,
     async close() {
       await node.close();

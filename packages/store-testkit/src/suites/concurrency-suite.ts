@@ -10,6 +10,7 @@ import {
   issueBootstrapToken,
   pairingProofString,
   preparePairing,
+  removeDevice,
   rotateRefreshToken,
   type Store,
   verifyAuditChain,
@@ -86,6 +87,35 @@ export function concurrencySuite(ctx: SuiteContext): void {
         ]);
         assert.equal((await w.store.getDevice(device.id))?.removedAt, w.clock.now());
         assert.deepEqual(await w.store.listActiveSessions({ now: w.clock.now(), deviceId: device.id }), []);
+      }));
+
+    test('two concurrent removals of the last two management devices leave one (the last cannot be deleted twice)', () =>
+      ctx.world(async (w) => {
+        const racers = await racerDeps(w);
+        const a = await bootstrapAdmin(w.deps);
+        const b = await bootstrapAdmin(w.deps);
+        const [first, second] = racers as [AuthDeps, AuthDeps, ...AuthDeps[]];
+        const { values, codes } = await settle([
+          removeDevice(first, { principal: null, deviceId: a.device.id }),
+          removeDevice(second, { principal: null, deviceId: b.device.id }),
+        ]);
+        assert.equal(values.length, 1);
+        assert.deepEqual(codes, ['invalid_request']);
+        assert.equal(await w.store.countDevices('management'), 1);
+        assert.equal((await allEvents(w.store)).filter((e) => e.type === 'device.removed').length, 1);
+      }));
+
+    test(`${RACERS} concurrent removals of ${RACERS} management devices leave exactly one`, () =>
+      ctx.world(async (w) => {
+        const racers = await racerDeps(w);
+        const admins: { readonly device: { readonly id: string } }[] = [];
+        for (let i = 0; i < RACERS; i++) admins.push(await bootstrapAdmin(w.deps));
+        const { values, codes } = await settle(
+          racers.map((deps, i) => removeDevice(deps, { principal: null, deviceId: admins[i]?.device.id })),
+        );
+        assert.equal(values.length, RACERS - 1);
+        assert.deepEqual(codes, ['invalid_request']);
+        assert.equal(await w.store.countDevices('management'), 1);
       }));
 
     test('one pairing intent is completed exactly once', () =>

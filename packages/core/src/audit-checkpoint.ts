@@ -1,0 +1,139 @@
+import { type AuditEvent, GENESIS_HASH } from './audit.js';
+import { canonicalJson } from './canonical-json.js';
+import { verifyEd25519 } from './ed25519.js';
+import { nodeIdOf } from './node-id.js';
+import { rfc3339 } from './time.js';
+
+/** The `type` inside every checkpoint payload: a signature over it means nothing else. */
+export const AUDIT_CHECKPOINT_TYPE = 'svc-audit-checkpoint';
+
+/** What a checkpoint asserts: the project's audit chain had `length` events ending in `head`, at `at`. */
+export interface AuditCheckpointPayload {
+  readonly type: typeof AUDIT_CHECKPOINT_TYPE;
+  readonly project: string;
+  readonly length: number;
+  /** The hash of event #length (the genesis hash for an empty chain). */
+  readonly head: string;
+  readonly at: string;
+}
+
+/** A checkpoint signed with Ed25519 over the RFC 8785 canonical JSON of its payload: one JSON line in an export. */
+export interface SignedAuditCheckpoint {
+  readonly payload: AuditCheckpointPayload;
+  readonly alg: 'Ed25519';
+  readonly canonicalization: 'RFC8785';
+  readonly public_key: string;
+  readonly node_id: string;
+  readonly signature: string;
+}
+
+/**
+ * Signs a checkpoint of the chain head `{seq, hash}` (null for an empty chain) of `project`
+ * at `now`, with `sign` (pure Ed25519 over the exact bytes) by the key `publicKeyHex`.
+ *
+ * @example
+ * const cp = signAuditCheckpoint({ project, head: await store.auditHead(), now: clock.now() }, identity);
+ */
+export function signAuditCheckpoint(
+  input: { readonly project: string; readonly head: { readonly seq: number; readonly hash: string } | null; readonly now: number },
+  signer: { readonly publicKeyHex: string; sign(message: Uint8Array): Uint8Array },
+): SignedAuditCheckpoint {
+  const payload: AuditCheckpointPayload = {
+    type: AUDIT_CHECKPOINT_TYPE,
+    project: input.project,
+    length: input.head?.seq ?? 0,
+    head: input.head?.hash ?? GENESIS_HASH,
+    at: rfc3339(input.now),
+  };
+  const signature = Buffer.from(signer.sign(Buffer.from(canonicalJson({ ...payload }), 'utf8'))).toString('hex');
+  return {
+    payload,
+    alg: 'Ed25519',
+    canonicalization: 'RFC8785',
+    public_key: signer.publicKeyHex,
+    node_id: nodeIdOf(signer.publicKeyHex),
+    signature,
+  };
+}
+
+/** The outcome of checking one exported checkpoint against the chain as it is now. */
+export type CheckpointVerdict =
+  | { readonly ok: true }
+  | {
+      readonly ok: false;
+      /** `malformed`, `bad_signature`, `other_key`, `other_project`: the checkpoint proves nothing; `truncated`, `rewritten`: the chain lost or changed what it had. */
+      readonly problem: 'malformed' | 'bad_signature' | 'other_key' | 'other_project' | 'truncated' | 'rewritten';
+      readonly detail: string;
+    };
+
+const HEX64 = /^[0-9a-f]{64}$/;
+
+/**
+ * Checks an exported checkpoint (parsed JSON) against the current chain `events` (already
+ * checked with `verifyAuditChain`, so event #n is `events[n - 1]`) of `project`: its signature
+ * by `publicKeyHex` (the node key it must come from) must verify, and the chain must still hold
+ * event #length with hash `head`. A chain shorter than the checkpoint was truncated; a
+ * different hash there means the chain was rewritten (even if it was re-sealed with svc's own
+ * code, it cannot reproduce the exported head).
+ *
+ * @example
+ * const verdict = checkAuditCheckpoint(JSON.parse(line), { project, events, publicKeyHex });
+ */
+export function checkAuditCheckpoint(
+  value: unknown,
+  chain: { readonly project: string; readonly events: readonly AuditEvent[]; readonly publicKeyHex: string },
+): CheckpointVerdict {
+  const cp = value as Partial<SignedAuditCheckpoint> | null;
+  const p = cp?.payload as Partial<AuditCheckpointPayload> | undefined;
+  if (
+    typeof cp !== 'object' ||
+    cp === null ||
+    typeof p !== 'object' ||
+    p === null ||
+    p.type !== AUDIT_CHECKPOINT_TYPE ||
+    typeof p.project !== 'string' ||
+    !Number.isSafeInteger(p.length) ||
+    (p.length as number) < 0 ||
+    typeof p.head !== 'string' ||
+    !HEX64.test(p.head) ||
+    typeof p.at !== 'string' ||
+    typeof cp.public_key !== 'string' ||
+    typeof cp.signature !== 'string' ||
+    !/^[0-9a-f]{128}$/i.test(cp.signature)
+  ) {
+    return { ok: false, problem: 'malformed', detail: 'not a signed audit checkpoint' };
+  }
+  const payload: AuditCheckpointPayload = {
+    type: AUDIT_CHECKPOINT_TYPE,
+    project: p.project,
+    length: p.length as number,
+    head: p.head,
+    at: p.at,
+  };
+  if (cp.public_key.toLowerCase() !== chain.publicKeyHex.toLowerCase()) {
+    return { ok: false, problem: 'other_key', detail: `signed by ${cp.public_key}, not by this node's key` };
+  }
+  const message = Buffer.from(canonicalJson({ ...payload }), 'utf8');
+  if (!verifyEd25519(chain.publicKeyHex, message, Buffer.from(cp.signature, 'hex'))) {
+    return { ok: false, problem: 'bad_signature', detail: 'the signature does not verify' };
+  }
+  if (payload.project !== chain.project) {
+    return { ok: false, problem: 'other_project', detail: `it is about project ${payload.project}` };
+  }
+  if (chain.events.length < payload.length) {
+    return {
+      ok: false,
+      problem: 'truncated',
+      detail: `the chain had ${payload.length} events at ${payload.at}; it now has ${chain.events.length}`,
+    };
+  }
+  const at = payload.length === 0 ? GENESIS_HASH : chain.events[payload.length - 1]?.hash;
+  if (at !== payload.head) {
+    return {
+      ok: false,
+      problem: 'rewritten',
+      detail: `event #${payload.length} had hash ${payload.head} at ${payload.at}; it now has ${at ?? 'none'}`,
+    };
+  }
+  return { ok: true };
+}
