@@ -10,6 +10,7 @@ export * from './node-id.js';
 export * from './principal.js';
 export * from './realm.js';
 export * from './store.js';
+export * from './store-fault.js';
 export * from './store-rows.js';
 export * from './time.js';
 export * from './tokens.js';

@@ -7,6 +7,7 @@ import {
   CHALLENGE_COLUMNS,
   type ChallengeRecord,
   type ChallengeRow,
+  classifyStoreErrors,
   DEVICE_COLUMNS,
   type DeviceRecord,
   type DeviceRow,
@@ -26,6 +27,7 @@ import {
   SESSION_COLUMNS,
   type SessionRecord,
   type SessionRow,
+  STORE_OPERATIONS,
   type Store,
   type StoreStats,
   sealAuditEvent,
@@ -37,6 +39,7 @@ import {
   toSession,
 } from '@svc/core';
 import type { Pool, PoolClient, QueryConfig, QueryResultRow } from 'pg';
+import { postgresFault } from './faults.js';
 
 /** Something that runs queries: the pool (autocommit) or a client inside a transaction. */
 type Queryable = Pick<PoolClient, 'query'>;
@@ -125,6 +128,14 @@ export class PostgresStore implements Store {
    */
   async #tx<T>(fn: (c: PoolClient) => Promise<T>): Promise<T> {
     const client = await this.#pool.connect();
+    // The pool takes its own 'error' listener off a client while it is checked out: without one
+    // here, a server restart (57P01) or a dropped connection between two statements of this
+    // transaction is an unhandled 'error' event, and that kills the process.
+    let lost: Error | undefined;
+    const onError = (err: Error) => {
+      lost ??= err;
+    };
+    client.on('error', onError);
     let broken: Error | undefined;
     try {
       await client.query('BEGIN');
@@ -132,16 +143,23 @@ export class PostgresStore implements Store {
       await client.query('COMMIT');
       return result;
     } catch (err) {
-      try {
-        await client.query('ROLLBACK');
-      } catch (rollbackError) {
-        // The connection is unusable: destroy it instead of returning it to the pool.
-        broken = rollbackError as Error;
+      if (lost !== undefined || postgresFault(err) !== null) {
+        // The connection is lost or stuck: a ROLLBACK would only wait out another timeout. The
+        // server rolls the transaction back when the connection closes.
+        broken = lost ?? (err as Error);
+      } else {
+        try {
+          await client.query('ROLLBACK');
+        } catch (rollbackError) {
+          // The connection is unusable: destroy it instead of returning it to the pool.
+          broken = rollbackError as Error;
+        }
       }
       if (err instanceof Rollback) return err.value as T;
       throw err;
     } finally {
-      client.release(broken);
+      client.removeListener('error', onError);
+      client.release(broken ?? lost);
     }
   }
 
@@ -592,7 +610,12 @@ export class PostgresStore implements Store {
 
   async stats(now: number): Promise<StoreStats> {
     const client = await this.#pool.connect();
+    // As in #tx: a checked-out client needs its own 'error' listener.
     let broken: Error | undefined;
+    const onError = (err: Error) => {
+      broken ??= err;
+    };
+    client.on('error', onError);
     try {
       // One snapshot, so the counters describe a single moment.
       await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
@@ -625,12 +648,21 @@ export class PostgresStore implements Store {
         auditHead: head === undefined || head.seq === 0 ? GENESIS_HASH : head.hash,
       };
     } catch (err) {
-      await client.query('ROLLBACK').catch((rollbackError: Error) => {
-        broken = rollbackError;
-      });
+      if (broken === undefined && postgresFault(err) === null) {
+        await client.query('ROLLBACK').catch((rollbackError: Error) => {
+          broken = rollbackError;
+        });
+      } else {
+        broken ??= err as Error;
+      }
       throw err;
     } finally {
+      client.removeListener('error', onError);
       client.release(broken);
     }
   }
 }
+
+// Outages (connection lost, timeouts, lock waits, disk full) become `503 store_unavailable`
+// with the fault named, in every operation.
+classifyStoreErrors(PostgresStore.prototype, STORE_OPERATIONS, postgresFault);
