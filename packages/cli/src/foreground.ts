@@ -5,8 +5,14 @@ import { printLine } from './output.js';
 import type { Project } from './project.js';
 import type { RunningSurface, Surface } from './surfaces/surface.js';
 
-/** How often a running service prunes retired refresh-token digests. */
+/** How often a running service prunes retired refresh-token digests and ended records. */
 export const PRUNE_INTERVAL_MS = 10 * 60 * 1000;
+
+/**
+ * Retention: sessions (expired or revoked) and pairing intents (expired, completed or burned)
+ * are deleted this long after they ended. The audit trail keeps what they did, for good.
+ */
+export const RETENTION_AFTER_END_MS = 30 * 24 * 60 * 60 * 1000;
 
 /**
  * Runs surfaces in the foreground until SIGINT or SIGTERM: opens the control store (refusing
@@ -48,8 +54,9 @@ export async function runForeground(project: Project, surfaces: readonly Surface
     process.on('SIGTERM', on);
   });
   for (const s of running) printLine(s.readyLine);
-  // Retired refresh-token digests pile up with every rotation: drop the ones that can no longer
-  // reveal a reuse, now and every 10 minutes (never concurrently with itself).
+  // Retired refresh-token digests pile up with every rotation, ended sessions and pairing intents
+  // with every sign-in and pairing: drop the digests that can no longer reveal a reuse and the
+  // records past their retention, now and every 10 minutes (never concurrently with itself).
   let pruning = false;
   const prune = async () => {
     if (pruning || stopping) return;
@@ -61,8 +68,12 @@ export async function runForeground(project: Project, surfaces: readonly Surface
         retiredBefore: now - project.config.auth.refreshTokenTtlSeconds * 1000,
       });
       if (deleted > 0) log.info({ event: 'store.pruned', retired_refresh_tokens: deleted }, 'pruned retired refresh tokens');
+      const ended = await store.pruneEndedRecords({ endedBefore: now - RETENTION_AFTER_END_MS });
+      if (ended.sessions > 0 || ended.pairingIntents > 0) {
+        log.info({ event: 'store.pruned', sessions: ended.sessions, pairing_intents: ended.pairingIntents }, 'pruned ended records');
+      }
     } catch (error) {
-      log.warn({ err: error }, 'pruning retired refresh tokens failed; will retry');
+      log.warn({ err: error }, 'pruning failed; will retry');
     } finally {
       pruning = false;
     }

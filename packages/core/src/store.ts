@@ -276,6 +276,15 @@ export interface Store {
 
   /** Aggregate counters for diagnostics. */
   stats(now: number): Promise<StoreStats>;
+
+  /**
+   * Retention: deletes sessions that ended (expired, `expiresAt <= endedBefore`, or revoked,
+   * `revokedAt <= endedBefore`) with their retired refresh-token digests, and pairing intents
+   * that expired by `endedBefore` (completed and burned ones included: every intent ends by its
+   * expiry). Pass `now - retention`. The audit trail keeps what they did; a token of a deleted
+   * session is refused like any unknown one. Returns how many of each were deleted.
+   */
+  pruneEndedRecords(input: { readonly endedBefore: number }): Promise<{ readonly sessions: number; readonly pairingIntents: number }>;
 }
 
 /** The operation set of {@link Store}: what a store addon must declare, exactly. */
@@ -309,6 +318,7 @@ export const STORE_OPERATIONS = [
   'recordPairingFailure',
   'completePairing',
   'stats',
+  'pruneEndedRecords',
 ] as const satisfies readonly (keyof Store)[];
 
 /** A name in the operation set. */

@@ -175,6 +175,8 @@ export class PostgresStore implements Store {
     await c.query(
       `WITH appended AS (
          INSERT INTO audit_events (${EVENT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+       ), counted AS (
+         INSERT INTO audit_counts (type, n) VALUES ($4, 1) ON CONFLICT (type) DO UPDATE SET n = audit_counts.n + 1
        )
        UPDATE audit_head SET seq = $1, hash = $11 WHERE singleton`,
       [
@@ -608,6 +610,18 @@ export class PostgresStore implements Store {
     });
   }
 
+  async pruneEndedRecords(input: {
+    readonly endedBefore: number;
+  }): Promise<{ readonly sessions: number; readonly pairingIntents: number }> {
+    return this.#tx(async (c) => {
+      const ended = 'SELECT id FROM sessions WHERE expires_at <= $1 UNION SELECT id FROM sessions WHERE revoked_at <= $1';
+      await c.query(`DELETE FROM retired_refresh_tokens WHERE session_id IN (${ended})`, [input.endedBefore]);
+      const sessions = await changes(c, `DELETE FROM sessions WHERE id IN (${ended})`, [input.endedBefore]);
+      const pairingIntents = await changes(c, 'DELETE FROM pairing_intents WHERE expires_at <= $1', [input.endedBefore]);
+      return { sessions, pairingIntents };
+    });
+  }
+
   async stats(now: number): Promise<StoreStats> {
     const client = await this.#pool.connect();
     // As in #tx: a checked-out client needs its own 'error' listener.
@@ -635,7 +649,8 @@ export class PostgresStore implements Store {
         activeSessions[r.realm] = r.n;
       }
       const events: Record<string, number> = {};
-      for (const r of await rows<{ type: string; n: number }>(client, 'SELECT type, COUNT(*) AS n FROM audit_events GROUP BY type')) {
+      // Kept counts (migration 006): a GROUP BY over the whole trail grew with every event.
+      for (const r of await rows<{ type: string; n: number }>(client, 'SELECT type, n FROM audit_counts')) {
         events[r.type] = r.n;
       }
       const head = await first<{ seq: number; hash: string }>(client, 'SELECT seq, hash FROM audit_head');

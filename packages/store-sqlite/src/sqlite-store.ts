@@ -156,7 +156,18 @@ function prepareStatements(db: Db) {
     statsSessions: p(
       'SELECT realm, COUNT(*) AS n FROM sessions WHERE revoked_at IS NULL AND expires_at > @now AND refresh_expires_at > @now GROUP BY realm',
     ),
-    statsEvents: p('SELECT type, COUNT(*) AS n FROM audit_events GROUP BY type'),
+    // Kept counts (migration 006): a GROUP BY over the whole trail grew with every event.
+    statsEvents: p('SELECT type, n FROM audit_counts'),
+    countEvent: p('INSERT INTO audit_counts (type, n) VALUES (?, 1) ON CONFLICT (type) DO UPDATE SET n = n + 1'),
+
+    pruneEndedRetired: p(
+      `DELETE FROM retired_refresh_tokens WHERE session_id IN
+         (SELECT id FROM sessions WHERE expires_at <= @before UNION SELECT id FROM sessions WHERE revoked_at <= @before)`,
+    ),
+    pruneEndedSessions: p(
+      'DELETE FROM sessions WHERE id IN (SELECT id FROM sessions WHERE expires_at <= @before UNION SELECT id FROM sessions WHERE revoked_at <= @before)',
+    ),
+    pruneEndedIntents: p('DELETE FROM pairing_intents WHERE expires_at <= @before'),
   };
 }
 
@@ -365,6 +376,7 @@ export class SqliteStore implements Store {
       prevHash: event.prevHash,
       hash: event.hash,
     });
+    this.#s.countEvent.run(event.type);
     this.#head = { seq: event.seq, hash: event.hash };
     return event;
   }
@@ -755,6 +767,18 @@ export class SqliteStore implements Store {
       this.#append(event);
       return { kind: 'completed', device };
     }, true);
+  }
+
+  async pruneEndedRecords(input: {
+    readonly endedBefore: number;
+  }): Promise<{ readonly sessions: number; readonly pairingIntents: number }> {
+    return this.#write(() => {
+      const before = input.endedBefore;
+      this.#s.pruneEndedRetired.run({ before });
+      const sessions = this.#s.pruneEndedSessions.run({ before }).changes;
+      if (sessions > 0) this.#accessCache.clear();
+      return { sessions, pairingIntents: this.#s.pruneEndedIntents.run({ before }).changes };
+    });
   }
 
   async stats(now: number): Promise<StoreStats> {

@@ -25,6 +25,7 @@ import {
   StoreOpenError,
   svcStore,
 } from 'svc-store-sqlite';
+import { loadMigrations } from '../src/migrations.js';
 import { ownerOnlyTempDir } from './temp-dir.js';
 
 const temp = await ownerOnlyTempDir();
@@ -404,7 +405,10 @@ describe('sqlite store: migration 3 (split session tokens)', () => {
     }
     const after = new Database(file, { readonly: true });
     try {
-      assert.deepEqual(after.prepare('SELECT version FROM schema_migrations ORDER BY version').pluck().all(), [1, 2, 3]);
+      assert.deepEqual(
+        after.prepare('SELECT version FROM schema_migrations ORDER BY version').pluck().all(),
+        loadMigrations().map((m) => m.version),
+      );
       assert.deepEqual(after.prepare('SELECT session_id, digest, retired_at FROM retired_refresh_tokens').all(), [
         { session_id: 'ses_01KAQ00000000000000000000S', digest: 'd1'.repeat(32), retired_at: 3 },
       ]);
