@@ -1,7 +1,10 @@
-import { AuthError, storeFaultOf } from '@svc/core';
+import { AuthError, StoreUnavailableError, storeFaultOf } from '@svc/core';
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import { PROBLEM_CONTENT_TYPE, problemJson } from '../http/problem.js';
 import type { ManagementRouteOptions } from './route-options.js';
+
+/** How long the store may take to answer health's check before it counts as failed (`timeout`). */
+const HEALTH_CHECK_TIMEOUT_MS = 2000;
 
 const healthResponse = {
   type: 'object',
@@ -21,8 +24,17 @@ const healthResponse = {
  */
 export const healthRoutes: FastifyPluginAsync<ManagementRouteOptions> = async (app, { deps }) => {
   app.get('/health', { schema: { response: { 200: healthResponse } } }, async (req, reply) => {
+    let timer: NodeJS.Timeout | undefined;
     try {
-      await deps.store.ping();
+      // Bounded like the node surface's check: a store that does not answer is degraded now,
+      // not after the store's own (longer) timeouts.
+      await Promise.race([
+        deps.store.ping(),
+        new Promise<never>((_resolve, reject) => {
+          timer = setTimeout(() => reject(new StoreUnavailableError('timeout')), HEALTH_CHECK_TIMEOUT_MS);
+          timer.unref();
+        }),
+      ]);
     } catch (err) {
       req.log.error({ err }, 'control store ping failed');
       const fault = storeFaultOf(err);
@@ -34,6 +46,8 @@ export const healthRoutes: FastifyPluginAsync<ManagementRouteOptions> = async (a
         .code(503)
         .type(PROBLEM_CONTENT_TYPE)
         .send(JSON.stringify({ ...problemJson(refusal), health: 'degraded', reason: fault ?? 'unavailable' }));
+    } finally {
+      clearTimeout(timer);
     }
     return { status: 'ok' };
   });
