@@ -9,12 +9,6 @@ import type { RunningSurface, Surface } from './surfaces/surface.js';
 export const PRUNE_INTERVAL_MS = 10 * 60 * 1000;
 
 /**
- * Retention: sessions (expired or revoked) and pairing intents (expired, completed or burned)
- * are deleted this long after they ended. The audit trail keeps what they did, for good.
- */
-export const RETENTION_AFTER_END_MS = 30 * 24 * 60 * 60 * 1000;
-
-/**
  * Runs surfaces in the foreground until SIGINT or SIGTERM: opens the control store (refusing
  * one readable by others), starts every surface and prints its ready line, then on a signal
  * closes the surfaces and the store and resolves to exit code 0. A second signal exits at once.
@@ -68,7 +62,9 @@ export async function runForeground(project: Project, surfaces: readonly Surface
         retiredBefore: now - project.config.auth.refreshTokenTtlSeconds * 1000,
       });
       if (deleted > 0) log.info({ event: 'store.pruned', retired_refresh_tokens: deleted }, 'pruned retired refresh tokens');
-      const ended = await store.pruneEndedRecords({ endedBefore: now - RETENTION_AFTER_END_MS });
+      // Retention (:auth/retention-days, default 30): sessions (expired or revoked) and pairing
+      // intents (expired, completed or burned) that long after they ended. The audit trail stays.
+      const ended = await store.pruneEndedRecords({ endedBefore: now - project.config.auth.retentionDays * 86_400_000 });
       if (ended.sessions > 0 || ended.pairingIntents > 0) {
         log.info({ event: 'store.pruned', sessions: ended.sessions, pairing_intents: ended.pairingIntents }, 'pruned ended records');
       }

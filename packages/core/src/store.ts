@@ -112,10 +112,18 @@ export interface StoreStats {
 
 /**
  * The operations a control store implements. Their names are the store's "operation set",
- * which addon verification compares with {@link STORE_OPERATIONS}.
+ * which addon verification compares with {@link STORE_OPERATIONS}. An operation that fails
+ * because the database cannot serve (connection lost, timeout, lock held too long, disk full,
+ * I/O error) rejects with a `StoreUnavailableError` (`503 store_unavailable`), never a driver
+ * error: see `classifyStoreErrors`.
  */
 export interface Store {
-  /** Resolves when the store answers a trivial query; rejects when it is unreachable. */
+  /**
+   * Resolves when the store can serve; rejects when it cannot, with a `StoreUnavailableError`
+   * naming the fault when it is a known one (unreachable, not answering in time, locked, full,
+   * failing I/O). A store that remembers a fault met by a write (a held lock, a full disk)
+   * probes it here, so health reports it while it lasts and recovers when it ends.
+   */
   ping(): Promise<void>;
   /** Releases connections and file handles. */
   close(): Promise<void>;
