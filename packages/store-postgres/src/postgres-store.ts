@@ -77,6 +77,9 @@ function clampInt(n: number, min: number): number {
 
 const INVALID: RotationOutcome = Object.freeze({ kind: 'invalid' });
 
+/** Rows of each kind one retention batch deletes. */
+const PRUNE_BATCH = 1000;
+
 // The hot path of every authenticated request: a named statement, so each connection parses
 // and plans it once. One primary-key lookup; the digest is then compared in constant time.
 const SESSION_FOR_ACCESS: Omit<QueryConfig, 'values'> = {
@@ -613,13 +616,34 @@ export class PostgresStore implements Store {
   async pruneEndedRecords(input: {
     readonly endedBefore: number;
   }): Promise<{ readonly sessions: number; readonly pairingIntents: number }> {
-    return this.#tx(async (c) => {
-      const ended = 'SELECT id FROM sessions WHERE expires_at <= $1 UNION SELECT id FROM sessions WHERE revoked_at <= $1';
-      await c.query(`DELETE FROM retired_refresh_tokens WHERE session_id IN (${ended})`, [input.endedBefore]);
-      const sessions = await changes(c, `DELETE FROM sessions WHERE id IN (${ended})`, [input.endedBefore]);
-      const pairingIntents = await changes(c, 'DELETE FROM pairing_intents WHERE expires_at <= $1', [input.endedBefore]);
-      return { sessions, pairingIntents };
-    });
+    const total = { sessions: 0, pairingIntents: 0 };
+    // In batches, each its own short transaction: a first run over a large backlog stays far
+    // inside the statement timeout and never holds many row locks for long.
+    for (;;) {
+      const batch = await this.#tx(async (c) => {
+        // One statement: the retired digests and their sessions go together (the foreign key
+        // is checked at the end of the statement).
+        const sessions = await changes(
+          c,
+          `WITH ended AS (
+             SELECT id FROM sessions WHERE expires_at <= $1 UNION SELECT id FROM sessions WHERE revoked_at <= $1 LIMIT $2
+           ), retired AS (
+             DELETE FROM retired_refresh_tokens WHERE session_id IN (SELECT id FROM ended)
+           )
+           DELETE FROM sessions WHERE id IN (SELECT id FROM ended)`,
+          [input.endedBefore, PRUNE_BATCH],
+        );
+        const pairingIntents = await changes(
+          c,
+          'DELETE FROM pairing_intents WHERE id IN (SELECT id FROM pairing_intents WHERE expires_at <= $1 LIMIT $2)',
+          [input.endedBefore, PRUNE_BATCH],
+        );
+        return { sessions, pairingIntents };
+      });
+      total.sessions += batch.sessions;
+      total.pairingIntents += batch.pairingIntents;
+      if (batch.sessions < PRUNE_BATCH && batch.pairingIntents < PRUNE_BATCH) return total;
+    }
   }
 
   async stats(now: number): Promise<StoreStats> {

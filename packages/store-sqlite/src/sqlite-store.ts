@@ -160,14 +160,14 @@ function prepareStatements(db: Db) {
     statsEvents: p('SELECT type, n FROM audit_counts'),
     countEvent: p('INSERT INTO audit_counts (type, n) VALUES (?, 1) ON CONFLICT (type) DO UPDATE SET n = n + 1'),
 
-    pruneEndedRetired: p(
-      `DELETE FROM retired_refresh_tokens WHERE session_id IN
-         (SELECT id FROM sessions WHERE expires_at <= @before UNION SELECT id FROM sessions WHERE revoked_at <= @before)`,
+    endedSessionIds: p(
+      'SELECT id FROM sessions WHERE expires_at <= @before UNION SELECT id FROM sessions WHERE revoked_at <= @before LIMIT @limit',
+    ).pluck(true),
+    deleteRetiredOf: p('DELETE FROM retired_refresh_tokens WHERE session_id = ?'),
+    deleteSession: p('DELETE FROM sessions WHERE id = ?'),
+    pruneEndedIntents: p(
+      'DELETE FROM pairing_intents WHERE id IN (SELECT id FROM pairing_intents WHERE expires_at <= @before LIMIT @limit)',
     ),
-    pruneEndedSessions: p(
-      'DELETE FROM sessions WHERE id IN (SELECT id FROM sessions WHERE expires_at <= @before UNION SELECT id FROM sessions WHERE revoked_at <= @before)',
-    ),
-    pruneEndedIntents: p('DELETE FROM pairing_intents WHERE expires_at <= @before'),
   };
 }
 
@@ -177,6 +177,9 @@ const INVALID: RotationOutcome = Object.freeze({ kind: 'invalid' });
 
 /** Sessions the bearer-check cache keeps by default (about 1 KiB each with their principals). */
 const BEARER_CACHE_SESSIONS = 10_000;
+
+/** Rows of each kind one retention batch deletes. */
+const PRUNE_BATCH = 1000;
 
 /** How long, in total, a write waits for another process's write lock by default before it fails with 503. */
 export const DEFAULT_LOCK_WAIT_MS = 5000;
@@ -772,13 +775,24 @@ export class SqliteStore implements Store {
   async pruneEndedRecords(input: {
     readonly endedBefore: number;
   }): Promise<{ readonly sessions: number; readonly pairingIntents: number }> {
-    return this.#write(() => {
-      const before = input.endedBefore;
-      this.#s.pruneEndedRetired.run({ before });
-      const sessions = this.#s.pruneEndedSessions.run({ before }).changes;
-      if (sessions > 0) this.#accessCache.clear();
-      return { sessions, pairingIntents: this.#s.pruneEndedIntents.run({ before }).changes };
-    });
+    const before = input.endedBefore;
+    const total = { sessions: 0, pairingIntents: 0 };
+    // In batches, each its own write: a first run over a large backlog never holds the write
+    // lock (nor, SQLite being synchronous, the event loop) for long.
+    for (;;) {
+      const batch = await this.#write(() => {
+        const ids = this.#s.endedSessionIds.all({ before, limit: PRUNE_BATCH }) as string[];
+        for (const id of ids) {
+          this.#s.deleteRetiredOf.run(id);
+          this.#s.deleteSession.run(id);
+          this.#accessCache.delete(id);
+        }
+        return { sessions: ids.length, pairingIntents: this.#s.pruneEndedIntents.run({ before, limit: PRUNE_BATCH }).changes };
+      });
+      total.sessions += batch.sessions;
+      total.pairingIntents += batch.pairingIntents;
+      if (batch.sessions < PRUNE_BATCH && batch.pairingIntents < PRUNE_BATCH) return total;
+    }
   }
 
   async stats(now: number): Promise<StoreStats> {

@@ -61,6 +61,22 @@ export function statsSuite(ctx: SuiteContext): void {
   });
 
   describe('retention', () => {
+    test('a backlog larger than one retention batch is deleted whole by one call', () =>
+      ctx.world(async ({ deps, store, clock }) => {
+        const { device } = await enrollDevice(deps, 'application');
+        const ended = 1203;
+        for (let i = 0; i < ended; i += 20) {
+          await Promise.all(Array.from({ length: Math.min(20, ended - i) }, () => createStoreSession(deps, device, { lifetimeMs: 1000 })));
+        }
+        const live = await createStoreSession(deps, device);
+        assert.deepEqual(await store.pruneEndedRecords({ endedBefore: clock.now() + 1000 }), { sessions: ended, pairingIntents: 0 });
+        assert.deepEqual(
+          (await store.listActiveSessions({ now: clock.now() })).map((s) => s.id),
+          [live.session.id],
+        );
+        assert.deepEqual(await store.pruneEndedRecords({ endedBefore: clock.now() + 1000 }), { sessions: 0, pairingIntents: 0 });
+      }));
+
     test('ended sessions and expired pairing intents are deleted once past the retention; live ones and the audit trail stay', () =>
       ctx.world(async ({ deps, store, clock }) => {
         const { device } = await enrollDevice(deps, 'application');
