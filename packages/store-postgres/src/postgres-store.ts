@@ -80,6 +80,9 @@ const INVALID: RotationOutcome = Object.freeze({ kind: 'invalid' });
 /** Rows of each kind one retention batch deletes. */
 const PRUNE_BATCH = 1000;
 
+/** The bound on a maintenance statement (pruning), far above the request bounds. */
+const MAINTENANCE_TIMEOUT_MS = 300_000;
+
 // The hot path of every authenticated request: a named statement, so each connection parses
 // and plans it once. One primary-key lookup; the digest is then compared in constant time.
 const SESSION_FOR_ACCESS: Omit<QueryConfig, 'values'> = {
@@ -519,13 +522,20 @@ export class PostgresStore implements Store {
   }
 
   async pruneRetiredRefreshTokens(input: { readonly now: number; readonly retiredBefore: number }): Promise<number> {
-    const result = await this.#pool.query(
-      // Driven by the (small) retired table, one primary-key probe per row, never a scan of sessions.
-      `DELETE FROM retired_refresh_tokens r WHERE r.retired_at < $2
-         OR EXISTS (SELECT 1 FROM sessions s WHERE s.id = r.session_id AND (s.revoked_at IS NOT NULL OR s.expires_at <= $1))`,
-      [input.now, input.retiredBefore],
-    );
-    return result.rowCount ?? 0;
+    return this.#tx(async (c) => {
+      // Maintenance over up to 10 minutes of rotations, not a request: it is exempt from the
+      // request bounds, or a large backlog would time out on every run and then only grow.
+      await c.query(`SET LOCAL statement_timeout = ${MAINTENANCE_TIMEOUT_MS}`);
+      const result = await c.query({
+        // Driven by the (small) retired table, one primary-key probe per row, never a scan of sessions.
+        text: `DELETE FROM retired_refresh_tokens r WHERE r.retired_at < $2
+           OR EXISTS (SELECT 1 FROM sessions s WHERE s.id = r.session_id AND (s.revoked_at IS NOT NULL OR s.expires_at <= $1))`,
+        values: [input.now, input.retiredBefore],
+        // pg honours a per-query query_timeout (its types only declare it on the client config).
+        query_timeout: MAINTENANCE_TIMEOUT_MS + 5_000,
+      } as QueryConfig);
+      return result.rowCount ?? 0;
+    });
   }
 
   async appendAuditEvent(event: AuditEventDraft): Promise<AuditEvent> {
