@@ -1,3 +1,6 @@
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { Worker } from 'node:worker_threads';
 import {
   ACCESS_COLUMNS,
   type AccessRow,
@@ -41,6 +44,7 @@ import {
 } from '@svc/core';
 import type Database from 'better-sqlite3';
 import { sqliteFault } from './faults.js';
+import { readStats } from './stats-queries.js';
 
 type Db = Database.Database;
 type Statement = Database.Statement;
@@ -152,12 +156,6 @@ function prepareStatements(db: Db) {
     ),
     completeIntent: p('UPDATE pairing_intents SET completed_at = @now, device_id = @deviceId WHERE id = @id'),
 
-    statsDevices: p('SELECT realm, COUNT(*) AS n FROM devices WHERE removed_at IS NULL GROUP BY realm'),
-    statsSessions: p(
-      'SELECT realm, COUNT(*) AS n FROM sessions WHERE revoked_at IS NULL AND expires_at > @now AND refresh_expires_at > @now GROUP BY realm',
-    ),
-    // Kept counts (migration 006): a GROUP BY over the whole trail grew with every event.
-    statsEvents: p('SELECT type, n FROM audit_counts'),
     countEvent: p('INSERT INTO audit_counts (type, n) VALUES (?, 1) ON CONFLICT (type) DO UPDATE SET n = n + 1'),
 
     endedSessionIds: p(
@@ -221,6 +219,9 @@ export class SqliteStore implements Store {
   // The fault the last write ran into (locked, disk full, I/O), until a write commits again or
   // health's probe finds it gone: health reports it instead of a reassuring "ok".
   #fault: StoreFault | null = null;
+  #statsWorker: Worker | undefined;
+  #statsSeq = 0;
+  readonly #statsPending = new Map<number, { resolve: (stats: StoreStats) => void; reject: (error: unknown) => void }>();
   // The audit chain's head while a write transaction holds the lock (nobody else can append
   // then); forgotten when the transaction ends or a savepoint that may have appended rolls back.
   #head: { seq: number; hash: string } | undefined;
@@ -492,6 +493,9 @@ export class SqliteStore implements Store {
   }
 
   async close(): Promise<void> {
+    const worker = this.#statsWorker;
+    this.#statsWorker = undefined;
+    if (worker !== undefined) await worker.terminate();
     if (this.#db.open) this.#db.close();
   }
 
@@ -795,24 +799,45 @@ export class SqliteStore implements Store {
     }
   }
 
+  /**
+   * The diagnostics counters, read on a worker thread with its own connection (one read
+   * transaction, so they describe a single moment): counting live sessions scans them, and
+   * on this thread that scan would stall every request while it runs. In-memory databases, or
+   * a build without the worker file, read them here.
+   */
   async stats(now: number): Promise<StoreStats> {
-    // One read transaction, so the counters describe a single moment.
-    return this.#tx.deferred((): StoreStats => {
-      const devices: Record<Realm, number> = { management: 0, application: 0 };
-      for (const r of this.#s.statsDevices.all() as { realm: Realm; n: number }[]) devices[r.realm] = r.n;
-      const activeSessions: Record<Realm, number> = { management: 0, application: 0 };
-      for (const r of this.#s.statsSessions.all({ now }) as { realm: Realm; n: number }[]) activeSessions[r.realm] = r.n;
-      const events: Record<string, number> = {};
-      for (const r of this.#s.statsEvents.all() as { type: string; n: number }[]) events[r.type] = r.n;
-      const head = this.#s.auditHead.get() as { seq: number; hash: string } | undefined;
-      return {
-        devices,
-        activeSessions,
-        events,
-        auditLength: head?.seq ?? 0,
-        auditHead: head?.hash ?? GENESIS_HASH,
-      };
-    }) as StoreStats;
+    const worker = this.#statsThread();
+    if (worker === null) return readStats(this.#db, now);
+    const id = ++this.#statsSeq;
+    return new Promise<StoreStats>((resolve, reject) => {
+      this.#statsPending.set(id, { resolve, reject });
+      worker.postMessage({ id, now });
+    });
+  }
+
+  #statsThread(): Worker | null {
+    if (this.#statsWorker !== undefined) return this.#statsWorker;
+    const script = new URL('./stats-worker.js', import.meta.url);
+    if (this.file === ':memory:' || this.file === '' || !existsSync(fileURLToPath(script))) return null;
+    const worker = new Worker(script, { workerData: { file: this.file } });
+    // Never keeps the process alive; close() ends it.
+    worker.unref();
+    const failAll = (error: unknown) => {
+      for (const p of this.#statsPending.values()) p.reject(error);
+      this.#statsPending.clear();
+      if (this.#statsWorker === worker) this.#statsWorker = undefined;
+    };
+    worker.on('message', (msg: { id: number; ok: boolean; stats?: StoreStats; code?: string; message?: string }) => {
+      const pending = this.#statsPending.get(msg.id);
+      if (pending === undefined) return;
+      this.#statsPending.delete(msg.id);
+      if (msg.ok) pending.resolve(msg.stats as StoreStats);
+      else pending.reject(Object.assign(new Error(msg.message ?? 'stats failed'), { code: msg.code }));
+    });
+    worker.on('error', failAll);
+    worker.on('exit', () => failAll(new Error('the stats worker exited')));
+    this.#statsWorker = worker;
+    return worker;
   }
 }
 

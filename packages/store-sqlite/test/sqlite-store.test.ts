@@ -454,3 +454,25 @@ describe('sqlite store: no token at rest', () => {
     check(readFileSync(file).toString('latin1'));
   });
 });
+
+describe('sqlite store: diagnostics off the event loop', () => {
+  test('the diagnostics counters (a scan of the live sessions) do not run on the event loop: a callback queued before stats() runs before it answers', async () => {
+    const store = await openSqliteStore({ file: freshFile() });
+    try {
+      const { deps } = await flow(store);
+      const expected = await store.stats(deps.clock.now());
+      let ran = false;
+      setImmediate(() => {
+        ran = true;
+      });
+      // Read synchronously on this thread, stats() would answer in a microtask, before any
+      // queued callback; read on a worker, the answer is a message that arrives after it.
+      const stats = await store.stats(deps.clock.now());
+      assert.equal(ran, true);
+      assert.deepEqual(stats, expected);
+      assert.equal(stats.activeSessions.management, 1);
+    } finally {
+      await store.close();
+    }
+  });
+});
