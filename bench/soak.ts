@@ -8,7 +8,7 @@
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { performance } from 'node:perf_hooks';
+import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import {
   type AuthDeps,
   authenticate,
@@ -55,6 +55,8 @@ async function main(): Promise<void> {
   try {
     for (let w = 0; w < WINDOWS; w++) {
       const spent: Record<Kind, number> = { challenge: 0, sign_in: 0, refresh: 0, bearer: 0, stats: 0 };
+      const loop = monitorEventLoopDelay({ resolution: 1 });
+      loop.enable();
       const t0 = performance.now();
       for (let i = 0; i < PER_WINDOW; i++) {
         let t = performance.now();
@@ -77,6 +79,7 @@ async function main(): Promise<void> {
         }
       }
       const total = performance.now() - t0;
+      loop.disable();
       // What the diagnostics query cost before migration 006, on the same trail, for comparison.
       const g0 = performance.now();
       for (let k = 0; k < 5; k++) groupBy.all();
@@ -96,6 +99,9 @@ async function main(): Promise<void> {
         stats_ms_each: Math.round((spent.stats / Math.ceil(PER_WINDOW / 50)) * 1000) / 1000,
         group_by_ms_each: Math.round(groupByMs * 1000) / 1000,
         live_sessions_count_ms: Math.round(liveMs * 1000) / 1000,
+        // How long the event loop was held up: the longest synchronous stretches of the work.
+        loop_p99_ms: Math.round(loop.percentile(99) / 1e4) / 100,
+        loop_max_ms: Math.round(loop.max / 1e4) / 100,
       };
       rows.push(row);
       console.log(JSON.stringify(row));
@@ -114,6 +120,8 @@ async function main(): Promise<void> {
           stats_ms_each: ratio('stats_ms_each'),
           group_by_ms_each: ratio('group_by_ms_each'),
           live_sessions_count_ms: ratio('live_sessions_count_ms'),
+          loop_p99_ms: ratio('loop_p99_ms'),
+          loop_max_ms: ratio('loop_max_ms'),
         },
         group_by_over_kept_counts_last_window: Math.round(((last.group_by_ms_each as number) / (last.stats_ms_each as number)) * 10) / 10,
       }),
