@@ -184,6 +184,15 @@ function createPool(config: pg.PoolConfig): pg.Pool {
   // An idle connection the server drops (restart, failover) must not crash the process; the
   // pool discards it, and the next operation connects afresh or fails with its own error.
   pool.on('error', () => undefined);
+  // And every client keeps a listener of its own for its whole life: the pool adds and removes
+  // its listener as a client goes in and out, and a server restart (57P01) or a dropped
+  // connection that lands in a gap the pool or a caller leaves open would be an unhandled
+  // 'error' event, which kills the process (seen once under heavy load in the restart test
+  // after #tx got its own listener). The error itself still reaches the operation that used
+  // the connection, or the pool, which discards the client.
+  pool.on('connect', (client: pg.PoolClient) => {
+    client.on('error', () => undefined);
+  });
   return pool;
 }
 
