@@ -6,7 +6,7 @@ import { printLine } from './output.js';
 import type { Project } from './project.js';
 import type { RunningSurface, Surface } from './surfaces/surface.js';
 
-/** How often a running service prunes retired refresh-token digests. */
+/** How often a running service prunes retired refresh-token digests and ended records. */
 export const PRUNE_INTERVAL_MS = 10 * 60 * 1000;
 
 /**
@@ -53,8 +53,9 @@ export async function runForeground(project: Project, surfaces: readonly Surface
     process.on('SIGTERM', on);
   });
   for (const s of running) printLine(s.readyLine);
-  // Retired refresh-token digests pile up with every rotation: drop the ones that can no longer
-  // reveal a reuse, now and every 10 minutes (never concurrently with itself).
+  // Retired refresh-token digests pile up with every rotation, ended sessions and pairing intents
+  // with every sign-in and pairing: drop the digests that can no longer reveal a reuse and the
+  // records past their retention, now and every 10 minutes (never concurrently with itself).
   let pruning = false;
   const prune = async () => {
     if (pruning || stopping) return;
@@ -66,8 +67,14 @@ export async function runForeground(project: Project, surfaces: readonly Surface
         retiredBefore: now - project.config.auth.refreshTokenTtlSeconds * 1000,
       });
       if (deleted > 0) log.info({ event: 'store.pruned', retired_refresh_tokens: deleted }, 'pruned retired refresh tokens');
+      // Retention (:auth/retention-days, default 30): sessions (expired or revoked) and pairing
+      // intents (expired, completed or burned) that long after they ended. The audit trail stays.
+      const ended = await store.pruneEndedRecords({ endedBefore: now - project.config.auth.retentionDays * 86_400_000 });
+      if (ended.sessions > 0 || ended.pairingIntents > 0) {
+        log.info({ event: 'store.pruned', sessions: ended.sessions, pairing_intents: ended.pairingIntents }, 'pruned ended records');
+      }
     } catch (error) {
-      log.warn({ err: error }, 'pruning retired refresh tokens failed; will retry');
+      log.warn({ err: error }, 'pruning failed; will retry');
     } finally {
       pruning = false;
     }

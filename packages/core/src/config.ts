@@ -100,6 +100,14 @@ export const AUTH_SETTINGS: readonly SettingSpec[] = [
     max: 900,
     meaning: 'the longest lifetime an enrolment intent may be given',
   },
+  {
+    key: ':auth/retention-days',
+    field: 'retentionDays',
+    min: 1,
+    max: 3650,
+    meaning:
+      'how long after they ended sessions (expired or revoked) and pairing intents (expired) are kept before the running service deletes them; the audit trail keeps their events regardless',
+  },
 ];
 
 /** Keys that would weaken the management realm: refused with a message that says so. */
@@ -348,7 +356,8 @@ export function validateProjectConfig(root: EdnValue, opts: { readonly file: str
       const spec = AUTH_SETTINGS.find((s) => s.key === k);
       if (spec === undefined) continue;
       if (typeof v !== 'number' || !Number.isInteger(v) || v < spec.min || v > spec.max) {
-        bad(`${key} ${k}`, `expected a whole number of seconds from ${spec.min} to ${spec.max}, found ${describe(v)}`);
+        const unit = spec.key.endsWith('-days') ? 'days' : 'seconds';
+        bad(`${key} ${k}`, `expected a whole number of ${unit} from ${spec.min} to ${spec.max}, found ${describe(v)}`);
       } else values[spec.field] = v;
     }
     settings = values as unknown as AuthSettings;

@@ -34,6 +34,8 @@ export interface AuthSettings {
   readonly sessionMaxLifetimeSeconds: number;
   readonly bootstrapTokenTtlSeconds: number;
   readonly pairingMaxTtlSeconds: number;
+  /** How long ended sessions and expired pairing intents are kept before retention deletes them. */
+  readonly retentionDays: number;
 }
 
 /** The defaults of {@link AuthSettings}; see the configuration docs for each meaning. */
@@ -45,6 +47,7 @@ export const DEFAULT_AUTH_SETTINGS: AuthSettings = Object.freeze({
   sessionMaxLifetimeSeconds: 7_776_000,
   bootstrapTokenTtlSeconds: 900,
   pairingMaxTtlSeconds: 900,
+  retentionDays: 30,
 });
 
 /**

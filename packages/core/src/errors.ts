@@ -78,7 +78,8 @@ export const ERROR_CODES = {
   store_unavailable: {
     status: 503,
     title: 'Service Unavailable',
-    meaning: 'the control store cannot be reached',
+    meaning:
+      'the control store cannot serve the request now (unreachable, not answering in time, locked by another process, full, or failing I/O); Retry-After says when to try again',
   },
   management_bearer_not_loopback: {
     status: 403,

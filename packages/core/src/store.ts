@@ -11,8 +11,13 @@ import type { Realm } from './realm.js';
  * in one process or many, yield exactly one winner.
  */
 
-/** The version of this contract, part of a store addon's ABI. 2: session tokens are split (looked up by session id). */
-export const STORE_CONTRACT_VERSION = 2;
+/**
+ * The version of this contract, part of a store addon's ABI. 2: session tokens are split
+ * (looked up by session id). 3: shared attempt budgets (`reserveAttempts`, `settleAttempts`),
+ * the sealed successor pair answered within grace, retention (`pruneEndedRecords`), the last
+ * management device kept inside the transaction (`removeDevice` `keepLast`).
+ */
+export const STORE_CONTRACT_VERSION = 3;
 
 /** An enrolled device. `removedAt` is set when an operator removes it. */
 export interface DeviceRecord {
@@ -123,10 +128,18 @@ export interface StoreStats {
 
 /**
  * The operations a control store implements. Their names are the store's "operation set",
- * which addon verification compares with {@link STORE_OPERATIONS}.
+ * which addon verification compares with {@link STORE_OPERATIONS}. An operation that fails
+ * because the database cannot serve (connection lost, timeout, lock held too long, disk full,
+ * I/O error) rejects with a `StoreUnavailableError` (`503 store_unavailable`), never a driver
+ * error: see `classifyStoreErrors`.
  */
 export interface Store {
-  /** Resolves when the store answers a trivial query; rejects when it is unreachable. */
+  /**
+   * Resolves when the store can serve; rejects when it cannot, with a `StoreUnavailableError`
+   * naming the fault when it is a known one (unreachable, not answering in time, locked, full,
+   * failing I/O). A store that remembers a fault met by a write (a held lock, a full disk)
+   * probes it here, so health reports it while it lasts and recovers when it ends.
+   */
   ping(): Promise<void>;
   /** Releases connections and file handles. */
   close(): Promise<void>;
@@ -312,6 +325,15 @@ export interface Store {
    * owes an old reservation nothing).
    */
   settleAttempts(input: { readonly windows: readonly AttemptWindow[]; readonly failed: boolean }): Promise<void>;
+
+  /**
+   * Retention: deletes sessions that ended (expired, `expiresAt <= endedBefore`, or revoked,
+   * `revokedAt <= endedBefore`) with their retired refresh-token digests, and pairing intents
+   * that expired by `endedBefore` (completed and burned ones included: every intent ends by its
+   * expiry). Pass `now - retention`. The audit trail keeps what they did; a token of a deleted
+   * session is refused like any unknown one. Returns how many of each were deleted.
+   */
+  pruneEndedRecords(input: { readonly endedBefore: number }): Promise<{ readonly sessions: number; readonly pairingIntents: number }>;
 }
 
 /** The operation set of {@link Store}: what a store addon must declare, exactly. */
@@ -347,6 +369,7 @@ export const STORE_OPERATIONS = [
   'stats',
   'reserveAttempts',
   'settleAttempts',
+  'pruneEndedRecords',
 ] as const satisfies readonly (keyof Store)[];
 
 /** A name in the operation set. */

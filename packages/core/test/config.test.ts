@@ -98,3 +98,10 @@ test('a literal secret in a module config is not a secret reference', async () =
   assert.deepEqual(parseSecretRef(secret('file:/run/secrets/pg'), problems, 'f', ':password'), { source: 'file', name: '/run/secrets/pg' });
   assert.equal(problems.length, 1);
 });
+
+test('retention is 30 days by default, set in days, and refused outside 1 to 3650', () => {
+  assert.equal(validateProjectConfig(baseConfig(), { file: 'p/project.edn' }).auth.retentionDays, 30);
+  assert.equal(validateProjectConfig(baseConfig({ ':auth/retention-days': 7 }), { file: 'p/project.edn' }).auth.retentionDays, 7);
+  const [problem] = problemsOf(baseConfig({ ':auth/retention-days': 0 }));
+  assert.match(problem ?? '', /:auth\/retention-days: expected a whole number of days from 1 to 3650/);
+});

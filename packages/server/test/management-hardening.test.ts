@@ -254,6 +254,32 @@ describe('management API hardening', () => {
     assert.match(text, /cache-control: no-store/i);
     assert.match(text, /"code":"invalid_request"/);
   });
+
+  test('a CONNECT request is answered like any other unsupported method, not with a closed connection', async () => {
+    const { connect } = await import('node:net');
+    const send = (request: string) =>
+      new Promise<string>((resolve, reject) => {
+        const socket = connect(h.port, '127.0.0.1', () => socket.write(request));
+        let data = '';
+        socket.on('data', (c) => {
+          data += c.toString('utf8');
+        });
+        socket.on('end', () => resolve(data));
+        socket.on('close', () => resolve(data));
+        socket.on('error', reject);
+      });
+    // Authority form (a proxy tunnel request): no route has that target.
+    const tunnel = await send('CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n');
+    assert.match(tunnel, /^HTTP\/1\.1 404 /);
+    assert.match(tunnel, /content-type: application\/problem\+json/i);
+    assert.match(tunnel, /cache-control: no-store/i);
+    assert.match(tunnel, /"code":"not_found"/);
+    // A known path with the CONNECT method: 405 with Allow, as for any other method it lacks.
+    const known = await send('CONNECT /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n');
+    assert.match(known, /^HTTP\/1\.1 405 /);
+    assert.match(known, /allow: GET, HEAD/i);
+    assert.match(known, /"code":"method_not_allowed"/);
+  });
 });
 
 describe('management API: failures of the store are 5xx with nothing leaked', () => {

@@ -1,5 +1,11 @@
 export { svcStore } from './addon-export.js';
-export { DEFAULT_SCHEMA, openPostgresStore, type PostgresStoreOptions } from './open-postgres-store.js';
+export {
+  DEFAULT_SCHEMA,
+  DEFAULT_TIMEOUTS,
+  openPostgresStore,
+  type PostgresStoreOptions,
+  type PostgresTimeouts,
+} from './open-postgres-store.js';
 export { POSTGRES_STORE_OPERATIONS } from './operations.js';
 export { PostgresStore } from './postgres-store.js';
 export { StoreOpenError } from './store-open-error.js';

@@ -1,4 +1,4 @@
-import pg from 'pg';
+import pg, { type PoolClient } from 'pg';
 import { loadMigrations, migrate, NewerSchemaError } from './migrations.js';
 import { PostgresStore } from './postgres-store.js';
 import { StoreOpenError } from './store-open-error.js';
@@ -19,7 +19,34 @@ export interface PostgresStoreOptions {
   readonly max?: number;
   /** TLS with certificate verification against the system CAs. */
   readonly ssl?: boolean;
+  /**
+   * How long an operation may wait on the database before it fails with `503
+   * store_unavailable`, in milliseconds (see {@link DEFAULT_TIMEOUTS}).
+   */
+  readonly timeouts?: Partial<PostgresTimeouts>;
 }
+
+/** The bounds that make a slow, frozen or unreachable database fail fast instead of hanging requests. */
+export interface PostgresTimeouts {
+  /** Waiting for a new connection (TCP and startup). */
+  readonly connectMs: number;
+  /** `statement_timeout`: the server cancels a statement that runs longer. */
+  readonly statementMs: number;
+  /** `lock_timeout`: the server gives up waiting for a row or table lock. */
+  readonly lockMs: number;
+  /**
+   * The client's own bound on an answer (`query_timeout`): it also holds when the server is
+   * frozen or the network silently drops packets, where the server-side timeouts never fire.
+   */
+  readonly queryMs: number;
+}
+
+/**
+ * The default bounds: 5 s to connect, 5 s per statement, 3 s for a lock, 6 s for any answer.
+ * Our statements are single-row lookups and short transactions; anything near these bounds
+ * is an outage, and a prompt 503 with `Retry-After` beats a request that hangs.
+ */
+export const DEFAULT_TIMEOUTS: PostgresTimeouts = Object.freeze({ connectMs: 5_000, statementMs: 5_000, lockMs: 3_000, queryMs: 6_000 });
 
 /** The schema used when the options name none. */
 export const DEFAULT_SCHEMA = 'svc_auth';
@@ -29,10 +56,6 @@ const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
 
 // Our transactions are a few statements with no user think time; one idle this long is dead.
 const IDLE_IN_TRANSACTION_TIMEOUT_MS = 60_000;
-
-// How long to wait for a connection before an operation fails (so an outage becomes a 5xx,
-// not a request that hangs forever).
-const CONNECT_TIMEOUT_MS = 10_000;
 
 /**
  * BIGINT (OID 20) as a JavaScript number, on this pool only: every BIGINT here is a time in
@@ -133,15 +156,17 @@ function openError(err: unknown, options: PostgresStoreOptions, target: string):
  * parameter, so every connection (including ones the pool opens later) is in the schema
  * before its first query, with no race against a `connect` handler.
  */
-function createPool(options: PostgresStoreOptions, schema: string): pg.Pool {
+function poolConfig(options: PostgresStoreOptions, schema: string, t: PostgresTimeouts): pg.PoolConfig {
   const config: pg.PoolConfig = {
     max: options.max ?? 10,
-    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+    // Every wait is bounded, so an outage becomes a prompt 503, never a request that hangs.
+    connectionTimeoutMillis: t.connectMs,
+    query_timeout: t.queryMs,
     keepAlive: true,
     application_name: 'svc-auth',
     // idle_in_transaction_session_timeout: a node that stalls or is cut off mid-transaction
     // must not hold the audit_head lock (and so every node's writes) until TCP gives up.
-    options: `-c search_path=${schema} -c idle_in_transaction_session_timeout=${IDLE_IN_TRANSACTION_TIMEOUT_MS}`,
+    options: `-c search_path=${schema} -c idle_in_transaction_session_timeout=${IDLE_IN_TRANSACTION_TIMEOUT_MS} -c statement_timeout=${t.statementMs} -c lock_timeout=${t.lockMs}`,
     types: pgTypes(),
   };
   if (options.connectionString !== undefined) config.connectionString = options.connectionString;
@@ -151,10 +176,23 @@ function createPool(options: PostgresStoreOptions, schema: string): pg.Pool {
   if (options.user !== undefined) config.user = options.user;
   if (options.password !== undefined) config.password = options.password;
   if (options.ssl !== undefined) config.ssl = options.ssl;
+  return config;
+}
+
+function createPool(config: pg.PoolConfig): pg.Pool {
   const pool = new pg.Pool(config);
   // An idle connection the server drops (restart, failover) must not crash the process; the
   // pool discards it, and the next operation connects afresh or fails with its own error.
   pool.on('error', () => undefined);
+  // And every client keeps a listener of its own for its whole life: the pool adds and removes
+  // its listener as a client goes in and out, and a server restart (57P01) or a dropped
+  // connection that lands in a gap the pool or a caller leaves open would be an unhandled
+  // 'error' event, which kills the process (seen once under heavy load in the restart test
+  // after #tx got its own listener). The error itself still reaches the operation that used
+  // the connection, or the pool, which discards the client.
+  pool.on('connect', (client: pg.PoolClient) => {
+    client.on('error', () => undefined);
+  });
   return pool;
 }
 
@@ -209,12 +247,25 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
   if (options.max !== undefined && (!Number.isInteger(options.max) || options.max < 1)) {
     throw new TypeError('max must be a whole number of connections, at least 1');
   }
+  const timeouts: PostgresTimeouts = { ...DEFAULT_TIMEOUTS, ...(options.timeouts ?? {}) };
+  for (const [key, value] of Object.entries(timeouts)) {
+    if (!Number.isSafeInteger(value) || value < 1)
+      throw new TypeError(`timeouts.${key} must be a whole number of milliseconds, at least 1`);
+  }
   const target = describeTarget(options, schema);
   const migrations = loadMigrations();
-  const pool = createPool(options, schema);
+  const config = poolConfig(options, schema, timeouts);
+  const pool = createPool(config);
   try {
-    const client = await pool.connect();
-    let broken: Error | undefined;
+    // Migrations may take longer than a request may wait (a large table, another node holding
+    // the migration lock): they run on a connection of their own without the request bounds.
+    const client = new pg.Client({
+      ...config,
+      query_timeout: undefined,
+      options: `-c search_path=${schema} -c idle_in_transaction_session_timeout=${IDLE_IN_TRANSACTION_TIMEOUT_MS}`,
+    } as pg.ClientConfig);
+    client.on('error', () => undefined);
+    await client.connect();
     try {
       // A connection string with its own `options` replaces ours; tables must never land in
       // whatever schema that names (or in public).
@@ -225,13 +276,10 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
           `the connection to ${target} has search_path ${JSON.stringify(path.rows[0]?.p)}, not ${schema}; remove "options" from the connection string`,
         );
       }
-      await refuseForeignOwner(client, schema, target);
-      await migrate(client, schema, migrations, Date.now());
-    } catch (err) {
-      broken = err as Error;
-      throw err;
+      await refuseForeignOwner(client as unknown as pg.PoolClient, schema, target);
+      await migrate(client as unknown as PoolClient, schema, migrations, Date.now());
     } finally {
-      client.release(broken);
+      await client.end().catch(() => undefined);
     }
     const store = new PostgresStore(pool, schema);
     await store.ping();

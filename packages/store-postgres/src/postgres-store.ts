@@ -10,6 +10,7 @@ import {
   type ChallengeRecord,
   type ChallengeRow,
   CLOCK_SKEW_TOLERANCE_MS,
+  classifyStoreErrors,
   DEVICE_COLUMNS,
   type DeviceRecord,
   type DeviceRow,
@@ -32,6 +33,7 @@ import {
   SESSION_COLUMNS,
   type SessionRecord,
   type SessionRow,
+  STORE_OPERATIONS,
   type Store,
   type StoreStats,
   sealAuditEvent,
@@ -43,6 +45,7 @@ import {
   toSession,
 } from '@svc/core';
 import type { Pool, PoolClient, QueryConfig, QueryResultRow } from 'pg';
+import { postgresFault } from './faults.js';
 
 /** Something that runs queries: the pool (autocommit) or a client inside a transaction. */
 type Queryable = Pick<PoolClient, 'query'>;
@@ -79,6 +82,12 @@ function clampInt(n: number, min: number): number {
 }
 
 const INVALID: RotationOutcome = Object.freeze({ kind: 'invalid' });
+
+/** Rows of each kind one retention batch deletes. */
+const PRUNE_BATCH = 1000;
+
+/** The bound on a maintenance statement (pruning), far above the request bounds. */
+const MAINTENANCE_TIMEOUT_MS = 300_000;
 
 // The hot path of every authenticated request: a named statement, so each connection parses
 // and plans it once. One primary-key lookup; the digest is then compared in constant time.
@@ -132,6 +141,14 @@ export class PostgresStore implements Store {
    */
   async #tx<T>(fn: (c: PoolClient) => Promise<T>): Promise<T> {
     const client = await this.#pool.connect();
+    // The pool takes its own 'error' listener off a client while it is checked out: without one
+    // here, a server restart (57P01) or a dropped connection between two statements of this
+    // transaction is an unhandled 'error' event, and that kills the process.
+    let lost: Error | undefined;
+    const onError = (err: Error) => {
+      lost ??= err;
+    };
+    client.on('error', onError);
     let broken: Error | undefined;
     try {
       await client.query('BEGIN');
@@ -139,16 +156,23 @@ export class PostgresStore implements Store {
       await client.query('COMMIT');
       return result;
     } catch (err) {
-      try {
-        await client.query('ROLLBACK');
-      } catch (rollbackError) {
-        // The connection is unusable: destroy it instead of returning it to the pool.
-        broken = rollbackError as Error;
+      if (lost !== undefined || postgresFault(err) !== null) {
+        // The connection is lost or stuck: a ROLLBACK would only wait out another timeout. The
+        // server rolls the transaction back when the connection closes.
+        broken = lost ?? (err as Error);
+      } else {
+        try {
+          await client.query('ROLLBACK');
+        } catch (rollbackError) {
+          // The connection is unusable: destroy it instead of returning it to the pool.
+          broken = rollbackError as Error;
+        }
       }
       if (err instanceof Rollback) return err.value as T;
       throw err;
     } finally {
-      client.release(broken);
+      client.removeListener('error', onError);
+      client.release(broken ?? lost);
     }
   }
 
@@ -164,6 +188,8 @@ export class PostgresStore implements Store {
     await c.query(
       `WITH appended AS (
          INSERT INTO audit_events (${EVENT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+       ), counted AS (
+         INSERT INTO audit_counts (type, n) VALUES ($4, 1) ON CONFLICT (type) DO UPDATE SET n = audit_counts.n + 1
        )
        UPDATE audit_head SET seq = $1, hash = $11 WHERE singleton`,
       [
@@ -510,13 +536,20 @@ export class PostgresStore implements Store {
   }
 
   async pruneRetiredRefreshTokens(input: { readonly now: number; readonly retiredBefore: number }): Promise<number> {
-    const result = await this.#pool.query(
-      // Driven by the (small) retired table, one primary-key probe per row, never a scan of sessions.
-      `DELETE FROM retired_refresh_tokens r WHERE r.retired_at < $2
-         OR EXISTS (SELECT 1 FROM sessions s WHERE s.id = r.session_id AND (s.revoked_at IS NOT NULL OR s.expires_at <= $1))`,
-      [input.now, input.retiredBefore],
-    );
-    return result.rowCount ?? 0;
+    return this.#tx(async (c) => {
+      // Maintenance over up to 10 minutes of rotations, not a request: it is exempt from the
+      // request bounds, or a large backlog would time out on every run and then only grow.
+      await c.query(`SET LOCAL statement_timeout = ${MAINTENANCE_TIMEOUT_MS}`);
+      const result = await c.query({
+        // Driven by the (small) retired table, one primary-key probe per row, never a scan of sessions.
+        text: `DELETE FROM retired_refresh_tokens r WHERE r.retired_at < $2
+           OR EXISTS (SELECT 1 FROM sessions s WHERE s.id = r.session_id AND (s.revoked_at IS NOT NULL OR s.expires_at <= $1))`,
+        values: [input.now, input.retiredBefore],
+        // pg honours a per-query query_timeout (its types only declare it on the client config).
+        query_timeout: MAINTENANCE_TIMEOUT_MS + 5_000,
+      } as QueryConfig);
+      return result.rowCount ?? 0;
+    });
   }
 
   async appendAuditEvent(event: AuditEventDraft): Promise<AuditEvent> {
@@ -604,9 +637,47 @@ export class PostgresStore implements Store {
     });
   }
 
+  async pruneEndedRecords(input: {
+    readonly endedBefore: number;
+  }): Promise<{ readonly sessions: number; readonly pairingIntents: number }> {
+    const total = { sessions: 0, pairingIntents: 0 };
+    // In batches, each its own short transaction: a first run over a large backlog stays far
+    // inside the statement timeout and never holds many row locks for long.
+    for (;;) {
+      const batch = await this.#tx(async (c) => {
+        // One statement: the retired digests and their sessions go together (the foreign key
+        // is checked at the end of the statement).
+        const sessions = await changes(
+          c,
+          `WITH ended AS (
+             SELECT id FROM sessions WHERE expires_at <= $1 UNION SELECT id FROM sessions WHERE revoked_at <= $1 LIMIT $2
+           ), retired AS (
+             DELETE FROM retired_refresh_tokens WHERE session_id IN (SELECT id FROM ended)
+           )
+           DELETE FROM sessions WHERE id IN (SELECT id FROM ended)`,
+          [input.endedBefore, PRUNE_BATCH],
+        );
+        const pairingIntents = await changes(
+          c,
+          'DELETE FROM pairing_intents WHERE id IN (SELECT id FROM pairing_intents WHERE expires_at <= $1 LIMIT $2)',
+          [input.endedBefore, PRUNE_BATCH],
+        );
+        return { sessions, pairingIntents };
+      });
+      total.sessions += batch.sessions;
+      total.pairingIntents += batch.pairingIntents;
+      if (batch.sessions < PRUNE_BATCH && batch.pairingIntents < PRUNE_BATCH) return total;
+    }
+  }
+
   async stats(now: number): Promise<StoreStats> {
     const client = await this.#pool.connect();
+    // As in #tx: a checked-out client needs its own 'error' listener.
     let broken: Error | undefined;
+    const onError = (err: Error) => {
+      broken ??= err;
+    };
+    client.on('error', onError);
     try {
       // One snapshot, so the counters describe a single moment.
       await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
@@ -626,7 +697,8 @@ export class PostgresStore implements Store {
         activeSessions[r.realm] = r.n;
       }
       const events: Record<string, number> = {};
-      for (const r of await rows<{ type: string; n: number }>(client, 'SELECT type, COUNT(*) AS n FROM audit_events GROUP BY type')) {
+      // Kept counts (migration 006): a GROUP BY over the whole trail grew with every event.
+      for (const r of await rows<{ type: string; n: number }>(client, 'SELECT type, n FROM audit_counts')) {
         events[r.type] = r.n;
       }
       const head = await first<{ seq: number; hash: string }>(client, 'SELECT seq, hash FROM audit_head');
@@ -639,11 +711,16 @@ export class PostgresStore implements Store {
         auditHead: head === undefined || head.seq === 0 ? GENESIS_HASH : head.hash,
       };
     } catch (err) {
-      await client.query('ROLLBACK').catch((rollbackError: Error) => {
-        broken = rollbackError;
-      });
+      if (broken === undefined && postgresFault(err) === null) {
+        await client.query('ROLLBACK').catch((rollbackError: Error) => {
+          broken = rollbackError;
+        });
+      } else {
+        broken ??= err as Error;
+      }
       throw err;
     } finally {
+      client.removeListener('error', onError);
       client.release(broken);
     }
   }
@@ -709,3 +786,7 @@ export class PostgresStore implements Store {
     );
   }
 }
+
+// Outages (connection lost, timeouts, lock waits, disk full) become `503 store_unavailable`
+// with the fault named, in every operation.
+classifyStoreErrors(PostgresStore.prototype, STORE_OPERATIONS, postgresFault);

@@ -19,7 +19,11 @@ export interface SqliteStoreOptions {
    * other, because the file holds every session's token digests and the audit trail.
    */
   requireOwnerOnly?: boolean;
-  /** How long a write waits for another process's write lock. Default 5000. */
+  /**
+   * How long a write waits for another process's write lock before it fails with `503
+   * store_unavailable` (default 5000). The wait is asynchronous: the event loop keeps serving
+   * reads, health and the other listeners meanwhile (only opening and migrating block).
+   */
   busyTimeoutMs?: number;
   /** Sessions the bearer-check cache keeps (default 10,000); 0 reads the store on every check. */
   bearerCacheSessions?: number;
@@ -27,6 +31,9 @@ export interface SqliteStoreOptions {
 
 /** SQLite's page cache per connection, in KiB (set explicitly: the figure must not depend on how SQLite was built). */
 const PAGE_CACHE_KIB = 16_384;
+
+/** SQLite's own (blocking) busy wait once the store is open, in milliseconds. */
+const SQLITE_BUSY_WAIT_MS = 5;
 
 /** Pages the WAL may hold before a commit checkpoints it into the database file. */
 const WAL_AUTOCHECKPOINT_PAGES = 10_000;
@@ -145,6 +152,10 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Sqli
     // session that is not in the bearer-check cache costs one leaf read, not a descent.
     db.pragma(`cache_size = -${PAGE_CACHE_KIB}`);
     migrate(db, file, loadMigrations(), Date.now());
+    // From here on SQLite's own busy wait, which sleeps inside the call and so blocks the whole
+    // event loop, is kept to a few milliseconds (a reader meeting a checkpoint's brief lock);
+    // writes wait for another process's write lock on timers instead (SqliteStore#write).
+    db.pragma(`busy_timeout = ${SQLITE_BUSY_WAIT_MS}`);
     for (const suffix of SIDE_FILES) {
       try {
         chmodSync(file + suffix, 0o600);
@@ -152,7 +163,7 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Sqli
         if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
       }
     }
-    return new SqliteStore(db, file, synchronous, options.bearerCacheSessions);
+    return new SqliteStore(db, file, synchronous, options.bearerCacheSessions, busyTimeoutMs);
   } catch (error) {
     db.close();
     if (error instanceof StoreOpenError) throw error;

@@ -1,3 +1,6 @@
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { Worker } from 'node:worker_threads';
 import {
   ACCESS_COLUMNS,
   type AccessRow,
@@ -8,6 +11,7 @@ import {
   type ChallengeRecord,
   type ChallengeRow,
   CLOCK_SKEW_TOLERANCE_MS,
+  classifyStoreErrors,
   DEVICE_COLUMNS,
   type DeviceRecord,
   type DeviceRow,
@@ -29,8 +33,11 @@ import {
   SESSION_COLUMNS,
   type SessionRecord,
   type SessionRow,
+  STORE_OPERATIONS,
   type Store,
+  type StoreFault,
   type StoreStats,
+  StoreUnavailableError,
   sealAuditEvent,
   type TokenPairDigests,
   toChallenge,
@@ -40,6 +47,8 @@ import {
   toSession,
 } from '@svc/core';
 import type Database from 'better-sqlite3';
+import { sqliteFault } from './faults.js';
+import { readStats } from './stats-queries.js';
 
 type Db = Database.Database;
 type Statement = Database.Statement;
@@ -61,6 +70,8 @@ function prepareStatements(db: Db) {
   const p = (sql: string): Statement => db.prepare(sql);
   return {
     ping: p('SELECT 1'),
+    // Health's probe of a known fault (see ping): a commit that rewrites one page, changing nothing.
+    probeTouch: p('UPDATE project SET created_at = created_at'),
     getProject: p('SELECT project_id, created_at FROM project WHERE singleton = 1'),
     insertProject: p('INSERT INTO project (singleton, project_id, created_at) VALUES (1, ?, ?) ON CONFLICT (singleton) DO NOTHING'),
 
@@ -150,11 +161,16 @@ function prepareStatements(db: Db) {
     ),
     completeIntent: p('UPDATE pairing_intents SET completed_at = @now, device_id = @deviceId WHERE id = @id'),
 
-    statsDevices: p('SELECT realm, COUNT(*) AS n FROM devices WHERE removed_at IS NULL GROUP BY realm'),
-    statsSessions: p(
-      'SELECT realm, COUNT(*) AS n FROM sessions WHERE revoked_at IS NULL AND expires_at > @now AND refresh_expires_at > @now GROUP BY realm',
+    countEvent: p('INSERT INTO audit_counts (type, n) VALUES (?, 1) ON CONFLICT (type) DO UPDATE SET n = n + 1'),
+
+    endedSessionIds: p(
+      'SELECT id FROM sessions WHERE expires_at <= @before UNION SELECT id FROM sessions WHERE revoked_at <= @before LIMIT @limit',
+    ).pluck(true),
+    deleteRetiredOf: p('DELETE FROM retired_refresh_tokens WHERE session_id = ?'),
+    deleteSession: p('DELETE FROM sessions WHERE id = ?'),
+    pruneEndedIntents: p(
+      'DELETE FROM pairing_intents WHERE id IN (SELECT id FROM pairing_intents WHERE expires_at <= @before LIMIT @limit)',
     ),
-    statsEvents: p('SELECT type, COUNT(*) AS n FROM audit_events GROUP BY type'),
   };
 }
 
@@ -165,6 +181,27 @@ const NOT_SHARED: AttemptReservation = Object.freeze({ reserved: true, shared: f
 
 /** Sessions the bearer-check cache keeps by default (about 1 KiB each with their principals). */
 const BEARER_CACHE_SESSIONS = 10_000;
+
+/** Rows of each kind one retention batch deletes. */
+const PRUNE_BATCH = 1000;
+
+/** How long, in total, a write waits for another process's write lock by default before it fails with 503. */
+export const DEFAULT_LOCK_WAIT_MS = 5000;
+
+/** Pauses between attempts to take the write lock: short at first, then every 50 ms. */
+const LOCK_RETRY_DELAYS_MS = [2, 5, 10, 20, 50] as const;
+
+/** Writes waiting this long for the lock make health report `locked` even before they give up. */
+const LOCK_WAIT_DEGRADED_MS = 1000;
+
+interface QueuedWrite {
+  readonly fn: () => unknown;
+  readonly critical: boolean;
+  readonly resolve: (value: unknown) => void;
+  readonly reject: (error: unknown) => void;
+  /** When it stops waiting for the write lock (Date.now() based: a real wait, not domain time). */
+  readonly deadline: number;
+}
 
 /**
  * The embedded control store on one better-sqlite3 connection. Obtain one with
@@ -179,7 +216,18 @@ export class SqliteStore implements Store {
   readonly #s: Statements;
   readonly #tx: Database.Transaction<(fn: () => unknown) => unknown>;
   readonly #durability: 'normal' | 'full';
-  #queue: { fn: () => unknown; critical: boolean; resolve: (value: unknown) => void; reject: (error: unknown) => void }[] = [];
+  readonly #lockWaitMs: number;
+  #queue: QueuedWrite[] = [];
+  // Set while writes wait (asynchronously) for another process's write lock.
+  #retryTimer: NodeJS.Timeout | undefined;
+  #lockAttempts = 0;
+  #lockWaitSince: number | undefined;
+  // The fault the last write ran into (locked, disk full, I/O), until a write commits again or
+  // health's probe finds it gone: health reports it instead of a reassuring "ok".
+  #fault: StoreFault | null = null;
+  #statsWorker: Worker | undefined;
+  #statsSeq = 0;
+  readonly #statsPending = new Map<number, { resolve: (stats: StoreStats) => void; reject: (error: unknown) => void }>();
   // The audit chain's head while a write transaction holds the lock (nobody else can append
   // then); forgotten when the transaction ends or a savepoint that may have appended rolls back.
   #head: { seq: number; hash: string } | undefined;
@@ -194,13 +242,21 @@ export class SqliteStore implements Store {
   #accessCacheVersion = -1;
 
   /** Wraps an open, migrated connection; use `openSqliteStore` rather than calling this. */
-  constructor(db: Db, file: string, durability: 'normal' | 'full' = 'normal', bearerCacheSessions = BEARER_CACHE_SESSIONS) {
+  constructor(
+    db: Db,
+    file: string,
+    durability: 'normal' | 'full' = 'normal',
+    bearerCacheSessions = BEARER_CACHE_SESSIONS,
+    lockWaitMs = DEFAULT_LOCK_WAIT_MS,
+  ) {
     if (!Number.isSafeInteger(bearerCacheSessions) || bearerCacheSessions < 0) {
       throw new TypeError('bearerCacheSessions must be a whole number >= 0');
     }
+    if (!Number.isSafeInteger(lockWaitMs) || lockWaitMs < 0) throw new TypeError('lockWaitMs must be a whole number >= 0');
     this.#db = db;
     this.file = file;
     this.#durability = durability;
+    this.#lockWaitMs = lockWaitMs;
     this.#accessCacheMax = bearerCacheSessions;
     // Prepared once: every call below reuses a compiled statement.
     this.#s = prepareStatements(db);
@@ -224,20 +280,54 @@ export class SqliteStore implements Store {
    */
   #write<T>(fn: () => T, critical = false): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      this.#queue.push({ fn, critical, resolve: resolve as (value: unknown) => void, reject });
-      if (this.#queue.length === 1) setImmediate(() => this.#flush());
+      const deadline = Date.now() + this.#lockWaitMs;
+      this.#queue.push({ fn, critical, resolve: resolve as (value: unknown) => void, reject, deadline });
+      // While writes wait for the lock, the retry timer flushes whatever has queued meanwhile.
+      if (this.#queue.length === 1 && this.#retryTimer === undefined) setImmediate(() => this.#flush());
     });
   }
 
+  /**
+   * Another process holds the write lock and nothing of `batch` ran. SQLite's own busy wait
+   * would block the event loop (every request, health, the other listener) for as long as it
+   * waits, so the connection's busy timeout is tiny and the waiting happens here, between
+   * attempts, on timers. Writes past their deadline fail with `503 store_unavailable` (locked).
+   */
+  #waitForLock(batch: readonly QueuedWrite[], error: unknown): void {
+    const now = Date.now();
+    const waiting: QueuedWrite[] = [];
+    for (const w of batch) {
+      if (w.deadline <= now) {
+        this.#fault = 'locked';
+        w.reject(new StoreUnavailableError('locked', { cause: error }));
+      } else {
+        waiting.push(w);
+      }
+    }
+    this.#queue = [...waiting, ...this.#queue];
+    if (this.#queue.length === 0) {
+      this.#lockWaitSince = undefined;
+      this.#lockAttempts = 0;
+      return;
+    }
+    this.#lockWaitSince ??= now;
+    const delay = LOCK_RETRY_DELAYS_MS[Math.min(this.#lockAttempts, LOCK_RETRY_DELAYS_MS.length - 1)] as number;
+    this.#lockAttempts++;
+    this.#retryTimer = setTimeout(() => this.#flush(), delay);
+  }
+
   #flush(): void {
+    this.#retryTimer = undefined;
     const batch = this.#queue;
     this.#queue = [];
     if (batch.length === 0) return;
     const raise = this.#durability === 'normal' && batch.some((w) => w.critical);
     const results: { ok: boolean; value: unknown }[] = [];
+    let began = false;
     try {
       if (raise) this.#db.pragma('synchronous = FULL');
       this.#tx.immediate(() => {
+        began = true;
         for (const w of batch) {
           try {
             // Nested inside the batch, the same wrapper runs `fn` in a SAVEPOINT.
@@ -249,13 +339,29 @@ export class SqliteStore implements Store {
         }
       });
     } catch (error) {
-      // BEGIN or COMMIT failed (e.g. the database stayed locked): nothing of the batch happened.
+      this.#head = undefined;
+      if (raise) this.#db.pragma('synchronous = NORMAL');
+      const fault = sqliteFault(error);
+      if (!began && fault === 'locked') {
+        this.#waitForLock(batch, error);
+        return;
+      }
+      // BEGIN or COMMIT failed (disk full, I/O): nothing of the batch happened.
+      this.#fault = fault ?? this.#fault;
       for (const w of batch) w.reject(error);
+      this.#lockWaitSince = undefined;
+      this.#lockAttempts = 0;
       return;
     } finally {
       this.#head = undefined;
-      if (raise) this.#db.pragma('synchronous = NORMAL');
     }
+    if (raise) this.#db.pragma('synchronous = NORMAL');
+    this.#lockWaitSince = undefined;
+    this.#lockAttempts = 0;
+    // Committed: a fault is over unless a write of this batch still ran into one (disk full).
+    let fault: StoreFault | null = null;
+    for (const r of results) if (!r.ok) fault = sqliteFault(r.value) ?? fault;
+    this.#fault = fault;
     batch.forEach((w, i) => {
       const r = results[i] as { ok: boolean; value: unknown };
       if (r.ok) w.resolve(r.value);
@@ -280,6 +386,7 @@ export class SqliteStore implements Store {
       prevHash: event.prevHash,
       hash: event.hash,
     });
+    this.#s.countEvent.run(event.type);
     this.#head = { seq: event.seq, hash: event.hash };
     return event;
   }
@@ -364,11 +471,41 @@ export class SqliteStore implements Store {
     }
   }
 
+  /**
+   * Resolves when the store can serve: the file answers a read and, while a fault is known
+   * (writes waited for the lock for over a second or gave up, or ran into a full disk or an I/O
+   * error), a probe shows it is over: the write lock can be taken, a page can be allocated, and
+   * a commit can be written. Otherwise rejects with the fault, so health says why it is degraded
+   * and turns healthy by itself once the fault ends, even when no write comes to notice it.
+   */
   async ping(): Promise<void> {
     this.#s.ping.get();
+    const waitingForLock = this.#lockWaitSince !== undefined && Date.now() - this.#lockWaitSince >= LOCK_WAIT_DEGRADED_MS;
+    if (this.#fault === null && !waitingForLock) return;
+    if (this.#db.inTransaction) return;
+    try {
+      // A commit that takes the write lock, allocates and frees 64 KiB of pages and rewrites
+      // the project row: it changes nothing, but fails as a real write would on a held lock, a
+      // full database or disk, or failing I/O. Run only while a fault is known.
+      this.#tx.immediate(() => {
+        this.#db.exec(
+          'CREATE TABLE svc_fault_probe (x BLOB); INSERT INTO svc_fault_probe VALUES (zeroblob(65536)); DROP TABLE svc_fault_probe',
+        );
+        this.#s.probeTouch.run();
+      });
+    } catch (error) {
+      const fault = sqliteFault(error);
+      if (fault === null) throw error;
+      if (fault !== 'locked') this.#fault = fault;
+      throw new StoreUnavailableError(fault, { cause: error });
+    }
+    if (!waitingForLock) this.#fault = null;
   }
 
   async close(): Promise<void> {
+    const worker = this.#statsWorker;
+    this.#statsWorker = undefined;
+    if (worker !== undefined) await worker.terminate();
     if (this.#db.open) this.#db.close();
   }
 
@@ -651,24 +788,68 @@ export class SqliteStore implements Store {
     }, true);
   }
 
+  async pruneEndedRecords(input: {
+    readonly endedBefore: number;
+  }): Promise<{ readonly sessions: number; readonly pairingIntents: number }> {
+    const before = input.endedBefore;
+    const total = { sessions: 0, pairingIntents: 0 };
+    // In batches, each its own write: a first run over a large backlog never holds the write
+    // lock (nor, SQLite being synchronous, the event loop) for long.
+    for (;;) {
+      const batch = await this.#write(() => {
+        const ids = this.#s.endedSessionIds.all({ before, limit: PRUNE_BATCH }) as string[];
+        for (const id of ids) {
+          this.#s.deleteRetiredOf.run(id);
+          this.#s.deleteSession.run(id);
+          this.#accessCache.delete(id);
+        }
+        return { sessions: ids.length, pairingIntents: this.#s.pruneEndedIntents.run({ before, limit: PRUNE_BATCH }).changes };
+      });
+      total.sessions += batch.sessions;
+      total.pairingIntents += batch.pairingIntents;
+      if (batch.sessions < PRUNE_BATCH && batch.pairingIntents < PRUNE_BATCH) return total;
+    }
+  }
+
+  /**
+   * The diagnostics counters, read on a worker thread with its own connection (one read
+   * transaction, so they describe a single moment): counting live sessions scans them, and
+   * on this thread that scan would stall every request while it runs. In-memory databases, or
+   * a build without the worker file, read them here.
+   */
   async stats(now: number): Promise<StoreStats> {
-    // One read transaction, so the counters describe a single moment.
-    return this.#tx.deferred((): StoreStats => {
-      const devices: Record<Realm, number> = { management: 0, application: 0 };
-      for (const r of this.#s.statsDevices.all() as { realm: Realm; n: number }[]) devices[r.realm] = r.n;
-      const activeSessions: Record<Realm, number> = { management: 0, application: 0 };
-      for (const r of this.#s.statsSessions.all({ now }) as { realm: Realm; n: number }[]) activeSessions[r.realm] = r.n;
-      const events: Record<string, number> = {};
-      for (const r of this.#s.statsEvents.all() as { type: string; n: number }[]) events[r.type] = r.n;
-      const head = this.#s.auditHead.get() as { seq: number; hash: string } | undefined;
-      return {
-        devices,
-        activeSessions,
-        events,
-        auditLength: head?.seq ?? 0,
-        auditHead: head?.hash ?? GENESIS_HASH,
-      };
-    }) as StoreStats;
+    const worker = this.#statsThread();
+    if (worker === null) return readStats(this.#db, now);
+    const id = ++this.#statsSeq;
+    return new Promise<StoreStats>((resolve, reject) => {
+      this.#statsPending.set(id, { resolve, reject });
+      worker.postMessage({ id, now });
+    });
+  }
+
+  #statsThread(): Worker | null {
+    if (this.#statsWorker !== undefined) return this.#statsWorker;
+    const script = new URL('./stats-worker.js', import.meta.url);
+    if (this.file === ':memory:' || this.file === '' || !existsSync(fileURLToPath(script))) return null;
+    const worker = new Worker(script, { workerData: { file: this.file } });
+    // Never keeps the process alive; close() ends it.
+    worker.unref();
+    const failAll = (error: unknown) => {
+      for (const p of this.#statsPending.values()) p.reject(error);
+      this.#statsPending.clear();
+      if (this.#statsWorker === worker) this.#statsWorker = undefined;
+    };
+    worker.on('message', (msg: { id: number; ok: boolean; stats?: StoreStats; code?: string; message?: string }) => {
+      const pending = this.#statsPending.get(msg.id);
+      if (pending === undefined) return;
+      this.#statsPending.delete(msg.id);
+      if (msg.ok) pending.resolve(msg.stats as StoreStats);
+      else pending.reject(Object.assign(new Error(msg.message ?? 'stats failed'), { code: msg.code }));
+    });
+    worker.on('error', failAll);
+    worker.on('exit', () => failAll(new Error('the stats worker exited')));
+    this.#statsWorker = worker;
+    return worker;
   }
 
   async reserveAttempts(_input: Parameters<Store['reserveAttempts']>[0]): Promise<AttemptReservation> {
@@ -679,3 +860,7 @@ export class SqliteStore implements Store {
 
   async settleAttempts(_input: Parameters<Store['settleAttempts']>[0]): Promise<void> {}
 }
+
+// Outages (the write lock held too long, disk full, I/O errors) become `503 store_unavailable`
+// with the fault named, in every operation.
+classifyStoreErrors(SqliteStore.prototype, STORE_OPERATIONS, sqliteFault);

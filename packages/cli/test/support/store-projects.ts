@@ -54,7 +54,7 @@ export function createSchemas() {
  */
 export async function writePostgresProject(
   root: string,
-  opts: { schema: string; storeConfig?: string; authConfig?: string; env?: NodeJS.ProcessEnv },
+  opts: { schema: string; storeConfig?: string; authConfig?: string; env?: NodeJS.ProcessEnv; url?: string },
 ): Promise<string> {
   const dir = join(root, 'project');
   mkdirSync(dir, { recursive: true });
@@ -62,7 +62,7 @@ export async function writePostgresProject(
     join(dir, 'project.edn'),
     `{:svc/project "multi"
  :svc/modules {:pg {:package "svc-store-postgres" :activate [:svc/store]
-                    :config {:store/url ${JSON.stringify(PG_URL)} :store/schema ${JSON.stringify(opts.schema)}
+                    :config {:store/url ${JSON.stringify(opts.url ?? PG_URL)} :store/schema ${JSON.stringify(opts.schema)}
                              :store/pool-size 4 ${opts.storeConfig ?? ''}}}
                :auth {:module :svc/auth :config {:auth/store :pg ${opts.authConfig ?? ''}}}}}
 `,

@@ -1,8 +1,10 @@
+import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
 import { AuthError, type ErrorCode } from '@svc/core';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { bearerChallenge } from './bearer.js';
-import { internalError, problemJson, sendProblem } from './problem.js';
+import { internalError, PROBLEM_CONTENT_TYPE, problemJson, sendProblem } from './problem.js';
 import { applySecurityHeaders, SECURITY_HEADERS } from './security-headers.js';
 
 /** Fastify's own refusals, by their code, and what the contract calls them. */
@@ -110,18 +112,53 @@ export function installErrorHandling(app: FastifyInstance): void {
     return reject(req, reply, authError);
   });
 
-  app.setNotFoundHandler((req, reply) => {
-    const q = req.url.indexOf('?');
-    const path = q < 0 ? req.url : req.url.slice(0, q);
+  /** The methods of the known path `url` matches, as an `Allow` value, or null for an unknown path. */
+  const allowedAt = (url: string): string | null => {
+    const q = url.indexOf('?');
+    const path = q < 0 ? url : url.slice(0, q);
     for (const entry of known.values()) {
-      if (entry.pattern.test(path)) {
-        const allow = [...entry.methods].sort().join(', ');
-        reply.header('allow', allow);
-        return reject(req, reply, new AuthError('method_not_allowed', `${req.method} is not allowed here; use ${allow}`));
-      }
+      if (entry.pattern.test(path)) return [...entry.methods].sort().join(', ');
+    }
+    return null;
+  };
+
+  app.setNotFoundHandler((req, reply) => {
+    const allow = allowedAt(req.url);
+    if (allow !== null) {
+      reply.header('allow', allow);
+      return reject(req, reply, new AuthError('method_not_allowed', `${req.method} is not allowed here; use ${allow}`));
     }
     return reject(req, reply, new AuthError('not_found', 'no such route'));
   });
+
+  // Node hands a CONNECT request to the server's 'connect' event, never to the request handler,
+  // and destroys the socket when nobody listens: the client got its connection closed with no
+  // answer. No route is a tunnel, so it is refused exactly like another method the path lacks.
+  app.server.on('connect', (req: IncomingMessage, socket: Duplex) => {
+    const allow = allowedAt(req.url ?? '');
+    const err =
+      allow === null
+        ? new AuthError('not_found', 'no such route')
+        : new AuthError('method_not_allowed', `CONNECT is not allowed here; use ${allow}`);
+    writeRawProblem(socket, err, allow === null ? {} : { allow });
+  });
+}
+
+/** Answers `err` as problem+json with the security headers straight onto `socket`, then closes it. */
+function writeRawProblem(socket: Duplex, err: AuthError, extra: Readonly<Record<string, string>> = {}): void {
+  if (socket.destroyed || !socket.writable) {
+    socket.destroy();
+    return;
+  }
+  socket.on('error', () => socket.destroy());
+  const problem = problemJson(err);
+  const body = JSON.stringify(problem);
+  const headers = Object.entries({ ...SECURITY_HEADERS, ...err.headers, ...extra })
+    .map(([k, v]) => `${k}: ${v}\r\n`)
+    .join('');
+  socket.end(
+    `HTTP/1.1 ${problem.status} ${problem.title}\r\nconnection: close\r\ncontent-type: ${PROBLEM_CONTENT_TYPE}\r\ncontent-length: ${Buffer.byteLength(body)}\r\n${headers}\r\n${body}`,
+  );
 }
 
 /**
@@ -147,11 +184,5 @@ export function clientErrorHandler(err: Error & { code?: string }, socket: Socke
     socket.destroy();
     return;
   }
-  const body = JSON.stringify(problemJson(new AuthError('invalid_request', 'the request is not valid HTTP')));
-  const headers = Object.entries(SECURITY_HEADERS)
-    .map(([k, v]) => `${k}: ${v}\r\n`)
-    .join('');
-  socket.end(
-    `HTTP/1.1 400 Bad Request\r\nconnection: close\r\ncontent-type: application/problem+json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n${headers}\r\n${body}`,
-  );
+  writeRawProblem(socket, new AuthError('invalid_request', 'the request is not valid HTTP'));
 }

@@ -1,4 +1,4 @@
-import { rfc3339 } from '@svc/core';
+import { rfc3339, type StoreFault, StoreUnavailableError, storeFaultOf } from '@svc/core';
 import type { FastifyBaseLogger, FastifyPluginAsync } from 'fastify';
 import type { HealthRouteOptions } from './route-options.js';
 import { NODE_PATHS } from './routes.js';
@@ -6,6 +6,8 @@ import { NODE_PATHS } from './routes.js';
 /** One checked component. */
 export interface ComponentHealthJson {
   readonly status: 'ok' | 'failed';
+  /** For a failed store, why, when the store knows: `connection`, `timeout`, `locked`, `disk_full` or `io_error`. */
+  readonly reason?: StoreFault;
 }
 
 /** The answer of `GET /edge/0-alpha/health`, the same shape whether healthy (200) or degraded (503). */
@@ -21,7 +23,10 @@ export interface NodeHealthJson {
 async function probe(check: () => Promise<void>, timeoutMs: number, log: FastifyBaseLogger, what: string): Promise<ComponentHealthJson> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_resolve, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+    timer = setTimeout(
+      () => reject(new StoreUnavailableError('timeout', { cause: new Error(`no answer within ${timeoutMs} ms`) })),
+      timeoutMs,
+    );
     timer.unref();
   });
   try {
@@ -29,7 +34,9 @@ async function probe(check: () => Promise<void>, timeoutMs: number, log: Fastify
     return { status: 'ok' };
   } catch (err) {
     log.error({ err, component: what }, 'health check failed');
-    return { status: 'failed' };
+    // Only the fixed vocabulary of store faults reaches the body; any message stays in the log.
+    const fault = storeFaultOf(err);
+    return fault === null ? { status: 'failed' } : { status: 'failed', reason: fault };
   } finally {
     clearTimeout(timer);
   }

@@ -13,7 +13,7 @@ import {
   silentLogger,
 } from '@svc/core';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
-import { openSqliteStore } from 'svc-store-sqlite';
+import { openSqliteStore, type SqliteStoreOptions } from 'svc-store-sqlite';
 import { buildManagementApp } from '../../src/index.js';
 
 /** 2026-11-22T10:00:00.000Z. */
@@ -53,6 +53,8 @@ export interface Harness {
   readonly deps: AuthDeps;
   readonly clock: FakeClock;
   readonly store: Store;
+  /** The directory of the control database. */
+  readonly dir: string;
   close(): Promise<void>;
 }
 
@@ -61,11 +63,15 @@ export interface HarnessOptions {
   logger?: FastifyBaseLogger | false;
   /** Wraps the store, e.g. to pause or break an operation. */
   wrapStore?: (store: Store) => Store;
+  /** The (0700) directory of the control database; default a fresh temporary one. Removed by close(). */
+  dir?: string;
+  /** Options of the SQLite store besides its file. */
+  storeOptions?: Omit<SqliteStoreOptions, 'file'>;
 }
 
 export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> {
-  const dir = mkdtempSync(join(tmpdir(), 'svc-server-test-'));
-  const real = await openSqliteStore({ file: join(dir, 'control.db') });
+  const dir = opts.dir ?? mkdtempSync(join(tmpdir(), 'svc-server-test-'));
+  const real = await openSqliteStore({ ...(opts.storeOptions ?? {}), file: join(dir, 'control.db') });
   const store = opts.wrapStore ? opts.wrapStore(real) : real;
   const clock = createFakeClock();
   const deps: AuthDeps = {
@@ -88,6 +94,7 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
     deps,
     clock,
     store,
+    dir,
     async close() {
       await app.close();
       await real.close();

@@ -1,0 +1,32 @@
+import type { Realm, StoreStats } from '@svc/core';
+import { GENESIS_HASH } from '@svc/core';
+import type Database from 'better-sqlite3';
+
+/** The diagnostics counters' queries, shared by the store and its stats worker. */
+export const STATS_SQL = {
+  devices: 'SELECT realm, COUNT(*) AS n FROM devices WHERE removed_at IS NULL GROUP BY realm',
+  sessions:
+    'SELECT realm, COUNT(*) AS n FROM sessions WHERE revoked_at IS NULL AND expires_at > @now AND refresh_expires_at > @now GROUP BY realm',
+  // Kept counts (migration 006): a GROUP BY over the whole trail grew with every event.
+  events: 'SELECT type, n FROM audit_counts',
+  head: 'SELECT seq, hash FROM audit_events ORDER BY seq DESC LIMIT 1',
+} as const;
+
+/**
+ * Reads every counter in one read transaction on `db`, so they describe a single moment.
+ * The live-session count scans the live sessions: its cost grows with them, which is why the
+ * store runs this on a worker thread (see `SqliteStore.stats`).
+ */
+export function readStats(db: Database.Database, now: number): StoreStats {
+  const run = db.transaction((): StoreStats => {
+    const devices: Record<Realm, number> = { management: 0, application: 0 };
+    for (const r of db.prepare(STATS_SQL.devices).all() as { realm: Realm; n: number }[]) devices[r.realm] = r.n;
+    const activeSessions: Record<Realm, number> = { management: 0, application: 0 };
+    for (const r of db.prepare(STATS_SQL.sessions).all({ now }) as { realm: Realm; n: number }[]) activeSessions[r.realm] = r.n;
+    const events: Record<string, number> = {};
+    for (const r of db.prepare(STATS_SQL.events).all() as { type: string; n: number }[]) events[r.type] = r.n;
+    const head = db.prepare(STATS_SQL.head).get() as { seq: number; hash: string } | undefined;
+    return { devices, activeSessions, events, auditLength: head?.seq ?? 0, auditHead: head?.hash ?? GENESIS_HASH };
+  });
+  return run.deferred();
+}
