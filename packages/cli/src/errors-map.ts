@@ -51,14 +51,15 @@ export function explainFailure(what: string, error: unknown, options: ExplainOpt
       exitCode: usage ? EXIT.usage : EXIT.failure,
     });
   }
+  const url = error instanceof InsecureBearerUrlError || error instanceof ApiUnreachableError ? error.url : undefined;
+  if (url !== undefined && !isHttpUrl(url)) {
+    return new CliError(`${what}: the URL ${url} is not an http:// or https:// URL (--url, --node-url)`, {
+      cause: error,
+      exitCode: EXIT.usage,
+    });
+  }
   if (error instanceof InsecureBearerUrlError) return new CliError(`${what} (${error.code}): ${error.message}`, { cause: error });
   if (error instanceof ApiUnreachableError) {
-    if (!isHttpUrl(error.url)) {
-      return new CliError(`${what}: the management API URL ${error.url} is not an http:// or https:// URL (--url)`, {
-        cause: error,
-        exitCode: EXIT.usage,
-      });
-    }
     return new CliError(`${what}: cannot reach the management API at ${error.url}; is \`svc auth serve\` running there? (--url)`, {
       cause: error,
     });

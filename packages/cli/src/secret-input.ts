@@ -39,8 +39,10 @@ function readStdinLine(): string {
 
 async function promptHidden(question: string): Promise<string> {
   const stdin = process.stdin;
-  process.stderr.write(question);
+  // Echo off before the prompt shows: what is typed (or pasted) the moment it appears must not
+  // be echoed by the terminal while the mode is still changing.
   stdin.setRawMode(true);
+  process.stderr.write(question);
   stdin.resume();
   stdin.setEncoding('utf8');
   try {

@@ -62,7 +62,9 @@ describe('pairing a second device through the real svc CLI', () => {
     await new Promise<void>((resolve) => fake.listen(0, net.address, resolve));
     try {
       const port = (fake.address() as AddressInfo).port;
-      const r = await svc(['auth', 'pair', '--node-url', `http://${net.address}:${port}`, '--json'], { env: adminEnv });
+      const r = await svc(['auth', 'pair', '--node-url', `http://${net.address}:${port}`, '--device-key', 'ab'.repeat(32), '--json'], {
+        env: adminEnv,
+      });
       assert.equal(r.code, 1);
       assert.match(r.stderr, /insecure_bearer_url/);
       assert.equal(connections, 0, 'nothing connected to the fake listener');

@@ -1,10 +1,13 @@
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { auditDraft } from '@svc/core';
 import Database from 'better-sqlite3';
+import { openSqliteStore } from 'svc-store-sqlite';
 import { cleanEnv, enrolledProject, initProject, keygen, type ServerProcess, startServer, svc, svcOk, tempDir } from './helpers.js';
 
 /** Characters that must never reach the terminal raw. */
@@ -37,14 +40,28 @@ describe('nothing stored or received writes into the operator terminal', () => {
 
   test('an audit event with an injected ANSI sequence and a fake newline prints escaped', async () => {
     assert.ok(server);
-    // An unauthenticated caller chooses the challenge_id that signin.failed records (64 chars).
     const injected = '\u001b[2J\u001b[H\n#1 2026-01-01T00:00:00.000Z audit.ok \u202efake'.padEnd(64, 'x');
+    // The HTTP door refuses such an id before the audit (issue 9, item 6) ...
     const res = await fetch(`${server.url}/v1/auth/sessions`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ challenge_id: injected, signature: '00'.repeat(64) }),
     });
-    assert.equal(res.status, 401);
+    assert.equal(res.status, 400);
+    // ... so the hostile event is planted in the store, as a trail written before ids were
+    // checked (or by anyone who can write the database) would hold it: the printer is the last line.
+    const store = await openSqliteStore({ file: join(p.dir, '.svc', 'control', 'control.db') });
+    try {
+      const clock = { now: Date.now };
+      await store.appendAuditEvent(
+        auditDraft({ clock, random: randomBytes }, 'signin.failed', {
+          realm: 'management',
+          data: { reason: 'unknown_challenge', challenge_id: injected },
+        }),
+      );
+    } finally {
+      await store.close();
+    }
 
     for (const args of [
       ['auth', 'audit', p.dir],

@@ -95,7 +95,8 @@ export const COMMANDS: readonly CommandEntry[] = [
   },
   {
     path: ['auth', 'audit', 'verify'],
-    summary: 'Check the audit hash chain: finds an edited, removed, inserted or reordered event.',
+    summary:
+      'Check the audit hash chain (edited, removed, inserted or reordered events) and, against exported checkpoints, truncation and rewriting.',
     load: async () => (await import('./auth-audit-verify.js')).authAuditVerify,
   },
   {
