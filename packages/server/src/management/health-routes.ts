@@ -1,12 +1,8 @@
 import { AuthError } from '@svc/core';
 import type { FastifyPluginAsync } from 'fastify';
+import { documented, problemResponses } from '../http/problem-schema.js';
 import type { ManagementRouteOptions } from './route-options.js';
-
-const healthResponse = {
-  type: 'object',
-  required: ['status'],
-  properties: { status: { type: 'string' } },
-} as const;
+import { healthResponse, LOOPBACK_GUARD } from './schemas.js';
 
 /**
  * `GET /health`: exactly the contract's `200 {"status":"ok"}` when the control store answers a trivial
@@ -17,13 +13,22 @@ const healthResponse = {
  * await app.register(healthRoutes, { deps });
  */
 export const healthRoutes: FastifyPluginAsync<ManagementRouteOptions> = async (app, { deps }) => {
-  app.get('/health', { schema: { response: { 200: healthResponse } } }, async (req) => {
-    try {
-      await deps.store.ping();
-    } catch (err) {
-      req.log.error({ err }, 'control store ping failed');
-      throw new AuthError('store_unavailable', 'the control store cannot be reached');
-    }
-    return { status: 'ok' };
-  });
+  app.get(
+    '/health',
+    {
+      schema: documented({
+        summary: 'Whether the control store answers',
+        response: { 200: { description: 'The control store answers', ...healthResponse }, ...problemResponses(LOOPBACK_GUARD, 503) },
+      }),
+    },
+    async (req) => {
+      try {
+        await deps.store.ping();
+      } catch (err) {
+        req.log.error({ err }, 'control store ping failed');
+        throw new AuthError('store_unavailable', 'the control store cannot be reached');
+      }
+      return { status: 'ok' };
+    },
+  );
 };
