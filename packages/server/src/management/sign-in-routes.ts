@@ -51,7 +51,7 @@ export const signInRoutes: FastifyPluginAsync<SignInRouteOptions> = async (app, 
     {
       onRequest: limitFailures,
       schema: documented({
-        summary: 'Enroll the first management device with the bootstrap token',
+        summary: 'Enroll a management device with a bootstrap token',
         body: enrollBody,
         response: {
           201: { description: 'The enrolled device', ...deviceResponse },
@@ -72,7 +72,7 @@ export const signInRoutes: FastifyPluginAsync<SignInRouteOptions> = async (app, 
     '/v1/auth/challenges',
     {
       schema: documented({
-        summary: 'Get a sign-in challenge for an enrolled device key',
+        summary: 'Get a sign-in challenge for a device key',
         body: challengeBody,
         response: {
           201: { description: 'The challenge to sign', ...challengeResponse },
