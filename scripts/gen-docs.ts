@@ -1,4 +1,5 @@
 import { readFileSync, writeFileSync } from 'node:fs';
+import { renderOpenApiDocument } from '@svc/server';
 import { GENERATED_DOCS, withGenerated } from './docs.js';
 
 const root = new URL('../', import.meta.url);
@@ -10,6 +11,20 @@ for (const [path, render] of Object.entries(GENERATED_DOCS)) {
     writeFileSync(url, after);
     console.log(`updated ${path}`);
   }
+}
+
+// The OpenAPI document, generated from the route schemas (the server package's build: run `npm run build` first).
+const openapi = new URL('docs/openapi.json', root);
+const openapiAfter = await renderOpenApiDocument();
+let openapiBefore = '';
+try {
+  openapiBefore = readFileSync(openapi, 'utf8');
+} catch {
+  // first run: no document yet
+}
+if (openapiAfter !== openapiBefore) {
+  writeFileSync(openapi, openapiAfter);
+  console.log('updated docs/openapi.json');
 }
 
 // The PostgreSQL project template of docs/docker pins the store archive this build bundles

@@ -73,7 +73,10 @@ describe('the README on a fresh clone', { timeout: 40 * 60_000 }, () => {
   });
   after(() => rmSync(clone.root, { recursive: true, force: true }));
 
-  test('npm ci, npm install and a second npm ci each link this repository’s svc, and npx svc never reaches the registry', () => {
+  // Each install compiles better-sqlite3: far over the runner's default per-test limit on a loaded machine.
+  test('npm ci, npm install and a second npm ci each link this repository’s svc, and npx svc never reaches the registry', {
+    timeout: 30 * 60_000,
+  }, () => {
     // Linking does not depend on install scripts; these two runs skip them to save the compile.
     let r = sh('npm', ['ci', '--ignore-scripts', '--prefer-offline'], clone.dir);
     assert.equal(r.code, 0, r.out);
@@ -92,7 +95,7 @@ describe('the README on a fresh clone', { timeout: 40 * 60_000 }, () => {
     assert.match(r.out, /^0\.\d+\.\d+$/m);
   });
 
-  test('the README walkthrough, run command by command on the clone, prints what README.md shows', () => {
+  test('the README walkthrough, run command by command on the clone, prints what README.md shows', { timeout: 10 * 60_000 }, () => {
     assert.ok(existsSync(join(clone.dir, 'node_modules', '.bin', 'svc')), 'the install test must run first');
     const r = sh(process.execPath, [join(clone.dir, 'scripts', 'walkthrough.mjs'), '--check'], clone.dir);
     assert.equal(r.code, 0, r.out);

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { request as httpRequest } from 'node:http';
 import { networkInterfaces } from 'node:os';
 import { after, before, describe, test } from 'node:test';
+import { newDeviceKey } from './support/harness.js';
 import { adminToken, type NodeHarness, nodeApi, startNodeHarness } from './support/node-harness.js';
 
 /** An IPv4 address of this machine that is not loopback (the attacks come from the network). */
@@ -101,7 +102,10 @@ describe('node surface bound to every interface', { skip: needsNetwork }, () => 
     const token = await adminToken(h);
     const prepared = async () => (await h.deps.store.stats(h.clock.now())).events['pairing.prepared'] ?? 0;
     const before = await prepared();
-    const r = await nodeApi(h, 'POST', '/edge/0-alpha/pairing/prepare', { token, body: { realm: 'management' } });
+    const r = await nodeApi(h, 'POST', '/edge/0-alpha/pairing/prepare', {
+      token,
+      body: { realm: 'management', public_key: 'ab'.repeat(32) },
+    });
     assert.equal(r.status, 403);
     assert.equal(r.body.code, 'management_bearer_not_loopback');
     assert.equal(await prepared(), before, 'no intent was prepared');
@@ -132,7 +136,7 @@ describe('node surface bound to every interface', { skip: needsNetwork }, () => 
       method: 'POST',
       path: '/edge/0-alpha/pairing/prepare',
       headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ realm: 'management' }),
+      body: JSON.stringify({ realm: 'management', public_key: newDeviceKey().publicKeyHex }),
     });
     assert.equal(r.status, 201);
   });

@@ -3,15 +3,18 @@ import { installDrainOnClose } from './drain-on-close.js';
 import { installErrorHandling } from './error-handling.js';
 import { installJsonBodyParser } from './json-body.js';
 import { installLoopbackGuard, isLoopbackAddress } from './loopback.js';
+import { installSharedSchemas } from './problem-schema.js';
+import { trackRoutes } from './route-registry.js';
 import { installSecurityHeaders } from './security-headers.js';
 
 /**
  * Installs the shared HTTP hardening of a svc surface on a fresh app, in the order that
  * matters: security headers first (so every later refusal carries them), then, for a
  * loopback-only surface, the DNS-rebinding guard (before any parser or handler; on any other
- * surface, for the requests that arrived on a loopback address), then
- * JSON-only bodies, the problem+json error path, and a close that
- * drains in-flight requests without waiting out keep-alive timeouts. Call it before registering routes; build
+ * surface, for the requests that arrived on a loopback address), then JSON-only bodies, the
+ * problem+json error path, a close that drains in-flight requests without waiting out
+ * keep-alive timeouts, the shared schemas the routes refer to (the problem+json body) and the
+ * record of the installed routes. Call it before registering routes; build
  * the app with {@link serverOptions}.
  *
  * @example
@@ -29,4 +32,6 @@ export function hardenSurface(app: FastifyInstance, opts: { readonly loopbackOnl
   installJsonBodyParser(app);
   installErrorHandling(app);
   installDrainOnClose(app);
+  installSharedSchemas(app);
+  trackRoutes(app);
 }

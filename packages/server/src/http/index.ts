@@ -9,5 +9,7 @@ export * from './json-body.js';
 export * from './logging.js';
 export * from './loopback.js';
 export * from './problem.js';
+export * from './problem-schema.js';
+export * from './route-registry.js';
 export * from './security-headers.js';
 export * from './server-options.js';

@@ -5,10 +5,8 @@ import { installConnectionLimits, MANAGEMENT_CONNECTION_LIMITS } from '../http/c
 import { createFailureLimiter, type FailureLimiter } from '../http/failure-limiter.js';
 import { hardenSurface } from '../http/harden.js';
 import { serverOptions } from '../http/server-options.js';
-import { healthRoutes } from './health-routes.js';
-import { operatorRoutes } from './operator-routes.js';
-import { sessionRoutes } from './session-routes.js';
-import { signInRoutes } from './sign-in-routes.js';
+import { openApiJson } from '../openapi/document.js';
+import { registerManagementRoutes } from './route-plugins.js';
 
 /** Options of {@link buildManagementApp}. */
 export interface ManagementAppOptions {
@@ -23,7 +21,8 @@ export interface ManagementAppOptions {
 }
 
 /**
- * Builds the loopback management API: the contract's routes plus the operator routes, behind
+ * Builds the loopback management API: the contract's routes, the operator routes and the
+ * OpenAPI document (`GET /v1/openapi.json`), behind
  * the DNS-rebinding guard, JSON-only bodies of at most 64 KiB, problem+json errors,
  * `Cache-Control: no-store` on every response, and a failed-attempt limit on the credential
  * routes. Not listening and not necessarily ready; the caller listens on an address from
@@ -43,9 +42,6 @@ export async function buildManagementApp(opts: ManagementAppOptions): Promise<Fa
 
   const limiter = opts.limiter ?? createFailureLimiter({ clock: deps.clock, store: deps.store, scope: 'signin' });
   const challenges = opts.challenges ?? createChallengeBudget({ clock: deps.clock });
-  await app.register(healthRoutes, { deps });
-  await app.register(signInRoutes, { deps, limiter, challenges });
-  await app.register(sessionRoutes, { deps });
-  await app.register(operatorRoutes, { deps });
+  await registerManagementRoutes(app, { deps, limiter, challenges, openApiJson });
   return app;
 }

@@ -1,16 +1,12 @@
 import { AuthError, StoreUnavailableError, storeFaultOf } from '@svc/core';
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import { PROBLEM_CONTENT_TYPE, problemJson } from '../http/problem.js';
+import { documented, problemResponses } from '../http/problem-schema.js';
 import type { ManagementRouteOptions } from './route-options.js';
+import { healthResponse, LOOPBACK_GUARD } from './schemas.js';
 
 /** How long the store may take to answer health's check before it counts as failed (`timeout`). */
 const HEALTH_CHECK_TIMEOUT_MS = 2000;
-
-const healthResponse = {
-  type: 'object',
-  required: ['status'],
-  properties: { status: { type: 'string' } },
-} as const;
 
 /**
  * `GET /health`: exactly the contract's `200 {"status":"ok"}` when the control store can serve,
@@ -23,32 +19,41 @@ const healthResponse = {
  * await app.register(healthRoutes, { deps });
  */
 export const healthRoutes: FastifyPluginAsync<ManagementRouteOptions> = async (app, { deps }) => {
-  app.get('/health', { schema: { response: { 200: healthResponse } } }, async (req, reply) => {
-    let timer: NodeJS.Timeout | undefined;
-    try {
-      // Bounded like the node surface's check: a store that does not answer is degraded now,
-      // not after the store's own (longer) timeouts.
-      await Promise.race([
-        deps.store.ping(),
-        new Promise<never>((_resolve, reject) => {
-          timer = setTimeout(() => reject(new StoreUnavailableError('timeout')), HEALTH_CHECK_TIMEOUT_MS);
-          timer.unref();
-        }),
-      ]);
-    } catch (err) {
-      req.log.error({ err }, 'control store ping failed');
-      const fault = storeFaultOf(err);
-      const refusal = fault === null ? new AuthError('store_unavailable', 'the control store cannot be reached') : (err as AuthError);
-      // The problem+json of the refusal, plus what a monitor needs: degraded, and why (a fixed word).
-      const degraded = reply as unknown as FastifyReply;
-      for (const [name, value] of Object.entries(refusal.headers)) degraded.header(name, value);
-      return degraded
-        .code(503)
-        .type(PROBLEM_CONTENT_TYPE)
-        .send(JSON.stringify({ ...problemJson(refusal), health: 'degraded', reason: fault ?? 'unavailable' }));
-    } finally {
-      clearTimeout(timer);
-    }
-    return { status: 'ok' };
-  });
+  app.get(
+    '/health',
+    {
+      schema: documented({
+        summary: 'Whether the control store can serve (503 store_unavailable, health degraded, with the reason, when not)',
+        response: { 200: { description: 'The control store answers', ...healthResponse }, ...problemResponses(LOOPBACK_GUARD, 503) },
+      }),
+    },
+    async (req, reply) => {
+      let timer: NodeJS.Timeout | undefined;
+      try {
+        // Bounded like the node surface's check: a store that does not answer is degraded now,
+        // not after the store's own (longer) timeouts.
+        await Promise.race([
+          deps.store.ping(),
+          new Promise<never>((_resolve, reject) => {
+            timer = setTimeout(() => reject(new StoreUnavailableError('timeout')), HEALTH_CHECK_TIMEOUT_MS);
+            timer.unref();
+          }),
+        ]);
+      } catch (err) {
+        req.log.error({ err }, 'control store ping failed');
+        const fault = storeFaultOf(err);
+        const refusal = fault === null ? new AuthError('store_unavailable', 'the control store cannot be reached') : (err as AuthError);
+        // The problem+json of the refusal, plus what a monitor needs: degraded, and why (a fixed word).
+        const degraded = reply as unknown as FastifyReply;
+        for (const [name, value] of Object.entries(refusal.headers)) degraded.header(name, value);
+        return degraded
+          .code(503)
+          .type(PROBLEM_CONTENT_TYPE)
+          .send(JSON.stringify({ ...problemJson(refusal), health: 'degraded', reason: fault ?? 'unavailable' }));
+      } finally {
+        clearTimeout(timer);
+      }
+      return { status: 'ok' };
+    },
+  );
 };

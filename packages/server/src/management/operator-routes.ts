@@ -1,7 +1,21 @@
 import { AuthError, auditEventToJson, deviceToJson, removeDevice, sessionToJson } from '@svc/core';
 import type { FastifyPluginAsync } from 'fastify';
+import { documented, problemResponses } from '../http/problem-schema.js';
 import { type ManagementRouteOptions, principalOf, requireManagementPrincipal } from './route-options.js';
-import { type AuditQuery, auditQuery, type DeviceParams, deviceParams, type RealmQuery, realmQuery } from './schemas.js';
+import {
+  type AuditQuery,
+  auditPageResponse,
+  auditQuery,
+  type DeviceParams,
+  deviceListResponse,
+  deviceParams,
+  deviceRemovedResponse,
+  LOOPBACK_GUARD,
+  MANAGEMENT_BEARER,
+  type RealmQuery,
+  realmQuery,
+  sessionListResponse,
+} from './schemas.js';
 
 /** The most audit events one page returns. */
 export const AUDIT_PAGE_MAX = 1000;
@@ -18,29 +32,76 @@ export const AUDIT_PAGE_DEFAULT = 100;
 export const operatorRoutes: FastifyPluginAsync<ManagementRouteOptions> = async (app, { deps }) => {
   app.addHook('onRequest', requireManagementPrincipal(deps));
 
-  app.get<{ Querystring: AuditQuery }>('/v1/auth/audit', { schema: { querystring: auditQuery } }, async (req) => {
-    const afterSeq = req.query.after === undefined ? 0 : Number(req.query.after);
-    const limit = req.query.limit === undefined ? AUDIT_PAGE_DEFAULT : Number(req.query.limit);
-    if (limit > AUDIT_PAGE_MAX) throw new AuthError('invalid_request', `limit must be from 1 to ${AUDIT_PAGE_MAX}`);
-    // One extra event tells whether another page exists.
-    const events = await deps.store.listAuditEvents({ afterSeq, limit: limit + 1 });
-    const page = events.length > limit ? events.slice(0, limit) : events;
-    const last = page.at(-1);
-    return { events: page.map(auditEventToJson), next_after: events.length > limit && last !== undefined ? last.seq : null };
-  });
+  app.get<{ Querystring: AuditQuery }>(
+    '/v1/auth/audit',
+    {
+      schema: documented({
+        summary: 'Read the audit chain, one page after a sequence number',
+        security: MANAGEMENT_BEARER,
+        querystring: auditQuery,
+        response: { 200: { description: 'A page of audit events', ...auditPageResponse }, ...problemResponses(LOOPBACK_GUARD, 401, 503) },
+      }),
+    },
+    async (req) => {
+      const afterSeq = req.query.after === undefined ? 0 : Number(req.query.after);
+      const limit = req.query.limit === undefined ? AUDIT_PAGE_DEFAULT : Number(req.query.limit);
+      if (limit > AUDIT_PAGE_MAX) throw new AuthError('invalid_request', `limit must be from 1 to ${AUDIT_PAGE_MAX}`);
+      // One extra event tells whether another page exists.
+      const events = await deps.store.listAuditEvents({ afterSeq, limit: limit + 1 });
+      const page = events.length > limit ? events.slice(0, limit) : events;
+      const last = page.at(-1);
+      return { events: page.map(auditEventToJson), next_after: events.length > limit && last !== undefined ? last.seq : null };
+    },
+  );
 
-  app.get<{ Querystring: RealmQuery }>('/v1/auth/devices', { schema: { querystring: realmQuery } }, async (req) => {
-    const devices = await deps.store.listDevices(req.query.realm === undefined ? {} : { realm: req.query.realm });
-    return { devices: devices.map(deviceToJson) };
-  });
+  app.get<{ Querystring: RealmQuery }>(
+    '/v1/auth/devices',
+    {
+      schema: documented({
+        summary: 'List the enrolled devices',
+        security: MANAGEMENT_BEARER,
+        querystring: realmQuery,
+        response: { 200: { description: 'The enrolled devices', ...deviceListResponse }, ...problemResponses(LOOPBACK_GUARD, 401, 503) },
+      }),
+    },
+    async (req) => {
+      const devices = await deps.store.listDevices(req.query.realm === undefined ? {} : { realm: req.query.realm });
+      return { devices: devices.map(deviceToJson) };
+    },
+  );
 
-  app.delete<{ Params: DeviceParams }>('/v1/auth/devices/:id', { schema: { params: deviceParams } }, async (req) => {
-    return removeDevice(deps, { principal: principalOf(req), deviceId: req.params.id });
-  });
+  app.delete<{ Params: DeviceParams }>(
+    '/v1/auth/devices/:id',
+    {
+      schema: documented({
+        summary: 'Remove a device and revoke its sessions',
+        security: MANAGEMENT_BEARER,
+        params: deviceParams,
+        response: {
+          200: { description: 'The device was removed', ...deviceRemovedResponse },
+          ...problemResponses(LOOPBACK_GUARD, 401, 404, 503),
+        },
+      }),
+    },
+    async (req) => {
+      return removeDevice(deps, { principal: principalOf(req), deviceId: req.params.id });
+    },
+  );
 
-  app.get<{ Querystring: RealmQuery }>('/v1/auth/sessions', { schema: { querystring: realmQuery } }, async (req) => {
-    const now = deps.clock.now();
-    const sessions = await deps.store.listActiveSessions(req.query.realm === undefined ? { now } : { now, realm: req.query.realm });
-    return { sessions: sessions.map(sessionToJson) };
-  });
+  app.get<{ Querystring: RealmQuery }>(
+    '/v1/auth/sessions',
+    {
+      schema: documented({
+        summary: 'List the active sessions',
+        security: MANAGEMENT_BEARER,
+        querystring: realmQuery,
+        response: { 200: { description: 'The active sessions', ...sessionListResponse }, ...problemResponses(LOOPBACK_GUARD, 401, 503) },
+      }),
+    },
+    async (req) => {
+      const now = deps.clock.now();
+      const sessions = await deps.store.listActiveSessions(req.query.realm === undefined ? { now } : { now, realm: req.query.realm });
+      return { sessions: sessions.map(sessionToJson) };
+    },
+  );
 };

@@ -158,3 +158,94 @@ export const revokeResponse = {
   required: ['session_id', 'revoked'],
   properties: { session_id: { type: 'string' }, revoked: { type: 'boolean' } },
 } as const;
+
+const nullableString = { type: ['string', 'null'] } as const;
+
+/** One event of the audit chain (core's `auditEventToJson`): every field, since clients re-hash it. */
+const auditEvent = {
+  type: 'object',
+  required: ['id', 'seq', 'at', 'type', 'realm', 'subject', 'device_id', 'session_id', 'data', 'prev_hash', 'hash'],
+  properties: {
+    id: { type: 'string' },
+    seq: { type: 'integer' },
+    at: { type: 'string' },
+    type: { type: 'string' },
+    realm: nullableString,
+    subject: nullableString,
+    device_id: nullableString,
+    session_id: nullableString,
+    data: { type: 'object', additionalProperties: { type: ['string', 'number', 'boolean', 'null'] } },
+    prev_hash: { type: 'string' },
+    hash: { type: 'string' },
+  },
+} as const;
+
+export const auditPageResponse = {
+  type: 'object',
+  required: ['events', 'next_after'],
+  properties: { events: { type: 'array', items: auditEvent }, next_after: { type: ['integer', 'null'] } },
+} as const;
+
+export const deviceListResponse = {
+  type: 'object',
+  required: ['devices'],
+  properties: { devices: { type: 'array', items: device } },
+} as const;
+
+export const deviceRemovedResponse = {
+  type: 'object',
+  required: ['device_id', 'removed', 'revoked_sessions'],
+  properties: { device_id: { type: 'string' }, removed: { type: 'boolean' }, revoked_sessions: { type: 'integer' } },
+} as const;
+
+/** A session as operators list it (core's `sessionToJson`; no token material). */
+const session = {
+  type: 'object',
+  required: [
+    'id',
+    'realm',
+    'subject',
+    'device_id',
+    'created_at',
+    'expires_at',
+    'access_expires_at',
+    'refresh_expires_at',
+    'generation',
+    'last_rotated_at',
+    'revoked_at',
+    'revoked_reason',
+  ],
+  properties: {
+    id: { type: 'string' },
+    realm: { type: 'string' },
+    subject: { type: 'string' },
+    device_id: { type: 'string' },
+    created_at: { type: 'string' },
+    expires_at: { type: 'string' },
+    access_expires_at: { type: 'string' },
+    refresh_expires_at: { type: 'string' },
+    generation: { type: 'integer' },
+    last_rotated_at: nullableString,
+    revoked_at: nullableString,
+    revoked_reason: nullableString,
+  },
+} as const;
+
+export const sessionListResponse = {
+  type: 'object',
+  required: ['sessions'],
+  properties: { sessions: { type: 'array', items: session } },
+} as const;
+
+export const healthResponse = {
+  type: 'object',
+  required: ['status'],
+  properties: { status: { type: 'string' } },
+} as const;
+
+/** The status of the management API's DNS-rebinding guard (`403 forbidden_host`), on every route. */
+export const LOOPBACK_GUARD = 403;
+/** The statuses of a refused body: over 64 KiB, not JSON. */
+export const BODY_PROBLEMS = [413, 415] as const;
+/** The bearer-token security requirement of the OpenAPI document. */
+export const MANAGEMENT_BEARER = [{ managementBearer: [] }];

@@ -1,7 +1,16 @@
 import { revokeSession } from '@svc/core';
 import type { FastifyPluginAsync } from 'fastify';
+import { documented, problemResponses } from '../http/problem-schema.js';
 import { type ManagementRouteOptions, managementPrincipal, principalOf, requireManagementPrincipal } from './route-options.js';
-import { principalResponse, type RevokeBody, revokeBody, revokeResponse } from './schemas.js';
+import {
+  BODY_PROBLEMS,
+  LOOPBACK_GUARD,
+  MANAGEMENT_BEARER,
+  principalResponse,
+  type RevokeBody,
+  revokeBody,
+  revokeResponse,
+} from './schemas.js';
 
 /**
  * The bearer routes of the contract: `GET /v1/auth/me` (the principal; one store lookup, the
@@ -12,7 +21,17 @@ import { principalResponse, type RevokeBody, revokeBody, revokeResponse } from '
  * await app.register(sessionRoutes, { deps });
  */
 export const sessionRoutes: FastifyPluginAsync<ManagementRouteOptions> = async (app, { deps }) => {
-  app.get('/v1/auth/me', { schema: { response: { 200: principalResponse } } }, (req) => managementPrincipal(deps, req));
+  app.get(
+    '/v1/auth/me',
+    {
+      schema: documented({
+        summary: 'The principal of the bearer token',
+        security: MANAGEMENT_BEARER,
+        response: { 200: { description: 'The principal', ...principalResponse }, ...problemResponses(LOOPBACK_GUARD, 401, 503) },
+      }),
+    },
+    (req) => managementPrincipal(deps, req),
+  );
 
   app.post<{ Body: RevokeBody }>(
     '/v1/auth/revoke',
@@ -23,7 +42,15 @@ export const sessionRoutes: FastifyPluginAsync<ManagementRouteOptions> = async (
         if (req.body === undefined) req.body = {};
         done();
       },
-      schema: { body: revokeBody, response: { 200: revokeResponse } },
+      schema: documented({
+        summary: 'Log out, or revoke another session',
+        security: MANAGEMENT_BEARER,
+        body: revokeBody,
+        response: {
+          200: { description: 'The revoked session', ...revokeResponse },
+          ...problemResponses(LOOPBACK_GUARD, ...BODY_PROBLEMS, 401, 404, 503),
+        },
+      }),
     },
     async (req) => revokeSession(deps, { principal: principalOf(req), sessionId: req.body.session_id }),
   );

@@ -11,14 +11,17 @@ import {
 } from '@svc/core';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import { clientAddressKey, limitedAttempt } from '../http/failure-limiter.js';
+import { documented, problemResponses } from '../http/problem-schema.js';
 import type { SignInRouteOptions } from './route-options.js';
 import {
+  BODY_PROBLEMS,
   type ChallengeBody,
   challengeBody,
   challengeResponse,
   deviceResponse,
   type EnrollBody,
   enrollBody,
+  LOOPBACK_GUARD,
   type RefreshBody,
   refreshBody,
   type SessionBody,
@@ -45,7 +48,17 @@ export const signInRoutes: FastifyPluginAsync<SignInRouteOptions> = async (app, 
 
   app.post<{ Body: EnrollBody }>(
     '/v1/auth/enroll',
-    { onRequest: limitFailures, schema: { body: enrollBody, response: { 201: deviceResponse } } },
+    {
+      onRequest: limitFailures,
+      schema: documented({
+        summary: 'Enroll a management device with a bootstrap token',
+        body: enrollBody,
+        response: {
+          201: { description: 'The enrolled device', ...deviceResponse },
+          ...problemResponses(LOOPBACK_GUARD, ...BODY_PROBLEMS, 401, 409, 429, 503),
+        },
+      }),
+    },
     async (req, reply) => {
       const { bootstrap_token, public_key, name } = req.body;
       const device = await limitedAttempt(limiter, [clientAddressKey(req.ip)], () =>
@@ -57,7 +70,16 @@ export const signInRoutes: FastifyPluginAsync<SignInRouteOptions> = async (app, 
 
   app.post<{ Body: ChallengeBody }>(
     '/v1/auth/challenges',
-    { schema: { body: challengeBody, response: { 201: challengeResponse } } },
+    {
+      schema: documented({
+        summary: 'Get a sign-in challenge for a device key',
+        body: challengeBody,
+        response: {
+          201: { description: 'The challenge to sign', ...challengeResponse },
+          ...problemResponses(LOOPBACK_GUARD, ...BODY_PROBLEMS, 429, 503),
+        },
+      }),
+    },
     async (req, reply) => {
       const slot = challenges.reserve(clientAddressKey(req.ip), req.body.public_key);
       let c: Awaited<ReturnType<typeof createChallenge>>;
@@ -79,7 +101,17 @@ export const signInRoutes: FastifyPluginAsync<SignInRouteOptions> = async (app, 
 
   app.post<{ Body: SessionBody }>(
     '/v1/auth/sessions',
-    { onRequest: limitFailures, schema: { body: sessionBody, response: { 201: tokenPairResponse } } },
+    {
+      onRequest: limitFailures,
+      schema: documented({
+        summary: 'Sign in with a signed challenge',
+        body: sessionBody,
+        response: {
+          201: { description: 'A new session and its tokens', ...tokenPairResponse },
+          ...problemResponses(LOOPBACK_GUARD, ...BODY_PROBLEMS, 401, 429, 503),
+        },
+      }),
+    },
     async (req, reply) => {
       const { challenge_id, signature } = req.body;
       const answer = () => createSession(deps, { challengeId: challenge_id, signature, realm: 'management' });
@@ -100,7 +132,17 @@ export const signInRoutes: FastifyPluginAsync<SignInRouteOptions> = async (app, 
 
   app.post<{ Body: RefreshBody }>(
     '/v1/auth/refresh',
-    { onRequest: limitFailures, schema: { body: refreshBody, response: { 200: tokenPairResponse } } },
+    {
+      onRequest: limitFailures,
+      schema: documented({
+        summary: 'Rotate the refresh token of a session',
+        body: refreshBody,
+        response: {
+          200: { description: 'The session with new tokens', ...tokenPairResponse },
+          ...problemResponses(LOOPBACK_GUARD, ...BODY_PROBLEMS, 401, 429, 503),
+        },
+      }),
+    },
     async (req) => {
       const token = req.body.refresh_token;
       const presented = parseSessionToken(token, 'refresh');

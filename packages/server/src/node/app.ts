@@ -5,13 +5,9 @@ import { createFailureLimiter } from '../http/failure-limiter.js';
 import { hardenSurface } from '../http/harden.js';
 import { serverOptions } from '../http/server-options.js';
 import { type ComponentStatus, ed25519KeyProvider, type NodeProvider } from './components.js';
-import { diagnosticsRoutes } from './diagnostics-routes.js';
-import { discoveryRoutes } from './discovery-routes.js';
-import { healthRoutes } from './health-routes.js';
 import type { NodeIdentity } from './identity.js';
-import { pairingRoutes } from './pairing-routes.js';
+import { registerNodeRoutes } from './route-plugins.js';
 import { NODE_ROUTES } from './routes.js';
-import { statusRoutes } from './status-routes.js';
 
 /** Options of {@link buildNodeApp}. */
 export interface NodeAppOptions {
@@ -70,12 +66,7 @@ export async function buildNodeApp(opts: NodeAppOptions): Promise<FastifyInstanc
     maxFailures: opts.pairingFailureLimit?.maxFailures ?? 10,
     windowSeconds: opts.pairingFailureLimit?.windowSeconds ?? 60,
   });
-  const base = { deps, identity, providers };
-  await app.register(discoveryRoutes, base);
-  await app.register(healthRoutes, { ...base, checkTimeoutMs: opts.healthCheckTimeoutMs ?? 2000 });
-  await app.register(statusRoutes, { ...base, components });
-  await app.register(diagnosticsRoutes, base);
-  await app.register(pairingRoutes, { ...base, limiter });
+  await registerNodeRoutes(app, { deps, identity, providers, components, checkTimeoutMs: opts.healthCheckTimeoutMs ?? 2000, limiter });
 
   const advertised = NODE_ROUTES.map((r) => `${r.method} ${r.path}`).sort();
   if (installed.sort().join('\n') !== advertised.join('\n')) {

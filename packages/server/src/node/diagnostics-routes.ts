@@ -1,9 +1,10 @@
 import type { FastifyPluginAsync } from 'fastify';
+import { documented, problemResponses } from '../http/problem-schema.js';
 import { requireManagementPrincipal } from '../management/route-options.js';
 import { diagnosticsPayload, signDiagnostics } from './diagnostics.js';
 import type { NodeRouteOptions } from './route-options.js';
 import { NODE_PATHS } from './routes.js';
-import { type DiagnosticsBody, diagnosticsBody } from './schemas.js';
+import { BODY_PROBLEMS, type DiagnosticsBody, diagnosticsBody, MANAGEMENT_BEARER, signedDiagnosticsResponse } from './schemas.js';
 
 /**
  * `POST /edge/0-alpha/diagnostics` (management-realm bearer token), body
@@ -17,7 +18,18 @@ import { type DiagnosticsBody, diagnosticsBody } from './schemas.js';
 export const diagnosticsRoutes: FastifyPluginAsync<NodeRouteOptions> = async (app, { deps, identity }) => {
   app.post<{ Body: DiagnosticsBody }>(
     NODE_PATHS.diagnostics,
-    { onRequest: requireManagementPrincipal(deps), schema: { body: diagnosticsBody } },
+    {
+      onRequest: requireManagementPrincipal(deps),
+      schema: documented({
+        summary: 'Aggregate counters signed by the node key over the caller nonce',
+        security: MANAGEMENT_BEARER,
+        body: diagnosticsBody,
+        response: {
+          200: { description: 'The payload and the node signature over its RFC 8785 form', ...signedDiagnosticsResponse },
+          ...problemResponses(...BODY_PROBLEMS, 401, 503),
+        },
+      }),
+    },
     async (req) => {
       const now = deps.clock.now();
       const stats = await deps.store.stats(now);

@@ -1,6 +1,8 @@
 import type { FastifyPluginAsync } from 'fastify';
+import { documented, problemResponses } from '../http/problem-schema.js';
 import type { NodeRouteOptions } from './route-options.js';
 import { NODE_API_VERSION, NODE_PATHS, NODE_ROUTES } from './routes.js';
+import { discoveryResponse } from './schemas.js';
 
 /** The answer of `GET /.well-known/edge`. */
 export interface DiscoveryJson {
@@ -28,5 +30,14 @@ export const discoveryRoutes: FastifyPluginAsync<NodeRouteOptions> = async (app,
     api_version: NODE_API_VERSION,
     routes: NODE_ROUTES,
   });
-  app.get(NODE_PATHS.discovery, async () => body);
+  app.get(
+    NODE_PATHS.discovery,
+    {
+      schema: documented({
+        summary: 'Who this node is and the routes it serves',
+        response: { 200: { description: 'The node id, its public key and its routes', ...discoveryResponse }, ...problemResponses() },
+      }),
+    },
+    async () => body,
+  );
 };

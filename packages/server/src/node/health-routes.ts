@@ -1,7 +1,9 @@
 import { rfc3339, type StoreFault, StoreUnavailableError, storeFaultOf } from '@svc/core';
 import type { FastifyBaseLogger, FastifyPluginAsync } from 'fastify';
+import { documented, problemResponses } from '../http/problem-schema.js';
 import type { HealthRouteOptions } from './route-options.js';
 import { NODE_PATHS } from './routes.js';
+import { nodeHealthResponse } from './schemas.js';
 
 /** One checked component. */
 export interface ComponentHealthJson {
@@ -56,7 +58,15 @@ async function probe(check: () => Promise<void>, timeoutMs: number, log: Fastify
  * await app.register(healthRoutes, { deps, identity, providers, checkTimeoutMs: 2000 });
  */
 export const healthRoutes: FastifyPluginAsync<HealthRouteOptions> = async (app, { deps, identity, providers, checkTimeoutMs }) => {
-  app.get(NODE_PATHS.health, async (req, reply) => {
+  const schema = documented({
+    summary: 'The health of the control store and of each provider',
+    response: {
+      200: { description: 'Every component is healthy', ...nodeHealthResponse },
+      503: { description: 'Degraded: the same body, naming the failed components', ...nodeHealthResponse },
+      ...problemResponses(),
+    },
+  });
+  app.get(NODE_PATHS.health, { schema }, async (req, reply) => {
     const [store, ...checked] = await Promise.all([
       probe(() => deps.store.ping(), checkTimeoutMs, req.log, 'store'),
       ...providers.map((p) => probe(() => p.check(), checkTimeoutMs, req.log, `provider ${p.name}`)),

@@ -1,10 +1,20 @@
 import { completePairing, deviceToJson, isIdOfKind, preparePairing } from '@svc/core';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import { clientAddressKey, limitedAttempt } from '../http/failure-limiter.js';
+import { documented, problemResponses } from '../http/problem-schema.js';
 import { principalOf, requireManagementPrincipal } from '../management/route-options.js';
 import type { PairingRouteOptions } from './route-options.js';
 import { NODE_PATHS } from './routes.js';
-import { type CompleteBody, completeBody, type PrepareBody, prepareBody } from './schemas.js';
+import {
+  BODY_PROBLEMS,
+  type CompleteBody,
+  completeBody,
+  MANAGEMENT_BEARER,
+  type PrepareBody,
+  pairedDeviceResponse,
+  prepareBody,
+  preparedPairingResponse,
+} from './schemas.js';
 
 /**
  * Device pairing, the two halves of an enrolment intent:
@@ -27,7 +37,18 @@ import { type CompleteBody, completeBody, type PrepareBody, prepareBody } from '
 export const pairingRoutes: FastifyPluginAsync<PairingRouteOptions> = async (app, { deps, identity, limiter }) => {
   app.post<{ Body: PrepareBody }>(
     NODE_PATHS.pairingPrepare,
-    { onRequest: requireManagementPrincipal(deps), schema: { body: prepareBody } },
+    {
+      onRequest: requireManagementPrincipal(deps),
+      schema: documented({
+        summary: 'Prepare a pairing intent for one device key',
+        security: MANAGEMENT_BEARER,
+        body: prepareBody,
+        response: {
+          201: { description: 'The intent and its one-time code', ...preparedPairingResponse },
+          ...problemResponses(...BODY_PROBLEMS, 401, 503),
+        },
+      }),
+    },
     async (req, reply) => {
       const prepared = await preparePairing(deps, {
         principal: principalOf(req),
@@ -47,7 +68,17 @@ export const pairingRoutes: FastifyPluginAsync<PairingRouteOptions> = async (app
 
   app.post<{ Body: CompleteBody }>(
     NODE_PATHS.pairingComplete,
-    { onRequest: limitFailures, schema: { body: completeBody } },
+    {
+      onRequest: limitFailures,
+      schema: documented({
+        summary: 'Complete a pairing with the code and a signature by the new key',
+        body: completeBody,
+        response: {
+          201: { description: 'The enrolled device', ...pairedDeviceResponse },
+          ...problemResponses(...BODY_PROBLEMS, 401, 409, 429, 503),
+        },
+      }),
+    },
     async (req, reply) => {
       const { intent_id, code, public_key, signature, name } = req.body;
       // Reserved before the attempt, per address unit and per intent (the intent also burns after 5 wrong codes).

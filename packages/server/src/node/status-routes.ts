@@ -1,9 +1,11 @@
 import { rfc3339 } from '@svc/core';
 import type { FastifyPluginAsync } from 'fastify';
+import { documented, problemResponses } from '../http/problem-schema.js';
 import { requireManagementPrincipal } from '../management/route-options.js';
 import type { ModuleStatusJson, StoreAddonStatusJson } from './components.js';
 import type { StatusRouteOptions } from './route-options.js';
 import { NODE_API_VERSION, NODE_PATHS } from './routes.js';
+import { MANAGEMENT_BEARER, nodeStatusResponse } from './schemas.js';
 
 /** The answer of `GET /edge/0-alpha/status`. */
 export interface NodeStatusJson {
@@ -31,7 +33,12 @@ export interface NodeStatusJson {
  * await app.register(statusRoutes, { deps, identity, providers, components: () => componentStatus });
  */
 export const statusRoutes: FastifyPluginAsync<StatusRouteOptions> = async (app, { deps, identity, providers, components }) => {
-  app.get(NODE_PATHS.status, { onRequest: requireManagementPrincipal(deps) }, async () => {
+  const schema = documented({
+    summary: 'The installed components',
+    security: MANAGEMENT_BEARER,
+    response: { 200: { description: 'The installed components', ...nodeStatusResponse }, ...problemResponses(401, 503) },
+  });
+  app.get(NODE_PATHS.status, { onRequest: requireManagementPrincipal(deps), schema }, async () => {
     const c = await components();
     const body: NodeStatusJson = {
       node_id: identity.nodeId,

@@ -1,0 +1,32 @@
+import type { FastifyInstance } from 'fastify';
+import type { FailureLimiter } from '../http/failure-limiter.js';
+import type { ComponentStatus } from './components.js';
+import { diagnosticsRoutes } from './diagnostics-routes.js';
+import { discoveryRoutes } from './discovery-routes.js';
+import { healthRoutes } from './health-routes.js';
+import { pairingRoutes } from './pairing-routes.js';
+import type { NodeRouteOptions } from './route-options.js';
+import { statusRoutes } from './status-routes.js';
+
+/** What {@link registerNodeRoutes} needs besides the shared route options. */
+export interface NodeRoutesOptions extends NodeRouteOptions {
+  readonly components: () => ComponentStatus | Promise<ComponentStatus>;
+  readonly checkTimeoutMs: number;
+  readonly limiter: FailureLimiter;
+}
+
+/**
+ * Registers every route of the node surface on `app`: the one list both the running surface
+ * and the OpenAPI generator use.
+ *
+ * @example
+ * await registerNodeRoutes(app, { deps, identity, providers, components, checkTimeoutMs: 2000, limiter });
+ */
+export async function registerNodeRoutes(app: FastifyInstance, opts: NodeRoutesOptions): Promise<void> {
+  const base = { deps: opts.deps, identity: opts.identity, providers: opts.providers };
+  await app.register(discoveryRoutes, base);
+  await app.register(healthRoutes, { ...base, checkTimeoutMs: opts.checkTimeoutMs });
+  await app.register(statusRoutes, { ...base, components: opts.components });
+  await app.register(diagnosticsRoutes, base);
+  await app.register(pairingRoutes, { ...base, limiter: opts.limiter });
+}
