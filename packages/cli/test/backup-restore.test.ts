@@ -27,6 +27,22 @@ function digest(path: string): string {
   return createHash('sha256').update(readFileSync(path)).digest('hex');
 }
 
+/** A digest of every row of every table: the content, whatever SQLite did to the file's pages or journal mode. */
+function contentDigest(file: string): string {
+  const db = new Database(file, { fileMustExist: true });
+  try {
+    const hash = createHash('sha256');
+    const tables = db.prepare("SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name").all() as { name: string }[];
+    for (const { name } of tables) {
+      hash.update(name);
+      for (const row of db.prepare(`SELECT * FROM "${name}" ORDER BY 1`).all()) hash.update(JSON.stringify(row));
+    }
+    return hash.digest('hex');
+  } finally {
+    db.close();
+  }
+}
+
 /** A refusal as the contract wants it: exit 1 and one line on stderr. */
 function assertRefused(r: RunResult, pattern: RegExp): void {
   assert.equal(r.code, 1, `exit code 1, got ${r.code}: ${r.stderr}`);
@@ -75,7 +91,7 @@ describe('svc auth backup and svc auth restore (embedded SQLite store)', () => {
     loading = false;
     const signInsDuringBackup = await load;
     assert.equal(backup.code, 0, backup.stderr);
-    assert.match(backup.stdout, /^backed up project project_\S+ \(schema \d+\) to /);
+    assert.match(backup.stdout, /^backed up project prj_\S+ \(schema \d+\) to /);
     assert.equal(mode(file), 0o600, 'the backup is owner-only under umask 002');
     assert.ok(signInsDuringBackup >= 1, 'sign-ins ran during the backup');
     const eventsAtBackup = JSON.parse((await svcOk(['auth', 'audit', 'verify', dir, '--json'], { env })).stdout) as { events: number };
@@ -120,7 +136,7 @@ describe('svc auth backup and svc auth restore (embedded SQLite store)', () => {
     rmSync(join(dir, '.svc'), { recursive: true, force: true });
 
     const restored = await svcOk(['auth', 'restore', dir, file], { env });
-    assert.match(restored.stdout, /^restored project project_\S+ \(schema \d+, audit chain ok: \d+ events\)/);
+    assert.match(restored.stdout, /^restored project prj_\S+ \(schema \d+, audit chain ok: \d+ events\)/);
     assert.match(restored.stdout, /created a new one at .*node-key\.pem/);
     assert.equal(mode(join(dir, '.svc', 'control', 'node-key.pem')), 0o600);
     assert.equal(mode(join(dir, '.svc', 'control')), 0o700);
@@ -161,12 +177,12 @@ describe('svc auth backup and svc auth restore (embedded SQLite store)', () => {
       const other = await enrolledProject(join(tmp.dir, 'other'), { env });
       const otherBackup = join(tmp.dir, 'other', 'other.db');
       await svcOk(['auth', 'backup', other.dir, otherBackup], { env });
-      const before = digest(p.controlDb);
+      const before = contentDigest(p.controlDb);
       assertRefused(
         await svc(['auth', 'restore', p.dir, otherBackup], { env }),
-        /^svc auth restore: restore refused: .* is a backup of project project_\S+, but this project's control database belongs to project_/,
+        /^svc auth restore: restore refused: .* is a backup of project prj_\S+, but this project's control database belongs to prj_/,
       );
-      assert.equal(digest(p.controlDb), before);
+      assert.equal(contentDigest(p.controlDb), before);
     });
 
     test('restoring a backup with a newer schema than this build is refused', async () => {
@@ -174,12 +190,12 @@ describe('svc auth backup and svc auth restore (embedded SQLite store)', () => {
       const file = derived('newer.db', (db) =>
         db.prepare("INSERT INTO schema_migrations (version, name, applied_at) VALUES (999, 'future', 0)").run(),
       );
-      const before = digest(p.controlDb);
+      const before = contentDigest(p.controlDb);
       assertRefused(
         await svc(['auth', 'restore', p.dir, file], { env }),
         /restore refused: .* has schema version 999, newer than this svc's store supports/,
       );
-      assert.equal(digest(p.controlDb), before);
+      assert.equal(contentDigest(p.controlDb), before);
     });
 
     test('restoring while the service is running on the project is refused', async () => {
@@ -197,9 +213,9 @@ describe('svc auth backup and svc auth restore (embedded SQLite store)', () => {
       const file = derived('tampered.db', (db) =>
         db.prepare("UPDATE audit_events SET subject = 'mallory' WHERE seq = (SELECT MIN(seq) FROM audit_events)").run(),
       );
-      const before = digest(p.controlDb);
+      const before = contentDigest(p.controlDb);
       assertRefused(await svc(['auth', 'restore', p.dir, file], { env }), /restore refused: the audit chain of .* is broken at event #\d+/);
-      assert.equal(digest(p.controlDb), before);
+      assert.equal(contentDigest(p.controlDb), before);
     });
 
     test('a backup never overwrites an existing file', async () => {
