@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { bash, cleanEnv, enrolledProject, problemCode, type ServerProcess, startServer, svcOk, tempDir } from './helpers.js';
+import { bash, cleanEnv, enrolledProject, problemCode, type ServerProcess, startServer, svc, svcOk, tempDir } from './helpers.js';
 import { createSchemas, loginOverHttp, me, PG_URL, revoke, writePostgresProject } from './support/store-projects.js';
 
 const DEPLOYMENT_MD = fileURLToPath(new URL('../../../docs/deployment.md', import.meta.url));
@@ -54,6 +54,12 @@ describe('PostgreSQL store: the documented pg_dump/pg_restore backup and restore
     const { dir, keyFile, publicKey } = await enrolledProject(tmp.dir, { env });
     let server = await startServer(['auth', 'serve', '--listen', '127.0.0.1:0', dir], { env });
     servers.push(server);
+    for (const command of ['backup', 'restore']) {
+      const r = await svc(['auth', command, dir, join(tmp.dir, `${command}.db`)], { env });
+      assert.equal(r.code, 1, `svc auth ${command} on a PostgreSQL project exits 1`);
+      assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr);
+      assert.match(r.stderr, /not the embedded SQLite store; back it up and restore it with pg_dump\/pg_restore/);
+    }
     const kept = await loginOverHttp(server.url, keyFile, publicKey);
     const revokedLater = await loginOverHttp(server.url, keyFile, publicKey);
 
