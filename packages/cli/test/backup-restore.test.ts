@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { copyFileSync, existsSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { copyFileSync, existsSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import Database from 'better-sqlite3';
@@ -216,6 +216,21 @@ describe('svc auth backup and svc auth restore (embedded SQLite store)', () => {
       const before = contentDigest(p.controlDb);
       assertRefused(await svc(['auth', 'restore', p.dir, file], { env }), /restore refused: the audit chain of .* is broken at event #\d+/);
       assert.equal(contentDigest(p.controlDb), before);
+    });
+
+    test('restoring over a corrupted control database is refused until it is moved away, then recovers', async () => {
+      const e = await enrolledProject(join(tmp.dir, 'corrupt'), { env });
+      const backup = join(tmp.dir, 'corrupt', 'backup.db');
+      await svcOk(['auth', 'backup', e.dir, backup], { env });
+      const controlDb = join(e.dir, '.svc', 'control', 'control.db');
+      writeFileSync(controlDb, Buffer.alloc(8192, 0x5a));
+      assertRefused(
+        await svc(['auth', 'restore', e.dir, backup], { env }),
+        /restore refused: the current control database .* cannot be read .*; move it away/,
+      );
+      renameSync(controlDb, `${controlDb}.broken`);
+      await svcOk(['auth', 'restore', e.dir, backup], { env });
+      assert.match((await svcOk(['auth', 'audit', 'verify', e.dir], { env })).stdout, /^audit chain ok/);
     });
 
     test('a backup never overwrites an existing file', async () => {
