@@ -187,7 +187,7 @@ function stamp(now: Date): string {
 
 /**
  * Puts a backup written by {@link backupProject} back as the project's embedded control
- * database. Refuses (nothing changed) while any process has the control database open (the
+ * database. Refuses (the control database's content unchanged) while any process has the control database open (the
  * service running: its connection's lock is detected by taking the SQLite lock exclusively,
  * without waiting), a backup of another project, a backup whose schema is newer than this
  * build's store, and a backup whose audit chain does not verify. The backup is copied beside
@@ -277,6 +277,13 @@ export async function restoreProject(project: Project, backup: string, now: Date
     }
     settle(staging);
     chmodSync(staging, 0o600);
+    const restored = new Database(staging, { fileMustExist: true, readonly: true });
+    try {
+      // The schema as restored: the store brought an older backup up to date.
+      info = readInfo(restored, staging);
+    } finally {
+      restored.close();
+    }
 
     // 4. Keep the old file, then replace it atomically.
     let preRestore: string | null = null;
