@@ -144,7 +144,7 @@ export function ensureNodeIdentity(project: Project): boolean {
 }
 
 /** The SQLite file the embedded store will use, when the store is the embedded one. */
-function embeddedStoreFile(project: Project): string | null {
+export function embeddedStoreFile(project: Project): string | null {
   if (project.config.store.package !== 'svc-store-sqlite') return null;
   const file = project.config.store.config.get(':store/file');
   if (typeof file !== 'string') return project.controlDb;
@@ -161,7 +161,7 @@ function embeddedStoreFile(project: Project): string | null {
  * @example
  * const store = await openControlStore(project, { create: false });
  */
-export async function openControlStore(project: Project, opts: { readonly create: boolean }): Promise<Store> {
+export async function openControlStore(project: Project, opts: { readonly create: boolean; readonly sqliteFile?: string }): Promise<Store> {
   // What decides which code runs (project.edn, and the directory that holds it) must not be
   // writable by anyone but its owner; the addon's own files are checked by verifyAddon.
   assertNotWritableByOthers(project.dir, 'the project directory');
@@ -180,13 +180,15 @@ export async function openControlStore(project: Project, opts: { readonly create
     }
     throw error;
   }
-  const embedded = embeddedStoreFile(project);
+  // `sqliteFile` opens another file with the project's verified embedded store (restore checks a copy).
+  const embedded = opts.sqliteFile ?? embeddedStoreFile(project);
+  const config = opts.sqliteFile === undefined ? module.config : new Map([...module.config, [':store/file', opts.sqliteFile]]);
   if (!opts.create && embedded !== null && !existsSync(embedded)) {
     throw new CliError(`no control database at ${embedded}; run \`svc auth init ${shellQuote(project.dir)}\` first`);
   }
   let store: Store;
   try {
-    store = await addon.open(module.config, {
+    store = await addon.open(config, {
       controlDir: project.controlDir,
       configFile: project.file,
       configKey: `:svc/modules :${module.alias} :config`,

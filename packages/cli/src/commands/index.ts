@@ -100,6 +100,16 @@ export const COMMANDS: readonly CommandEntry[] = [
     load: async () => (await import('./auth-audit-verify.js')).authAuditVerify,
   },
   {
+    path: ['auth', 'backup'],
+    summary: 'Write a consistent copy of the control database to a new owner-only file, also while the service is serving.',
+    load: async () => (await import('./auth-backup.js')).authBackup,
+  },
+  {
+    path: ['auth', 'restore'],
+    summary: 'Put a backup back as the control database, with the service stopped (checks project, schema and audit chain first).',
+    load: async () => (await import('./auth-restore.js')).authRestore,
+  },
+  {
     path: ['auth', 'pair'],
     summary: 'Prepare a pairing (enrolment intent) for a new device on the node surface; prints the one-time code.',
     load: async () => (await import('./auth-pair.js')).authPair,

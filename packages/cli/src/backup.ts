@@ -1,0 +1,305 @@
+import {
+  chmodSync,
+  closeSync,
+  constants,
+  existsSync,
+  fsyncSync,
+  linkSync,
+  openSync,
+  readSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeSync,
+} from 'node:fs';
+import { dirname } from 'node:path';
+import { verifyAuditChain } from '@svc/core';
+import Database from 'better-sqlite3';
+import { allAuditEvents } from './audit-events.js';
+import { installBundledStoreIfPinned } from './bundled-addons.js';
+import { CliError } from './cli-error.js';
+import { embeddedStoreFile, ensureControlDir, ensureNodeKey, openControlStore } from './control.js';
+import type { Project } from './project.js';
+
+/** `PRAGMA application_id` of a svc auth control store ("svca"), as svc-store-sqlite writes it. */
+const CONTROL_STORE_APPLICATION_ID = 0x73766361;
+
+/** What a backup file says about itself, read from the database it holds. */
+export interface BackupInfo {
+  readonly projectId: string;
+  readonly schemaVersion: number;
+}
+
+/** The embedded store's file, or a refusal naming the PostgreSQL path for an external store. */
+export function sqliteFileOf(project: Project, what: string): string {
+  const file = embeddedStoreFile(project);
+  if (file === null) {
+    throw new CliError(
+      `${what}: the project's store is ${project.config.store.package}, not the embedded SQLite store; back it up and restore it with pg_dump/pg_restore (docs/deployment.md, "Backup and restore")`,
+    );
+  }
+  return file;
+}
+
+function sqliteCode(error: unknown): string {
+  return (error as { code?: unknown }).code?.toString() ?? '';
+}
+
+/** Reads the project id and schema version of a control database; `label` names it in refusals. */
+function readInfo(db: Database.Database, label: string): BackupInfo {
+  let applicationId: number;
+  try {
+    applicationId = db.pragma('application_id', { simple: true }) as number;
+  } catch (error) {
+    throw new CliError(`${label} is not a SQLite database (${(error as Error).message})`, { cause: error });
+  }
+  if (applicationId !== CONTROL_STORE_APPLICATION_ID) throw new CliError(`${label} is not a svc auth control database`);
+  const schema = db.prepare('SELECT MAX(version) AS v FROM schema_migrations').get() as { v: number | null };
+  const project = db.prepare('SELECT project_id FROM project WHERE singleton = 1').get() as { project_id: string } | undefined;
+  if (project === undefined) throw new CliError(`${label} holds no project (it was never initialised with \`svc auth init\`)`);
+  return { projectId: project.project_id, schemaVersion: schema.v ?? 0 };
+}
+
+/** Creates `path` empty and owner-only (0600 whatever the umask); refuses an existing file. */
+function createOwnerOnlyFile(path: string): void {
+  closeSync(openSync(path, constants.O_CREAT | constants.O_EXCL | constants.O_WRONLY, 0o600));
+  chmodSync(path, 0o600);
+}
+
+function fsyncPath(path: string): void {
+  const fd = openSync(path, 'r');
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Copies `from` into the existing (owner-only) file `to` by content, so `to` keeps its mode. */
+function copyInto(from: string, to: string): void {
+  const src = openSync(from, 'r');
+  try {
+    const dst = openSync(to, 'w');
+    try {
+      const buf = Buffer.allocUnsafe(1 << 20);
+      for (;;) {
+        const n = readSync(src, buf, 0, buf.length, null);
+        if (n === 0) break;
+        let off = 0;
+        while (off < n) off += writeSync(dst, buf, off, n - off);
+      }
+      fsyncSync(dst);
+    } finally {
+      closeSync(dst);
+    }
+  } finally {
+    closeSync(src);
+  }
+}
+
+/** Leaves a SQLite file as one self-contained file (rollback journal mode: no -wal or -shm beside it). */
+function settle(file: string): void {
+  const db = new Database(file, { fileMustExist: true });
+  try {
+    db.pragma('journal_mode = DELETE');
+  } finally {
+    db.close();
+  }
+  fsyncPath(file);
+}
+
+/**
+ * Writes a consistent copy of the project's embedded control database to `target`, created
+ * owner-only (0600) before any data is in it; the service may be serving meanwhile. The copy is
+ * one `VACUUM INTO` (a single read transaction: a snapshot as of one commit, not blocking
+ * writers), written beside `target` and linked into place, so `target` is complete or absent.
+ * It refuses to replace an existing file. The node key is not in the backup.
+ *
+ * @example
+ * const info = await backupProject(project, '/backups/demo-2026-11-23.db');
+ */
+export async function backupProject(project: Project, target: string): Promise<BackupInfo> {
+  const source = sqliteFileOf(project, 'backup refused');
+  if (!existsSync(source)) throw new CliError(`backup refused: no control database at ${source}; nothing to back up`);
+  if (existsSync(target)) throw new CliError(`backup refused: ${target} exists; svc never overwrites a file, choose a new name`);
+  const partial = `${target}.partial-${process.pid}`;
+  try {
+    createOwnerOnlyFile(partial);
+  } catch (error) {
+    throw new CliError(`backup failed: cannot create ${partial}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+  }
+  try {
+    const db = new Database(source, { fileMustExist: true, timeout: 5000 });
+    try {
+      readInfo(db, source);
+      db.prepare('VACUUM INTO ?').run(partial);
+    } finally {
+      db.close();
+    }
+    settle(partial);
+    chmodSync(partial, 0o600);
+    const check = new Database(partial, { fileMustExist: true, readonly: true });
+    let info: BackupInfo;
+    try {
+      info = readInfo(check, partial);
+    } finally {
+      check.close();
+    }
+    try {
+      linkSync(partial, target);
+    } catch (error) {
+      throw new CliError(`backup failed: cannot write ${target}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+    }
+    fsyncPath(dirname(target));
+    return info;
+  } catch (error) {
+    if (error instanceof CliError) throw error;
+    throw new CliError(`backup failed: ${(error as Error).message}`, { cause: error });
+  } finally {
+    for (const suffix of ['', '-wal', '-shm', '-journal']) rmSync(partial + suffix, { force: true });
+  }
+}
+
+/** What {@link restoreProject} did. */
+export interface RestoreResult extends BackupInfo {
+  readonly file: string;
+  readonly auditEvents: number;
+  /** Where the replaced control database was kept, or null when there was none. */
+  readonly preRestore: string | null;
+  /** Whether restore had to create a node key (the project had none: a new node identity). */
+  readonly nodeKeyCreated: boolean;
+}
+
+function unreadable(target: string, error: unknown): CliError {
+  return new CliError(
+    `restore refused: the current control database ${target} cannot be read (${(error as Error).message}); move it away (keep it) and run the restore again`,
+    { cause: error },
+  );
+}
+
+/** A UTC timestamp for file names: 20261123T131500Z. */
+function stamp(now: Date): string {
+  return now
+    .toISOString()
+    .replace(/\.\d+Z$/, 'Z')
+    .replace(/[-:]/g, '');
+}
+
+/**
+ * Puts a backup written by {@link backupProject} back as the project's embedded control
+ * database. Refuses (the control database's content unchanged) while any process has the control database open (the
+ * service running: its connection's lock is detected by taking the SQLite lock exclusively,
+ * without waiting), a backup of another project, a backup whose schema is newer than this
+ * build's store, and a backup whose audit chain does not verify. The backup is copied beside
+ * the control database (owner-only), checked there through the project's verified store
+ * (which migrates an older schema), fsynced and renamed over it; the replaced file is kept as
+ * `control.db.pre-restore-<UTC time>` (owner-only). A project without a control database
+ * (disaster recovery) gets the backup as its first one.
+ *
+ * @example
+ * const result = await restoreProject(project, '/backups/demo-2026-11-23.db');
+ */
+export async function restoreProject(project: Project, backup: string, now: Date = new Date()): Promise<RestoreResult> {
+  const target = sqliteFileOf(project, 'restore refused');
+  if (!existsSync(backup) || !statSync(backup).isFile()) throw new CliError(`restore refused: no backup file at ${backup}`);
+  // Disaster recovery: a project whose .svc/ is gone gets its pinned bundled store back first.
+  await installBundledStoreIfPinned(project);
+  ensureControlDir(project.controlDir);
+  const staging = `${target}.restore-${process.pid}`;
+  let current: Database.Database | null = null;
+  let stagingInPlace = false;
+  try {
+    // 1. Nobody may have the control database open: the lock is held until the file is replaced.
+    let currentProject: string | null = null;
+    if (existsSync(target)) {
+      current = new Database(target, { fileMustExist: true, timeout: 0 });
+      current.pragma('locking_mode = EXCLUSIVE');
+      try {
+        // Leaving WAL mode needs the only connection: a serving process holds a lock on the file.
+        current.pragma('journal_mode = DELETE');
+      } catch (error) {
+        if (sqliteCode(error).startsWith('SQLITE_BUSY')) {
+          throw new CliError(
+            `restore refused: the control database ${target} is in use (is \`svc serve\` running on this project?); stop the service first`,
+          );
+        }
+        throw unreadable(target, error);
+      }
+      try {
+        currentProject = readInfo(current, target).projectId;
+      } catch (error) {
+        throw unreadable(target, error);
+      }
+    }
+
+    // 2. A private, owner-only copy of the backup beside the control database.
+    createOwnerOnlyFile(staging);
+    copyInto(backup, staging);
+    const raw = new Database(staging, { fileMustExist: true });
+    let info: BackupInfo;
+    try {
+      info = readInfo(raw, `restore refused: ${backup}`);
+    } finally {
+      raw.close();
+    }
+    if (currentProject !== null && info.projectId !== currentProject) {
+      throw new CliError(
+        `restore refused: ${backup} is a backup of project ${info.projectId}, but this project's control database belongs to ${currentProject}`,
+      );
+    }
+
+    // 3. Open the copy with the project's verified store (refuses a newer schema, migrates an
+    //    older one) and verify its audit chain.
+    let auditEvents: number;
+    let store: Awaited<ReturnType<typeof openControlStore>>;
+    try {
+      store = await openControlStore(project, { create: false, sqliteFile: staging });
+    } catch (error) {
+      if (error instanceof CliError && /newer than/.test(error.message)) {
+        throw new CliError(
+          `restore refused: ${backup} has schema version ${info.schemaVersion}, newer than this svc's store supports; restore it with the svc version that wrote it`,
+        );
+      }
+      throw error;
+    }
+    try {
+      const events = [];
+      for await (const event of allAuditEvents(store)) events.push(event);
+      const verdict = verifyAuditChain(events);
+      if (!verdict.ok) {
+        throw new CliError(
+          `restore refused: the audit chain of ${backup} is broken at event #${verdict.seq} (${verdict.problem}); the backup was altered, use another one`,
+        );
+      }
+      auditEvents = verdict.length;
+    } finally {
+      await store.close();
+    }
+    settle(staging);
+    chmodSync(staging, 0o600);
+    const restored = new Database(staging, { fileMustExist: true, readonly: true });
+    try {
+      // The schema as restored: the store brought an older backup up to date.
+      info = readInfo(restored, staging);
+    } finally {
+      restored.close();
+    }
+
+    // 4. Keep the old file, then replace it atomically.
+    let preRestore: string | null = null;
+    if (existsSync(target)) {
+      preRestore = `${target}.pre-restore-${stamp(now)}`;
+      linkSync(target, preRestore);
+      chmodSync(preRestore, 0o600);
+    }
+    for (const side of ['-wal', '-shm', '-journal']) rmSync(target + side, { force: true });
+    renameSync(staging, target);
+    stagingInPlace = true;
+    fsyncPath(dirname(target));
+    const nodeKeyCreated = ensureNodeKey(project.nodeKey);
+    return { ...info, file: target, auditEvents, preRestore, nodeKeyCreated };
+  } finally {
+    current?.close();
+    if (!stagingInPlace) for (const suffix of ['', '-wal', '-shm', '-journal']) rmSync(staging + suffix, { force: true });
+  }
+}
