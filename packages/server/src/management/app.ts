@@ -4,6 +4,8 @@ import { type ChallengeBudget, createChallengeBudget } from '../http/challenge-b
 import { createFailureLimiter, type FailureLimiter } from '../http/failure-limiter.js';
 import { hardenSurface } from '../http/harden.js';
 import { serverOptions } from '../http/server-options.js';
+import { instrumentHttp } from '../metrics/instrument-http.js';
+import type { ServiceMetrics } from '../metrics/metrics.js';
 import { healthRoutes } from './health-routes.js';
 import { operatorRoutes } from './operator-routes.js';
 import { sessionRoutes } from './session-routes.js';
@@ -15,6 +17,8 @@ export interface ManagementAppOptions {
   deps: AuthDeps;
   /** A pino logger (passed to Fastify as `loggerInstance`, behind redaction), or no logging. */
   logger?: FastifyBaseLogger | false;
+  /** Where to count and time the requests this surface answers (see {@link instrumentHttp}); none by default. */
+  metrics?: ServiceMetrics;
   /** The budget of failed proofs. Default: 30 failures per address unit (or per session, for refresh) per 60 s. */
   limiter?: FailureLimiter;
   /** The budget of unanswered challenges. Default: 100 per address unit and 20 per public key per 60 s. */
@@ -38,6 +42,7 @@ export async function buildManagementApp(opts: ManagementAppOptions): Promise<Fa
   const app: FastifyInstance = Fastify(serverOptions(opts.logger));
   // The management API is loopback-only: the DNS-rebinding guard runs before any parser.
   hardenSurface(app, { loopbackOnly: true });
+  if (opts.metrics !== undefined) instrumentHttp(app, opts.metrics, 'management');
 
   const limiter = opts.limiter ?? createFailureLimiter({ clock: deps.clock, store: deps.store, scope: 'signin' });
   const challenges = opts.challenges ?? createChallengeBudget({ clock: deps.clock });

@@ -3,6 +3,8 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { createFailureLimiter } from '../http/failure-limiter.js';
 import { hardenSurface } from '../http/harden.js';
 import { serverOptions } from '../http/server-options.js';
+import { instrumentHttp } from '../metrics/instrument-http.js';
+import type { ServiceMetrics } from '../metrics/metrics.js';
 import { type ComponentStatus, ed25519KeyProvider, type NodeProvider } from './components.js';
 import { diagnosticsRoutes } from './diagnostics-routes.js';
 import { discoveryRoutes } from './discovery-routes.js';
@@ -28,6 +30,8 @@ export interface NodeAppOptions {
   healthCheckTimeoutMs?: number;
   /** A pino logger (passed to Fastify as `loggerInstance`, behind redaction), or no logging. */
   logger?: FastifyBaseLogger | false;
+  /** Where to count and time the requests this surface answers (see {@link instrumentHttp}); none by default. */
+  metrics?: ServiceMetrics;
 }
 
 /**
@@ -48,6 +52,7 @@ export async function buildNodeApp(opts: NodeAppOptions): Promise<FastifyInstanc
   const providers = opts.providers ?? [ed25519KeyProvider];
   const app: FastifyInstance = Fastify(serverOptions(opts.logger));
   hardenSurface(app, { loopbackOnly: false });
+  if (opts.metrics !== undefined) instrumentHttp(app, opts.metrics, 'node');
 
   const installed: string[] = [];
   app.addHook('onRoute', (route) => {
