@@ -3,10 +3,17 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { type AddressInfo, connect, createServer, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { cleanEnv, enrolledProject, problemCode, type StartedProcess, startUntilReady, tempDir } from './helpers.js';
+import { fileURLToPath } from 'node:url';
+import { cleanEnv, enrolledProject, problemCode, run, type StartedProcess, startUntilReady, tempDir } from './helpers.js';
 import { createSchemas, PG_URL, writePostgresProject } from './support/store-projects.js';
 
 const METRICS = /svc: metrics listening on (http:\/\/\S+)\/metrics/;
+const HEALTHCHECK = fileURLToPath(new URL('../../../docs/docker/healthcheck.mjs', import.meta.url));
+
+/** The container image's HEALTHCHECK (`node healthcheck.mjs`) with the metrics listener set as a container would set it. */
+function healthcheck(metricsUrl: string) {
+  return run(process.execPath, [HEALTHCHECK], { env: cleanEnv({ SVC_METRICS_LISTEN: `127.0.0.1:${new URL(metricsUrl).port}` }) });
+}
 
 /**
  * A TCP path to the test PostgreSQL that the test can cut and restore, as a network partition
@@ -95,8 +102,12 @@ describe('readiness follows the PostgreSQL control store', () => {
 
   test('a PostgreSQL cut off from the node makes /readyz answer 503 store_unavailable while /livez stays 200, and ready again once it is back', async () => {
     assert.deepEqual(await readyz(server.ready), { status: 200, code: undefined });
+    assert.equal((await healthcheck(server.ready)).code, 0);
     await path.cut();
     assert.deepEqual(await readyz(server.ready), { status: 503, code: 'store_unavailable' });
+    const unhealthy = await healthcheck(server.ready);
+    assert.equal(unhealthy.code, 1);
+    assert.match(unhealthy.stderr, /unhealthy: http:\/\/127\.0\.0\.1:\d+\/readyz answered 503/);
     const live = await fetch(`${server.ready}/livez`);
     assert.equal(live.status, 200);
     await path.restore();
