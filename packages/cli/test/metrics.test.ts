@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
+import { request } from 'node:http';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { createManagementClient, loadDeviceKey, login } from '@svc/client';
@@ -45,6 +46,23 @@ function sum(samples: Samples, name: string): number {
   let total = 0;
   for (const [key, v] of samples) if (key === name || key.startsWith(`${name}{`)) total += v;
   return total;
+}
+
+/** A GET with node:http, whose `Host` header fetch would not let a test forge. */
+function getWithHost(url: string, host: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const u = new URL(url);
+    const req = request({ host: u.hostname, port: u.port, path: u.pathname, headers: { host }, agent: false }, (res) => {
+      let body = '';
+      res.setEncoding('utf8').on('data', (d: string) => {
+        body += d;
+      });
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end();
+  });
 }
 
 interface Urls {
@@ -213,6 +231,16 @@ describe('Prometheus metrics and probes of a real svc serve, scraped over HTTP',
     const ready = await fetch(`${server.ready.metrics}/readyz`);
     assert.equal(ready.status, 200);
     assert.deepEqual(await ready.json(), { status: 'ready' });
+  });
+
+  test('a DNS-rebinding page cannot read the loopback metrics listener: a foreign Host is refused with forbidden_host', async () => {
+    for (const path of ['/metrics', '/readyz']) {
+      const rebound = await getWithHost(`${server.ready.metrics}${path}`, 'attacker.example:9464');
+      assert.equal(rebound.status, 403, path);
+      assert.equal((JSON.parse(rebound.body) as { code: string }).code, 'forbidden_host', path);
+      assert.doesNotMatch(rebound.body, /svc_/);
+    }
+    assert.equal((await getWithHost(`${server.ready.metrics}/metrics`, `localhost:${new URL(server.ready.metrics).port}`)).status, 200);
   });
 
   test('a burst of bad refresh tokens is refused with 429 and every refusal is counted', async () => {
