@@ -98,3 +98,16 @@ test('a literal secret in a module config is not a secret reference', async () =
   assert.deepEqual(parseSecretRef(secret('file:/run/secrets/pg'), problems, 'f', ':password'), { source: 'file', name: '/run/secrets/pg' });
   assert.equal(problems.length, 1);
 });
+
+test(':svc/metrics-listen is read as a string, per profile, off when unset, and anything else is refused at load', () => {
+  assert.equal(validateProjectConfig(baseConfig(), { file: 'p/project.edn' }).metricsListen, null);
+  const exposed = baseConfig(
+    {},
+    { ':svc/metrics-listen': '127.0.0.1:9464', ':svc/profiles': m({ ':k8s': m({ ':svc/metrics-listen': '0.0.0.0:9464' }) }) },
+  );
+  assert.equal(validateProjectConfig(exposed, { file: 'p/project.edn' }).metricsListen, '127.0.0.1:9464');
+  assert.equal(validateProjectConfig(exposed, { file: 'p/project.edn', profile: 'k8s' }).metricsListen, '0.0.0.0:9464');
+  assert.deepEqual(problemsOf(baseConfig({}, { ':svc/metrics-listen': 9464 })), [
+    'p/project.edn: :svc/metrics-listen: expected "host:port", found number 9464',
+  ]);
+});
