@@ -218,8 +218,8 @@ describe('Prometheus metrics and probes of a real svc serve, scraped over HTTP',
     const before = (await scrape(server.ready.metrics)).samples;
     for (let i = 0; i < 3; i++) await client.me(access);
     const after = (await scrape(server.ready.metrics)).samples;
-    const hits = delta(before, after, 'svc_bearer_cache_lookups', { result: 'hit' });
-    const misses = delta(before, after, 'svc_bearer_cache_lookups', { result: 'miss' });
+    const hits = delta(before, after, 'svc_bearer_cache_lookups_total', { result: 'hit' });
+    const misses = delta(before, after, 'svc_bearer_cache_lookups_total', { result: 'miss' });
     assert.equal(hits + misses, 3);
     assert.ok(hits >= 2, `hits ${hits}, misses ${misses}`);
   });

@@ -140,16 +140,20 @@ export function createServiceMetrics(sources: MetricsSources): ServiceMetrics {
       this.set(head?.seq ?? 0);
     },
   });
-  const cacheLookups = new Gauge({
-    name: 'svc_bearer_cache_lookups',
-    help: 'bearer checks answered from the in-memory session cache (result="hit") or the store (result="miss") since start; hit ratio = hit / (hit + miss)',
+  // The store keeps running totals; the counter catches up with them at each scrape.
+  const seen = { hits: 0, misses: 0 };
+  const cacheLookups: Counter<'result'> = new Counter({
+    name: 'svc_bearer_cache_lookups_total',
+    help: 'bearer checks answered from the in-memory session cache (result="hit") or read from the store (result="miss"); hit ratio = hit / (hit + miss). Absent for stores without a cache',
     labelNames: ['result'] as const,
     registers,
     collect() {
       const counters = sources.bearerCache?.();
       if (counters === undefined) return;
-      cacheLookups.set({ result: 'hit' }, counters.hits);
-      cacheLookups.set({ result: 'miss' }, counters.misses);
+      if (counters.hits > seen.hits) cacheLookups.inc({ result: 'hit' }, counters.hits - seen.hits);
+      if (counters.misses > seen.misses) cacheLookups.inc({ result: 'miss' }, counters.misses - seen.misses);
+      seen.hits = Math.max(seen.hits, counters.hits);
+      seen.misses = Math.max(seen.misses, counters.misses);
     },
   });
 
