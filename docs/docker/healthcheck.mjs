@@ -4,7 +4,9 @@
 //
 // It probes the node surface on loopback at the port of SVC_NODE_LISTEN (default 9091); when
 // the node surface is off (SVC_NODE_LISTEN=off) it probes the management API's /health at
-// SVC_MANAGEMENT_LISTEN (default 127.0.0.1:9090). SVC_HEALTH_URL overrides both.
+// SVC_MANAGEMENT_LISTEN (default 127.0.0.1:9090). When SVC_METRICS_LISTEN sets the metrics
+// listener, it probes that listener's readiness, /readyz (200 only while the control store,
+// opened, verified and migrated, answers). SVC_HEALTH_URL overrides all of them.
 const DEFAULT_NODE = '127.0.0.1:9091';
 const DEFAULT_MANAGEMENT = '127.0.0.1:9090';
 
@@ -21,6 +23,8 @@ function loopbackBase(listen) {
 
 function target(env) {
   if (env.SVC_HEALTH_URL) return env.SVC_HEALTH_URL;
+  const metrics = env.SVC_METRICS_LISTEN;
+  if (metrics && metrics.trim().toLowerCase() !== 'off') return `${loopbackBase(metrics)}/readyz`;
   const node = env.SVC_NODE_LISTEN || DEFAULT_NODE;
   if (node !== 'off') return `${loopbackBase(node)}/edge/0-alpha/health`;
   return `${loopbackBase(env.SVC_MANAGEMENT_LISTEN || DEFAULT_MANAGEMENT)}/health`;

@@ -47,6 +47,8 @@ export interface ProjectConfig {
   readonly store: ModuleConfig;
   readonly auth: AuthSettings;
   readonly nodeListen: string | null;
+  /** `:svc/metrics-listen`: the Prometheus metrics and probes listener, or null (off unless the flag or environment turns it on). */
+  readonly metricsListen: string | null;
 }
 
 interface SettingSpec {
@@ -121,8 +123,16 @@ const FORBIDDEN_KEYS = new Set([
   ':svc/management-listen',
 ]);
 
-const TOP_KEYS = new Set([':svc/project', ':svc/packages', ':svc/modules', ':svc/profiles', ':svc/control-dir', ':svc/node-listen']);
-const PROFILE_KEYS = new Set([':svc/packages', ':svc/modules', ':svc/control-dir', ':svc/node-listen']);
+const TOP_KEYS = new Set([
+  ':svc/project',
+  ':svc/packages',
+  ':svc/modules',
+  ':svc/profiles',
+  ':svc/control-dir',
+  ':svc/node-listen',
+  ':svc/metrics-listen',
+]);
+const PROFILE_KEYS = new Set([':svc/packages', ':svc/modules', ':svc/control-dir', ':svc/node-listen', ':svc/metrics-listen']);
 const MODULE_KEYS = new Set([':package', ':module', ':activate', ':config']);
 const PACKAGE_KEYS = new Set([':version', ':sha256']);
 const AUTH_CONFIG_KEYS = new Set([':auth/store', ...AUTH_SETTINGS.map((s) => s.key)]);
@@ -266,6 +276,12 @@ export function validateProjectConfig(root: EdnValue, opts: { readonly file: str
     if (typeof nodeListenV === 'string' && nodeListenV.length > 0) nodeListen = nodeListenV;
     else bad(':svc/node-listen', `expected "host:port", found ${describe(nodeListenV)}`);
   }
+  const metricsListenV = merged.get(':svc/metrics-listen');
+  let metricsListen: string | null = null;
+  if (metricsListenV !== undefined) {
+    if (typeof metricsListenV === 'string' && metricsListenV.length > 0) metricsListen = metricsListenV;
+    else bad(':svc/metrics-listen', `expected "host:port", found ${describe(metricsListenV)}`);
+  }
 
   const packages: Record<string, PackagePin> = {};
   const pkgs = merged.get(':svc/packages') ?? new Map();
@@ -386,6 +402,7 @@ export function validateProjectConfig(root: EdnValue, opts: { readonly file: str
     store,
     auth: settings,
     nodeListen,
+    metricsListen,
   });
 }
 

@@ -105,3 +105,16 @@ test('retention is 30 days by default, set in days, and refused outside 1 to 365
   const [problem] = problemsOf(baseConfig({ ':auth/retention-days': 0 }));
   assert.match(problem ?? '', /:auth\/retention-days: expected a whole number of days from 1 to 3650/);
 });
+
+test(':svc/metrics-listen is read as a string, per profile, off when unset, and anything else is refused at load', () => {
+  assert.equal(validateProjectConfig(baseConfig(), { file: 'p/project.edn' }).metricsListen, null);
+  const exposed = baseConfig(
+    {},
+    { ':svc/metrics-listen': '127.0.0.1:9464', ':svc/profiles': m({ ':k8s': m({ ':svc/metrics-listen': '0.0.0.0:9464' }) }) },
+  );
+  assert.equal(validateProjectConfig(exposed, { file: 'p/project.edn' }).metricsListen, '127.0.0.1:9464');
+  assert.equal(validateProjectConfig(exposed, { file: 'p/project.edn', profile: 'k8s' }).metricsListen, '0.0.0.0:9464');
+  assert.deepEqual(problemsOf(baseConfig({}, { ':svc/metrics-listen': 9464 })), [
+    'p/project.edn: :svc/metrics-listen: expected "host:port", found number 9464',
+  ]);
+});

@@ -240,6 +240,11 @@ export class SqliteStore implements Store {
   readonly #accessCache = new Map<string, { readonly record: SessionRecord; readonly accessDigest: string }>();
   readonly #accessCacheMax: number;
   #accessCacheVersion = -1;
+  /**
+   * Bearer checks answered from the cache (`hits`) or read from the database (`misses`) since
+   * the store opened: the metrics listener reports them. Counts only, never a session.
+   */
+  readonly bearerCache = { hits: 0, misses: 0 };
 
   /** Wraps an open, migrated connection; use `openSqliteStore` rather than calling this. */
   constructor(
@@ -654,7 +659,9 @@ export class SqliteStore implements Store {
       this.#accessCacheVersion = version;
     }
     let entry = this.#accessCache.get(sessionId);
-    if (entry === undefined) {
+    if (entry !== undefined) this.bearerCache.hits++;
+    else {
+      this.bearerCache.misses++;
       const row = this.#s.sessionForAccess.get(sessionId) as AccessRow | undefined;
       if (row === undefined) return null;
       entry = { record: toSession(row), accessDigest: row.access_digest };

@@ -6,6 +6,7 @@ import { runForeground } from '../foreground.js';
 import { managementListen } from '../listen.js';
 import { chosenProfile, loadProject } from '../project.js';
 import { managementSurface } from '../surfaces/management-surface.js';
+import { metricsListen, metricsSurface } from '../surfaces/metrics-surface.js';
 import { nodeListen, nodeSurface } from '../surfaces/node-surface.js';
 import type { Surface } from '../surfaces/surface.js';
 import { VERSION } from '../version.js';
@@ -13,16 +14,23 @@ import { VERSION } from '../version.js';
 const spec = {
   name: 'svc serve',
   summary: 'Run the service in the foreground: the embedded management API and the node surface (the gateway comes later).',
-  usage: 'svc serve [--management-listen HOST:PORT] [--node-listen HOST:PORT] <PROJECT>',
+  usage: 'svc serve [--management-listen HOST:PORT] [--node-listen HOST:PORT] [--metrics-listen HOST:PORT] <PROJECT>',
   help: [
     '--management-listen HOST:PORT  the embedded management API (default: $SVC_MANAGEMENT_LISTEN, else 127.0.0.1:9090)',
     '                      SVC_MANAGEMENT_LISTEN=off disables it (for a separate `svc auth serve` process)',
     '--node-listen HOST:PORT  the node surface (default: $SVC_NODE_LISTEN, else :svc/node-listen, else 127.0.0.1:9091)',
     '                      SVC_NODE_LISTEN=off disables it (for a separate `svc node serve` process)',
+    '--metrics-listen HOST:PORT  Prometheus /metrics and the /livez, /readyz probes (default: $SVC_METRICS_LISTEN, else :svc/metrics-listen, else off)',
+    '                      loopback only, unless :svc/metrics-listen in project.edn names a network address',
     '<PROJECT>             the project directory',
     PROJECT_HELP,
   ],
-  options: { 'management-listen': { type: 'string' }, 'node-listen': { type: 'string' }, ...PROJECT_OPTIONS },
+  options: {
+    'management-listen': { type: 'string' },
+    'node-listen': { type: 'string' },
+    'metrics-listen': { type: 'string' },
+    ...PROJECT_OPTIONS,
+  },
   positionals: ['PROJECT'],
 } as const;
 
@@ -50,14 +58,18 @@ export const serve: Command = {
     }
     assertOwnerOnly(project.nodeKey, 'the node key');
     const node = nodeListen(args.values['node-listen'], project, spec.name);
+    const metricsAt = metricsListen(args.values['metrics-listen'], project, spec.name);
+    const metrics = metricsAt === 'off' ? undefined : metricsSurface(metricsAt, { flag: '--metrics-listen' });
     const surfaces: Surface[] = [];
-    if (listen !== 'off') surfaces.push(managementSurface(listen, { flag: '--management-listen' }));
-    if (node !== 'off') surfaces.push(nodeSurface(node, { version: VERSION, flag: '--node-listen' }));
+    if (listen !== 'off') surfaces.push(managementSurface(listen, { flag: '--management-listen', metrics: metrics?.metrics }));
+    if (node !== 'off') surfaces.push(nodeSurface(node, { version: VERSION, flag: '--node-listen', metrics: metrics?.metrics }));
     if (surfaces.length === 0) {
       throw new CliError(
         'svc serve: nothing to serve: the management API and the node surface are both off (SVC_MANAGEMENT_LISTEN=off, SVC_NODE_LISTEN=off); unset one of them',
       );
     }
+    // Last: readiness is only answered once the other listeners are up.
+    if (metrics !== undefined) surfaces.push(metrics);
     return runForeground(project, surfaces);
   },
 };

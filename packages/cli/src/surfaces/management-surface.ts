@@ -1,5 +1,5 @@
 import type { AddressInfo } from 'node:net';
-import { buildManagementApp } from '@svc/server';
+import { buildManagementApp, instrumentStore, type ServiceMetrics } from '@svc/server';
 import { CliError } from '../cli-error.js';
 import type { Surface } from './surface.js';
 
@@ -14,11 +14,16 @@ function urlHost(host: string): string {
  * @example
  * const running = await managementSurface({ host: '127.0.0.1', port: 9090 }, { flag: '--listen' }).start(ctx);
  */
-export function managementSurface(listen: { readonly host: string; readonly port: number }, opts: { readonly flag: string }): Surface {
+export function managementSurface(
+  listen: { readonly host: string; readonly port: number },
+  opts: { readonly flag: string; readonly metrics?: ServiceMetrics | undefined },
+): Surface {
   return {
     name: 'management API',
-    async start({ deps, log }) {
-      const app = await buildManagementApp({ deps, logger: log });
+    async start({ deps: base, log }) {
+      const metrics = opts.metrics;
+      const deps = metrics === undefined ? base : { ...base, store: instrumentStore(base.store, metrics) };
+      const app = await buildManagementApp({ deps, logger: log, ...(metrics === undefined ? {} : { metrics }) });
       try {
         await app.listen({ host: listen.host, port: listen.port });
       } catch (error) {

@@ -1,6 +1,15 @@
 import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
-import { buildNodeApp, type ComponentStatus, createNodeIdentity, ed25519KeyProvider, parseIPv4, resolveNodeListen } from '@svc/server';
+import {
+  buildNodeApp,
+  type ComponentStatus,
+  createNodeIdentity,
+  ed25519KeyProvider,
+  instrumentStore,
+  parseIPv4,
+  resolveNodeListen,
+  type ServiceMetrics,
+} from '@svc/server';
 import { CliError, UsageError } from '../cli-error.js';
 import { addonStatusOf, assertOwnerOnly } from '../control.js';
 import type { Project } from '../project.js';
@@ -80,11 +89,13 @@ export function componentStatus(project: Project, store: Parameters<typeof addon
  */
 export function nodeSurface(
   listen: { readonly host: string; readonly port: number },
-  opts: { readonly version: string; readonly flag: string },
+  opts: { readonly version: string; readonly flag: string; readonly metrics?: ServiceMetrics | undefined },
 ): Surface {
   return {
     name: 'node surface',
-    async start({ project, deps, log }) {
+    async start({ project, deps: base, log }) {
+      const metrics = opts.metrics;
+      const deps = metrics === undefined ? base : { ...base, store: instrumentStore(base.store, metrics) };
       assertOwnerOnly(project.nodeKey, 'the node key');
       let identity: ReturnType<typeof createNodeIdentity>;
       try {
@@ -92,8 +103,15 @@ export function nodeSurface(
       } catch (error) {
         throw new CliError(`cannot use the node key ${project.nodeKey}: ${(error as Error).message}`, { cause: error });
       }
-      const components = componentStatus(project, deps.store, opts.version);
-      const app = await buildNodeApp({ deps, identity, components: () => components, providers: [ed25519KeyProvider], logger: log });
+      const components = componentStatus(project, base.store, opts.version);
+      const app = await buildNodeApp({
+        deps,
+        identity,
+        components: () => components,
+        providers: [ed25519KeyProvider],
+        logger: log,
+        ...(metrics === undefined ? {} : { metrics }),
+      });
       try {
         await app.listen({ host: listen.host, port: listen.port });
       } catch (error) {

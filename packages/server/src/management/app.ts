@@ -5,6 +5,8 @@ import { installConnectionLimits, MANAGEMENT_CONNECTION_LIMITS } from '../http/c
 import { createFailureLimiter, type FailureLimiter } from '../http/failure-limiter.js';
 import { hardenSurface } from '../http/harden.js';
 import { serverOptions } from '../http/server-options.js';
+import { instrumentHttp } from '../metrics/instrument-http.js';
+import type { ServiceMetrics } from '../metrics/metrics.js';
 import { openApiJson } from '../openapi/document.js';
 import { registerManagementRoutes } from './route-plugins.js';
 
@@ -14,6 +16,8 @@ export interface ManagementAppOptions {
   deps: AuthDeps;
   /** A pino logger (passed to Fastify as `loggerInstance`, behind redaction), or no logging. */
   logger?: FastifyBaseLogger | false;
+  /** Where to count and time the requests this surface answers (see {@link instrumentHttp}); none by default. */
+  metrics?: ServiceMetrics;
   /** The budget of failed proofs. Default: 30 failures per address unit (or per session, for refresh) per 60 s. */
   limiter?: FailureLimiter;
   /** The budget of unanswered challenges. Default: 100 per address unit and 20 per public key per 60 s. */
@@ -39,6 +43,7 @@ export async function buildManagementApp(opts: ManagementAppOptions): Promise<Fa
   // The management API is loopback-only: the DNS-rebinding guard runs before any parser.
   hardenSurface(app, { loopbackOnly: true });
   installConnectionLimits(app, MANAGEMENT_CONNECTION_LIMITS);
+  if (opts.metrics !== undefined) instrumentHttp(app, opts.metrics, 'management');
 
   const limiter = opts.limiter ?? createFailureLimiter({ clock: deps.clock, store: deps.store, scope: 'signin' });
   const challenges = opts.challenges ?? createChallengeBudget({ clock: deps.clock });

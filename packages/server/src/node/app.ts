@@ -4,6 +4,8 @@ import { type ConnectionLimits, installConnectionLimits, NODE_CONNECTION_LIMITS 
 import { createFailureLimiter } from '../http/failure-limiter.js';
 import { hardenSurface } from '../http/harden.js';
 import { serverOptions } from '../http/server-options.js';
+import { instrumentHttp } from '../metrics/instrument-http.js';
+import type { ServiceMetrics } from '../metrics/metrics.js';
 import { type ComponentStatus, ed25519KeyProvider, type NodeProvider } from './components.js';
 import type { NodeIdentity } from './identity.js';
 import { registerNodeRoutes } from './route-plugins.js';
@@ -27,6 +29,8 @@ export interface NodeAppOptions {
   logger?: FastifyBaseLogger | false;
   /** Connection caps of this listener. Default {@link NODE_CONNECTION_LIMITS}: 256 in all, 32 per peer address. */
   connectionLimits?: ConnectionLimits;
+  /** Where to count and time the requests this surface answers (see {@link instrumentHttp}); none by default. */
+  metrics?: ServiceMetrics;
 }
 
 /**
@@ -51,6 +55,7 @@ export async function buildNodeApp(opts: NodeAppOptions): Promise<FastifyInstanc
   const app: FastifyInstance = Fastify(serverOptions(opts.logger));
   hardenSurface(app, { loopbackOnly: false });
   installConnectionLimits(app, opts.connectionLimits ?? NODE_CONNECTION_LIMITS);
+  if (opts.metrics !== undefined) instrumentHttp(app, opts.metrics, 'node');
 
   const installed: string[] = [];
   app.addHook('onRoute', (route) => {

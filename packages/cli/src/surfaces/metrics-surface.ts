@@ -1,0 +1,103 @@
+import type { AddressInfo } from 'node:net';
+import type { Store } from '@svc/core';
+import {
+  type BearerCacheCounters,
+  buildMetricsApp,
+  createServiceMetrics,
+  type MetricsListen,
+  resolveMetricsListen,
+  type ServiceMetrics,
+} from '@svc/server';
+import { CliError, UsageError } from '../cli-error.js';
+import type { Project } from '../project.js';
+import type { Surface } from './surface.js';
+
+function urlHost(host: string): string {
+  return host.includes(':') ? `[${host}]` : host;
+}
+
+/**
+ * The metrics listen address: `--metrics-listen` beats `SVC_METRICS_LISTEN`, which beats
+ * `:svc/metrics-listen` of `project.edn`; `'off'` when none is set (the default) or
+ * `SVC_METRICS_LISTEN=off`. A malformed address, or a network one from the flag or the
+ * environment, is an error before anything binds: exit 2 when it came from the flag, 1 otherwise.
+ *
+ * @example
+ * const listen = metricsListen(args.values['metrics-listen'], project, 'svc serve');
+ */
+export function metricsListen(flag: string | undefined, project: Project, command: string): MetricsListen | 'off' {
+  try {
+    return resolveMetricsListen({ flag, env: process.env.SVC_METRICS_LISTEN, config: project.config.metricsListen });
+  } catch (error) {
+    if ((error as Error).name !== 'ListenAddressError') throw error;
+    const message = `${command}: refusing to listen: ${(error as Error).message}`;
+    if (flag !== undefined) throw new UsageError(message);
+    throw new CliError(message);
+  }
+}
+
+/** The counters of a store's bearer-check cache, when it keeps one (the SQLite store does: `bearerCache`). */
+function bearerCacheOf(store: Store | undefined): BearerCacheCounters | undefined {
+  const counters = (store as { bearerCache?: unknown } | undefined)?.bearerCache as Partial<BearerCacheCounters> | undefined;
+  return typeof counters?.hits === 'number' && typeof counters.misses === 'number'
+    ? { hits: counters.hits, misses: counters.misses }
+    : undefined;
+}
+
+/** The metrics listener as a surface, with the registry the other surfaces record into. */
+export interface MetricsSurface extends Surface {
+  readonly metrics: ServiceMetrics;
+}
+
+/**
+ * The Prometheus metrics and probes listener (`/metrics`, `/livez`, `/readyz`) as a surface of
+ * the foreground service. Its registry exists before any surface starts, so the management API
+ * and the node surface record into it; the store it reports on is the one the service opened.
+ * Start it after the other surfaces, so readiness is only answered once they listen. On a
+ * network address (only from `:svc/metrics-listen`) it warns that anyone who reaches it reads
+ * the service's counters.
+ *
+ * @example
+ * const m = metricsSurface({ host: '127.0.0.1', port: 9464, exposed: false }, { flag: '--metrics-listen' });
+ */
+export function metricsSurface(listen: MetricsListen, opts: { readonly flag: string }): MetricsSurface {
+  let store: Store | undefined;
+  const metrics = createServiceMetrics({
+    store: {
+      auditHead: async () => (store === undefined ? null : store.auditHead()),
+    },
+    bearerCache: () => bearerCacheOf(store),
+  });
+  return {
+    name: 'metrics listener',
+    metrics,
+    async start({ deps, log }) {
+      store = deps.store;
+      const app = await buildMetricsApp({ metrics, store: deps.store, exposed: listen.exposed, logger: log });
+      try {
+        await app.listen({ host: listen.host, port: listen.port });
+      } catch (error) {
+        await app.close().catch(() => undefined);
+        const code = (error as NodeJS.ErrnoException).code;
+        const why = code === 'EADDRINUSE' ? 'the address is already in use' : (error as Error).message;
+        throw new CliError(
+          `cannot listen on ${urlHost(listen.host)}:${listen.port} for the metrics listener: ${why}; choose another address with ${opts.flag} or SVC_METRICS_LISTEN`,
+          { cause: error },
+        );
+      }
+      const address = app.server.address() as AddressInfo;
+      const url = `http://${urlHost(listen.host)}:${address.port}`;
+      if (listen.exposed) {
+        log.warn(
+          { event: 'metrics_exposed', url },
+          'the metrics listener is on a network address (from :svc/metrics-listen): anyone who reaches it reads the service counters and probes; restrict it to the scraper with a firewall or network policy',
+        );
+      }
+      log.info({ event: 'listening', surface: 'metrics', url }, 'metrics listener listening');
+      return {
+        readyLine: `svc: metrics listening on ${url}/metrics`,
+        close: () => app.close(),
+      };
+    },
+  };
+}

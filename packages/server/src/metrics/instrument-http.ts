@@ -1,0 +1,49 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { PROBLEM_CONTENT_TYPE } from '../http/problem.js';
+import type { ServiceMetrics } from './metrics.js';
+
+/** The route label of a request that matched no route (a 404): never the raw URL. */
+export const UNMATCHED_ROUTE = '(unmatched)';
+
+const KNOWN_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
+
+function codeOf(payload: unknown): string | undefined {
+  if (typeof payload !== 'string') return undefined;
+  try {
+    const code = (JSON.parse(payload) as { code?: unknown }).code;
+    return typeof code === 'string' && /^[a-z_]{1,40}$/.test(code) ? code : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Counts and times every request a surface answers, errors and 404s included, labelled by the
+ * route PATTERN (`/v1/auth/devices/:id`; `(unmatched)` when no route matched), method and
+ * status; a problem+json answer also counts under its error `code`. Call it before the routes
+ * are registered.
+ *
+ * @example
+ * instrumentHttp(app, metrics, 'management');
+ */
+export function instrumentHttp(app: FastifyInstance, metrics: ServiceMetrics, surface: string): void {
+  const codes = new WeakMap<FastifyRequest, string>();
+  app.addHook('onSend', async (request, reply, payload) => {
+    const type = reply.getHeader('content-type');
+    if (typeof type === 'string' && type.startsWith(PROBLEM_CONTENT_TYPE)) {
+      const code = codeOf(payload);
+      if (code !== undefined) codes.set(request, code);
+    }
+    return payload;
+  });
+  app.addHook('onResponse', async (request, reply) => {
+    metrics.observeRequest({
+      surface,
+      method: KNOWN_METHODS.has(request.method) ? request.method : 'OTHER',
+      route: request.routeOptions.url ?? UNMATCHED_ROUTE,
+      status: reply.statusCode,
+      seconds: reply.elapsedTime / 1000,
+      code: codes.get(request),
+    });
+  });
+}
