@@ -1,3 +1,5 @@
+import type { StoreFault } from '@svc/core';
+
 /**
  * Request schemas of the node surface: exact shapes (`additionalProperties: false`, never
  * coerced) with generous length caps; the core use cases check formats (hex, ids, realms,
@@ -104,7 +106,11 @@ export const discoveryResponse = {
 const componentHealth = {
   type: 'object',
   required: ['status'],
-  properties: { status: { type: 'string', enum: ['ok', 'failed'] } },
+  properties: {
+    status: { type: 'string', enum: ['ok', 'failed'] },
+    /** Why the store failed, when the fault is known (a fixed word, never a message). */
+    reason: { type: 'string', enum: ['connection', 'timeout', 'locked', 'disk_full', 'io_error'] satisfies StoreFault[] },
+  },
 } as const;
 
 export const nodeHealthResponse = {
