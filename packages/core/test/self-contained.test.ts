@@ -29,7 +29,7 @@ function readers(): string[] {
   return out;
 }
 
-test('no test, benchmark or script reads a file outside the repository (such as ../shared/vectors)', () => {
+test('no test, benchmark or script reads a file outside the repository (such as the shared vectors folder beside the checkout)', () => {
   const outside: string[] = [];
   let relativeRefs = 0;
   for (const file of readers()) {
