@@ -249,24 +249,8 @@ export const preparedPairingResponse = {
   },
 } as const;
 
-export const pairedDeviceResponse = {
-  type: 'object',
-  required: ['device'],
-  properties: {
-    device: {
-      type: 'object',
-      required: ['id', 'public_key', 'realm', 'subject', 'name', 'created_at'],
-      properties: {
-        id: { type: 'string' },
-        public_key: { type: 'string' },
-        realm: { type: 'string' },
-        subject: { type: 'string' },
-        name: { type: 'string' },
-        created_at: { type: 'string' },
-      },
-    },
-  },
-} as const;
+/** Pairing completion answers the same `{"device": Device}` as enrollment: one wire shape. */
+export { deviceResponse as pairedDeviceResponse } from '../management/schemas.js';
 
 /** The bearer-token security requirement of the OpenAPI document. */
 export const MANAGEMENT_BEARER = [{ managementBearer: [] }];
