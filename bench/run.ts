@@ -2,108 +2,28 @@
 // Fastify route (the baseline, also a separate process), drives both with autocannon from
 // this process on the same 2-core machine, and reports every figure as a ratio to the
 // baseline measured in this same run. Figures are written to bench/results/.
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { generateKeyPairSync, type KeyObject, randomBytes, sign } from 'node:crypto';
+import { execFileSync } from 'node:child_process';
+import { type KeyObject, randomBytes, sign } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { publicKeyHexOf } from '@svc/core';
 import autocannon from 'autocannon';
+import { anonMiB, type Device, login, PG_URL, type Proc, root, rssMiB, setupProject, start, started, stop, svc } from './harness.js';
 import { seedSessions } from './seed.js';
 
-const root = new URL('../', import.meta.url).pathname;
-const svc = join(root, 'node_modules/.bin/svc');
 const DURATION = Number(process.env.BENCH_SECONDS ?? 6);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const SEED = Number(process.env.BENCH_SESSIONS ?? 1_000_000);
 // This VM's speed drifts between seconds: every figure is taken in ROUNDS rounds, each right
 // after its own baseline, and the median ratio is reported.
 const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 3));
-const PG_URL = process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
-
-interface Proc {
-  child: ChildProcess;
-  url: string;
-}
-
-// Every process this run starts, so that a failing run still stops them all.
-const started: ChildProcess[] = [];
-
-async function start(args: string[], pattern: RegExp, env: NodeJS.ProcessEnv = {}): Promise<Proc> {
-  const child = spawn(process.execPath, args, {
-    env: { ...process.env, SVC_LOG_LEVEL: 'error', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  started.push(child);
-  let out = '';
-  let err = '';
-  child.stderr?.on('data', (d: Buffer) => {
-    err += d.toString();
-  });
-  return await new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`timed out starting ${args.join(' ')}: ${err}`)), 30_000);
-    child.stdout?.on('data', (d: Buffer) => {
-      out += d.toString();
-      const m = pattern.exec(out);
-      if (m?.[1]) {
-        clearTimeout(timer);
-        resolve({ child, url: m[1] });
-      }
-    });
-    child.on('exit', (code) => reject(new Error(`${args.join(' ')} exited ${code}: ${err}`)));
-  });
-}
-
-async function stop(p: Proc): Promise<void> {
-  if (p.child.exitCode !== null) return;
-  const done = new Promise((r) => p.child.once('exit', r));
-  p.child.kill('SIGTERM');
-  await done;
-}
-
-function rssMiB(p: Proc): number {
-  const status = readFileSync(`/proc/${p.child.pid}/status`, 'utf8');
-  const kb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
-  return Math.round(kb / 1024);
-}
-
-/** The server's resident memory that is its own (heap, SQLite's page cache), not mapped files. */
-function anonMiB(p: Proc): number {
-  const status = readFileSync(`/proc/${p.child.pid}/status`, 'utf8');
-  return Math.round(Number(/RssAnon:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024);
-}
 
 async function cannon(opts: autocannon.Options): Promise<{ rps: number; errors: number; non2xx: number; p99: number }> {
   const result = await autocannon({ connections: CONNECTIONS, duration: DURATION, ...opts });
   return { rps: result.requests.average, errors: result.errors, non2xx: result.non2xx, p99: result.latency.p99 };
 }
 
-async function post(url: string, path: string, body: unknown, token?: string): Promise<Record<string, unknown>> {
-  const res = await fetch(url + path, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
-    body: JSON.stringify(body),
-  });
-  const json = (await res.json()) as Record<string, unknown>;
-  if (!res.ok) throw new Error(`${path}: ${res.status} ${JSON.stringify(json)}`);
-  return json;
-}
-
-async function login(url: string, key: KeyObject, pub: string): Promise<{ access_token: string; refresh_token: string }> {
-  const c = await post(url, '/v1/auth/challenges', { public_key: pub });
-  const sig = sign(null, Buffer.from(c.challenge as string), key).toString('hex');
-  return (await post(url, '/v1/auth/sessions', { challenge_id: c.challenge_id, signature: sig })) as {
-    access_token: string;
-    refresh_token: string;
-  };
-}
-
 const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
-
-interface Device {
-  key: KeyObject;
-  pub: string;
-}
 
 interface StoreFigures {
   baseline: number;
@@ -144,35 +64,6 @@ function summarize(rounds: StoreFigures[]): RoundedFigures {
 }
 
 /** A project on `store`, with 8 enrolled admin devices. */
-function setupProject(dir: string, store: 'sqlite' | 'postgres', pgSchema: string): { devices: Device[]; controlDb: string } {
-  const cli = (args: string[]) => execFileSync(process.execPath, [svc, ...args], { encoding: 'utf8' });
-  if (store === 'postgres') {
-    // An existing project directory with the PostgreSQL addon pinned and selected.
-    cli(['auth', 'init', '--json', dir]);
-    const sums = readFileSync(join(root, 'packages/cli/addons/SHA256SUMS'), 'utf8');
-    const digest = /^([0-9a-f]{64}) {2}svc-store-postgres-/m.exec(sums)?.[1] as string;
-    cli(['package', 'install', 'svc-store-postgres', '--sha256', digest, dir]);
-    const edn = readFileSync(join(dir, 'project.edn'), 'utf8')
-      .replace(
-        ':store {:package "svc-store-sqlite" :activate [:svc/store]}',
-        `:store {:package "svc-store-sqlite" :activate [:svc/store]}\n                :pg {:package "svc-store-postgres" :activate [:svc/store] :config {:store/url "${PG_URL}" :store/schema "${pgSchema}"}}`,
-      )
-      .replace(':auth/store :store', ':auth/store :pg');
-    writeFileSync(join(dir, 'project.edn'), edn);
-  }
-  const init = JSON.parse(cli(['auth', 'init', '--json', dir])) as { bootstrap_token: string; control_db: string };
-  const keys = Array.from({ length: 8 }, () => generateKeyPairSync('ed25519'));
-  const devices: Device[] = [];
-  let token = init.bootstrap_token;
-  for (const [i, k] of keys.entries()) {
-    // The first admin with the bootstrap token; the others with audited recovery tokens.
-    if (i > 0) token = (JSON.parse(cli(['auth', 'init', '--json', '--recover', dir])) as { bootstrap_token: string }).bootstrap_token;
-    cli(['auth', 'enroll', token, publicKeyHexOf(k.publicKey), dir]);
-    devices.push({ key: k.privateKey, pub: publicKeyHexOf(k.publicKey) });
-  }
-  return { devices, controlDb: init.control_db };
-}
-
 /** Bearer validation, complete logins and refresh rotations against `server`, each beside a fresh baseline. */
 async function measure(server: Proc, bare: Proc, devices: Device[]): Promise<StoreFigures> {
   const first = devices[0] as Device;

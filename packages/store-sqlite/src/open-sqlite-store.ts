@@ -1,6 +1,7 @@
 import { chmodSync, closeSync, constants, openSync, type Stats, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import Database from 'better-sqlite3';
+import { type CheckpointPlan, DEFAULT_CHECKPOINT_PLAN } from './checkpoint.js';
 import { loadMigrations, migrate } from './migrations.js';
 import { SqliteStore } from './sqlite-store.js';
 import { StoreOpenError } from './store-open-error.js';
@@ -27,6 +28,8 @@ export interface SqliteStoreOptions {
   busyTimeoutMs?: number;
   /** Sessions the bearer-check cache keeps (default 10,000); 0 reads the store on every check. */
   bearerCacheSessions?: number;
+  /** When the WAL is checkpointed, and by whom (see `DEFAULT_CHECKPOINT_PLAN`); tests make it small. */
+  checkpoint?: Partial<CheckpointPlan>;
 }
 
 /** SQLite's page cache per connection, in KiB (set explicitly: the figure must not depend on how SQLite was built). */
@@ -34,9 +37,6 @@ const PAGE_CACHE_KIB = 16_384;
 
 /** SQLite's own (blocking) busy wait once the store is open, in milliseconds. */
 const SQLITE_BUSY_WAIT_MS = 5;
-
-/** Pages the WAL may hold before a commit checkpoints it into the database file. */
-const WAL_AUTOCHECKPOINT_PAGES = 10_000;
 
 /** `PRAGMA application_id` of a svc auth control store: "svca". */
 export const CONTROL_STORE_APPLICATION_ID = 0x73766361;
@@ -127,6 +127,15 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Sqli
   if (synchronous !== 'normal' && synchronous !== 'full') throw new TypeError('synchronous must be "normal" or "full"');
   const busyTimeoutMs = options.busyTimeoutMs ?? 5000;
   if (!Number.isSafeInteger(busyTimeoutMs) || busyTimeoutMs < 0) throw new TypeError('busyTimeoutMs must be a whole number >= 0');
+  const checkpoint: CheckpointPlan = { ...DEFAULT_CHECKPOINT_PLAN, ...options.checkpoint };
+  if (
+    !Object.values(checkpoint).every((v) => Number.isSafeInteger(v) && v > 0) ||
+    checkpoint.restartAtFrames >= checkpoint.backstopFrames
+  ) {
+    throw new TypeError(
+      'checkpoint: everyMs, restartAtFrames and backstopFrames must be whole numbers > 0, restartAtFrames < backstopFrames',
+    );
+  }
 
   const dirStat = statOrNull(dir);
   if (dirStat === null || !dirStat.isDirectory()) {
@@ -144,10 +153,9 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Sqli
     if (mode !== 'wal') throw new StoreOpenError(file, `${file} could not be switched to WAL mode (it reports ${String(mode)})`);
     db.pragma(`synchronous = ${synchronous === 'full' ? 'FULL' : 'NORMAL'}`);
     db.pragma('foreign_keys = ON');
-    // A checkpoint copies each page once however often the WAL rewrote it: letting the WAL
-    // grow to ~40 MiB (10,000 pages) instead of SQLite's 4 MiB copies the hot pages (the audit
-    // tail, the newest sessions) far less often. Durability is the same; only the WAL is longer.
-    db.pragma(`wal_autocheckpoint = ${WAL_AUTOCHECKPOINT_PAGES}`);
+    // The store's background thread checkpoints the WAL (checkpoint.ts); this connection's own
+    // automatic checkpoint, which would stall the event loop for the copy, is only its backstop.
+    db.pragma(`wal_autocheckpoint = ${checkpoint.backstopFrames}`);
     // Room for the upper levels of every B-tree of a store with millions of sessions, so a
     // session that is not in the bearer-check cache costs one leaf read, not a descent.
     db.pragma(`cache_size = -${PAGE_CACHE_KIB}`);
@@ -163,7 +171,7 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Sqli
         if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
       }
     }
-    return new SqliteStore(db, file, synchronous, options.bearerCacheSessions, busyTimeoutMs);
+    return new SqliteStore(db, file, synchronous, options.bearerCacheSessions, busyTimeoutMs, checkpoint);
   } catch (error) {
     db.close();
     if (error instanceof StoreOpenError) throw error;

@@ -47,6 +47,7 @@ import {
   toSession,
 } from '@svc/core';
 import type Database from 'better-sqlite3';
+import { type CheckpointPlan, DEFAULT_CHECKPOINT_PLAN } from './checkpoint.js';
 import { sqliteFault } from './faults.js';
 import { readStats } from './stats-queries.js';
 
@@ -191,6 +192,9 @@ export const DEFAULT_LOCK_WAIT_MS = 5000;
 /** Pauses between attempts to take the write lock: short at first, then every 50 ms. */
 const LOCK_RETRY_DELAYS_MS = [2, 5, 10, 20, 50] as const;
 
+/** Commits after which the background thread starts, if the diagnostics have not started it already. */
+const BACKGROUND_AFTER_COMMITS = 32;
+
 /** Writes waiting this long for the lock make health report `locked` even before they give up. */
 const LOCK_WAIT_DEGRADED_MS = 1000;
 
@@ -217,6 +221,7 @@ export class SqliteStore implements Store {
   readonly #tx: Database.Transaction<(fn: () => unknown) => unknown>;
   readonly #durability: 'normal' | 'full';
   readonly #lockWaitMs: number;
+  readonly #checkpoint: CheckpointPlan;
   #queue: QueuedWrite[] = [];
   // Set while writes wait (asynchronously) for another process's write lock.
   #retryTimer: NodeJS.Timeout | undefined;
@@ -226,6 +231,7 @@ export class SqliteStore implements Store {
   // health's probe finds it gone: health reports it instead of a reassuring "ok".
   #fault: StoreFault | null = null;
   #statsWorker: Worker | undefined;
+  #commits = 0;
   #statsSeq = 0;
   readonly #statsPending = new Map<number, { resolve: (stats: StoreStats) => void; reject: (error: unknown) => void }>();
   // The audit chain's head while a write transaction holds the lock (nobody else can append
@@ -253,6 +259,7 @@ export class SqliteStore implements Store {
     durability: 'normal' | 'full' = 'normal',
     bearerCacheSessions = BEARER_CACHE_SESSIONS,
     lockWaitMs = DEFAULT_LOCK_WAIT_MS,
+    checkpoint: CheckpointPlan = DEFAULT_CHECKPOINT_PLAN,
   ) {
     if (!Number.isSafeInteger(bearerCacheSessions) || bearerCacheSessions < 0) {
       throw new TypeError('bearerCacheSessions must be a whole number >= 0');
@@ -263,6 +270,7 @@ export class SqliteStore implements Store {
     this.#durability = durability;
     this.#lockWaitMs = lockWaitMs;
     this.#accessCacheMax = bearerCacheSessions;
+    this.#checkpoint = checkpoint;
     // Prepared once: every call below reuses a compiled statement.
     this.#s = prepareStatements(db);
     // One transaction wrapper for every write, built once; `.immediate` makes it BEGIN IMMEDIATE.
@@ -363,6 +371,9 @@ export class SqliteStore implements Store {
     if (raise) this.#db.pragma('synchronous = NORMAL');
     this.#lockWaitSince = undefined;
     this.#lockAttempts = 0;
+    // A process that keeps writing (a server, not a one-off CLI command) gets the background
+    // thread that checkpoints the WAL off the event loop from here on.
+    if (++this.#commits === BACKGROUND_AFTER_COMMITS) this.#background();
     // Committed: a fault is over unless a write of this batch still ran into one (disk full).
     let fault: StoreFault | null = null;
     for (const r of results) if (!r.ok) fault = sqliteFault(r.value) ?? fault;
@@ -825,7 +836,7 @@ export class SqliteStore implements Store {
    * a build without the worker file, read them here.
    */
   async stats(now: number): Promise<StoreStats> {
-    const worker = this.#statsThread();
+    const worker = this.#background();
     if (worker === null) return readStats(this.#db, now);
     const id = ++this.#statsSeq;
     return new Promise<StoreStats>((resolve, reject) => {
@@ -834,11 +845,12 @@ export class SqliteStore implements Store {
     });
   }
 
-  #statsThread(): Worker | null {
+  /** The background thread (diagnostics counters, WAL checkpoints), started on first need; see store-worker.ts. */
+  #background(): Worker | null {
     if (this.#statsWorker !== undefined) return this.#statsWorker;
-    const script = new URL('./stats-worker.js', import.meta.url);
+    const script = new URL('./store-worker.js', import.meta.url);
     if (this.file === ':memory:' || this.file === '' || !existsSync(fileURLToPath(script))) return null;
-    const worker = new Worker(script, { workerData: { file: this.file } });
+    const worker = new Worker(script, { workerData: { file: this.file, plan: this.#checkpoint } });
     // Never keeps the process alive; close() ends it.
     worker.unref();
     const failAll = (error: unknown) => {
@@ -854,7 +866,7 @@ export class SqliteStore implements Store {
       else pending.reject(Object.assign(new Error(msg.message ?? 'stats failed'), { code: msg.code }));
     });
     worker.on('error', failAll);
-    worker.on('exit', () => failAll(new Error('the stats worker exited')));
+    worker.on('exit', () => failAll(new Error("the store's background thread exited")));
     this.#statsWorker = worker;
     return worker;
   }

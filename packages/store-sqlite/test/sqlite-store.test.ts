@@ -476,3 +476,52 @@ describe('sqlite store: diagnostics off the event loop', () => {
     }
   });
 });
+
+describe('sqlite store: WAL checkpoints off the event loop', () => {
+  /** The database file's own page count, from its header (bytes 28-31): it changes only when a checkpoint copies the WAL into the file. */
+  const pagesInFile = (file: string): number => readFileSync(file).readUInt32BE(28);
+
+  async function until(what: string, done: () => boolean): Promise<void> {
+    const deadline = Date.now() + 30_000;
+    while (!done()) {
+      if (Date.now() > deadline) assert.fail(`gave up waiting: ${what}`);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  }
+
+  test('the WAL is copied into the database file and started over by the background thread, never by the connection that serves requests', async () => {
+    const file = freshFile();
+    // The main connection's own checkpoint (which blocks the event loop for the copy) is set
+    // out of reach, so any checkpoint seen here is the background thread's.
+    const plan = { everyMs: 10, restartAtFrames: 200, backstopFrames: 1_000_000 };
+    const store = await openSqliteStore({ file, checkpoint: plan });
+    const reader = new Database(file, { readonly: true });
+    try {
+      const { deps, second } = await flow(store);
+      const frameBytes = (reader.pragma('page_size', { simple: true }) as number) + 24;
+      let refreshToken = second.refresh_token;
+      // Each rotation writes several pages: this is many times restartAtFrames.
+      for (let i = 0; i < 500; i++) {
+        refreshToken = (await rotateRefreshToken(deps, { refreshToken, realm: 'management' })).refresh_token;
+      }
+      const pages = reader.pragma('page_count', { simple: true }) as number;
+      assert.ok(pages > pagesInFile(file) || statSync(`${file}-wal`).size > 0, 'the writes went through the WAL');
+      // While this thread only waits, the file catches up with the WAL and the WAL starts over.
+      await until('the database file holds every page', () => pagesInFile(file) === pages);
+      await until('the WAL started over', () => statSync(`${file}-wal`).size < plan.restartAtFrames * frameBytes);
+      // Nothing was lost on the way: the chain is whole and the newest pair is the live one.
+      const audit = await store.listAuditEvents({ afterSeq: 0, limit: 1_000_000 });
+      assert.equal(verifyAuditChain(audit).ok, true);
+      assert.equal(audit.filter((e) => e.type === 'session.rotated').length, 501);
+      await rotateRefreshToken(deps, { refreshToken, realm: 'management' });
+    } finally {
+      reader.close();
+      await store.close();
+    }
+  });
+
+  test('checkpoint bounds that cannot work are refused when the store opens', async () => {
+    await assert.rejects(openSqliteStore({ file: freshFile(), checkpoint: { restartAtFrames: 500, backstopFrames: 500 } }), TypeError);
+    await assert.rejects(openSqliteStore({ file: freshFile(), checkpoint: { everyMs: 0 } }), TypeError);
+  });
+});

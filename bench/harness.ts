@@ -1,0 +1,120 @@
+// What the benchmarks share: starting and stopping the real `svc` (a separate process, as a
+// user runs it), the sign-in requests, and a project with enrolled devices.
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { generateKeyPairSync, type KeyObject, sign } from 'node:crypto';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { publicKeyHexOf } from '@svc/core';
+
+export const root = new URL('../', import.meta.url).pathname;
+/** The installed `svc` bin, the user's door. */
+export const svc = join(root, 'node_modules/.bin/svc');
+export const PG_URL = process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+
+export interface Device {
+  key: KeyObject;
+  pub: string;
+}
+
+export interface Proc {
+  child: ChildProcess;
+  url: string;
+  /** What the ready pattern matched in the process's output (`url` is its first group). */
+  match: RegExpExecArray;
+}
+
+// Every process this run starts, so that a failing run still stops them all.
+export const started: ChildProcess[] = [];
+
+export async function start(args: string[], pattern: RegExp, env: NodeJS.ProcessEnv = {}): Promise<Proc> {
+  const child = spawn(process.execPath, args, {
+    env: { ...process.env, SVC_LOG_LEVEL: 'error', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  started.push(child);
+  let out = '';
+  let err = '';
+  child.stderr?.on('data', (d: Buffer) => {
+    err += d.toString();
+  });
+  return await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`timed out starting ${args.join(' ')}: ${err}`)), 30_000);
+    child.stdout?.on('data', (d: Buffer) => {
+      out += d.toString();
+      const m = pattern.exec(out);
+      if (m?.[1]) {
+        clearTimeout(timer);
+        resolve({ child, url: m[1], match: m });
+      }
+    });
+    child.on('exit', (code) => reject(new Error(`${args.join(' ')} exited ${code}: ${err}`)));
+  });
+}
+
+export async function stop(p: Proc): Promise<void> {
+  if (p.child.exitCode !== null) return;
+  const done = new Promise((r) => p.child.once('exit', r));
+  p.child.kill('SIGTERM');
+  await done;
+}
+
+export function rssMiB(p: Proc): number {
+  const status = readFileSync(`/proc/${p.child.pid}/status`, 'utf8');
+  const kb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
+  return Math.round(kb / 1024);
+}
+
+/** The server's resident memory that is its own (heap, SQLite's page cache), not mapped files. */
+export function anonMiB(p: Proc): number {
+  const status = readFileSync(`/proc/${p.child.pid}/status`, 'utf8');
+  return Math.round(Number(/RssAnon:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024);
+}
+
+export async function post(url: string, path: string, body: unknown, token?: string): Promise<Record<string, unknown>> {
+  const res = await fetch(url + path, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+    body: JSON.stringify(body),
+  });
+  const json = (await res.json()) as Record<string, unknown>;
+  if (!res.ok) throw new Error(`${path}: ${res.status} ${JSON.stringify(json)}`);
+  return json;
+}
+
+export async function login(url: string, key: KeyObject, pub: string): Promise<{ access_token: string; refresh_token: string }> {
+  const c = await post(url, '/v1/auth/challenges', { public_key: pub });
+  const sig = sign(null, Buffer.from(c.challenge as string), key).toString('hex');
+  return (await post(url, '/v1/auth/sessions', { challenge_id: c.challenge_id, signature: sig })) as {
+    access_token: string;
+    refresh_token: string;
+  };
+}
+
+export function setupProject(dir: string, store: 'sqlite' | 'postgres', pgSchema: string): { devices: Device[]; controlDb: string } {
+  const cli = (args: string[]) => execFileSync(process.execPath, [svc, ...args], { encoding: 'utf8' });
+  if (store === 'postgres') {
+    // An existing project directory with the PostgreSQL addon pinned and selected.
+    cli(['auth', 'init', '--json', dir]);
+    const sums = readFileSync(join(root, 'packages/cli/addons/SHA256SUMS'), 'utf8');
+    const digest = /^([0-9a-f]{64}) {2}svc-store-postgres-/m.exec(sums)?.[1] as string;
+    cli(['package', 'install', 'svc-store-postgres', '--sha256', digest, dir]);
+    const edn = readFileSync(join(dir, 'project.edn'), 'utf8')
+      .replace(
+        ':store {:package "svc-store-sqlite" :activate [:svc/store]}',
+        `:store {:package "svc-store-sqlite" :activate [:svc/store]}\n                :pg {:package "svc-store-postgres" :activate [:svc/store] :config {:store/url "${PG_URL}" :store/schema "${pgSchema}"}}`,
+      )
+      .replace(':auth/store :store', ':auth/store :pg');
+    writeFileSync(join(dir, 'project.edn'), edn);
+  }
+  const init = JSON.parse(cli(['auth', 'init', '--json', dir])) as { bootstrap_token: string; control_db: string };
+  const keys = Array.from({ length: 8 }, () => generateKeyPairSync('ed25519'));
+  const devices: Device[] = [];
+  let token = init.bootstrap_token;
+  for (const [i, k] of keys.entries()) {
+    // The first admin with the bootstrap token; the others with audited recovery tokens.
+    if (i > 0) token = (JSON.parse(cli(['auth', 'init', '--json', '--recover', dir])) as { bootstrap_token: string }).bootstrap_token;
+    cli(['auth', 'enroll', token, publicKeyHexOf(k.publicKey), dir]);
+    devices.push({ key: k.privateKey, pub: publicKeyHexOf(k.publicKey) });
+  }
+  return { devices, controlDb: init.control_db };
+}
