@@ -31,8 +31,18 @@ export function printSessions(sessions: readonly SessionJson[], json: boolean): 
   else if (sessions.length === 0) printLine('no active sessions');
   else
     printTable(
-      ['ID', 'REALM', 'SUBJECT', 'DEVICE', 'CREATED', 'EXPIRES', 'GENERATION'],
-      sessions.map((s) => [s.id, s.realm, s.subject, s.device_id, s.created_at, s.expires_at, String(s.generation)]),
+      ['ID', 'REALM', 'SUBJECT', 'DEVICE', 'CREATED', 'EXPIRES', 'GENERATION', 'ADDRESS', 'USER AGENT'],
+      sessions.map((s) => [
+        s.id,
+        s.realm,
+        s.subject,
+        s.device_id,
+        s.created_at,
+        s.expires_at,
+        String(s.generation),
+        s.client_address ?? '-',
+        s.user_agent ?? '-',
+      ]),
     );
 }
 

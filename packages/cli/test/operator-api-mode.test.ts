@@ -51,7 +51,8 @@ describe('devices, sessions and audit over the management API with the saved ses
 
     const saved = JSON.parse(readFileSync(creds, 'utf8')) as { session_id: string };
     const sessions = (await svcOk(['auth', 'sessions'], { env })).stdout.trimEnd().split('\n');
-    assert.match(sessions[0] ?? '', /^ID\s+REALM\s+SUBJECT\s+DEVICE\s+CREATED\s+EXPIRES\s+GENERATION$/);
+    assert.match(sessions[0] ?? '', /^ID\s+REALM\s+SUBJECT\s+DEVICE\s+CREATED\s+EXPIRES\s+GENERATION\s+ADDRESS\s+USER AGENT$/);
+    assert.match(sessions[1] ?? '', /\s127\.0\.0\.1\s+svc\/\d+\.\d+\.\d+ \(node v\d+/, 'the address and the CLI it signed in with');
     assert.equal(sessions.length, 2);
     assert.ok(sessions[1]?.startsWith(saved.session_id));
   });
@@ -132,6 +133,46 @@ describe('devices, sessions and audit over the management API with the saved ses
     assert.equal((await svc(['auth', 'sessions', 'revoke', 'ses_nope', p.dir], { env })).code, 2);
     assert.equal((await svc(['auth', 'devices', p.dir, '--url', 'http://127.0.0.1:1'], { env })).code, 2);
     assert.equal((await svc(['auth', 'audit', '--profile', 'dev'], { env })).code, 2);
+  });
+
+  test('--mine lists the signed-in subject’s own sessions and devices; revoke --others signs out everywhere else and keeps this session', async () => {
+    assert.ok(server);
+    const saved = (JSON.parse(readFileSync(creds, 'utf8')) as { session_id: string }).session_id;
+    // The same key signed in a second time (another terminal), with its own credentials file.
+    const secondCreds = join(tmp.dir, 'second-creds.json');
+    await svcOk(['auth', 'login', '--key', p.keyFile, '--url', server.url, '--credentials', secondCreds], { env });
+    const second = (JSON.parse(readFileSync(secondCreds, 'utf8')) as { session_id: string }).session_id;
+
+    const mine = JSON.parse((await svcOk(['auth', 'sessions', '--mine', '--json'], { env })).stdout).sessions as {
+      id: string;
+      device_id: string;
+      user_agent: string;
+      client_address: string;
+    }[];
+    assert.deepEqual(mine.map((s) => s.id).sort(), [saved, second].sort());
+    for (const s of mine) {
+      assert.equal(s.device_id, p.deviceId);
+      assert.equal(s.client_address, '127.0.0.1');
+      assert.match(s.user_agent, /^svc\/\d+\.\d+\.\d+ \(node v/);
+    }
+    const devices = JSON.parse((await svcOk(['auth', 'devices', '--mine', '--json'], { env })).stdout).devices as { id: string }[];
+    assert.deepEqual(
+      devices.map((d) => d.id),
+      [p.deviceId],
+    );
+
+    const revoked = JSON.parse((await svcOk(['auth', 'sessions', 'revoke', '--others', '--json'], { env })).stdout);
+    assert.deepEqual(revoked, { revoked: [second] });
+    await svcOk(['auth', 'whoami'], { env });
+    const gone = await svc(['auth', 'whoami', '--credentials', secondCreds], { env });
+    assert.equal(gone.code, 1, gone.stderr);
+    assert.equal((await svcOk(['auth', 'sessions', 'revoke', '--others'], { env })).stdout, 'no other sessions to revoke\n');
+
+    // Both need the signed-in subject: not offline, and --others names no session.
+    assert.equal((await svc(['auth', 'sessions', '--mine', p.dir], { env })).code, 2);
+    assert.equal((await svc(['auth', 'devices', '--mine', p.dir], { env })).code, 2);
+    assert.equal((await svc(['auth', 'sessions', 'revoke', '--others', saved], { env })).code, 2);
+    assert.equal((await svc(['auth', 'sessions', 'revoke'], { env })).code, 2);
   });
 
   test('a printed follow-up command quotes a project path with spaces', async () => {

@@ -46,9 +46,13 @@ export interface ManagementClient {
   me(accessToken: string): Promise<Principal>;
   revoke(accessToken: string, sessionId?: string): Promise<{ readonly session_id: string; readonly revoked: true }>;
   audit(accessToken: string, page?: { readonly after?: number; readonly limit?: number }): Promise<AuditPageJson>;
-  devices(accessToken: string): Promise<{ readonly devices: readonly DeviceJson[] }>;
+  /** Active devices; with `mine`, only those of the caller's own subject. */
+  devices(accessToken: string, options?: { readonly mine?: boolean }): Promise<{ readonly devices: readonly DeviceJson[] }>;
   removeDevice(accessToken: string, deviceId: string): Promise<unknown>;
-  sessions(accessToken: string): Promise<{ readonly sessions: readonly SessionJson[] }>;
+  /** Active sessions; with `mine`, only those of the caller's own subject. */
+  sessions(accessToken: string, options?: { readonly mine?: boolean }): Promise<{ readonly sessions: readonly SessionJson[] }>;
+  /** Revokes the caller's other sessions (sign out everywhere else). */
+  revokeOtherSessions(accessToken: string): Promise<{ readonly revoked: readonly string[] }>;
 }
 
 /** Options of {@link createManagementClient}. */
@@ -57,6 +61,8 @@ export interface ManagementClientOptions {
   readonly baseUrl: string;
   /** A `fetch` to use instead of the global one (tests, proxies). */
   readonly fetch?: typeof fetch;
+  /** The `User-Agent` sent with every request; a session records the one it was created with. */
+  readonly userAgent?: string;
 }
 
 /**
@@ -70,9 +76,10 @@ export interface ManagementClientOptions {
 export function createManagementClient(options: ManagementClientOptions): ManagementClient {
   const baseUrl = options.baseUrl.replace(/\/+$/, '');
   const doFetch = options.fetch ?? globalThis.fetch;
+  const userAgent = options.userAgent ?? `svc-client (node ${process.version})`;
 
   async function call<T>(method: string, path: string, init: { body?: unknown; bearer?: string; secretBody?: true } = {}): Promise<T> {
-    const headers: Record<string, string> = { accept: 'application/json' };
+    const headers: Record<string, string> = { accept: 'application/json', 'user-agent': userAgent };
     if (init.body !== undefined) headers['content-type'] = 'application/json';
     // A bearer, a refresh token or a bootstrap token never goes to a non-loopback http:// URL.
     if (init.bearer !== undefined || init.secretBody === true) assertMayCarryBearer(baseUrl);
@@ -111,9 +118,13 @@ export function createManagementClient(options: ManagementClientOptions): Manage
       const qs = q.size > 0 ? `?${q.toString()}` : '';
       return call<AuditPageJson>('GET', `/v1/auth/audit${qs}`, { bearer: accessToken });
     },
-    devices: (accessToken) => call<{ devices: DeviceJson[] }>('GET', '/v1/auth/devices', { bearer: accessToken }),
+    devices: (accessToken, options) =>
+      call<{ devices: DeviceJson[] }>('GET', `/v1/auth/devices${options?.mine === true ? '?mine' : ''}`, { bearer: accessToken }),
     removeDevice: (accessToken, deviceId) =>
       call<unknown>('DELETE', `/v1/auth/devices/${encodeURIComponent(deviceId)}`, { bearer: accessToken }),
-    sessions: (accessToken) => call<{ sessions: SessionJson[] }>('GET', '/v1/auth/sessions', { bearer: accessToken }),
+    sessions: (accessToken, options) =>
+      call<{ sessions: SessionJson[] }>('GET', `/v1/auth/sessions${options?.mine === true ? '?mine' : ''}`, { bearer: accessToken }),
+    revokeOtherSessions: (accessToken) =>
+      call<{ revoked: string[] }>('POST', '/v1/auth/sessions/revoke-others', { bearer: accessToken, body: {} }),
   } satisfies ManagementClient);
 }

@@ -30,6 +30,8 @@ export interface SessionRow {
   last_rotated_at: number | null;
   revoked_at: number | null;
   revoked_reason: string | null;
+  client_address: string | null;
+  user_agent: string | null;
 }
 
 /** A session row with the digest an access token is checked against. */
@@ -84,7 +86,7 @@ export interface EventRow {
 
 export const DEVICE_COLUMNS = 'id, public_key, realm, subject, name, created_at, removed_at';
 export const SESSION_COLUMNS =
-  'id, realm, subject, device_id, created_at, expires_at, access_expires_at, refresh_expires_at, generation, last_rotated_at, revoked_at, revoked_reason';
+  'id, realm, subject, device_id, created_at, expires_at, access_expires_at, refresh_expires_at, generation, last_rotated_at, revoked_at, revoked_reason, client_address, user_agent';
 export const ACCESS_COLUMNS = `${SESSION_COLUMNS}, access_digest`;
 export const ROTATION_COLUMNS = `${SESSION_COLUMNS}, refresh_digest, prev_refresh_digest, prev_rotated_at`;
 export const EVENT_COLUMNS = 'seq, id, at, type, realm, subject, device_id, session_id, data, prev_hash, hash';
@@ -118,6 +120,8 @@ export function toSession(r: SessionRow): SessionRecord {
     lastRotatedAt: r.last_rotated_at,
     revokedAt: r.revoked_at,
     revokedReason: r.revoked_reason,
+    clientAddress: r.client_address,
+    userAgent: r.user_agent,
   });
 }
 

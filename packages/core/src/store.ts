@@ -15,9 +15,10 @@ import type { Realm } from './realm.js';
  * The version of this contract, part of a store addon's ABI. 2: session tokens are split
  * (looked up by session id). 3: shared attempt budgets (`reserveAttempts`, `settleAttempts`),
  * the sealed successor pair answered within grace, retention (`pruneEndedRecords`), the last
- * management device kept inside the transaction (`removeDevice` `keepLast`).
+ * management device kept inside the transaction (`removeDevice` `keepLast`). 4: a session
+ * records its client (`clientAddress`, `userAgent`); devices and sessions are listed by subject.
  */
-export const STORE_CONTRACT_VERSION = 3;
+export const STORE_CONTRACT_VERSION = 4;
 
 /** An enrolled device. `removedAt` is set when an operator removes it. */
 export interface DeviceRecord {
@@ -46,6 +47,10 @@ export interface SessionRecord {
   readonly lastRotatedAt: number | null;
   readonly revokedAt: number | null;
   readonly revokedReason: string | null;
+  /** The address the session was created from, as the server saw it (see `sessionClient`); null when unknown. */
+  readonly clientAddress: string | null;
+  /** The `User-Agent` the session was created with, made printable and cut short (see `sessionClient`); null when none. */
+  readonly userAgent: string | null;
 }
 
 /** A challenge a device must sign. */
@@ -175,8 +180,8 @@ export interface Store {
   findDeviceByPublicKey(publicKey: string): Promise<DeviceRecord | null>;
   /** A device by id, removed or not. */
   getDevice(id: string): Promise<DeviceRecord | null>;
-  /** Active devices, oldest first, optionally of one realm. */
-  listDevices(filter: { readonly realm?: Realm }): Promise<readonly DeviceRecord[]>;
+  /** Active devices, oldest first, optionally of one realm and of one subject. */
+  listDevices(filter: { readonly realm?: Realm; readonly subject?: string }): Promise<readonly DeviceRecord[]>;
   /** Number of active devices in a realm. */
   countDevices(realm: Realm): Promise<number>;
   /**
@@ -220,11 +225,12 @@ export interface Store {
   findSessionByAccessDigest(sessionId: string, digest: string): Promise<SessionRecord | null>;
   /** A session by id. */
   getSession(id: string): Promise<SessionRecord | null>;
-  /** Sessions not revoked with `expiresAt > now` and `refreshExpiresAt > now`, newest first. */
+  /** Sessions not revoked with `expiresAt > now` and `refreshExpiresAt > now`, newest first; each filter given narrows the list. */
   listActiveSessions(filter: {
     readonly now: number;
     readonly realm?: Realm;
     readonly deviceId?: string;
+    readonly subject?: string;
   }): Promise<readonly SessionRecord[]>;
   /**
    * The whole refresh decision, atomically, for a token of session `sessionId` (its selector)

@@ -37,6 +37,10 @@ export interface SessionJson {
   readonly last_rotated_at: string | null;
   readonly revoked_at: string | null;
   readonly revoked_reason: string | null;
+  /** The address the session was created from; null when unknown. */
+  readonly client_address: string | null;
+  /** The `User-Agent` it was created with; null when none. */
+  readonly user_agent: string | null;
 }
 
 /** The contract's `Device` for a record. */
@@ -66,6 +70,8 @@ export function sessionToJson(s: SessionRecord): SessionJson {
     last_rotated_at: s.lastRotatedAt === null ? null : rfc3339(s.lastRotatedAt),
     revoked_at: s.revokedAt === null ? null : rfc3339(s.revokedAt),
     revoked_reason: s.revokedReason,
+    client_address: s.clientAddress,
+    user_agent: s.userAgent,
   };
 }
 

@@ -37,6 +37,8 @@ function row(over: Partial<RefreshRow> = {}): RefreshRow {
     last_rotated_at: T,
     revoked_at: null,
     revoked_reason: null,
+    client_address: null,
+    user_agent: null,
     refresh_digest: digestToken(current),
     prev_refresh_digest: digestToken(previous),
     prev_rotated_at: T,

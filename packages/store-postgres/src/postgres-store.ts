@@ -326,11 +326,13 @@ export class PostgresStore implements Store {
     return row === undefined ? null : toDevice(row);
   }
 
-  async listDevices(filter: { readonly realm?: Realm }): Promise<readonly DeviceRecord[]> {
+  async listDevices(filter: { readonly realm?: Realm; readonly subject?: string }): Promise<readonly DeviceRecord[]> {
     const list = await rows<DeviceRow>(
       this.#pool,
-      `SELECT ${DEVICE_COLUMNS} FROM devices WHERE removed_at IS NULL AND ($1::text IS NULL OR realm = $1) ORDER BY created_at, id`,
-      [filter.realm ?? null],
+      `SELECT ${DEVICE_COLUMNS} FROM devices
+       WHERE removed_at IS NULL AND ($1::text IS NULL OR realm = $1) AND ($2::text IS NULL OR subject = $2)
+       ORDER BY created_at, id`,
+      [filter.realm ?? null, filter.subject ?? null],
     );
     return list.map(toDevice);
   }
@@ -412,8 +414,8 @@ export class PostgresStore implements Store {
       if (device.rowCount !== 1) return false;
       await c.query(
         `INSERT INTO sessions (id, realm, subject, device_id, created_at, expires_at, access_digest, access_expires_at, refresh_digest,
-           refresh_expires_at, generation, last_rotated_at, revoked_at, revoked_reason)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
+           refresh_expires_at, generation, last_rotated_at, revoked_at, revoked_reason, client_address, user_agent)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`,
         [
           session.id,
           session.realm,
@@ -430,6 +432,8 @@ export class PostgresStore implements Store {
           session.lastRotatedAt,
           session.revokedAt,
           session.revokedReason,
+          session.clientAddress,
+          session.userAgent,
         ],
       );
       await this.#append(c, event);
@@ -451,14 +455,16 @@ export class PostgresStore implements Store {
     readonly now: number;
     readonly realm?: Realm;
     readonly deviceId?: string;
+    readonly subject?: string;
   }): Promise<readonly SessionRecord[]> {
     const list = await rows<SessionRow>(
       this.#pool,
       `SELECT ${SESSION_COLUMNS} FROM sessions
        WHERE revoked_at IS NULL AND expires_at > $1 AND refresh_expires_at > $1
          AND ($2::text IS NULL OR realm = $2) AND ($3::text IS NULL OR device_id = $3)
+         AND ($4::text IS NULL OR subject = $4)
        ORDER BY created_at DESC, id DESC`,
-      [filter.now, filter.realm ?? null, filter.deviceId ?? null],
+      [filter.now, filter.realm ?? null, filter.deviceId ?? null, filter.subject ?? null],
     );
     return list.map(toSession);
   }

@@ -95,6 +95,8 @@ async function sessionOn(store: Store): Promise<{ session: SessionRecord; first:
     lastRotatedAt: null,
     revokedAt: null,
     revokedReason: null,
+    clientAddress: null,
+    userAgent: null,
   };
   const first = pair(T0);
   await store.createSession(session, first, draft('session.created', {}, session.id));

@@ -87,7 +87,9 @@ function prepareStatements(db: Db) {
     deviceByKey: p(`SELECT ${DEVICE_COLUMNS} FROM devices WHERE public_key = ? AND removed_at IS NULL`),
     deviceById: p(`SELECT ${DEVICE_COLUMNS} FROM devices WHERE id = ?`),
     listDevices: p(
-      `SELECT ${DEVICE_COLUMNS} FROM devices WHERE removed_at IS NULL AND (@realm IS NULL OR realm = @realm) ORDER BY created_at, id`,
+      `SELECT ${DEVICE_COLUMNS} FROM devices
+       WHERE removed_at IS NULL AND (@realm IS NULL OR realm = @realm) AND (@subject IS NULL OR subject = @subject)
+       ORDER BY created_at, id`,
     ),
     countDevices: p('SELECT COUNT(*) AS n FROM devices WHERE realm = ? AND removed_at IS NULL'),
     removeDevice: p('UPDATE devices SET removed_at = ? WHERE id = ? AND removed_at IS NULL'),
@@ -107,9 +109,9 @@ function prepareStatements(db: Db) {
 
     insertSession: p(
       `INSERT INTO sessions (id, realm, subject, device_id, created_at, expires_at, access_digest, access_expires_at, refresh_digest,
-         refresh_expires_at, generation, last_rotated_at, revoked_at, revoked_reason)
+         refresh_expires_at, generation, last_rotated_at, revoked_at, revoked_reason, client_address, user_agent)
        VALUES (@id, @realm, @subject, @deviceId, @createdAt, @expiresAt, @accessDigest, @accessExpiresAt, @refreshDigest,
-         @refreshExpiresAt, @generation, @lastRotatedAt, @revokedAt, @revokedReason)`,
+         @refreshExpiresAt, @generation, @lastRotatedAt, @revokedAt, @revokedReason, @clientAddress, @userAgent)`,
     ),
     sessionForAccess: p(`SELECT ${ACCESS_COLUMNS} FROM sessions WHERE id = ?`),
     dataVersion: p('PRAGMA data_version').pluck(true),
@@ -118,6 +120,7 @@ function prepareStatements(db: Db) {
       `SELECT ${SESSION_COLUMNS} FROM sessions
        WHERE revoked_at IS NULL AND expires_at > @now AND refresh_expires_at > @now
          AND (@realm IS NULL OR realm = @realm) AND (@deviceId IS NULL OR device_id = @deviceId)
+         AND (@subject IS NULL OR subject = @subject)
        ORDER BY created_at DESC, id DESC`,
     ),
     sessionForRotation: p(`SELECT ${REFRESH_COLUMNS} FROM sessions WHERE id = ?`),
@@ -586,8 +589,8 @@ export class SqliteStore implements Store {
     return row === undefined ? null : toDevice(row);
   }
 
-  async listDevices(filter: { readonly realm?: Realm }): Promise<readonly DeviceRecord[]> {
-    return (this.#s.listDevices.all({ realm: filter.realm ?? null }) as DeviceRow[]).map(toDevice);
+  async listDevices(filter: { readonly realm?: Realm; readonly subject?: string }): Promise<readonly DeviceRecord[]> {
+    return (this.#s.listDevices.all({ realm: filter.realm ?? null, subject: filter.subject ?? null }) as DeviceRow[]).map(toDevice);
   }
 
   async countDevices(realm: Realm): Promise<number> {
@@ -657,6 +660,8 @@ export class SqliteStore implements Store {
         lastRotatedAt: session.lastRotatedAt,
         revokedAt: session.revokedAt,
         revokedReason: session.revokedReason,
+        clientAddress: session.clientAddress,
+        userAgent: session.userAgent,
       });
       this.#append(event);
       return true;
@@ -694,11 +699,13 @@ export class SqliteStore implements Store {
     readonly now: number;
     readonly realm?: Realm;
     readonly deviceId?: string;
+    readonly subject?: string;
   }): Promise<readonly SessionRecord[]> {
     const rows = this.#s.listActiveSessions.all({
       now: filter.now,
       realm: filter.realm ?? null,
       deviceId: filter.deviceId ?? null,
+      subject: filter.subject ?? null,
     }) as SessionRow[];
     return rows.map(toSession);
   }

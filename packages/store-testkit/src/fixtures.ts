@@ -178,6 +178,8 @@ export async function createStoreSession(
     lastRotatedAt: null,
     revokedAt: null,
     revokedReason: null,
+    clientAddress: null,
+    userAgent: null,
   };
   const created = await deps.store.createSession(
     session,

@@ -9,15 +9,16 @@ import { withProject } from '../session.js';
 const spec = {
   name: 'svc auth devices',
   summary: 'List the enrolled devices: offline on a project, or over the management API with the saved session.',
-  usage: 'svc auth devices [<PROJECT>] [--realm management|application] [--json]',
+  usage: 'svc auth devices [<PROJECT>] [--realm management|application] [--mine] [--json]',
   help: [
     '<PROJECT>             the project directory (offline); without it, the management API with the saved session',
     '--realm REALM         only devices of that realm',
+    "--mine                only your own (the signed-in subject's), over the management API",
     '--json                print {"devices": [Device]}',
     PROJECT_HELP,
     ...SESSION_HELP,
   ],
-  options: { realm: { type: 'string' }, ...SESSION_OPTIONS, ...PROJECT_OPTIONS },
+  options: { realm: { type: 'string' }, mine: { type: 'boolean' }, ...SESSION_OPTIONS, ...PROJECT_OPTIONS },
   positionals: ['PROJECT'],
   optionalPositionals: 1,
 } as const;
@@ -39,13 +40,16 @@ export const authDevices: Command = {
     if (realm !== undefined && !isRealm(realm)) throw new UsageError(`${spec.name}: --realm must be management or application`);
     const [dir] = args.positionals as [string | undefined];
     checkMode(spec.name, dir, args.values);
+    const mine = args.values.mine === true;
+    if (mine && dir !== undefined)
+      throw new UsageError(`${spec.name}: --mine lists the signed-in subject's devices over the management API; drop <PROJECT>`);
     let devices: readonly DeviceJson[];
     if (dir !== undefined) {
       devices = await withProject(dir, args.values.profile, async ({ store }) =>
         (await store.listDevices(realm === undefined ? {} : { realm })).map(deviceToJson),
       );
     } else {
-      const listed = await viaApi(args.values, 'listing devices failed', (api, token) => api.devices(token));
+      const listed = await viaApi(args.values, 'listing devices failed', (api, token) => api.devices(token, { mine }));
       devices = listed.devices.filter((d) => realm === undefined || d.realm === realm);
     }
     printDevices(devices, args.values.json === true);

@@ -5,6 +5,7 @@ import { CREDENTIALS_HELP, CREDENTIALS_OPTIONS, credentialStore, defaultManageme
 import { readDeviceKey } from '../device-key-file.js';
 import { explainFailure } from '../errors-map.js';
 import { printJson, printLine } from '../output.js';
+import { CLI_USER_AGENT } from '../version.js';
 
 const spec = {
   name: 'svc auth login',
@@ -34,7 +35,7 @@ export const authLogin: Command = {
     const args = parseCommandArgs(spec, argv);
     if (args === null) return 0;
     const key = readDeviceKey(args.values.key ?? defaultDeviceKeyPath(process.env));
-    const client = createManagementClient({ baseUrl: args.values.url ?? defaultManagementUrl() });
+    const client = createManagementClient({ baseUrl: args.values.url ?? defaultManagementUrl(), userAgent: CLI_USER_AGENT });
     const store = credentialStore(args.values.credentials);
     let pair: Awaited<ReturnType<typeof login>>;
     try {

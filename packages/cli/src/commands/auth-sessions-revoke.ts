@@ -10,17 +10,18 @@ import { withProject } from '../session.js';
 const spec = {
   name: 'svc auth sessions revoke',
   summary: 'Revoke a session immediately (audited as revoked by the operator, or by the signed-in device over the API).',
-  usage: 'svc auth sessions revoke <SESSION_ID> [<PROJECT>] [--json]',
+  usage: 'svc auth sessions revoke (<SESSION_ID> [<PROJECT>] | --others) [--json]',
   help: [
     '<SESSION_ID>          the ses_... id (see `svc auth sessions`)',
     '<PROJECT>             the project directory (offline); without it, the management API with the saved session',
-    '--json                print {"session_id","revoked"}',
+    '--others              revoke all your other sessions (sign out everywhere else), keeping this one',
+    '--json                print {"session_id","revoked"} (with --others, {"revoked": [SESSION_ID]})',
     PROJECT_HELP,
     ...SESSION_HELP,
   ],
-  options: { ...SESSION_OPTIONS, ...PROJECT_OPTIONS },
+  options: { others: { type: 'boolean' }, ...SESSION_OPTIONS, ...PROJECT_OPTIONS },
   positionals: ['SESSION_ID', 'PROJECT'],
-  optionalPositionals: 1,
+  optionalPositionals: 2,
 } as const;
 
 /** The subject recorded for changes made offline by whoever holds the control directory. */
@@ -40,8 +41,20 @@ export const authSessionsRevoke: Command = {
   async run(argv) {
     const args = parseCommandArgs(spec, argv);
     if (args === null) return 0;
-    const [sessionId, dir] = args.positionals as [string, string | undefined];
+    const [sessionId, dir] = args.positionals as [string | undefined, string | undefined];
     checkMode(spec.name, dir, args.values);
+    if (args.values.others === true) {
+      if (sessionId !== undefined) {
+        throw new UsageError(
+          `${spec.name}: --others revokes your other sessions over the management API; give no <SESSION_ID> or <PROJECT>`,
+        );
+      }
+      const { revoked } = await viaApi(args.values, 'revoking your other sessions failed', (api, token) => api.revokeOtherSessions(token));
+      if (args.values.json === true) printJson({ revoked });
+      else printText(revoked.length === 0 ? 'no other sessions to revoke' : revoked.map((id) => `session ${id} revoked`).join('\n'));
+      return 0;
+    }
+    if (sessionId === undefined) throw new UsageError(`${spec.name}: give <SESSION_ID> (or --others); see \`${spec.name} --help\``);
     if (!isIdOfKind(sessionId, 'session')) throw new UsageError(`${spec.name}: <SESSION_ID> must be a session id (ses_...)`);
     const what = 'revocation refused';
     const result =

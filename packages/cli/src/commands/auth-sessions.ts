@@ -9,15 +9,16 @@ import { withProject } from '../session.js';
 const spec = {
   name: 'svc auth sessions',
   summary: 'List the active sessions, newest first: offline on a project, or over the management API.',
-  usage: 'svc auth sessions [<PROJECT>] [--realm REALM] [--json]',
+  usage: 'svc auth sessions [<PROJECT>] [--realm REALM] [--mine] [--json]',
   help: [
     '<PROJECT>             the project directory (offline); without it, the management API with the saved session',
     '--realm REALM         only sessions of that realm',
+    "--mine                only your own (the signed-in subject's), over the management API",
     '--json                print {"sessions": [Session]}',
     PROJECT_HELP,
     ...SESSION_HELP,
   ],
-  options: { realm: { type: 'string' }, ...SESSION_OPTIONS, ...PROJECT_OPTIONS },
+  options: { realm: { type: 'string' }, mine: { type: 'boolean' }, ...SESSION_OPTIONS, ...PROJECT_OPTIONS },
   positionals: ['PROJECT'],
   optionalPositionals: 1,
 } as const;
@@ -39,13 +40,16 @@ export const authSessions: Command = {
     if (realm !== undefined && !isRealm(realm)) throw new UsageError(`${spec.name}: --realm must be management or application`);
     const [dir] = args.positionals as [string | undefined];
     checkMode(spec.name, dir, args.values);
+    const mine = args.values.mine === true;
+    if (mine && dir !== undefined)
+      throw new UsageError(`${spec.name}: --mine lists the signed-in subject's sessions over the management API; drop <PROJECT>`);
     let sessions: readonly SessionJson[];
     if (dir !== undefined) {
       sessions = await withProject(dir, args.values.profile, async ({ store }) =>
         (await store.listActiveSessions(realm === undefined ? { now: Date.now() } : { now: Date.now(), realm })).map(sessionToJson),
       );
     } else {
-      const listed = await viaApi(args.values, 'listing sessions failed', (api, token) => api.sessions(token));
+      const listed = await viaApi(args.values, 'listing sessions failed', (api, token) => api.sessions(token, { mine }));
       sessions = listed.sessions.filter((s) => realm === undefined || s.realm === realm);
     }
     printSessions(sessions, args.values.json === true);

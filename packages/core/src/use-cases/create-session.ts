@@ -3,6 +3,7 @@ import { parseSignatureHex, verifyEd25519Async } from '../ed25519.js';
 import { AuthError } from '../errors.js';
 import { isIdOfKind, newId } from '../ids.js';
 import type { Realm } from '../realm.js';
+import { type SessionClientInput, sessionClient } from '../session-client.js';
 import type { SessionRecord } from '../store.js';
 import { digestToken, mintSessionToken } from '../tokens.js';
 import { type TokenPairJson, tokenPairToJson } from '../wire.js';
@@ -11,14 +12,20 @@ import { auditDraft } from './event.js';
 /**
  * Signs a device in: uses up the challenge, verifies the Ed25519 signature over its exact
  * string, checks the key is enrolled in `realm`, and creates a session with a fresh opaque
- * token pair. Every refusal after the input is well-formed is audited as `signin.failed`.
+ * token pair. Every refusal after the input is well-formed is audited as `signin.failed`. The
+ * session records the `client` it was created from (see `sessionClient`).
  *
  * @example
- * const pair = await createSession(deps, { challengeId, signature, realm: 'management' });
+ * const pair = await createSession(deps, { challengeId, signature, realm: 'management', client: { address: req.ip } });
  */
 export async function createSession(
   deps: AuthDeps,
-  input: { readonly challengeId: unknown; readonly signature: unknown; readonly realm: Realm },
+  input: {
+    readonly challengeId: unknown;
+    readonly signature: unknown;
+    readonly realm: Realm;
+    readonly client?: SessionClientInput;
+  },
 ): Promise<TokenPairJson> {
   // Only an id of the exact challenge shape (chl_ and a ULID) goes any further: refusals are
   // audited with the id, and an unauthenticated caller must not be able to write free text
@@ -71,6 +78,7 @@ export async function createSession(
     lastRotatedAt: null,
     revokedAt: null,
     revokedReason: null,
+    ...sessionClient(input.client),
   };
   const created = await deps.store.createSession(
     session,

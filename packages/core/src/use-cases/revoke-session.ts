@@ -76,3 +76,41 @@ export async function revokeExposedSession(
     deps.log.warn({ event: 'session.revoked', session_id: target.id, reason: 'token_exposed' }, 'session revoked: its token was exposed');
   return changed;
 }
+
+/**
+ * Signs the principal's subject out everywhere else: revokes every active session of its
+ * subject in its realm except the one making the request (reason `revoked_by_owner`, each with
+ * its audit event), as "sign out other sessions" in Better Auth or Kratos. Returns the ids it
+ * revoked, newest first; a session revoked meanwhile by someone else is left out.
+ *
+ * @example
+ * const { revoked } = await revokeOtherSessions(deps, { principal });
+ */
+export async function revokeOtherSessions(
+  deps: AuthDeps,
+  input: { readonly principal: Principal },
+): Promise<{ readonly revoked: readonly string[] }> {
+  const { principal } = input;
+  const now = deps.clock.now();
+  const others = (await deps.store.listActiveSessions({ now, realm: principal.realm, subject: principal.subject })).filter(
+    (s) => s.id !== principal.session,
+  );
+  const revoked: string[] = [];
+  for (const target of others) {
+    const changed = await deps.store.revokeSession(
+      { sessionId: target.id, now, reason: 'revoked_by_owner' },
+      auditDraft(deps, 'session.revoked', {
+        realm: target.realm,
+        subject: target.subject,
+        deviceId: target.deviceId,
+        sessionId: target.id,
+        at: now,
+        data: { reason: 'revoked_by_owner', by_subject: principal.subject, by_session: principal.session },
+      }),
+    );
+    if (changed) revoked.push(target.id);
+  }
+  if (revoked.length > 0)
+    deps.log.info({ event: 'session.revoked', count: revoked.length, reason: 'revoked_by_owner' }, 'other sessions revoked');
+  return { revoked };
+}

@@ -1,4 +1,4 @@
-import { AuthError, auditEventToJson, deviceToJson, removeDevice, sessionToJson } from '@svc/core';
+import { AuthError, auditEventToJson, deviceToJson, type Principal, removeDevice, revokeOtherSessions, sessionToJson } from '@svc/core';
 import type { FastifyPluginAsync } from 'fastify';
 import { documented, problemResponses } from '../http/problem-schema.js';
 import { type ManagementRouteOptions, principalOf, requireManagementPrincipal } from './route-options.js';
@@ -14,8 +14,21 @@ import {
   MANAGEMENT_BEARER,
   type RealmQuery,
   realmQuery,
+  revokeOthersResponse,
   sessionListResponse,
 } from './schemas.js';
+
+/**
+ * The listing filter of a `realm`/`mine` query: with `mine`, the caller's own subject in the
+ * caller's own realm (a `realm` naming another realm is refused rather than silently ignored).
+ */
+function listingFilter(query: RealmQuery, principal: Principal): { realm?: Principal['realm']; subject?: string } {
+  if (query.mine === undefined) return query.realm === undefined ? {} : { realm: query.realm };
+  if (query.realm !== undefined && query.realm !== principal.realm) {
+    throw new AuthError('invalid_request', `mine lists the caller's own realm (${principal.realm}); drop realm or mine`);
+  }
+  return { realm: principal.realm, subject: principal.subject };
+}
 
 /** The most audit events one page returns. */
 export const AUDIT_PAGE_MAX = 1000;
@@ -24,7 +37,8 @@ export const AUDIT_PAGE_DEFAULT = 100;
 
 /**
  * Operator routes beyond the contract table, all behind a management bearer token: read the
- * audit chain page by page, list and remove devices, list active sessions.
+ * audit chain page by page, list and remove devices, list active sessions (all of them, or with
+ * `?mine` the caller's own), and sign the caller out of its other sessions.
  *
  * @example
  * await app.register(operatorRoutes, { deps });
@@ -58,14 +72,14 @@ export const operatorRoutes: FastifyPluginAsync<ManagementRouteOptions> = async 
     '/v1/auth/devices',
     {
       schema: documented({
-        summary: 'List the enrolled devices',
+        summary: "List the enrolled devices (with ?mine, the caller's own)",
         security: MANAGEMENT_BEARER,
         querystring: realmQuery,
         response: { 200: { description: 'The enrolled devices', ...deviceListResponse }, ...problemResponses(LOOPBACK_GUARD, 401, 503) },
       }),
     },
     async (req) => {
-      const devices = await deps.store.listDevices(req.query.realm === undefined ? {} : { realm: req.query.realm });
+      const devices = await deps.store.listDevices(listingFilter(req.query, principalOf(req)));
       return { devices: devices.map(deviceToJson) };
     },
   );
@@ -92,7 +106,7 @@ export const operatorRoutes: FastifyPluginAsync<ManagementRouteOptions> = async 
     '/v1/auth/sessions',
     {
       schema: documented({
-        summary: 'List the active sessions',
+        summary: "List the active sessions (with ?mine, the caller's own)",
         security: MANAGEMENT_BEARER,
         querystring: realmQuery,
         response: { 200: { description: 'The active sessions', ...sessionListResponse }, ...problemResponses(LOOPBACK_GUARD, 401, 503) },
@@ -100,8 +114,23 @@ export const operatorRoutes: FastifyPluginAsync<ManagementRouteOptions> = async 
     },
     async (req) => {
       const now = deps.clock.now();
-      const sessions = await deps.store.listActiveSessions(req.query.realm === undefined ? { now } : { now, realm: req.query.realm });
+      const sessions = await deps.store.listActiveSessions({ now, ...listingFilter(req.query, principalOf(req)) });
       return { sessions: sessions.map(sessionToJson) };
     },
+  );
+
+  app.post(
+    '/v1/auth/sessions/revoke-others',
+    {
+      schema: documented({
+        summary: "Revoke the caller's other sessions (sign out everywhere else)",
+        security: MANAGEMENT_BEARER,
+        response: {
+          200: { description: 'The sessions revoked, newest first', ...revokeOthersResponse },
+          ...problemResponses(LOOPBACK_GUARD, 401, 503),
+        },
+      }),
+    },
+    async (req) => revokeOtherSessions(deps, { principal: principalOf(req) }),
   );
 };

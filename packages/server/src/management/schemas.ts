@@ -78,10 +78,15 @@ export interface AuditQuery {
 export const realmQuery = {
   type: 'object',
   additionalProperties: false,
-  properties: { realm },
+  properties: {
+    realm,
+    // `?mine` (or `?mine=true`): only the caller's own subject's, in the caller's realm.
+    mine: { type: 'string', enum: ['', 'true'] },
+  },
 } as const;
 export interface RealmQuery {
   realm?: 'management' | 'application';
+  mine?: '' | 'true';
 }
 
 export const deviceParams = {
@@ -214,6 +219,8 @@ const session = {
     'last_rotated_at',
     'revoked_at',
     'revoked_reason',
+    'client_address',
+    'user_agent',
   ],
   properties: {
     id: { type: 'string' },
@@ -228,6 +235,8 @@ const session = {
     last_rotated_at: nullableString,
     revoked_at: nullableString,
     revoked_reason: nullableString,
+    client_address: nullableString,
+    user_agent: nullableString,
   },
 } as const;
 
@@ -235,6 +244,12 @@ export const sessionListResponse = {
   type: 'object',
   required: ['sessions'],
   properties: { sessions: { type: 'array', items: session } },
+} as const;
+
+export const revokeOthersResponse = {
+  type: 'object',
+  required: ['revoked'],
+  properties: { revoked: { type: 'array', items: { type: 'string' } } },
 } as const;
 
 export const healthResponse = {

@@ -114,7 +114,13 @@ export const signInRoutes: FastifyPluginAsync<SignInRouteOptions> = async (app, 
     },
     async (req, reply) => {
       const { challenge_id, signature } = req.body;
-      const answer = () => createSession(deps, { challengeId: challenge_id, signature, realm: 'management' });
+      const answer = () =>
+        createSession(deps, {
+          challengeId: challenge_id,
+          signature,
+          realm: 'management',
+          client: { address: req.ip, userAgent: req.headers['user-agent'] },
+        });
       const pair = await limitedAttempt(limiter, [clientAddressKey(req.ip)], answer).then(
         (p) => {
           challenges.answered(challenge_id);

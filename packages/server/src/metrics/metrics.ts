@@ -39,7 +39,7 @@ export interface ServiceMetrics {
   recordAuditEvent(event: Pick<AuditEventDraft, 'type' | 'realm' | 'data'>): void;
 }
 
-const REVOCATION_REASONS = new Set(['logout', 'revoked_by_admin', 'refresh_token_reused', 'device_removed']);
+const REVOCATION_REASONS = new Set(['logout', 'revoked_by_admin', 'revoked_by_owner', 'refresh_token_reused', 'device_removed']);
 
 /**
  * Creates the metrics registry: request counts and latency per surface, route and status;

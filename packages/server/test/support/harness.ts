@@ -242,12 +242,13 @@ export interface Pair {
   token_type: string;
 }
 
-/** Challenge, signature, session: a signed-in management device. */
-export async function signIn(h: Harness, key: DeviceKey): Promise<Pair> {
+/** Challenge, signature, session: a signed-in management device (sending `headers` with the sign-in, e.g. a `user-agent`). */
+export async function signIn(h: Harness, key: DeviceKey, headers: Record<string, string> = {}): Promise<Pair> {
   const c = await api(h, 'POST', '/v1/auth/challenges', { body: { public_key: key.publicKeyHex } });
   if (c.status !== 201) throw new Error(`challenge failed: ${c.text}`);
   const s = await api(h, 'POST', '/v1/auth/sessions', {
     body: { challenge_id: c.body.challenge_id, signature: key.signHex(c.body.challenge) },
+    headers,
   });
   if (s.status !== 201) throw new Error(`sign-in failed: ${s.text}`);
   return s.body as Pair;

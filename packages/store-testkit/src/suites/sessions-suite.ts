@@ -1,14 +1,28 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { auditDraft, digestToken, newId, openSuccessor, rotateRefreshToken } from '@svc/core';
+import {
+  auditDraft,
+  authenticate,
+  createChallenge,
+  createSession,
+  type DeviceRecord,
+  digestToken,
+  newId,
+  openSuccessor,
+  revokeOtherSessions,
+  rotateRefreshToken,
+} from '@svc/core';
 import {
   auditLength,
   authenticates,
   bootstrapAdmin,
   createStoreSession,
+  deviceRecord,
   enrollDevice,
+  enrolledEvent,
   eventTypes,
   mintPair,
+  newDeviceKey,
   rejectsWithCode,
   revokedEvent,
   rotateAtStore,
@@ -455,6 +469,56 @@ export function sessionsSuite(ctx: SuiteContext): void {
         assert.equal(session?.revokedAt, null);
         assert.equal(await auditLength(store), afterRotation);
         assert.ok(await authenticates(deps, next.access_token, 'application'));
+      }));
+
+    test('a session records the client it was created from, and a subject lists and revokes its own sessions only', () =>
+      ctx.world(async ({ deps, store, clock }) => {
+        // One user (subject) with two devices, and another user.
+        const laptop = newDeviceKey();
+        const phone = newDeviceKey();
+        const first = deviceRecord(deps, 'application', laptop);
+        const second: DeviceRecord = { ...deviceRecord(deps, 'application', phone), subject: first.subject };
+        for (const d of [first, second]) assert.equal(await store.enrollDevice(d, enrolledEvent(deps, d)), 'enrolled');
+        const stranger = await enrollDevice(deps, 'application');
+        const signInFrom = async (key: typeof laptop, client: { address?: string; userAgent?: string }) => {
+          const challenge = await createChallenge(deps, { publicKey: key.publicKey, realm: 'application' });
+          return createSession(deps, { challengeId: challenge.id, signature: key.sign(challenge.challenge), realm: 'application', client });
+        };
+        const onLaptop = await signInFrom(laptop, { address: '203.0.113.7', userAgent: 'Firefox\u202e\u0007/1' });
+        clock.advance(1000);
+        const onPhone = await signInFrom(phone, { address: 'not an address', userAgent: 'x'.repeat(1000) });
+        clock.advance(1000);
+        const theirs = await signInFrom(stranger.key, {});
+
+        const laptopSession = await store.getSession(onLaptop.session_id);
+        assert.equal(laptopSession?.clientAddress, '203.0.113.7');
+        assert.equal(laptopSession?.userAgent, 'Firefox  /1', 'control and bidi characters are not kept');
+        const phoneSession = await store.getSession(onPhone.session_id);
+        assert.equal(phoneSession?.clientAddress, null, 'what is not an IP address is not kept');
+        assert.equal(phoneSession?.userAgent?.length, 256);
+        assert.equal((await store.getSession(theirs.session_id))?.userAgent, null);
+
+        const now = clock.now();
+        const mine = { now, realm: 'application' as const, subject: first.subject };
+        assert.deepEqual(
+          (await store.listActiveSessions(mine)).map((s) => s.id),
+          [onPhone.session_id, onLaptop.session_id],
+        );
+        assert.deepEqual(
+          (await store.listDevices({ realm: 'application', subject: first.subject })).map((d) => d.id),
+          [first.id, second.id].sort(),
+          'enrolled in the same millisecond: in id order',
+        );
+        assert.deepEqual(await store.listDevices({ realm: 'management', subject: first.subject }), []);
+
+        const principal = await authenticate(deps, { token: onLaptop.access_token, realm: 'application' });
+        assert.deepEqual(await revokeOtherSessions(deps, { principal }), { revoked: [onPhone.session_id] });
+        assert.equal((await store.getSession(onPhone.session_id))?.revokedReason, 'revoked_by_owner');
+        assert.ok(await authenticates(deps, onLaptop.access_token, 'application'), 'the session that asked stays signed in');
+        assert.ok(await authenticates(deps, theirs.access_token, 'application'), "another subject's session is untouched");
+        assert.equal(await authenticates(deps, onPhone.access_token, 'application'), false);
+        assert.deepEqual(await revokeOtherSessions(deps, { principal }), { revoked: [] }, 'nothing left to revoke, nothing written');
+        assert.equal((await eventTypes(store)).filter((t) => t === 'session.revoked').length, 1);
       }));
   });
 }
