@@ -2,7 +2,28 @@ import type { AuthDeps } from '../deps.js';
 import { AuthError } from '../errors.js';
 import { isIdOfKind } from '../ids.js';
 import type { Principal } from '../principal.js';
+import type { SessionRecord } from '../store.js';
 import { auditDraft } from './event.js';
+
+/** Revokes `target` for `reason` with its `session.revoked` event (`data` says by whom); false when it was already revoked. */
+function revokeWithEvent(
+  deps: AuthDeps,
+  target: SessionRecord,
+  now: number,
+  data: { readonly reason: string } & Readonly<Record<string, string>>,
+): Promise<boolean> {
+  return deps.store.revokeSession(
+    { sessionId: target.id, now, reason: data.reason },
+    auditDraft(deps, 'session.revoked', {
+      realm: target.realm,
+      subject: target.subject,
+      deviceId: target.deviceId,
+      sessionId: target.id,
+      at: now,
+      data,
+    }),
+  );
+}
 
 /**
  * Revokes a session immediately: its access and refresh tokens are refused from the next
@@ -30,17 +51,7 @@ export async function revokeSession(
   const now = deps.clock.now();
   const logout = target.id === principal.session;
   const reason = logout ? 'logout' : 'revoked_by_admin';
-  const changed = await deps.store.revokeSession(
-    { sessionId, now, reason },
-    auditDraft(deps, 'session.revoked', {
-      realm: target.realm,
-      subject: target.subject,
-      deviceId: target.deviceId,
-      sessionId,
-      at: now,
-      data: { reason, by_subject: principal.subject, by_session: principal.session },
-    }),
-  );
+  const changed = await revokeWithEvent(deps, target, now, { reason, by_subject: principal.subject, by_session: principal.session });
   if (changed) deps.log.info({ event: 'session.revoked', session_id: sessionId, reason }, 'session revoked');
   return { session_id: sessionId, revoked: true };
 }
@@ -61,17 +72,7 @@ export async function revokeExposedSession(
   const target = await deps.store.getSession(principal.session);
   if (target === null) return false;
   const now = deps.clock.now();
-  const changed = await deps.store.revokeSession(
-    { sessionId: target.id, now, reason: 'token_exposed' },
-    auditDraft(deps, 'session.revoked', {
-      realm: target.realm,
-      subject: target.subject,
-      deviceId: target.deviceId,
-      sessionId: target.id,
-      at: now,
-      data: { reason: 'token_exposed', where: input.where },
-    }),
-  );
+  const changed = await revokeWithEvent(deps, target, now, { reason: 'token_exposed', where: input.where });
   if (changed)
     deps.log.warn({ event: 'session.revoked', session_id: target.id, reason: 'token_exposed' }, 'session revoked: its token was exposed');
   return changed;
@@ -97,18 +98,8 @@ export async function revokeOtherSessions(
   );
   const revoked: string[] = [];
   for (const target of others) {
-    const changed = await deps.store.revokeSession(
-      { sessionId: target.id, now, reason: 'revoked_by_owner' },
-      auditDraft(deps, 'session.revoked', {
-        realm: target.realm,
-        subject: target.subject,
-        deviceId: target.deviceId,
-        sessionId: target.id,
-        at: now,
-        data: { reason: 'revoked_by_owner', by_subject: principal.subject, by_session: principal.session },
-      }),
-    );
-    if (changed) revoked.push(target.id);
+    const data = { reason: 'revoked_by_owner', by_subject: principal.subject, by_session: principal.session };
+    if (await revokeWithEvent(deps, target, now, data)) revoked.push(target.id);
   }
   if (revoked.length > 0)
     deps.log.info({ event: 'session.revoked', count: revoked.length, reason: 'revoked_by_owner' }, 'other sessions revoked');
