@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { gunzipSync } from 'node:zlib';
-import { ADDON_MANIFEST_FILE } from '@svc/core';
+import { ADDON_MANIFEST_FILE, type FailureCode } from '@svc/core';
 import { Parser, type ReadEntry } from 'tar';
 import { type AddonManifest, parseAddonManifest } from './manifest.js';
 
@@ -26,6 +26,7 @@ export interface AddonArchive {
 
 /** Why an archive was refused: unsafe or malformed entries, or a missing or invalid manifest. */
 export class AddonArchiveError extends Error {
+  readonly code = 'addon_archive_invalid' as const satisfies FailureCode;
   readonly kind: 'entries' | 'manifest';
   constructor(kind: 'entries' | 'manifest', message: string) {
     super(message);

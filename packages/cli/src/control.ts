@@ -3,7 +3,7 @@ import { chmodSync, closeSync, existsSync, fsyncSync, mkdirSync, openSync, readF
 import { createRequire } from 'node:module';
 import { dirname, isAbsolute, join } from 'node:path';
 import { AddonVerificationError, loadStoreAddon, verifyAddon } from '@svc/addons';
-import { type AuthDeps, ConfigError, type Logger, newId, type SecretRef, type Store, type StoreAddonExport } from '@svc/core';
+import { type AuthDeps, ConfigError, errorCodeOf, type Logger, newId, type SecretRef, type Store, type StoreAddonExport } from '@svc/core';
 import { CliError } from './cli-error.js';
 import { shellQuote } from './output.js';
 import { createRandomPool } from './random.js';
@@ -195,7 +195,6 @@ export async function openControlStore(project: Project, opts: { readonly create
       resolveSecret: (ref) => resolveSecret(ref),
     });
   } catch (error) {
-    const e = error as Error;
     if (error instanceof ConfigError) {
       throw new CliError(`invalid store configuration in ${project.file}`, {
         details: error.problems.map((p) => `${p.file}: ${p.key}: ${p.message}`),
@@ -203,8 +202,8 @@ export async function openControlStore(project: Project, opts: { readonly create
     }
     if (error instanceof CliError) throw error;
     // The stores' refusals already name the path and the fix (e.g. the chmod to run).
-    if (e.name === 'StoreOpenError') throw new CliError(e.message, { cause: error });
-    throw new CliError(`cannot open the control store (${name}): ${e.message}`, { cause: error });
+    if (errorCodeOf(error) === 'store_open_failed') throw new CliError((error as Error).message, { cause: error });
+    throw new CliError(`cannot open the control store (${name}): ${(error as Error).message}`, { cause: error });
   }
   addonStatus.set(store, {
     package: name,

@@ -1,17 +1,33 @@
 import { ApiError, ApiUnreachableError, InsecureBearerUrlError } from '@svc/client';
-import { AuthError } from '@svc/core';
+import { AuthError, type ErrorCode, isErrorCode } from '@svc/core';
 import { CliError, EXIT } from './cli-error.js';
 
-const HINTS: Readonly<Record<string, string>> = {
+/**
+ * What to do after each HTTP refusal, or null when its detail says enough. Typed by code: a
+ * code added to core's registry does not compile until it is given a hint here (or null).
+ */
+const HINTS: { readonly [C in ErrorCode]: string | null } = {
+  invalid_request: null,
   invalid_bootstrap_token: 'run `svc auth init <PROJECT>` for a new bootstrap token',
-  already_enrolled: 'that key is already enrolled; sign in with `svc auth login --key FILE`',
-  invalid_signature: 'is this device key enrolled? check `svc auth devices`',
+  bootstrap_token_expired: null,
+  bootstrap_token_used: null,
   invalid_challenge: 'try again: challenges are single-use and expire',
+  invalid_signature: 'is this device key enrolled? check `svc auth devices`',
   invalid_refresh_token: 'the session has ended; run `svc auth login --key FILE`',
   refresh_token_reused: 'the session was revoked because a refresh token was reused; run `svc auth login --key FILE`',
   invalid_token: 'run `svc auth login --key FILE`',
+  invalid_pairing_code: null,
+  invalid_pairing_intent: null,
+  forbidden_host: null,
   not_found: 'check the id with `svc auth devices` or `svc auth sessions`',
+  method_not_allowed: null,
+  already_enrolled: 'that key is already enrolled; sign in with `svc auth login --key FILE`',
+  payload_too_large: null,
+  unsupported_media_type: null,
   rate_limited: 'wait and try again',
+  internal_error: null,
+  store_unavailable: null,
+  management_bearer_not_loopback: null,
 };
 
 /** How {@link explainFailure} reads an `invalid_request`. */
@@ -44,9 +60,10 @@ function isHttpUrl(url: string): boolean {
  */
 export function explainFailure(what: string, error: unknown, options: ExplainOptions = {}): unknown {
   if (error instanceof AuthError || error instanceof ApiError) {
-    const hint = HINTS[error.code];
+    // An ApiError may carry a code this build does not know (a newer server): no hint then.
+    const hint = isErrorCode(error.code) ? HINTS[error.code] : null;
     const usage = error.code === 'invalid_request' && options.invalidRequest !== 'refusal';
-    return new CliError(`${what} (${error.code}): ${error.detail}${hint === undefined ? '' : `; ${hint}`}`, {
+    return new CliError(`${what} (${error.code}): ${error.detail}${hint === null ? '' : `; ${hint}`}`, {
       cause: error,
       exitCode: usage ? EXIT.usage : EXIT.failure,
     });
@@ -55,7 +72,7 @@ export function explainFailure(what: string, error: unknown, options: ExplainOpt
   if (url !== undefined && !isHttpUrl(url)) {
     return new CliError(`${what}: the URL ${url} is not an http:// or https:// URL (--url, --node-url)`, {
       cause: error,
-      exitCode: EXIT.usage,
+      code: 'usage_error',
     });
   }
   if (error instanceof InsecureBearerUrlError) return new CliError(`${what} (${error.code}): ${error.message}`, { cause: error });

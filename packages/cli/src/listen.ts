@@ -1,5 +1,20 @@
+import { errorCodeOf } from '@svc/core';
 import { resolveManagementListen } from '@svc/server';
 import { CliError, UsageError } from './cli-error.js';
+
+/**
+ * The CLI's error for a listen address the server refused (`listen_address_refused`): a usage
+ * error (exit 2) when the address came from the flag, else a failure (exit 1) whose message
+ * ends with `fromElsewhere`. Any other error is returned as is.
+ *
+ * @example
+ * catch (error) { throw listenRefusal(error, 'svc node serve', flag !== undefined); }
+ */
+export function listenRefusal(error: unknown, command: string, fromFlag: boolean, fromElsewhere = ''): unknown {
+  if (errorCodeOf(error) !== 'listen_address_refused') return error;
+  const message = `${command}: refusing to listen: ${(error as Error).message}`;
+  return fromFlag ? new UsageError(message) : new CliError(`${message}${fromElsewhere}`, { code: 'listen_address_refused', exitCode: 1 });
+}
 
 /**
  * The management listen address: `--listen` beats `SVC_MANAGEMENT_LISTEN`, which beats
@@ -14,9 +29,6 @@ export function managementListen(flag: string | undefined, command: string): { h
   try {
     return resolveManagementListen({ flag, env: process.env.SVC_MANAGEMENT_LISTEN });
   } catch (error) {
-    if ((error as Error).name !== 'ListenAddressError') throw error;
-    const message = `${command}: refusing to listen: ${(error as Error).message}`;
-    if (flag !== undefined) throw new UsageError(message);
-    throw new CliError(`${message} (from SVC_MANAGEMENT_LISTEN)`);
+    throw listenRefusal(error, command, flag !== undefined, ' (from SVC_MANAGEMENT_LISTEN)');
   }
 }

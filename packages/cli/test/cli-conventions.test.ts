@@ -1,11 +1,13 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { statSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { cleanEnv, svc, svcOk, tempDir } from './helpers.js';
+
+const cliPackage = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
 
 describe('svc behaves like the CLIs operators like', () => {
   test('svc alone shows the help and exits 0; -h, --help, -v and --version too', async () => {
@@ -18,6 +20,7 @@ describe('svc behaves like the CLIs operators like', () => {
       const r = await svc([flag]);
       assert.equal(r.code, 0);
       assert.match(r.stdout, /^\d+\.\d+\.\d+\n$/);
+      assert.equal(r.stdout, `${cliPackage.version}\n`, 'the version is the one of package.json');
     }
   });
 

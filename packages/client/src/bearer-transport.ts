@@ -1,10 +1,11 @@
+import type { FailureCode } from '@svc/core';
 /**
  * Refused before anything is sent: a management bearer token would have gone to a non-loopback
  * `http://` URL, where anyone on the path (or a listener posing as the node) reads it. `code` is
  * stable: `insecure_bearer_url`.
  */
 export class InsecureBearerUrlError extends Error {
-  readonly code = 'insecure_bearer_url' as const;
+  readonly code = 'insecure_bearer_url' as const satisfies FailureCode;
   readonly url: string;
 
   constructor(url: string) {

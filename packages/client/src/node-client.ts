@@ -1,6 +1,7 @@
 import {
   canonicalJson,
   type DeviceJson,
+  type FailureCode,
   isValidNodeId,
   type JsonValue,
   nodeIdOf,
@@ -133,7 +134,7 @@ export interface NodeClientOptions {
 /** The node surface could not be reached at all (connection refused, DNS, reset). */
 export class NodeUnreachableError extends ApiUnreachableError {
   constructor(url: string, cause: unknown) {
-    super(url, cause);
+    super(url, cause, 'node_unreachable');
     this.name = 'NodeUnreachableError';
     this.message = `cannot reach the node surface at ${url}`;
   }
@@ -141,6 +142,7 @@ export class NodeUnreachableError extends ApiUnreachableError {
 
 /** The node's answer does not hold together (e.g. an id that is not derived from its key). */
 export class NodeIdentityError extends Error {
+  readonly code = 'node_identity_mismatch' as const satisfies FailureCode;
   constructor(message: string) {
     super(message);
     this.name = 'NodeIdentityError';

@@ -2,7 +2,9 @@
  * The one error model of svc auth. Every refusal the service can give a caller is an
  * {@link AuthError} with a stable `code` from {@link ERROR_CODES}; the HTTP layer maps it to
  * `application/problem+json` (RFC 9457). Anything else that escapes is a bug and becomes a
- * generic 500 whose detail only reaches the log.
+ * generic 500 whose detail only reaches the log. Every other error class of every package
+ * carries a stable `code` from {@link FAILURE_CODES}, so callers (the CLI) branch on the
+ * code, never on a class name or a message.
  */
 
 /** Every error code of the contract, with its HTTP status, title and meaning. */
@@ -137,10 +139,142 @@ export interface ConfigProblem {
  * start and names every problem at once.
  */
 export class ConfigError extends Error {
+  readonly code = 'config_invalid' as const satisfies FailureCode;
   readonly problems: readonly ConfigProblem[];
   constructor(problems: readonly ConfigProblem[]) {
     super(problems.map((p) => `${p.file}: ${p.key}: ${p.message}`).join('\n'));
     this.name = 'ConfigError';
     this.problems = Object.freeze([...problems]);
+  }
+}
+
+/** The CLI's exit codes a failure can map to: 1 a failure, 2 a usage error. */
+export type FailureExit = 1 | 2;
+
+/**
+ * Every error code that is not an HTTP answer: failures of configuration, store opening,
+ * addon verification, listening, the client SDK and the CLI. `raisedBy` names the one class
+ * that carries the code (and its package); `exit` is what `svc` exits with when the failure
+ * ends a command.
+ */
+export const FAILURE_CODES = {
+  config_invalid: {
+    raisedBy: 'ConfigError (@svc/core)',
+    exit: 1,
+    meaning: "a configuration file (or a store module's `:config`) is invalid; every problem is named with its file and key",
+  },
+  store_open_failed: {
+    raisedBy: 'StoreOpenError (@svc/core; thrown by svc-store-sqlite and svc-store-postgres)',
+    exit: 1,
+    meaning:
+      'the control store was not opened: unsafe file permissions, not a control store, an unreachable or refusing server, a failed migration, or a schema newer than the store package; the message names the target and the fix',
+  },
+  store_schema_newer: {
+    raisedBy: 'NewerSchemaError (svc-store-postgres)',
+    exit: 1,
+    meaning: 'the PostgreSQL schema is newer than this store package knows (reported to callers as `store_open_failed`)',
+  },
+  addon_verification_failed: {
+    raisedBy: 'AddonVerificationError (@svc/addons)',
+    exit: 1,
+    meaning: 'a store addon was refused by install or by verification before the control database was opened; `check` says which step',
+  },
+  addon_archive_invalid: {
+    raisedBy: 'AddonArchiveError (@svc/addons)',
+    exit: 1,
+    meaning: 'an addon archive is unsafe or malformed (reported to callers as `addon_verification_failed`)',
+  },
+  listen_address_refused: {
+    raisedBy: 'ListenAddressError (@svc/server)',
+    exit: 2,
+    meaning:
+      'a listen address is refused before anything binds (wildcard, non-loopback, malformed); exit 2 when it came from a flag, 1 when from the environment or project.edn',
+  },
+  api_unreachable: {
+    raisedBy: 'ApiUnreachableError (@svc/client)',
+    exit: 1,
+    meaning: 'the management API could not be reached at all (connection refused, DNS, reset)',
+  },
+  node_unreachable: {
+    raisedBy: 'NodeUnreachableError (@svc/client)',
+    exit: 1,
+    meaning: 'the node surface could not be reached at all (connection refused, DNS, reset)',
+  },
+  node_identity_mismatch: {
+    raisedBy: 'NodeIdentityError (@svc/client)',
+    exit: 1,
+    meaning: "the node's answer does not hold together (an id not derived from its key, or not the expected node)",
+  },
+  insecure_bearer_url: {
+    raisedBy: 'InsecureBearerUrlError (@svc/client)',
+    exit: 1,
+    meaning: 'a management token would have gone to a non-loopback http:// URL; nothing was sent',
+  },
+  command_failed: {
+    raisedBy: 'CliError (@svc/cli)',
+    exit: 1,
+    meaning: 'a command failed; the one line on stderr says what failed and what to do',
+  },
+  usage_error: {
+    raisedBy: 'UsageError (@svc/cli)',
+    exit: 2,
+    meaning: 'a command was called wrongly (unknown command or flag, missing or malformed argument)',
+  },
+} as const satisfies Record<string, { raisedBy: string; exit: FailureExit; meaning: string }>;
+
+/** A stable code of a failure that is not an HTTP answer. */
+export type FailureCode = keyof typeof FAILURE_CODES;
+
+/** Any stable code of svc auth: an HTTP error code or a failure code. */
+export type SvcErrorCode = ErrorCode | FailureCode;
+
+/** The error classes whose `code` is an HTTP code of {@link ERROR_CODES}, for the docs. */
+export const HTTP_ERROR_CLASSES = [
+  'AuthError (@svc/core)',
+  'StoreUnavailableError (@svc/core, always `store_unavailable`)',
+  'ApiError (@svc/client: the code of the problem the server answered)',
+] as const;
+
+/** Whether `value` is one of the failure codes. */
+export function isFailureCode(value: unknown): value is FailureCode {
+  return typeof value === 'string' && Object.hasOwn(FAILURE_CODES, value);
+}
+
+/**
+ * The stable code of `error`, or null when it carries none (a bug, a driver error). Reads
+ * `code` rather than testing the class, so an error from another copy of a package (a store
+ * addon's) is recognised too.
+ *
+ * @example
+ * if (errorCodeOf(error) === 'store_open_failed') console.error(error.message);
+ */
+export function errorCodeOf(error: unknown): SvcErrorCode | null {
+  if (!(error instanceof Error)) return null;
+  const code = (error as { code?: unknown }).code;
+  return isErrorCode(code) || isFailureCode(code) ? code : null;
+}
+
+/**
+ * Why a control store was not opened: its file or directory is accessible by group or other,
+ * it is not a svc auth control store, its server is unreachable or refused the credentials, a
+ * migration failed, or its schema is newer than the store package knows. The message is one
+ * line that names the target (never a password) and says what to do; the CLI prints it as is.
+ * Both SQL stores throw this one class.
+ *
+ * @example
+ * throw new StoreOpenError('/p/.svc/control/control.db', 'the control database is readable by others; run `chmod 600 …`');
+ */
+export class StoreOpenError extends Error {
+  readonly code = 'store_open_failed' as const satisfies FailureCode;
+  /** What the refusal is about: a path, or `host:port/database (schema s)`. */
+  readonly target: string;
+  /** The driver's or server's own code (`ECONNREFUSED`, SQLSTATE `28P01`, ...) when there is one. */
+  readonly driverCode: string | undefined;
+
+  constructor(target: string, message: string, options: { cause?: unknown; driverCode?: string } = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'StoreOpenError';
+    this.target = target;
+    this.driverCode = options.driverCode;
   }
 }

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync, statSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { builtinModules } from 'node:module';
+import { dirname, join, relative, resolve } from 'node:path';
 import { test } from 'node:test';
 
 const root = new URL('../../../', import.meta.url).pathname;
@@ -10,7 +11,7 @@ function sources(dir: string): string[] {
   for (const name of readdirSync(dir)) {
     const path = join(dir, name);
     if (statSync(path).isDirectory()) out.push(...sources(path));
-    else if (name.endsWith('.ts')) out.push(path);
+    else if (name.endsWith('.ts') || name.endsWith('.mjs')) out.push(path);
   }
   return out;
 }
@@ -42,22 +43,179 @@ test('core is pure: it imports only node:crypto, no framework, driver or node:ht
   }
 });
 
-test('dependencies point inward: stores, server and client never import the CLI or each other', () => {
-  const rules: Record<string, RegExp> = {
-    'store-sqlite': /^(@svc\/(server|cli|client)|svc-store-postgres)$/,
-    'store-testkit': /^(@svc\/(server|cli|client)|svc-store-)/,
-    server: /^(@svc\/(cli|client)|svc-store-)/,
-    client: /^(@svc\/(server|cli)|svc-store-|fastify|better-sqlite3|pg)$/,
+test('the client imports only the core (and Node built-ins)', () => {
+  for (const [spec, files] of packageImports('client')) {
+    assert.ok(spec === '@svc/core' || spec.startsWith('node:'), `client imports ${spec} in ${files.join(', ')}`);
+  }
+});
+
+/**
+ * Which package may depend on which: `imports` are what its sources may import (and declare
+ * in `dependencies`); `bundles` are dependencies it ships but never imports (the CLI bundles
+ * the store addons as archives); `testImports` are what only its tests may import (declared
+ * in `devDependencies`). Core imports nothing; the client only core; stores only core and
+ * their driver; nothing imports the CLI.
+ */
+const ALLOWED: Record<string, { imports: readonly string[]; bundles?: readonly string[]; testImports: readonly string[] }> = {
+  '@svc/core': { imports: [], testImports: [] },
+  '@svc/addons': { imports: ['@svc/core', 'edn-data', 'tar'], testImports: [] },
+  '@svc/store-testkit': { imports: ['@svc/core'], testImports: [] },
+  'svc-store-sqlite': { imports: ['@svc/core', 'better-sqlite3'], testImports: ['@svc/store-testkit', 'tsx'] },
+  'svc-store-postgres': { imports: ['@svc/core', 'pg'], testImports: ['@svc/store-testkit'] },
+  '@svc/server': {
+    imports: ['@svc/core', 'fastify', '@fastify/swagger', 'canonicalize', 'prom-client'],
+    testImports: ['@svc/client', 'svc-store-sqlite', 'better-sqlite3', 'pino', '@seriousme/openapi-schema-validator'],
+  },
+  '@svc/client': { imports: ['@svc/core'], testImports: [] },
+  '@svc/cli': {
+    imports: ['@svc/core', '@svc/addons', '@svc/client', '@svc/server', 'better-sqlite3', 'edn-data', 'pino'],
+    bundles: ['svc-store-sqlite', 'svc-store-postgres'],
+    testImports: ['pg'],
+  },
+};
+
+interface PackageJson {
+  name: string;
+  main?: string;
+  types?: string;
+  bin?: Record<string, string>;
+  exports?: Record<string, unknown>;
+  files?: string[];
+  dependencies?: Record<string, string>;
+  optionalDependencies?: Record<string, string>;
+  peerDependencies?: Record<string, string>;
+  devDependencies?: Record<string, string>;
+}
+
+const readJson = (path: string): unknown => JSON.parse(readFileSync(path, 'utf8'));
+const workspaces = (readJson(join(root, 'package.json')) as { workspaces: string[] }).workspaces;
+const manifests = new Map(workspaces.map((dir) => [dir, readJson(join(root, dir, 'package.json')) as PackageJson]));
+
+/** The package an import specifier names (`tsx/esm/api` → `tsx`, `@svc/core/store` → `@svc/core`), or null for a built-in. */
+function packageOf(spec: string): string | null {
+  if (spec.startsWith('node:') || builtinModules.includes(spec.split('/')[0] as string)) return null;
+  const parts = spec.split('/');
+  return (spec.startsWith('@') ? parts.slice(0, 2) : parts.slice(0, 1)).join('/');
+}
+
+/** Package name → the files of `dir` (relative to the root) that import it. */
+function bareImports(dir: string): Map<string, string[]> {
+  const found = new Map<string, string[]>();
+  for (const file of sources(join(root, dir))) {
+    for (const spec of importsOf(file)) {
+      const pkg = spec.startsWith('.') ? null : packageOf(spec);
+      if (pkg === null) continue;
+      found.set(pkg, [...(found.get(pkg) ?? []), relative(root, file)]);
+    }
+  }
+  return found;
+}
+
+test('the dependency table covers exactly the workspace packages, and its package graph has no cycle', () => {
+  assert.equal(manifests.size, 8);
+  assert.deepEqual([...manifests.values()].map((m) => m.name).sort(), Object.keys(ALLOWED).sort());
+  const visiting = new Set<string>();
+  const done = new Set<string>();
+  const visit = (name: string, path: readonly string[]): void => {
+    if (done.has(name)) return;
+    assert.ok(!visiting.has(name), `package cycle: ${[...path, name].join(' -> ')}`);
+    visiting.add(name);
+    const rule = ALLOWED[name];
+    for (const dep of [...(rule?.imports ?? []), ...(rule?.bundles ?? [])]) if (dep in ALLOWED) visit(dep, [...path, name]);
+    visiting.delete(name);
+    done.add(name);
   };
-  for (const [pkg, forbidden] of Object.entries(rules)) {
-    for (const [spec, files] of packageImports(pkg)) {
-      assert.ok(!forbidden.test(spec), `${pkg} imports ${spec} in ${files.join(', ')}`);
+  for (const name of Object.keys(ALLOWED)) visit(name, []);
+});
+
+test("every package's declared dependencies are allowed by the table", () => {
+  for (const [dir, m] of manifests) {
+    const rule = ALLOWED[m.name];
+    assert.ok(rule !== undefined, `${dir}: ${m.name} is not in the dependency table`);
+    const runtime = { ...m.dependencies, ...m.optionalDependencies, ...m.peerDependencies };
+    for (const dep of Object.keys(runtime)) {
+      assert.ok(rule.imports.includes(dep) || (rule.bundles ?? []).includes(dep), `${m.name} may not depend on ${dep}`);
+    }
+    for (const dep of Object.keys(m.devDependencies ?? {})) {
+      assert.ok(rule.testImports.includes(dep), `${m.name} declares the dev dependency ${dep}, which the table does not allow`);
     }
   }
 });
 
-test('the client imports only the core (and Node built-ins)', () => {
-  for (const [spec, files] of packageImports('client')) {
-    assert.ok(spec === '@svc/core' || spec.startsWith('node:'), `client imports ${spec} in ${files.join(', ')}`);
+test('every bare import of every package is allowed by the table and declared in its package.json', () => {
+  for (const [dir, m] of manifests) {
+    const rule = ALLOWED[m.name];
+    assert.ok(rule !== undefined);
+    const runtime = new Set(Object.keys({ ...m.dependencies, ...m.optionalDependencies, ...m.peerDependencies }));
+    for (const [pkg, files] of bareImports(join(dir, 'src'))) {
+      assert.ok(rule.imports.includes(pkg), `${m.name} may not import ${pkg} (${files.join(', ')})`);
+      assert.ok(runtime.has(pkg), `${m.name} imports ${pkg} without declaring it in dependencies (${files.join(', ')})`);
+    }
+    if (!existsSync(join(root, dir, 'test'))) continue;
+    const declared = new Set([...runtime, ...Object.keys(m.devDependencies ?? {})]);
+    for (const [pkg, files] of bareImports(join(dir, 'test'))) {
+      if (pkg === m.name) continue;
+      assert.ok(
+        rule.imports.includes(pkg) || rule.testImports.includes(pkg) || (rule.bundles ?? []).includes(pkg),
+        `${m.name}'s tests may not import ${pkg} (${files.join(', ')})`,
+      );
+      assert.ok(declared.has(pkg), `${m.name}'s tests import ${pkg} without declaring it (devDependencies) (${files.join(', ')})`);
+    }
+  }
+});
+
+/** The relative imports of `file` that load code at run time (`import type` is erased, so it cannot form a cycle). */
+function runtimeImportsOf(file: string): string[] {
+  const text = readFileSync(file, 'utf8');
+  return [
+    ...text.matchAll(/(?:^|\n)\s*(?:import|export)(?!\s+type\b)[^'";]*?from\s*['"](\.[^'"]+)['"]/g),
+    ...text.matchAll(/import\(\s*['"](\.[^'"]+)['"]\s*\)/g),
+  ].map((m) => resolve(dirname(file), (m[1] as string).replace(/\.js$/, '.ts')));
+}
+
+test('no package has an import cycle among its own modules', () => {
+  for (const dir of manifests.keys()) {
+    const files = sources(join(root, dir, 'src'));
+    const state = new Map<string, 'open' | 'done'>();
+    const visit = (file: string, path: readonly string[]): void => {
+      if (state.get(file) === 'done') return;
+      const at = path.indexOf(file);
+      assert.ok(at < 0, `import cycle: ${[...path.slice(at), file].map((f) => relative(root, f)).join(' -> ')}`);
+      state.set(file, 'open');
+      for (const next of runtimeImportsOf(file)) if (files.includes(next)) visit(next, [...path, file]);
+      state.set(file, 'done');
+    };
+    for (const file of files) visit(file, []);
+  }
+});
+
+/** Whether an npm `files` entry covers `path` (both relative to the package, without `./`). */
+function covers(entry: string, path: string): boolean {
+  if (!entry.includes('*')) return path === entry || path.startsWith(`${entry}/`);
+  const pattern = entry
+    .split('/')
+    .map((part) => (part === '**' ? '(?:.+/)?' : `${part.replace(/[.]/g, '\\.').replace(/\*/g, '[^/]*')}/`))
+    .join('');
+  return new RegExp(`^${pattern.replace(/\/$/, '')}$`).test(path);
+}
+
+test("every package's files field ships what its package.json points at, and names only what exists", () => {
+  for (const [dir, m] of manifests) {
+    const files = m.files ?? [];
+    assert.ok(files.length > 0, `${m.name} has no files field: npm would pack its sources and tests`);
+    const targets = [m.main, m.types, ...Object.values(m.bin ?? {}), ...JSON.stringify(m.exports ?? {}).matchAll(/"(\.\/[^"]+)"/g)]
+      .map((t) => (Array.isArray(t) ? t[1] : t))
+      .filter((t): t is string => typeof t === 'string' && t !== './package.json')
+      .map((t) => t.replace(/^\.\//, ''));
+    for (const target of targets) {
+      assert.ok(existsSync(join(root, dir, target)), `${m.name} points at ${target}, which the build did not make`);
+      assert.ok(
+        files.some((entry) => covers(entry, target)),
+        `${m.name}'s files field does not ship ${target}`,
+      );
+    }
+    for (const entry of files.filter((e) => !e.includes('*'))) {
+      assert.ok(existsSync(join(root, dir, entry)), `${m.name}'s files field names ${entry}, which does not exist`);
+    }
   }
 });

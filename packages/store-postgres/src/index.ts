@@ -1,3 +1,4 @@
+export { StoreOpenError } from '@svc/core';
 export { svcStore } from './addon-export.js';
 export {
   DEFAULT_SCHEMA,
@@ -8,4 +9,3 @@ export {
 } from './open-postgres-store.js';
 export { POSTGRES_STORE_OPERATIONS } from './operations.js';
 export { PostgresStore } from './postgres-store.js';
-export { StoreOpenError } from './store-open-error.js';

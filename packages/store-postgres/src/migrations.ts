@@ -1,4 +1,5 @@
 import { readdirSync, readFileSync } from 'node:fs';
+import type { FailureCode } from '@svc/core';
 import type { PoolClient } from 'pg';
 
 /** One schema migration: `migrations/NNN_name.sql`. */
@@ -10,6 +11,7 @@ export interface Migration {
 
 /** Why migrating stopped without an error of the server: the schema is newer than this package. */
 export class NewerSchemaError extends Error {
+  readonly code = 'store_schema_newer' as const satisfies FailureCode;
   readonly found: number;
   readonly latest: number;
 

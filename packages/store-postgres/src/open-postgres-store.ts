@@ -1,7 +1,7 @@
+import { StoreOpenError } from '@svc/core';
 import pg, { type PoolClient } from 'pg';
 import { loadMigrations, migrate, NewerSchemaError } from './migrations.js';
 import { PostgresStore } from './postgres-store.js';
-import { StoreOpenError } from './store-open-error.js';
 
 /** Where and how to reach the control database. */
 export interface PostgresStoreOptions {
@@ -148,7 +148,9 @@ function openError(err: unknown, options: PostgresStoreOptions, target: string):
     default:
       hint = 'check the store settings in project.edn';
   }
-  return new StoreOpenError(target, redact(`cannot open the PostgreSQL store at ${target}: ${detail}; ${hint}`, secrets), code);
+  return new StoreOpenError(target, redact(`cannot open the PostgreSQL store at ${target}: ${detail}; ${hint}`, secrets), {
+    ...(code === undefined ? {} : { driverCode: code }),
+  });
 }
 
 /**

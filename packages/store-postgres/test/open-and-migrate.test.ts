@@ -235,7 +235,8 @@ test('an unreachable server is a one-line StoreOpenError that never shows the pa
   for (const options of attempts) {
     await assert.rejects(openPostgresStore(options), (err: unknown) => {
       assert.ok(err instanceof StoreOpenError, String(err));
-      assert.equal(err.code, 'ECONNREFUSED');
+      assert.equal(err.code, 'store_open_failed');
+      assert.equal(err.driverCode, 'ECONNREFUSED');
       assert.match(err.message, /127\.0\.0\.1:1/);
       for (const text of [err.message, err.target, String(err.stack)]) {
         assert.ok(!text.includes(PASSWORD) && !text.includes(encodeURIComponent(PASSWORD)), 'the password leaked');
@@ -252,7 +253,8 @@ test('credentials the server refuses are a StoreOpenError that never shows the p
   url.password = PASSWORD;
   await assert.rejects(openPostgresStore({ connectionString: url.href, schema: env.schema() }), (err: unknown) => {
     assert.ok(err instanceof StoreOpenError, String(err));
-    assert.ok(err.code === '28000' || err.code === '28P01', `code ${err.code}`);
+    assert.equal(err.code, 'store_open_failed');
+    assert.ok(err.driverCode === '28000' || err.driverCode === '28P01', `driver code ${err.driverCode}`);
     assert.ok(!err.message.includes(PASSWORD) && !err.message.includes(encodeURIComponent(PASSWORD)), 'the password leaked');
     return true;
   });

@@ -1,6 +1,6 @@
+export { StoreOpenError } from '@svc/core';
 export { svcStore } from './addon-export.js';
 export { type CheckpointPlan, DEFAULT_CHECKPOINT_PLAN } from './checkpoint.js';
 export { CONTROL_STORE_APPLICATION_ID, openSqliteStore, type SqliteStoreOptions } from './open-sqlite-store.js';
 export { SQLITE_STORE_OPERATIONS } from './operations.js';
 export { SqliteStore } from './sqlite-store.js';
-export { StoreOpenError } from './store-open-error.js';

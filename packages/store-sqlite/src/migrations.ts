@@ -1,6 +1,6 @@
 import { readdirSync, readFileSync } from 'node:fs';
+import { StoreOpenError } from '@svc/core';
 import type Database from 'better-sqlite3';
-import { StoreOpenError } from './store-open-error.js';
 
 /** One schema migration: `migrations/NNN_name.sql`. */
 export interface Migration {

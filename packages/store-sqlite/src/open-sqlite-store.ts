@@ -1,10 +1,10 @@
 import { chmodSync, closeSync, constants, openSync, type Stats, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
+import { StoreOpenError } from '@svc/core';
 import Database from 'better-sqlite3';
 import { type CheckpointPlan, DEFAULT_CHECKPOINT_PLAN } from './checkpoint.js';
 import { loadMigrations, migrate } from './migrations.js';
 import { SqliteStore } from './sqlite-store.js';
-import { StoreOpenError } from './store-open-error.js';
 
 /** How to open the embedded control store. */
 export interface SqliteStoreOptions {

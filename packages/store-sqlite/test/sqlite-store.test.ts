@@ -39,7 +39,8 @@ const modeOf = (path: string): number => statSync(path).mode & 0o777;
 async function refusesToOpen(open: Promise<unknown>, path: string, advice: RegExp): Promise<void> {
   await assert.rejects(open, (error: unknown) => {
     assert.ok(error instanceof StoreOpenError, `expected a StoreOpenError, got ${String(error)}`);
-    assert.equal(error.path, path);
+    assert.equal(error.code, 'store_open_failed');
+    assert.equal(error.target, path);
     assert.ok(error.message.includes(path), 'the message names the path');
     assert.match(error.message, advice);
     return true;

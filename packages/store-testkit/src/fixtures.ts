@@ -9,7 +9,6 @@ import {
   createSession,
   type DeviceRecord,
   digestToken,
-  type ErrorCode,
   enrollWithBootstrapToken,
   issueBootstrapToken,
   mintSessionToken,
@@ -21,6 +20,7 @@ import {
   type RotationOutcome,
   type SessionRecord,
   type Store,
+  type SvcErrorCode,
   sealSuccessor,
   type TokenPairDigests,
   type TokenPairJson,
@@ -51,11 +51,10 @@ export function newDeviceKey(): DeviceKey {
 }
 
 /** Asserts that `promise` rejects with an error whose `code` is `code` (never the message text). */
-export async function rejectsWithCode(promise: Promise<unknown>, code: ErrorCode | 'ConfigError'): Promise<void> {
+export async function rejectsWithCode(promise: Promise<unknown>, code: SvcErrorCode): Promise<void> {
   await assert.rejects(promise, (error: unknown) => {
     assert.ok(error instanceof Error, 'expected an Error');
-    if (code === 'ConfigError') assert.equal(error.name, 'ConfigError');
-    else assert.equal((error as { code?: unknown }).code, code, `expected code ${code}, got ${String((error as { code?: unknown }).code)}`);
+    assert.equal((error as { code?: unknown }).code, code, `expected code ${code}, got ${String((error as { code?: unknown }).code)}`);
     return true;
   });
 }

@@ -49,7 +49,7 @@ export const packageInstall: Command = {
     const [sourceArg, dirArg] = args.positionals as [string, string];
     const sha256 = args.values.sha256?.toLowerCase();
     if (sha256 === undefined || !/^[0-9a-f]{64}$/.test(sha256)) {
-      throw new CliError('--sha256 must be the 64-hex-digit SHA-256 of the archive', { exitCode: 2 });
+      throw new CliError('--sha256 must be the 64-hex-digit SHA-256 of the archive', { code: 'usage_error' });
     }
     const dir = resolve(dirArg);
     const file = join(dir, 'project.edn');

@@ -8,7 +8,8 @@ import {
   resolveMetricsListen,
   type ServiceMetrics,
 } from '@svc/server';
-import { CliError, UsageError } from '../cli-error.js';
+import { CliError } from '../cli-error.js';
+import { listenRefusal } from '../listen.js';
 import type { Project } from '../project.js';
 import type { Surface } from './surface.js';
 
@@ -29,10 +30,7 @@ export function metricsListen(flag: string | undefined, project: Project, comman
   try {
     return resolveMetricsListen({ flag, env: process.env.SVC_METRICS_LISTEN, config: project.config.metricsListen });
   } catch (error) {
-    if ((error as Error).name !== 'ListenAddressError') throw error;
-    const message = `${command}: refusing to listen: ${(error as Error).message}`;
-    if (flag !== undefined) throw new UsageError(message);
-    throw new CliError(message);
+    throw listenRefusal(error, command, flag !== undefined);
   }
 }
 

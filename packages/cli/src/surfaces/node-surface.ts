@@ -10,8 +10,9 @@ import {
   resolveNodeListen,
   type ServiceMetrics,
 } from '@svc/server';
-import { CliError, UsageError } from '../cli-error.js';
+import { CliError } from '../cli-error.js';
 import { addonStatusOf, assertOwnerOnly } from '../control.js';
+import { listenRefusal } from '../listen.js';
 import type { Project } from '../project.js';
 import type { Surface } from './surface.js';
 
@@ -36,10 +37,7 @@ export function nodeListen(flag: string | undefined, project: Project, command: 
   try {
     return resolveNodeListen({ flag, env: process.env.SVC_NODE_LISTEN, config: project.config.nodeListen });
   } catch (error) {
-    if ((error as Error).name !== 'ListenAddressError') throw error;
-    const message = `${command}: refusing to listen: ${(error as Error).message}`;
-    if (flag !== undefined) throw new UsageError(message);
-    throw new CliError(message);
+    throw listenRefusal(error, command, flag !== undefined);
   }
 }
 

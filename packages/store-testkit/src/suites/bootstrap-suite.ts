@@ -96,7 +96,7 @@ export function bootstrapSuite(ctx: SuiteContext): void {
         assert.equal(first.reason, 'init');
         await enrollWithBootstrapToken(deps, { bootstrapToken: first.token, publicKey: newDeviceKey().publicKey });
         const before = await auditLength(store);
-        await rejectsWithCode(issueBootstrapToken(deps, { recovery: false }), 'ConfigError');
+        await rejectsWithCode(issueBootstrapToken(deps, { recovery: false }), 'config_invalid');
         assert.equal(await auditLength(store), before);
         const recovery = await issueBootstrapToken(deps, { recovery: true });
         assert.equal(recovery.reason, 'recovery');
