@@ -3,7 +3,8 @@ import { readFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { canonicalJson, ERROR_CODES, sha256Hex } from '@svc/core';
-import { buildOpenApiDocument, OPENAPI_PATH, type RegisteredRoute, registeredRoutes, renderOpenApiDocument } from '../src/index.js';
+import { type RegisteredRoute, registeredRoutes } from '../src/http/route-registry.js';
+import { buildOpenApiDocument, OPENAPI_PATH, renderOpenApiDocument } from '../src/index.js';
 import { admin, api } from './support/harness.js';
 import { type NodeHarness, startNodeHarness } from './support/node-harness.js';
 
