@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { isLoopbackHostHeader, isLoopbackOrigin } from '../../src/http/loopback.js';
-import { type Listener, networkAddress, rawExchange, SURFACES, send } from './surfaces.js';
+import { againstEverySurface, type Listener, networkAddress, rawExchange, SURFACES, send } from './surfaces.js';
 
 const LOOPBACK_HOSTS = [
   '127.0.0.1',
@@ -61,71 +61,63 @@ test('the host and origin checks agree with the table', () => {
 
 // Reached over loopback, every surface is guarded against DNS rebinding, whatever it binds: a
 // hostile page's rebound name is the only way a browser gets in there.
-for (const surface of SURFACES) {
-  describe(`dns-rebinding guard: ${surface.name} reached over loopback`, () => {
-    let l: Listener;
-    before(async () => {
-      l = await surface.start();
-    });
-    after(() => l.close());
-
-    test('a loopback Host (127.0.0.0/8, [::1], localhost, any port) is served', async () => {
-      for (const path of surface.publicPaths) {
-        for (const host of [...LOOPBACK_HOSTS, `localhost:${l.port}`]) {
-          const r = await send(l, { path, headers: { host } });
-          assert.equal(r.status, 200, `${path} Host: ${host}`);
-        }
+againstEverySurface('dns-rebinding guard over loopback', (surface, listener) => {
+  test('a loopback Host (127.0.0.0/8, [::1], localhost, any port) is served', async () => {
+    for (const path of surface.publicPaths) {
+      for (const host of [...LOOPBACK_HOSTS, `localhost:${listener().port}`]) {
+        const r = await send(listener(), { path, headers: { host } });
+        assert.equal(r.status, 200, `${path} Host: ${host}`);
       }
-    });
-
-    test('a non-loopback Host is 403 forbidden_host, and nothing of the route is read', async () => {
-      // node:http replaces an empty Host with its own; the raw-socket test below sends one.
-      for (const path of surface.publicPaths) {
-        for (const host of FOREIGN_HOSTS.filter((x) => x !== '')) {
-          const r = await send(l, { path, headers: { host } });
-          assert.equal(r.status, 403, `${path} Host: ${JSON.stringify(host)}`);
-          assert.equal(r.body.code, 'forbidden_host', host);
-          assert.equal(r.headers['cache-control'], 'no-store');
-          assert.doesNotMatch(r.text, /svc_|node_id|openapi/, `${path} leaks nothing`);
-        }
-      }
-    });
-
-    test('a rebound name is refused before the body is parsed or a handler runs', async () => {
-      const r = await send(l, {
-        method: 'POST',
-        path: surface.bodyPath,
-        headers: { host: 'evil.example:9090', 'content-type': 'text/plain' },
-        body: 'not json',
-      });
-      assert.equal(r.status, 403);
-      assert.equal(r.body.code, 'forbidden_host');
-    });
-
-    test('a request without a Host header (HTTP/1.0) or with an empty one is 403 forbidden_host', async () => {
-      const path = surface.publicPaths[0];
-      for (const request of [`GET ${path} HTTP/1.0\r\n\r\n`, `GET ${path} HTTP/1.1\r\nHost: \r\nConnection: close\r\n\r\n`]) {
-        const text = await rawExchange(l.port, request, { endAfterBody: true });
-        assert.match(text, /^HTTP\/1\.[01] 403 /, request);
-        assert.match(text, /"code":"forbidden_host"/, request);
-      }
-    });
-
-    test('a loopback Origin is served; a foreign or null Origin is 403 forbidden_host', async () => {
-      for (const path of surface.publicPaths) {
-        for (const origin of LOOPBACK_ORIGINS) {
-          const r = await send(l, { path, headers: { origin } });
-          assert.equal(r.status, 200, `${path} Origin: ${origin}`);
-        }
-        for (const origin of FOREIGN_ORIGINS) {
-          const r = await send(l, { path, headers: { origin } });
-          assert.equal(r.status, 403, `${path} Origin: ${JSON.stringify(origin)}`);
-          assert.equal(r.body.code, 'forbidden_host', origin);
-        }
-      }
-    });
+    }
   });
-}
+
+  test('a non-loopback Host is 403 forbidden_host, and nothing of the route is read', async () => {
+    // node:http replaces an empty Host with its own; the raw-socket test below sends one.
+    for (const path of surface.publicPaths) {
+      for (const host of FOREIGN_HOSTS.filter((x) => x !== '')) {
+        const r = await send(listener(), { path, headers: { host } });
+        assert.equal(r.status, 403, `${path} Host: ${JSON.stringify(host)}`);
+        assert.equal(r.body.code, 'forbidden_host', host);
+        assert.equal(r.headers['cache-control'], 'no-store');
+        assert.doesNotMatch(r.text, /svc_|node_id|openapi/, `${path} leaks nothing`);
+      }
+    }
+  });
+
+  test('a rebound name is refused before the body is parsed or a handler runs', async () => {
+    const r = await send(listener(), {
+      method: 'POST',
+      path: surface.bodyPath,
+      headers: { host: 'evil.example:9090', 'content-type': 'text/plain' },
+      body: 'not json',
+    });
+    assert.equal(r.status, 403);
+    assert.equal(r.body.code, 'forbidden_host');
+  });
+
+  test('a request without a Host header (HTTP/1.0) or with an empty one is 403 forbidden_host', async () => {
+    const path = surface.publicPaths[0];
+    for (const request of [`GET ${path} HTTP/1.0\r\n\r\n`, `GET ${path} HTTP/1.1\r\nHost: \r\nConnection: close\r\n\r\n`]) {
+      const text = await rawExchange(listener().port, request, { endAfterBody: true });
+      assert.match(text, /^HTTP\/1\.[01] 403 /, request);
+      assert.match(text, /"code":"forbidden_host"/, request);
+    }
+  });
+
+  test('a loopback Origin is served; a foreign or null Origin is 403 forbidden_host', async () => {
+    for (const path of surface.publicPaths) {
+      for (const origin of LOOPBACK_ORIGINS) {
+        const r = await send(listener(), { path, headers: { origin } });
+        assert.equal(r.status, 200, `${path} Origin: ${origin}`);
+      }
+      for (const origin of FOREIGN_ORIGINS) {
+        const r = await send(listener(), { path, headers: { origin } });
+        assert.equal(r.status, 403, `${path} Origin: ${JSON.stringify(origin)}`);
+        assert.equal(r.body.code, 'forbidden_host', origin);
+      }
+    }
+  });
+});
 
 const NET = networkAddress();
 const needsNetwork = NET === undefined ? 'this machine has no non-loopback IPv4 address' : false;

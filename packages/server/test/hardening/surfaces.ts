@@ -1,5 +1,6 @@
 import { connect } from 'node:net';
 import { networkInterfaces } from 'node:os';
+import { after, before, describe } from 'node:test';
 import { buildMetricsApp, createServiceMetrics } from '../../src/index.js';
 import { type Harness, newDeviceKey, type RawReply, raw, startHarness } from '../support/harness.js';
 import { startNodeHarness } from '../support/node-harness.js';
@@ -168,4 +169,24 @@ export function networkAddress(): string | undefined {
     for (const a of list ?? []) if (a.family === 'IPv4' && !a.internal) return a.address;
   }
   return undefined;
+}
+
+/**
+ * Declares `attack`'s tests once per surface of {@link SURFACES}, each suite against its own
+ * listener on 127.0.0.1 (started before, closed after): `tests` reads it with `listener()`.
+ */
+export function againstEverySurface(attack: string, tests: (surface: SurfaceUnderAttack, listener: () => Listener) => void): void {
+  for (const surface of SURFACES) {
+    describe(`${attack}: ${surface.name}`, () => {
+      let l: Listener | undefined;
+      before(async () => {
+        l = await surface.start();
+      });
+      after(() => l?.close());
+      tests(surface, () => {
+        if (l === undefined) throw new Error(`${surface.name} did not start`);
+        return l;
+      });
+    });
+  }
 }
