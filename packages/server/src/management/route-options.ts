@@ -17,10 +17,13 @@ export interface EnrollRouteOptions extends ManagementRouteOptions {
 
 /**
  * What the sign-in route plugin receives: the realm it signs in to (data, so one plugin serves
- * every realm), the deps, the failed-attempt budget and the unanswered-challenge budget.
+ * every realm, not only the management API), the deps, the failed-attempt budget and the
+ * unanswered-challenge budget.
  */
-export interface SignInRouteOptions extends EnrollRouteOptions {
+export interface SignInRouteOptions {
   readonly realm: Realm;
+  readonly deps: AuthDeps;
+  readonly limiter: FailureLimiter;
   readonly challenges: ChallengeBudget;
   /** Statuses the surface's own guards may answer on every route, for the documented responses (the management API: `403 forbidden_host`). */
   readonly guardProblems: readonly number[];
