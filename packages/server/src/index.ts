@@ -1,5 +1,36 @@
-export * from './http/index.js';
-export * from './management/index.js';
-export * from './metrics/index.js';
-export * from './node/index.js';
-export * from './openapi/index.js';
+// The public API of @svc/server, by name: what the composition root (the `svc` CLI), the docs
+// generator and the tests build the surfaces with. Route plugins, hooks and the HTTP hardening
+// stay inside the package; its own tests import those from their modules.
+
+export { type ConnectionLimits, MANAGEMENT_CONNECTION_LIMITS, NODE_CONNECTION_LIMITS } from './http/connection-limits.js';
+export { parseIPv4 } from './http/loopback.js';
+// The management API (loopback only).
+export { buildManagementApp, type ManagementAppOptions } from './management/app.js';
+export {
+  DEFAULT_MANAGEMENT_LISTEN,
+  ListenAddressError,
+  MANAGEMENT_LISTEN_ENV,
+  parseListenAddress,
+  resolveManagementListen,
+} from './management/listen-address.js';
+// The metrics listener and the instruments behind it.
+export { buildMetricsApp, type MetricsAppOptions } from './metrics/app.js';
+export { instrumentStore } from './metrics/instrument-store.js';
+export { METRICS_LISTEN_ENV, type MetricsListen, resolveMetricsListen } from './metrics/listen-address.js';
+export { type BearerCacheCounters, createServiceMetrics, type MetricsSources, type ServiceMetrics } from './metrics/metrics.js';
+// The node surface (may bind a network address).
+export { buildNodeApp, type NodeAppOptions } from './node/app.js';
+export {
+  type ComponentStatus,
+  ed25519KeyProvider,
+  type ModuleStatusJson,
+  type NodeProvider,
+  type StoreAddonStatusJson,
+} from './node/components.js';
+export { createNodeIdentity, type NodeIdentity } from './node/identity.js';
+export { DEFAULT_NODE_LISTEN, NODE_LISTEN_ENV, parseNodeListenAddress, resolveNodeListen } from './node/listen-address.js';
+export { NODE_ROUTES, type NodeRoute, type NodeRouteAuth } from './node/routes.js';
+
+// The OpenAPI document of both surfaces.
+export { buildOpenApiDocument, type OpenApiDocument, renderOpenApiDocument } from './openapi/document.js';
+export { OPENAPI_PATH } from './openapi/route.js';

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import { test } from 'node:test';
 import { pino } from 'pino';
-import { safeLogger } from '../src/index.js';
+import { safeLogger } from '../src/http/logging.js';
 import { admin, api, startHarness } from './support/harness.js';
 
 function captureLogger(lines: string[]) {

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { request as httpRequest } from 'node:http';
 import { after, before, describe, test } from 'node:test';
-import { clientAddressKey, createFailureLimiter, limitedAttempt } from '../src/index.js';
+import { clientAddressKey, createFailureLimiter } from '../src/http/failure-limiter.js';
 import { admin, api, createFakeClock, type Harness, newDeviceKey, signIn, startHarness } from './support/harness.js';
 
 const BAD_REFRESH = { refresh_token: `svcr_${'0'.repeat(26)}${'B'.repeat(43)}` };
@@ -88,10 +88,11 @@ describe('failure limiter', () => {
     let most = 0;
     const results = await Promise.allSettled(
       Array.from({ length: 50 }, () =>
-        limitedAttempt(limiter, ['addr:loopback'], async () => {
+        limiter.reserve(['addr:loopback']).then(async (attempt) => {
           most = Math.max(most, ++inFlight);
           await new Promise((resolve) => setTimeout(resolve, 5));
           inFlight--;
+          attempt.release();
         }),
       ),
     );

@@ -74,30 +74,27 @@ function rateLimited(waitMs: number): AuthError {
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /**
- * Creates a {@link FailureLimiter}: an exact in-memory budget on the monotonic clock (no I/O),
- * then, with a shared store, the store's budget, so that on PostgreSQL every node counts
- * against the same windows. Successes never count: a busy, well-behaved client is never refused.
- *
- * @example
- * const limiter = createFailureLimiter({ clock: deps.clock, store: deps.store, scope: 'signin' });
- * const pair = await limitedAttempt(limiter, [clientAddressKey(req.ip)], () => createSession(deps, input));
+ * Elapsed time in ms: `clock.monotonic()` when the clock has one, else `performance.now()`;
+ * never the wall clock, so stepping the system clock neither ends a window early nor stretches it.
  */
-export function createFailureLimiter(opts: FailureLimiterOptions): FailureLimiter {
-  const { clock, store } = opts;
-  const elapsed = (): number => (clock.monotonic !== undefined ? clock.monotonic() : performance.now());
-  const max = opts.maxFailures ?? 30;
-  const windowMs = (opts.windowSeconds ?? 60) * 1000;
-  const maxKeys = opts.maxKeys ?? 10_000;
-  const maxWaitMs = opts.maxWaitMs ?? 5000;
-  const maxWaiting = opts.maxWaiting ?? 1000;
-  const scope = opts.scope ?? 'attempts';
-  // Failures per key in fixed windows; running attempts per key (exact: nothing here can die
-  // without the process); the attempts waiting for one to settle.
-  const windows = new Map<string, { start: number; failures: number }>();
-  const running = new Map<string, number>();
-  const waiting = new Set<() => void>();
+function elapsedOf(clock: Clock): () => number {
+  return () => (clock.monotonic !== undefined ? clock.monotonic() : performance.now());
+}
 
-  const failuresOf = (key: string, now: number): { start: number; failures: number } | undefined => {
+/** One key's fixed window: when it started and what it holds (failures, or held slots). */
+interface Window {
+  readonly start: number;
+  count: number;
+}
+
+/**
+ * Fixed windows of a count per key, the one bookkeeping of both budgets below: a window ends
+ * `windowMs` after it opened, and at most `maxKeys` keys are tracked (beyond it the ended
+ * windows are dropped, then the oldest).
+ */
+function fixedWindows(windowMs: number, maxKeys: number, max: number) {
+  const windows = new Map<string, Window>();
+  const live = (key: string, now: number): Window | undefined => {
     const w = windows.get(key);
     if (w !== undefined && now - w.start >= windowMs) {
       windows.delete(key);
@@ -105,43 +102,71 @@ export function createFailureLimiter(opts: FailureLimiterOptions): FailureLimite
     }
     return w;
   };
-  const refusal = (keys: readonly string[], now: number): AuthError | null => {
-    let wait = 0;
-    for (const key of keys) {
-      const w = failuresOf(key, now);
-      if (w !== undefined && w.failures >= max) wait = Math.max(wait, w.start + windowMs - now);
-    }
-    return wait === 0 ? null : rateLimited(wait);
+  return {
+    live,
+    /** The live window of `key`, opened empty at `now` when there is none. */
+    open(key: string, now: number): Window {
+      const w = live(key, now);
+      if (w !== undefined) return w;
+      if (windows.size >= maxKeys) {
+        for (const [k, old] of windows) if (now - old.start >= windowMs) windows.delete(k);
+        // Still full: drop the oldest insertions (Map keeps insertion order).
+        for (const k of windows.keys()) {
+          if (windows.size < maxKeys) break;
+          windows.delete(k);
+        }
+      }
+      const opened = { start: now, count: 0 };
+      windows.set(key, opened);
+      return opened;
+    },
+    /** A `429 rate_limited` refusal (Retry-After: until the last full window ends) when any of `keys` holds `max`, else null. */
+    refusal(keys: readonly string[], now: number): AuthError | null {
+      let wait = 0;
+      for (const key of keys) {
+        const w = live(key, now);
+        if (w !== undefined && w.count >= max) wait = Math.max(wait, w.start + windowMs - now);
+      }
+      return wait === 0 ? null : rateLimited(wait);
+    },
   };
+}
+
+/**
+ * Creates a {@link FailureLimiter}: an exact in-memory budget on the monotonic clock (no I/O),
+ * then, with a shared store, the store's budget, so that on PostgreSQL every node counts
+ * against the same windows. Successes never count: a busy, well-behaved client is never refused.
+ *
+ * @example
+ * const limiter = createFailureLimiter({ clock: deps.clock, store: deps.store, scope: 'signin' });
+ * await app.register(failureCounting, { limiter });
+ */
+export function createFailureLimiter(opts: FailureLimiterOptions): FailureLimiter {
+  const { clock, store } = opts;
+  const elapsed = elapsedOf(clock);
+  const max = opts.maxFailures ?? 30;
+  const windowMs = (opts.windowSeconds ?? 60) * 1000;
+  const maxWaitMs = opts.maxWaitMs ?? 5000;
+  const maxWaiting = opts.maxWaiting ?? 1000;
+  const scope = opts.scope ?? 'attempts';
+  // Failures per key in fixed windows; running attempts per key (exact: nothing here can die
+  // without the process); the attempts waiting for one to settle.
+  const failures = fixedWindows(windowMs, opts.maxKeys ?? 10_000, max);
+  const running = new Map<string, number>();
+  const waiting = new Set<() => void>();
+
   const settled = () => {
     for (const wake of waiting) wake();
     waiting.clear();
-  };
-  const countFailure = (key: string) => {
-    const now = elapsed();
-    const w = failuresOf(key, now);
-    if (w !== undefined) {
-      w.failures++;
-      return;
-    }
-    if (windows.size >= maxKeys) {
-      for (const [k, old] of windows) if (now - old.start >= windowMs) windows.delete(k);
-      // Still full: drop the oldest insertions (Map keeps insertion order).
-      for (const k of windows.keys()) {
-        if (windows.size < maxKeys) break;
-        windows.delete(k);
-      }
-    }
-    windows.set(key, { start: now, failures: 1 });
   };
 
   const reserveHere = async (keys: readonly string[]): Promise<Reservation> => {
     const started = performance.now();
     for (;;) {
       const now = elapsed();
-      const refused = refusal(keys, now);
+      const refused = failures.refusal(keys, now);
       if (refused !== null) throw refused;
-      const busy = keys.some((k) => (failuresOf(k, now)?.failures ?? 0) + (running.get(k) ?? 0) >= max);
+      const busy = keys.some((k) => (failures.live(k, now)?.count ?? 0) + (running.get(k) ?? 0) >= max);
       if (!busy) break;
       const left = maxWaitMs - (performance.now() - started);
       if (left <= 0 || waiting.size >= maxWaiting) throw rateLimited(1000);
@@ -166,7 +191,7 @@ export function createFailureLimiter(opts: FailureLimiterOptions): FailureLimite
         const n = (running.get(k) ?? 1) - 1;
         if (n <= 0) running.delete(k);
         else running.set(k, n);
-        if (failed) countFailure(k);
+        if (failed) failures.open(k, elapsed()).count++;
       }
       settled();
     };
@@ -174,7 +199,7 @@ export function createFailureLimiter(opts: FailureLimiterOptions): FailureLimite
   };
 
   return {
-    check: (keys) => refusal(keys, elapsed()),
+    check: (keys) => failures.refusal(keys, elapsed()),
     async reserve(input) {
       const keys = [...new Set(input)];
       const mine = await reserveHere(keys);
@@ -235,52 +260,17 @@ export interface WindowCounter {
  * const slot = counter.take([clientAddressKey(req.ip)]);
  */
 export function createWindowCounter(opts: FailureLimiterOptions): WindowCounter {
-  const { clock } = opts;
-  const elapsed = (): number => (clock.monotonic !== undefined ? clock.monotonic() : performance.now());
-  const maxFailures = opts.maxFailures ?? 30;
-  const windowMs = (opts.windowSeconds ?? 60) * 1000;
-  const maxKeys = opts.maxKeys ?? 10_000;
-  const windows = new Map<string, { start: number; count: number }>();
-
-  const prune = (now: number) => {
-    for (const [key, w] of windows) if (now - w.start >= windowMs) windows.delete(key);
-    for (const key of windows.keys()) {
-      if (windows.size < maxKeys) break;
-      windows.delete(key);
-    }
-  };
-  const live = (key: string, now: number) => {
-    const w = windows.get(key);
-    if (w === undefined) return undefined;
-    if (now - w.start >= windowMs) {
-      windows.delete(key);
-      return undefined;
-    }
-    return w;
-  };
-  const refusal = (keys: readonly string[], now: number): AuthError | null => {
-    let wait = 0;
-    for (const key of keys) {
-      const w = live(key, now);
-      if (w !== undefined && w.count >= maxFailures) wait = Math.max(wait, w.start + windowMs - now);
-    }
-    return wait === 0 ? null : rateLimited(wait);
-  };
-
+  const elapsed = elapsedOf(opts.clock);
+  const windows = fixedWindows((opts.windowSeconds ?? 60) * 1000, opts.maxKeys ?? 10_000, opts.maxFailures ?? 30);
   return {
-    check: (keys) => refusal(keys, elapsed()),
+    check: (keys) => windows.refusal(keys, elapsed()),
     take(keys) {
       const now = elapsed();
-      const refused = refusal(keys, now);
+      const refused = windows.refusal(keys, now);
       if (refused !== null) throw refused;
-      const held: { count: number }[] = [];
+      const held: Window[] = [];
       for (const key of new Set(keys)) {
-        let w = live(key, now);
-        if (w === undefined) {
-          if (windows.size >= maxKeys) prune(now);
-          w = { start: now, count: 0 };
-          windows.set(key, w);
-        }
+        const w = windows.open(key, now);
         w.count++;
         held.push(w);
       }
@@ -345,26 +335,4 @@ function expandIPv6(addr: string): number[] {
   const right = rest === undefined || rest === '' ? [] : rest.split(':');
   const fill = rest === undefined ? [] : new Array<string>(8 - left.length - right.length).fill('0');
   return [...left, ...fill, ...right].map((g) => Number.parseInt(g, 16));
-}
-
-/**
- * Runs one credential attempt under `limiter`: reserves it against `keys` first (so concurrent
- * attempts cannot overshoot the budget), counts it when the attempt fails as a proof (a 401),
- * gives it back otherwise (success, invalid input, a store outage).
- *
- * @throws {AuthError} `rate_limited` before running `attempt` when a budget is spent; whatever `attempt` throws.
- * @example
- * const pair = await limitedAttempt(limiter, [clientAddressKey(req.ip)], () => createSession(deps, input));
- */
-export async function limitedAttempt<T>(limiter: FailureLimiter, keys: readonly string[], attempt: () => Promise<T>): Promise<T> {
-  const reservation = await limiter.reserve(keys);
-  try {
-    const result = await attempt();
-    reservation.release();
-    return result;
-  } catch (err) {
-    if (err instanceof AuthError && err.status === 401) reservation.fail();
-    else reservation.release();
-    throw err;
-  }
 }

@@ -103,9 +103,7 @@ function isLoopbackHost(hp: HostPort): boolean {
   return v4 !== null && v4[0] === 127;
 }
 
-// Accepted Host values repeat on every request; remembering a bounded few keeps the guard
-// to one Set lookup on the hot path. Refused values are never remembered.
-const acceptedHosts = new Set<string>();
+/** How many accepted Host values one guard remembers. */
 const ACCEPTED_HOSTS_MAX = 256;
 
 /**
@@ -118,11 +116,8 @@ const ACCEPTED_HOSTS_MAX = 256;
  */
 export function isLoopbackHostHeader(value: string | undefined): boolean {
   if (value === undefined || value === '') return false;
-  if (acceptedHosts.has(value)) return true;
   const hp = splitHostPort(value);
-  const ok = hp !== null && isLoopbackHost(hp);
-  if (ok && acceptedHosts.size < ACCEPTED_HOSTS_MAX) acceptedHosts.add(value);
-  return ok;
+  return hp !== null && isLoopbackHost(hp);
 }
 
 const ORIGIN = /^(https?):\/\/([^/?#@\s]+)$/i;
@@ -172,13 +167,23 @@ export function isLoopbackAddress(address: string | undefined): boolean {
  */
 export function installLoopbackGuard(app: FastifyInstance, opts: { readonly when?: (req: FastifyRequest) => boolean } = {}): void {
   const { when } = opts;
+  // Accepted Host values repeat on every request; remembering a bounded few (per app, so one
+  // surface's traffic never shapes another's) keeps the guard to one Set lookup on the hot
+  // path. Refused values are never remembered.
+  const accepted = new Set<string>();
+  const loopbackHost = (host: string | undefined): boolean => {
+    if (host !== undefined && accepted.has(host)) return true;
+    const ok = isLoopbackHostHeader(host);
+    if (ok && accepted.size < ACCEPTED_HOSTS_MAX) accepted.add(host as string);
+    return ok;
+  };
   app.addHook('onRequest', (req, reply, done) => {
     if (when !== undefined && !when(req)) {
       done();
       return;
     }
     const { host, origin } = req.headers;
-    if (!isLoopbackHostHeader(host)) {
+    if (!loopbackHost(host)) {
       sendProblem(reply, new AuthError('forbidden_host', 'the Host header must name a loopback address (localhost, 127.0.0.1, [::1])'));
       return;
     }

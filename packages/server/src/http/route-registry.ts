@@ -7,7 +7,12 @@ export interface RegisteredRoute {
   readonly schema: FastifySchema | undefined;
 }
 
-const registries = new WeakMap<FastifyInstance, RegisteredRoute[]>();
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The routes recorded by {@link trackRoutes} (read them with {@link registeredRoutes}). */
+    svcRoutes: RegisteredRoute[];
+  }
+}
 
 /**
  * Records every route later registered on `app` (HEAD routes Fastify adds for GET are left
@@ -21,7 +26,7 @@ const registries = new WeakMap<FastifyInstance, RegisteredRoute[]>();
  */
 export function trackRoutes(app: FastifyInstance): void {
   const routes: RegisteredRoute[] = [];
-  registries.set(app, routes);
+  app.decorate('svcRoutes', routes);
   app.addHook('onRoute', (route) => {
     for (const m of Array.isArray(route.method) ? route.method : [route.method]) {
       const method = String(m).toUpperCase();
@@ -36,7 +41,6 @@ export function trackRoutes(app: FastifyInstance): void {
  * @throws {TypeError} when `app` was built without {@link trackRoutes}.
  */
 export function registeredRoutes(app: FastifyInstance): readonly RegisteredRoute[] {
-  const routes = registries.get(app);
-  if (routes === undefined) throw new TypeError('registeredRoutes: the app was built without trackRoutes');
-  return routes;
+  if (!app.hasDecorator('svcRoutes')) throw new TypeError('registeredRoutes: the app was built without trackRoutes');
+  return app.svcRoutes;
 }

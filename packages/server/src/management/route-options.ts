@@ -1,5 +1,5 @@
-import { type AuthDeps, AuthError, authenticate, type Principal, revokeExposedSession } from '@svc/core';
-import type { FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
+import { type AuthDeps, AuthError, authenticate, type Principal, type Realm, revokeExposedSession } from '@svc/core';
+import type { FastifyInstance, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
 import { bearerToken } from '../http/bearer.js';
 import type { ChallengeBudget } from '../http/challenge-budget.js';
 import type { FailureLimiter } from '../http/failure-limiter.js';
@@ -10,10 +10,23 @@ export interface ManagementRouteOptions {
   readonly deps: AuthDeps;
 }
 
-/** What the sign-in route plugin receives: the deps, the failed-attempt budget and the unanswered-challenge budget. */
-export interface SignInRouteOptions extends ManagementRouteOptions {
+/** What the enrollment route plugin receives: the deps and the failed-attempt budget. */
+export interface EnrollRouteOptions extends ManagementRouteOptions {
+  readonly limiter: FailureLimiter;
+}
+
+/**
+ * What the sign-in route plugin receives: the realm it signs in to (data, so one plugin serves
+ * every realm, not only the management API), the deps, the failed-attempt budget and the
+ * unanswered-challenge budget.
+ */
+export interface SignInRouteOptions {
+  readonly realm: Realm;
+  readonly deps: AuthDeps;
   readonly limiter: FailureLimiter;
   readonly challenges: ChallengeBudget;
+  /** Statuses the surface's own guards may answer on every route, for the documented responses (the management API: `403 forbidden_host`). */
+  readonly guardProblems: readonly number[];
 }
 
 /**
@@ -48,19 +61,37 @@ export async function managementPrincipal(deps: AuthDeps, req: FastifyRequest): 
   return authenticate(deps, { token: bearerToken(req.headers.authorization), realm: 'management' });
 }
 
-const principals = new WeakMap<FastifyRequest, Principal>();
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The principal {@link requireManagementPrincipal} verified for this request; null on a route without it. */
+    principal: Principal | null;
+  }
+}
+
+/**
+ * Gives every request of `app` a `principal` slot (null until a bearer hook fills it), the
+ * Fastify way: one shape for all requests. Idempotent, since the management and node route
+ * lists may be registered on one app (the OpenAPI generator).
+ *
+ * @example
+ * decoratePrincipal(app);
+ * app.get('/v1/auth/devices', { onRequest: requireManagementPrincipal(deps) }, (req) => list(principalOf(req)));
+ */
+export function decoratePrincipal(app: FastifyInstance): void {
+  if (!app.hasRequestDecorator('principal')) app.decorateRequest('principal', null);
+}
 
 /**
  * An `onRequest` hook that authenticates the bearer token before the body or query is even
  * parsed (an unauthenticated caller learns nothing about the route's input rules), keeping the
- * principal for {@link principalOf}.
+ * principal on the request for {@link principalOf}. The app needs {@link decoratePrincipal}.
  *
  * @example
  * app.addHook('onRequest', requireManagementPrincipal(deps));
  */
 export function requireManagementPrincipal(deps: AuthDeps): onRequestAsyncHookHandler {
   return async (req) => {
-    principals.set(req, await managementPrincipal(deps, req));
+    req.principal = await managementPrincipal(deps, req);
   };
 }
 
@@ -71,7 +102,7 @@ export function requireManagementPrincipal(deps: AuthDeps): onRequestAsyncHookHa
  * const principal = principalOf(req);
  */
 export function principalOf(req: FastifyRequest): Principal {
-  const principal = principals.get(req);
-  if (principal === undefined) throw new TypeError('principalOf: the route is missing the requireManagementPrincipal hook');
+  const principal = req.principal;
+  if (principal === null) throw new TypeError('principalOf: the route is missing the requireManagementPrincipal hook');
   return principal;
 }

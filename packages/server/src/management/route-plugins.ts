@@ -1,13 +1,15 @@
 import type { FastifyInstance } from 'fastify';
 import { openApiRoute } from '../openapi/route.js';
+import { enrollRoutes } from './enroll-routes.js';
 import { healthRoutes } from './health-routes.js';
 import { operatorRoutes } from './operator-routes.js';
-import type { SignInRouteOptions } from './route-options.js';
+import { decoratePrincipal, type SignInRouteOptions } from './route-options.js';
+import { LOOPBACK_GUARD } from './schemas.js';
 import { sessionRoutes } from './session-routes.js';
 import { signInRoutes } from './sign-in-routes.js';
 
-/** What {@link registerManagementRoutes} needs: the sign-in plugin's options and the OpenAPI document to serve. */
-export interface ManagementRoutesOptions extends SignInRouteOptions {
+/** What {@link registerManagementRoutes} needs: the budgets of the sign-in plugin and the OpenAPI document to serve. */
+export interface ManagementRoutesOptions extends Pick<SignInRouteOptions, 'deps' | 'limiter' | 'challenges'> {
   /** The OpenAPI document as JSON text, for `GET /v1/openapi.json`. */
   readonly openApiJson: () => Promise<string>;
 }
@@ -21,8 +23,11 @@ export interface ManagementRoutesOptions extends SignInRouteOptions {
  */
 export async function registerManagementRoutes(app: FastifyInstance, opts: ManagementRoutesOptions): Promise<void> {
   const { deps, limiter, challenges } = opts;
+  decoratePrincipal(app);
   await app.register(healthRoutes, { deps });
-  await app.register(signInRoutes, { deps, limiter, challenges });
+  // Enrollment and sign-in share one budget of failed proofs.
+  await app.register(enrollRoutes, { deps, limiter });
+  await app.register(signInRoutes, { prefix: '/v1/auth', realm: 'management', deps, limiter, challenges, guardProblems: [LOOPBACK_GUARD] });
   await app.register(sessionRoutes, { deps });
   await app.register(operatorRoutes, { deps });
   await app.register(openApiRoute, { document: opts.openApiJson });

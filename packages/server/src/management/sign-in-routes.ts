@@ -1,16 +1,7 @@
-import {
-  AuthError,
-  createChallenge,
-  createSession,
-  deviceToJson,
-  enrollWithBootstrapToken,
-  parseSessionToken,
-  rfc3339,
-  rotateRefreshToken,
-  secondsUntil,
-} from '@svc/core';
-import type { FastifyPluginAsync, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
-import { clientAddressKey, limitedAttempt } from '../http/failure-limiter.js';
+import { AuthError, createChallenge, createSession, parseSessionToken, rfc3339, rotateRefreshToken, secondsUntil } from '@svc/core';
+import type { FastifyPluginAsync } from 'fastify';
+import { failureCounting } from '../http/failure-counting.js';
+import { clientAddressKey } from '../http/failure-limiter.js';
 import { documented, problemResponses } from '../http/problem-schema.js';
 import type { SignInRouteOptions } from './route-options.js';
 import {
@@ -18,10 +9,6 @@ import {
   type ChallengeBody,
   challengeBody,
   challengeResponse,
-  deviceResponse,
-  type EnrollBody,
-  enrollBody,
-  LOOPBACK_GUARD,
   type RefreshBody,
   refreshBody,
   type SessionBody,
@@ -30,53 +17,30 @@ import {
 } from './schemas.js';
 
 /**
- * The unauthenticated routes that prove something: enrollment with the bootstrap token, the
- * challenge, the signed sign-in and the refresh. Every proof attempt on enroll, sessions and
- * refresh is reserved against the client's address unit (and, for a refresh, against the
- * session its token names) BEFORE it runs and kept when it fails (a 401): over the budget a
- * client gets `429 rate_limited`, and a client already over it is refused before its body is
- * even parsed. Successes are never counted. Challenges left unanswered are bounded per address
- * unit and per public key.
+ * The sign-in of one realm (`opts.realm`, so the same plugin serves the management API and,
+ * under its own prefix, the application gateway): `POST {prefix}/challenges`, the signed
+ * `POST {prefix}/sessions` and `POST {prefix}/refresh`. Every proof attempt on sessions and
+ * refresh is counted by {@link failureCounting} against the client's address unit (and, for a
+ * refresh, against the session its token names): reserved BEFORE it runs, kept when it fails (a
+ * 401); over the budget a client gets `429 rate_limited`, and a client already over it is
+ * refused before its body is even parsed. Successes are never counted. Challenges left
+ * unanswered are bounded per address unit and per public key.
  *
  * @example
- * await app.register(signInRoutes, { deps, limiter: createFailureLimiter({ clock: deps.clock }), challenges: createChallengeBudget({ clock: deps.clock }) });
+ * await app.register(signInRoutes, { prefix: '/v1/auth', realm: 'management', deps, limiter, challenges, guardProblems: [403] });
  */
-export const signInRoutes: FastifyPluginAsync<SignInRouteOptions> = async (app, { deps, limiter, challenges }) => {
-  const limitFailures = (req: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction) => {
-    done(limiter.check([clientAddressKey(req.ip)]) ?? undefined);
-  };
-
-  app.post<{ Body: EnrollBody }>(
-    '/v1/auth/enroll',
-    {
-      onRequest: limitFailures,
-      schema: documented({
-        summary: 'Enroll a management device with a bootstrap token',
-        body: enrollBody,
-        response: {
-          201: { description: 'The enrolled device', ...deviceResponse },
-          ...problemResponses(LOOPBACK_GUARD, ...BODY_PROBLEMS, 401, 409, 429, 503),
-        },
-      }),
-    },
-    async (req, reply) => {
-      const { bootstrap_token, public_key, name } = req.body;
-      const device = await limitedAttempt(limiter, [clientAddressKey(req.ip)], () =>
-        enrollWithBootstrapToken(deps, { bootstrapToken: bootstrap_token, publicKey: public_key, name }),
-      );
-      return reply.code(201).send({ device: deviceToJson(device) });
-    },
-  );
+export const signInRoutes: FastifyPluginAsync<SignInRouteOptions> = async (app, { realm, deps, limiter, challenges, guardProblems }) => {
+  await app.register(failureCounting, { limiter });
 
   app.post<{ Body: ChallengeBody }>(
-    '/v1/auth/challenges',
+    '/challenges',
     {
       schema: documented({
         summary: 'Get a sign-in challenge for a device key',
         body: challengeBody,
         response: {
           201: { description: 'The challenge to sign', ...challengeResponse },
-          ...problemResponses(LOOPBACK_GUARD, ...BODY_PROBLEMS, 429, 503),
+          ...problemResponses(...guardProblems, ...BODY_PROBLEMS, 429, 503),
         },
       }),
     },
@@ -84,7 +48,7 @@ export const signInRoutes: FastifyPluginAsync<SignInRouteOptions> = async (app, 
       const slot = challenges.reserve(clientAddressKey(req.ip), req.body.public_key);
       let c: Awaited<ReturnType<typeof createChallenge>>;
       try {
-        c = await createChallenge(deps, { publicKey: req.body.public_key, realm: 'management' });
+        c = await createChallenge(deps, { publicKey: req.body.public_key, realm });
       } catch (err) {
         slot.release();
         throw err;
@@ -100,61 +64,57 @@ export const signInRoutes: FastifyPluginAsync<SignInRouteOptions> = async (app, 
   );
 
   app.post<{ Body: SessionBody }>(
-    '/v1/auth/sessions',
+    '/sessions',
     {
-      onRequest: limitFailures,
+      config: { attemptKeys: (req) => [clientAddressKey(req.ip)] },
+      // A sign-in that ran to a verdict used its challenge up (a 401 means it was looked up
+      // and, if it existed, consumed): its unanswered-challenge slots come back.
+      onError: (req, _reply, err, done) => {
+        const body = req.body as SessionBody | undefined;
+        if (err instanceof AuthError && err.status === 401 && body !== undefined) challenges.answered(body.challenge_id);
+        done();
+      },
       schema: documented({
         summary: 'Sign in with a signed challenge',
         body: sessionBody,
         response: {
           201: { description: 'A new session and its tokens', ...tokenPairResponse },
-          ...problemResponses(LOOPBACK_GUARD, ...BODY_PROBLEMS, 401, 429, 503),
+          ...problemResponses(...guardProblems, ...BODY_PROBLEMS, 401, 429, 503),
         },
       }),
     },
     async (req, reply) => {
       const { challenge_id, signature } = req.body;
-      const answer = () =>
-        createSession(deps, {
-          challengeId: challenge_id,
-          signature,
-          realm: 'management',
-          client: { address: req.ip, userAgent: req.headers['user-agent'] },
-        });
-      const pair = await limitedAttempt(limiter, [clientAddressKey(req.ip)], answer).then(
-        (p) => {
-          challenges.answered(challenge_id);
-          return p;
-        },
-        (err: unknown) => {
-          // A 401 means the challenge was looked up and, if it existed, used up.
-          if (err instanceof AuthError && err.status === 401) challenges.answered(challenge_id);
-          throw err;
-        },
-      );
+      const pair = await createSession(deps, {
+        challengeId: challenge_id,
+        signature,
+        realm,
+        client: { address: req.ip, userAgent: req.headers['user-agent'] },
+      });
+      challenges.answered(challenge_id);
       return reply.code(201).send(pair);
     },
   );
 
   app.post<{ Body: RefreshBody }>(
-    '/v1/auth/refresh',
+    '/refresh',
     {
-      onRequest: limitFailures,
+      config: {
+        attemptKeys: (req) => {
+          const presented = parseSessionToken((req.body as RefreshBody).refresh_token, 'refresh');
+          // Per session as well as per address: guesses at one session's token share one budget wherever they come from.
+          return presented === null ? [clientAddressKey(req.ip)] : [clientAddressKey(req.ip), `refresh:${presented.sessionId}`];
+        },
+      },
       schema: documented({
         summary: 'Rotate the refresh token of a session',
         body: refreshBody,
         response: {
           200: { description: 'The session with new tokens', ...tokenPairResponse },
-          ...problemResponses(LOOPBACK_GUARD, ...BODY_PROBLEMS, 401, 429, 503),
+          ...problemResponses(...guardProblems, ...BODY_PROBLEMS, 401, 429, 503),
         },
       }),
     },
-    async (req) => {
-      const token = req.body.refresh_token;
-      const presented = parseSessionToken(token, 'refresh');
-      // Per session as well as per address: guesses at one session's token share one budget wherever they come from.
-      const keys = presented === null ? [clientAddressKey(req.ip)] : [clientAddressKey(req.ip), `refresh:${presented.sessionId}`];
-      return limitedAttempt(limiter, keys, () => rotateRefreshToken(deps, { refreshToken: token, realm: 'management' }));
-    },
+    async (req) => rotateRefreshToken(deps, { refreshToken: req.body.refresh_token, realm }),
   );
 };

@@ -1,6 +1,13 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import { PROBLEM_CONTENT_TYPE } from '../http/problem.js';
 import type { ServiceMetrics } from './metrics.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The error `code` of the problem+json answer to this request, for the metrics; null otherwise. */
+    problemCode: string | null;
+  }
+}
 
 /** The route label of a request that matched no route (a 404): never the raw URL. */
 export const UNMATCHED_ROUTE = '(unmatched)';
@@ -27,12 +34,12 @@ function codeOf(payload: unknown): string | undefined {
  * instrumentHttp(app, metrics, 'management');
  */
 export function instrumentHttp(app: FastifyInstance, metrics: ServiceMetrics, surface: string): void {
-  const codes = new WeakMap<FastifyRequest, string>();
+  app.decorateRequest('problemCode', null);
   app.addHook('onSend', async (request, reply, payload) => {
     const type = reply.getHeader('content-type');
     if (typeof type === 'string' && type.startsWith(PROBLEM_CONTENT_TYPE)) {
       const code = codeOf(payload);
-      if (code !== undefined) codes.set(request, code);
+      if (code !== undefined) request.problemCode = code;
     }
     return payload;
   });
@@ -43,7 +50,7 @@ export function instrumentHttp(app: FastifyInstance, metrics: ServiceMetrics, su
       route: request.routeOptions.url ?? UNMATCHED_ROUTE,
       status: reply.statusCode,
       seconds: reply.elapsedTime / 1000,
-      code: codes.get(request),
+      code: request.problemCode ?? undefined,
     });
   });
 }

@@ -1,6 +1,7 @@
 import { completePairing, deviceToJson, isIdOfKind, preparePairing } from '@svc/core';
-import type { FastifyPluginAsync, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
-import { clientAddressKey, limitedAttempt } from '../http/failure-limiter.js';
+import type { FastifyPluginAsync } from 'fastify';
+import { failureCounting } from '../http/failure-counting.js';
+import { clientAddressKey } from '../http/failure-limiter.js';
 import { documented, problemResponses } from '../http/problem-schema.js';
 import { principalOf, requireManagementPrincipal } from '../management/route-options.js';
 import type { PairingRouteOptions } from './route-options.js';
@@ -27,14 +28,17 @@ import {
  *   `{"intent_id", "code", "public_key", "signature", "name"?}` → `201 {"device": Device}`.
  *
  * The core checks the code in constant time, burns the intent after 5 wrong codes, lets one
- * of N concurrent completions win, and audits every step. Here, failed completions (401s) are
- * reserved before they run, per client address unit and per intent, and kept when they fail;
- * over the limit a client gets `429 rate_limited` (before its body is parsed, once it is over).
+ * of N concurrent completions win, and audits every step. Here, completions are counted by
+ * {@link failureCounting}: reserved before they run, per client address unit and per intent,
+ * and kept when they fail (401s); over the limit a client gets `429 rate_limited` (before its
+ * body is parsed, once it is over).
  *
  * @example
- * await app.register(pairingRoutes, { deps, identity, providers, limiter: createFailureLimiter({ clock: deps.clock }) });
+ * await app.register(pairingRoutes, { deps, identity, providers, limiter: createFailureLimiter({ clock: deps.clock, scope: 'pairing' }) });
  */
 export const pairingRoutes: FastifyPluginAsync<PairingRouteOptions> = async (app, { deps, identity, limiter }) => {
+  await app.register(failureCounting, { limiter });
+
   app.post<{ Body: PrepareBody }>(
     NODE_PATHS.pairingPrepare,
     {
@@ -62,14 +66,16 @@ export const pairingRoutes: FastifyPluginAsync<PairingRouteOptions> = async (app
     },
   );
 
-  const limitFailures = (req: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction) => {
-    done(limiter.check([clientAddressKey(req.ip)]) ?? undefined);
-  };
-
   app.post<{ Body: CompleteBody }>(
     NODE_PATHS.pairingComplete,
     {
-      onRequest: limitFailures,
+      config: {
+        // Per address unit and per intent (the intent also burns after 5 wrong codes).
+        attemptKeys: (req) => {
+          const intentId = (req.body as CompleteBody).intent_id;
+          return [clientAddressKey(req.ip), ...(isIdOfKind(intentId, 'intent') ? [`pairing:${intentId}`] : [])];
+        },
+      },
       schema: documented({
         summary: 'Complete a pairing with the code and a signature by the new key',
         body: completeBody,
@@ -81,12 +87,14 @@ export const pairingRoutes: FastifyPluginAsync<PairingRouteOptions> = async (app
     },
     async (req, reply) => {
       const { intent_id, code, public_key, signature, name } = req.body;
-      // Reserved before the attempt, per address unit and per intent (the intent also burns after 5 wrong codes).
-      const device = await limitedAttempt(
-        limiter,
-        [clientAddressKey(req.ip), ...(isIdOfKind(intent_id, 'intent') ? [`pairing:${intent_id}`] : [])],
-        () => completePairing(deps, { nodeId: identity.nodeId, intentId: intent_id, code, publicKey: public_key, signature, name }),
-      );
+      const device = await completePairing(deps, {
+        nodeId: identity.nodeId,
+        intentId: intent_id,
+        code,
+        publicKey: public_key,
+        signature,
+        name,
+      });
       return reply.code(201).send({ device: deviceToJson(device) });
     },
   );

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { FailureLimiter } from '../http/failure-limiter.js';
+import { decoratePrincipal } from '../management/route-options.js';
 import type { ComponentStatus } from './components.js';
 import { diagnosticsRoutes } from './diagnostics-routes.js';
 import { discoveryRoutes } from './discovery-routes.js';
@@ -24,6 +25,7 @@ export interface NodeRoutesOptions extends NodeRouteOptions {
  */
 export async function registerNodeRoutes(app: FastifyInstance, opts: NodeRoutesOptions): Promise<void> {
   const base = { deps: opts.deps, identity: opts.identity, providers: opts.providers };
+  decoratePrincipal(app);
   await app.register(discoveryRoutes, base);
   await app.register(healthRoutes, { ...base, checkTimeoutMs: opts.checkTimeoutMs });
   await app.register(statusRoutes, { ...base, components: opts.components });

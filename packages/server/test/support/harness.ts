@@ -168,7 +168,7 @@ export interface RawReply {
  * bodies. `chunks` are written one by one with chunked transfer encoding.
  */
 export function raw(
-  h: Harness,
+  h: Pick<Harness, 'port'>,
   opts: {
     method?: string;
     path: string;
