@@ -1,5 +1,4 @@
 import {
-  canonicalJson,
   type DeviceJson,
   isValidNodeId,
   type JsonValue,
@@ -7,6 +6,7 @@ import {
   normalizeNodeId,
   pairingProofString,
   type Realm,
+  rfc8785Json,
   verifyEd25519,
 } from '@svc/core';
 import { ApiError, ApiUnreachableError, problemFromResponse } from './api-error.js';
@@ -283,7 +283,7 @@ export function verifyDiagnostics(
   if (nodeIdOf(signed.public_key) !== signed.node_id || signed.payload.node_id !== signed.node_id) return false;
   let canonical: string;
   try {
-    canonical = canonicalJson(signed.payload as JsonValue);
+    canonical = rfc8785Json(signed.payload as JsonValue);
   } catch {
     return false;
   }

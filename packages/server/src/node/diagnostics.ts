@@ -1,5 +1,4 @@
-import { type Realm, rfc3339, type StoreStats } from '@svc/core';
-import canonicalize from 'canonicalize';
+import { type Realm, rfc3339, rfc8785Json, type StoreStats } from '@svc/core';
 import type { NodeIdentity } from './identity.js';
 import { NODE_API_VERSION } from './routes.js';
 
@@ -100,11 +99,9 @@ export function diagnosticsPayload(
  * const signed = signDiagnostics(identity, payload);
  */
 export function signDiagnostics(identity: NodeIdentity, payload: DiagnosticsPayload): SignedDiagnosticsJson {
-  const canonical = canonicalize(payload);
-  if (canonical === undefined) throw new TypeError('the diagnostics payload has no JSON form');
   return {
     payload,
-    signature: identity.sign(Buffer.from(canonical, 'utf8')).toString('hex'),
+    signature: identity.sign(Buffer.from(rfc8785Json({ ...payload }), 'utf8')).toString('hex'),
     alg: 'Ed25519',
     canonicalization: 'RFC8785',
     public_key: identity.publicKeyHex,
