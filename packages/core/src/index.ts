@@ -29,5 +29,6 @@ export * from './use-cases/revoke-session.js';
 export * from './use-cases/rotate-refresh-token.js';
 export * from './wire/management.js';
 export * from './wire/node.js';
+export * from './wire/problem.js';
 export type { WireType } from './wire/wire-type.js';
 export * from './wire.js';
