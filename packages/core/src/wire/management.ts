@@ -1,3 +1,5 @@
+import type { StoreFault } from '../store-fault.js';
+import { problemSchema } from './problem.js';
 import type { WireType } from './wire-type.js';
 
 /*
@@ -17,6 +19,11 @@ const idString = { type: 'string', maxLength: 64 } as const;
 /** The realms (core's `REALMS`), as a schema. */
 export const realmSchema = { type: 'string', enum: ['management', 'application'] } as const;
 const nullableString = { type: ['string', 'null'] } as const;
+/** Why the control store cannot serve (core's `StoreFault`): a fixed word, never a message. */
+export const storeFaultSchema = {
+  type: 'string',
+  enum: ['connection', 'timeout', 'locked', 'disk_full', 'io_error'] satisfies StoreFault[],
+} as const;
 
 export const enrollBody = {
   type: 'object',
@@ -266,3 +273,21 @@ export const healthResponse = {
 } as const;
 /** The answer of the management API's `GET /health`. */
 export type HealthJson = WireType<typeof healthResponse>;
+
+/**
+ * The 503 of `GET /health`: the problem+json of `store_unavailable`, plus what a monitor
+ * needs: `health` degraded and the `reason` (a store fault, or `unavailable` when the cause is
+ * none of those).
+ */
+export const degradedHealthProblem = {
+  type: 'object',
+  required: [...problemSchema.required, 'health', 'reason'],
+  additionalProperties: false,
+  properties: {
+    ...problemSchema.properties,
+    health: { type: 'string', enum: ['degraded'] },
+    reason: { type: 'string', enum: [...storeFaultSchema.enum, 'unavailable'] },
+  },
+} as const;
+/** The body of `GET /health` when the control store cannot serve (503). */
+export type DegradedHealthProblemJson = WireType<typeof degradedHealthProblem>;

@@ -1,5 +1,4 @@
-import type { StoreFault } from '../store-fault.js';
-import { realmSchema } from './management.js';
+import { realmSchema, storeFaultSchema } from './management.js';
 import type { WireType } from './wire-type.js';
 
 /*
@@ -107,7 +106,7 @@ export const componentHealthSchema = {
   properties: {
     status: componentStatus,
     /** Why the store failed, when the fault is known (a fixed word, never a message). */
-    reason: { type: 'string', enum: ['connection', 'timeout', 'locked', 'disk_full', 'io_error'] satisfies StoreFault[] },
+    reason: storeFaultSchema,
   },
 } as const;
 /** One checked component of node health. */
