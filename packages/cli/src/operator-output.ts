@@ -53,7 +53,7 @@ export function printSessions(sessions: readonly SessionJson[], json: boolean): 
  * the terminal a sequence.
  *
  * @example
- * printAuditEvent(auditEventToJson(event) as unknown as AuditEventJson, false);
+ * printAuditEvent(auditEventToJson(event), false);
  */
 export function printAuditEvent(event: AuditEventJson, json: boolean): void {
   if (json) {

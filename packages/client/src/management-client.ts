@@ -1,58 +1,44 @@
-import type { DeviceJson, Principal, SessionJson, TokenPairJson } from '@svc/core';
+import type {
+  AuditPageJson,
+  ChallengeJson,
+  DeviceListJson,
+  DeviceRemovedJson,
+  DeviceResponseJson,
+  EnrollBody,
+  HealthJson,
+  PrincipalJson,
+  RevokedJson,
+  RevokeOthersJson,
+  SessionBody,
+  SessionListJson,
+  TokenPairJson,
+} from '@svc/core';
 import { ApiError, ApiUnreachableError, problemFromResponse } from './api-error.js';
 import { assertMayCarryBearer } from './bearer-transport.js';
 
-/** The answer to `POST /v1/auth/challenges`. */
-export interface ChallengeJson {
-  readonly challenge_id: string;
-  /** The exact printable string to sign (its UTF-8 bytes, pure Ed25519). */
-  readonly challenge: string;
-  readonly expires_at: string;
-  readonly expires_in: number;
-}
-
-/** An audit event as the API prints it. */
-export interface AuditEventJson {
-  readonly id: string;
-  readonly seq: number;
-  readonly at: string;
-  readonly type: string;
-  readonly realm: string | null;
-  readonly subject: string | null;
-  readonly device_id: string | null;
-  readonly session_id: string | null;
-  readonly data: Readonly<Record<string, string | number | boolean | null>>;
-  readonly prev_hash: string;
-  readonly hash: string;
-}
-
-/** A page of the audit log; pass `next_after` as `after` for the next page (null at the end). */
-export interface AuditPageJson {
-  readonly events: readonly AuditEventJson[];
-  readonly next_after: number | null;
-}
+// The answers' types are derived from the schemas the server serializes them with (core's
+// wire shapes): one declaration, so the SDK cannot miss a field the server sends.
+export type { AuditEventJson, AuditPageJson, ChallengeJson } from '@svc/core';
 
 /** Typed calls to the loopback management API. */
 export interface ManagementClient {
   /** The base URL, without a trailing slash. */
   readonly baseUrl: string;
-  health(): Promise<{ readonly status: string }>;
-  enroll(input: { readonly bootstrap_token: string; readonly public_key: string; readonly name?: string }): Promise<{
-    readonly device: DeviceJson;
-  }>;
+  health(): Promise<HealthJson>;
+  enroll(input: EnrollBody): Promise<DeviceResponseJson>;
   createChallenge(publicKeyHex: string): Promise<ChallengeJson>;
-  createSession(input: { readonly challenge_id: string; readonly signature: string }): Promise<TokenPairJson>;
+  createSession(input: SessionBody): Promise<TokenPairJson>;
   refresh(refreshToken: string): Promise<TokenPairJson>;
-  me(accessToken: string): Promise<Principal>;
-  revoke(accessToken: string, sessionId?: string): Promise<{ readonly session_id: string; readonly revoked: true }>;
+  me(accessToken: string): Promise<PrincipalJson>;
+  revoke(accessToken: string, sessionId?: string): Promise<RevokedJson>;
   audit(accessToken: string, page?: { readonly after?: number; readonly limit?: number }): Promise<AuditPageJson>;
   /** Active devices; with `mine`, only those of the caller's own subject. */
-  devices(accessToken: string, options?: { readonly mine?: boolean }): Promise<{ readonly devices: readonly DeviceJson[] }>;
-  removeDevice(accessToken: string, deviceId: string): Promise<unknown>;
+  devices(accessToken: string, options?: { readonly mine?: boolean }): Promise<DeviceListJson>;
+  removeDevice(accessToken: string, deviceId: string): Promise<DeviceRemovedJson>;
   /** Active sessions; with `mine`, only those of the caller's own subject. */
-  sessions(accessToken: string, options?: { readonly mine?: boolean }): Promise<{ readonly sessions: readonly SessionJson[] }>;
+  sessions(accessToken: string, options?: { readonly mine?: boolean }): Promise<SessionListJson>;
   /** Revokes the caller's other sessions (sign out everywhere else). */
-  revokeOtherSessions(accessToken: string): Promise<{ readonly revoked: readonly string[] }>;
+  revokeOtherSessions(accessToken: string): Promise<RevokeOthersJson>;
 }
 
 /** Options of {@link createManagementClient}. */
@@ -100,14 +86,14 @@ export function createManagementClient(options: ManagementClientOptions): Manage
 
   return Object.freeze({
     baseUrl,
-    health: () => call<{ status: string }>('GET', '/health'),
-    enroll: (input) => call<{ device: DeviceJson }>('POST', '/v1/auth/enroll', { body: input, secretBody: true }),
+    health: () => call<HealthJson>('GET', '/health'),
+    enroll: (input) => call<DeviceResponseJson>('POST', '/v1/auth/enroll', { body: input, secretBody: true }),
     createChallenge: (publicKeyHex) => call<ChallengeJson>('POST', '/v1/auth/challenges', { body: { public_key: publicKeyHex } }),
     createSession: (input) => call<TokenPairJson>('POST', '/v1/auth/sessions', { body: input }),
     refresh: (refreshToken) => call<TokenPairJson>('POST', '/v1/auth/refresh', { body: { refresh_token: refreshToken }, secretBody: true }),
-    me: (accessToken) => call<Principal>('GET', '/v1/auth/me', { bearer: accessToken }),
+    me: (accessToken) => call<PrincipalJson>('GET', '/v1/auth/me', { bearer: accessToken }),
     revoke: (accessToken, sessionId) =>
-      call<{ session_id: string; revoked: true }>('POST', '/v1/auth/revoke', {
+      call<RevokedJson>('POST', '/v1/auth/revoke', {
         bearer: accessToken,
         body: sessionId === undefined ? {} : { session_id: sessionId },
       }),
@@ -119,12 +105,12 @@ export function createManagementClient(options: ManagementClientOptions): Manage
       return call<AuditPageJson>('GET', `/v1/auth/audit${qs}`, { bearer: accessToken });
     },
     devices: (accessToken, options) =>
-      call<{ devices: DeviceJson[] }>('GET', `/v1/auth/devices${options?.mine === true ? '?mine' : ''}`, { bearer: accessToken }),
+      call<DeviceListJson>('GET', `/v1/auth/devices${options?.mine === true ? '?mine' : ''}`, { bearer: accessToken }),
     removeDevice: (accessToken, deviceId) =>
-      call<unknown>('DELETE', `/v1/auth/devices/${encodeURIComponent(deviceId)}`, { bearer: accessToken }),
+      call<DeviceRemovedJson>('DELETE', `/v1/auth/devices/${encodeURIComponent(deviceId)}`, { bearer: accessToken }),
     sessions: (accessToken, options) =>
-      call<{ sessions: SessionJson[] }>('GET', `/v1/auth/sessions${options?.mine === true ? '?mine' : ''}`, { bearer: accessToken }),
+      call<SessionListJson>('GET', `/v1/auth/sessions${options?.mine === true ? '?mine' : ''}`, { bearer: accessToken }),
     revokeOtherSessions: (accessToken) =>
-      call<{ revoked: string[] }>('POST', '/v1/auth/sessions/revoke-others', { bearer: accessToken, body: {} }),
+      call<RevokeOthersJson>('POST', '/v1/auth/sessions/revoke-others', { bearer: accessToken, body: {} }),
   } satisfies ManagementClient);
 }

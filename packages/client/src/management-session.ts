@@ -1,3 +1,4 @@
+import type { RevokedJson } from '@svc/core';
 import { ApiError } from './api-error.js';
 import { type CredentialStore, type Credentials, credentialsFromTokenPair } from './credential-store.js';
 import { createManagementClient, type ManagementClient } from './management-client.js';
@@ -15,7 +16,7 @@ export interface ManagementSession {
    */
   withAccessToken<T>(fn: (accessToken: string) => Promise<T>): Promise<T>;
   /** Revokes this session on the server and deletes the saved credentials. */
-  logout(): Promise<{ readonly session_id: string; readonly revoked: true }>;
+  logout(): Promise<RevokedJson>;
 }
 
 /** Options of {@link openManagementSession}. */

@@ -1,98 +1,36 @@
 import {
-  canonicalJson,
+  type CompleteBody,
   type DeviceJson,
+  type DeviceResponseJson,
   type FailureCode,
   isValidNodeId,
-  type JsonValue,
+  type NodeDiscoveryJson,
+  type NodeHealthJson,
+  type NodeStatusJson,
   nodeIdOf,
   normalizeNodeId,
+  type PrepareBody,
+  type PreparedPairingJson,
   pairingProofString,
   type Realm,
+  rfc8785Json,
+  type SignedDiagnosticsJson,
   verifyEd25519,
 } from '@svc/core';
 import { ApiError, ApiUnreachableError, problemFromResponse } from './api-error.js';
 import { assertMayCarryBearer } from './bearer-transport.js';
 import type { DeviceKey } from './device-key.js';
 
-/** A route the node advertises. */
-export interface NodeRouteJson {
-  readonly method: string;
-  readonly path: string;
-  readonly auth: string;
-}
-
-/** The answer of `GET /.well-known/edge`. */
-export interface NodeDiscoveryJson {
-  readonly node_id: string;
-  readonly public_key: string;
-  readonly alg: string;
-  readonly api_version: string;
-  readonly routes: readonly NodeRouteJson[];
-}
-
-/** The answer of `GET /edge/0-alpha/health` (200 when ok, 503 when degraded: same shape). */
-export interface NodeHealthJson {
-  readonly status: 'ok' | 'degraded';
-  readonly node_id: string;
-  readonly checked_at: string;
-  readonly store: { readonly status: 'ok' | 'failed' };
-  readonly providers: readonly { readonly name: string; readonly kind: string; readonly status: 'ok' | 'failed' }[];
-}
-
-/** The answer of `GET /edge/0-alpha/status`. */
-export interface NodeStatusJson {
-  readonly node_id: string;
-  readonly api_version: string;
-  readonly checked_at: string;
-  readonly service: { readonly name: string; readonly version: string };
-  readonly store_addon: {
-    readonly package: string;
-    readonly version: string;
-    readonly sha256: string | null;
-    readonly verified: boolean | null;
-    readonly detail: string;
-  } | null;
-  readonly providers: readonly {
-    readonly name: string;
-    readonly kind: string;
-    readonly builtin: boolean;
-    readonly version: string | null;
-  }[];
-  readonly modules: readonly {
-    readonly alias: string;
-    readonly module: string | null;
-    readonly package: string | null;
-    readonly activate: readonly string[];
-  }[];
-}
-
-/** The answer of `POST /edge/0-alpha/diagnostics`. */
-export interface SignedDiagnosticsJson {
-  /** Aggregate counters, the nonce, the time and the node id (see the server's `DiagnosticsPayload`). */
-  readonly payload: { readonly nonce: string; readonly node_id: string; readonly generated_at: string } & Readonly<
-    Record<string, JsonValue>
-  >;
-  readonly signature: string;
-  readonly alg: string;
-  readonly canonicalization: string;
-  readonly public_key: string;
-  readonly node_id: string;
-}
-
-/** The answer of `POST /edge/0-alpha/pairing/prepare`. */
-export interface PreparedPairingJson {
-  readonly intent_id: string;
-  readonly realm: Realm;
-  readonly subject: string;
-  readonly name: string | null;
-  /** The only device key that can complete the intent. */
-  readonly public_key: string;
-  /** The one-time code (`XXXX-XXXX`): give it to the new device's owner, nobody else. */
-  readonly code: string;
-  readonly expires_at: string;
-  readonly expires_in: number;
-  readonly node_id: string;
-}
+// The answers' types are derived from the schemas the node serializes them with (core's wire
+// shapes): one declaration, so the SDK cannot miss a field the server sends.
+export type {
+  NodeDiscoveryJson,
+  NodeHealthJson,
+  NodeRouteJson,
+  NodeStatusJson,
+  PreparedPairingJson,
+  SignedDiagnosticsJson,
+} from '@svc/core';
 
 /** Typed calls to the node HTTP surface. */
 export interface NodeClient {
@@ -103,24 +41,8 @@ export interface NodeClient {
   health(): Promise<NodeHealthJson>;
   status(accessToken: string): Promise<NodeStatusJson>;
   diagnostics(accessToken: string, nonce: string): Promise<SignedDiagnosticsJson>;
-  preparePairing(
-    accessToken: string,
-    input: {
-      readonly realm: Realm;
-      /** The new device's Ed25519 public key (64 hex): only it can complete the intent. */
-      readonly public_key: string;
-      readonly name?: string;
-      readonly subject?: string;
-      readonly ttl_seconds?: number;
-    },
-  ): Promise<PreparedPairingJson>;
-  completePairing(input: {
-    readonly intent_id: string;
-    readonly code: string;
-    readonly public_key: string;
-    readonly signature: string;
-    readonly name?: string;
-  }): Promise<{ readonly device: DeviceJson }>;
+  preparePairing(accessToken: string, input: PrepareBody & { readonly realm: Realm }): Promise<PreparedPairingJson>;
+  completePairing(input: CompleteBody): Promise<DeviceResponseJson>;
 }
 
 /** Options of {@link createNodeClient}. */
@@ -202,7 +124,7 @@ export function createNodeClient(options: NodeClientOptions): NodeClient {
       call<SignedDiagnosticsJson>('POST', '/edge/0-alpha/diagnostics', { bearer: accessToken, body: { nonce } }),
     preparePairing: (accessToken, input) =>
       call<PreparedPairingJson>('POST', '/edge/0-alpha/pairing/prepare', { bearer: accessToken, body: input }),
-    completePairing: (input) => call<{ device: DeviceJson }>('POST', '/edge/0-alpha/pairing/complete', { body: input }),
+    completePairing: (input) => call<DeviceResponseJson>('POST', '/edge/0-alpha/pairing/complete', { body: input }),
   } satisfies NodeClient);
 }
 
@@ -285,7 +207,7 @@ export function verifyDiagnostics(
   if (nodeIdOf(signed.public_key) !== signed.node_id || signed.payload.node_id !== signed.node_id) return false;
   let canonical: string;
   try {
-    canonical = canonicalJson(signed.payload as JsonValue);
+    canonical = rfc8785Json(signed.payload);
   } catch {
     return false;
   }

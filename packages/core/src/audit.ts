@@ -1,7 +1,8 @@
-import { canonicalJson, type JsonValue } from './canonical-json.js';
+import { canonicalJson } from './canonical-json.js';
 import type { Realm } from './realm.js';
 import { rfc3339 } from './time.js';
 import { sha256Hex } from './tokens.js';
+import type { AuditEventJson } from './wire/management.js';
 
 /** Every kind of audit event. */
 export const AUDIT_EVENT_TYPES = [
@@ -49,11 +50,11 @@ export interface AuditEvent extends AuditEventDraft {
 export const GENESIS_HASH = '0'.repeat(64);
 
 /** The wire form of an event (snake_case, RFC 3339 times), as the API and CLI print it. */
-export function auditEventToJson(event: AuditEvent): Record<string, JsonValue> {
+export function auditEventToJson(event: AuditEvent): AuditEventJson {
   return { ...hashedFields(event), hash: event.hash };
 }
 
-function hashedFields(event: Omit<AuditEvent, 'hash'>): Record<string, JsonValue> {
+function hashedFields(event: Omit<AuditEvent, 'hash'>): Omit<AuditEventJson, 'hash'> {
   return {
     id: event.id,
     seq: event.seq,

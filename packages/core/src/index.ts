@@ -28,4 +28,8 @@ export * from './use-cases/pairing.js';
 export * from './use-cases/remove-device.js';
 export * from './use-cases/revoke-session.js';
 export * from './use-cases/rotate-refresh-token.js';
+export * from './wire/management.js';
+export * from './wire/node.js';
+export * from './wire/problem.js';
+export type { WireType } from './wire/wire-type.js';
 export * from './wire.js';

@@ -1,47 +1,6 @@
-import type { Realm } from './realm.js';
 import type { DeviceRecord, SessionRecord } from './store.js';
 import { rfc3339, secondsUntil } from './time.js';
-
-/** `Device` of the contract. */
-export interface DeviceJson {
-  readonly id: string;
-  readonly public_key: string;
-  readonly realm: Realm;
-  readonly subject: string;
-  readonly name: string;
-  readonly created_at: string;
-}
-
-/** `TokenPair` of the contract. */
-export interface TokenPairJson {
-  readonly session_id: string;
-  readonly realm: Realm;
-  readonly token_type: 'Bearer';
-  readonly access_token: string;
-  readonly expires_in: number;
-  readonly refresh_token: string;
-  readonly refresh_expires_in: number;
-}
-
-/** A session as operators list it (no token material). */
-export interface SessionJson {
-  readonly id: string;
-  readonly realm: Realm;
-  readonly subject: string;
-  readonly device_id: string;
-  readonly created_at: string;
-  readonly expires_at: string;
-  readonly access_expires_at: string;
-  readonly refresh_expires_at: string;
-  readonly generation: number;
-  readonly last_rotated_at: string | null;
-  readonly revoked_at: string | null;
-  readonly revoked_reason: string | null;
-  /** The address the session was created from; null when unknown. */
-  readonly client_address: string | null;
-  /** The `User-Agent` it was created with; null when none. */
-  readonly user_agent: string | null;
-}
+import type { DeviceJson, SessionJson, TokenPairJson } from './wire/management.js';
 
 /** The contract's `Device` for a record. */
 export function deviceToJson(d: DeviceRecord): DeviceJson {

@@ -11,7 +11,7 @@ import {
   pairDevice,
   verifyDiagnostics,
 } from '@svc/client';
-import { nodeIdOf } from '@svc/core';
+import { nodeIdOf, type Store, StoreUnavailableError } from '@svc/core';
 import { newDeviceKey } from './support/harness.js';
 import { adminToken, type NodeHarness, startNodeHarness } from './support/node-harness.js';
 
@@ -89,5 +89,30 @@ describe('the client SDK against the node surface', () => {
   test('an unreachable node is a NodeUnreachableError naming the node surface', async () => {
     const down = createNodeClient({ baseUrl: 'http://127.0.0.1:1' });
     await assert.rejects(down.discovery(), (e: unknown) => e instanceof NodeUnreachableError && /node surface/.test(e.message));
+  });
+});
+
+describe('the client SDK reads every field of a degraded health report', () => {
+  let h: NodeHarness;
+  before(async () => {
+    h = await startNodeHarness({
+      wrapStore: (store: Store) =>
+        new Proxy(store, {
+          get(target, prop, receiver) {
+            if (prop === 'ping') return () => Promise.reject(new StoreUnavailableError('locked'));
+            const value = Reflect.get(target, prop, receiver);
+            return typeof value === 'function' ? value.bind(target) : value;
+          },
+        }),
+    });
+  });
+  after(() => h.close());
+
+  test("a failed store's reason reaches the SDK's typed report (a field the response schema once dropped)", async () => {
+    const report = await createNodeClient({ baseUrl: h.nodeBase }).health();
+    assert.equal(report.status, 'degraded');
+    assert.deepEqual(report.store, { status: 'failed', reason: 'locked' });
+    const reason: 'connection' | 'timeout' | 'locked' | 'disk_full' | 'io_error' | undefined = report.store.reason;
+    assert.equal(reason, 'locked');
   });
 });

@@ -1,4 +1,3 @@
-import type { AuditEventJson } from '@svc/client';
 import { auditEventToJson } from '@svc/core';
 import { parseCommandArgs } from '../args.js';
 import { allAuditEvents } from '../audit-events.js';
@@ -43,7 +42,7 @@ export const authAudit: Command = {
     const json = args.values.json === true;
     if (dir !== undefined) {
       return withProject(dir, args.values.profile, async ({ store }) => {
-        for await (const event of allAuditEvents(store)) printAuditEvent(auditEventToJson(event) as unknown as AuditEventJson, json);
+        for await (const event of allAuditEvents(store)) printAuditEvent(auditEventToJson(event), json);
         return 0;
       });
     }

@@ -6,7 +6,8 @@ import type { Realm } from '../realm.js';
 import { type SessionClientInput, sessionClient } from '../session-client.js';
 import type { SessionRecord } from '../store.js';
 import { digestToken, mintSessionToken } from '../tokens.js';
-import { type TokenPairJson, tokenPairToJson } from '../wire.js';
+import type { TokenPairJson } from '../wire/management.js';
+import { tokenPairToJson } from '../wire.js';
 import { auditDraft } from './event.js';
 
 /**

@@ -3,10 +3,11 @@ import { parsePublicKeyHex, parseSignatureHex, verifyEd25519Async } from '../ed2
 import { AuthError } from '../errors.js';
 import { crockfordBase32, isIdOfKind, newId } from '../ids.js';
 import type { Principal } from '../principal.js';
-import { isRealm, type Realm } from '../realm.js';
+import { isRealm } from '../realm.js';
 import type { DeviceRecord, PairingIntentRecord } from '../store.js';
 import { rfc3339, secondsUntil } from '../time.js';
 import { digestsEqual, sha256Hex } from '../tokens.js';
+import type { PreparedPairingJson } from '../wire/node.js';
 import { parseDeviceName } from './enroll-with-bootstrap-token.js';
 import { auditDraft } from './event.js';
 
@@ -44,17 +45,7 @@ function codeDigest(intentId: string, normalizedCode: string, publicKey: string)
 }
 
 /** The answer to a prepared intent: the code exists only here, the store keeps its digest. */
-export interface PreparedPairing {
-  readonly intent_id: string;
-  readonly realm: Realm;
-  readonly subject: string;
-  readonly name: string | null;
-  /** The only device key that can complete the intent (64 hex). */
-  readonly public_key: string;
-  readonly code: string;
-  readonly expires_at: string;
-  readonly expires_in: number;
-}
+export type PreparedPairing = Omit<PreparedPairingJson, 'node_id'>;
 
 /**
  * Prepares an enrolment intent for a new device in `realm`, authorised by a management

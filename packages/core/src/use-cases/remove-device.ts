@@ -2,6 +2,7 @@ import type { AuthDeps } from '../deps.js';
 import { AuthError } from '../errors.js';
 import { isIdOfKind } from '../ids.js';
 import type { Principal } from '../principal.js';
+import type { DeviceRemovedJson } from '../wire/management.js';
 import { auditDraft } from './event.js';
 
 function lastManagementDevice(): AuthError {
@@ -19,7 +20,7 @@ function lastManagementDevice(): AuthError {
 export async function removeDevice(
   deps: AuthDeps,
   input: { readonly principal: Principal | null; readonly deviceId: unknown; readonly force?: boolean },
-): Promise<{ readonly device_id: string; readonly removed: true; readonly revoked_sessions: number }> {
+): Promise<DeviceRemovedJson> {
   const { deviceId } = input;
   if (typeof deviceId !== 'string' || !isIdOfKind(deviceId, 'device')) {
     throw new AuthError('invalid_request', 'device_id must be a device id (dev_...)');

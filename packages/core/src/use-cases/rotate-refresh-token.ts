@@ -3,7 +3,8 @@ import { AuthError } from '../errors.js';
 import type { Realm } from '../realm.js';
 import { openSuccessor, sealSuccessor } from '../refresh-rotation.js';
 import { digestToken, mintSessionToken, parseSessionToken } from '../tokens.js';
-import { type TokenPairJson, tokenPairToJson } from '../wire.js';
+import type { TokenPairJson } from '../wire/management.js';
+import { tokenPairToJson } from '../wire.js';
 import { auditDraft } from './event.js';
 
 /**

@@ -1,28 +1,6 @@
-import { ERROR_CODES } from '@svc/core';
+import { ERROR_CODES, PROBLEM_SCHEMA_ID, problemSchema } from '@svc/core';
 import type { FastifyInstance, FastifySchema } from 'fastify';
 import { PROBLEM_CONTENT_TYPE } from './problem.js';
-
-/** The `$id` of the shared problem+json schema (a component of the OpenAPI document). */
-export const PROBLEM_SCHEMA_ID = 'Problem';
-
-/**
- * The error body of every svc surface (see {@link problemJson}): RFC 9457 fields plus the
- * stable `code`, whose values are exactly the error table's.
- */
-export const problemSchema = {
-  $id: PROBLEM_SCHEMA_ID,
-  type: 'object',
-  description: 'RFC 9457 problem details plus the stable `code` of the error table (docs/errors.md).',
-  required: ['type', 'title', 'status', 'code', 'detail'],
-  additionalProperties: false,
-  properties: {
-    type: { type: 'string', enum: ['about:blank'] },
-    title: { type: 'string' },
-    status: { type: 'integer' },
-    code: { type: 'string', enum: Object.keys(ERROR_CODES) },
-    detail: { type: 'string' },
-  },
-} as const;
 
 /**
  * Adds the schemas shared by the routes of a surface (the problem+json body). Call it on the

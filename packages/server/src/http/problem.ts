@@ -1,17 +1,8 @@
-import { AuthError, ERROR_CODES, type ErrorCode } from '@svc/core';
+import { AuthError, ERROR_CODES, type ProblemJson } from '@svc/core';
 import type { FastifyReply } from 'fastify';
 
 /** The media type of every error body (RFC 9457). */
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
-
-/** The error body of the contract: RFC 9457 fields plus the stable `code`. */
-export interface ProblemJson {
-  readonly type: 'about:blank';
-  readonly title: string;
-  readonly status: number;
-  readonly code: ErrorCode;
-  readonly detail: string;
-}
 
 /**
  * The `application/problem+json` body for an {@link AuthError}. A 5xx never carries the

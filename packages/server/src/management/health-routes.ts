@@ -1,4 +1,4 @@
-import { AuthError, StoreUnavailableError, storeFaultOf } from '@svc/core';
+import { AuthError, type DegradedHealthProblemJson, degradedHealthProblem, StoreUnavailableError, storeFaultOf } from '@svc/core';
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import { PROBLEM_CONTENT_TYPE, problemJson } from '../http/problem.js';
 import { documented, problemResponses } from '../http/problem-schema.js';
@@ -24,7 +24,14 @@ export const healthRoutes: FastifyPluginAsync<ManagementRouteOptions> = async (a
     {
       schema: documented({
         summary: 'Whether the control store can serve (503 store_unavailable, health degraded, with the reason, when not)',
-        response: { 200: { description: 'The control store answers', ...healthResponse }, ...problemResponses(LOOPBACK_GUARD, 503) },
+        response: {
+          200: { description: 'The control store answers', ...healthResponse },
+          ...problemResponses(LOOPBACK_GUARD),
+          503: {
+            description: 'Service Unavailable: `store_unavailable`, with `health` degraded and the `reason`',
+            content: { [PROBLEM_CONTENT_TYPE]: { schema: degradedHealthProblem } },
+          },
+        },
       }),
     },
     async (req, reply) => {
@@ -46,10 +53,8 @@ export const healthRoutes: FastifyPluginAsync<ManagementRouteOptions> = async (a
         // The problem+json of the refusal, plus what a monitor needs: degraded, and why (a fixed word).
         const degraded = reply as unknown as FastifyReply;
         for (const [name, value] of Object.entries(refusal.headers)) degraded.header(name, value);
-        return degraded
-          .code(503)
-          .type(PROBLEM_CONTENT_TYPE)
-          .send(JSON.stringify({ ...problemJson(refusal), health: 'degraded', reason: fault ?? 'unavailable' }));
+        const body: DegradedHealthProblemJson = { ...problemJson(refusal), health: 'degraded', reason: fault ?? 'unavailable' };
+        return degraded.code(503).type(PROBLEM_CONTENT_TYPE).send(JSON.stringify(body));
       } finally {
         clearTimeout(timer);
       }

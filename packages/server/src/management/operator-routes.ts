@@ -10,6 +10,7 @@ import {
   deviceListResponse,
   deviceParams,
   deviceRemovedResponse,
+  emptyBody,
   LOOPBACK_GUARD,
   MANAGEMENT_BEARER,
   type RealmQuery,
@@ -125,6 +126,7 @@ export const operatorRoutes: FastifyPluginAsync<ManagementRouteOptions> = async 
       schema: documented({
         summary: "Revoke the caller's other sessions (sign out everywhere else)",
         security: MANAGEMENT_BEARER,
+        body: emptyBody,
         response: {
           200: { description: 'The sessions revoked, newest first', ...revokeOthersResponse },
           ...problemResponses(LOOPBACK_GUARD, 401, 503),

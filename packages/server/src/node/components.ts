@@ -1,23 +1,4 @@
-import { verifyEd25519 } from '@svc/core';
-
-/** The store addon as installed: its pin and the result of verifying it before the store was opened. */
-export interface StoreAddonStatusJson {
-  readonly package: string;
-  readonly version: string;
-  /** The pinned SHA-256 of the published archive, or null when the project pins none. */
-  readonly sha256: string | null;
-  /** The verification result; null when none was recorded (e.g. a store built into this `svc`). */
-  readonly verified: boolean | null;
-  readonly detail: string;
-}
-
-/** A module of `:svc/modules`, as status reports it (no configuration values: they may hold secret references). */
-export interface ModuleStatusJson {
-  readonly alias: string;
-  readonly module: string | null;
-  readonly package: string | null;
-  readonly activate: readonly string[];
-}
+import { type ModuleStatusJson, type StoreAddonStatusJson, verifyEd25519 } from '@svc/core';
 
 /** What the composition root knows about the installed components, for `GET /edge/0-alpha/status`. */
 export interface ComponentStatus {

@@ -1,52 +1,6 @@
-import { type Realm, rfc3339, type StoreStats } from '@svc/core';
-import canonicalize from 'canonicalize';
+import { DIAGNOSTICS_TYPE, type DiagnosticsPayload, rfc3339, rfc8785Json, type SignedDiagnosticsJson, type StoreStats } from '@svc/core';
 import type { NodeIdentity } from './identity.js';
 import { NODE_API_VERSION } from './routes.js';
-
-/** The `type` inside every signed diagnostics payload: a signature over it means nothing else. */
-export const DIAGNOSTICS_TYPE = 'svc-edge-diagnostics';
-
-/** Aggregate counters of the control store at one moment. Never per-user data. */
-export interface DiagnosticsPayload {
-  readonly type: typeof DIAGNOSTICS_TYPE;
-  readonly api_version: typeof NODE_API_VERSION;
-  readonly node_id: string;
-  readonly project_id: string;
-  /** The caller's nonce, echoed inside the signature: proves the answer is fresh. */
-  readonly nonce: string;
-  readonly generated_at: string;
-  readonly devices: Readonly<Record<Realm, number>>;
-  readonly active_sessions: Readonly<Record<Realm, number>>;
-  readonly counters: {
-    readonly enrollments: number;
-    readonly device_removals: number;
-    readonly sign_ins: number;
-    readonly sign_in_failures: number;
-    readonly rotations: number;
-    readonly grace_rotations: number;
-    readonly refresh_reuses: number;
-    readonly revocations: number;
-    readonly bootstrap_tokens_issued: number;
-  };
-  readonly pairing: {
-    readonly prepared: number;
-    readonly completed: number;
-    readonly failed: number;
-    readonly burned: number;
-  };
-  readonly audit: { readonly length: number; readonly head: string };
-}
-
-/** The answer of `POST /edge/0-alpha/diagnostics`: the payload, and the node's signature over its RFC 8785 form. */
-export interface SignedDiagnosticsJson {
-  readonly payload: DiagnosticsPayload;
-  /** Ed25519 over the UTF-8 bytes of the RFC 8785 canonical JSON of `payload`, 128 hex digits. */
-  readonly signature: string;
-  readonly alg: 'Ed25519';
-  readonly canonicalization: 'RFC8785';
-  readonly public_key: string;
-  readonly node_id: string;
-}
 
 /**
  * The diagnostics payload for store counters: per-realm device and live-session counts, event
@@ -100,11 +54,9 @@ export function diagnosticsPayload(
  * const signed = signDiagnostics(identity, payload);
  */
 export function signDiagnostics(identity: NodeIdentity, payload: DiagnosticsPayload): SignedDiagnosticsJson {
-  const canonical = canonicalize(payload);
-  if (canonical === undefined) throw new TypeError('the diagnostics payload has no JSON form');
   return {
     payload,
-    signature: identity.sign(Buffer.from(canonical, 'utf8')).toString('hex'),
+    signature: identity.sign(Buffer.from(rfc8785Json(payload), 'utf8')).toString('hex'),
     alg: 'Ed25519',
     canonicalization: 'RFC8785',
     public_key: identity.publicKeyHex,

@@ -1,17 +1,9 @@
+import type { NodeDiscoveryJson } from '@svc/core';
 import type { FastifyPluginAsync } from 'fastify';
 import { documented, problemResponses } from '../http/problem-schema.js';
 import type { NodeRouteOptions } from './route-options.js';
 import { NODE_API_VERSION, NODE_PATHS, NODE_ROUTES } from './routes.js';
 import { discoveryResponse } from './schemas.js';
-
-/** The answer of `GET /.well-known/edge`. */
-export interface DiscoveryJson {
-  readonly node_id: string;
-  readonly public_key: string;
-  readonly alg: 'Ed25519';
-  readonly api_version: typeof NODE_API_VERSION;
-  readonly routes: typeof NODE_ROUTES;
-}
 
 /**
  * `GET /.well-known/edge` (public): who this node is (its id and Ed25519 public key, so a
@@ -23,7 +15,7 @@ export interface DiscoveryJson {
  * await app.register(discoveryRoutes, { deps, identity, providers });
  */
 export const discoveryRoutes: FastifyPluginAsync<NodeRouteOptions> = async (app, { identity }) => {
-  const body: DiscoveryJson = Object.freeze({
+  const body: NodeDiscoveryJson = Object.freeze({
     node_id: identity.nodeId,
     public_key: identity.publicKeyHex,
     alg: 'Ed25519',

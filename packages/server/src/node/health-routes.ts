@@ -1,25 +1,9 @@
-import { rfc3339, type StoreFault, StoreUnavailableError, storeFaultOf } from '@svc/core';
+import { type ComponentHealthJson, type NodeHealthJson, rfc3339, StoreUnavailableError, storeFaultOf } from '@svc/core';
 import type { FastifyBaseLogger, FastifyPluginAsync } from 'fastify';
 import { documented, problemResponses } from '../http/problem-schema.js';
 import type { HealthRouteOptions } from './route-options.js';
 import { NODE_PATHS } from './routes.js';
 import { nodeHealthResponse } from './schemas.js';
-
-/** One checked component. */
-export interface ComponentHealthJson {
-  readonly status: 'ok' | 'failed';
-  /** For a failed store, why, when the store knows: `connection`, `timeout`, `locked`, `disk_full` or `io_error`. */
-  readonly reason?: StoreFault;
-}
-
-/** The answer of `GET /edge/0-alpha/health`, the same shape whether healthy (200) or degraded (503). */
-export interface NodeHealthJson {
-  readonly status: 'ok' | 'degraded';
-  readonly node_id: string;
-  readonly checked_at: string;
-  readonly store: ComponentHealthJson;
-  readonly providers: readonly (ComponentHealthJson & { readonly name: string; readonly kind: string })[];
-}
 
 /** Runs `check`, failing it when it rejects or takes longer than `timeoutMs`; the reason goes to the log only. */
 async function probe(check: () => Promise<void>, timeoutMs: number, log: FastifyBaseLogger, what: string): Promise<ComponentHealthJson> {

@@ -1,27 +1,10 @@
-import { rfc3339 } from '@svc/core';
+import { type NodeStatusJson, rfc3339 } from '@svc/core';
 import type { FastifyPluginAsync } from 'fastify';
 import { documented, problemResponses } from '../http/problem-schema.js';
 import { requireManagementPrincipal } from '../management/route-options.js';
-import type { ModuleStatusJson, StoreAddonStatusJson } from './components.js';
 import type { StatusRouteOptions } from './route-options.js';
 import { NODE_API_VERSION, NODE_PATHS } from './routes.js';
 import { MANAGEMENT_BEARER, nodeStatusResponse } from './schemas.js';
-
-/** The answer of `GET /edge/0-alpha/status`. */
-export interface NodeStatusJson {
-  readonly node_id: string;
-  readonly api_version: typeof NODE_API_VERSION;
-  readonly checked_at: string;
-  readonly service: { readonly name: string; readonly version: string };
-  readonly store_addon: StoreAddonStatusJson | null;
-  readonly providers: readonly {
-    readonly name: string;
-    readonly kind: string;
-    readonly builtin: boolean;
-    readonly version: string | null;
-  }[];
-  readonly modules: readonly ModuleStatusJson[];
-}
 
 /**
  * `GET /edge/0-alpha/status` (management-realm bearer token): the installed components — the
