@@ -1,6 +1,15 @@
 // Renders the generated parts of docs/ from the one place each fact lives in code, so the
 // docs cannot drift: `npm run docs` writes them, and a test fails when they differ.
-import { AUTH_SETTINGS, DEFAULT_AUTH_SETTINGS, ERROR_CODES } from '@svc/core';
+import {
+  AUTH_SETTINGS,
+  AUTH_STORE_KEY,
+  AUTH_STORE_MEANING,
+  CAPABILITIES,
+  ERROR_CODES,
+  FIXED_LIMITS,
+  formatLimit,
+  PROJECT_KEYS,
+} from '@svc/core';
 
 export const GENERATED_BEGIN = '<!-- generated: do not edit by hand (npm run docs) -->';
 export const GENERATED_END = '<!-- end generated -->';
@@ -11,10 +20,41 @@ export function renderErrorTable(): string {
   return ['| status | code | title | when |', '|---|---|---|---|', ...rows].join('\n');
 }
 
-/** The table of every `:auth/...` setting with its default, bounds and meaning. */
+/**
+ * The configuration reference, from core's one configuration table: every `project.edn` key,
+ * every setting of the auth module, every capability a module may activate and every fixed
+ * limit, each with its type, default, bounds, unit and meaning.
+ */
 export function renderSettingsTable(): string {
-  const rows = AUTH_SETTINGS.map((s) => `| \`${s.key}\` | ${DEFAULT_AUTH_SETTINGS[s.field]} | ${s.min} – ${s.max} | ${s.meaning} |`);
-  return ['| key | default | allowed | meaning |', '|---|---|---|---|', ...rows].join('\n');
+  const cell = (s: string) => s.replaceAll('|', '\\|');
+  return [
+    '### `project.edn` keys',
+    '',
+    '| key | default | in a profile | meaning |',
+    '|---|---|---|---|',
+    ...PROJECT_KEYS.map((k) => `| \`${k.key}\` | ${k.default ?? 'required'} | ${k.inProfile ? 'yes' : 'no'} | ${cell(k.meaning)} |`),
+    '',
+    '### The auth module (`{:module :svc/auth}`) `:config`',
+    '',
+    '| key | default | allowed | unit | meaning |',
+    '|---|---|---|---|---|',
+    `| \`${AUTH_STORE_KEY}\` | required | a module alias | | ${cell(AUTH_STORE_MEANING)} |`,
+    ...AUTH_SETTINGS.map((s) => `| \`${s.key}\` | ${s.default} | ${s.min} – ${s.max} | ${s.unit} | ${cell(s.meaning)} |`),
+    '',
+    '### Capabilities (`:activate`)',
+    '',
+    '| capability | meaning | in this build |',
+    '|---|---|---|',
+    ...CAPABILITIES.map(
+      (c) => `| \`:${c.keyword}\` | ${cell(c.meaning)} | ${c.refusal === null ? 'yes' : `refused: ${cell(c.refusal)}`} |`,
+    ),
+    '',
+    '### Fixed limits (not configurable)',
+    '',
+    '| limit | value | meaning |',
+    '|---|---|---|',
+    ...FIXED_LIMITS.map((l) => `| ${l.name} | ${formatLimit(l.value, l.unit)} | ${cell(l.meaning)} |`),
+  ].join('\n');
 }
 
 /** Replaces the generated block of a document. */

@@ -12,6 +12,7 @@ export * from './node-id.js';
 export * from './principal.js';
 export * from './realm.js';
 export * from './refresh-rotation.js';
+export * from './settings.js';
 export * from './store.js';
 export * from './store-fault.js';
 export * from './store-rows.js';

@@ -4,14 +4,14 @@ import { AuthError } from '../errors.js';
 import { crockfordBase32, isIdOfKind, newId } from '../ids.js';
 import type { Principal } from '../principal.js';
 import { isRealm, type Realm } from '../realm.js';
+import { PAIRING_MAX_FAILURES } from '../settings.js';
 import type { DeviceRecord, PairingIntentRecord } from '../store.js';
 import { rfc3339, secondsUntil } from '../time.js';
 import { digestsEqual, sha256Hex } from '../tokens.js';
 import { parseDeviceName } from './enroll-with-bootstrap-token.js';
 import { auditDraft } from './event.js';
 
-/** Wrong codes an intent survives; the 5th failure burns it. */
-export const PAIRING_MAX_FAILURES = 5;
+export { PAIRING_MAX_FAILURES } from '../settings.js';
 
 /** The domain-separation tag of the string a pairing device signs. */
 export const PAIRING_DOMAIN = 'svc-auth-v1 pairing';
