@@ -89,8 +89,10 @@ export function chosenProfile(flag: string | undefined, env: NodeJS.ProcessEnv):
   return fromEnv !== undefined && fromEnv !== '' ? fromEnv.replace(/^:/, '') : null;
 }
 
+/** One line per problem; a single problem is the one line itself (file, key, expected). */
 function configFailure(problems: readonly ConfigProblem[], file: string): CliError {
   const lines = problems.map((p) => `${p.file}: ${p.key}: ${p.message}`);
+  if (lines.length === 1) return new CliError(lines[0] as string);
   return new CliError(
     `invalid configuration in ${file} (${problems.length} problem${problems.length === 1 ? '' : 's'}); fix it and try again`,
     {

@@ -78,7 +78,7 @@ const PACKAGE_KEYS = new Set([':version', ':sha256']);
 const AUTH_CONFIG_KEYS = new Set([AUTH_STORE_KEY, ...AUTH_SETTINGS.map((s) => s.key)]);
 const CAPABILITY_LIST = CAPABILITIES.map((c) => `:${c.keyword}`).join(', ');
 /** Key names whose value is a credential: a module whose schema svc does not know may still not hold one literally. */
-const SECRET_NAME = /(^|[-/_.])(password|passphrase|secret|token|api-?key|private-?key|credentials?)($|[-_.])/i;
+const SECRET_NAME = /(^|[-/_.:])(password|passphrase|secret|token|api-?key|private-?key|credentials?)$/i;
 
 /** Whether a value is an EDN map. */
 export function isEdnMap(v: EdnValue | undefined): v is EdnMap {
