@@ -5,11 +5,14 @@ import {
   AUTH_STORE_KEY,
   AUTH_STORE_MEANING,
   CAPABILITIES,
+  type ConfigField,
   ERROR_CODES,
   FIXED_LIMITS,
   formatLimit,
   PROJECT_KEYS,
 } from '@svc/core';
+import { POSTGRES_STORE_CONFIG } from 'svc-store-postgres/config-fields';
+import { SQLITE_STORE_CONFIG } from 'svc-store-sqlite/config-fields';
 
 export const GENERATED_BEGIN = '<!-- generated: do not edit by hand (npm run docs) -->';
 export const GENERATED_END = '<!-- end generated -->';
@@ -54,6 +57,18 @@ export function renderSettingsTable(): string {
     '| limit | value | meaning |',
     '|---|---|---|',
     ...FIXED_LIMITS.map((l) => `| ${l.name} | ${formatLimit(l.value, l.unit)} | ${cell(l.meaning)} |`),
+    '',
+    "### The bundled store modules' `:config`",
+    '',
+    '| addon | key | type | allowed | meaning |',
+    '|---|---|---|---|---|',
+    ...Object.entries({ 'svc-store-sqlite': SQLITE_STORE_CONFIG, 'svc-store-postgres': POSTGRES_STORE_CONFIG }).flatMap(([addon, fields]) =>
+      Object.entries(fields as Readonly<Record<string, ConfigField>>).map(([key, f]) => {
+        const allowed =
+          f.oneOf !== undefined ? f.oneOf.map((v) => `\`"${v}"\``).join(', ') : f.min !== undefined ? `${f.min} – ${f.max}` : '';
+        return `| \`${addon}\` | \`${key}\` | ${f.kind} | ${allowed} | ${cell(f.meaning ?? '')} |`;
+      }),
+    ),
   ].join('\n');
 }
 

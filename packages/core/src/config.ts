@@ -448,6 +448,8 @@ export interface ConfigField {
   readonly oneOf?: readonly string[];
   readonly min?: number;
   readonly max?: number;
+  /** What the key means, with its default as the docs show it (the generated configuration reference). */
+  readonly meaning?: string;
 }
 
 /** What {@link readModuleConfig} returns for one field. */

@@ -6,13 +6,16 @@ import type { ConfigField } from '@svc/core';
  * checking a project does not load the PostgreSQL driver.
  */
 export const POSTGRES_STORE_CONFIG = {
-  ':store/url': { kind: 'string' },
-  ':store/host': { kind: 'string' },
-  ':store/port': { kind: 'integer', min: 1, max: 65_535 },
-  ':store/database': { kind: 'string' },
-  ':store/user': { kind: 'string' },
-  ':store/password': { kind: 'secret' },
-  ':store/schema': { kind: 'string' },
-  ':store/pool-size': { kind: 'integer', min: 1, max: 200 },
-  ':store/ssl': { kind: 'boolean' },
+  ':store/url': { kind: 'string', meaning: '`postgres://user@host:port/database`, never with a password in it' },
+  ':store/host': { kind: 'string', meaning: 'the server host, instead of `:store/url`' },
+  ':store/port': { kind: 'integer', min: 1, max: 65_535, meaning: 'the server port, instead of `:store/url`' },
+  ':store/database': { kind: 'string', meaning: 'the database, instead of `:store/url`' },
+  ':store/user': { kind: 'string', meaning: 'the user, instead of `:store/url`' },
+  ':store/password': { kind: 'secret', meaning: 'a secret reference: `#svc/secret "env:NAME"` or `#svc/secret "file:/path"`' },
+  ':store/schema': {
+    kind: 'string',
+    meaning: 'the schema holding the tables (default `svc_auth`; created when missing; refused when another non-superuser role owns it)',
+  },
+  ':store/pool-size': { kind: 'integer', min: 1, max: 200, meaning: 'connections per process (default 10)' },
+  ':store/ssl': { kind: 'boolean', meaning: '`true` to connect with TLS' },
 } as const satisfies Readonly<Record<string, ConfigField>>;

@@ -6,7 +6,18 @@ import type { ConfigField } from '@svc/core';
  * checking a project does not load the SQLite driver.
  */
 export const SQLITE_STORE_CONFIG = {
-  ':store/file': { kind: 'string' },
-  ':store/synchronous': { kind: 'string', oneOf: ['normal', 'full'] },
-  ':store/bearer-cache-sessions': { kind: 'integer', min: 0, max: 10_000_000 },
+  ':store/file': { kind: 'string', meaning: 'the database file, relative to the control directory (default `control.db`)' },
+  ':store/synchronous': {
+    kind: 'string',
+    oneOf: ['normal', 'full'],
+    meaning:
+      '`"normal"` (default: WAL; enrollments, revocations, device removals, detected reuse, bootstrap and pairing commits fsynced, sign-ins and rotations may roll back on power loss) or `"full"` (every commit fsynced)',
+  },
+  ':store/bearer-cache-sessions': {
+    kind: 'integer',
+    min: 0,
+    max: 10_000_000,
+    meaning:
+      'how many checked sessions the server keeps in memory for bearer checks (default `10000`, about 1 KiB each; `0` reads the store on every check). Never stale: see the security model',
+  },
 } as const satisfies Readonly<Record<string, ConfigField>>;
