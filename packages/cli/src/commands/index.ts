@@ -1,4 +1,5 @@
-import { BOOTSTRAP_TOKEN_TTL_SECONDS, formatLimit } from '@svc/core';
+// The settings table alone: `svc --help` must not pay for loading all of core.
+import { BOOTSTRAP_TOKEN_TTL_SECONDS, formatLimit } from '@svc/core/settings';
 import type { Command } from '../command.js';
 
 /**
