@@ -99,6 +99,9 @@ export const BOOTSTRAP_TOKEN_TTL_SECONDS = 900;
 /** Wrong codes an enrolment intent survives: the failure that reaches this number burns it. */
 export const PAIRING_MAX_FAILURES = 5;
 
+/** The shortest lifetime an enrolment intent may be given: long enough to read a code out. */
+export const PAIRING_MIN_TTL_SECONDS = 30;
+
 /** The largest request body any surface accepts, in bytes (the spec's 64 KiB); larger ones get 413 before parsing. */
 export const MAX_REQUEST_BODY_BYTES = 65_536;
 
@@ -123,6 +126,12 @@ export const FIXED_LIMITS: readonly FixedLimit[] = [
     value: PAIRING_MAX_FAILURES,
     unit: 'failures',
     meaning: 'wrong pairing codes after which an enrolment intent is burned',
+  },
+  {
+    name: 'shortest enrolment intent',
+    value: PAIRING_MIN_TTL_SECONDS,
+    unit: 'seconds',
+    meaning: 'the least `ttl_seconds` an enrolment intent may be prepared with; the most is `:auth/pairing-max-ttl-seconds`',
   },
   {
     name: 'request body size',
