@@ -10,6 +10,7 @@ import {
   FIXED_LIMITS,
   formatLimit,
   PROJECT_KEYS,
+  WEAKENING_KEYS,
 } from '@svc/core';
 import { POSTGRES_STORE_CONFIG } from 'svc-store-postgres/config-fields';
 import { SQLITE_STORE_CONFIG } from 'svc-store-sqlite/config-fields';
@@ -57,6 +58,10 @@ export function renderSettingsTable(): string {
     '| limit | value | meaning |',
     '|---|---|---|',
     ...FIXED_LIMITS.map((l) => `| ${l.name} | ${formatLimit(l.value, l.unit)} | ${cell(l.meaning)} |`),
+    '',
+    '### Keys refused on purpose',
+    '',
+    `No profile, setting or environment variable can turn off or weaken the management realm; these keys are refused wherever they appear, with a message that says so: ${WEAKENING_KEYS.map((k) => `\`${k}\``).join(', ')}.`,
     '',
     "### The bundled store modules' `:config`",
     '',

@@ -8,6 +8,7 @@ import {
   DEFAULT_AUTH_SETTINGS,
   PROJECT_KEYS,
   type ProjectKeySpec,
+  WEAKENING_KEYS,
 } from './settings.js';
 
 /** An EDN keyword, e.g. `:svc/store` is `{ keyword: 'svc/store' }`. */
@@ -60,16 +61,7 @@ export interface ProjectConfig {
   readonly metricsListen: string | null;
 }
 
-/** Keys that would weaken the management realm: refused with a message that says so. */
-const FORBIDDEN_KEYS = new Set([
-  ':auth/dev-mode',
-  ':auth/insecure',
-  ':auth/disable-auth',
-  ':auth/management-protected',
-  ':auth/realms',
-  ':svc/dev-mode',
-  ':svc/management-listen',
-]);
+const FORBIDDEN_KEYS = new Set(WEAKENING_KEYS);
 
 const TOP_KEYS = new Set(PROJECT_KEYS.map((k) => k.key));
 const PROFILE_KEYS = new Set(PROJECT_KEYS.filter((k) => k.inProfile).map((k) => k.key));

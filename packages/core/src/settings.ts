@@ -230,6 +230,21 @@ export const PROJECT_KEYS: readonly ProjectKeySpec[] = [
   },
 ];
 
+/**
+ * Keys that would weaken the management realm, anywhere in `project.edn` (top level, a
+ * profile, the auth module's `:config`): refused with a message that says the realm is always
+ * protected, rather than as merely unknown.
+ */
+export const WEAKENING_KEYS: readonly string[] = [
+  ':auth/dev-mode',
+  ':auth/insecure',
+  ':auth/disable-auth',
+  ':auth/management-protected',
+  ':auth/realms',
+  ':svc/dev-mode',
+  ':svc/management-listen',
+];
+
 /** The one built-in module a project names with `:module`. */
 export const AUTH_MODULE = 'svc/auth';
 
