@@ -1,6 +1,21 @@
 // Renders the generated parts of docs/ from the one place each fact lives in code, so the
 // docs cannot drift: `npm run docs` writes them, and a test fails when they differ.
-import { AUTH_SETTINGS, DEFAULT_AUTH_SETTINGS, ERROR_CODES, FAILURE_CODES, HTTP_ERROR_CLASSES } from '@svc/core';
+import {
+  AUTH_SETTINGS,
+  AUTH_STORE_KEY,
+  AUTH_STORE_MEANING,
+  CAPABILITIES,
+  type ConfigField,
+  ERROR_CODES,
+  FAILURE_CODES,
+  FIXED_LIMITS,
+  formatLimit,
+  HTTP_ERROR_CLASSES,
+  PROJECT_KEYS,
+  WEAKENING_KEYS,
+} from '@svc/core';
+import { POSTGRES_STORE_CONFIG } from 'svc-store-postgres/config-fields';
+import { SQLITE_STORE_CONFIG } from 'svc-store-sqlite/config-fields';
 
 export const GENERATED_BEGIN = '<!-- generated: do not edit by hand (npm run docs) -->';
 export const GENERATED_END = '<!-- end generated -->';
@@ -31,10 +46,57 @@ export function renderErrorTable(): string {
   ].join('\n');
 }
 
-/** The table of every `:auth/...` setting with its default, bounds and meaning. */
+/**
+ * The configuration reference, from core's one configuration table: every `project.edn` key,
+ * every setting of the auth module, every capability a module may activate and every fixed
+ * limit, each with its type, default, bounds, unit and meaning.
+ */
 export function renderSettingsTable(): string {
-  const rows = AUTH_SETTINGS.map((s) => `| \`${s.key}\` | ${DEFAULT_AUTH_SETTINGS[s.field]} | ${s.min} – ${s.max} | ${s.meaning} |`);
-  return ['| key | default | allowed | meaning |', '|---|---|---|---|', ...rows].join('\n');
+  const cell = (s: string) => s.replaceAll('|', '\\|');
+  return [
+    '### `project.edn` keys',
+    '',
+    '| key | default | in a profile | meaning |',
+    '|---|---|---|---|',
+    ...PROJECT_KEYS.map((k) => `| \`${k.key}\` | ${k.default ?? 'required'} | ${k.inProfile ? 'yes' : 'no'} | ${cell(k.meaning)} |`),
+    '',
+    '### The auth module (`{:module :svc/auth}`) `:config`',
+    '',
+    '| key | default | allowed | unit | meaning |',
+    '|---|---|---|---|---|',
+    `| \`${AUTH_STORE_KEY}\` | required | a module alias | | ${cell(AUTH_STORE_MEANING)} |`,
+    ...AUTH_SETTINGS.map((s) => `| \`${s.key}\` | ${s.default} | ${s.min} – ${s.max} | ${s.unit} | ${cell(s.meaning)} |`),
+    '',
+    '### Capabilities (`:activate`)',
+    '',
+    '| capability | meaning | in this build |',
+    '|---|---|---|',
+    ...CAPABILITIES.map(
+      (c) => `| \`:${c.keyword}\` | ${cell(c.meaning)} | ${c.refusal === null ? 'yes' : `refused: ${cell(c.refusal)}`} |`,
+    ),
+    '',
+    '### Fixed limits (not configurable)',
+    '',
+    '| limit | value | meaning |',
+    '|---|---|---|',
+    ...FIXED_LIMITS.map((l) => `| ${l.name} | ${formatLimit(l.value, l.unit)} | ${cell(l.meaning)} |`),
+    '',
+    '### Keys refused on purpose',
+    '',
+    `No profile, setting or environment variable can turn off or weaken the management realm; these keys are refused wherever they appear, with a message that says so: ${WEAKENING_KEYS.map((k) => `\`${k}\``).join(', ')}.`,
+    '',
+    "### The bundled store modules' `:config`",
+    '',
+    '| addon | key | type | allowed | meaning |',
+    '|---|---|---|---|---|',
+    ...Object.entries({ 'svc-store-sqlite': SQLITE_STORE_CONFIG, 'svc-store-postgres': POSTGRES_STORE_CONFIG }).flatMap(([addon, fields]) =>
+      Object.entries(fields as Readonly<Record<string, ConfigField>>).map(([key, f]) => {
+        const allowed =
+          f.oneOf !== undefined ? f.oneOf.map((v) => `\`"${v}"\``).join(', ') : f.min !== undefined ? `${f.min} – ${f.max}` : '';
+        return `| \`${addon}\` | \`${key}\` | ${f.kind} | ${allowed} | ${cell(f.meaning ?? '')} |`;
+      }),
+    ),
+  ].join('\n');
 }
 
 /** Replaces the generated block of a document. */

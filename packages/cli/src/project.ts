@@ -1,6 +1,17 @@
 import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { basename, isAbsolute, join, resolve } from 'node:path';
-import { ConfigError, type ConfigProblem, DEFAULT_AUTH_SETTINGS, type ProjectConfig, validateProjectConfig } from '@svc/core';
+import {
+  ConfigError,
+  type ConfigProblem,
+  DEFAULT_AUTH_SETTINGS,
+  DEFAULT_CONTROL_DIR,
+  type ModuleConfigSchemas,
+  type ProjectConfig,
+  validateProjectConfig,
+} from '@svc/core';
+import { POSTGRES_STORE_CONFIG } from 'svc-store-postgres/config-fields';
+import { SQLITE_STORE_CONFIG } from 'svc-store-sqlite/config-fields';
 import { CliError } from './cli-error.js';
 import { parseEdn } from './edn.js';
 import { shellQuote } from './output.js';
@@ -59,6 +70,18 @@ export function defaultProjectEdn(project: string, sqlite: { readonly version: s
 `;
 }
 
+const require = createRequire(import.meta.url);
+
+/**
+ * The `:config` field tables of the store addons this build bundles, by `name@version`: a
+ * project pinning exactly those versions has its store modules checked at load, in every
+ * profile, instead of only when the chosen one opens.
+ */
+const BUNDLED_MODULE_CONFIGS: ModuleConfigSchemas = Object.freeze({
+  [`svc-store-sqlite@${(require('svc-store-sqlite/package.json') as { version: string }).version}`]: SQLITE_STORE_CONFIG,
+  [`svc-store-postgres@${(require('svc-store-postgres/package.json') as { version: string }).version}`]: POSTGRES_STORE_CONFIG,
+});
+
 /** The profile chosen with `--profile`, else `SVC_PROFILE`, else none. */
 export function chosenProfile(flag: string | undefined, env: NodeJS.ProcessEnv): string | null {
   if (flag !== undefined && flag !== '') return flag.replace(/^:/, '');
@@ -66,8 +89,10 @@ export function chosenProfile(flag: string | undefined, env: NodeJS.ProcessEnv):
   return fromEnv !== undefined && fromEnv !== '' ? fromEnv.replace(/^:/, '') : null;
 }
 
+/** One line per problem; a single problem is the one line itself (file, key, expected). */
 function configFailure(problems: readonly ConfigProblem[], file: string): CliError {
   const lines = problems.map((p) => `${p.file}: ${p.key}: ${p.message}`);
+  if (lines.length === 1) return new CliError(lines[0] as string);
   return new CliError(
     `invalid configuration in ${file} (${problems.length} problem${problems.length === 1 ? '' : 's'}); fix it and try again`,
     {
@@ -100,7 +125,7 @@ export function loadProject(dirArg: string, opts: { readonly profile: string | n
   if (problems.length > 0 || value === undefined) throw configFailure(problems, file);
   let config: ProjectConfig;
   try {
-    config = validateProjectConfig(value, { file, profile: opts.profile });
+    config = validateProjectConfig(value, { file, profile: opts.profile, moduleConfigs: BUNDLED_MODULE_CONFIGS });
   } catch (error) {
     if (error instanceof ConfigError) throw configFailure(error.problems, file);
     throw error;
@@ -109,7 +134,7 @@ export function loadProject(dirArg: string, opts: { readonly profile: string | n
   let controlDir: string;
   if (envControl !== undefined && envControl !== '') controlDir = resolve(envControl);
   else if (config.controlDir !== null) controlDir = isAbsolute(config.controlDir) ? config.controlDir : resolve(dir, config.controlDir);
-  else controlDir = join(dir, '.svc', 'control');
+  else controlDir = join(dir, DEFAULT_CONTROL_DIR);
   return {
     dir,
     file,

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
-import { svc, tempDir } from './helpers.js';
+import { cleanEnv, svc, tempDir } from './helpers.js';
 import { bundledSha256 } from './support/store-projects.js';
 
 // Pinned by the bundled archive's real digest, as `svc auth init` would write it.
@@ -60,6 +60,75 @@ describe('configuration errors are refused at load with the file and the key (ex
     const ok = await initWith('profile-ok', edn, ['--profile', 'dev', '--json']);
     assert.equal(ok.r.code, 0, ok.r.stderr);
     assert.equal(JSON.parse(ok.r.stdout).control_db, join(ok.dir, 'dev-control', 'control.db'));
+  });
+});
+
+describe('serving a bad project.edn is refused before anything listens: one line per problem, exit 1', () => {
+  const tmp = tempDir();
+  after(() => tmp.cleanup());
+
+  function projectWith(name: string, edn: string): string {
+    const dir = join(tmp.dir, name);
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, 'project.edn'), edn, { mode: 0o600 });
+    return dir;
+  }
+  const withModule = (module: string) => GOOD.replace(':auth {:module :svc/auth', `${module}\n               :auth {:module :svc/auth`);
+  const withProfiles = (profiles: string) => GOOD.replace('{:svc/project "demo"', `{:svc/project "demo" :svc/profiles ${profiles}`);
+
+  /** Runs `args` on the project and checks the refusal: exit 1, nothing on stdout, exactly `lines` lines naming the file. */
+  async function refused(args: string[], dir: string, lines: number) {
+    const r = await svc([...args, dir], { env: cleanEnv({ SVC_NODE_LISTEN: 'off' }) });
+    assert.equal(r.code, 1, r.stderr);
+    assert.equal(r.stdout, '');
+    const out = r.stderr.trimEnd().split('\n');
+    assert.equal(out.length, lines, r.stderr);
+    for (const line of out.slice(0, lines === 1 ? 1 : -1)) assert.ok(line.includes(join(dir, 'project.edn')), line);
+    return r.stderr;
+  }
+
+  test('a module activating :svc/auth-provider without a signed provider package is refused by svc serve', async () => {
+    const dir = projectWith('provider', withModule(':idp {:package "svc-store-sqlite" :activate [:svc/auth-provider]}'));
+    const stderr = await refused(['serve'], dir, 1);
+    assert.match(stderr, /:svc\/modules :idp :activate: :svc\/auth-provider: provider packages must be signed/);
+  });
+
+  test('a module carrying a literal secret is refused by svc auth serve; a secret reference is not', async () => {
+    const pinned = (config: string) =>
+      withModule(`:idp {:package "acme-idp" :config {:idp/client-secret ${config}}}`).replace(
+        ':svc/packages {',
+        ':svc/packages {"acme-idp" {:version "1.0.0"} ',
+      );
+    const stderr = await refused(['auth', 'serve', '--listen', '127.0.0.1:0'], projectWith('literal-secret', pinned('"hunter2"')), 1);
+    assert.match(stderr, /:svc\/modules :idp :config :idp\/client-secret: secrets are never written in project\.edn/);
+    // With the reference the file loads: what refuses it next is the missing control database.
+    const r = await svc(['auth', 'serve', '--listen', '127.0.0.1:0', projectWith('secret-ref', pinned('#svc/secret "env:IDP_SECRET"'))]);
+    assert.equal(r.code, 1);
+    assert.doesNotMatch(r.stderr, /:idp/, r.stderr);
+  });
+
+  test('an unselected profile with a bad value is refused at load by svc serve', async () => {
+    const dir = projectWith('bad-profile', withProfiles('{:prod {:svc/node-listen 9091}}'));
+    const stderr = await refused(['serve'], dir, 1);
+    assert.match(stderr, /:svc\/profiles :prod :svc\/node-listen: expected "host:port", found number 9091/);
+  });
+
+  test("an unselected profile's store configuration is checked at load, not when that profile first opens the store", async () => {
+    const dir = projectWith('bad-store-profile', withProfiles('{:prod {:svc/modules {:store {:config {:store/synchronous "fast"}}}}}'));
+    const stderr = await refused(['auth', 'serve', '--listen', '127.0.0.1:0'], dir, 1);
+    assert.match(stderr, /:svc\/profiles :prod :svc\/modules :store :config :store\/synchronous: expected one of "normal", "full"/);
+  });
+
+  test('the problems of every profile and of the base are reported at once', async () => {
+    const edn = withProfiles('{:a {:svc/control-dir 1} :b {:svc/metrics-listen true}}').replace(
+      ':activate [:svc/store]}',
+      ':activate [:svc/store :svc/bogus]}',
+    );
+    const stderr = await refused(['serve'], projectWith('many-profiles', edn), 4);
+    assert.match(stderr, /:svc\/modules :store :activate: unknown capability :svc\/bogus/);
+    assert.match(stderr, /:svc\/profiles :a :svc\/control-dir:/);
+    assert.match(stderr, /:svc\/profiles :b :svc\/metrics-listen:/);
+    assert.match(stderr, /\(3 problems\)/);
   });
 });
 

@@ -1,5 +1,15 @@
-import { type AuthSettings, DEFAULT_AUTH_SETTINGS } from './deps.js';
+import type { AuthSettings } from './deps.js';
 import { ConfigError, type ConfigProblem } from './errors.js';
+import {
+  AUTH_MODULE,
+  AUTH_SETTINGS,
+  AUTH_STORE_KEY,
+  CAPABILITIES,
+  DEFAULT_AUTH_SETTINGS,
+  PROJECT_KEYS,
+  type ProjectKeySpec,
+  WEAKENING_KEYS,
+} from './settings.js';
 
 /** An EDN keyword, e.g. `:svc/store` is `{ keyword: 'svc/store' }`. */
 export interface EdnKeyword {
@@ -51,91 +61,16 @@ export interface ProjectConfig {
   readonly metricsListen: string | null;
 }
 
-interface SettingSpec {
-  readonly key: string;
-  readonly field: keyof AuthSettings;
-  readonly min: number;
-  readonly max: number;
-  readonly meaning: string;
-}
+const FORBIDDEN_KEYS = new Set(WEAKENING_KEYS);
 
-/**
- * Every `:auth/...` setting with its bounds and meaning: the one place the configuration docs
- * are generated from. Bounds keep a profile from weakening the service (e.g. day-long access
- * tokens).
- */
-export const AUTH_SETTINGS: readonly SettingSpec[] = [
-  { key: ':auth/access-token-ttl-seconds', field: 'accessTokenTtlSeconds', min: 30, max: 86_400, meaning: 'lifetime of an access token' },
-  {
-    key: ':auth/refresh-token-ttl-seconds',
-    field: 'refreshTokenTtlSeconds',
-    min: 60,
-    max: 31_536_000,
-    meaning: 'lifetime of a refresh token (each rotation issues a fresh one)',
-  },
-  {
-    key: ':auth/refresh-reuse-grace-seconds',
-    field: 'refreshReuseGraceSeconds',
-    min: 0,
-    max: 300,
-    meaning:
-      'how long after a rotation the immediately previous refresh token is still answered, with the same pair its rotation issued (lost responses, concurrent tabs); outside it, reuse revokes the session',
-  },
-  {
-    key: ':auth/challenge-ttl-seconds',
-    field: 'challengeTtlSeconds',
-    min: 10,
-    max: 600,
-    meaning: 'how long a sign-in challenge can be answered',
-  },
-  {
-    key: ':auth/session-max-lifetime-seconds',
-    field: 'sessionMaxLifetimeSeconds',
-    min: 300,
-    max: 31_536_000,
-    meaning: 'absolute lifetime of a session: no rotation extends it',
-  },
-  {
-    key: ':auth/pairing-max-ttl-seconds',
-    field: 'pairingMaxTtlSeconds',
-    min: 60,
-    max: 900,
-    meaning: 'the longest lifetime an enrolment intent may be given',
-  },
-  {
-    key: ':auth/retention-days',
-    field: 'retentionDays',
-    min: 1,
-    max: 3650,
-    meaning:
-      'how long after they ended sessions (expired or revoked) and pairing intents (expired) are kept before the running service deletes them; the audit trail keeps their events regardless',
-  },
-];
-
-/** Keys that would weaken the management realm: refused with a message that says so. */
-const FORBIDDEN_KEYS = new Set([
-  ':auth/dev-mode',
-  ':auth/insecure',
-  ':auth/disable-auth',
-  ':auth/management-protected',
-  ':auth/realms',
-  ':svc/dev-mode',
-  ':svc/management-listen',
-]);
-
-const TOP_KEYS = new Set([
-  ':svc/project',
-  ':svc/packages',
-  ':svc/modules',
-  ':svc/profiles',
-  ':svc/control-dir',
-  ':svc/node-listen',
-  ':svc/metrics-listen',
-]);
-const PROFILE_KEYS = new Set([':svc/packages', ':svc/modules', ':svc/control-dir', ':svc/node-listen', ':svc/metrics-listen']);
+const TOP_KEYS = new Set(PROJECT_KEYS.map((k) => k.key));
+const PROFILE_KEYS = new Set(PROJECT_KEYS.filter((k) => k.inProfile).map((k) => k.key));
 const MODULE_KEYS = new Set([':package', ':module', ':activate', ':config']);
 const PACKAGE_KEYS = new Set([':version', ':sha256']);
-const AUTH_CONFIG_KEYS = new Set([':auth/store', ...AUTH_SETTINGS.map((s) => s.key)]);
+const AUTH_CONFIG_KEYS = new Set([AUTH_STORE_KEY, ...AUTH_SETTINGS.map((s) => s.key)]);
+const CAPABILITY_LIST = CAPABILITIES.map((c) => `:${c.keyword}`).join(', ');
+/** Key names whose value is a credential: a module whose schema svc does not know may still not hold one literally. */
+const SECRET_NAME = /(^|[-/_.:])(password|passphrase|secret|token|api-?key|private-?key|credentials?)$/i;
 
 /** Whether a value is an EDN map. */
 export function isEdnMap(v: EdnValue | undefined): v is EdnMap {
@@ -210,22 +145,42 @@ function deepFreeze<T>(value: T): T {
   return value;
 }
 
+/** The `:config` field tables of the packages whose modules svc can check at load, by `name@version`. */
+export type ModuleConfigSchemas = Readonly<Record<string, Readonly<Record<string, ConfigField>>>>;
+
+/** What {@link validateProjectConfig} is told besides the parsed file. */
+export interface ValidateOptions {
+  readonly file: string;
+  /** The profile chosen with `--profile` or `SVC_PROFILE`, without the colon; null for none. */
+  readonly profile?: string | null;
+  /**
+   * The `:config` field tables of known package versions (`name@version`, e.g. the bundled
+   * store addons'), so their modules are checked at load in every profile rather than only when
+   * the addon opens. A module of any other package still has its capabilities, tags and secret
+   * references checked.
+   */
+  readonly moduleConfigs?: ModuleConfigSchemas;
+}
+
 /**
- * Validates a parsed `project.edn` against the one schema, applies the chosen profile, fills
- * every default, and returns a deep-frozen configuration. All problems are reported at once in
- * a {@link ConfigError} (file, key, expected).
+ * Validates a parsed `project.edn` against the one schema ({@link PROJECT_KEYS},
+ * {@link AUTH_SETTINGS}, {@link CAPABILITIES}), checks every profile merged over the base
+ * whether it is chosen or not, applies the chosen one, fills every default, and returns a
+ * deep-frozen configuration. All problems of all profiles are reported at once in a
+ * {@link ConfigError} (file, key, expected); a problem that only a profile has names it
+ * (`:svc/profiles :prod ...`).
  *
  * @example
  * const config = validateProjectConfig(parsed, { file: 'demo/project.edn', profile: process.env.SVC_PROFILE });
  */
-export function validateProjectConfig(root: EdnValue, opts: { readonly file: string; readonly profile?: string | null }): ProjectConfig {
+export function validateProjectConfig(root: EdnValue, opts: ValidateOptions): ProjectConfig {
   const { file } = opts;
   const problems: ConfigProblem[] = [];
   const bad = (key: string, message: string) => problems.push({ file, key, message });
   if (!isEdnMap(root)) throw new ConfigError([{ file, key: '(top level)', message: `expected a map, found ${describe(root)}` }]);
 
-  // Profiles first: a profile is checked on its own, then merged over the base.
-  let merged: EdnMap = root;
+  // Each profile's own keys first: a profile may only override what the table allows.
+  const bodies = new Map<string, EdnMap>();
   const profiles = root.get(':svc/profiles');
   const profile = opts.profile ?? null;
   if (profiles !== undefined) {
@@ -242,45 +197,57 @@ export function validateProjectConfig(root: EdnValue, opts: { readonly file: str
           if (FORBIDDEN_KEYS.has(k)) bad(`${where} ${k}`, 'no profile can turn off or weaken the protection of the management realm');
           else if (!PROFILE_KEYS.has(k)) bad(`${where} ${k}`, `unknown key; a profile may override ${[...PROFILE_KEYS].join(', ')}`);
         }
+        bodies.set(name, body);
       }
     }
   }
-  if (profile !== null) {
-    const body = isEdnMap(profiles) ? profiles.get(`:${profile}`) : undefined;
-    if (!isEdnMap(body)) {
-      bad(':svc/profiles', `profile :${profile} (from --profile or SVC_PROFILE) is not defined`);
-    } else {
-      merged = mergeEdn(root, body) as EdnMap;
+  const chosen = profile === null ? undefined : bodies.get(`:${profile}`);
+  if (profile !== null && chosen === undefined) bad(':svc/profiles', `profile :${profile} (from --profile or SVC_PROFILE) is not defined`);
+
+  // The configuration that runs is reported as it is; every other profile is checked too, so a
+  // mistake in one not chosen today is found now rather than on the day it is deployed. A
+  // profile's problem that the running configuration shares is reported once.
+  const running = checkProject(chosen === undefined ? root : (mergeEdn(root, chosen) as EdnMap), opts);
+  problems.push(...running.problems);
+  const reported = new Set(running.problems.map((p) => `${p.key}\0${p.message}`));
+  for (const [name, body] of bodies) {
+    if (body === chosen) continue;
+    for (const p of checkProject(mergeEdn(root, body) as EdnMap, opts).problems) {
+      if (reported.has(`${p.key}\0${p.message}`)) continue;
+      reported.add(`${p.key}\0${p.message}`);
+      bad(`:svc/profiles ${name} ${p.key}`, p.message);
     }
   }
+  if (problems.length > 0 || running.config === null) throw new ConfigError(problems);
+  return deepFreeze({ ...running.config, profile: chosen === undefined ? null : profile });
+}
+
+/** Reads one scalar `:svc/...` key by its table entry. */
+function readProjectKey(spec: ProjectKeySpec, v: EdnValue | undefined, bad: (key: string, message: string) => void): string | null {
+  if (v === undefined && spec.default !== null) return null;
+  const ok = typeof v === 'string' && (spec.type === 'project-name' ? /^[a-z0-9][a-z0-9_-]{0,62}$/.test(v) : v.length > 0);
+  if (!ok) {
+    bad(spec.key, `expected ${spec.expected}, found ${describe(v)}`);
+    return null;
+  }
+  return v;
+}
+
+/** Checks one merged configuration (the base, or a profile over it); never throws. */
+function checkProject(merged: EdnMap, opts: ValidateOptions): { config: Omit<ProjectConfig, 'profile'> | null; problems: ConfigProblem[] } {
+  const { file } = opts;
+  const problems: ConfigProblem[] = [];
+  const bad = (key: string, message: string) => problems.push({ file, key, message });
 
   for (const k of merged.keys()) {
     if (FORBIDDEN_KEYS.has(k)) bad(k, 'the management realm is always protected; this setting does not exist');
     else if (!TOP_KEYS.has(k)) bad(k, `unknown key; expected one of ${[...TOP_KEYS].join(', ')}`);
   }
-
-  const project = merged.get(':svc/project');
-  if (typeof project !== 'string' || !/^[a-z0-9][a-z0-9_-]{0,62}$/.test(project)) {
-    bad(':svc/project', `expected a project name string (lowercase letters, digits, - and _), found ${describe(project)}`);
-  }
-
-  const controlDirV = merged.get(':svc/control-dir');
-  let controlDir: string | null = null;
-  if (controlDirV !== undefined) {
-    if (typeof controlDirV === 'string' && controlDirV.length > 0) controlDir = controlDirV;
-    else bad(':svc/control-dir', `expected a directory path string, found ${describe(controlDirV)}`);
-  }
-  const nodeListenV = merged.get(':svc/node-listen');
-  let nodeListen: string | null = null;
-  if (nodeListenV !== undefined) {
-    if (typeof nodeListenV === 'string' && nodeListenV.length > 0) nodeListen = nodeListenV;
-    else bad(':svc/node-listen', `expected "host:port", found ${describe(nodeListenV)}`);
-  }
-  const metricsListenV = merged.get(':svc/metrics-listen');
-  let metricsListen: string | null = null;
-  if (metricsListenV !== undefined) {
-    if (typeof metricsListenV === 'string' && metricsListenV.length > 0) metricsListen = metricsListenV;
-    else bad(':svc/metrics-listen', `expected "host:port", found ${describe(metricsListenV)}`);
+  const scalars: Record<string, string | null> = {};
+  for (const spec of PROJECT_KEYS) {
+    if (spec.type === 'project-name' || spec.type === 'path' || spec.type === 'listen') {
+      scalars[spec.key] = readProjectKey(spec, merged.get(spec.key), bad);
+    }
   }
 
   const packages: Record<string, PackagePin> = {};
@@ -323,39 +290,17 @@ export function validateProjectConfig(root: EdnValue, opts: { readonly file: str
         bad(key, `expected a module map, found ${describe(body)}`);
         continue;
       }
-      for (const k of body.keys()) if (!MODULE_KEYS.has(k)) bad(`${key} ${k}`, `unknown key; expected ${[...MODULE_KEYS].join(', ')}`);
-      const pkg = body.get(':package');
-      const mod = body.get(':module');
-      const activate = body.get(':activate') ?? [];
-      const config = body.get(':config') ?? new Map();
-      if (pkg !== undefined && typeof pkg !== 'string') bad(`${key} :package`, `expected a package name string, found ${describe(pkg)}`);
-      if (mod !== undefined && !isKeyword(mod))
-        bad(`${key} :module`, `expected a module keyword such as :svc/auth, found ${describe(mod)}`);
-      if ((pkg === undefined) === (mod === undefined)) bad(key, 'a module names exactly one of :package or :module');
-      if (typeof pkg === 'string' && !Object.hasOwn(packages, pkg)) {
-        bad(`${key} :package`, `package "${pkg}" is not pinned in :svc/packages; install it with \`svc package install\``);
-      }
-      const exports: string[] = [];
-      if (!Array.isArray(activate) || !activate.every(isKeyword))
-        bad(`${key} :activate`, `expected a vector of export keywords, found ${describe(activate)}`);
-      else for (const k of activate) exports.push((k as EdnKeyword).keyword);
-      if (!isEdnMap(config)) bad(`${key} :config`, `expected a map, found ${describe(config)}`);
-      modules[alias.slice(1)] = {
-        alias: alias.slice(1),
-        package: typeof pkg === 'string' ? pkg : null,
-        module: isKeyword(mod) ? mod.keyword : null,
-        activate: exports,
-        config: isEdnMap(config) ? config : new Map(),
-      };
+      const module = checkModule(alias.slice(1), body, packages, opts, problems);
+      modules[module.alias] = module;
     }
   }
 
   // The auth module and its store binding.
-  const authModules = Object.values(modules).filter((m) => m.module === 'svc/auth');
+  const authModules = Object.values(modules).filter((m) => m.module === AUTH_MODULE);
   let settings: AuthSettings = DEFAULT_AUTH_SETTINGS;
   let store: ModuleConfig | undefined;
   if (authModules.length !== 1) {
-    bad(':svc/modules', `exactly one module must be {:module :svc/auth ...}; found ${authModules.length}`);
+    bad(':svc/modules', `exactly one module must be {:module :${AUTH_MODULE} ...}; found ${authModules.length}`);
   } else {
     const auth = authModules[0] as ModuleConfig;
     const key = `:svc/modules :${auth.alias} :config`;
@@ -372,38 +317,120 @@ export function validateProjectConfig(root: EdnValue, opts: { readonly file: str
       const spec = AUTH_SETTINGS.find((s) => s.key === k);
       if (spec === undefined) continue;
       if (typeof v !== 'number' || !Number.isInteger(v) || v < spec.min || v > spec.max) {
-        const unit = spec.key.endsWith('-days') ? 'days' : 'seconds';
-        bad(`${key} ${k}`, `expected a whole number of ${unit} from ${spec.min} to ${spec.max}, found ${describe(v)}`);
+        bad(`${key} ${k}`, `expected a whole number of ${spec.unit} from ${spec.min} to ${spec.max}, found ${describe(v)}`);
       } else values[spec.field] = v;
     }
     settings = values as unknown as AuthSettings;
-    const storeRef = auth.config.get(':auth/store');
+    const storeRef = auth.config.get(AUTH_STORE_KEY);
     if (!isKeyword(storeRef)) {
-      bad(`${key} :auth/store`, `expected the keyword alias of the store module (e.g. :store), found ${describe(storeRef)}`);
+      bad(`${key} ${AUTH_STORE_KEY}`, `expected the keyword alias of the store module (e.g. :store), found ${describe(storeRef)}`);
     } else {
       store = modules[storeRef.keyword];
       if (store === undefined) {
-        bad(`${key} :auth/store`, `:${storeRef.keyword} is not a module alias in :svc/modules (dangling alias)`);
+        bad(`${key} ${AUTH_STORE_KEY}`, `:${storeRef.keyword} is not a module alias in :svc/modules (dangling alias)`);
       } else if (!store.activate.includes('svc/store')) {
-        bad(`${key} :auth/store`, `module :${storeRef.keyword} does not activate the :svc/store export; add :activate [:svc/store]`);
+        bad(`${key} ${AUTH_STORE_KEY}`, `module :${storeRef.keyword} does not activate the :svc/store export; add :activate [:svc/store]`);
       } else if (store.package === null) {
-        bad(`${key} :auth/store`, `module :${storeRef.keyword} must come from a pinned store package`);
+        bad(`${key} ${AUTH_STORE_KEY}`, `module :${storeRef.keyword} must come from a pinned store package`);
       }
     }
   }
 
-  if (problems.length > 0 || store === undefined) throw new ConfigError(problems);
-  return deepFreeze({
-    project: project as string,
-    profile,
-    controlDir,
-    packages,
-    modules,
-    store,
-    auth: settings,
-    nodeListen,
-    metricsListen,
-  });
+  if (problems.length > 0 || store === undefined) return { config: null, problems };
+  return {
+    config: {
+      project: scalars[':svc/project'] as string,
+      controlDir: scalars[':svc/control-dir'] ?? null,
+      packages,
+      modules,
+      store,
+      auth: settings,
+      nodeListen: scalars[':svc/node-listen'] ?? null,
+      metricsListen: scalars[':svc/metrics-listen'] ?? null,
+    },
+    problems,
+  };
+}
+
+/**
+ * Checks one module of `:svc/modules`: its keys, where it comes from, every capability it
+ * activates against {@link CAPABILITIES}, and its `:config` (the auth module's is checked by
+ * the caller, a known package's against its field table, any other's for tags and literal
+ * secrets).
+ */
+function checkModule(
+  alias: string,
+  body: EdnMap,
+  packages: Readonly<Record<string, PackagePin>>,
+  opts: ValidateOptions,
+  problems: ConfigProblem[],
+): ModuleConfig {
+  const { file } = opts;
+  const key = `:svc/modules :${alias}`;
+  const bad = (k: string, message: string) => problems.push({ file, key: k, message });
+  for (const k of body.keys()) if (!MODULE_KEYS.has(k)) bad(`${key} ${k}`, `unknown key; expected ${[...MODULE_KEYS].join(', ')}`);
+  const pkg = body.get(':package');
+  const mod = body.get(':module');
+  const activate = body.get(':activate') ?? [];
+  const config = body.get(':config') ?? new Map();
+  if (pkg !== undefined && typeof pkg !== 'string') bad(`${key} :package`, `expected a package name string, found ${describe(pkg)}`);
+  if (mod !== undefined && !isKeyword(mod))
+    bad(`${key} :module`, `expected a module keyword such as :${AUTH_MODULE}, found ${describe(mod)}`);
+  if (isKeyword(mod) && mod.keyword !== AUTH_MODULE) {
+    bad(`${key} :module`, `:${mod.keyword} is not a built-in module; the only one is :${AUTH_MODULE} (others come from a :package)`);
+  }
+  if ((pkg === undefined) === (mod === undefined)) bad(key, 'a module names exactly one of :package or :module');
+  if (typeof pkg === 'string' && !Object.hasOwn(packages, pkg)) {
+    bad(`${key} :package`, `package "${pkg}" is not pinned in :svc/packages; install it with \`svc package install\``);
+  }
+  const exports: string[] = [];
+  if (!Array.isArray(activate) || !activate.every(isKeyword)) {
+    bad(`${key} :activate`, `expected a vector of capability keywords (${CAPABILITY_LIST}), found ${describe(activate)}`);
+  } else {
+    for (const { keyword } of activate as EdnKeyword[]) {
+      const capability = CAPABILITIES.find((c) => c.keyword === keyword);
+      if (capability === undefined) bad(`${key} :activate`, `unknown capability :${keyword}; expected one of ${CAPABILITY_LIST}`);
+      else if (capability.refusal !== null) bad(`${key} :activate`, `:${keyword}: ${capability.refusal}`);
+      else if (mod !== undefined) bad(`${key} :activate`, `the built-in :${AUTH_MODULE} module activates nothing; remove :${keyword}`);
+      exports.push(keyword);
+    }
+  }
+  const where = { file, key: `${key} :config` };
+  if (!isEdnMap(config)) bad(where.key, `expected a map, found ${describe(config)}`);
+  else if (typeof pkg === 'string') {
+    const fields = opts.moduleConfigs?.[`${pkg}@${packages[pkg]?.version}`];
+    if (fields !== undefined) checkModuleConfig(config, fields, where, problems);
+    else checkOpaqueConfig(config, where.key, file, problems);
+  }
+  return {
+    alias,
+    package: typeof pkg === 'string' ? pkg : null,
+    module: isKeyword(mod) ? mod.keyword : null,
+    activate: exports,
+    config: isEdnMap(config) ? config : new Map(),
+  };
+}
+
+/**
+ * Checks the `:config` of a package whose field table svc does not know: its addon reads the
+ * values, but no tag other than `#svc/secret` is accepted, every secret reference must be well
+ * formed, and a key named like a credential may only hold a reference, never the secret.
+ */
+function checkOpaqueConfig(value: EdnValue, key: string, file: string, problems: ConfigProblem[]): void {
+  if (isEdnMap(value)) {
+    for (const [k, v] of value) {
+      const at = `${key} ${k}`;
+      if (SECRET_NAME.test(k) && typeof v === 'string') parseSecretRef(v, problems, file, at);
+      else checkOpaqueConfig(v, at, file, problems);
+    }
+  } else if (Array.isArray(value)) {
+    value.forEach((v: EdnValue, i: number) => {
+      checkOpaqueConfig(v, `${key} [${i}]`, file, problems);
+    });
+  } else if (isTagged(value)) {
+    if (value.tag === 'svc/secret') parseSecretRef(value, problems, file, key);
+    else problems.push({ file, key, message: `unknown tag #${value.tag}; the only tag project.edn knows is #svc/secret` });
+  }
 }
 
 /** How one key of a module's `:config` is read. */
@@ -413,6 +440,8 @@ export interface ConfigField {
   readonly oneOf?: readonly string[];
   readonly min?: number;
   readonly max?: number;
+  /** What the key means, with its default as the docs show it (the generated configuration reference). */
+  readonly meaning?: string;
 }
 
 /** What {@link readModuleConfig} returns for one field. */
@@ -432,6 +461,18 @@ export function readModuleConfig<K extends string>(
   where: { readonly file: string; readonly key: string },
 ): Record<K, ConfigFieldValue> {
   const problems: ConfigProblem[] = [];
+  const out = checkModuleConfig(config, fields, where, problems);
+  if (problems.length > 0) throw new ConfigError(problems);
+  return out;
+}
+
+/** {@link readModuleConfig} that adds its problems to `problems` instead of throwing. */
+function checkModuleConfig<K extends string>(
+  config: EdnMap,
+  fields: Readonly<Record<K, ConfigField>>,
+  where: { readonly file: string; readonly key: string },
+  problems: ConfigProblem[],
+): Record<K, ConfigFieldValue> {
   const out = {} as Record<K, ConfigFieldValue>;
   const known = Object.keys(fields) as K[];
   for (const k of config.keys()) {
@@ -471,6 +512,5 @@ export function readModuleConfig<K extends string>(
       problems.push({ file: where.file, key, message: `expected true or false, found ${describe(v)}` });
     } else out[k] = v;
   }
-  if (problems.length > 0) throw new ConfigError(problems);
   return out;
 }

@@ -38,17 +38,8 @@ export interface AuthSettings {
   readonly retentionDays: number;
 }
 
-/** The defaults of {@link AuthSettings}; see the configuration docs for each meaning. */
-export const DEFAULT_AUTH_SETTINGS: AuthSettings = Object.freeze({
-  accessTokenTtlSeconds: 900,
-  refreshTokenTtlSeconds: 2_592_000,
-  refreshReuseGraceSeconds: 10,
-  challengeTtlSeconds: 60,
-  sessionMaxLifetimeSeconds: 7_776_000,
-  bootstrapTokenTtlSeconds: 900,
-  pairingMaxTtlSeconds: 900,
-  retentionDays: 30,
-});
+/** The defaults live in the one configuration table ({@link ./settings.ts}); re-exported where they always were. */
+export { DEFAULT_AUTH_SETTINGS } from './settings.js';
 
 /**
  * What every use case receives: the store, the clock, randomness, a logger, the project id

@@ -6,6 +6,7 @@
  * carries a stable `code` from {@link FAILURE_CODES}, so callers (the CLI) branch on the
  * code, never on a class name or a message.
  */
+import { BOOTSTRAP_TOKEN_TTL_SECONDS, formatLimit, MAX_REQUEST_BODY_BYTES, PAIRING_MAX_FAILURES } from './settings.js';
 
 /** Every error code of the contract, with its HTTP status, title and meaning. */
 export const ERROR_CODES = {
@@ -18,7 +19,7 @@ export const ERROR_CODES = {
   bootstrap_token_expired: {
     status: 401,
     title: 'Unauthorized',
-    meaning: 'the bootstrap token is older than 15 minutes',
+    meaning: `the bootstrap token is older than ${formatLimit(BOOTSTRAP_TOKEN_TTL_SECONDS, 'seconds')}`,
   },
   bootstrap_token_used: { status: 401, title: 'Unauthorized', meaning: 'the bootstrap token was already used once' },
   invalid_challenge: {
@@ -49,7 +50,7 @@ export const ERROR_CODES = {
   invalid_pairing_code: {
     status: 401,
     title: 'Unauthorized',
-    meaning: 'the pairing code is wrong; the intent is burned after 5 failures',
+    meaning: `the pairing code is wrong; the intent is burned after ${formatLimit(PAIRING_MAX_FAILURES, 'failures')}`,
   },
   invalid_pairing_intent: {
     status: 401,
@@ -64,7 +65,11 @@ export const ERROR_CODES = {
   not_found: { status: 404, title: 'Not Found', meaning: 'unknown route or resource' },
   method_not_allowed: { status: 405, title: 'Method Not Allowed', meaning: 'the route exists but not for that method' },
   already_enrolled: { status: 409, title: 'Conflict', meaning: 'that public key is already enrolled' },
-  payload_too_large: { status: 413, title: 'Content Too Large', meaning: 'the body is over 64 KiB (65,536 bytes)' },
+  payload_too_large: {
+    status: 413,
+    title: 'Content Too Large',
+    meaning: `the body is over ${formatLimit(MAX_REQUEST_BODY_BYTES, 'bytes')}`,
+  },
   unsupported_media_type: {
     status: 415,
     title: 'Unsupported Media Type',

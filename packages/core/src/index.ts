@@ -13,6 +13,7 @@ export * from './principal.js';
 export * from './realm.js';
 export * from './refresh-rotation.js';
 export * from './session-client.js';
+export * from './settings.js';
 export * from './store.js';
 export * from './store-fault.js';
 export * from './store-rows.js';

@@ -118,3 +118,137 @@ test(':svc/metrics-listen is read as a string, per profile, off when unset, and 
     'p/project.edn: :svc/metrics-listen: expected "host:port", found number 9464',
   ]);
 });
+
+// A module added beside the store and auth modules of baseConfig.
+function withModule(alias: string, module: Record<string, EdnValue>, pins: Record<string, EdnValue> = {}): EdnValue {
+  const cfg = baseConfig() as Map<string, EdnValue>;
+  (cfg.get(':svc/modules') as Map<string, EdnValue>).set(alias, m(module));
+  for (const [name, pin] of Object.entries(pins)) (cfg.get(':svc/packages') as Map<string, EdnValue>).set(name, pin);
+  return cfg;
+}
+const acmePin = { 'acme-idp': m({ ':version': '1.0.0' }) };
+
+test('a module activating :svc/auth-provider without a signed provider package is refused', () => {
+  const problems = problemsOf(withModule(':idp', { ':package': 'svc-store-sqlite', ':activate': [kw('svc/auth-provider')] }));
+  assert.equal(problems.length, 1);
+  assert.match(problems[0] ?? '', /^p\/project\.edn: :svc\/modules :idp :activate: :svc\/auth-provider: provider packages must be signed/);
+});
+
+test('a capability outside the contract, or one this build cannot serve, is refused where it is activated', () => {
+  const unknown = problemsOf(withModule(':x', { ':package': 'svc-store-sqlite', ':activate': [kw('svc/bogus')] }));
+  assert.deepEqual(unknown, [
+    'p/project.edn: :svc/modules :x :activate: unknown capability :svc/bogus; expected one of :svc/store, :svc/app, :svc/auth-provider',
+  ]);
+  const app = problemsOf(withModule(':web', { ':package': 'svc-store-sqlite', ':activate': [kw('svc/app')] }));
+  assert.equal(app.length, 1);
+  assert.match(app[0] ?? '', /:svc\/modules :web :activate: :svc\/app: /);
+});
+
+test('the built-in :svc/auth module activates nothing, and no other built-in module exists', () => {
+  const cfg = baseConfig() as Map<string, EdnValue>;
+  const auth = (cfg.get(':svc/modules') as Map<string, EdnValue>).get(':auth') as Map<string, EdnValue>;
+  auth.set(':activate', [kw('svc/store')]);
+  assert.ok(problemsOf(cfg).some((p) => p.includes(':svc/modules :auth :activate') && p.includes('activates nothing')));
+  const other = problemsOf(withModule(':extra', { ':module': kw('svc/other') }));
+  assert.ok(other.some((p) => p.includes(':svc/modules :extra :module') && p.includes('not a built-in module')));
+});
+
+test('a literal secret in a module whose schema svc does not know is refused; a secret reference loads', () => {
+  const literal = problemsOf(withModule(':idp', { ':package': 'acme-idp', ':config': m({ ':idp/client-secret': 'hunter2' }) }, acmePin));
+  assert.equal(literal.length, 1);
+  assert.match(literal[0] ?? '', /:svc\/modules :idp :config :idp\/client-secret: secrets are never written in project\.edn/);
+  const nested = problemsOf(
+    withModule(':idp', { ':package': 'acme-idp', ':config': m({ ':idp/clients': [m({ ':api-key': 'k' })] }) }, acmePin),
+  );
+  assert.ok(nested.some((p) => p.includes(':idp/clients [0] :api-key')));
+  const ref = withModule(
+    ':idp',
+    {
+      ':package': 'acme-idp',
+      ':config': m({
+        ':idp/client-secret': secret('env:IDP_SECRET'),
+        ':idp/token-ttl': 60,
+        ':idp/token-endpoint': 'https://idp.example/token',
+      }),
+    },
+    acmePin,
+  );
+  assert.equal(validateProjectConfig(ref, { file: 'p/project.edn' }).modules.idp?.config.get(':idp/token-ttl'), 60);
+});
+
+test('a malformed secret reference or an unknown tag in any module config is refused', () => {
+  const problems = problemsOf(
+    withModule(
+      ':idp',
+      { ':package': 'acme-idp', ':config': m({ ':a': secret('hunter2'), ':b': { tag: 'acme/raw', value: 'x' } }) },
+      acmePin,
+    ),
+  );
+  assert.equal(problems.length, 2);
+  assert.ok(problems.some((p) => p.includes(':config :a: expected #svc/secret')));
+  assert.ok(problems.some((p) => p.includes(':config :b: unknown tag #acme/raw')));
+});
+
+test("a known package version's module :config is checked at load against its field table", () => {
+  const fields = { ':store/synchronous': { kind: 'string', oneOf: ['normal', 'full'] } } as const;
+  const cfg = baseConfig() as Map<string, EdnValue>;
+  const store = (cfg.get(':svc/modules') as Map<string, EdnValue>).get(':store') as Map<string, EdnValue>;
+  store.set(':config', m({ ':store/synchronous': 'fast', ':store/colour': 'blue' }));
+  const check = (moduleConfigs: Record<string, typeof fields>) => {
+    try {
+      validateProjectConfig(cfg, { file: 'p/project.edn', moduleConfigs });
+      return [];
+    } catch (e) {
+      assert.ok(e instanceof ConfigError);
+      return e.problems.map((p) => p.key);
+    }
+  };
+  assert.deepEqual(check({ 'svc-store-sqlite@0.1.0': fields }).sort(), [
+    ':svc/modules :store :config :store/colour',
+    ':svc/modules :store :config :store/synchronous',
+  ]);
+  // Another version's table may differ: its addon checks the module when it opens.
+  assert.deepEqual(check({ 'svc-store-sqlite@9.9.9': fields }), []);
+});
+
+test('an unselected profile with a bad value is refused at load', () => {
+  const cfg = baseConfig({}, { ':svc/profiles': m({ ':prod': m({ ':svc/node-listen': 9091 }), ':dev': m({}) }) });
+  const expected = ['p/project.edn: :svc/profiles :prod :svc/node-listen: expected "host:port", found number 9091'];
+  assert.deepEqual(problemsOf(cfg), expected);
+  assert.deepEqual(problemsOf(cfg, 'dev'), expected);
+  assert.deepEqual(problemsOf(cfg, 'prod'), ['p/project.edn: :svc/node-listen: expected "host:port", found number 9091']);
+});
+
+test("an unselected profile's module is checked like the base's: capabilities, auth settings, dangling aliases", () => {
+  const prod = m({
+    ':svc/modules': m({
+      ':idp': m({ ':package': 'svc-store-sqlite', ':activate': [kw('svc/auth-provider')] }),
+      ':auth': m({ ':config': m({ ':auth/access-token-ttl-seconds': 86_401, ':auth/store': kw('db') }) }),
+    }),
+  });
+  const keys = problemsOf(baseConfig({}, { ':svc/profiles': m({ ':prod': prod }) })).map((p) => p.split(': ')[1]);
+  assert.deepEqual(keys.sort(), [
+    ':svc/profiles :prod :svc/modules :auth :config :auth/access-token-ttl-seconds',
+    ':svc/profiles :prod :svc/modules :auth :config :auth/store',
+    ':svc/profiles :prod :svc/modules :idp :activate',
+  ]);
+});
+
+test('a problem the base and its profiles share is reported once, beside every problem only a profile has', () => {
+  const cfg = baseConfig(
+    { ':auth/challenge-ttl-seconds': 5 },
+    { ':svc/profiles': m({ ':a': m({ ':svc/control-dir': 1 }), ':b': m({ ':svc/metrics-listen': true }) }) },
+  );
+  const problems = problemsOf(cfg);
+  assert.equal(problems.length, 3, problems.join('\n'));
+  assert.equal(problems.filter((p) => p.includes(':auth/challenge-ttl-seconds')).length, 1);
+  assert.ok(problems.some((p) => p.includes(':svc/profiles :a :svc/control-dir')));
+  assert.ok(problems.some((p) => p.includes(':svc/profiles :b :svc/metrics-listen')));
+});
+
+test('a chosen profile that completes the base still loads (the base alone is only checked when no profile is chosen)', () => {
+  const cfg = baseConfig({}, { ':svc/profiles': m({ ':prod': m({ ':svc/control-dir': '/var/lib/svc' }) }) }) as Map<string, EdnValue>;
+  cfg.set(':svc/control-dir', 7);
+  assert.equal(validateProjectConfig(cfg, { file: 'f', profile: 'prod' }).controlDir, '/var/lib/svc');
+  assert.deepEqual(problemsOf(cfg), ['p/project.edn: :svc/control-dir: expected a directory path string, found number 7']);
+});

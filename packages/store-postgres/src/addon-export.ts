@@ -8,20 +8,9 @@ import {
   type StoreAddonContext,
   type StoreAddonExport,
 } from '@svc/core';
+import { POSTGRES_STORE_CONFIG } from './config-fields.js';
 import { openPostgresStore, type PostgresStoreOptions } from './open-postgres-store.js';
 import { POSTGRES_STORE_OPERATIONS } from './operations.js';
-
-const FIELDS = {
-  ':store/url': { kind: 'string' },
-  ':store/host': { kind: 'string' },
-  ':store/port': { kind: 'integer', min: 1, max: 65_535 },
-  ':store/database': { kind: 'string' },
-  ':store/user': { kind: 'string' },
-  ':store/password': { kind: 'secret' },
-  ':store/schema': { kind: 'string' },
-  ':store/pool-size': { kind: 'integer', min: 1, max: 200 },
-  ':store/ssl': { kind: 'boolean' },
-} as const;
 
 /**
  * The `:svc/store` export of this addon. Module `:config` keys: `:store/url`
@@ -38,7 +27,7 @@ export const svcStore: StoreAddonExport = {
   operations: POSTGRES_STORE_OPERATIONS,
   async open(config: EdnMap, ctx: StoreAddonContext): Promise<Store> {
     const where = { file: ctx.configFile, key: ctx.configKey };
-    const v = readModuleConfig(config, FIELDS, where);
+    const v = readModuleConfig(config, POSTGRES_STORE_CONFIG, where);
     const url = v[':store/url'] as string | undefined;
     if (url !== undefined) {
       let parsed: URL | undefined;

@@ -7,14 +7,9 @@ import {
   type StoreAddonContext,
   type StoreAddonExport,
 } from '@svc/core';
+import { SQLITE_STORE_CONFIG } from './config-fields.js';
 import { openSqliteStore } from './open-sqlite-store.js';
 import { SQLITE_STORE_OPERATIONS } from './operations.js';
-
-const FIELDS = {
-  ':store/file': { kind: 'string' },
-  ':store/synchronous': { kind: 'string', oneOf: ['normal', 'full'] },
-  ':store/bearer-cache-sessions': { kind: 'integer', min: 0, max: 10_000_000 },
-} as const;
 
 /**
  * The `:svc/store` export of this addon. Module `:config` keys: `:store/file` (default
@@ -32,7 +27,7 @@ export const svcStore: StoreAddonExport = {
   contractVersion: STORE_CONTRACT_VERSION,
   operations: SQLITE_STORE_OPERATIONS,
   async open(config: EdnMap, ctx: StoreAddonContext): Promise<Store> {
-    const v = readModuleConfig(config, FIELDS, { file: ctx.configFile, key: ctx.configKey });
+    const v = readModuleConfig(config, SQLITE_STORE_CONFIG, { file: ctx.configFile, key: ctx.configKey });
     const file = typeof v[':store/file'] === 'string' ? v[':store/file'] : 'control.db';
     return openSqliteStore({
       file: isAbsolute(file) ? file : join(ctx.controlDir, file),

@@ -1,6 +1,6 @@
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { ConfigError, issueBootstrapToken, rfc3339 } from '@svc/core';
+import { BOOTSTRAP_TOKEN_TTL_SECONDS, ConfigError, formatLimit, issueBootstrapToken, rfc3339 } from '@svc/core';
 import { parseCommandArgs } from '../args.js';
 import { bundledSqliteAddon, installBundledStoreIfPinned } from '../bundled-addons.js';
 import { CliError, UsageError } from '../cli-error.js';
@@ -12,7 +12,7 @@ import { chosenProfile, defaultProjectEdn, loadProject, projectNameFor } from '.
 
 const spec = {
   name: 'svc auth init',
-  summary: 'Create a project, its control database and node key, and print a one-time bootstrap token (valid 15 minutes).',
+  summary: `Create a project, its control database and node key, and print a one-time bootstrap token (valid ${formatLimit(BOOTSTRAP_TOKEN_TTL_SECONDS, 'seconds')}).`,
   usage: 'svc auth init <PROJECT> [--json | --token-only] [--recover] [--profile NAME]',
   help: [
     '<PROJECT>             the project directory (created if missing; project.edn written if none)',

@@ -1,5 +1,5 @@
 import { ApiError, createNodeClient, NodeUnreachableError, type PreparedPairingJson } from '@svc/client';
-import { isRealm } from '@svc/core';
+import { DEFAULT_AUTH_SETTINGS, isRealm, PAIRING_MAX_FAILURES, PAIRING_MIN_TTL_SECONDS } from '@svc/core';
 import { parseCommandArgs, requireOption } from '../args.js';
 import { CliError, UsageError } from '../cli-error.js';
 import type { Command } from '../command.js';
@@ -15,7 +15,7 @@ export function nodeUrlOf(flag: string | undefined): string {
 }
 
 const PAIRING_HINTS: Readonly<Record<string, string>> = {
-  invalid_pairing_code: 'check the code with the admin; after 5 wrong codes the intent is burned',
+  invalid_pairing_code: `check the code with the admin; after ${PAIRING_MAX_FAILURES} wrong codes the intent is burned`,
   invalid_pairing_intent: 'ask the admin for a new one (`svc auth pair`)',
   invalid_signature: 'the proof of possession did not verify for this node: is --node-url the node that prepared the intent?',
   already_enrolled: 'that key is already enrolled; generate a new one with `svc auth keygen --out FILE`',
@@ -70,7 +70,7 @@ const spec = {
     '--realm REALM         the realm the new device joins: management (default) or application',
     "--name NAME           the new device's name (the device may still choose one)",
     '--subject sub_...     pair the device to an existing subject (default: a new subject)',
-    '--ttl SECONDS         how long the code stays valid, 30 to 900 (default 900)',
+    `--ttl SECONDS         how long the code stays valid, ${PAIRING_MIN_TTL_SECONDS} to the node's :auth/pairing-max-ttl-seconds (${DEFAULT_AUTH_SETTINGS.pairingMaxTtlSeconds} unless set), also the default`,
     ...CREDENTIALS_HELP,
     '',
     'Uses the management session saved by `svc auth login`. Then, on the new device, run the printed',
@@ -141,7 +141,7 @@ export const authPair: Command = {
     } else {
       printLine(`pairing prepared on ${node.baseUrl}`);
       printLine(`intent:   ${prepared.intent_id}`);
-      printLine(`code:     ${prepared.code}   (single use; 5 wrong codes burn it)`);
+      printLine(`code:     ${prepared.code}   (single use; ${PAIRING_MAX_FAILURES} wrong codes burn it)`);
       printLine(`node id:  ${prepared.node_id}`);
       printLine(`realm:    ${prepared.realm}`);
       printLine(`subject:  ${prepared.subject}${prepared.name === null ? '' : `  name: ${prepared.name}`}`);

@@ -1,3 +1,5 @@
+// The settings table alone: `svc --help` must not pay for loading all of core.
+import { BOOTSTRAP_TOKEN_TTL_SECONDS, formatLimit } from '@svc/core/settings';
 import type { Command } from '../command.js';
 
 /**
@@ -15,7 +17,7 @@ export interface CommandEntry {
 export const COMMANDS: readonly CommandEntry[] = [
   {
     path: ['auth', 'init'],
-    summary: 'Create a project, its control database and node key, and print a one-time bootstrap token (valid 15 minutes).',
+    summary: `Create a project, its control database and node key, and print a one-time bootstrap token (valid ${formatLimit(BOOTSTRAP_TOKEN_TTL_SECONDS, 'seconds')}).`,
     load: async () => (await import('./auth-init.js')).authInit,
   },
   {

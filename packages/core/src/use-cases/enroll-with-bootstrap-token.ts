@@ -2,6 +2,7 @@ import type { AuthDeps } from '../deps.js';
 import { parsePublicKeyHex } from '../ed25519.js';
 import { AuthError } from '../errors.js';
 import { newId } from '../ids.js';
+import { formatLimit } from '../settings.js';
 import type { DeviceRecord } from '../store.js';
 import { digestToken, isTokenOfKind } from '../tokens.js';
 import { auditDraft } from './event.js';
@@ -77,7 +78,7 @@ export async function enrollWithBootstrapToken(
     case 'expired':
       throw new AuthError(
         'bootstrap_token_expired',
-        'the bootstrap token is older than 15 minutes; run `svc auth init` again for a new one',
+        `the bootstrap token is older than ${formatLimit(deps.settings.bootstrapTokenTtlSeconds, 'seconds')}; run \`svc auth init\` again for a new one`,
       );
     case 'already_enrolled':
       throw new AuthError('already_enrolled', 'that public key is already enrolled');

@@ -4,6 +4,7 @@ import { AuthError } from '../errors.js';
 import { crockfordBase32, isIdOfKind, newId } from '../ids.js';
 import type { Principal } from '../principal.js';
 import { isRealm } from '../realm.js';
+import { PAIRING_MAX_FAILURES, PAIRING_MIN_TTL_SECONDS } from '../settings.js';
 import type { DeviceRecord, PairingIntentRecord } from '../store.js';
 import { rfc3339, secondsUntil } from '../time.js';
 import { digestsEqual, sha256Hex } from '../tokens.js';
@@ -11,8 +12,7 @@ import type { PreparedPairingJson } from '../wire/node.js';
 import { parseDeviceName } from './enroll-with-bootstrap-token.js';
 import { auditDraft } from './event.js';
 
-/** Wrong codes an intent survives; the 5th failure burns it. */
-export const PAIRING_MAX_FAILURES = 5;
+export { PAIRING_MAX_FAILURES } from '../settings.js';
 
 /** The domain-separation tag of the string a pairing device signs. */
 export const PAIRING_DOMAIN = 'svc-auth-v1 pairing';
@@ -81,8 +81,8 @@ export async function preparePairing(
   const publicKey = parsePublicKeyHex(input.publicKey);
   const max = deps.settings.pairingMaxTtlSeconds;
   const ttl = input.ttlSeconds ?? max;
-  if (typeof ttl !== 'number' || !Number.isInteger(ttl) || ttl < 30 || ttl > max) {
-    throw new AuthError('invalid_request', `ttl_seconds must be a whole number from 30 to ${max}`);
+  if (typeof ttl !== 'number' || !Number.isInteger(ttl) || ttl < PAIRING_MIN_TTL_SECONDS || ttl > max) {
+    throw new AuthError('invalid_request', `ttl_seconds must be a whole number from ${PAIRING_MIN_TTL_SECONDS} to ${max}`);
   }
   let subject: string;
   if (input.subject === undefined || input.subject === null) subject = newId('subject', deps.clock, deps.random);

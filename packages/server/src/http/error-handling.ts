@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { AuthError, type ErrorCode } from '@svc/core';
+import { AuthError, type ErrorCode, formatLimit, MAX_REQUEST_BODY_BYTES } from '@svc/core';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { bearerChallenge } from './bearer.js';
 import { internalError, PROBLEM_CONTENT_TYPE, problemJson, sendProblem } from './problem.js';
@@ -9,7 +9,7 @@ import { applySecurityHeaders, SECURITY_HEADERS } from './security-headers.js';
 
 /** Fastify's own refusals, by their code, and what the contract calls them. */
 const FASTIFY_ERRORS: Readonly<Record<string, readonly [ErrorCode, string]>> = {
-  FST_ERR_CTP_BODY_TOO_LARGE: ['payload_too_large', 'the request body is over 65,536 bytes'],
+  FST_ERR_CTP_BODY_TOO_LARGE: ['payload_too_large', `the request body is over ${formatLimit(MAX_REQUEST_BODY_BYTES, 'bytes')}`],
   FST_ERR_CTP_INVALID_MEDIA_TYPE: ['unsupported_media_type', 'bodies must be application/json'],
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: ['invalid_request', 'the Content-Length does not match the body'],
   FST_ERR_CTP_INVALID_JSON_BODY: ['invalid_request', 'the body is not valid JSON, or it has a __proto__ or constructor.prototype key'],

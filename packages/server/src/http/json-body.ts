@@ -1,8 +1,8 @@
-import { AuthError } from '@svc/core';
+import { AuthError, MAX_REQUEST_BODY_BYTES } from '@svc/core';
 import type { FastifyInstance } from 'fastify';
 
-/** The largest request body accepted, in bytes (64 KiB); larger ones get 413 before parsing. */
-export const BODY_LIMIT = 65_536;
+/** The largest request body accepted: core's {@link MAX_REQUEST_BODY_BYTES}, the one place the number lives. */
+export const BODY_LIMIT = MAX_REQUEST_BODY_BYTES;
 
 /**
  * Whether a `Content-Type` is JSON in UTF-8: `application/json`, optionally with

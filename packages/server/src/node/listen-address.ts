@@ -1,9 +1,10 @@
 import { isIPv6 } from 'node:net';
+import { DEFAULT_NODE_LISTEN } from '@svc/core';
 import { parseIPv4 } from '../http/loopback.js';
 import { ListenAddressError } from '../management/listen-address.js';
 
-/** Where the node surface listens when neither `--listen`, `SVC_NODE_LISTEN` nor `:svc/node-listen` says otherwise. */
-export const DEFAULT_NODE_LISTEN = '127.0.0.1:9091';
+/** Where the node surface listens when neither `--listen`, `SVC_NODE_LISTEN` nor `:svc/node-listen` says otherwise: core's configuration table. */
+export { DEFAULT_NODE_LISTEN };
 
 /** The environment variable that overrides the node listen address, or turns the node surface of `svc serve` `off`. */
 export const NODE_LISTEN_ENV = 'SVC_NODE_LISTEN';

@@ -1,0 +1,313 @@
+/**
+ * The one configuration table of svc auth: every key `project.edn` understands, every
+ * capability a module may activate and every fixed limit, each with its type, default,
+ * bounds, unit and meaning. Validation (`config.ts`), the defaults the use cases receive, the
+ * generated docs (`docs/configuration.md`) and every message that quotes a limit read it from
+ * here, so a number is written exactly once.
+ */
+import type { AuthSettings } from './deps.js';
+
+/** The unit a numeric setting or limit is measured in. */
+export type SettingUnit = 'seconds' | 'days' | 'bytes' | 'failures';
+
+/** One `:auth/...` number of the `:svc/auth` module's `:config`. */
+export interface AuthSettingSpec {
+  readonly key: string;
+  readonly field: keyof AuthSettings;
+  readonly unit: 'seconds' | 'days';
+  readonly default: number;
+  readonly min: number;
+  readonly max: number;
+  readonly meaning: string;
+}
+
+/**
+ * Every `:auth/...` setting with its default, bounds, unit and meaning. Bounds keep a
+ * profile from weakening the service (e.g. day-long access tokens).
+ */
+export const AUTH_SETTINGS: readonly AuthSettingSpec[] = [
+  {
+    key: ':auth/access-token-ttl-seconds',
+    field: 'accessTokenTtlSeconds',
+    unit: 'seconds',
+    default: 900,
+    min: 30,
+    max: 86_400,
+    meaning: 'lifetime of an access token',
+  },
+  {
+    key: ':auth/refresh-token-ttl-seconds',
+    field: 'refreshTokenTtlSeconds',
+    unit: 'seconds',
+    default: 2_592_000,
+    min: 60,
+    max: 31_536_000,
+    meaning: 'lifetime of a refresh token (each rotation issues a fresh one)',
+  },
+  {
+    key: ':auth/refresh-reuse-grace-seconds',
+    field: 'refreshReuseGraceSeconds',
+    unit: 'seconds',
+    default: 10,
+    min: 0,
+    max: 300,
+    meaning:
+      'how long after a rotation the immediately previous refresh token is still answered, with the same pair its rotation issued (lost responses, concurrent tabs); outside it, reuse revokes the session',
+  },
+  {
+    key: ':auth/challenge-ttl-seconds',
+    field: 'challengeTtlSeconds',
+    unit: 'seconds',
+    default: 60,
+    min: 10,
+    max: 600,
+    meaning: 'how long a sign-in challenge can be answered',
+  },
+  {
+    key: ':auth/session-max-lifetime-seconds',
+    field: 'sessionMaxLifetimeSeconds',
+    unit: 'seconds',
+    default: 7_776_000,
+    min: 300,
+    max: 31_536_000,
+    meaning: 'absolute lifetime of a session: no rotation extends it',
+  },
+  {
+    key: ':auth/pairing-max-ttl-seconds',
+    field: 'pairingMaxTtlSeconds',
+    unit: 'seconds',
+    default: 900,
+    min: 60,
+    max: 900,
+    meaning: 'the longest lifetime an enrolment intent may be given',
+  },
+  {
+    key: ':auth/retention-days',
+    field: 'retentionDays',
+    unit: 'days',
+    default: 30,
+    min: 1,
+    max: 3650,
+    meaning:
+      'how long after they ended sessions (expired or revoked) and pairing intents (expired) are kept before the running service deletes them; the audit trail keeps their events regardless',
+  },
+];
+
+/** How long a bootstrap token is valid (the spec fixes 15 minutes; not configurable). */
+export const BOOTSTRAP_TOKEN_TTL_SECONDS = 900;
+
+/** Wrong codes an enrolment intent survives: the failure that reaches this number burns it. */
+export const PAIRING_MAX_FAILURES = 5;
+
+/** The shortest lifetime an enrolment intent may be given: long enough to read a code out. */
+export const PAIRING_MIN_TTL_SECONDS = 30;
+
+/** The largest request body any surface accepts, in bytes (the spec's 64 KiB); larger ones get 413 before parsing. */
+export const MAX_REQUEST_BODY_BYTES = 65_536;
+
+/** A limit the spec fixes: documented beside the settings, never configurable. */
+export interface FixedLimit {
+  readonly name: string;
+  readonly value: number;
+  readonly unit: SettingUnit;
+  readonly meaning: string;
+}
+
+/** Every fixed limit, for the docs. */
+export const FIXED_LIMITS: readonly FixedLimit[] = [
+  {
+    name: 'bootstrap token lifetime',
+    value: BOOTSTRAP_TOKEN_TTL_SECONDS,
+    unit: 'seconds',
+    meaning: 'a bootstrap token is used once and expires this long after `svc auth init` printed it',
+  },
+  {
+    name: 'pairing code attempts',
+    value: PAIRING_MAX_FAILURES,
+    unit: 'failures',
+    meaning: 'wrong pairing codes after which an enrolment intent is burned',
+  },
+  {
+    name: 'shortest enrolment intent',
+    value: PAIRING_MIN_TTL_SECONDS,
+    unit: 'seconds',
+    meaning: 'the least `ttl_seconds` an enrolment intent may be prepared with; the most is `:auth/pairing-max-ttl-seconds`',
+  },
+  {
+    name: 'request body size',
+    value: MAX_REQUEST_BODY_BYTES,
+    unit: 'bytes',
+    meaning: 'the largest request body any listener accepts; larger ones get `413 payload_too_large` before they are parsed',
+  },
+];
+
+/** The defaults of {@link AuthSettings}, from {@link AUTH_SETTINGS} and the fixed bootstrap lifetime. */
+export const DEFAULT_AUTH_SETTINGS: AuthSettings = Object.freeze({
+  ...(Object.fromEntries(AUTH_SETTINGS.map((s) => [s.field, s.default])) as Omit<AuthSettings, 'bootstrapTokenTtlSeconds'>),
+  bootstrapTokenTtlSeconds: BOOTSTRAP_TOKEN_TTL_SECONDS,
+});
+
+/** How a top-level `project.edn` value is read. */
+export type ProjectKeyType = 'project-name' | 'path' | 'listen' | 'packages' | 'modules' | 'profiles';
+
+/** One `:svc/...` key of `project.edn`. */
+export interface ProjectKeySpec {
+  readonly key: string;
+  readonly type: ProjectKeyType;
+  /** What a message says was expected. */
+  readonly expected: string;
+  /** The default as the docs show it, or null for a required key. */
+  readonly default: string | null;
+  /** Whether a profile may override it. */
+  readonly inProfile: boolean;
+  readonly meaning: string;
+}
+
+/** Where the control state lives when neither `SVC_CONTROL_DIR` nor `:svc/control-dir` says, relative to the project directory. */
+export const DEFAULT_CONTROL_DIR = '.svc/control';
+
+/** The node HTTP surface's address when neither a flag, `SVC_NODE_LISTEN` nor `:svc/node-listen` says. */
+export const DEFAULT_NODE_LISTEN = '127.0.0.1:9091';
+
+/** Every top-level key of `project.edn`. */
+export const PROJECT_KEYS: readonly ProjectKeySpec[] = [
+  {
+    key: ':svc/project',
+    type: 'project-name',
+    expected: 'a project name string (lowercase letters, digits, - and _)',
+    default: null,
+    inProfile: false,
+    meaning: 'the project name (lowercase letters, digits, `-`, `_`)',
+  },
+  {
+    key: ':svc/packages',
+    type: 'packages',
+    expected: 'a map of package name to {:version :sha256}',
+    default: '`{}`',
+    inProfile: true,
+    meaning: 'pinned packages: `{"name" {:version "x.y.z" :sha256 "<64 hex>"}}`',
+  },
+  {
+    key: ':svc/modules',
+    type: 'modules',
+    expected: 'a map of module alias to module',
+    default: null,
+    inProfile: true,
+    meaning: 'module alias → `{:package "name"}` or `{:module :svc/auth}`, with `:activate [capabilities]` and `:config {...}`',
+  },
+  {
+    key: ':svc/control-dir',
+    type: 'path',
+    expected: 'a directory path string',
+    default: `\`${DEFAULT_CONTROL_DIR}\``,
+    inProfile: true,
+    meaning: 'where the control state lives (relative to the project directory)',
+  },
+  {
+    key: ':svc/node-listen',
+    type: 'listen',
+    expected: '"host:port"',
+    default: `\`${DEFAULT_NODE_LISTEN}\``,
+    inProfile: true,
+    meaning: "the node HTTP surface's address",
+  },
+  {
+    key: ':svc/metrics-listen',
+    type: 'listen',
+    expected: '"host:port"',
+    default: 'off',
+    inProfile: true,
+    meaning:
+      'the Prometheus metrics and probes listener (`/metrics`, `/livez`, `/readyz`). The only place a network address (e.g. `"0.0.0.0:9464"`) is accepted for it; see [deployment](deployment.md#metrics-and-probes)',
+  },
+  {
+    key: ':svc/profiles',
+    type: 'profiles',
+    expected: 'a map of profile keyword to overrides',
+    default: '`{}`',
+    inProfile: false,
+    meaning: 'named overrides, see [profiles](#profiles); every profile is checked at load, chosen or not',
+  },
+];
+
+/**
+ * Keys that would weaken the management realm, anywhere in `project.edn` (top level, a
+ * profile, the auth module's `:config`): refused with a message that says the realm is always
+ * protected, rather than as merely unknown.
+ */
+export const WEAKENING_KEYS: readonly string[] = [
+  ':auth/dev-mode',
+  ':auth/insecure',
+  ':auth/disable-auth',
+  ':auth/management-protected',
+  ':auth/realms',
+  ':svc/dev-mode',
+  ':svc/management-listen',
+];
+
+/** The one built-in module a project names with `:module`. */
+export const AUTH_MODULE = 'svc/auth';
+
+/** The `:auth/store` key of the auth module: which module holds the control state. */
+export const AUTH_STORE_KEY = ':auth/store';
+
+/** What {@link AUTH_STORE_KEY} means, for the docs. */
+export const AUTH_STORE_MEANING =
+  'the module alias whose `:svc/store` export holds the control state; that module must come from a pinned package and activate `:svc/store`';
+
+/** A capability a module may list in `:activate`. */
+export interface CapabilitySpec {
+  readonly keyword: string;
+  readonly meaning: string;
+  /** Why this build refuses to activate it, or null when it may be activated. */
+  readonly refusal: string | null;
+}
+
+/** Every capability of the contract, and whether this build can activate it. */
+export const CAPABILITIES: readonly CapabilitySpec[] = [
+  {
+    keyword: 'svc/store',
+    meaning: 'the control store of a pinned store package; `:auth/store` names the module',
+    refusal: null,
+  },
+  {
+    keyword: 'svc/app',
+    meaning: 'an application module served behind the application gateway',
+    refusal: 'the application gateway is not part of this build, so no module can be served behind it',
+  },
+  {
+    keyword: 'svc/auth-provider',
+    meaning: 'a provider package (WebAuthn, OIDC): privileged, only from a signed provider package',
+    refusal:
+      'provider packages must be signed and declare :svc/auth-provider; this build verifies no provider signatures, so no module can activate it',
+  },
+];
+
+const DURATION_UNITS: readonly (readonly [number, string])[] = [
+  [86_400, 'day'],
+  [3600, 'hour'],
+  [60, 'minute'],
+  [1, 'second'],
+];
+
+/**
+ * A limit as a message says it: whole durations in their largest unit, bytes in KiB when
+ * they are whole KiB.
+ *
+ * @example
+ * formatLimit(BOOTSTRAP_TOKEN_TTL_SECONDS, 'seconds'); // "15 minutes"
+ * formatLimit(MAX_REQUEST_BODY_BYTES, 'bytes'); // "64 KiB (65,536 bytes)"
+ * formatLimit(PAIRING_MAX_FAILURES, 'failures'); // "5 failures"
+ */
+export function formatLimit(value: number, unit: SettingUnit): string {
+  const plural = (n: number, word: string) => `${n.toLocaleString('en-US')} ${word}${n === 1 ? '' : 's'}`;
+  if (unit === 'seconds') {
+    const [size, word] = DURATION_UNITS.find(([s]) => value % s === 0 && value >= s) ?? [1, 'second'];
+    return plural(value / size, word);
+  }
+  if (unit === 'bytes') {
+    const bytes = plural(value, 'byte');
+    return value >= 1024 && value % 1024 === 0 ? `${value / 1024} KiB (${bytes})` : bytes;
+  }
+  return plural(value, unit === 'days' ? 'day' : 'failure');
+}
