@@ -1,4 +1,4 @@
-import { type Realm, rfc3339, type StoreStats } from '@svc/core';
+import { type Realm, type RetiredNodeKeyJson, rfc3339, type StoreStats } from '@svc/core';
 import canonicalize from 'canonicalize';
 import type { NodeIdentity } from './identity.js';
 import { NODE_API_VERSION } from './routes.js';
@@ -46,6 +46,8 @@ export interface SignedDiagnosticsJson {
   readonly canonicalization: 'RFC8785';
   readonly public_key: string;
   readonly node_id: string;
+  /** The keys this node signed with before (outside the signature): check an older report against them, within their windows. */
+  readonly previous_keys: readonly RetiredNodeKeyJson[];
 }
 
 /**
@@ -109,5 +111,6 @@ export function signDiagnostics(identity: NodeIdentity, payload: DiagnosticsPayl
     canonicalization: 'RFC8785',
     public_key: identity.publicKeyHex,
     node_id: identity.nodeId,
+    previous_keys: identity.previousKeys ?? [],
   };
 }

@@ -58,7 +58,7 @@ export const pairingRoutes: FastifyPluginAsync<PairingRouteOptions> = async (app
         name: req.body.name,
         ttlSeconds: req.body.ttl_seconds,
       });
-      return reply.code(201).send({ ...prepared, node_id: identity.nodeId });
+      return reply.code(201).send({ ...prepared, node_id: identity().nodeId });
     },
   );
 
@@ -85,7 +85,7 @@ export const pairingRoutes: FastifyPluginAsync<PairingRouteOptions> = async (app
       const device = await limitedAttempt(
         limiter,
         [clientAddressKey(req.ip), ...(isIdOfKind(intent_id, 'intent') ? [`pairing:${intent_id}`] : [])],
-        () => completePairing(deps, { nodeId: identity.nodeId, intentId: intent_id, code, publicKey: public_key, signature, name }),
+        () => completePairing(deps, { nodeId: identity().nodeId, intentId: intent_id, code, publicKey: public_key, signature, name }),
       );
       return reply.code(201).send({ device: deviceToJson(device) });
     },

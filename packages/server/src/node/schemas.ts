@@ -80,12 +80,29 @@ const counts = <const K extends readonly string[]>(keys: K) =>
     properties: Object.fromEntries(keys.map((k) => [k, { type: 'integer' }])) as Record<K[number], { type: 'integer' }>,
   }) as const;
 
+/** A node key replaced by a rotation, with the window it signed in. */
+const retiredNodeKeys = {
+  type: 'array',
+  items: {
+    type: 'object',
+    required: ['node_id', 'public_key', 'valid_from', 'valid_until'],
+    properties: {
+      node_id: { type: 'string' },
+      public_key: { type: 'string' },
+      valid_from: { type: ['string', 'null'] },
+      valid_until: { type: 'string' },
+    },
+  },
+} as const;
+
 export const discoveryResponse = {
   type: 'object',
-  required: ['node_id', 'public_key', 'alg', 'api_version', 'routes'],
+  required: ['node_id', 'public_key', 'valid_from', 'previous_keys', 'alg', 'api_version', 'routes'],
   properties: {
     node_id: { type: 'string' },
     public_key: { type: 'string' },
+    valid_from: { type: ['string', 'null'] },
+    previous_keys: retiredNodeKeys,
     alg: { type: 'string', enum: ['Ed25519'] },
     api_version: { type: 'string' },
     routes: {
@@ -184,7 +201,7 @@ export const nodeStatusResponse = {
 
 export const signedDiagnosticsResponse = {
   type: 'object',
-  required: ['payload', 'signature', 'alg', 'canonicalization', 'public_key', 'node_id'],
+  required: ['payload', 'signature', 'alg', 'canonicalization', 'public_key', 'node_id', 'previous_keys'],
   properties: {
     payload: {
       type: 'object',
@@ -230,6 +247,7 @@ export const signedDiagnosticsResponse = {
     canonicalization: { type: 'string', enum: ['RFC8785'] },
     public_key: { type: 'string' },
     node_id: { type: 'string' },
+    previous_keys: retiredNodeKeys,
   },
 } as const;
 
