@@ -61,8 +61,9 @@ export const nodeRotateKey: Command = {
           previous: retired ?? null,
         });
       } else {
+        printText(`node key rotated: node id ${previous.nodeId} -> ${current.nodeId}`);
         printText(
-          `node key rotated: node id ${previous.nodeId} -> ${current.nodeId}\nthe old key stays published (valid until ${retired?.valid_until ?? '?'}); a running node signs with the new key from its next request`,
+          `the old key stays published (valid until ${retired?.valid_until ?? '?'}); a running node signs with the new key from its next request`,
         );
       }
       return 0;
