@@ -7,6 +7,7 @@ import { after, describe, test } from 'node:test';
 import { createManagementClient, loadDeviceKey, login } from '@svc/client';
 import { auditDraft } from '@svc/core';
 import { openSqliteStore } from 'svc-store-sqlite';
+import { JsonLinesFile } from '../src/audit-shipping.js';
 import { cleanEnv, enrolledProject, SVC_BIN, startServer, startUntilReady, svcOk, tempDir } from './helpers.js';
 
 /** Adds `:svc/audit-sinks SINKS` to the project's `project.edn`. */
@@ -145,5 +146,27 @@ describe('audit shipping', () => {
       follow.kill('SIGKILL');
       assert.equal(await server.stop(), 0);
     }
+  });
+});
+
+describe('the JSON-lines sink file', () => {
+  const tmp = tempDir();
+  after(() => tmp.cleanup());
+
+  test('rotates before a line would pass the size, never splits a line, and keeps only :file-keep rotated files', () => {
+    const path = join(tmp.dir, 'logs', 'audit.jsonl');
+    const file = new JsonLinesFile(path, 4096, 2);
+    const line = (i: number) => JSON.stringify({ record: 'audit.event', seq: i, pad: 'x'.repeat(1000) });
+    for (let i = 1; i <= 20; i++) file.append([line(i)]);
+    assert.deepEqual(readdirSync(join(tmp.dir, 'logs')).sort(), ['audit.jsonl', 'audit.jsonl.1', 'audit.jsonl.2']);
+    const seqs = (name: string) =>
+      readFileSync(join(tmp.dir, 'logs', name), 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => (JSON.parse(l) as { seq: number }).seq);
+    // 1,0xx-byte lines, 4 KiB files: 3 lines a file, so 19-20 in the current one, 16-18 and 13-15 rotated; 1-12 deleted.
+    assert.deepEqual([...seqs('audit.jsonl.2'), ...seqs('audit.jsonl.1'), ...seqs('audit.jsonl')], [13, 14, 15, 16, 17, 18, 19, 20]);
+    for (const name of ['audit.jsonl', 'audit.jsonl.1', 'audit.jsonl.2']) assert.ok(statSync(join(tmp.dir, 'logs', name)).size <= 4096);
+    assert.equal(statSync(join(tmp.dir, 'logs')).mode & 0o777, 0o700);
   });
 });

@@ -80,6 +80,8 @@ const counts = <const K extends readonly string[]>(keys: K) =>
     properties: Object.fromEntries(keys.map((k) => [k, { type: 'integer' }])) as Record<K[number], { type: 'integer' }>,
   }) as const;
 
+const nullableString = { type: ['string', 'null'] } as const;
+
 /** A node key replaced by a rotation, with the window it signed in. */
 const retiredNodeKeys = {
   type: 'array',
@@ -89,7 +91,7 @@ const retiredNodeKeys = {
     properties: {
       node_id: { type: 'string' },
       public_key: { type: 'string' },
-      valid_from: { type: ['string', 'null'] },
+      valid_from: nullableString,
       valid_until: { type: 'string' },
     },
   },
@@ -101,7 +103,7 @@ export const discoveryResponse = {
   properties: {
     node_id: { type: 'string' },
     public_key: { type: 'string' },
-    valid_from: { type: ['string', 'null'] },
+    valid_from: nullableString,
     previous_keys: retiredNodeKeys,
     alg: { type: 'string', enum: ['Ed25519'] },
     api_version: { type: 'string' },
@@ -149,7 +151,6 @@ export const nodeHealthResponse = {
   },
 } as const;
 
-const nullableString = { type: ['string', 'null'] } as const;
 
 export const nodeStatusResponse = {
   type: 'object',
