@@ -159,8 +159,12 @@ export function startAuditShipping(ctx: {
     const last = events.at(-1);
     if (first === undefined || last === undefined) {
       const head = await deps.store.auditHead();
-      if ((head?.seq ?? 0) < cursor.seq)
+      if ((head?.seq ?? 0) < cursor.seq) {
         throw new ShipStall(`the audit chain has ${head?.seq ?? 0} events but the sinks already have ${cursor.seq}`);
+      }
+      if (head !== null && head.seq === cursor.seq && head.hash !== cursor.hash) {
+        throw new ShipStall(`event #${head.seq} is not the one the sinks have`);
+      }
       return 0;
     }
     if (first.seq !== cursor.seq + 1 || first.prevHash !== cursor.hash) {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { createManagementClient, loadDeviceKey, login } from '@svc/client';
@@ -146,6 +146,48 @@ describe('audit shipping', () => {
       follow.kill('SIGKILL');
       assert.equal(await server.stop(), 0);
     }
+  });
+
+  test('after a restore from an older backup the chain no longer continues from the cursor: nothing is shipped until the cursor is removed', async () => {
+    const root = join(tmp.dir, 'restored');
+    const env = cleanEnv({ HOME: root });
+    const p = await enrolledProject(root, { env });
+    withSinks(p.dir, '{:file "audit.jsonl" :poll-milliseconds 100}');
+    const cursorFile = join(p.dir, '.svc', 'control', 'audit-ship-cursor.json');
+    const backup = join(root, 'backup.db');
+    await svcOk(['auth', 'backup', p.dir, backup], { env });
+    const cursorSeq = () => (JSON.parse(readFileSync(cursorFile, 'utf8')) as { seq: number }).seq;
+
+    let server = await startServer(['auth', 'serve', '--listen', '127.0.0.1:0', p.dir], { env });
+    await login(createManagementClient({ baseUrl: server.url }), loadDeviceKey(p.keyFile));
+    await waitFor(() => existsSync(cursorFile) && cursorSeq() === 3, 'the sign-in to be shipped');
+    assert.equal(await server.stop(), 0);
+
+    await svcOk(['auth', 'restore', p.dir, backup], { env });
+    server = await startServer(['auth', 'serve', '--listen', '127.0.0.1:0', p.dir], { env });
+    // A new sign-in gets seq 3 again, with another hash: shipping it would fork the shipped trail.
+    await login(createManagementClient({ baseUrl: server.url }), loadDeviceKey(p.keyFile));
+    await waitFor(() => server.stderr().includes('"event":"audit.ship_stalled"'), 'the stall to be logged');
+    const shipped = () => sinkLines(p.dir, 'audit.jsonl').filter((l) => l.record === 'audit.event');
+    assert.deepEqual(
+      shipped().map((l) => l.seq),
+      [1, 2, 3],
+    );
+    assert.match(server.stderr(), /remove .*audit-ship-cursor\.json to ship the whole trail again/);
+    assert.equal(await server.stop(), 0);
+    // Now the chain is as long as the cursor, but its last event is another one: still refused.
+    server = await startServer(['auth', 'serve', '--listen', '127.0.0.1:0', p.dir], { env });
+    await waitFor(() => server.stderr().includes('event #3 is not the one the sinks have'), 'the stall on an equal length');
+    assert.equal(await server.stop(), 0);
+
+    rmSync(cursorFile);
+    server = await startServer(['auth', 'serve', '--listen', '127.0.0.1:0', p.dir], { env });
+    await waitFor(() => existsSync(cursorFile) && cursorSeq() === 3, 'the whole trail to be shipped again');
+    assert.equal(await server.stop(), 0);
+    assert.deepEqual(
+      shipped().map((l) => l.seq),
+      [1, 2, 3, 1, 2, 3],
+    );
   });
 });
 
