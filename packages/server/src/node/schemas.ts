@@ -151,7 +151,6 @@ export const nodeHealthResponse = {
   },
 } as const;
 
-
 export const nodeStatusResponse = {
   type: 'object',
   required: ['node_id', 'api_version', 'checked_at', 'service', 'store_addon', 'providers', 'modules'],
