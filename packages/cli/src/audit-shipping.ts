@@ -1,6 +1,7 @@
 import { closeSync, existsSync, fsyncSync, openSync, readFileSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { type AuditEvent, type AuditSinks, type AuthDeps, auditEventToJson, GENESIS_HASH, signAuditCheckpoint } from '@svc/core';
+import type { NodeIdentity } from '@svc/server';
 import type { Logger } from 'pino';
 import { assertOwnerOnly, mkdirOwnerOnly } from './control.js';
 import { writeFileAtomic } from './node-key-history.js';
@@ -135,7 +136,7 @@ export function startAuditShipping(ctx: {
     sinks.file === null
       ? null
       : new JsonLinesFile(isAbsolute(sinks.file) ? sinks.file : resolve(project.dir, sinks.file), sinks.fileMaxBytes, sinks.fileKeep);
-  let identity: (() => ReturnType<ReturnType<typeof liveNodeIdentity>>) | null = null;
+  let identity: (() => NodeIdentity) | null = null;
   if (existsSync(project.nodeKey)) {
     assertOwnerOnly(project.nodeKey, 'the node key');
     identity = liveNodeIdentity(project.nodeKey, (error) =>

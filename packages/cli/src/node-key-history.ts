@@ -1,4 +1,4 @@
-import { chmodSync, closeSync, fsyncSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
+import { chmodSync, closeSync, fsyncSync, openSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { nodeIdOf, type RetiredNodeKeyJson, rfc3339 } from '@svc/core';
 import { CliError } from './cli-error.js';
@@ -39,6 +39,18 @@ export function readNodeKeyHistory(file: string): NodeKeyHistory {
   try {
     const value = JSON.parse(text) as NodeKeyHistory;
     if (!Array.isArray(value.previous)) throw new TypeError('no "previous" list');
+    for (const k of value.previous as unknown[]) {
+      const e = k as Partial<RetiredNodeKeyJson> | null;
+      if (
+        typeof e?.node_id !== 'string' ||
+        typeof e.public_key !== 'string' ||
+        !/^[0-9a-f]{64}$/.test(e.public_key) ||
+        (e.valid_from !== null && typeof e.valid_from !== 'string') ||
+        typeof e.valid_until !== 'string'
+      ) {
+        throw new TypeError('an entry of "previous" is not {node_id, public_key, valid_from, valid_until}');
+      }
+    }
     return value;
   } catch (error) {
     throw new CliError(`the node key history ${file} is not readable JSON (${(error as Error).message}); restore it from a backup`);
@@ -56,7 +68,7 @@ export function writeFileAtomic(file: string, text: string, mode: number): void 
   const tmp = `${file}.tmp-${process.pid}`;
   const fd = openSync(tmp, 'w', mode);
   try {
-    writeSync(fd, text);
+    writeFileSync(fd, text);
     fsyncSync(fd);
   } finally {
     closeSync(fd);
