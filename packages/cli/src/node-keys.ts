@@ -1,5 +1,6 @@
 import { generateKeyPairSync } from 'node:crypto';
-import { readFileSync, statSync } from 'node:fs';
+import { closeSync, openSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { type RetiredNodeKeyJson, rfc3339 } from '@svc/core';
 import { createNodeIdentity, type NodeIdentity } from '@svc/server';
 import { CliError } from './cli-error.js';
@@ -78,6 +79,25 @@ export function liveNodeIdentity(nodeKey: string, onReloadError: (error: unknown
  * const { previous, current } = rotateNodeKey(project.nodeKey, Date.now());
  */
 export function rotateNodeKey(nodeKey: string, now: number): { readonly previous: NodeIdentity; readonly current: NodeIdentity } {
+  // Two rotations at once would each retire the same key and one would drop the other's from
+  // the history: older reports it signed would stop verifying. One at a time.
+  const lock = join(dirname(nodeKey), 'node-key.lock');
+  let fd: number;
+  try {
+    fd = openSync(lock, 'wx', 0o600);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    throw new CliError(`another node key rotation holds ${lock}; wait for it, or remove the file if no rotation is running`);
+  }
+  try {
+    return rotateLocked(nodeKey, now);
+  } finally {
+    closeSync(fd);
+    rmSync(lock, { force: true });
+  }
+}
+
+function rotateLocked(nodeKey: string, now: number): { readonly previous: NodeIdentity; readonly current: NodeIdentity } {
   const previous = loadNodeIdentity(nodeKey);
   const at = rfc3339(now);
   const pem = generateKeyPairSync('ed25519').privateKey.export({ format: 'pem', type: 'pkcs8' }).toString();

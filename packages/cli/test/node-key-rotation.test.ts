@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { readFileSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import {
@@ -140,5 +140,24 @@ describe('node key rotation', () => {
     const r = await svc(['auth', 'audit', 'verify', p.dir, '--checkpoints', checkpoints], { env });
     assert.equal(r.code, 1);
     assert.match(r.stderr, /line 3: other_key/);
+  });
+
+  test('a rotation while another holds the lock is refused and changes nothing', async () => {
+    const root = join(tmp.dir, 'locked');
+    const env = cleanEnv({ HOME: root });
+    const p = await enrolledProject(root, { env });
+    const control = join(p.dir, '.svc', 'control');
+    const pem = readFileSync(join(control, 'node-key.pem'), 'utf8');
+    const history = readFileSync(join(control, 'node-key-history.json'), 'utf8');
+    writeFileSync(join(control, 'node-key.lock'), '');
+    const r = await svc(['node', 'rotate-key', p.dir], { env });
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /another node key rotation holds .*node-key\.lock/);
+    assert.equal(readFileSync(join(control, 'node-key.pem'), 'utf8'), pem);
+    assert.equal(readFileSync(join(control, 'node-key-history.json'), 'utf8'), history);
+    rmSync(join(control, 'node-key.lock'));
+    await svcOk(['node', 'rotate-key', p.dir], { env });
+    assert.notEqual(readFileSync(join(control, 'node-key.pem'), 'utf8'), pem);
+    assert.equal(existsSync(join(control, 'node-key.lock')), false);
   });
 });
