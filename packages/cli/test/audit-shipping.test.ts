@@ -49,14 +49,15 @@ describe('audit shipping', () => {
     const root = join(tmp.dir, 'kill');
     const env = cleanEnv({ HOME: root });
     const p = await enrolledProject(root, { env });
-    const maxBytes = 16_384;
-    withSinks(p.dir, `{:file "shipped/audit.jsonl" :file-max-bytes ${maxBytes} :file-keep 1000 :batch 25}`);
+    const maxBytes = 65_536;
+    withSinks(p.dir, `{:file "shipped/audit.jsonl" :file-max-bytes ${maxBytes} :file-keep 1000 :batch 10}`);
     const control = join(p.dir, '.svc', 'control');
     const cursorFile = join(control, 'audit-ship-cursor.json');
-    // A backlog to ship: events written through the store, as the service would.
+    // A backlog to ship (400 batches, each fsynced twice: far longer than the test takes to
+    // notice the first saved cursor), written through the store as the service would.
     const store = await openSqliteStore({ file: join(control, 'control.db') });
     const deps = { clock: { now: () => Date.now() }, random: (n: number) => randomBytes(n) };
-    for (let i = 0; i < 2000; i++) {
+    for (let i = 0; i < 4000; i++) {
       await store.appendAuditEvent(auditDraft(deps, 'signin.failed', { realm: 'management', data: { reason: 'backlog', n: i } }));
     }
     const total = (await store.auditHead())?.seq ?? 0;
@@ -70,6 +71,9 @@ describe('audit shipping', () => {
     const cut = JSON.parse(readFileSync(cursorFile, 'utf8')) as { seq: number };
     assert.ok(cut.seq > 0 && cut.seq < total, `killed mid-delivery (cursor ${cut.seq} of ${total})`);
 
+    // Restarted with larger batches, as an operator might: the cursor, not the batch size, decides where it resumes.
+    const edn = join(p.dir, 'project.edn');
+    writeFileSync(edn, readFileSync(edn, 'utf8').replace(':batch 10}', ':batch 500}'));
     const server = await startServer(['auth', 'serve', '--listen', '127.0.0.1:0', p.dir], { env });
     try {
       await waitFor(() => (JSON.parse(readFileSync(cursorFile, 'utf8')) as { seq: number }).seq === total, 'every event to be shipped');
