@@ -1,12 +1,12 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { renderOpenApiDocument } from '@svc/server';
-import { GENERATED_DOCS, withGenerated } from './docs.js';
+import { GENERATED_FILES, regenerated } from './docs.js';
 
 const root = new URL('../', import.meta.url);
-for (const [path, render] of Object.entries(GENERATED_DOCS)) {
+for (const path of GENERATED_FILES) {
   const url = new URL(path, root);
   const before = readFileSync(url, 'utf8');
-  const after = withGenerated(before, render());
+  const after = regenerated(path, before);
   if (after !== before) {
     writeFileSync(url, after);
     console.log(`updated ${path}`);

@@ -1,8 +1,8 @@
-import { closeSync, existsSync, openSync, readFileSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, openSync, writeSync } from 'node:fs';
 import { type AuthDeps, signAuditCheckpoint } from '@svc/core';
-import { createNodeIdentity } from '@svc/server';
 import type { Logger } from 'pino';
 import { assertOwnerOnly } from './control.js';
+import { liveNodeIdentity } from './node-keys.js';
 import type { Project } from './project.js';
 
 /** The file a running service appends signed audit checkpoints to (one JSON per line). */
@@ -45,7 +45,9 @@ export function startCheckpointExport(ctx: {
   const env = ctx.env ?? process.env;
   if (!existsSync(project.nodeKey)) return { stop: async () => undefined };
   assertOwnerOnly(project.nodeKey, 'the node key');
-  const identity = createNodeIdentity(readFileSync(project.nodeKey, 'utf8'));
+  const identity = liveNodeIdentity(project.nodeKey, (error) =>
+    log.error({ err: error, event: 'node.key_reload_failed' }, 'reading the rotated node key failed; still signing with the previous one'),
+  );
   const file = env[CHECKPOINT_FILE_ENV] === undefined || env[CHECKPOINT_FILE_ENV] === '' ? null : env[CHECKPOINT_FILE_ENV];
   const seconds = Number(env[CHECKPOINT_SECONDS_ENV] ?? 300);
   const intervalMs = Number.isFinite(seconds) && seconds >= 1 ? seconds * 1000 : 300_000;
@@ -57,7 +59,7 @@ export function startCheckpointExport(ctx: {
         const head = await deps.store.auditHead();
         const key = `${head?.seq ?? 0}:${head?.hash ?? ''}`;
         if (!force && key === last) return;
-        const checkpoint = signAuditCheckpoint({ project: deps.projectId, head, now: deps.clock.now() }, identity);
+        const checkpoint = signAuditCheckpoint({ project: deps.projectId, head, now: deps.clock.now() }, identity());
         log.info({ event: 'audit.checkpoint', checkpoint }, 'audit checkpoint');
         if (file !== null) appendCheckpointLine(file, JSON.stringify(checkpoint));
         last = key;

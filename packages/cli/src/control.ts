@@ -1,10 +1,21 @@
-import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import { createPublicKey, generateKeyPairSync, randomBytes } from 'node:crypto';
 import { chmodSync, closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, statSync, writeSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, isAbsolute, join } from 'node:path';
 import { AddonVerificationError, loadStoreAddon, verifyAddon } from '@svc/addons';
-import { type AuthDeps, ConfigError, errorCodeOf, type Logger, newId, type SecretRef, type Store, type StoreAddonExport } from '@svc/core';
+import {
+  type AuthDeps,
+  ConfigError,
+  errorCodeOf,
+  type Logger,
+  newId,
+  publicKeyHexOf,
+  type SecretRef,
+  type Store,
+  type StoreAddonExport,
+} from '@svc/core';
 import { CliError } from './cli-error.js';
+import { recordNewNodeKey } from './node-key-history.js';
 import { shellQuote } from './output.js';
 import { createRandomPool } from './random.js';
 
@@ -42,8 +53,8 @@ export function ensureControlDir(dir: string): void {
 }
 
 /**
- * Writes the node's Ed25519 identity key (PKCS#8 PEM, mode 0600) unless one exists.
- * Returns whether a key was created.
+ * Writes the node's Ed25519 identity key (PKCS#8 PEM, mode 0600) unless one exists, and records
+ * in the key history beside it since when it is valid. Returns whether a key was created.
  *
  * @example
  * ensureNodeKey(project.nodeKey);
@@ -52,6 +63,7 @@ export function ensureNodeKey(path: string): boolean {
   if (existsSync(path)) return false;
   const { privateKey } = generateKeyPairSync('ed25519');
   writeSecretFile(path, privateKey.export({ format: 'pem', type: 'pkcs8' }).toString());
+  recordNewNodeKey(path, publicKeyHexOf(createPublicKey(privateKey)), Date.now());
   return true;
 }
 

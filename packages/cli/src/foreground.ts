@@ -1,4 +1,5 @@
 import { startCheckpointExport } from './audit-checkpoints.js';
+import { startAuditShipping } from './audit-shipping.js';
 import { CliError } from './cli-error.js';
 import { makeDeps, openControlStore } from './control.js';
 import { createLogger } from './logger.js';
@@ -25,17 +26,20 @@ export async function runForeground(project: Project, surfaces: readonly Surface
   let stopping = false;
   let pruneTimer: NodeJS.Timeout | undefined;
   let checkpoints: { stop(): Promise<void> } | undefined;
+  let shipping: { stop(): Promise<void> } | undefined;
   const stop = async () => {
     if (pruneTimer !== undefined) clearInterval(pruneTimer);
     for (const s of running.reverse()) await s.close().catch((error: unknown) => log.error({ err: error }, 'error while closing'));
     // After the last request, before the store closes: the last checkpoint covers everything this process appended.
     await checkpoints?.stop().catch((error: unknown) => log.error({ err: error }, 'error while exporting the last checkpoint'));
+    await shipping?.stop().catch((error: unknown) => log.error({ err: error }, 'error while shipping the last audit events'));
     await store.close().catch((error: unknown) => log.error({ err: error }, 'error while closing the store'));
   };
   try {
     const deps = await makeDeps(project, store, log);
     for (const surface of surfaces) running.push(await surface.start({ project, deps, log }));
     checkpoints = startCheckpointExport({ project, deps, log });
+    shipping = startAuditShipping({ project, deps, log });
   } catch (error) {
     await stop();
     throw error;

@@ -6,8 +6,10 @@ import {
   isValidNodeId,
   type NodeDiscoveryJson,
   type NodeHealthJson,
+  type NodeKeySetJson,
   type NodeStatusJson,
   nodeIdOf,
+  nodeKeyValidAt,
   normalizeNodeId,
   type PrepareBody,
   type PreparedPairingJson,
@@ -190,19 +192,24 @@ export async function pairDevice(
 /**
  * Checks signed diagnostics as any third party can: the Ed25519 signature over the RFC 8785
  * canonical JSON of the payload, by the key whose id is `node_id`, echoing `nonce`. With
- * `publicKeyHex` (e.g. pinned from an earlier discovery), also that it is that key.
+ * `publicKeyHex` (e.g. pinned from an earlier discovery), also that it is that key. With `keys`
+ * (the node's discovery document, or the same fields kept from it), also that it is the node's
+ * current key, or one of its previous keys and generated inside that key's window: a report
+ * kept from before a key rotation still verifies, one a retired key signed after its
+ * retirement does not.
  *
  * @example
  * const signed = await node.diagnostics(token, nonce);
- * if (!verifyDiagnostics(signed, { nonce })) throw new Error('forged diagnostics');
+ * if (!verifyDiagnostics(signed, { nonce, keys: await node.discovery() })) throw new Error('forged diagnostics');
  */
 export function verifyDiagnostics(
   signed: SignedDiagnosticsJson,
-  expect: { readonly nonce: string; readonly publicKeyHex?: string },
+  expect: { readonly nonce: string; readonly publicKeyHex?: string; readonly keys?: NodeKeySetJson },
 ): boolean {
   if (signed.alg !== 'Ed25519' || signed.canonicalization !== 'RFC8785') return false;
   if (!/^[0-9a-fA-F]{64}$/.test(signed.public_key) || !/^[0-9a-fA-F]{128}$/.test(signed.signature)) return false;
   if (expect.publicKeyHex !== undefined && expect.publicKeyHex.toLowerCase() !== signed.public_key.toLowerCase()) return false;
+  if (expect.keys !== undefined && !nodeKeyValidAt(expect.keys, signed.public_key, String(signed.payload.generated_at))) return false;
   if (signed.payload.nonce !== expect.nonce) return false;
   if (nodeIdOf(signed.public_key) !== signed.node_id || signed.payload.node_id !== signed.node_id) return false;
   let canonical: string;

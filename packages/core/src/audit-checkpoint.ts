@@ -2,7 +2,9 @@ import { type AuditEvent, GENESIS_HASH } from './audit.js';
 import { canonicalJson } from './canonical-json.js';
 import { verifyEd25519 } from './ed25519.js';
 import { nodeIdOf } from './node-id.js';
+import { nodeKeyValidAt } from './node-keys.js';
 import { rfc3339 } from './time.js';
+import type { RetiredNodeKeyJson } from './wire/node.js';
 
 /** The `type` inside every checkpoint payload: a signature over it means nothing else. */
 export const AUDIT_CHECKPOINT_TYPE = 'svc-audit-checkpoint';
@@ -71,7 +73,8 @@ const HEX64 = /^[0-9a-f]{64}$/;
 /**
  * Checks an exported checkpoint (parsed JSON) against the current chain `events` (already
  * checked with `verifyAuditChain`, so event #n is `events[n - 1]`) of `project`: its signature
- * by `publicKeyHex` (the node key it must come from) must verify, and the chain must still hold
+ * by `publicKeyHex` (the node key it must come from), or by one of `previousKeys` made inside
+ * that key's window (a checkpoint exported before a key rotation), must verify, and the chain must still hold
  * event #length with hash `head`. A chain shorter than the checkpoint was truncated; a
  * different hash there means the chain was rewritten (even if it was re-sealed with svc's own
  * code, it cannot reproduce the exported head).
@@ -81,7 +84,12 @@ const HEX64 = /^[0-9a-f]{64}$/;
  */
 export function checkAuditCheckpoint(
   value: unknown,
-  chain: { readonly project: string; readonly events: readonly AuditEvent[]; readonly publicKeyHex: string },
+  chain: {
+    readonly project: string;
+    readonly events: readonly AuditEvent[];
+    readonly publicKeyHex: string;
+    readonly previousKeys?: readonly RetiredNodeKeyJson[];
+  },
 ): CheckpointVerdict {
   const cp = value as Partial<SignedAuditCheckpoint> | null;
   const p = cp?.payload as Partial<AuditCheckpointPayload> | undefined;
@@ -110,11 +118,18 @@ export function checkAuditCheckpoint(
     head: p.head,
     at: p.at,
   };
-  if (cp.public_key.toLowerCase() !== chain.publicKeyHex.toLowerCase()) {
-    return { ok: false, problem: 'other_key', detail: `signed by ${cp.public_key}, not by this node's key` };
+  if (
+    !/^[0-9a-f]{64}$/i.test(cp.public_key) ||
+    !nodeKeyValidAt({ public_key: chain.publicKeyHex, previous_keys: chain.previousKeys ?? [] }, cp.public_key, payload.at)
+  ) {
+    return {
+      ok: false,
+      problem: 'other_key',
+      detail: `signed by ${cp.public_key}, not by this node's key (nor by a previous one within its window)`,
+    };
   }
   const message = Buffer.from(canonicalJson({ ...payload }), 'utf8');
-  if (!verifyEd25519(chain.publicKeyHex, message, Buffer.from(cp.signature, 'hex'))) {
+  if (!verifyEd25519(cp.public_key, message, Buffer.from(cp.signature, 'hex'))) {
     return { ok: false, problem: 'bad_signature', detail: 'the signature does not verify' };
   }
   if (payload.project !== chain.project) {

@@ -19,6 +19,7 @@ export const AUDIT_EVENT_TYPES = [
   'pairing.completed',
   'pairing.failed',
   'pairing.burned',
+  'node.key_rotated',
 ] as const;
 
 /** A kind of audit event. */

@@ -9,6 +9,7 @@ export * from './ed25519.js';
 export * from './errors.js';
 export * from './ids.js';
 export * from './node-id.js';
+export * from './node-keys.js';
 export * from './principal.js';
 export * from './realm.js';
 export * from './refresh-rotation.js';

@@ -148,7 +148,7 @@ export const DEFAULT_AUTH_SETTINGS: AuthSettings = Object.freeze({
 });
 
 /** How a top-level `project.edn` value is read. */
-export type ProjectKeyType = 'project-name' | 'path' | 'listen' | 'packages' | 'modules' | 'profiles';
+export type ProjectKeyType = 'project-name' | 'path' | 'listen' | 'packages' | 'modules' | 'profiles' | 'audit-sinks';
 
 /** One `:svc/...` key of `project.edn`. */
 export interface ProjectKeySpec {
@@ -219,6 +219,15 @@ export const PROJECT_KEYS: readonly ProjectKeySpec[] = [
     inProfile: true,
     meaning:
       'the Prometheus metrics and probes listener (`/metrics`, `/livez`, `/readyz`). The only place a network address (e.g. `"0.0.0.0:9464"`) is accepted for it; see [deployment](deployment.md#metrics-and-probes)',
+  },
+  {
+    key: ':svc/audit-sinks',
+    type: 'audit-sinks',
+    expected: 'a map such as {:file "audit.jsonl" :stdout true}',
+    default: 'none',
+    inProfile: true,
+    meaning:
+      'where a running service ships the audit trail and its signed checkpoints, at least once, from a saved cursor; see [Audit sinks](#audit-sinks)',
   },
   {
     key: ':svc/profiles',

@@ -3,14 +3,14 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { ERROR_CODES, FAILURE_CODES, HTTP_ERROR_CLASSES } from '@svc/core';
-import { GENERATED_DOCS, withGenerated } from '../../../scripts/docs.js';
+import { GENERATED_FILES, regenerated } from '../../../scripts/docs.js';
 
 const root = new URL('../../../', import.meta.url);
 
 test('the generated parts of docs/ are in step with the code (run `npm run docs`)', () => {
-  for (const [path, render] of Object.entries(GENERATED_DOCS)) {
+  for (const path of GENERATED_FILES) {
     const doc = readFileSync(new URL(path, root), 'utf8');
-    assert.equal(doc, withGenerated(doc, render()), `${path} is out of date`);
+    assert.equal(doc, regenerated(path, doc), `${path} is out of date`);
   }
 });
 

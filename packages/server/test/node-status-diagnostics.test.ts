@@ -119,7 +119,16 @@ describe('node surface: signed diagnostics', () => {
     const nonce = 'a1b2c3d4-nonce 0042';
     const r = await nodeApi(h, 'POST', '/edge/0-alpha/diagnostics', { token, body: { nonce } });
     assert.equal(r.status, 200);
-    assert.deepEqual(Object.keys(r.body).sort(), ['alg', 'canonicalization', 'node_id', 'payload', 'public_key', 'signature']);
+    assert.deepEqual(Object.keys(r.body).sort(), [
+      'alg',
+      'canonicalization',
+      'node_id',
+      'payload',
+      'previous_keys',
+      'public_key',
+      'signature',
+    ]);
+    assert.deepEqual(r.body.previous_keys, []);
     assert.equal(r.body.alg, 'Ed25519');
     assert.equal(r.body.canonicalization, 'RFC8785');
     assert.equal(r.body.public_key, h.identity.publicKeyHex);

@@ -1,12 +1,12 @@
 import { readFileSync } from 'node:fs';
 import { type AuditEvent, checkAuditCheckpoint, signAuditCheckpoint, verifyAuditChain } from '@svc/core';
-import { createNodeIdentity } from '@svc/server';
 import { parseCommandArgs } from '../args.js';
 import { appendCheckpointLine } from '../audit-checkpoints.js';
 import { allAuditEvents } from '../audit-events.js';
 import { CliError, UsageError } from '../cli-error.js';
 import { type Command, PROJECT_HELP, PROJECT_OPTIONS } from '../command.js';
 import { assertOwnerOnly } from '../control.js';
+import { loadNodeIdentity } from '../node-keys.js';
 import { printJson, printLine, printText } from '../output.js';
 import { withProject } from '../session.js';
 
@@ -89,10 +89,10 @@ export const authAuditVerify: Command = {
         );
       }
       const needsKey = args.values.checkpoints !== undefined || args.values.export !== undefined;
-      let identity: ReturnType<typeof createNodeIdentity> | undefined;
+      let identity: ReturnType<typeof loadNodeIdentity> | undefined;
       if (needsKey) {
         assertOwnerOnly(project.nodeKey, 'the node key');
-        identity = createNodeIdentity(readFileSync(project.nodeKey, 'utf8'));
+        identity = loadNodeIdentity(project.nodeKey);
       }
       let checked = 0;
       if (args.values.checkpoints !== undefined && identity !== undefined) {
@@ -100,6 +100,7 @@ export const authAuditVerify: Command = {
           project: deps.projectId,
           events,
           publicKeyHex: identity.publicKeyHex,
+          previousKeys: identity.previousKeys ?? [],
         });
         checked = result.checked;
         if (result.failures.length > 0) {

@@ -41,6 +41,11 @@ export const COMMANDS: readonly CommandEntry[] = [
     load: async () => (await import('./node-serve.js')).nodeServe,
   },
   {
+    path: ['node', 'rotate-key'],
+    summary: "Replace this node's identity key with a new one; discovery keeps publishing the old one with its validity window.",
+    load: async () => (await import('./node-rotate-key.js')).nodeRotateKey,
+  },
+  {
     path: ['auth', 'keygen'],
     summary: 'Generate an Ed25519 device key (PKCS#8 PEM, owner-only) and print its public key hex.',
     load: async () => (await import('./auth-keygen.js')).authKeygen,

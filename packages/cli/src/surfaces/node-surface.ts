@@ -1,9 +1,7 @@
-import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import {
   buildNodeApp,
   type ComponentStatus,
-  createNodeIdentity,
   ed25519KeyProvider,
   instrumentStore,
   parseIPv4,
@@ -13,6 +11,7 @@ import {
 import { CliError } from '../cli-error.js';
 import { addonStatusOf, assertOwnerOnly } from '../control.js';
 import { listenRefusal } from '../listen.js';
+import { liveNodeIdentity } from '../node-keys.js';
 import type { Project } from '../project.js';
 import type { Surface } from './surface.js';
 
@@ -95,12 +94,13 @@ export function nodeSurface(
       const metrics = opts.metrics;
       const deps = metrics === undefined ? base : { ...base, store: instrumentStore(base.store, metrics) };
       assertOwnerOnly(project.nodeKey, 'the node key');
-      let identity: ReturnType<typeof createNodeIdentity>;
-      try {
-        identity = createNodeIdentity(readFileSync(project.nodeKey, 'utf8'));
-      } catch (error) {
-        throw new CliError(`cannot use the node key ${project.nodeKey}: ${(error as Error).message}`, { cause: error });
-      }
+      // Re-read when `svc node rotate-key` replaces the key: no restart needed.
+      const identity = liveNodeIdentity(project.nodeKey, (error) =>
+        log.error(
+          { err: error, event: 'node.key_reload_failed' },
+          'reading the rotated node key failed; still signing with the previous one',
+        ),
+      );
       const components = componentStatus(project, base.store, opts.version);
       const app = await buildNodeApp({
         deps,
@@ -129,7 +129,7 @@ export function nodeSurface(
           'the node surface listens on a network address over plain HTTP: management tokens sent to status, diagnostics and pairing/prepare travel in clear text; put a TLS-terminating proxy in front of it',
         );
       }
-      log.info({ event: 'listening', surface: 'node', url, node_id: identity.nodeId }, 'node surface listening');
+      log.info({ event: 'listening', surface: 'node', url, node_id: identity().nodeId }, 'node surface listening');
       return {
         readyLine: `svc node: node surface listening on ${url}`,
         close: () => app.close(),

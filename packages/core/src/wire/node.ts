@@ -84,12 +84,33 @@ export const nodeRouteSchema = {
 /** A route the node advertises, and how it is authorised. */
 export type NodeRouteJson = WireType<typeof nodeRouteSchema>;
 
+/** A node identity key this node signed with before a rotation, and the window it signed in. */
+export const retiredNodeKeySchema = {
+  type: 'object',
+  required: ['node_id', 'public_key', 'valid_from', 'valid_until'],
+  properties: {
+    node_id: { type: 'string' },
+    /** The Ed25519 public key, 64 hex digits. */
+    public_key: { type: 'string' },
+    /** When it became the node key (RFC 3339), or null when that is not known (a key older than rotation). */
+    valid_from: nullableString,
+    /** When it was replaced (RFC 3339): nothing it signs from then on is accepted. */
+    valid_until: { type: 'string' },
+  },
+} as const;
+/** A node identity key this node signed with before a rotation, and the window it signed in. */
+export type RetiredNodeKeyJson = WireType<typeof retiredNodeKeySchema>;
+
 export const discoveryResponse = {
   type: 'object',
-  required: ['node_id', 'public_key', 'alg', 'api_version', 'routes'],
+  required: ['node_id', 'public_key', 'valid_from', 'previous_keys', 'alg', 'api_version', 'routes'],
   properties: {
     node_id: { type: 'string' },
     public_key: { type: 'string' },
+    /** When the current key became the node key, or null when not known (never rotated). */
+    valid_from: nullableString,
+    /** The keys this node signed with before, newest first, with the window each was valid in. */
+    previous_keys: { type: 'array', items: retiredNodeKeySchema },
     alg: { type: 'string', enum: ['Ed25519'] },
     api_version: { type: 'string' },
     routes: { type: 'array', items: nodeRouteSchema },
@@ -236,7 +257,7 @@ export type DiagnosticsPayload = WireType<typeof diagnosticsPayloadSchema>;
 
 export const signedDiagnosticsResponse = {
   type: 'object',
-  required: ['payload', 'signature', 'alg', 'canonicalization', 'public_key', 'node_id'],
+  required: ['payload', 'signature', 'alg', 'canonicalization', 'public_key', 'node_id', 'previous_keys'],
   properties: {
     payload: diagnosticsPayloadSchema,
     /** Ed25519 over the UTF-8 bytes of the RFC 8785 canonical JSON of `payload`, 128 hex digits. */
@@ -245,6 +266,8 @@ export const signedDiagnosticsResponse = {
     canonicalization: { type: 'string', enum: ['RFC8785'] },
     public_key: { type: 'string' },
     node_id: { type: 'string' },
+    /** The keys this node signed with before (outside the signature): check an older report against them, within their windows. */
+    previous_keys: { type: 'array', items: retiredNodeKeySchema },
   },
 } as const;
 /** The answer of `POST /edge/0-alpha/diagnostics`: the payload, and the node's signature over its RFC 8785 form. */

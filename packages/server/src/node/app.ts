@@ -7,7 +7,7 @@ import { serverOptions } from '../http/server-options.js';
 import { instrumentHttp } from '../metrics/instrument-http.js';
 import type { ServiceMetrics } from '../metrics/metrics.js';
 import { type ComponentStatus, ed25519KeyProvider, type NodeProvider } from './components.js';
-import type { NodeIdentity } from './identity.js';
+import type { NodeIdentitySource } from './identity.js';
 import { registerNodeRoutes } from './route-plugins.js';
 import { NODE_ROUTES } from './routes.js';
 
@@ -15,8 +15,8 @@ import { NODE_ROUTES } from './routes.js';
 export interface NodeAppOptions {
   /** Store, clock, randomness, log, project id and settings of the auth module (shared with the management API). */
   deps: AuthDeps;
-  /** The node's Ed25519 identity (see {@link createNodeIdentity}). */
-  identity: NodeIdentity;
+  /** The node's Ed25519 identity (see {@link createNodeIdentity}), or a function read per request when its key may be rotated while it runs. */
+  identity: NodeIdentitySource;
   /** The installed components as the composition root knows them; called on every status request. */
   components: () => ComponentStatus | Promise<ComponentStatus>;
   /** The authentication providers to report and health-check. Default: the built-in Ed25519 provider. */

@@ -33,8 +33,9 @@ export const diagnosticsRoutes: FastifyPluginAsync<NodeRouteOptions> = async (ap
     async (req) => {
       const now = deps.clock.now();
       const stats = await deps.store.stats(now);
-      const payload = diagnosticsPayload(stats, { nodeId: identity.nodeId, projectId: deps.projectId, nonce: req.body.nonce, now });
-      return signDiagnostics(identity, payload);
+      const signer = identity();
+      const payload = diagnosticsPayload(stats, { nodeId: signer.nodeId, projectId: deps.projectId, nonce: req.body.nonce, now });
+      return signDiagnostics(signer, payload);
     },
   );
 };

@@ -61,5 +61,6 @@ export function signDiagnostics(identity: NodeIdentity, payload: DiagnosticsPayl
     canonicalization: 'RFC8785',
     public_key: identity.publicKeyHex,
     node_id: identity.nodeId,
+    previous_keys: identity.previousKeys ?? [],
   };
 }

@@ -7,7 +7,8 @@ import { discoveryResponse } from './schemas.js';
 
 /**
  * `GET /.well-known/edge` (public): who this node is (its id and Ed25519 public key, so a
- * person can compare the id and anyone can verify its signed diagnostics) and exactly the
+ * person can compare the id and anyone can verify its signed diagnostics), the keys it signed
+ * with before a rotation and when each was valid (so older reports still verify), and exactly the
  * routes it serves, each with how it is authorised. Nothing else: no version banner, no
  * component list (that is `status`, behind a management token).
  *
@@ -15,13 +16,6 @@ import { discoveryResponse } from './schemas.js';
  * await app.register(discoveryRoutes, { deps, identity, providers });
  */
 export const discoveryRoutes: FastifyPluginAsync<NodeRouteOptions> = async (app, { identity }) => {
-  const body: NodeDiscoveryJson = Object.freeze({
-    node_id: identity.nodeId,
-    public_key: identity.publicKeyHex,
-    alg: 'Ed25519',
-    api_version: NODE_API_VERSION,
-    routes: NODE_ROUTES,
-  });
   app.get(
     NODE_PATHS.discovery,
     {
@@ -30,6 +24,18 @@ export const discoveryRoutes: FastifyPluginAsync<NodeRouteOptions> = async (app,
         response: { 200: { description: 'The node id, its public key and its routes', ...discoveryResponse }, ...problemResponses() },
       }),
     },
-    async () => body,
+    async (): Promise<NodeDiscoveryJson> => {
+      // Read per request: the key may be rotated while the node runs (`svc node rotate-key`).
+      const current = identity();
+      return {
+        node_id: current.nodeId,
+        public_key: current.publicKeyHex,
+        valid_from: current.validFrom ?? null,
+        previous_keys: current.previousKeys ?? [],
+        alg: 'Ed25519',
+        api_version: NODE_API_VERSION,
+        routes: NODE_ROUTES,
+      };
+    },
   );
 };

@@ -59,7 +59,7 @@ export const healthRoutes: FastifyPluginAsync<HealthRouteOptions> = async (app, 
     const healthy = store?.status === 'ok' && providerHealth.every((p) => p.status === 'ok');
     const body: NodeHealthJson = {
       status: healthy ? 'ok' : 'degraded',
-      node_id: identity.nodeId,
+      node_id: identity().nodeId,
       checked_at: rfc3339(deps.clock.now()),
       store: store ?? { status: 'failed' },
       providers: providerHealth,

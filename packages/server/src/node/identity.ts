@@ -1,5 +1,5 @@
 import { createPrivateKey, createPublicKey, type KeyObject, sign } from 'node:crypto';
-import { nodeIdOf, publicKeyHexOf } from '@svc/core';
+import { nodeIdOf, publicKeyHexOf, type RetiredNodeKeyJson } from '@svc/core';
 
 /** The node's own Ed25519 identity: its id, its public key, and a signer that never exposes the private key. */
 export interface NodeIdentity {
@@ -9,6 +9,24 @@ export interface NodeIdentity {
   readonly publicKeyHex: string;
   /** Signs the exact bytes of `message` with pure Ed25519; 64 bytes. */
   sign(message: Uint8Array): Buffer;
+  /** When this key became the node key (RFC 3339), when known. */
+  readonly validFrom?: string | null;
+  /** The keys this node signed with before, newest first, each with its validity window (see `svc node rotate-key`). */
+  readonly previousKeys?: readonly RetiredNodeKeyJson[];
+}
+
+/** A node identity, or how to read the current one: a node whose key is rotated while it runs passes a function. */
+export type NodeIdentitySource = NodeIdentity | (() => NodeIdentity);
+
+/**
+ * The current identity of a {@link NodeIdentitySource}: read once per request, so one answer
+ * never mixes the id of one key with the signature of another.
+ *
+ * @example
+ * const { nodeId } = currentIdentity(opts.identity);
+ */
+export function currentIdentity(source: NodeIdentitySource): NodeIdentity {
+  return typeof source === 'function' ? source() : source;
 }
 
 /**
@@ -20,7 +38,10 @@ export interface NodeIdentity {
  * const identity = createNodeIdentity(readFileSync(project.nodeKey, 'utf8'));
  * identity.nodeId; // "XXXX-XXXX-...-C"
  */
-export function createNodeIdentity(privateKey: KeyObject | string): NodeIdentity {
+export function createNodeIdentity(
+  privateKey: KeyObject | string,
+  history: { readonly validFrom?: string | null; readonly previousKeys?: readonly RetiredNodeKeyJson[] } = {},
+): NodeIdentity {
   let key: KeyObject;
   try {
     key = typeof privateKey === 'string' ? createPrivateKey({ key: privateKey, format: 'pem' }) : privateKey;
@@ -35,5 +56,7 @@ export function createNodeIdentity(privateKey: KeyObject | string): NodeIdentity
     nodeId: nodeIdOf(publicKeyHex),
     publicKeyHex,
     sign: (message: Uint8Array) => sign(null, message, key),
+    validFrom: history.validFrom ?? null,
+    previousKeys: Object.freeze([...(history.previousKeys ?? [])].map((k) => Object.freeze({ ...k }))),
   });
 }

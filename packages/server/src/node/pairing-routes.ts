@@ -62,7 +62,7 @@ export const pairingRoutes: FastifyPluginAsync<PairingRouteOptions> = async (app
         name: req.body.name,
         ttlSeconds: req.body.ttl_seconds,
       });
-      return reply.code(201).send({ ...prepared, node_id: identity.nodeId });
+      return reply.code(201).send({ ...prepared, node_id: identity().nodeId });
     },
   );
 
@@ -88,7 +88,7 @@ export const pairingRoutes: FastifyPluginAsync<PairingRouteOptions> = async (app
     async (req, reply) => {
       const { intent_id, code, public_key, signature, name } = req.body;
       const device = await completePairing(deps, {
-        nodeId: identity.nodeId,
+        nodeId: identity().nodeId,
         intentId: intent_id,
         code,
         publicKey: public_key,

@@ -6,7 +6,8 @@ import type { NodeIdentity } from './identity.js';
 /** What every node route plugin receives. */
 export interface NodeRouteOptions {
   readonly deps: AuthDeps;
-  readonly identity: NodeIdentity;
+  /** Read once per request: the key may be rotated while the node runs. */
+  readonly identity: () => NodeIdentity;
   readonly providers: readonly NodeProvider[];
 }
 

@@ -5,12 +5,14 @@ import type { ComponentStatus } from './components.js';
 import { diagnosticsRoutes } from './diagnostics-routes.js';
 import { discoveryRoutes } from './discovery-routes.js';
 import { healthRoutes } from './health-routes.js';
+import { currentIdentity, type NodeIdentitySource } from './identity.js';
 import { pairingRoutes } from './pairing-routes.js';
 import type { NodeRouteOptions } from './route-options.js';
 import { statusRoutes } from './status-routes.js';
 
 /** What {@link registerNodeRoutes} needs besides the shared route options. */
-export interface NodeRoutesOptions extends NodeRouteOptions {
+export interface NodeRoutesOptions extends Omit<NodeRouteOptions, 'identity'> {
+  readonly identity: NodeIdentitySource;
   readonly components: () => ComponentStatus | Promise<ComponentStatus>;
   readonly checkTimeoutMs: number;
   readonly limiter: FailureLimiter;
@@ -24,7 +26,8 @@ export interface NodeRoutesOptions extends NodeRouteOptions {
  * await registerNodeRoutes(app, { deps, identity, providers, components, checkTimeoutMs: 2000, limiter });
  */
 export async function registerNodeRoutes(app: FastifyInstance, opts: NodeRoutesOptions): Promise<void> {
-  const base = { deps: opts.deps, identity: opts.identity, providers: opts.providers };
+  const source = opts.identity;
+  const base = { deps: opts.deps, identity: () => currentIdentity(source), providers: opts.providers };
   decoratePrincipal(app);
   await app.register(discoveryRoutes, base);
   await app.register(healthRoutes, { ...base, checkTimeoutMs: opts.checkTimeoutMs });

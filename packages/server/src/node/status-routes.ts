@@ -24,7 +24,7 @@ export const statusRoutes: FastifyPluginAsync<StatusRouteOptions> = async (app, 
   app.get(NODE_PATHS.status, { onRequest: requireManagementPrincipal(deps), schema }, async () => {
     const c = await components();
     const body: NodeStatusJson = {
-      node_id: identity.nodeId,
+      node_id: identity().nodeId,
       api_version: NODE_API_VERSION,
       checked_at: rfc3339(deps.clock.now()),
       service: { name: c.service.name, version: c.service.version },

@@ -1,0 +1,243 @@
+import { closeSync, existsSync, fsyncSync, openSync, readFileSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
+import { dirname, isAbsolute, join, resolve } from 'node:path';
+import { type AuditEvent, type AuditSinks, type AuthDeps, auditEventToJson, GENESIS_HASH, signAuditCheckpoint } from '@svc/core';
+import type { NodeIdentity } from '@svc/server';
+import type { Logger } from 'pino';
+import { assertOwnerOnly, mkdirOwnerOnly } from './control.js';
+import { writeFileAtomic } from './node-key-history.js';
+import { liveNodeIdentity } from './node-keys.js';
+import { printLine } from './output.js';
+import type { Project } from './project.js';
+
+/** How far the sinks have the trail: the last event delivered to every sink, saved after they have it. */
+export interface AuditShipCursor {
+  readonly seq: number;
+  readonly hash: string;
+}
+
+/**
+ * The cursor file of audit shipping, in the control directory (owner-only, beside the node key):
+ * per node, because the sinks are this node's.
+ *
+ * @example
+ * readAuditCursor(auditCursorFile(project)); // { seq: 42, hash: "..." }
+ */
+export function auditCursorFile(project: Project): string {
+  return join(project.controlDir, 'audit-ship-cursor.json');
+}
+
+/**
+ * The saved cursor, or the start of the chain when there is none yet.
+ *
+ * @example
+ * const { seq } = readAuditCursor(auditCursorFile(project));
+ */
+export function readAuditCursor(file: string): AuditShipCursor {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { seq: 0, hash: GENESIS_HASH };
+    throw error;
+  }
+  const value = JSON.parse(text) as Partial<AuditShipCursor>;
+  if (!Number.isSafeInteger(value.seq) || typeof value.hash !== 'string') throw new TypeError(`${file} is not an audit cursor`);
+  return { seq: value.seq as number, hash: value.hash };
+}
+
+/**
+ * A JSON-lines file that rotates by size: before a line would take it past `maxBytes`, `path`
+ * becomes `path.1` (`path.1` becomes `path.2`, … up to `keep`; the oldest is deleted) and a new
+ * `path` is started. Each {@link JsonLinesFile.append} is fsynced before it returns.
+ */
+export class JsonLinesFile {
+  private size: number;
+
+  constructor(
+    private readonly path: string,
+    private readonly maxBytes: number,
+    private readonly keep: number,
+  ) {
+    mkdirOwnerOnly(dirname(path));
+    this.size = existsSync(path) ? statSync(path).size : 0;
+  }
+
+  /** Appends `lines` (one JSON each), rotating first whenever the next line would not fit. */
+  append(lines: readonly string[]): void {
+    let chunk: string[] = [];
+    let chunkBytes = 0;
+    for (const line of lines) {
+      const bytes = Buffer.byteLength(line, 'utf8') + 1;
+      if (this.size + chunkBytes > 0 && this.size + chunkBytes + bytes > this.maxBytes) {
+        this.write(chunk);
+        this.rotate();
+        chunk = [];
+        chunkBytes = 0;
+      }
+      chunk.push(line);
+      chunkBytes += bytes;
+    }
+    this.write(chunk);
+  }
+
+  private write(lines: readonly string[]): void {
+    if (lines.length === 0) return;
+    const text = `${lines.join('\n')}\n`;
+    const fd = openSync(this.path, 'a', 0o600);
+    try {
+      const buf = Buffer.from(text, 'utf8');
+      let off = 0;
+      while (off < buf.length) off += writeSync(fd, buf, off);
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+    this.size += Buffer.byteLength(text, 'utf8');
+  }
+
+  private rotate(): void {
+    rmSync(`${this.path}.${this.keep}`, { force: true });
+    for (let i = this.keep - 1; i >= 1; i--) {
+      if (existsSync(`${this.path}.${i}`)) renameSync(`${this.path}.${i}`, `${this.path}.${i + 1}`);
+    }
+    if (existsSync(this.path)) renameSync(this.path, `${this.path}.1`);
+    this.size = 0;
+  }
+}
+
+/** The line of an event in the sinks: the API's event form, marked so a log pipeline can pick it out. */
+function eventLine(event: AuditEvent): string {
+  return JSON.stringify({ record: 'audit.event', ...auditEventToJson(event) });
+}
+
+/**
+ * Ships the audit trail to the sinks of `:svc/audit-sinks` while the service runs: events after
+ * the saved cursor, a batch at a time, each batch followed by a checkpoint of the chain at its
+ * last event signed by the node key; the batch is written (and the file fsynced) to every sink
+ * before the cursor moves past it, atomically. So delivery is at least once: a crash repeats at
+ * most the batch in flight, never an event before the cursor, and loses none. A chain that no
+ * longer continues from the cursor (restored from an older backup, or rewritten) is not shipped:
+ * the error names the cursor file to remove to ship the whole trail again.
+ *
+ * @example
+ * const shipping = startAuditShipping({ project, deps, log });
+ * await shipping.stop(); // delivers what is left, then returns
+ */
+export function startAuditShipping(ctx: {
+  readonly project: Project;
+  readonly deps: AuthDeps;
+  readonly log: Logger;
+  readonly sinks?: AuditSinks;
+}): { stop(): Promise<void> } {
+  const { project, deps, log } = ctx;
+  const sinks = ctx.sinks ?? project.config.auditSinks;
+  if (sinks.file === null && !sinks.stdout) return { stop: async () => undefined };
+  const file =
+    sinks.file === null
+      ? null
+      : new JsonLinesFile(isAbsolute(sinks.file) ? sinks.file : resolve(project.dir, sinks.file), sinks.fileMaxBytes, sinks.fileKeep);
+  let identity: (() => NodeIdentity) | null = null;
+  if (existsSync(project.nodeKey)) {
+    assertOwnerOnly(project.nodeKey, 'the node key');
+    identity = liveNodeIdentity(project.nodeKey, (error) =>
+      log.error(
+        { err: error, event: 'node.key_reload_failed' },
+        'reading the rotated node key failed; still signing with the previous one',
+      ),
+    );
+  }
+  const cursorFile = auditCursorFile(project);
+  let cursor = readAuditCursor(cursorFile);
+  let stopping = false;
+  let lastPass = false;
+  let wake: (() => void) | null = null;
+  let reported = '';
+
+  /** Delivers one batch; resolves with how many events it delivered. */
+  const deliverBatch = async (): Promise<number> => {
+    const events = await deps.store.listAuditEvents({ afterSeq: cursor.seq, limit: sinks.batch });
+    const first = events[0];
+    const last = events.at(-1);
+    if (first === undefined || last === undefined) {
+      const head = await deps.store.auditHead();
+      if ((head?.seq ?? 0) < cursor.seq) {
+        throw new ShipStall(`the audit chain has ${head?.seq ?? 0} events but the sinks already have ${cursor.seq}`);
+      }
+      if (head !== null && head.seq === cursor.seq && head.hash !== cursor.hash) {
+        throw new ShipStall(`event #${head.seq} is not the one the sinks have`);
+      }
+      return 0;
+    }
+    if (first.seq !== cursor.seq + 1 || first.prevHash !== cursor.hash) {
+      throw new ShipStall(`event #${first.seq} does not continue the chain the sinks have up to #${cursor.seq}`);
+    }
+    const lines = events.map(eventLine);
+    if (identity !== null) {
+      const checkpoint = signAuditCheckpoint(
+        { project: deps.projectId, head: { seq: last.seq, hash: last.hash }, now: deps.clock.now() },
+        identity(),
+      );
+      lines.push(JSON.stringify({ record: 'audit.checkpoint', ...checkpoint }));
+    }
+    file?.append(lines);
+    if (sinks.stdout) for (const line of lines) printLine(line);
+    const next = { seq: last.seq, hash: last.hash };
+    writeFileAtomic(cursorFile, `${JSON.stringify(next)}\n`, 0o600);
+    cursor = next;
+    return events.length;
+  };
+
+  const sleep = (ms: number) =>
+    new Promise<void>((resolve) => {
+      const timer = setTimeout(() => {
+        wake = null;
+        resolve();
+      }, ms);
+      wake = () => {
+        clearTimeout(timer);
+        wake = null;
+        resolve();
+      };
+    });
+
+  const loop = (async () => {
+    for (;;) {
+      let delivered = 0;
+      try {
+        delivered = await deliverBatch();
+        reported = '';
+      } catch (error) {
+        const why = (error as Error).message;
+        if (why !== reported) {
+          reported = why;
+          if (error instanceof ShipStall) {
+            log.error(
+              { event: 'audit.ship_stalled', cursor_file: cursorFile },
+              `audit shipping stopped: ${why}; if the control store was restored, remove ${cursorFile} to ship the whole trail again`,
+            );
+          } else log.warn({ err: error, event: 'audit.ship_failed' }, 'delivering audit events failed; will retry');
+        }
+      }
+      if (delivered > 0 && delivered === sinks.batch) continue;
+      if (stopping) {
+        // A pass that began before stop() may have missed the last events: one more after it.
+        if (lastPass) return;
+        lastPass = true;
+        continue;
+      }
+      await sleep(sinks.pollMilliseconds);
+    }
+  })();
+
+  return {
+    async stop() {
+      // One more pass after the last request: what the surfaces appended while closing ships too.
+      stopping = true;
+      (wake as (() => void) | null)?.();
+      await loop;
+    },
+  };
+}
+
+/** The chain no longer continues from the cursor: delivering would skip or repeat events. */
+class ShipStall extends Error {}

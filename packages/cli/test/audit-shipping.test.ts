@@ -1,0 +1,218 @@
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, describe, test } from 'node:test';
+import { createManagementClient, loadDeviceKey, login } from '@svc/client';
+import { auditDraft } from '@svc/core';
+import { openSqliteStore } from 'svc-store-sqlite';
+import { JsonLinesFile } from '../src/audit-shipping.js';
+import { cleanEnv, enrolledProject, SVC_BIN, startServer, startUntilReady, svcOk, tempDir } from './helpers.js';
+
+/** Adds `:svc/audit-sinks SINKS` to the project's `project.edn`. */
+function withSinks(dir: string, sinks: string): void {
+  const file = join(dir, 'project.edn');
+  writeFileSync(file, readFileSync(file, 'utf8').replace('\n', `\n :svc/audit-sinks ${sinks}\n`));
+}
+
+/** Every line of the sink file and its rotated predecessors, oldest file first. */
+function sinkLines(dir: string, name: string): { record: string; seq?: number; type?: string; payload?: { length: number } }[] {
+  const files = readdirSync(dir)
+    .filter((f) => f === name || f.startsWith(`${name}.`))
+    .sort((a, b) => Number(b.slice(name.length + 1) || 0) - Number(a.slice(name.length + 1) || 0));
+  return files.flatMap((f) =>
+    readFileSync(join(dir, f), 'utf8')
+      .split('\n')
+      .filter((l) => l !== '')
+      .map((l) => JSON.parse(l)),
+  );
+}
+
+function waitFor(check: () => boolean, what: string, timeoutMs = 60_000): Promise<void> {
+  const start = Date.now();
+  return new Promise((resolve, reject) => {
+    const poll = () => {
+      if (check()) resolve();
+      else if (Date.now() - start > timeoutMs) reject(new Error(`timed out waiting for ${what}`));
+      else setTimeout(poll, 2);
+    };
+    poll();
+  });
+}
+
+describe('audit shipping', () => {
+  const tmp = tempDir();
+  after(() => tmp.cleanup());
+
+  test('killed with SIGKILL mid-delivery and restarted: every event is delivered, none before the saved cursor twice; the file rotates at its size', async () => {
+    const root = join(tmp.dir, 'kill');
+    const env = cleanEnv({ HOME: root });
+    const p = await enrolledProject(root, { env });
+    const maxBytes = 65_536;
+    withSinks(p.dir, `{:file "shipped/audit.jsonl" :file-max-bytes ${maxBytes} :file-keep 1000 :batch 10}`);
+    const control = join(p.dir, '.svc', 'control');
+    const cursorFile = join(control, 'audit-ship-cursor.json');
+    // A backlog to ship (400 batches, each fsynced twice: far longer than the test takes to
+    // notice the first saved cursor), written through the store as the service would.
+    const store = await openSqliteStore({ file: join(control, 'control.db') });
+    const deps = { clock: { now: () => Date.now() }, random: (n: number) => randomBytes(n) };
+    for (let i = 0; i < 4000; i++) {
+      await store.appendAuditEvent(auditDraft(deps, 'signin.failed', { realm: 'management', data: { reason: 'backlog', n: i } }));
+    }
+    const total = (await store.auditHead())?.seq ?? 0;
+    await store.close();
+
+    const child = spawn(process.execPath, [SVC_BIN, 'auth', 'serve', '--listen', '127.0.0.1:0', p.dir], { env, stdio: 'ignore' });
+    const exited = new Promise((resolve) => child.on('exit', resolve));
+    await waitFor(() => existsSync(cursorFile), 'the first saved cursor');
+    child.kill('SIGKILL');
+    await exited;
+    const cut = JSON.parse(readFileSync(cursorFile, 'utf8')) as { seq: number };
+    assert.ok(cut.seq > 0 && cut.seq < total, `killed mid-delivery (cursor ${cut.seq} of ${total})`);
+
+    // Restarted with larger batches, as an operator might: the cursor, not the batch size, decides where it resumes.
+    const edn = join(p.dir, 'project.edn');
+    writeFileSync(edn, readFileSync(edn, 'utf8').replace(':batch 10}', ':batch 500}'));
+    const server = await startServer(['auth', 'serve', '--listen', '127.0.0.1:0', p.dir], { env });
+    try {
+      await waitFor(() => (JSON.parse(readFileSync(cursorFile, 'utf8')) as { seq: number }).seq === total, 'every event to be shipped');
+    } finally {
+      assert.equal(await server.stop(), 0);
+    }
+
+    const lines = sinkLines(join(p.dir, 'shipped'), 'audit.jsonl');
+    const seen = new Map<number, number>();
+    for (const l of lines) if (l.record === 'audit.event') seen.set(l.seq as number, (seen.get(l.seq as number) ?? 0) + 1);
+    for (let seq = 1; seq <= total; seq++) {
+      const n = seen.get(seq) ?? 0;
+      assert.ok(n >= 1, `event #${seq} was delivered`);
+      if (seq <= cut.seq) assert.equal(n, 1, `event #${seq}, before the cursor, was delivered once`);
+    }
+    const checkpoints = lines.filter((l) => l.record === 'audit.checkpoint');
+    assert.equal(checkpoints.at(-1)?.payload?.length, total);
+
+    // Rotation: several files, none past the limit, the newest unnumbered.
+    const files = readdirSync(join(p.dir, 'shipped')).filter((f) => f.startsWith('audit.jsonl'));
+    assert.ok(files.length > 3, `the file rotated (${files.join(', ')})`);
+    for (const f of files) assert.ok(statSync(join(p.dir, 'shipped', f)).size <= maxBytes, `${f} is at most ${maxBytes} bytes`);
+    assert.equal(statSync(join(p.dir, 'shipped', 'audit.jsonl')).mode & 0o777, 0o600);
+
+    // The checkpoints that travelled with the events hold against the chain.
+    const cpFile = join(root, 'checkpoints.jsonl');
+    writeFileSync(cpFile, `${checkpoints.map((c) => JSON.stringify(c)).join('\n')}\n`);
+    const verified = await svcOk(['auth', 'audit', 'verify', p.dir, '--checkpoints', cpFile], { env });
+    assert.match(verified.stdout, new RegExp(`audit chain ok: ${total} events.*; ${checkpoints.length} exported checkpoints hold`));
+  });
+
+  test('--follow prints the event of a real sign-in as it happens and exits 0 on SIGTERM; the stdout sink ships it too', async () => {
+    const root = join(tmp.dir, 'follow');
+    const env = cleanEnv({ HOME: root });
+    const p = await enrolledProject(root, { env });
+    withSinks(p.dir, '{:stdout true :poll-milliseconds 100}');
+    const server = await startUntilReady(
+      ['auth', 'serve', '--listen', '127.0.0.1:0', p.dir],
+      (o) => /management API listening on (http:\/\/\S+)/.exec(o)?.[1] ?? null,
+      { env },
+    );
+    const follow = spawn(process.execPath, [SVC_BIN, 'auth', 'audit', p.dir, '--follow', '--json'], {
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    follow.stdout.setEncoding('utf8').on('data', (d: string) => {
+      out += d;
+    });
+    const exited = new Promise<number | null>((resolve) => follow.on('exit', (code) => resolve(code)));
+    try {
+      await waitFor(() => out.includes('"type":"device.enrolled"'), 'the trail so far');
+      assert.doesNotMatch(out, /session\.created/);
+      const pair = await login(createManagementClient({ baseUrl: server.ready }), loadDeviceKey(p.keyFile));
+      await waitFor(() => out.includes('"type":"session.created"'), 'the sign-in event');
+      const event = out
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as { type: string; session_id: string | null })
+        .find((e) => e.type === 'session.created');
+      assert.equal(event?.session_id, pair.session_id);
+      follow.kill('SIGTERM');
+      assert.equal(await exited, 0);
+      // The service's own stdout carries the same event for a container log collector.
+      await waitFor(() => server.stdout().includes('"type":"session.created"'), 'the event on the stdout sink');
+      const shipped = server
+        .stdout()
+        .split('\n')
+        .filter((l) => l.startsWith('{'))
+        .map((l) => JSON.parse(l) as { record: string; type?: string; session_id?: string });
+      assert.equal(shipped.find((l) => l.type === 'session.created')?.session_id, pair.session_id);
+      assert.ok(shipped.some((l) => l.record === 'audit.checkpoint'));
+    } finally {
+      follow.kill('SIGKILL');
+      assert.equal(await server.stop(), 0);
+    }
+  });
+
+  test('after a restore from an older backup the chain no longer continues from the cursor: nothing is shipped until the cursor is removed', async () => {
+    const root = join(tmp.dir, 'restored');
+    const env = cleanEnv({ HOME: root });
+    const p = await enrolledProject(root, { env });
+    withSinks(p.dir, '{:file "audit.jsonl" :poll-milliseconds 100}');
+    const cursorFile = join(p.dir, '.svc', 'control', 'audit-ship-cursor.json');
+    const backup = join(root, 'backup.db');
+    await svcOk(['auth', 'backup', p.dir, backup], { env });
+    const cursorSeq = () => (JSON.parse(readFileSync(cursorFile, 'utf8')) as { seq: number }).seq;
+
+    let server = await startServer(['auth', 'serve', '--listen', '127.0.0.1:0', p.dir], { env });
+    await login(createManagementClient({ baseUrl: server.url }), loadDeviceKey(p.keyFile));
+    await waitFor(() => existsSync(cursorFile) && cursorSeq() === 3, 'the sign-in to be shipped');
+    assert.equal(await server.stop(), 0);
+
+    await svcOk(['auth', 'restore', p.dir, backup], { env });
+    server = await startServer(['auth', 'serve', '--listen', '127.0.0.1:0', p.dir], { env });
+    // A new sign-in gets seq 3 again, with another hash: shipping it would fork the shipped trail.
+    await login(createManagementClient({ baseUrl: server.url }), loadDeviceKey(p.keyFile));
+    await waitFor(() => server.stderr().includes('"event":"audit.ship_stalled"'), 'the stall to be logged');
+    const shipped = () => sinkLines(p.dir, 'audit.jsonl').filter((l) => l.record === 'audit.event');
+    assert.deepEqual(
+      shipped().map((l) => l.seq),
+      [1, 2, 3],
+    );
+    assert.match(server.stderr(), /remove .*audit-ship-cursor\.json to ship the whole trail again/);
+    assert.equal(await server.stop(), 0);
+    // Now the chain is as long as the cursor, but its last event is another one: still refused.
+    server = await startServer(['auth', 'serve', '--listen', '127.0.0.1:0', p.dir], { env });
+    await waitFor(() => server.stderr().includes('event #3 is not the one the sinks have'), 'the stall on an equal length');
+    assert.equal(await server.stop(), 0);
+
+    rmSync(cursorFile);
+    server = await startServer(['auth', 'serve', '--listen', '127.0.0.1:0', p.dir], { env });
+    await waitFor(() => existsSync(cursorFile) && cursorSeq() === 3, 'the whole trail to be shipped again');
+    assert.equal(await server.stop(), 0);
+    assert.deepEqual(
+      shipped().map((l) => l.seq),
+      [1, 2, 3, 1, 2, 3],
+    );
+  });
+});
+
+describe('the JSON-lines sink file', () => {
+  const tmp = tempDir();
+  after(() => tmp.cleanup());
+
+  test('rotates before a line would pass the size, never splits a line, and keeps only :file-keep rotated files', () => {
+    const path = join(tmp.dir, 'logs', 'audit.jsonl');
+    const file = new JsonLinesFile(path, 4096, 2);
+    const line = (i: number) => JSON.stringify({ record: 'audit.event', seq: i, pad: 'x'.repeat(1000) });
+    for (let i = 1; i <= 20; i++) file.append([line(i)]);
+    assert.deepEqual(readdirSync(join(tmp.dir, 'logs')).sort(), ['audit.jsonl', 'audit.jsonl.1', 'audit.jsonl.2']);
+    const seqs = (name: string) =>
+      readFileSync(join(tmp.dir, 'logs', name), 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => (JSON.parse(l) as { seq: number }).seq);
+    // 1,0xx-byte lines, 4 KiB files: 3 lines a file, so 19-20 in the current one, 16-18 and 13-15 rotated; 1-12 deleted.
+    assert.deepEqual([...seqs('audit.jsonl.2'), ...seqs('audit.jsonl.1'), ...seqs('audit.jsonl')], [13, 14, 15, 16, 17, 18, 19, 20]);
+    for (const name of ['audit.jsonl', 'audit.jsonl.1', 'audit.jsonl.2']) assert.ok(statSync(join(tmp.dir, 'logs', name)).size <= 4096);
+    assert.equal(statSync(join(tmp.dir, 'logs')).mode & 0o777, 0o700);
+  });
+});
