@@ -1,6 +1,14 @@
 import { closeSync, existsSync, fsyncSync, openSync, readFileSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
-import { type AuditEvent, type AuditSinks, type AuthDeps, auditEventToJson, GENESIS_HASH, signAuditCheckpoint } from '@svc/core';
+import {
+  type AuditEvent,
+  type AuditSinks,
+  type AuthDeps,
+  auditEventToJson,
+  type FailureCode,
+  GENESIS_HASH,
+  signAuditCheckpoint,
+} from '@svc/core';
 import type { NodeIdentity } from '@svc/server';
 import type { Logger } from 'pino';
 import { assertOwnerOnly, mkdirOwnerOnly } from './control.js';
@@ -240,4 +248,7 @@ export function startAuditShipping(ctx: {
 }
 
 /** The chain no longer continues from the cursor: delivering would skip or repeat events. */
-class ShipStall extends Error {}
+/** The chain no longer continues the one the sinks have: shipping stops until the operator decides. */
+class ShipStall extends Error {
+  readonly code = 'audit_ship_stalled' satisfies FailureCode;
+}

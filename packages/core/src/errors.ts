@@ -225,6 +225,12 @@ export const FAILURE_CODES = {
     exit: 2,
     meaning: 'a command was called wrongly (unknown command or flag, missing or malformed argument)',
   },
+  audit_ship_stalled: {
+    raisedBy: 'ShipStall (@svc/cli)',
+    exit: 1,
+    meaning:
+      'a running service stopped shipping the audit trail because the chain no longer continues the one its sinks have (a restored or rewritten store); it logs `audit.ship_stalled` naming the cursor file to remove',
+  },
 } as const satisfies Record<string, { raisedBy: string; exit: FailureExit; meaning: string }>;
 
 /** A stable code of a failure that is not an HTTP answer. */

@@ -64,23 +64,38 @@ test('the client imports only the core (and Node built-ins)', () => {
  * Which package may depend on which: `imports` are what its sources may import (and declare
  * in `dependencies`); `bundles` are dependencies it ships but never imports (the CLI bundles
  * the store addons as archives); `testImports` are what only its tests may import (declared
- * in `devDependencies`). Core imports nothing; the client only core; stores only core and
- * their driver; nothing imports the CLI.
+ * in `devDependencies`); `typeImports` are what its sources may import with `import type` only
+ * (erased at build, declared in `devDependencies`). Core imports nothing at run time; the client
+ * only core; stores only core and their driver; nothing imports the CLI.
  */
-const ALLOWED: Record<string, { imports: readonly string[]; bundles?: readonly string[]; testImports: readonly string[] }> = {
-  '@svc/core': { imports: [], testImports: [] },
+const ALLOWED: Record<
+  string,
+  { imports: readonly string[]; bundles?: readonly string[]; typeImports?: readonly string[]; testImports: readonly string[] }
+> = {
+  // json-schema-to-ts derives the wire types from the wire schemas; canonicalize is the RFC 8785 oracle of a test.
+  '@svc/core': { imports: [], typeImports: ['json-schema-to-ts'], testImports: ['canonicalize', 'json-schema-to-ts'] },
   '@svc/addons': { imports: ['@svc/core', 'edn-data', 'tar'], testImports: [] },
   '@svc/store-testkit': { imports: ['@svc/core'], testImports: [] },
   'svc-store-sqlite': { imports: ['@svc/core', 'better-sqlite3'], testImports: ['@svc/store-testkit', 'tsx'] },
   'svc-store-postgres': { imports: ['@svc/core', 'pg'], testImports: ['@svc/store-testkit'] },
   '@svc/server': {
-    imports: ['@svc/core', 'fastify', '@fastify/swagger', 'canonicalize', 'prom-client'],
-    testImports: ['@svc/client', 'svc-store-sqlite', 'better-sqlite3', 'pino', '@seriousme/openapi-schema-validator'],
+    imports: ['@svc/core', 'fastify', '@fastify/swagger', 'fastify-plugin', 'prom-client'],
+    testImports: ['@svc/client', 'svc-store-sqlite', 'better-sqlite3', 'pino', '@seriousme/openapi-schema-validator', 'canonicalize'],
   },
   '@svc/client': { imports: ['@svc/core'], testImports: [] },
   '@svc/cli': {
-    imports: ['@svc/core', '@svc/addons', '@svc/client', '@svc/server', 'better-sqlite3', 'edn-data', 'pino'],
-    bundles: ['svc-store-sqlite', 'svc-store-postgres'],
+    // The bundled stores ship as addon archives; the CLI imports only their `:config` field tables.
+    imports: [
+      '@svc/core',
+      '@svc/addons',
+      '@svc/client',
+      '@svc/server',
+      'better-sqlite3',
+      'edn-data',
+      'pino',
+      'svc-store-sqlite',
+      'svc-store-postgres',
+    ],
     testImports: ['pg'],
   },
 };
@@ -159,6 +174,17 @@ test('every bare import of every package is allowed by the table and declared in
     assert.ok(rule !== undefined);
     const runtime = new Set(Object.keys({ ...m.dependencies, ...m.optionalDependencies, ...m.peerDependencies }));
     for (const [pkg, files] of bareImports(join(dir, 'src'))) {
+      if (rule.typeImports?.includes(pkg)) {
+        for (const file of files) {
+          const text = readFileSync(join(root, file), 'utf8');
+          const anyImport = new RegExp(`^import\\s[^;]*from\\s+'${pkg}(/[^']*)?';`, 'gm');
+          for (const [line] of text.matchAll(anyImport)) {
+            assert.match(line, /^import type /, `${m.name} may import ${pkg} only with \`import type\` (${file})`);
+          }
+        }
+        assert.ok(m.devDependencies?.[pkg] !== undefined, `${m.name} imports types of ${pkg} without declaring it (devDependencies)`);
+        continue;
+      }
       assert.ok(rule.imports.includes(pkg), `${m.name} may not import ${pkg} (${files.join(', ')})`);
       assert.ok(runtime.has(pkg), `${m.name} imports ${pkg} without declaring it in dependencies (${files.join(', ')})`);
     }
@@ -214,7 +240,8 @@ test("every package's files field ships what its package.json points at, and nam
   for (const [dir, m] of manifests) {
     const files = m.files ?? [];
     assert.ok(files.length > 0, `${m.name} has no files field: npm would pack its sources and tests`);
-    const targets = [m.main, m.types, ...Object.values(m.bin ?? {}), ...JSON.stringify(m.exports ?? {}).matchAll(/"(\.\/[^"]+)"/g)]
+    // Only the targets of `exports` are files; its keys (`./settings`) are subpath names.
+    const targets = [m.main, m.types, ...Object.values(m.bin ?? {}), ...JSON.stringify(m.exports ?? {}).matchAll(/:"(\.\/[^"]+)"/g)]
       .map((t) => (Array.isArray(t) ? t[1] : t))
       .filter((t): t is string => typeof t === 'string' && t !== './package.json')
       .map((t) => t.replace(/^\.\//, ''));
@@ -227,6 +254,15 @@ test("every package's files field ships what its package.json points at, and nam
     }
     for (const entry of files.filter((e) => !e.includes('*'))) {
       assert.ok(existsSync(join(root, dir, entry)), `${m.name}'s files field names ${entry}, which does not exist`);
+    }
+  }
+});
+
+test('the CLI takes only the bundled stores’ :config field tables from their packages; their code comes from the verified addon archive', () => {
+  for (const file of sources(join(root, 'packages/cli/src'))) {
+    for (const spec of importsOf(file)) {
+      if (spec.startsWith('svc-store-'))
+        assert.match(spec, /^svc-store-(sqlite|postgres)\/config-fields$/, `${relative(root, file)} imports ${spec}`);
     }
   }
 });
