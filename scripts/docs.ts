@@ -1,6 +1,7 @@
 // Renders the generated parts of docs/ from the one place each fact lives in code, so the
 // docs cannot drift: `npm run docs` writes them, and a test fails when they differ.
-import { AUTH_SETTINGS, DEFAULT_AUTH_SETTINGS, ERROR_CODES } from '@svc/core';
+import { ERROR_CODES } from '@svc/core';
+import { AUTH_SETTINGS, DEFAULT_AUTH_SETTINGS } from '@svc/core/config';
 
 export const GENERATED_BEGIN = '<!-- generated: do not edit by hand (npm run docs) -->';
 export const GENERATED_END = '<!-- end generated -->';

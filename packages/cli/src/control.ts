@@ -3,7 +3,8 @@ import { chmodSync, closeSync, existsSync, fsyncSync, mkdirSync, openSync, readF
 import { createRequire } from 'node:module';
 import { dirname, isAbsolute, join } from 'node:path';
 import { AddonVerificationError, loadStoreAddon, verifyAddon } from '@svc/addons';
-import { type AuthDeps, ConfigError, type Logger, newId, type SecretRef, type Store, type StoreAddonExport } from '@svc/core';
+import { type AuthDeps, ConfigError, type Logger, newId, type Store, type StoreAddonExport } from '@svc/core';
+import type { SecretRef } from '@svc/core/config';
 import { CliError } from './cli-error.js';
 import { shellQuote } from './output.js';
 import { createRandomPool } from './random.js';

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { basename, isAbsolute, join, resolve } from 'node:path';
-import { ConfigError, type ConfigProblem, DEFAULT_AUTH_SETTINGS, type ProjectConfig, validateProjectConfig } from '@svc/core';
+import { ConfigError, type ConfigProblem, DEFAULT_AUTH_SETTINGS, type ProjectConfig, validateProjectConfig } from '@svc/core/config';
 import { CliError } from './cli-error.js';
 import { parseEdn } from './edn.js';
 import { shellQuote } from './output.js';

@@ -3,6 +3,18 @@ import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import {
   ACCESS_COLUMNS,
+  activeSessionSql,
+  CHALLENGE_COLUMNS,
+  consumableChallengeSql,
+  DEVICE_COLUMNS,
+  EVENT_COLUMNS,
+  INTENT_COLUMNS,
+  liveSessionSql,
+  pairingFailureSql,
+  REFRESH_COLUMNS,
+  SESSION_COLUMNS,
+} from '@svc/core/sql-rows';
+import {
   type AccessRow,
   type AttemptReservation,
   type AuditEvent,
@@ -10,27 +22,28 @@ import {
   type BootstrapOutcome,
   type ChallengeRecord,
   type ChallengeRow,
-  CLOCK_SKEW_TOLERANCE_MS,
+  clampPairToSession,
   classifyStoreErrors,
-  DEVICE_COLUMNS,
   type DeviceRecord,
   type DeviceRow,
+  decideBootstrapConsumption,
+  decideDeviceRemoval,
+  decidePairingCompletion,
   decideRetiredPresentation,
   decideRotation,
   digestsEqual,
-  EVENT_COLUMNS,
   type EventRow,
   GENESIS_HASH,
-  INTENT_COLUMNS,
   type IntentRow,
+  latestTrustedTime,
   type PairingCompletion,
   type PairingIntentRecord,
-  REFRESH_COLUMNS,
+  REVOKED_DEVICE_REMOVED,
+  REVOKED_REFRESH_REUSED,
   type Realm,
   type RefreshRow,
   type RotationDecision,
   type RotationOutcome,
-  SESSION_COLUMNS,
   type SessionRecord,
   type SessionRow,
   STORE_OPERATIONS,
@@ -45,7 +58,7 @@ import {
   toEvent,
   toIntent,
   toSession,
-} from '@svc/core';
+} from '@svc/core/store';
 import type Database from 'better-sqlite3';
 import { type CheckpointPlan, DEFAULT_CHECKPOINT_PLAN } from './checkpoint.js';
 import { sqliteFault } from './faults.js';
@@ -92,7 +105,7 @@ function prepareStatements(db: Db) {
     countDevices: p('SELECT COUNT(*) AS n FROM devices WHERE realm = ? AND removed_at IS NULL'),
     removeDevice: p('UPDATE devices SET removed_at = ? WHERE id = ? AND removed_at IS NULL'),
     revokeDeviceSessions: p(
-      "UPDATE sessions SET revoked_at = @now, revoked_reason = 'device_removed' WHERE device_id = @deviceId AND revoked_at IS NULL AND expires_at > @now",
+      `UPDATE sessions SET revoked_at = @now, revoked_reason = @reason WHERE device_id = @deviceId AND ${liveSessionSql('@now')}`,
     ),
 
     // Used-up and expired challenges can never be consumed again, so they are only clutter.
@@ -102,7 +115,7 @@ function prepareStatements(db: Db) {
     ),
     // A challenge dated in the future (the clock was stepped back) cannot be aged: refused.
     consumeChallenge: p(
-      'UPDATE challenges SET used_at = @now WHERE id = @id AND used_at IS NULL AND expires_at > @now AND created_at <= @latest RETURNING id, public_key, realm, challenge, created_at, expires_at',
+      `UPDATE challenges SET used_at = @now WHERE id = @id AND ${consumableChallengeSql('@now', '@latest')} RETURNING ${CHALLENGE_COLUMNS}`,
     ),
 
     insertSession: p(
@@ -116,7 +129,7 @@ function prepareStatements(db: Db) {
     sessionById: p(`SELECT ${SESSION_COLUMNS} FROM sessions WHERE id = ?`),
     listActiveSessions: p(
       `SELECT ${SESSION_COLUMNS} FROM sessions
-       WHERE revoked_at IS NULL AND expires_at > @now AND refresh_expires_at > @now
+       WHERE ${activeSessionSql('@now')}
          AND (@realm IS NULL OR realm = @realm) AND (@deviceId IS NULL OR device_id = @deviceId)
        ORDER BY created_at DESC, id DESC`,
     ),
@@ -129,7 +142,7 @@ function prepareStatements(db: Db) {
     // 1,000,000 sessions, against well under 1 ms this way).
     pruneRetired: p(
       `DELETE FROM retired_refresh_tokens WHERE retired_at < @retiredBefore
-         OR EXISTS (SELECT 1 FROM sessions s WHERE s.id = retired_refresh_tokens.session_id AND (s.revoked_at IS NOT NULL OR s.expires_at <= @now))`,
+         OR EXISTS (SELECT 1 FROM sessions s WHERE s.id = retired_refresh_tokens.session_id AND NOT (${liveSessionSql('@now', 's.')}))`,
     ),
     setPair: p(
       `UPDATE sessions SET access_digest = @accessDigest, access_expires_at = @accessExpiresAt, refresh_digest = @refreshDigest,
@@ -152,13 +165,7 @@ function prepareStatements(db: Db) {
     ),
     intentById: p(`SELECT ${INTENT_COLUMNS} FROM pairing_intents WHERE id = ?`),
     failIntent: p(
-      `UPDATE pairing_intents
-       SET failures = failures + 1, burned_at = CASE WHEN failures + 1 >= @maxFailures THEN @now ELSE NULL END
-       WHERE id = @id AND completed_at IS NULL AND burned_at IS NULL AND expires_at > @now
-       RETURNING failures, burned_at`,
-    ),
-    liveIntent: p(
-      'SELECT id FROM pairing_intents WHERE id = @id AND code_digest = @codeDigest AND completed_at IS NULL AND burned_at IS NULL AND expires_at > @now',
+      `UPDATE pairing_intents ${pairingFailureSql({ id: '@id', now: '@now', maxFailures: '@maxFailures' })} RETURNING failures, burned_at`,
     ),
     completeIntent: p('UPDATE pairing_intents SET completed_at = @now, device_id = @deviceId WHERE id = @id'),
 
@@ -438,9 +445,7 @@ export class SqliteStore implements Store {
         return INVALID;
       case 'rotate': {
         if (decision.retire !== null) this.#s.retireRefresh.run(s.id, decision.retire, now);
-        // No rotation outlives the session.
-        const accessExpiresAt = Math.min(next.accessExpiresAt, s.expires_at);
-        const refreshExpiresAt = Math.min(next.refreshExpiresAt, s.expires_at);
+        const { accessExpiresAt, refreshExpiresAt } = clampPairToSession(next, s.expires_at);
         this.#accessCache.delete(s.id);
         this.#s.setPair.run({
           id: s.id,
@@ -476,10 +481,10 @@ export class SqliteStore implements Store {
       }
       case 'reuse': {
         this.#accessCache.delete(s.id);
-        this.#s.revokeSession.run({ id: s.id, now, reason: 'refresh_token_reused' });
+        this.#s.revokeSession.run({ id: s.id, now, reason: REVOKED_REFRESH_REUSED });
         const outcome: RotationOutcome = Object.freeze({
           kind: 'reused',
-          session: toSession({ ...s, revoked_at: now, revoked_reason: 'refresh_token_reused' }),
+          session: toSession({ ...s, revoked_at: now, revoked_reason: REVOKED_REFRESH_REUSED }),
         });
         this.#append(audit(outcome));
         return outcome;
@@ -555,11 +560,11 @@ export class SqliteStore implements Store {
   ): Promise<BootstrapOutcome> {
     return this.#write((): BootstrapOutcome => {
       const token = this.#s.bootstrapByDigest.get(input.digest) as BootstrapRow | undefined;
-      if (token === undefined) return { kind: 'unknown' };
-      if (token.used_at !== null) return { kind: 'used' };
-      if (token.superseded_at !== null) return { kind: 'unknown' };
-      if (token.expires_at <= input.now) return { kind: 'expired' };
-      if (this.#activeDeviceWithKey(input.device.publicKey) !== undefined) return { kind: 'already_enrolled' };
+      const decision = decideBootstrapConsumption(
+        token && { usedAt: token.used_at, supersededAt: token.superseded_at, expiresAt: token.expires_at },
+        { now: input.now, keyTaken: this.#activeDeviceWithKey(input.device.publicKey) !== undefined },
+      );
+      if (decision.kind !== 'consume') return decision;
       const device = this.#insertDevice(input.device);
       this.#s.useBootstrap.run(input.now, device.id, input.digest);
       this.#append(event);
@@ -601,15 +606,24 @@ export class SqliteStore implements Store {
     return this.#write(() => {
       // Inside the write transaction (BEGIN IMMEDIATE: one writer at a time), so the count
       // cannot change between this check and the removal.
-      if (input.keepLast === true) {
-        const row = this.#s.deviceById.get(input.deviceId) as DeviceRow | undefined;
-        if (row !== undefined && row.removed_at === null && (this.#s.countDevices.get(row.realm) as { n: number }).n <= 1) {
-          return { removed: false, revokedSessions: 0, last: true as const };
-        }
+      const row = this.#s.deviceById.get(input.deviceId) as DeviceRow | undefined;
+      const active = row !== undefined && row.removed_at === null;
+      const keepLast = input.keepLast === true;
+      const decision = decideDeviceRemoval({
+        active,
+        activeInRealm: active && keepLast ? (this.#s.countDevices.get(row.realm) as { n: number }).n : 0,
+        keepLast,
+      });
+      if (decision === 'last') return { removed: false, revokedSessions: 0, last: true as const };
+      if (decision === 'not_found' || this.#s.removeDevice.run(input.now, input.deviceId).changes === 0) {
+        return { removed: false, revokedSessions: 0 };
       }
-      if (this.#s.removeDevice.run(input.now, input.deviceId).changes === 0) return { removed: false, revokedSessions: 0 };
       this.#accessCache.clear();
-      const revoked = this.#s.revokeDeviceSessions.run({ deviceId: input.deviceId, now: input.now }).changes;
+      const revoked = this.#s.revokeDeviceSessions.run({
+        deviceId: input.deviceId,
+        now: input.now,
+        reason: REVOKED_DEVICE_REMOVED,
+      }).changes;
       this.#append(event);
       return { removed: true, revokedSessions: revoked };
     }, true);
@@ -631,7 +645,7 @@ export class SqliteStore implements Store {
 
   async consumeChallenge(input: { readonly id: string; readonly now: number }): Promise<ChallengeRecord | null> {
     // One conditional UPDATE ... RETURNING: the first caller flips used_at, every other sees no row.
-    const latest = input.now + CLOCK_SKEW_TOLERANCE_MS;
+    const latest = latestTrustedTime(input.now);
     const row = await this.#write(() => this.#s.consumeChallenge.get({ id: input.id, now: input.now, latest }) as ChallengeRow | undefined);
     return row === undefined ? null : toChallenge(row);
   }
@@ -642,6 +656,7 @@ export class SqliteStore implements Store {
       // sign-in looked the device up must win, never leave a live session behind.
       const device = this.#s.deviceById.get(session.deviceId) as DeviceRow | undefined;
       if (device === undefined || device.removed_at !== null) return false;
+      const expiries = clampPairToSession(pair, session.expiresAt);
       this.#s.insertSession.run({
         id: session.id,
         realm: session.realm,
@@ -650,9 +665,9 @@ export class SqliteStore implements Store {
         createdAt: session.createdAt,
         expiresAt: session.expiresAt,
         accessDigest: pair.accessDigest,
-        accessExpiresAt: Math.min(pair.accessExpiresAt, session.expiresAt),
+        accessExpiresAt: expiries.accessExpiresAt,
         refreshDigest: pair.refreshDigest,
-        refreshExpiresAt: Math.min(pair.refreshExpiresAt, session.expiresAt),
+        refreshExpiresAt: expiries.refreshExpiresAt,
         generation: session.generation,
         lastRotatedAt: session.lastRotatedAt,
         revokedAt: session.revokedAt,
@@ -795,10 +810,13 @@ export class SqliteStore implements Store {
     event: AuditEventDraft,
   ): Promise<PairingCompletion> {
     return this.#write((): PairingCompletion => {
-      const live = this.#s.liveIntent.get({ id: input.id, codeDigest: input.codeDigest, now: input.now });
-      if (live === undefined) return { kind: 'invalid' };
-      // The intent stays live when the key is taken, like a bootstrap token: the admin's code is not wasted.
-      if (this.#activeDeviceWithKey(input.device.publicKey) !== undefined) return { kind: 'already_enrolled' };
+      const intent = this.#s.intentById.get(input.id) as IntentRow | undefined;
+      const decision = decidePairingCompletion(intent && toIntent(intent), {
+        codeDigest: input.codeDigest,
+        now: input.now,
+        keyTaken: this.#activeDeviceWithKey(input.device.publicKey) !== undefined,
+      });
+      if (decision.kind !== 'complete') return decision;
       const device = this.#insertDevice(input.device);
       this.#s.completeIntent.run({ id: input.id, now: input.now, deviceId: device.id });
       this.#append(event);

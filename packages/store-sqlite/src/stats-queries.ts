@@ -1,12 +1,11 @@
-import type { Realm, StoreStats } from '@svc/core';
-import { GENESIS_HASH } from '@svc/core';
+import { activeSessionSql } from '@svc/core/sql-rows';
+import { GENESIS_HASH, type Realm, type StoreStats } from '@svc/core/store';
 import type Database from 'better-sqlite3';
 
 /** The diagnostics counters' queries, shared by the store and its stats worker. */
 export const STATS_SQL = {
   devices: 'SELECT realm, COUNT(*) AS n FROM devices WHERE removed_at IS NULL GROUP BY realm',
-  sessions:
-    'SELECT realm, COUNT(*) AS n FROM sessions WHERE revoked_at IS NULL AND expires_at > @now AND refresh_expires_at > @now GROUP BY realm',
+  sessions: `SELECT realm, COUNT(*) AS n FROM sessions WHERE ${activeSessionSql('@now')} GROUP BY realm`,
   // Kept counts (migration 006): a GROUP BY over the whole trail grew with every event.
   events: 'SELECT type, n FROM audit_counts',
   head: 'SELECT seq, hash FROM audit_events ORDER BY seq DESC LIMIT 1',

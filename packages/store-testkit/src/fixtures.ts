@@ -19,13 +19,14 @@ import {
   publicKeyHexOf,
   type Realm,
   type RotationOutcome,
+  rotationAuditDraft,
   type SessionRecord,
   type Store,
-  sealSuccessor,
   type TokenPairDigests,
   type TokenPairJson,
   authenticate as useCaseAuthenticate,
 } from '@svc/core';
+import { sealSuccessor } from '@svc/core/store';
 
 /** An Ed25519 device key: its public half as hex, and a signer over UTF-8 strings. */
 export interface DeviceKey {
@@ -216,17 +217,7 @@ export async function rotateAtStore(
     },
     (o) => {
       auditCalls++;
-      return auditDraft(
-        deps,
-        o.kind === 'rotated' ? 'session.rotated' : o.kind === 'rotated_in_grace' ? 'session.rotated_in_grace' : 'session.refresh_reused',
-        {
-          realm: o.session.realm,
-          subject: o.session.subject,
-          deviceId: o.session.deviceId,
-          sessionId: o.session.id,
-          data: o.kind === 'reused' ? { revoked: true } : { generation: o.session.generation },
-        },
-      );
+      return rotationAuditDraft(deps, o);
     },
   );
   return { outcome, next, auditCalls };

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { auditDraft, digestToken, newId, openSuccessor, rotateRefreshToken } from '@svc/core';
+import { auditDraft, digestToken, newId, rotateRefreshToken } from '@svc/core';
+import { openSuccessor } from '@svc/core/store';
 import {
   auditLength,
   authenticates,
