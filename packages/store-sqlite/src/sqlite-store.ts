@@ -65,13 +65,51 @@ import { sqliteFault } from './faults.js';
 import { readStats } from './stats-queries.js';
 
 type Db = Database.Database;
-type Statement = Database.Statement;
 
 interface BootstrapRow {
   used_at: number | null;
   superseded_at: number | null;
   expires_at: number;
 }
+
+interface ProjectRow {
+  project_id: string;
+  created_at: number;
+}
+
+/** The named parameters of the session INSERT. */
+interface SessionInsert {
+  id: string;
+  realm: Realm;
+  subject: string;
+  deviceId: string;
+  createdAt: number;
+  expiresAt: number;
+  accessDigest: string;
+  accessExpiresAt: number;
+  refreshDigest: string;
+  refreshExpiresAt: number;
+  generation: number;
+  lastRotatedAt: number | null;
+  revokedAt: number | null;
+  revokedReason: string | null;
+}
+
+/** The named parameters of a rotation's UPDATE. */
+interface PairUpdate {
+  id: string;
+  accessDigest: string;
+  accessExpiresAt: number;
+  refreshDigest: string;
+  refreshExpiresAt: number;
+  prevRefreshDigest: string;
+  prevRotatedAt: number;
+  prevSuccessor: string;
+  now: number;
+}
+
+/** The named parameters of an audit event's INSERT. */
+type EventInsert = Omit<AuditEvent, 'data'> & { data: string };
 
 /** LIMIT/OFFSET-safe integer: SQLite refuses non-integers and Infinity. */
 function clampInt(n: number, min: number): number {
@@ -81,102 +119,113 @@ function clampInt(n: number, min: number): number {
 
 /** Every statement the store runs, prepared once per connection. */
 function prepareStatements(db: Db) {
-  const p = (sql: string): Statement => db.prepare(sql);
+  // Each statement declares its parameters and row, so reads need no casts.
+  const p = <Params extends unknown[] | object = [], Row = unknown>(sql: string) => db.prepare<Params, Row>(sql);
   return {
-    ping: p('SELECT 1'),
+    ping: p<[]>('SELECT 1'),
     // Health's probe of a known fault (see ping): a commit that rewrites one page, changing nothing.
-    probeTouch: p('UPDATE project SET created_at = created_at'),
-    getProject: p('SELECT project_id, created_at FROM project WHERE singleton = 1'),
-    insertProject: p('INSERT INTO project (singleton, project_id, created_at) VALUES (1, ?, ?) ON CONFLICT (singleton) DO NOTHING'),
+    probeTouch: p<[]>('UPDATE project SET created_at = created_at'),
+    getProject: p<[], ProjectRow>('SELECT project_id, created_at FROM project WHERE singleton = 1'),
+    insertProject: p<[string, number]>(
+      'INSERT INTO project (singleton, project_id, created_at) VALUES (1, ?, ?) ON CONFLICT (singleton) DO NOTHING',
+    ),
 
-    supersedeBootstrap: p('UPDATE bootstrap_tokens SET superseded_at = ? WHERE used_at IS NULL AND superseded_at IS NULL'),
-    insertBootstrap: p('INSERT INTO bootstrap_tokens (id, digest, created_at, expires_at) VALUES (?, ?, ?, ?)'),
-    bootstrapByDigest: p('SELECT used_at, superseded_at, expires_at FROM bootstrap_tokens WHERE digest = ?'),
-    useBootstrap: p('UPDATE bootstrap_tokens SET used_at = ?, device_id = ? WHERE digest = ? AND used_at IS NULL'),
+    supersedeBootstrap: p<[number]>('UPDATE bootstrap_tokens SET superseded_at = ? WHERE used_at IS NULL AND superseded_at IS NULL'),
+    insertBootstrap: p<[string, string, number, number]>(
+      'INSERT INTO bootstrap_tokens (id, digest, created_at, expires_at) VALUES (?, ?, ?, ?)',
+    ),
+    bootstrapByDigest: p<[string], BootstrapRow>('SELECT used_at, superseded_at, expires_at FROM bootstrap_tokens WHERE digest = ?'),
+    useBootstrap: p<[number, string, string]>(
+      'UPDATE bootstrap_tokens SET used_at = ?, device_id = ? WHERE digest = ? AND used_at IS NULL',
+    ),
 
-    insertDevice: p(
+    insertDevice: p<Omit<DeviceRecord, 'removedAt'>>(
       'INSERT INTO devices (id, public_key, realm, subject, name, created_at, removed_at) VALUES (@id, @publicKey, @realm, @subject, @name, @createdAt, NULL)',
     ),
-    deviceByKey: p(`SELECT ${DEVICE_COLUMNS} FROM devices WHERE public_key = ? AND removed_at IS NULL`),
-    deviceById: p(`SELECT ${DEVICE_COLUMNS} FROM devices WHERE id = ?`),
-    listDevices: p(
+    deviceByKey: p<[string], DeviceRow>(`SELECT ${DEVICE_COLUMNS} FROM devices WHERE public_key = ? AND removed_at IS NULL`),
+    deviceById: p<[string], DeviceRow>(`SELECT ${DEVICE_COLUMNS} FROM devices WHERE id = ?`),
+    listDevices: p<{ realm: Realm | null }, DeviceRow>(
       `SELECT ${DEVICE_COLUMNS} FROM devices WHERE removed_at IS NULL AND (@realm IS NULL OR realm = @realm) ORDER BY created_at, id`,
     ),
-    countDevices: p('SELECT COUNT(*) AS n FROM devices WHERE realm = ? AND removed_at IS NULL'),
-    removeDevice: p('UPDATE devices SET removed_at = ? WHERE id = ? AND removed_at IS NULL'),
-    revokeDeviceSessions: p(
+    countDevices: p<[Realm], { n: number }>('SELECT COUNT(*) AS n FROM devices WHERE realm = ? AND removed_at IS NULL'),
+    removeDevice: p<[number, string]>('UPDATE devices SET removed_at = ? WHERE id = ? AND removed_at IS NULL'),
+    revokeDeviceSessions: p<{ now: number; deviceId: string; reason: string }>(
       `UPDATE sessions SET revoked_at = @now, revoked_reason = @reason WHERE device_id = @deviceId AND ${liveSessionSql('@now')}`,
     ),
 
     // Used-up and expired challenges can never be consumed again, so they are only clutter.
-    pruneChallenges: p('DELETE FROM challenges WHERE expires_at <= ?'),
-    insertChallenge: p(
+    pruneChallenges: p<[number]>('DELETE FROM challenges WHERE expires_at <= ?'),
+    insertChallenge: p<ChallengeRecord>(
       'INSERT INTO challenges (id, public_key, realm, challenge, created_at, expires_at) VALUES (@id, @publicKey, @realm, @challenge, @createdAt, @expiresAt)',
     ),
     // A challenge dated in the future (the clock was stepped back) cannot be aged: refused.
-    consumeChallenge: p(
+    consumeChallenge: p<{ id: string; now: number; latest: number }, ChallengeRow>(
       `UPDATE challenges SET used_at = @now WHERE id = @id AND ${consumableChallengeSql('@now', '@latest')} RETURNING ${CHALLENGE_COLUMNS}`,
     ),
 
-    insertSession: p(
+    insertSession: p<SessionInsert>(
       `INSERT INTO sessions (id, realm, subject, device_id, created_at, expires_at, access_digest, access_expires_at, refresh_digest,
          refresh_expires_at, generation, last_rotated_at, revoked_at, revoked_reason)
        VALUES (@id, @realm, @subject, @deviceId, @createdAt, @expiresAt, @accessDigest, @accessExpiresAt, @refreshDigest,
          @refreshExpiresAt, @generation, @lastRotatedAt, @revokedAt, @revokedReason)`,
     ),
-    sessionForAccess: p(`SELECT ${ACCESS_COLUMNS} FROM sessions WHERE id = ?`),
-    dataVersion: p('PRAGMA data_version').pluck(true),
-    sessionById: p(`SELECT ${SESSION_COLUMNS} FROM sessions WHERE id = ?`),
-    listActiveSessions: p(
+    sessionForAccess: p<[string], AccessRow>(`SELECT ${ACCESS_COLUMNS} FROM sessions WHERE id = ?`),
+    dataVersion: p<[], number>('PRAGMA data_version').pluck(true),
+    sessionById: p<[string], SessionRow>(`SELECT ${SESSION_COLUMNS} FROM sessions WHERE id = ?`),
+    listActiveSessions: p<{ now: number; realm: Realm | null; deviceId: string | null }, SessionRow>(
       `SELECT ${SESSION_COLUMNS} FROM sessions
        WHERE ${activeSessionSql('@now')}
          AND (@realm IS NULL OR realm = @realm) AND (@deviceId IS NULL OR device_id = @deviceId)
        ORDER BY created_at DESC, id DESC`,
     ),
-    sessionForRotation: p(`SELECT ${REFRESH_COLUMNS} FROM sessions WHERE id = ?`),
-    currentRefreshDigest: p('SELECT refresh_digest FROM sessions WHERE id = ?').pluck(true),
-    isRetired: p('SELECT 1 FROM retired_refresh_tokens WHERE session_id = ? AND digest = ?').pluck(true),
-    retireRefresh: p('INSERT INTO retired_refresh_tokens (session_id, digest, retired_at) VALUES (?, ?, ?)'),
+    sessionForRotation: p<[string], RefreshRow>(`SELECT ${REFRESH_COLUMNS} FROM sessions WHERE id = ?`),
+    currentRefreshDigest: p<[string], string>('SELECT refresh_digest FROM sessions WHERE id = ?').pluck(true),
+    isRetired: p<[string, string], number>('SELECT 1 FROM retired_refresh_tokens WHERE session_id = ? AND digest = ?').pluck(true),
+    retireRefresh: p<[string, string, number]>('INSERT INTO retired_refresh_tokens (session_id, digest, retired_at) VALUES (?, ?, ?)'),
     // Driven by the (small) retired table with one primary-key probe per row: an
     // \`IN (SELECT id FROM sessions ...)\` scans every session (212 ms under the write lock with
     // 1,000,000 sessions, against well under 1 ms this way).
-    pruneRetired: p(
+    pruneRetired: p<{ now: number; retiredBefore: number }>(
       `DELETE FROM retired_refresh_tokens WHERE retired_at < @retiredBefore
          OR EXISTS (SELECT 1 FROM sessions s WHERE s.id = retired_refresh_tokens.session_id AND NOT (${liveSessionSql('@now', 's.')}))`,
     ),
-    setPair: p(
+    setPair: p<PairUpdate>(
       `UPDATE sessions SET access_digest = @accessDigest, access_expires_at = @accessExpiresAt, refresh_digest = @refreshDigest,
          refresh_expires_at = @refreshExpiresAt, prev_refresh_digest = @prevRefreshDigest, prev_rotated_at = @prevRotatedAt,
          prev_successor = @prevSuccessor, generation = generation + 1, last_rotated_at = @now
        WHERE id = @id`,
     ),
-    revokeSession: p('UPDATE sessions SET revoked_at = @now, revoked_reason = @reason WHERE id = @id AND revoked_at IS NULL'),
+    revokeSession: p<{ id: string; now: number; reason: string }>(
+      'UPDATE sessions SET revoked_at = @now, revoked_reason = @reason WHERE id = @id AND revoked_at IS NULL',
+    ),
 
-    auditHead: p('SELECT seq, hash FROM audit_events ORDER BY seq DESC LIMIT 1'),
-    insertEvent: p(
+    auditHead: p<[], { seq: number; hash: string }>('SELECT seq, hash FROM audit_events ORDER BY seq DESC LIMIT 1'),
+    insertEvent: p<EventInsert>(
       `INSERT INTO audit_events (${EVENT_COLUMNS})
        VALUES (@seq, @id, @at, @type, @realm, @subject, @deviceId, @sessionId, @data, @prevHash, @hash)`,
     ),
-    listEvents: p(`SELECT ${EVENT_COLUMNS} FROM audit_events WHERE seq > ? ORDER BY seq LIMIT ?`),
+    listEvents: p<[number, number], EventRow>(`SELECT ${EVENT_COLUMNS} FROM audit_events WHERE seq > ? ORDER BY seq LIMIT ?`),
 
-    insertIntent: p(
+    insertIntent: p<PairingIntentRecord>(
       `INSERT INTO pairing_intents (${INTENT_COLUMNS})
        VALUES (@id, @realm, @subject, @name, @codeDigest, @createdAt, @expiresAt, @createdBy, @failures, @completedAt, @burnedAt, @deviceId)`,
     ),
-    intentById: p(`SELECT ${INTENT_COLUMNS} FROM pairing_intents WHERE id = ?`),
-    failIntent: p(
+    intentById: p<[string], IntentRow>(`SELECT ${INTENT_COLUMNS} FROM pairing_intents WHERE id = ?`),
+    failIntent: p<{ id: string; now: number; maxFailures: number }, { failures: number; burned_at: number | null }>(
       `UPDATE pairing_intents ${pairingFailureSql({ id: '@id', now: '@now', maxFailures: '@maxFailures' })} RETURNING failures, burned_at`,
     ),
-    completeIntent: p('UPDATE pairing_intents SET completed_at = @now, device_id = @deviceId WHERE id = @id'),
+    completeIntent: p<{ id: string; now: number; deviceId: string }>(
+      'UPDATE pairing_intents SET completed_at = @now, device_id = @deviceId WHERE id = @id',
+    ),
 
-    countEvent: p('INSERT INTO audit_counts (type, n) VALUES (?, 1) ON CONFLICT (type) DO UPDATE SET n = n + 1'),
+    countEvent: p<[string]>('INSERT INTO audit_counts (type, n) VALUES (?, 1) ON CONFLICT (type) DO UPDATE SET n = n + 1'),
 
-    endedSessionIds: p(
+    endedSessionIds: p<{ before: number; limit: number }, string>(
       'SELECT id FROM sessions WHERE expires_at <= @before UNION SELECT id FROM sessions WHERE revoked_at <= @before LIMIT @limit',
     ).pluck(true),
-    deleteRetiredOf: p('DELETE FROM retired_refresh_tokens WHERE session_id = ?'),
-    deleteSession: p('DELETE FROM sessions WHERE id = ?'),
-    pruneEndedIntents: p(
+    deleteRetiredOf: p<[string]>('DELETE FROM retired_refresh_tokens WHERE session_id = ?'),
+    deleteSession: p<[string]>('DELETE FROM sessions WHERE id = ?'),
+    pruneEndedIntents: p<{ before: number; limit: number }>(
       'DELETE FROM pairing_intents WHERE id IN (SELECT id FROM pairing_intents WHERE expires_at <= @before LIMIT @limit)',
     ),
   };
@@ -394,7 +443,7 @@ export class SqliteStore implements Store {
 
   /** Seals `draft` after the current head and appends it. Call only inside a write transaction. */
   #append(draft: AuditEventDraft): AuditEvent {
-    const head = this.#head ?? (this.#s.auditHead.get() as { seq: number; hash: string } | undefined);
+    const head = this.#head ?? this.#s.auditHead.get();
     const event = sealAuditEvent(draft, head?.seq ?? 0, head?.hash ?? GENESIS_HASH);
     this.#s.insertEvent.run({
       seq: event.seq,
@@ -415,7 +464,7 @@ export class SqliteStore implements Store {
   }
 
   #activeDeviceWithKey(publicKey: string): DeviceRow | undefined {
-    return this.#s.deviceByKey.get(publicKey) as DeviceRow | undefined;
+    return this.#s.deviceByKey.get(publicKey);
   }
 
   #insertDevice(device: DeviceRecord): DeviceRecord {
@@ -427,12 +476,14 @@ export class SqliteStore implements Store {
       name: device.name,
       createdAt: device.createdAt,
     });
-    return toDevice(this.#s.deviceById.get(device.id) as DeviceRow);
+    const row = this.#s.deviceById.get(device.id);
+    if (row === undefined) throw new Error(`device ${device.id} vanished inside the transaction that inserted it`);
+    return toDevice(row);
   }
 
   #rotate(input: Parameters<Store['rotateRefreshToken']>[0], audit: Parameters<Store['rotateRefreshToken']>[1]): RotationOutcome {
     const { sessionId, presentedDigest, now, next } = input;
-    const s = this.#s.sessionForRotation.get(sessionId) as RefreshRow | undefined;
+    const s = this.#s.sessionForRotation.get(sessionId);
     // The rule is core's; this only applies what it decided.
     let decision: RotationDecision = decideRotation(s, input);
     if (s === undefined) return INVALID;
@@ -531,14 +582,15 @@ export class SqliteStore implements Store {
   }
 
   async getProject(): Promise<{ readonly projectId: string; readonly createdAt: number } | null> {
-    const row = this.#s.getProject.get() as { project_id: string; created_at: number } | undefined;
+    const row = this.#s.getProject.get();
     return row === undefined ? null : { projectId: row.project_id, createdAt: row.created_at };
   }
 
   async initProject(input: { readonly projectId: string; readonly createdAt: number }): Promise<{ readonly projectId: string }> {
     return this.#write(() => {
       this.#s.insertProject.run(input.projectId, input.createdAt);
-      const row = this.#s.getProject.get() as { project_id: string };
+      const row = this.#s.getProject.get();
+      if (row === undefined) throw new Error('the project row vanished after it was written');
       return { projectId: row.project_id };
     }, true);
   }
@@ -559,7 +611,7 @@ export class SqliteStore implements Store {
     event: AuditEventDraft,
   ): Promise<BootstrapOutcome> {
     return this.#write((): BootstrapOutcome => {
-      const token = this.#s.bootstrapByDigest.get(input.digest) as BootstrapRow | undefined;
+      const token = this.#s.bootstrapByDigest.get(input.digest);
       const decision = decideBootstrapConsumption(
         token && { usedAt: token.used_at, supersededAt: token.superseded_at, expiresAt: token.expires_at },
         { now: input.now, keyTaken: this.#activeDeviceWithKey(input.device.publicKey) !== undefined },
@@ -587,16 +639,16 @@ export class SqliteStore implements Store {
   }
 
   async getDevice(id: string): Promise<DeviceRecord | null> {
-    const row = this.#s.deviceById.get(id) as DeviceRow | undefined;
+    const row = this.#s.deviceById.get(id);
     return row === undefined ? null : toDevice(row);
   }
 
   async listDevices(filter: { readonly realm?: Realm }): Promise<readonly DeviceRecord[]> {
-    return (this.#s.listDevices.all({ realm: filter.realm ?? null }) as DeviceRow[]).map(toDevice);
+    return this.#s.listDevices.all({ realm: filter.realm ?? null }).map(toDevice);
   }
 
   async countDevices(realm: Realm): Promise<number> {
-    return (this.#s.countDevices.get(realm) as { n: number }).n;
+    return this.#s.countDevices.get(realm)?.n ?? 0;
   }
 
   async removeDevice(
@@ -606,12 +658,12 @@ export class SqliteStore implements Store {
     return this.#write(() => {
       // Inside the write transaction (BEGIN IMMEDIATE: one writer at a time), so the count
       // cannot change between this check and the removal.
-      const row = this.#s.deviceById.get(input.deviceId) as DeviceRow | undefined;
+      const row = this.#s.deviceById.get(input.deviceId);
       const active = row !== undefined && row.removed_at === null;
       const keepLast = input.keepLast === true;
       const decision = decideDeviceRemoval({
         active,
-        activeInRealm: active && keepLast ? (this.#s.countDevices.get(row.realm) as { n: number }).n : 0,
+        activeInRealm: active && keepLast ? (this.#s.countDevices.get(row.realm)?.n ?? 0) : 0,
         keepLast,
       });
       if (decision === 'last') return { removed: false, revokedSessions: 0, last: true as const };
@@ -646,7 +698,7 @@ export class SqliteStore implements Store {
   async consumeChallenge(input: { readonly id: string; readonly now: number }): Promise<ChallengeRecord | null> {
     // One conditional UPDATE ... RETURNING: the first caller flips used_at, every other sees no row.
     const latest = latestTrustedTime(input.now);
-    const row = await this.#write(() => this.#s.consumeChallenge.get({ id: input.id, now: input.now, latest }) as ChallengeRow | undefined);
+    const row = await this.#write(() => this.#s.consumeChallenge.get({ id: input.id, now: input.now, latest }));
     return row === undefined ? null : toChallenge(row);
   }
 
@@ -654,7 +706,7 @@ export class SqliteStore implements Store {
     return this.#write(() => {
       // The device is re-read inside the write transaction: a removal committed after the
       // sign-in looked the device up must win, never leave a live session behind.
-      const device = this.#s.deviceById.get(session.deviceId) as DeviceRow | undefined;
+      const device = this.#s.deviceById.get(session.deviceId);
       if (device === undefined || device.removed_at !== null) return false;
       const expiries = clampPairToSession(pair, session.expiresAt);
       this.#s.insertSession.run({
@@ -679,7 +731,8 @@ export class SqliteStore implements Store {
   }
 
   async findSessionByAccessDigest(sessionId: string, digest: string): Promise<SessionRecord | null> {
-    const version = this.#s.dataVersion.get() as number;
+    // NaN (never equal) if the pragma ever answered nothing: the cache is then dropped, never trusted.
+    const version = this.#s.dataVersion.get() ?? Number.NaN;
     if (version !== this.#accessCacheVersion) {
       this.#accessCache.clear();
       this.#accessCacheVersion = version;
@@ -688,7 +741,7 @@ export class SqliteStore implements Store {
     if (entry !== undefined) this.bearerCache.hits++;
     else {
       this.bearerCache.misses++;
-      const row = this.#s.sessionForAccess.get(sessionId) as AccessRow | undefined;
+      const row = this.#s.sessionForAccess.get(sessionId);
       if (row === undefined) return null;
       entry = { record: toSession(row), accessDigest: row.access_digest };
       if (this.#accessCacheMax > 0) {
@@ -701,7 +754,7 @@ export class SqliteStore implements Store {
   }
 
   async getSession(id: string): Promise<SessionRecord | null> {
-    const row = this.#s.sessionById.get(id) as SessionRow | undefined;
+    const row = this.#s.sessionById.get(id);
     return row === undefined ? null : toSession(row);
   }
 
@@ -714,7 +767,7 @@ export class SqliteStore implements Store {
       now: filter.now,
       realm: filter.realm ?? null,
       deviceId: filter.deviceId ?? null,
-    }) as SessionRow[];
+    });
     return rows.map(toSession);
   }
 
@@ -727,7 +780,7 @@ export class SqliteStore implements Store {
     // a checkpoint, which syncs the WAL.
     let critical = false;
     if (this.#durability === 'normal') {
-      const current = this.#s.currentRefreshDigest.get(input.sessionId) as string | undefined;
+      const current = this.#s.currentRefreshDigest.get(input.sessionId);
       critical = current === undefined || !digestsEqual(current, input.presentedDigest);
     }
     const outcome = await this.#write(() => this.#rotate(input, audit), critical);
@@ -756,12 +809,12 @@ export class SqliteStore implements Store {
   }
 
   async listAuditEvents(input: { readonly afterSeq: number; readonly limit: number }): Promise<readonly AuditEvent[]> {
-    const rows = this.#s.listEvents.all(clampInt(input.afterSeq, 0), clampInt(input.limit, 0)) as EventRow[];
+    const rows = this.#s.listEvents.all(clampInt(input.afterSeq, 0), clampInt(input.limit, 0));
     return rows.map(toEvent);
   }
 
   async auditHead(): Promise<{ readonly seq: number; readonly hash: string } | null> {
-    const head = this.#s.auditHead.get() as { seq: number; hash: string } | undefined;
+    const head = this.#s.auditHead.get();
     return head === undefined ? null : { seq: head.seq, hash: head.hash };
   }
 
@@ -786,7 +839,7 @@ export class SqliteStore implements Store {
   }
 
   async getPairingIntent(id: string): Promise<PairingIntentRecord | null> {
-    const row = this.#s.intentById.get(id) as IntentRow | undefined;
+    const row = this.#s.intentById.get(id);
     return row === undefined ? null : toIntent(row);
   }
 
@@ -810,7 +863,7 @@ export class SqliteStore implements Store {
     event: AuditEventDraft,
   ): Promise<PairingCompletion> {
     return this.#write((): PairingCompletion => {
-      const intent = this.#s.intentById.get(input.id) as IntentRow | undefined;
+      const intent = this.#s.intentById.get(input.id);
       const decision = decidePairingCompletion(intent && toIntent(intent), {
         codeDigest: input.codeDigest,
         now: input.now,
@@ -833,7 +886,7 @@ export class SqliteStore implements Store {
     // lock (nor, SQLite being synchronous, the event loop) for long.
     for (;;) {
       const batch = await this.#write(() => {
-        const ids = this.#s.endedSessionIds.all({ before, limit: PRUNE_BATCH }) as string[];
+        const ids = this.#s.endedSessionIds.all({ before, limit: PRUNE_BATCH });
         for (const id of ids) {
           this.#s.deleteRetiredOf.run(id);
           this.#s.deleteSession.run(id);

@@ -19,12 +19,13 @@ export const STATS_SQL = {
 export function readStats(db: Database.Database, now: number): StoreStats {
   const run = db.transaction((): StoreStats => {
     const devices: Record<Realm, number> = { management: 0, application: 0 };
-    for (const r of db.prepare(STATS_SQL.devices).all() as { realm: Realm; n: number }[]) devices[r.realm] = r.n;
+    for (const r of db.prepare<[], { realm: Realm; n: number }>(STATS_SQL.devices).all()) devices[r.realm] = r.n;
     const activeSessions: Record<Realm, number> = { management: 0, application: 0 };
-    for (const r of db.prepare(STATS_SQL.sessions).all({ now }) as { realm: Realm; n: number }[]) activeSessions[r.realm] = r.n;
+    for (const r of db.prepare<{ now: number }, { realm: Realm; n: number }>(STATS_SQL.sessions).all({ now }))
+      activeSessions[r.realm] = r.n;
     const events: Record<string, number> = {};
-    for (const r of db.prepare(STATS_SQL.events).all() as { type: string; n: number }[]) events[r.type] = r.n;
-    const head = db.prepare(STATS_SQL.head).get() as { seq: number; hash: string } | undefined;
+    for (const r of db.prepare<[], { type: string; n: number }>(STATS_SQL.events).all()) events[r.type] = r.n;
+    const head = db.prepare<[], { seq: number; hash: string }>(STATS_SQL.head).get();
     return { devices, activeSessions, events, auditLength: head?.seq ?? 0, auditHead: head?.hash ?? GENESIS_HASH };
   });
   return run.deferred();
