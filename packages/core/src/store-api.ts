@@ -50,6 +50,7 @@ export {
   toSession,
 } from './store-rows.js';
 export {
+  auditPage,
   type BootstrapTokenState,
   type ChallengeState,
   CLOCK_SKEW_TOLERANCE_MS,
@@ -65,6 +66,7 @@ export {
   isSessionActive,
   isSessionLive,
   latestTrustedTime,
+  newSessionRecord,
   REVOKED_DEVICE_REMOVED,
   REVOKED_REFRESH_REUSED,
 } from './store-rules.js';

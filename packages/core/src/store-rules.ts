@@ -1,4 +1,4 @@
-import type { BootstrapOutcome, PairingCompletion, SessionRecord } from './store.js';
+import type { BootstrapOutcome, DeviceRecord, PairingCompletion, SessionRecord } from './store.js';
 import { digestsEqual } from './tokens.js';
 
 // The single-use and liveness rules every store applies, pure: each takes what the store read
@@ -203,4 +203,49 @@ export function decideDeviceRemoval(input: {
   if (!input.active) return 'not_found';
   if (input.keepLast && input.activeInRealm <= 1) return 'last';
   return 'remove';
+}
+
+/**
+ * A new session's record: generation 0, never rotated, not revoked, its first pair's expiries
+ * clamped to the session's end ({@link clampPairToSession}).
+ *
+ * @example
+ * const session = newSessionRecord({ id, device, now, expiresAt, pair: { accessExpiresAt, refreshExpiresAt } });
+ */
+export function newSessionRecord(input: {
+  readonly id: string;
+  readonly device: Pick<DeviceRecord, 'id' | 'realm' | 'subject'>;
+  readonly now: number;
+  readonly expiresAt: number;
+  readonly pair: { readonly accessExpiresAt: number; readonly refreshExpiresAt: number };
+}): SessionRecord {
+  return {
+    id: input.id,
+    realm: input.device.realm,
+    subject: input.device.subject,
+    deviceId: input.device.id,
+    createdAt: input.now,
+    expiresAt: input.expiresAt,
+    ...clampPairToSession(input.pair, input.expiresAt),
+    generation: 0,
+    lastRotatedAt: null,
+    revokedAt: null,
+    revokedReason: null,
+  };
+}
+
+/**
+ * The page of audit events `listAuditEvents` reads: `afterSeq` and `limit` as whole numbers
+ * from 0 (NaN is 0, fractions round down, Infinity is the largest safe integer), which every
+ * engine accepts for LIMIT/OFFSET.
+ *
+ * @example
+ * const { afterSeq, limit } = auditPage(input); // auditPage({ afterSeq: -3, limit: 2.5 }) → { afterSeq: 0, limit: 2 }
+ */
+export function auditPage(input: { readonly afterSeq: number; readonly limit: number }): {
+  readonly afterSeq: number;
+  readonly limit: number;
+} {
+  const whole = (n: number): number => (Number.isNaN(n) ? 0 : Math.max(0, Math.min(Math.floor(n), Number.MAX_SAFE_INTEGER)));
+  return { afterSeq: whole(input.afterSeq), limit: whole(input.limit) };
 }

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import {
+  auditPage,
   CLOCK_SKEW_TOLERANCE_MS,
   clampPairToSession,
   decideBootstrapConsumption,
@@ -13,6 +14,7 @@ import {
   isSessionActive,
   isSessionLive,
   latestTrustedTime,
+  newSessionRecord,
 } from '../src/store-api.js';
 
 const T = Date.UTC(2026, 10, 22, 10, 0, 0, 0);
@@ -145,5 +147,38 @@ describe('device removal', () => {
     assert.equal(decideDeviceRemoval({ active: true, activeInRealm: 1, keepLast: true }), 'last');
     assert.equal(decideDeviceRemoval({ active: true, activeInRealm: 2, keepLast: true }), 'remove');
     assert.equal(decideDeviceRemoval({ active: true, activeInRealm: 1, keepLast: false }), 'remove');
+  });
+});
+
+describe('new sessions and audit pages', () => {
+  test('a new session starts at generation 0, unrotated, unrevoked, its pair clamped to its end', () => {
+    const device = { id: 'dev_1', realm: 'management' as const, subject: 'sub_1' };
+    const s = newSessionRecord({
+      id: 'ses_1',
+      device,
+      now: T,
+      expiresAt: T + 100,
+      pair: { accessExpiresAt: T + 50, refreshExpiresAt: T + 500 },
+    });
+    assert.deepEqual(s, {
+      id: 'ses_1',
+      realm: 'management',
+      subject: 'sub_1',
+      deviceId: 'dev_1',
+      createdAt: T,
+      expiresAt: T + 100,
+      accessExpiresAt: T + 50,
+      refreshExpiresAt: T + 100,
+      generation: 0,
+      lastRotatedAt: null,
+      revokedAt: null,
+      revokedReason: null,
+    });
+  });
+
+  test('an audit page is whole numbers from 0, whatever the caller passed', () => {
+    assert.deepEqual(auditPage({ afterSeq: 3, limit: 10 }), { afterSeq: 3, limit: 10 });
+    assert.deepEqual(auditPage({ afterSeq: -3, limit: 2.9 }), { afterSeq: 0, limit: 2 });
+    assert.deepEqual(auditPage({ afterSeq: Number.NaN, limit: Number.POSITIVE_INFINITY }), { afterSeq: 0, limit: Number.MAX_SAFE_INTEGER });
   });
 });

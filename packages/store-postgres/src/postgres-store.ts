@@ -19,6 +19,7 @@ import {
   type AttemptWindow,
   type AuditEvent,
   type AuditEventDraft,
+  auditPage,
   type BootstrapOutcome,
   type ChallengeRecord,
   type ChallengeRow,
@@ -86,12 +87,6 @@ async function first<R extends QueryResultRow>(db: Queryable, text: string, valu
 
 async function changes(db: Queryable, text: string, values: readonly unknown[]): Promise<number> {
   return (await db.query(text, values as unknown[])).rowCount ?? 0;
-}
-
-/** A LIMIT/OFFSET-safe integer: PostgreSQL refuses non-integers for BIGINT parameters. */
-function clampInt(n: number, min: number): number {
-  if (Number.isNaN(n)) return min;
-  return Math.max(min, Math.min(Math.floor(n), Number.MAX_SAFE_INTEGER));
 }
 
 const INVALID: RotationOutcome = Object.freeze({ kind: 'invalid' });
@@ -573,9 +568,10 @@ export class PostgresStore implements Store {
   }
 
   async listAuditEvents(input: { readonly afterSeq: number; readonly limit: number }): Promise<readonly AuditEvent[]> {
+    const page = auditPage(input);
     const list = await rows<EventRow>(this.#pool, `SELECT ${EVENT_COLUMNS} FROM audit_events WHERE seq > $1 ORDER BY seq LIMIT $2`, [
-      clampInt(input.afterSeq, 0),
-      clampInt(input.limit, 0),
+      page.afterSeq,
+      page.limit,
     ]);
     return list.map(toEvent);
   }

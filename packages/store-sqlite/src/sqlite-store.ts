@@ -19,6 +19,7 @@ import {
   type AttemptReservation,
   type AuditEvent,
   type AuditEventDraft,
+  auditPage,
   type BootstrapOutcome,
   type ChallengeRecord,
   type ChallengeRow,
@@ -77,23 +78,8 @@ interface ProjectRow {
   created_at: number;
 }
 
-/** The named parameters of the session INSERT. */
-interface SessionInsert {
-  id: string;
-  realm: Realm;
-  subject: string;
-  deviceId: string;
-  createdAt: number;
-  expiresAt: number;
-  accessDigest: string;
-  accessExpiresAt: number;
-  refreshDigest: string;
-  refreshExpiresAt: number;
-  generation: number;
-  lastRotatedAt: number | null;
-  revokedAt: number | null;
-  revokedReason: string | null;
-}
+/** The named parameters of the session INSERT: the record with its first pair's digests. */
+type SessionInsert = SessionRecord & Pick<TokenPairDigests, 'accessDigest' | 'refreshDigest'>;
 
 /** The named parameters of a rotation's UPDATE. */
 interface PairUpdate {
@@ -110,12 +96,6 @@ interface PairUpdate {
 
 /** The named parameters of an audit event's INSERT. */
 type EventInsert = Omit<AuditEvent, 'data'> & { data: string };
-
-/** LIMIT/OFFSET-safe integer: SQLite refuses non-integers and Infinity. */
-function clampInt(n: number, min: number): number {
-  if (Number.isNaN(n)) return min;
-  return Math.max(min, Math.min(Math.floor(n), Number.MAX_SAFE_INTEGER));
-}
 
 /** Every statement the store runs, prepared once per connection. */
 function prepareStatements(db: Db) {
@@ -809,7 +789,8 @@ export class SqliteStore implements Store {
   }
 
   async listAuditEvents(input: { readonly afterSeq: number; readonly limit: number }): Promise<readonly AuditEvent[]> {
-    const rows = this.#s.listEvents.all(clampInt(input.afterSeq, 0), clampInt(input.limit, 0));
+    const page = auditPage(input);
+    const rows = this.#s.listEvents.all(page.afterSeq, page.limit);
     return rows.map(toEvent);
   }
 

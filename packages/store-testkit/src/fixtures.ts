@@ -26,7 +26,7 @@ import {
   type TokenPairJson,
   authenticate as useCaseAuthenticate,
 } from '@svc/core';
-import { sealSuccessor } from '@svc/core/store';
+import { newSessionRecord, sealSuccessor } from '@svc/core/store';
 
 /** An Ed25519 device key: its public half as hex, and a signer over UTF-8 strings. */
 export interface DeviceKey {
@@ -166,20 +166,7 @@ export async function createStoreSession(
   const id = newId('session', deps.clock, deps.random);
   const pair = mintPair(deps, id, ttl);
   const expiresAt = now + (ttl.lifetimeMs ?? 30 * 24 * 3_600_000);
-  const session: SessionRecord = {
-    id,
-    realm: device.realm,
-    subject: device.subject,
-    deviceId: device.id,
-    createdAt: now,
-    expiresAt,
-    accessExpiresAt: Math.min(pair.digests.accessExpiresAt, expiresAt),
-    refreshExpiresAt: Math.min(pair.digests.refreshExpiresAt, expiresAt),
-    generation: 0,
-    lastRotatedAt: null,
-    revokedAt: null,
-    revokedReason: null,
-  };
+  const session = newSessionRecord({ id, device, now, expiresAt, pair: pair.digests });
   const created = await deps.store.createSession(
     session,
     { ...pair.digests, accessExpiresAt: session.accessExpiresAt, refreshExpiresAt: session.refreshExpiresAt },

@@ -3,6 +3,7 @@ import {
   type AttemptWindow,
   type AuditEvent,
   type AuditEventDraft,
+  auditPage,
   type BootstrapOutcome,
   type BootstrapTokenState,
   type ChallengeRecord,
@@ -70,12 +71,6 @@ interface MemoryData {
 }
 
 const INVALID: RotationOutcome = Object.freeze({ kind: 'invalid' });
-
-/** A LIMIT/OFFSET-like integer, as the SQL stores clamp theirs. */
-function clampInt(n: number, min: number): number {
-  if (Number.isNaN(n)) return min;
-  return Math.max(min, Math.min(Math.floor(n), Number.MAX_SAFE_INTEGER));
-}
 
 function perRealm(): Record<Realm, number> {
   return { management: 0, application: 0 };
@@ -400,8 +395,8 @@ export class MemoryStore implements Store {
 
   async listAuditEvents(input: { readonly afterSeq: number; readonly limit: number }): Promise<readonly AuditEvent[]> {
     // seq n is at index n - 1: the chain has no gaps.
-    const from = clampInt(input.afterSeq, 0);
-    return this.#d.events.slice(from, from + clampInt(input.limit, 0));
+    const page = auditPage(input);
+    return this.#d.events.slice(page.afterSeq, page.afterSeq + page.limit);
   }
 
   async auditHead(): Promise<{ readonly seq: number; readonly hash: string } | null> {

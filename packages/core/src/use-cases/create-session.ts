@@ -3,7 +3,7 @@ import { parseSignatureHex, verifyEd25519Async } from '../ed25519.js';
 import { AuthError } from '../errors.js';
 import { isIdOfKind, newId } from '../ids.js';
 import type { Realm } from '../realm.js';
-import type { SessionRecord } from '../store.js';
+import { newSessionRecord } from '../store-rules.js';
 import { digestToken, mintSessionToken } from '../tokens.js';
 import { type TokenPairJson, tokenPairToJson } from '../wire.js';
 import { auditDraft } from './event.js';
@@ -58,20 +58,13 @@ export async function createSession(
   const sessionId = newId('session', deps.clock, deps.random);
   const access = mintSessionToken('access', sessionId, deps.random);
   const refresh = mintSessionToken('refresh', sessionId, deps.random);
-  const session: SessionRecord = {
+  const session = newSessionRecord({
     id: sessionId,
-    realm,
-    subject: device.subject,
-    deviceId: device.id,
-    createdAt: now,
+    device,
+    now,
     expiresAt,
-    accessExpiresAt: Math.min(now + s.accessTokenTtlSeconds * 1000, expiresAt),
-    refreshExpiresAt: Math.min(now + s.refreshTokenTtlSeconds * 1000, expiresAt),
-    generation: 0,
-    lastRotatedAt: null,
-    revokedAt: null,
-    revokedReason: null,
-  };
+    pair: { accessExpiresAt: now + s.accessTokenTtlSeconds * 1000, refreshExpiresAt: now + s.refreshTokenTtlSeconds * 1000 },
+  });
   const created = await deps.store.createSession(
     session,
     {
