@@ -1,5 +1,6 @@
 // Renders the generated parts of docs/ from the one place each fact lives in code, so the
 // docs cannot drift: `npm run docs` writes them, and a test fails when they differ.
+import { ERROR_CODES, FAILURE_CODES, HTTP_ERROR_CLASSES } from '@svc/core';
 import {
   AUDIT_SINK_SETTINGS,
   AUTH_SETTINGS,
@@ -7,14 +8,11 @@ import {
   AUTH_STORE_MEANING,
   CAPABILITIES,
   type ConfigField,
-  ERROR_CODES,
-  FAILURE_CODES,
   FIXED_LIMITS,
   formatLimit,
-  HTTP_ERROR_CLASSES,
   PROJECT_KEYS,
   WEAKENING_KEYS,
-} from '@svc/core';
+} from '@svc/core/config';
 import { POSTGRES_STORE_CONFIG } from 'svc-store-postgres/config-fields';
 import { SQLITE_STORE_CONFIG } from 'svc-store-sqlite/config-fields';
 

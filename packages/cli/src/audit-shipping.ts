@@ -1,14 +1,7 @@
 import { closeSync, existsSync, fsyncSync, openSync, readFileSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
-import {
-  type AuditEvent,
-  type AuditSinks,
-  type AuthDeps,
-  auditEventToJson,
-  type FailureCode,
-  GENESIS_HASH,
-  signAuditCheckpoint,
-} from '@svc/core';
+import { type AuditEvent, type AuthDeps, auditEventToJson, type FailureCode, GENESIS_HASH, signAuditCheckpoint } from '@svc/core';
+import type { AuditSinks } from '@svc/core/config';
 import type { NodeIdentity } from '@svc/server';
 import type { Logger } from 'pino';
 import { assertOwnerOnly, mkdirOwnerOnly } from './control.js';

@@ -3,17 +3,8 @@ import { chmodSync, closeSync, existsSync, fsyncSync, mkdirSync, openSync, readF
 import { createRequire } from 'node:module';
 import { dirname, isAbsolute, join } from 'node:path';
 import { AddonVerificationError, loadStoreAddon, verifyAddon } from '@svc/addons';
-import {
-  type AuthDeps,
-  ConfigError,
-  errorCodeOf,
-  type Logger,
-  newId,
-  publicKeyHexOf,
-  type SecretRef,
-  type Store,
-  type StoreAddonExport,
-} from '@svc/core';
+import { type AuthDeps, ConfigError, errorCodeOf, type Logger, newId, publicKeyHexOf, type Store, type StoreAddonExport } from '@svc/core';
+import type { SecretRef } from '@svc/core/config';
 import { CliError } from './cli-error.js';
 import { recordNewNodeKey } from './node-key-history.js';
 import { shellQuote } from './output.js';

@@ -1,4 +1,4 @@
-import type { ConfigProblem, EdnValue } from '@svc/core';
+import type { ConfigProblem, EdnValue } from '@svc/core/config';
 import { parseEDNString } from 'edn-data';
 
 const PARSE_OPTIONS = { mapAs: 'doubleArray', keywordAs: 'object', listAs: 'array', setAs: 'array' } as const;

@@ -9,7 +9,7 @@ import {
   type ModuleConfigSchemas,
   type ProjectConfig,
   validateProjectConfig,
-} from '@svc/core';
+} from '@svc/core/config';
 import { POSTGRES_STORE_CONFIG } from 'svc-store-postgres/config-fields';
 import { SQLITE_STORE_CONFIG } from 'svc-store-sqlite/config-fields';
 import { CliError } from './cli-error.js';

@@ -3,7 +3,8 @@ import { generateKeyPairSync, sign } from 'node:crypto';
 import { mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { type EventRow, GENESIS_HASH, publicKeyHexOf, sealAuditEvent, signAuditCheckpoint, toEvent } from '@svc/core';
+import { GENESIS_HASH, publicKeyHexOf, sealAuditEvent, signAuditCheckpoint } from '@svc/core';
+import { type EventRow, toEvent } from '@svc/core/store';
 import Database from 'better-sqlite3';
 import { cleanEnv, enrolledProject, startServer, svc, svcOk, tempDir } from './helpers.js';
 

@@ -1,37 +1,200 @@
-export * from './addon.js';
-export * from './attempt-budget.js';
-export * from './audit.js';
-export * from './audit-checkpoint.js';
-export * from './canonical-json.js';
-export * from './config.js';
-export * from './deps.js';
-export * from './ed25519.js';
-export * from './errors.js';
-export * from './ids.js';
-export * from './node-id.js';
-export * from './node-keys.js';
-export * from './principal.js';
-export * from './realm.js';
-export * from './refresh-rotation.js';
-export * from './session-client.js';
-export * from './settings.js';
-export * from './store.js';
-export * from './store-fault.js';
-export * from './store-rows.js';
-export * from './time.js';
-export * from './tokens.js';
-export * from './use-cases/authenticate.js';
-export * from './use-cases/create-challenge.js';
-export * from './use-cases/create-session.js';
-export * from './use-cases/enroll-with-bootstrap-token.js';
-export * from './use-cases/event.js';
-export * from './use-cases/issue-bootstrap-token.js';
-export * from './use-cases/pairing.js';
-export * from './use-cases/remove-device.js';
-export * from './use-cases/revoke-session.js';
-export * from './use-cases/rotate-refresh-token.js';
-export * from './wire/management.js';
-export * from './wire/node.js';
-export * from './wire/problem.js';
+// The public API of @svc/core, by name: the use cases and what they take and return, the
+// domain types, tokens, audit chain, keys and errors. Store authors import `@svc/core/store`
+// (the Store contract, the rules a store applies, its rows); configuration is
+// `@svc/core/config`; SQL text shared by the two SQL stores is `@svc/core/sql-rows`.
+
+export { ADDON_MANIFEST_FILE, type StoreAddonContext, type StoreAddonExport } from './addon.js';
+export {
+  AUDIT_EVENT_TYPES,
+  type AuditData,
+  type AuditEvent,
+  type AuditEventDraft,
+  type AuditEventType,
+  auditEventToJson,
+  type ChainVerdict,
+  GENESIS_HASH,
+  sealAuditEvent,
+  verifyAuditChain,
+} from './audit.js';
+export {
+  AUDIT_CHECKPOINT_TYPE,
+  type AuditCheckpointPayload,
+  type CheckpointVerdict,
+  checkAuditCheckpoint,
+  type SignedAuditCheckpoint,
+  signAuditCheckpoint,
+} from './audit-checkpoint.js';
+export { canonicalJson, type JsonValue, rfc8785Json } from './canonical-json.js';
+export {
+  type AuthDeps,
+  type AuthSettings,
+  type Clock,
+  DEFAULT_AUTH_SETTINGS,
+  type Logger,
+  type RandomBytes,
+  silentLogger,
+} from './deps.js';
+export { parsePublicKeyHex, publicKeyHexOf, verifyEd25519, verifyEd25519Async } from './ed25519.js';
+export {
+  AuthError,
+  ConfigError,
+  type ConfigProblem,
+  ERROR_CODES,
+  type ErrorCode,
+  errorCodeOf,
+  FAILURE_CODES,
+  type FailureCode,
+  type FailureExit,
+  HTTP_ERROR_CLASSES,
+  isErrorCode,
+  isFailureCode,
+  StoreOpenError,
+  type SvcErrorCode,
+} from './errors.js';
+export { type IdKind, isIdOfKind, newId } from './ids.js';
+export { isValidNodeId, NODE_ID_PATTERN, nodeIdOf, normalizeNodeId } from './node-id.js';
+export { type NodeKeySetJson, nodeKeyValidAt } from './node-keys.js';
+export { makePrincipal, type Principal, type PrincipalClaims } from './principal.js';
+export { isRealm, type Realm } from './realm.js';
+export { type SessionClientInput, sessionClient, USER_AGENT_MAX_CHARS } from './session-client.js';
+export {
+  BOOTSTRAP_TOKEN_TTL_SECONDS,
+  DEFAULT_NODE_LISTEN,
+  formatLimit,
+  MAX_REQUEST_BODY_BYTES,
+  PAIRING_MIN_TTL_SECONDS,
+} from './settings.js';
+export {
+  type AttemptReservation,
+  type BootstrapOutcome,
+  type ChallengeRecord,
+  type DeviceRecord,
+  type PairingCompletion,
+  type PairingIntentRecord,
+  type RotationOutcome,
+  type SessionRecord,
+  STORE_CONTRACT_VERSION,
+  STORE_OPERATIONS,
+  type Store,
+  type StoreStats,
+  type TokenPairDigests,
+} from './store.js';
+export { type StoreFault, StoreUnavailableError, storeFaultOf } from './store-fault.js';
+export { rfc3339, secondsUntil } from './time.js';
+export {
+  digestsEqual,
+  digestToken,
+  isTokenOfKind,
+  mintSessionToken,
+  mintToken,
+  type PresentedSessionToken,
+  parseSessionToken,
+  type SessionTokenKind,
+  sha256Hex,
+  type TokenKind,
+} from './tokens.js';
+export { authenticate } from './use-cases/authenticate.js';
+export { challengeString, createChallenge } from './use-cases/create-challenge.js';
+export { createSession } from './use-cases/create-session.js';
+export { enrollWithBootstrapToken } from './use-cases/enroll-with-bootstrap-token.js';
+export { auditDraft } from './use-cases/event.js';
+export { type BootstrapReason, type IssuedBootstrapToken, issueBootstrapToken } from './use-cases/issue-bootstrap-token.js';
+export {
+  completePairing,
+  normalizePairingCode,
+  PAIRING_MAX_FAILURES,
+  type PreparedPairing,
+  pairingProofString,
+  preparePairing,
+} from './use-cases/pairing.js';
+export { removeDevice } from './use-cases/remove-device.js';
+export { revokeExposedSession, revokeOtherSessions, revokeSession } from './use-cases/revoke-session.js';
+export { rotateRefreshToken, rotationAuditDraft } from './use-cases/rotate-refresh-token.js';
+// The wire shapes of the management API and the node surface (schemas and their derived types), shared by the server and the client SDK.
+export {
+  type AuditEventJson,
+  type AuditPageJson,
+  type AuditQuery,
+  auditEventSchema,
+  auditPageResponse,
+  auditQuery,
+  type ChallengeBody,
+  type ChallengeJson,
+  challengeBody,
+  challengeResponse,
+  type DegradedHealthProblemJson,
+  type DeviceJson,
+  type DeviceListJson,
+  type DeviceParams,
+  type DeviceRemovedJson,
+  type DeviceResponseJson,
+  degradedHealthProblem,
+  deviceListResponse,
+  deviceParams,
+  deviceRemovedResponse,
+  deviceResponse,
+  deviceSchema,
+  type EnrollBody,
+  emptyBody,
+  enrollBody,
+  type HealthJson,
+  healthResponse,
+  noQuery,
+  type PrincipalJson,
+  principalResponse,
+  type RealmQuery,
+  type RefreshBody,
+  type RevokeBody,
+  type RevokedJson,
+  type RevokeOthersJson,
+  realmQuery,
+  realmSchema,
+  refreshBody,
+  revokeBody,
+  revokeOthersResponse,
+  revokeResponse,
+  type SessionBody,
+  type SessionJson,
+  type SessionListJson,
+  sessionBody,
+  sessionListResponse,
+  sessionSchema,
+  storeFaultSchema,
+  type TokenPairJson,
+  tokenPairResponse,
+} from './wire/management.js';
+export {
+  type CompleteBody,
+  type ComponentHealthJson,
+  completeBody,
+  componentHealthSchema,
+  DIAGNOSTICS_TYPE,
+  type DiagnosticsBody,
+  type DiagnosticsPayload,
+  diagnosticsBody,
+  diagnosticsPayloadSchema,
+  discoveryResponse,
+  type ModuleStatusJson,
+  moduleStatusSchema,
+  NONCE_PATTERN,
+  type NodeDiscoveryJson,
+  type NodeHealthJson,
+  type NodeRouteJson,
+  type NodeStatusJson,
+  nodeHealthResponse,
+  nodeRouteSchema,
+  nodeStatusResponse,
+  type PrepareBody,
+  type PreparedPairingJson,
+  prepareBody,
+  preparedPairingResponse,
+  type RetiredNodeKeyJson,
+  retiredNodeKeySchema,
+  type SignedDiagnosticsJson,
+  type StoreAddonStatusJson,
+  signedDiagnosticsResponse,
+  storeAddonStatusSchema,
+} from './wire/node.js';
+export { PROBLEM_SCHEMA_ID, type ProblemJson, problemSchema } from './wire/problem.js';
 export type { WireType } from './wire/wire-type.js';
-export * from './wire.js';
+export { deviceToJson, sessionToJson } from './wire.js';

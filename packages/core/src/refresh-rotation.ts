@@ -1,15 +1,8 @@
 import { createCipheriv, createDecipheriv, hkdfSync } from 'node:crypto';
 import type { RandomBytes } from './deps.js';
-import { isLive, ROTATION_COLUMNS, type RotationRow } from './store-rows.js';
+import { isLive, type RotationRow } from './store-rows.js';
+import { CLOCK_SKEW_TOLERANCE_MS } from './store-rules.js';
 import { digestsEqual } from './tokens.js';
-
-/**
- * How far a stored time may lie in the future of `now` and still be trusted, in milliseconds:
- * the clock skew tolerated between the nodes sharing a store. A stored rotation time further in
- * the future means the clock was stepped back (or a node's clock is wrong): the interval since
- * it cannot be measured, so the grace interval does not apply (fail closed).
- */
-export const CLOCK_SKEW_TOLERANCE_MS = 1000;
 
 /** What the rotation rule decided for one presentation of a refresh token. */
 export type RotationDecision =
@@ -37,9 +30,6 @@ export interface RefreshRow extends RotationRow {
   /** The pair issued when the previous token was rotated, sealed with that token ({@link sealSuccessor}); null before migration 5. */
   prev_successor: string | null;
 }
-
-/** The columns of a {@link RefreshRow}, for the stores' SELECT. */
-export const REFRESH_COLUMNS = `${ROTATION_COLUMNS}, prev_successor`;
 
 /**
  * The whole refresh-token rule, pure: given the session row a store read (and locked), what to

@@ -1,6 +1,7 @@
 import type { AuditData, AuditEvent, AuditEventType } from './audit.js';
 import type { Realm } from './realm.js';
 import type { ChallengeRecord, DeviceRecord, PairingIntentRecord, SessionRecord } from './store.js';
+import { isSessionLive } from './store-rules.js';
 
 // The relational layout both SQL store addons share: the same tables and column names in the
 // SQLite and PostgreSQL migrations, rows as their drivers return them (times as numbers; the
@@ -84,16 +85,6 @@ export interface EventRow {
   hash: string;
 }
 
-export const DEVICE_COLUMNS = 'id, public_key, realm, subject, name, created_at, removed_at';
-export const SESSION_COLUMNS =
-  'id, realm, subject, device_id, created_at, expires_at, access_expires_at, refresh_expires_at, generation, last_rotated_at, revoked_at, revoked_reason, client_address, user_agent';
-export const ACCESS_COLUMNS = `${SESSION_COLUMNS}, access_digest`;
-export const ROTATION_COLUMNS = `${SESSION_COLUMNS}, refresh_digest, prev_refresh_digest, prev_rotated_at`;
-export const EVENT_COLUMNS = 'seq, id, at, type, realm, subject, device_id, session_id, data, prev_hash, hash';
-export const INTENT_COLUMNS =
-  'id, realm, subject, name, code_digest, created_at, expires_at, created_by, failures, completed_at, burned_at, device_id';
-export const CHALLENGE_COLUMNS = 'id, public_key, realm, challenge, created_at, expires_at';
-
 export function toDevice(r: DeviceRow): DeviceRecord {
   return Object.freeze({
     id: r.id,
@@ -170,7 +161,12 @@ export function toEvent(r: EventRow): AuditEvent {
   });
 }
 
-/** Whether a session can still be used at `now`: not revoked and within its absolute lifetime. */
+/**
+ * Whether a session row can still be used at `now`: core's {@link isSessionLive} on the row.
+ *
+ * @example
+ * if (!isLive(row, now)) return { kind: 'invalid' };
+ */
 export function isLive(s: SessionRow, now: number): boolean {
-  return s.revoked_at === null && s.expires_at > now;
+  return isSessionLive({ revokedAt: s.revoked_at, expiresAt: s.expires_at }, now);
 }

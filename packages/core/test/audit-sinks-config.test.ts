@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { AUDIT_SINK_SETTINGS, ConfigError, DEFAULT_AUDIT_SINKS, type EdnValue, validateProjectConfig } from '@svc/core';
+import { AUDIT_SINK_SETTINGS, ConfigError, DEFAULT_AUDIT_SINKS, type EdnValue, validateProjectConfig } from '@svc/core/config';
 
 const kw = (keyword: string) => ({ keyword });
 const m = (entries: Record<string, EdnValue>): EdnValue => new Map(Object.entries(entries));

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { ConfigError, DEFAULT_AUTH_SETTINGS, type EdnValue, validateProjectConfig } from '@svc/core';
+import { ConfigError, DEFAULT_AUTH_SETTINGS, type EdnValue, validateProjectConfig } from '@svc/core/config';
 
 // A tiny builder for parsed EDN: keys starting with ':' are keywords, `kw('x')` a keyword value.
 const kw = (keyword: string) => ({ keyword });
@@ -91,7 +91,7 @@ test('a profile overrides the base configuration key by key', () => {
 });
 
 test('a literal secret in a module config is not a secret reference', async () => {
-  const { parseSecretRef } = await import('@svc/core');
+  const { parseSecretRef } = await import('@svc/core/config');
   const problems: { file: string; key: string; message: string }[] = [];
   assert.equal(parseSecretRef('hunter2', problems, 'f', ':password'), null);
   assert.deepEqual(parseSecretRef(secret('env:PGPASSWORD'), problems, 'f', ':password'), { source: 'env', name: 'PGPASSWORD' });

@@ -5,13 +5,12 @@ import {
   CLOCK_SKEW_TOLERANCE_MS,
   decideRetiredPresentation,
   decideRotation,
-  digestToken,
-  mintSessionToken,
   openSuccessor,
   type RefreshRow,
   sealSuccessor,
   withinGrace,
-} from '../src/index.js';
+} from '../src/store-api.js';
+import { digestToken, mintSessionToken } from '../src/tokens.js';
 
 const random = (n: number) => new Uint8Array(randomBytes(n));
 const SESSION = 'ses_01KAQ0000000000000000000S1';

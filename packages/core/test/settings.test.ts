@@ -1,16 +1,16 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { ERROR_CODES } from '@svc/core';
 import {
   AUTH_SETTINGS,
   BOOTSTRAP_TOKEN_TTL_SECONDS,
   CAPABILITIES,
   DEFAULT_AUTH_SETTINGS,
-  ERROR_CODES,
   formatLimit,
   MAX_REQUEST_BODY_BYTES,
   PAIRING_MAX_FAILURES,
   PROJECT_KEYS,
-} from '@svc/core';
+} from '@svc/core/config';
 
 test('the default auth settings are the defaults of the configuration table, and each lies within its bounds', () => {
   for (const s of AUTH_SETTINGS) {

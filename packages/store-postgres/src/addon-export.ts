@@ -1,13 +1,5 @@
-import {
-  ConfigError,
-  type EdnMap,
-  readModuleConfig,
-  type SecretRef,
-  STORE_CONTRACT_VERSION,
-  type Store,
-  type StoreAddonContext,
-  type StoreAddonExport,
-} from '@svc/core';
+import { ConfigError, type EdnMap, readModuleConfig, type SecretRef } from '@svc/core/config';
+import { STORE_CONTRACT_VERSION, type Store, type StoreAddonContext, type StoreAddonExport } from '@svc/core/store';
 import { POSTGRES_STORE_CONFIG } from './config-fields.js';
 import { openPostgresStore, type PostgresStoreOptions } from './open-postgres-store.js';
 import { POSTGRES_STORE_OPERATIONS } from './operations.js';

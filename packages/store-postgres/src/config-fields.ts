@@ -1,4 +1,4 @@
-import type { ConfigField } from '@svc/core';
+import type { ConfigField } from '@svc/core/config';
 
 /**
  * The `:config` keys of this addon's `:svc/store` module: what the addon reads when it opens,

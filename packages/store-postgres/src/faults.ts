@@ -1,4 +1,4 @@
-import type { StoreFault } from '@svc/core';
+import type { StoreFault } from '@svc/core/store';
 
 /** Node socket errors that mean the server cannot be reached or the connection broke. */
 const SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);

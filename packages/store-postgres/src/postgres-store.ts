@@ -1,36 +1,50 @@
 import {
   ACCESS_COLUMNS,
+  activeSessionSql,
+  CHALLENGE_COLUMNS,
+  consumableChallengeSql,
+  DEVICE_COLUMNS,
+  EVENT_COLUMNS,
+  INTENT_COLUMNS,
+  liveIntentSql,
+  liveSessionSql,
+  pairingFailureSql,
+  REFRESH_COLUMNS,
+  SESSION_COLUMNS,
+  usableBootstrapSql,
+} from '@svc/core/sql-rows';
+import {
   type AccessRow,
   type AttemptReservation,
   type AttemptWindow,
   type AuditEvent,
   type AuditEventDraft,
+  auditPage,
   type BootstrapOutcome,
-  CHALLENGE_COLUMNS,
   type ChallengeRecord,
   type ChallengeRow,
-  CLOCK_SKEW_TOLERANCE_MS,
+  clampPairToSession,
   classifyStoreErrors,
-  DEVICE_COLUMNS,
   type DeviceRecord,
   type DeviceRow,
   decideAttemptWindow,
+  decideBootstrapConsumption,
+  decideDeviceRemoval,
   decideRetiredPresentation,
   decideRotation,
   digestsEqual,
-  EVENT_COLUMNS,
   type EventRow,
   GENESIS_HASH,
-  INTENT_COLUMNS,
   type IntentRow,
+  latestTrustedTime,
   type PairingCompletion,
   type PairingIntentRecord,
-  REFRESH_COLUMNS,
+  REVOKED_DEVICE_REMOVED,
+  REVOKED_REFRESH_REUSED,
   type Realm,
   type RefreshRow,
   type RotationDecision,
   type RotationOutcome,
-  SESSION_COLUMNS,
   type SessionRecord,
   type SessionRow,
   STORE_OPERATIONS,
@@ -43,7 +57,7 @@ import {
   toEvent,
   toIntent,
   toSession,
-} from '@svc/core';
+} from '@svc/core/store';
 import type { Pool, PoolClient, QueryConfig, QueryResultRow } from 'pg';
 import { postgresFault } from './faults.js';
 
@@ -73,12 +87,6 @@ async function first<R extends QueryResultRow>(db: Queryable, text: string, valu
 
 async function changes(db: Queryable, text: string, values: readonly unknown[]): Promise<number> {
   return (await db.query(text, values as unknown[])).rowCount ?? 0;
-}
-
-/** A LIMIT/OFFSET-safe integer: PostgreSQL refuses non-integers for BIGINT parameters. */
-function clampInt(n: number, min: number): number {
-  if (Number.isNaN(n)) return min;
-  return Math.max(min, Math.min(Math.floor(n), Number.MAX_SAFE_INTEGER));
 }
 
 const INVALID: RotationOutcome = Object.freeze({ kind: 'invalid' });
@@ -279,8 +287,7 @@ export class PostgresStore implements Store {
       // deferred to COMMIT, so the claim can name the device inserted just below.
       const claimed = await changes(
         c,
-        `UPDATE bootstrap_tokens SET used_at = $2, device_id = $3
-         WHERE digest = $1 AND used_at IS NULL AND superseded_at IS NULL AND expires_at > $2`,
+        `UPDATE bootstrap_tokens SET used_at = $2, device_id = $3 WHERE digest = $1 AND ${usableBootstrapSql('$2')}`,
         [input.digest, input.now, input.device.id],
       );
       if (claimed === 0) {
@@ -291,12 +298,12 @@ export class PostgresStore implements Store {
           'SELECT used_at, superseded_at, expires_at FROM bootstrap_tokens WHERE digest = $1',
           [input.digest],
         );
-        if (token === undefined) return { kind: 'unknown' };
-        // A used token reports `used` even if it was superseded afterwards: the more useful answer.
-        if (token.used_at !== null) return { kind: 'used' };
-        if (token.superseded_at !== null) return { kind: 'unknown' };
-        if (token.expires_at <= input.now) return { kind: 'expired' };
-        return { kind: 'unknown' };
+        const decision = decideBootstrapConsumption(
+          token && { usedAt: token.used_at, supersededAt: token.superseded_at, expiresAt: token.expires_at },
+          // The key is checked by the insert below, after the claim: the same order as core's rule.
+          { now: input.now, keyTaken: false },
+        );
+        return decision.kind === 'consume' ? { kind: 'unknown' } : decision;
       }
       const device = await this.#insertDevice(c, input.device);
       // The key is taken: undo the claim, the token stays usable for another key.
@@ -360,8 +367,13 @@ export class PostgresStore implements Store {
             'SELECT id FROM devices WHERE realm = $1 AND removed_at IS NULL ORDER BY id FOR UPDATE',
             [realm.realm],
           );
-          if (active.length <= 1) return { removed: false, revokedSessions: 0, last: true as const };
-          if (!active.some((d) => d.id === input.deviceId)) return { removed: false, revokedSessions: 0 };
+          const decision = decideDeviceRemoval({
+            active: active.some((d) => d.id === input.deviceId),
+            activeInRealm: active.length,
+            keepLast: true,
+          });
+          if (decision === 'last') return { removed: false, revokedSessions: 0, last: true as const };
+          if (decision === 'not_found') return { removed: false, revokedSessions: 0 };
         }
       }
       const removed = await changes(c, 'UPDATE devices SET removed_at = $2 WHERE id = $1 AND removed_at IS NULL', [
@@ -371,9 +383,8 @@ export class PostgresStore implements Store {
       if (removed === 0) return { removed: false, revokedSessions: 0 };
       const revokedSessions = await changes(
         c,
-        `UPDATE sessions SET revoked_at = $2, revoked_reason = 'device_removed'
-         WHERE device_id = $1 AND revoked_at IS NULL AND expires_at > $2`,
-        [input.deviceId, input.now],
+        `UPDATE sessions SET revoked_at = $2, revoked_reason = $3 WHERE device_id = $1 AND ${liveSessionSql('$2')}`,
+        [input.deviceId, input.now, REVOKED_DEVICE_REMOVED],
       );
       await this.#append(c, event);
       return { removed: true, revokedSessions };
@@ -400,8 +411,8 @@ export class PostgresStore implements Store {
     const row = await first<ChallengeRow>(
       this.#pool,
       // A challenge dated in the future (a clock stepped back) cannot be aged: refused.
-      `UPDATE challenges SET used_at = $2 WHERE id = $1 AND used_at IS NULL AND expires_at > $2 AND created_at <= $3 RETURNING ${CHALLENGE_COLUMNS}`,
-      [input.id, input.now, input.now + CLOCK_SKEW_TOLERANCE_MS],
+      `UPDATE challenges SET used_at = $2 WHERE id = $1 AND ${consumableChallengeSql('$2', '$3')} RETURNING ${CHALLENGE_COLUMNS}`,
+      [input.id, input.now, latestTrustedTime(input.now)],
     );
     return row === undefined ? null : toChallenge(row);
   }
@@ -412,6 +423,7 @@ export class PostgresStore implements Store {
       // this session and revokes it, or commits first and this sign-in is refused.
       const device = await c.query('SELECT 1 FROM devices WHERE id = $1 AND removed_at IS NULL FOR SHARE', [session.deviceId]);
       if (device.rowCount !== 1) return false;
+      const expiries = clampPairToSession(pair, session.expiresAt);
       await c.query(
         `INSERT INTO sessions (id, realm, subject, device_id, created_at, expires_at, access_digest, access_expires_at, refresh_digest,
            refresh_expires_at, generation, last_rotated_at, revoked_at, revoked_reason, client_address, user_agent)
@@ -424,10 +436,9 @@ export class PostgresStore implements Store {
           session.createdAt,
           session.expiresAt,
           pair.accessDigest,
-          // No pair outlives its session.
-          Math.min(pair.accessExpiresAt, session.expiresAt),
+          expiries.accessExpiresAt,
           pair.refreshDigest,
-          Math.min(pair.refreshExpiresAt, session.expiresAt),
+          expiries.refreshExpiresAt,
           session.generation,
           session.lastRotatedAt,
           session.revokedAt,
@@ -460,7 +471,7 @@ export class PostgresStore implements Store {
     const list = await rows<SessionRow>(
       this.#pool,
       `SELECT ${SESSION_COLUMNS} FROM sessions
-       WHERE revoked_at IS NULL AND expires_at > $1 AND refresh_expires_at > $1
+       WHERE ${activeSessionSql('$1')}
          AND ($2::text IS NULL OR realm = $2) AND ($3::text IS NULL OR device_id = $3)
          AND ($4::text IS NULL OR subject = $4)
        ORDER BY created_at DESC, id DESC`,
@@ -504,13 +515,13 @@ export class PostgresStore implements Store {
               now,
             ]);
           }
+          const expiries = clampPairToSession(next, s.expires_at);
           const row = await first<SessionRow>(c, SET_PAIR, [
             s.id,
             next.accessDigest,
-            // No rotation outlives the session.
-            Math.min(next.accessExpiresAt, s.expires_at),
+            expiries.accessExpiresAt,
             next.refreshDigest,
-            Math.min(next.refreshExpiresAt, s.expires_at),
+            expiries.refreshExpiresAt,
             s.refresh_digest,
             now,
             now,
@@ -522,7 +533,7 @@ export class PostgresStore implements Store {
         case 'replay':
           return finish(Object.freeze({ kind: 'rotated_in_grace', session: toSession(s), sealedSuccessor: decision.sealedSuccessor }));
         case 'reuse': {
-          const row = await first<SessionRow>(c, REVOKE_SESSION, [s.id, now, 'refresh_token_reused']);
+          const row = await first<SessionRow>(c, REVOKE_SESSION, [s.id, now, REVOKED_REFRESH_REUSED]);
           if (row === undefined) return INVALID;
           return finish(Object.freeze({ kind: 'reused', session: toSession(row) }));
         }
@@ -549,7 +560,7 @@ export class PostgresStore implements Store {
       const result = await c.query({
         // Driven by the (small) retired table, one primary-key probe per row, never a scan of sessions.
         text: `DELETE FROM retired_refresh_tokens r WHERE r.retired_at < $2
-           OR EXISTS (SELECT 1 FROM sessions s WHERE s.id = r.session_id AND (s.revoked_at IS NOT NULL OR s.expires_at <= $1))`,
+           OR EXISTS (SELECT 1 FROM sessions s WHERE s.id = r.session_id AND NOT (${liveSessionSql('$1', 's.')}))`,
         values: [input.now, input.retiredBefore],
         // pg honours a per-query query_timeout (its types only declare it on the client config).
         query_timeout: MAINTENANCE_TIMEOUT_MS + 5_000,
@@ -563,9 +574,10 @@ export class PostgresStore implements Store {
   }
 
   async listAuditEvents(input: { readonly afterSeq: number; readonly limit: number }): Promise<readonly AuditEvent[]> {
+    const page = auditPage(input);
     const list = await rows<EventRow>(this.#pool, `SELECT ${EVENT_COLUMNS} FROM audit_events WHERE seq > $1 ORDER BY seq LIMIT $2`, [
-      clampInt(input.afterSeq, 0),
-      clampInt(input.limit, 0),
+      page.afterSeq,
+      page.limit,
     ]);
     return list.map(toEvent);
   }
@@ -609,10 +621,7 @@ export class PostgresStore implements Store {
       // nodes each count once and exactly one of them burns the intent.
       const row = await first<{ failures: number; burned_at: number | null }>(
         c,
-        `UPDATE pairing_intents
-         SET failures = failures + 1, burned_at = CASE WHEN failures + 1 >= $3 THEN $2 ELSE NULL END
-         WHERE id = $1 AND completed_at IS NULL AND burned_at IS NULL AND expires_at > $2
-         RETURNING failures, burned_at`,
+        `UPDATE pairing_intents ${pairingFailureSql({ id: '$1', now: '$2', maxFailures: '$3' })} RETURNING failures, burned_at`,
         [input.id, input.now, input.maxFailures],
       );
       if (row === undefined) return null;
@@ -630,8 +639,7 @@ export class PostgresStore implements Store {
       // The one conditional update that decides the winner (device_id's foreign key is checked at COMMIT).
       const claimed = await changes(
         c,
-        `UPDATE pairing_intents SET completed_at = $3, device_id = $4
-         WHERE id = $1 AND code_digest = $2 AND completed_at IS NULL AND burned_at IS NULL AND expires_at > $3`,
+        `UPDATE pairing_intents SET completed_at = $3, device_id = $4 WHERE id = $1 AND code_digest = $2 AND ${liveIntentSql('$3')}`,
         [input.id, input.codeDigest, input.now, input.device.id],
       );
       if (claimed === 0) return { kind: 'invalid' };
@@ -697,7 +705,7 @@ export class PostgresStore implements Store {
       const activeSessions: Record<Realm, number> = { management: 0, application: 0 };
       for (const r of await rows<{ realm: Realm; n: number }>(
         client,
-        'SELECT realm, COUNT(*) AS n FROM sessions WHERE revoked_at IS NULL AND expires_at > $1 AND refresh_expires_at > $1 GROUP BY realm',
+        `SELECT realm, COUNT(*) AS n FROM sessions WHERE ${activeSessionSql('$1')} GROUP BY realm`,
         [now],
       )) {
         activeSessions[r.realm] = r.n;

@@ -1,12 +1,6 @@
 import { isAbsolute, join } from 'node:path';
-import {
-  type EdnMap,
-  readModuleConfig,
-  STORE_CONTRACT_VERSION,
-  type Store,
-  type StoreAddonContext,
-  type StoreAddonExport,
-} from '@svc/core';
+import { type EdnMap, readModuleConfig } from '@svc/core/config';
+import { STORE_CONTRACT_VERSION, type Store, type StoreAddonContext, type StoreAddonExport } from '@svc/core/store';
 import { SQLITE_STORE_CONFIG } from './config-fields.js';
 import { openSqliteStore } from './open-sqlite-store.js';
 import { SQLITE_STORE_OPERATIONS } from './operations.js';

@@ -1,4 +1,4 @@
-import type { StoreFault } from '@svc/core';
+import type { StoreFault } from '@svc/core/store';
 
 /**
  * The store fault a better-sqlite3 error means, or null when it is not an outage (a constraint

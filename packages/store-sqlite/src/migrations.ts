@@ -45,7 +45,10 @@ const CREATE_TRACKING_TABLE = `CREATE TABLE IF NOT EXISTS schema_migrations (
 function appliedVersions(db: Database.Database): number[] {
   const table = db.prepare("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'schema_migrations'").get();
   if (table === undefined) return [];
-  return (db.prepare('SELECT version FROM schema_migrations ORDER BY version').all() as { version: number }[]).map((r) => r.version);
+  return db
+    .prepare<[], { version: number }>('SELECT version FROM schema_migrations ORDER BY version')
+    .all()
+    .map((r) => r.version);
 }
 
 function refuseNewer(file: string, applied: readonly number[], latest: number): void {

@@ -95,7 +95,7 @@ function refuseForeign(db: Database.Database, file: string): void {
   let objects: number;
   try {
     applicationId = db.pragma('application_id', { simple: true }) as number;
-    objects = (db.prepare('SELECT COUNT(*) AS n FROM sqlite_schema').get() as { n: number }).n;
+    objects = db.prepare<[], { n: number }>('SELECT COUNT(*) AS n FROM sqlite_schema').get()?.n ?? 0;
   } catch (error) {
     throw new StoreOpenError(file, `${file} is not a SQLite database (${(error as Error).message}); is the path right?`, { cause: error });
   }

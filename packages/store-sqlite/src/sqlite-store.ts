@@ -3,34 +3,48 @@ import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import {
   ACCESS_COLUMNS,
+  activeSessionSql,
+  CHALLENGE_COLUMNS,
+  consumableChallengeSql,
+  DEVICE_COLUMNS,
+  EVENT_COLUMNS,
+  INTENT_COLUMNS,
+  liveSessionSql,
+  pairingFailureSql,
+  REFRESH_COLUMNS,
+  SESSION_COLUMNS,
+} from '@svc/core/sql-rows';
+import {
   type AccessRow,
   type AttemptReservation,
   type AuditEvent,
   type AuditEventDraft,
+  auditPage,
   type BootstrapOutcome,
   type ChallengeRecord,
   type ChallengeRow,
-  CLOCK_SKEW_TOLERANCE_MS,
+  clampPairToSession,
   classifyStoreErrors,
-  DEVICE_COLUMNS,
   type DeviceRecord,
   type DeviceRow,
+  decideBootstrapConsumption,
+  decideDeviceRemoval,
+  decidePairingCompletion,
   decideRetiredPresentation,
   decideRotation,
   digestsEqual,
-  EVENT_COLUMNS,
   type EventRow,
   GENESIS_HASH,
-  INTENT_COLUMNS,
   type IntentRow,
+  latestTrustedTime,
   type PairingCompletion,
   type PairingIntentRecord,
-  REFRESH_COLUMNS,
+  REVOKED_DEVICE_REMOVED,
+  REVOKED_REFRESH_REUSED,
   type Realm,
   type RefreshRow,
   type RotationDecision,
   type RotationOutcome,
-  SESSION_COLUMNS,
   type SessionRecord,
   type SessionRow,
   STORE_OPERATIONS,
@@ -45,14 +59,13 @@ import {
   toEvent,
   toIntent,
   toSession,
-} from '@svc/core';
+} from '@svc/core/store';
 import type Database from 'better-sqlite3';
 import { type CheckpointPlan, DEFAULT_CHECKPOINT_PLAN } from './checkpoint.js';
 import { sqliteFault } from './faults.js';
 import { readStats } from './stats-queries.js';
 
 type Db = Database.Database;
-type Statement = Database.Statement;
 
 interface BootstrapRow {
   used_at: number | null;
@@ -60,119 +73,142 @@ interface BootstrapRow {
   expires_at: number;
 }
 
-/** LIMIT/OFFSET-safe integer: SQLite refuses non-integers and Infinity. */
-function clampInt(n: number, min: number): number {
-  if (Number.isNaN(n)) return min;
-  return Math.max(min, Math.min(Math.floor(n), Number.MAX_SAFE_INTEGER));
+interface ProjectRow {
+  project_id: string;
+  created_at: number;
 }
+
+/** The named parameters of the session INSERT: the record with its first pair's digests. */
+type SessionInsert = SessionRecord & Pick<TokenPairDigests, 'accessDigest' | 'refreshDigest'>;
+
+/** The named parameters of a rotation's UPDATE. */
+interface PairUpdate {
+  id: string;
+  accessDigest: string;
+  accessExpiresAt: number;
+  refreshDigest: string;
+  refreshExpiresAt: number;
+  prevRefreshDigest: string;
+  prevRotatedAt: number;
+  prevSuccessor: string;
+  now: number;
+}
+
+/** The named parameters of an audit event's INSERT. */
+type EventInsert = Omit<AuditEvent, 'data'> & { data: string };
 
 /** Every statement the store runs, prepared once per connection. */
 function prepareStatements(db: Db) {
-  const p = (sql: string): Statement => db.prepare(sql);
+  // Each statement declares its parameters and row, so reads need no casts.
+  const p = <Params extends unknown[] | object = [], Row = unknown>(sql: string) => db.prepare<Params, Row>(sql);
   return {
-    ping: p('SELECT 1'),
+    ping: p<[]>('SELECT 1'),
     // Health's probe of a known fault (see ping): a commit that rewrites one page, changing nothing.
-    probeTouch: p('UPDATE project SET created_at = created_at'),
-    getProject: p('SELECT project_id, created_at FROM project WHERE singleton = 1'),
-    insertProject: p('INSERT INTO project (singleton, project_id, created_at) VALUES (1, ?, ?) ON CONFLICT (singleton) DO NOTHING'),
+    probeTouch: p<[]>('UPDATE project SET created_at = created_at'),
+    getProject: p<[], ProjectRow>('SELECT project_id, created_at FROM project WHERE singleton = 1'),
+    insertProject: p<[string, number]>(
+      'INSERT INTO project (singleton, project_id, created_at) VALUES (1, ?, ?) ON CONFLICT (singleton) DO NOTHING',
+    ),
 
-    supersedeBootstrap: p('UPDATE bootstrap_tokens SET superseded_at = ? WHERE used_at IS NULL AND superseded_at IS NULL'),
-    insertBootstrap: p('INSERT INTO bootstrap_tokens (id, digest, created_at, expires_at) VALUES (?, ?, ?, ?)'),
-    bootstrapByDigest: p('SELECT used_at, superseded_at, expires_at FROM bootstrap_tokens WHERE digest = ?'),
-    useBootstrap: p('UPDATE bootstrap_tokens SET used_at = ?, device_id = ? WHERE digest = ? AND used_at IS NULL'),
+    supersedeBootstrap: p<[number]>('UPDATE bootstrap_tokens SET superseded_at = ? WHERE used_at IS NULL AND superseded_at IS NULL'),
+    insertBootstrap: p<[string, string, number, number]>(
+      'INSERT INTO bootstrap_tokens (id, digest, created_at, expires_at) VALUES (?, ?, ?, ?)',
+    ),
+    bootstrapByDigest: p<[string], BootstrapRow>('SELECT used_at, superseded_at, expires_at FROM bootstrap_tokens WHERE digest = ?'),
+    useBootstrap: p<[number, string, string]>(
+      'UPDATE bootstrap_tokens SET used_at = ?, device_id = ? WHERE digest = ? AND used_at IS NULL',
+    ),
 
-    insertDevice: p(
+    insertDevice: p<Omit<DeviceRecord, 'removedAt'>>(
       'INSERT INTO devices (id, public_key, realm, subject, name, created_at, removed_at) VALUES (@id, @publicKey, @realm, @subject, @name, @createdAt, NULL)',
     ),
-    deviceByKey: p(`SELECT ${DEVICE_COLUMNS} FROM devices WHERE public_key = ? AND removed_at IS NULL`),
-    deviceById: p(`SELECT ${DEVICE_COLUMNS} FROM devices WHERE id = ?`),
-    listDevices: p(
+    deviceByKey: p<[string], DeviceRow>(`SELECT ${DEVICE_COLUMNS} FROM devices WHERE public_key = ? AND removed_at IS NULL`),
+    deviceById: p<[string], DeviceRow>(`SELECT ${DEVICE_COLUMNS} FROM devices WHERE id = ?`),
+    listDevices: p<{ realm: Realm | null; subject: string | null }, DeviceRow>(
       `SELECT ${DEVICE_COLUMNS} FROM devices
        WHERE removed_at IS NULL AND (@realm IS NULL OR realm = @realm) AND (@subject IS NULL OR subject = @subject)
        ORDER BY created_at, id`,
     ),
-    countDevices: p('SELECT COUNT(*) AS n FROM devices WHERE realm = ? AND removed_at IS NULL'),
-    removeDevice: p('UPDATE devices SET removed_at = ? WHERE id = ? AND removed_at IS NULL'),
-    revokeDeviceSessions: p(
-      "UPDATE sessions SET revoked_at = @now, revoked_reason = 'device_removed' WHERE device_id = @deviceId AND revoked_at IS NULL AND expires_at > @now",
+    countDevices: p<[Realm], { n: number }>('SELECT COUNT(*) AS n FROM devices WHERE realm = ? AND removed_at IS NULL'),
+    removeDevice: p<[number, string]>('UPDATE devices SET removed_at = ? WHERE id = ? AND removed_at IS NULL'),
+    revokeDeviceSessions: p<{ now: number; deviceId: string; reason: string }>(
+      `UPDATE sessions SET revoked_at = @now, revoked_reason = @reason WHERE device_id = @deviceId AND ${liveSessionSql('@now')}`,
     ),
 
     // Used-up and expired challenges can never be consumed again, so they are only clutter.
-    pruneChallenges: p('DELETE FROM challenges WHERE expires_at <= ?'),
-    insertChallenge: p(
+    pruneChallenges: p<[number]>('DELETE FROM challenges WHERE expires_at <= ?'),
+    insertChallenge: p<ChallengeRecord>(
       'INSERT INTO challenges (id, public_key, realm, challenge, created_at, expires_at) VALUES (@id, @publicKey, @realm, @challenge, @createdAt, @expiresAt)',
     ),
     // A challenge dated in the future (the clock was stepped back) cannot be aged: refused.
-    consumeChallenge: p(
-      'UPDATE challenges SET used_at = @now WHERE id = @id AND used_at IS NULL AND expires_at > @now AND created_at <= @latest RETURNING id, public_key, realm, challenge, created_at, expires_at',
+    consumeChallenge: p<{ id: string; now: number; latest: number }, ChallengeRow>(
+      `UPDATE challenges SET used_at = @now WHERE id = @id AND ${consumableChallengeSql('@now', '@latest')} RETURNING ${CHALLENGE_COLUMNS}`,
     ),
 
-    insertSession: p(
+    insertSession: p<SessionInsert>(
       `INSERT INTO sessions (id, realm, subject, device_id, created_at, expires_at, access_digest, access_expires_at, refresh_digest,
          refresh_expires_at, generation, last_rotated_at, revoked_at, revoked_reason, client_address, user_agent)
        VALUES (@id, @realm, @subject, @deviceId, @createdAt, @expiresAt, @accessDigest, @accessExpiresAt, @refreshDigest,
          @refreshExpiresAt, @generation, @lastRotatedAt, @revokedAt, @revokedReason, @clientAddress, @userAgent)`,
     ),
-    sessionForAccess: p(`SELECT ${ACCESS_COLUMNS} FROM sessions WHERE id = ?`),
-    dataVersion: p('PRAGMA data_version').pluck(true),
-    sessionById: p(`SELECT ${SESSION_COLUMNS} FROM sessions WHERE id = ?`),
-    listActiveSessions: p(
+    sessionForAccess: p<[string], AccessRow>(`SELECT ${ACCESS_COLUMNS} FROM sessions WHERE id = ?`),
+    dataVersion: p<[], number>('PRAGMA data_version').pluck(true),
+    sessionById: p<[string], SessionRow>(`SELECT ${SESSION_COLUMNS} FROM sessions WHERE id = ?`),
+    listActiveSessions: p<{ now: number; realm: Realm | null; deviceId: string | null; subject: string | null }, SessionRow>(
       `SELECT ${SESSION_COLUMNS} FROM sessions
-       WHERE revoked_at IS NULL AND expires_at > @now AND refresh_expires_at > @now
+       WHERE ${activeSessionSql('@now')}
          AND (@realm IS NULL OR realm = @realm) AND (@deviceId IS NULL OR device_id = @deviceId)
          AND (@subject IS NULL OR subject = @subject)
        ORDER BY created_at DESC, id DESC`,
     ),
-    sessionForRotation: p(`SELECT ${REFRESH_COLUMNS} FROM sessions WHERE id = ?`),
-    currentRefreshDigest: p('SELECT refresh_digest FROM sessions WHERE id = ?').pluck(true),
-    isRetired: p('SELECT 1 FROM retired_refresh_tokens WHERE session_id = ? AND digest = ?').pluck(true),
-    retireRefresh: p('INSERT INTO retired_refresh_tokens (session_id, digest, retired_at) VALUES (?, ?, ?)'),
+    sessionForRotation: p<[string], RefreshRow>(`SELECT ${REFRESH_COLUMNS} FROM sessions WHERE id = ?`),
+    currentRefreshDigest: p<[string], string>('SELECT refresh_digest FROM sessions WHERE id = ?').pluck(true),
+    isRetired: p<[string, string], number>('SELECT 1 FROM retired_refresh_tokens WHERE session_id = ? AND digest = ?').pluck(true),
+    retireRefresh: p<[string, string, number]>('INSERT INTO retired_refresh_tokens (session_id, digest, retired_at) VALUES (?, ?, ?)'),
     // Driven by the (small) retired table with one primary-key probe per row: an
     // \`IN (SELECT id FROM sessions ...)\` scans every session (212 ms under the write lock with
     // 1,000,000 sessions, against well under 1 ms this way).
-    pruneRetired: p(
+    pruneRetired: p<{ now: number; retiredBefore: number }>(
       `DELETE FROM retired_refresh_tokens WHERE retired_at < @retiredBefore
-         OR EXISTS (SELECT 1 FROM sessions s WHERE s.id = retired_refresh_tokens.session_id AND (s.revoked_at IS NOT NULL OR s.expires_at <= @now))`,
+         OR EXISTS (SELECT 1 FROM sessions s WHERE s.id = retired_refresh_tokens.session_id AND NOT (${liveSessionSql('@now', 's.')}))`,
     ),
-    setPair: p(
+    setPair: p<PairUpdate>(
       `UPDATE sessions SET access_digest = @accessDigest, access_expires_at = @accessExpiresAt, refresh_digest = @refreshDigest,
          refresh_expires_at = @refreshExpiresAt, prev_refresh_digest = @prevRefreshDigest, prev_rotated_at = @prevRotatedAt,
          prev_successor = @prevSuccessor, generation = generation + 1, last_rotated_at = @now
        WHERE id = @id`,
     ),
-    revokeSession: p('UPDATE sessions SET revoked_at = @now, revoked_reason = @reason WHERE id = @id AND revoked_at IS NULL'),
+    revokeSession: p<{ id: string; now: number; reason: string }>(
+      'UPDATE sessions SET revoked_at = @now, revoked_reason = @reason WHERE id = @id AND revoked_at IS NULL',
+    ),
 
-    auditHead: p('SELECT seq, hash FROM audit_events ORDER BY seq DESC LIMIT 1'),
-    insertEvent: p(
+    auditHead: p<[], { seq: number; hash: string }>('SELECT seq, hash FROM audit_events ORDER BY seq DESC LIMIT 1'),
+    insertEvent: p<EventInsert>(
       `INSERT INTO audit_events (${EVENT_COLUMNS})
        VALUES (@seq, @id, @at, @type, @realm, @subject, @deviceId, @sessionId, @data, @prevHash, @hash)`,
     ),
-    listEvents: p(`SELECT ${EVENT_COLUMNS} FROM audit_events WHERE seq > ? ORDER BY seq LIMIT ?`),
+    listEvents: p<[number, number], EventRow>(`SELECT ${EVENT_COLUMNS} FROM audit_events WHERE seq > ? ORDER BY seq LIMIT ?`),
 
-    insertIntent: p(
+    insertIntent: p<PairingIntentRecord>(
       `INSERT INTO pairing_intents (${INTENT_COLUMNS})
        VALUES (@id, @realm, @subject, @name, @codeDigest, @createdAt, @expiresAt, @createdBy, @failures, @completedAt, @burnedAt, @deviceId)`,
     ),
-    intentById: p(`SELECT ${INTENT_COLUMNS} FROM pairing_intents WHERE id = ?`),
-    failIntent: p(
-      `UPDATE pairing_intents
-       SET failures = failures + 1, burned_at = CASE WHEN failures + 1 >= @maxFailures THEN @now ELSE NULL END
-       WHERE id = @id AND completed_at IS NULL AND burned_at IS NULL AND expires_at > @now
-       RETURNING failures, burned_at`,
+    intentById: p<[string], IntentRow>(`SELECT ${INTENT_COLUMNS} FROM pairing_intents WHERE id = ?`),
+    failIntent: p<{ id: string; now: number; maxFailures: number }, { failures: number; burned_at: number | null }>(
+      `UPDATE pairing_intents ${pairingFailureSql({ id: '@id', now: '@now', maxFailures: '@maxFailures' })} RETURNING failures, burned_at`,
     ),
-    liveIntent: p(
-      'SELECT id FROM pairing_intents WHERE id = @id AND code_digest = @codeDigest AND completed_at IS NULL AND burned_at IS NULL AND expires_at > @now',
+    completeIntent: p<{ id: string; now: number; deviceId: string }>(
+      'UPDATE pairing_intents SET completed_at = @now, device_id = @deviceId WHERE id = @id',
     ),
-    completeIntent: p('UPDATE pairing_intents SET completed_at = @now, device_id = @deviceId WHERE id = @id'),
 
-    countEvent: p('INSERT INTO audit_counts (type, n) VALUES (?, 1) ON CONFLICT (type) DO UPDATE SET n = n + 1'),
+    countEvent: p<[string]>('INSERT INTO audit_counts (type, n) VALUES (?, 1) ON CONFLICT (type) DO UPDATE SET n = n + 1'),
 
-    endedSessionIds: p(
+    endedSessionIds: p<{ before: number; limit: number }, string>(
       'SELECT id FROM sessions WHERE expires_at <= @before UNION SELECT id FROM sessions WHERE revoked_at <= @before LIMIT @limit',
     ).pluck(true),
-    deleteRetiredOf: p('DELETE FROM retired_refresh_tokens WHERE session_id = ?'),
-    deleteSession: p('DELETE FROM sessions WHERE id = ?'),
-    pruneEndedIntents: p(
+    deleteRetiredOf: p<[string]>('DELETE FROM retired_refresh_tokens WHERE session_id = ?'),
+    deleteSession: p<[string]>('DELETE FROM sessions WHERE id = ?'),
+    pruneEndedIntents: p<{ before: number; limit: number }>(
       'DELETE FROM pairing_intents WHERE id IN (SELECT id FROM pairing_intents WHERE expires_at <= @before LIMIT @limit)',
     ),
   };
@@ -390,7 +426,7 @@ export class SqliteStore implements Store {
 
   /** Seals `draft` after the current head and appends it. Call only inside a write transaction. */
   #append(draft: AuditEventDraft): AuditEvent {
-    const head = this.#head ?? (this.#s.auditHead.get() as { seq: number; hash: string } | undefined);
+    const head = this.#head ?? this.#s.auditHead.get();
     const event = sealAuditEvent(draft, head?.seq ?? 0, head?.hash ?? GENESIS_HASH);
     this.#s.insertEvent.run({
       seq: event.seq,
@@ -411,7 +447,7 @@ export class SqliteStore implements Store {
   }
 
   #activeDeviceWithKey(publicKey: string): DeviceRow | undefined {
-    return this.#s.deviceByKey.get(publicKey) as DeviceRow | undefined;
+    return this.#s.deviceByKey.get(publicKey);
   }
 
   #insertDevice(device: DeviceRecord): DeviceRecord {
@@ -423,12 +459,14 @@ export class SqliteStore implements Store {
       name: device.name,
       createdAt: device.createdAt,
     });
-    return toDevice(this.#s.deviceById.get(device.id) as DeviceRow);
+    const row = this.#s.deviceById.get(device.id);
+    if (row === undefined) throw new Error(`device ${device.id} vanished inside the transaction that inserted it`);
+    return toDevice(row);
   }
 
   #rotate(input: Parameters<Store['rotateRefreshToken']>[0], audit: Parameters<Store['rotateRefreshToken']>[1]): RotationOutcome {
     const { sessionId, presentedDigest, now, next } = input;
-    const s = this.#s.sessionForRotation.get(sessionId) as RefreshRow | undefined;
+    const s = this.#s.sessionForRotation.get(sessionId);
     // The rule is core's; this only applies what it decided.
     let decision: RotationDecision = decideRotation(s, input);
     if (s === undefined) return INVALID;
@@ -441,9 +479,7 @@ export class SqliteStore implements Store {
         return INVALID;
       case 'rotate': {
         if (decision.retire !== null) this.#s.retireRefresh.run(s.id, decision.retire, now);
-        // No rotation outlives the session.
-        const accessExpiresAt = Math.min(next.accessExpiresAt, s.expires_at);
-        const refreshExpiresAt = Math.min(next.refreshExpiresAt, s.expires_at);
+        const { accessExpiresAt, refreshExpiresAt } = clampPairToSession(next, s.expires_at);
         this.#accessCache.delete(s.id);
         this.#s.setPair.run({
           id: s.id,
@@ -479,10 +515,10 @@ export class SqliteStore implements Store {
       }
       case 'reuse': {
         this.#accessCache.delete(s.id);
-        this.#s.revokeSession.run({ id: s.id, now, reason: 'refresh_token_reused' });
+        this.#s.revokeSession.run({ id: s.id, now, reason: REVOKED_REFRESH_REUSED });
         const outcome: RotationOutcome = Object.freeze({
           kind: 'reused',
-          session: toSession({ ...s, revoked_at: now, revoked_reason: 'refresh_token_reused' }),
+          session: toSession({ ...s, revoked_at: now, revoked_reason: REVOKED_REFRESH_REUSED }),
         });
         this.#append(audit(outcome));
         return outcome;
@@ -529,14 +565,15 @@ export class SqliteStore implements Store {
   }
 
   async getProject(): Promise<{ readonly projectId: string; readonly createdAt: number } | null> {
-    const row = this.#s.getProject.get() as { project_id: string; created_at: number } | undefined;
+    const row = this.#s.getProject.get();
     return row === undefined ? null : { projectId: row.project_id, createdAt: row.created_at };
   }
 
   async initProject(input: { readonly projectId: string; readonly createdAt: number }): Promise<{ readonly projectId: string }> {
     return this.#write(() => {
       this.#s.insertProject.run(input.projectId, input.createdAt);
-      const row = this.#s.getProject.get() as { project_id: string };
+      const row = this.#s.getProject.get();
+      if (row === undefined) throw new Error('the project row vanished after it was written');
       return { projectId: row.project_id };
     }, true);
   }
@@ -557,12 +594,12 @@ export class SqliteStore implements Store {
     event: AuditEventDraft,
   ): Promise<BootstrapOutcome> {
     return this.#write((): BootstrapOutcome => {
-      const token = this.#s.bootstrapByDigest.get(input.digest) as BootstrapRow | undefined;
-      if (token === undefined) return { kind: 'unknown' };
-      if (token.used_at !== null) return { kind: 'used' };
-      if (token.superseded_at !== null) return { kind: 'unknown' };
-      if (token.expires_at <= input.now) return { kind: 'expired' };
-      if (this.#activeDeviceWithKey(input.device.publicKey) !== undefined) return { kind: 'already_enrolled' };
+      const token = this.#s.bootstrapByDigest.get(input.digest);
+      const decision = decideBootstrapConsumption(
+        token && { usedAt: token.used_at, supersededAt: token.superseded_at, expiresAt: token.expires_at },
+        { now: input.now, keyTaken: this.#activeDeviceWithKey(input.device.publicKey) !== undefined },
+      );
+      if (decision.kind !== 'consume') return decision;
       const device = this.#insertDevice(input.device);
       this.#s.useBootstrap.run(input.now, device.id, input.digest);
       this.#append(event);
@@ -585,16 +622,16 @@ export class SqliteStore implements Store {
   }
 
   async getDevice(id: string): Promise<DeviceRecord | null> {
-    const row = this.#s.deviceById.get(id) as DeviceRow | undefined;
+    const row = this.#s.deviceById.get(id);
     return row === undefined ? null : toDevice(row);
   }
 
   async listDevices(filter: { readonly realm?: Realm; readonly subject?: string }): Promise<readonly DeviceRecord[]> {
-    return (this.#s.listDevices.all({ realm: filter.realm ?? null, subject: filter.subject ?? null }) as DeviceRow[]).map(toDevice);
+    return this.#s.listDevices.all({ realm: filter.realm ?? null, subject: filter.subject ?? null }).map(toDevice);
   }
 
   async countDevices(realm: Realm): Promise<number> {
-    return (this.#s.countDevices.get(realm) as { n: number }).n;
+    return this.#s.countDevices.get(realm)?.n ?? 0;
   }
 
   async removeDevice(
@@ -604,15 +641,24 @@ export class SqliteStore implements Store {
     return this.#write(() => {
       // Inside the write transaction (BEGIN IMMEDIATE: one writer at a time), so the count
       // cannot change between this check and the removal.
-      if (input.keepLast === true) {
-        const row = this.#s.deviceById.get(input.deviceId) as DeviceRow | undefined;
-        if (row !== undefined && row.removed_at === null && (this.#s.countDevices.get(row.realm) as { n: number }).n <= 1) {
-          return { removed: false, revokedSessions: 0, last: true as const };
-        }
+      const row = this.#s.deviceById.get(input.deviceId);
+      const active = row !== undefined && row.removed_at === null;
+      const keepLast = input.keepLast === true;
+      const decision = decideDeviceRemoval({
+        active,
+        activeInRealm: active && keepLast ? (this.#s.countDevices.get(row.realm)?.n ?? 0) : 0,
+        keepLast,
+      });
+      if (decision === 'last') return { removed: false, revokedSessions: 0, last: true as const };
+      if (decision === 'not_found' || this.#s.removeDevice.run(input.now, input.deviceId).changes === 0) {
+        return { removed: false, revokedSessions: 0 };
       }
-      if (this.#s.removeDevice.run(input.now, input.deviceId).changes === 0) return { removed: false, revokedSessions: 0 };
       this.#accessCache.clear();
-      const revoked = this.#s.revokeDeviceSessions.run({ deviceId: input.deviceId, now: input.now }).changes;
+      const revoked = this.#s.revokeDeviceSessions.run({
+        deviceId: input.deviceId,
+        now: input.now,
+        reason: REVOKED_DEVICE_REMOVED,
+      }).changes;
       this.#append(event);
       return { removed: true, revokedSessions: revoked };
     }, true);
@@ -634,8 +680,8 @@ export class SqliteStore implements Store {
 
   async consumeChallenge(input: { readonly id: string; readonly now: number }): Promise<ChallengeRecord | null> {
     // One conditional UPDATE ... RETURNING: the first caller flips used_at, every other sees no row.
-    const latest = input.now + CLOCK_SKEW_TOLERANCE_MS;
-    const row = await this.#write(() => this.#s.consumeChallenge.get({ id: input.id, now: input.now, latest }) as ChallengeRow | undefined);
+    const latest = latestTrustedTime(input.now);
+    const row = await this.#write(() => this.#s.consumeChallenge.get({ id: input.id, now: input.now, latest }));
     return row === undefined ? null : toChallenge(row);
   }
 
@@ -643,8 +689,9 @@ export class SqliteStore implements Store {
     return this.#write(() => {
       // The device is re-read inside the write transaction: a removal committed after the
       // sign-in looked the device up must win, never leave a live session behind.
-      const device = this.#s.deviceById.get(session.deviceId) as DeviceRow | undefined;
+      const device = this.#s.deviceById.get(session.deviceId);
       if (device === undefined || device.removed_at !== null) return false;
+      const expiries = clampPairToSession(pair, session.expiresAt);
       this.#s.insertSession.run({
         id: session.id,
         realm: session.realm,
@@ -653,9 +700,9 @@ export class SqliteStore implements Store {
         createdAt: session.createdAt,
         expiresAt: session.expiresAt,
         accessDigest: pair.accessDigest,
-        accessExpiresAt: Math.min(pair.accessExpiresAt, session.expiresAt),
+        accessExpiresAt: expiries.accessExpiresAt,
         refreshDigest: pair.refreshDigest,
-        refreshExpiresAt: Math.min(pair.refreshExpiresAt, session.expiresAt),
+        refreshExpiresAt: expiries.refreshExpiresAt,
         generation: session.generation,
         lastRotatedAt: session.lastRotatedAt,
         revokedAt: session.revokedAt,
@@ -669,7 +716,8 @@ export class SqliteStore implements Store {
   }
 
   async findSessionByAccessDigest(sessionId: string, digest: string): Promise<SessionRecord | null> {
-    const version = this.#s.dataVersion.get() as number;
+    // NaN (never equal) if the pragma ever answered nothing: the cache is then dropped, never trusted.
+    const version = this.#s.dataVersion.get() ?? Number.NaN;
     if (version !== this.#accessCacheVersion) {
       this.#accessCache.clear();
       this.#accessCacheVersion = version;
@@ -678,7 +726,7 @@ export class SqliteStore implements Store {
     if (entry !== undefined) this.bearerCache.hits++;
     else {
       this.bearerCache.misses++;
-      const row = this.#s.sessionForAccess.get(sessionId) as AccessRow | undefined;
+      const row = this.#s.sessionForAccess.get(sessionId);
       if (row === undefined) return null;
       entry = { record: toSession(row), accessDigest: row.access_digest };
       if (this.#accessCacheMax > 0) {
@@ -691,7 +739,7 @@ export class SqliteStore implements Store {
   }
 
   async getSession(id: string): Promise<SessionRecord | null> {
-    const row = this.#s.sessionById.get(id) as SessionRow | undefined;
+    const row = this.#s.sessionById.get(id);
     return row === undefined ? null : toSession(row);
   }
 
@@ -706,7 +754,7 @@ export class SqliteStore implements Store {
       realm: filter.realm ?? null,
       deviceId: filter.deviceId ?? null,
       subject: filter.subject ?? null,
-    }) as SessionRow[];
+    });
     return rows.map(toSession);
   }
 
@@ -719,7 +767,7 @@ export class SqliteStore implements Store {
     // a checkpoint, which syncs the WAL.
     let critical = false;
     if (this.#durability === 'normal') {
-      const current = this.#s.currentRefreshDigest.get(input.sessionId) as string | undefined;
+      const current = this.#s.currentRefreshDigest.get(input.sessionId);
       critical = current === undefined || !digestsEqual(current, input.presentedDigest);
     }
     const outcome = await this.#write(() => this.#rotate(input, audit), critical);
@@ -748,12 +796,13 @@ export class SqliteStore implements Store {
   }
 
   async listAuditEvents(input: { readonly afterSeq: number; readonly limit: number }): Promise<readonly AuditEvent[]> {
-    const rows = this.#s.listEvents.all(clampInt(input.afterSeq, 0), clampInt(input.limit, 0)) as EventRow[];
+    const page = auditPage(input);
+    const rows = this.#s.listEvents.all(page.afterSeq, page.limit);
     return rows.map(toEvent);
   }
 
   async auditHead(): Promise<{ readonly seq: number; readonly hash: string } | null> {
-    const head = this.#s.auditHead.get() as { seq: number; hash: string } | undefined;
+    const head = this.#s.auditHead.get();
     return head === undefined ? null : { seq: head.seq, hash: head.hash };
   }
 
@@ -778,7 +827,7 @@ export class SqliteStore implements Store {
   }
 
   async getPairingIntent(id: string): Promise<PairingIntentRecord | null> {
-    const row = this.#s.intentById.get(id) as IntentRow | undefined;
+    const row = this.#s.intentById.get(id);
     return row === undefined ? null : toIntent(row);
   }
 
@@ -802,10 +851,13 @@ export class SqliteStore implements Store {
     event: AuditEventDraft,
   ): Promise<PairingCompletion> {
     return this.#write((): PairingCompletion => {
-      const live = this.#s.liveIntent.get({ id: input.id, codeDigest: input.codeDigest, now: input.now });
-      if (live === undefined) return { kind: 'invalid' };
-      // The intent stays live when the key is taken, like a bootstrap token: the admin's code is not wasted.
-      if (this.#activeDeviceWithKey(input.device.publicKey) !== undefined) return { kind: 'already_enrolled' };
+      const intent = this.#s.intentById.get(input.id);
+      const decision = decidePairingCompletion(intent && toIntent(intent), {
+        codeDigest: input.codeDigest,
+        now: input.now,
+        keyTaken: this.#activeDeviceWithKey(input.device.publicKey) !== undefined,
+      });
+      if (decision.kind !== 'complete') return decision;
       const device = this.#insertDevice(input.device);
       this.#s.completeIntent.run({ id: input.id, now: input.now, deviceId: device.id });
       this.#append(event);
@@ -822,7 +874,7 @@ export class SqliteStore implements Store {
     // lock (nor, SQLite being synchronous, the event loop) for long.
     for (;;) {
       const batch = await this.#write(() => {
-        const ids = this.#s.endedSessionIds.all({ before, limit: PRUNE_BATCH }) as string[];
+        const ids = this.#s.endedSessionIds.all({ before, limit: PRUNE_BATCH });
         for (const id of ids) {
           this.#s.deleteRetiredOf.run(id);
           this.#s.deleteSession.run(id);

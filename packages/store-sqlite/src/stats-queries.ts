@@ -1,12 +1,11 @@
-import type { Realm, StoreStats } from '@svc/core';
-import { GENESIS_HASH } from '@svc/core';
+import { activeSessionSql } from '@svc/core/sql-rows';
+import { GENESIS_HASH, type Realm, type StoreStats } from '@svc/core/store';
 import type Database from 'better-sqlite3';
 
 /** The diagnostics counters' queries, shared by the store and its stats worker. */
 export const STATS_SQL = {
   devices: 'SELECT realm, COUNT(*) AS n FROM devices WHERE removed_at IS NULL GROUP BY realm',
-  sessions:
-    'SELECT realm, COUNT(*) AS n FROM sessions WHERE revoked_at IS NULL AND expires_at > @now AND refresh_expires_at > @now GROUP BY realm',
+  sessions: `SELECT realm, COUNT(*) AS n FROM sessions WHERE ${activeSessionSql('@now')} GROUP BY realm`,
   // Kept counts (migration 006): a GROUP BY over the whole trail grew with every event.
   events: 'SELECT type, n FROM audit_counts',
   head: 'SELECT seq, hash FROM audit_events ORDER BY seq DESC LIMIT 1',
@@ -20,12 +19,13 @@ export const STATS_SQL = {
 export function readStats(db: Database.Database, now: number): StoreStats {
   const run = db.transaction((): StoreStats => {
     const devices: Record<Realm, number> = { management: 0, application: 0 };
-    for (const r of db.prepare(STATS_SQL.devices).all() as { realm: Realm; n: number }[]) devices[r.realm] = r.n;
+    for (const r of db.prepare<[], { realm: Realm; n: number }>(STATS_SQL.devices).all()) devices[r.realm] = r.n;
     const activeSessions: Record<Realm, number> = { management: 0, application: 0 };
-    for (const r of db.prepare(STATS_SQL.sessions).all({ now }) as { realm: Realm; n: number }[]) activeSessions[r.realm] = r.n;
+    for (const r of db.prepare<{ now: number }, { realm: Realm; n: number }>(STATS_SQL.sessions).all({ now }))
+      activeSessions[r.realm] = r.n;
     const events: Record<string, number> = {};
-    for (const r of db.prepare(STATS_SQL.events).all() as { type: string; n: number }[]) events[r.type] = r.n;
-    const head = db.prepare(STATS_SQL.head).get() as { seq: number; hash: string } | undefined;
+    for (const r of db.prepare<[], { type: string; n: number }>(STATS_SQL.events).all()) events[r.type] = r.n;
+    const head = db.prepare<[], { seq: number; hash: string }>(STATS_SQL.head).get();
     return { devices, activeSessions, events, auditLength: head?.seq ?? 0, auditHead: head?.hash ?? GENESIS_HASH };
   });
   return run.deferred();

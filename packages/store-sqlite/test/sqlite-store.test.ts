@@ -6,7 +6,6 @@ import {
   ConfigError,
   createChallenge,
   createSession,
-  type EdnValue,
   enrollWithBootstrapToken,
   issueBootstrapToken,
   removeDevice,
@@ -15,6 +14,7 @@ import {
   STORE_OPERATIONS,
   verifyAuditChain,
 } from '@svc/core';
+import type { EdnValue } from '@svc/core/config';
 import { createFakeClock, makeDeps, newDeviceKey } from '@svc/store-testkit';
 import Database from 'better-sqlite3';
 import {

@@ -18,14 +18,15 @@ import {
   publicKeyHexOf,
   type Realm,
   type RotationOutcome,
+  rotationAuditDraft,
   type SessionRecord,
   type Store,
   type SvcErrorCode,
-  sealSuccessor,
   type TokenPairDigests,
   type TokenPairJson,
   authenticate as useCaseAuthenticate,
 } from '@svc/core';
+import { newSessionRecord, sealSuccessor } from '@svc/core/store';
 
 /** An Ed25519 device key: its public half as hex, and a signer over UTF-8 strings. */
 export interface DeviceKey {
@@ -164,22 +165,7 @@ export async function createStoreSession(
   const id = newId('session', deps.clock, deps.random);
   const pair = mintPair(deps, id, ttl);
   const expiresAt = now + (ttl.lifetimeMs ?? 30 * 24 * 3_600_000);
-  const session: SessionRecord = {
-    id,
-    realm: device.realm,
-    subject: device.subject,
-    deviceId: device.id,
-    createdAt: now,
-    expiresAt,
-    accessExpiresAt: Math.min(pair.digests.accessExpiresAt, expiresAt),
-    refreshExpiresAt: Math.min(pair.digests.refreshExpiresAt, expiresAt),
-    generation: 0,
-    lastRotatedAt: null,
-    revokedAt: null,
-    revokedReason: null,
-    clientAddress: null,
-    userAgent: null,
-  };
+  const session = newSessionRecord({ id, device, now, expiresAt, pair: pair.digests });
   const created = await deps.store.createSession(
     session,
     { ...pair.digests, accessExpiresAt: session.accessExpiresAt, refreshExpiresAt: session.refreshExpiresAt },
@@ -217,17 +203,7 @@ export async function rotateAtStore(
     },
     (o) => {
       auditCalls++;
-      return auditDraft(
-        deps,
-        o.kind === 'rotated' ? 'session.rotated' : o.kind === 'rotated_in_grace' ? 'session.rotated_in_grace' : 'session.refresh_reused',
-        {
-          realm: o.session.realm,
-          subject: o.session.subject,
-          deviceId: o.session.deviceId,
-          sessionId: o.session.id,
-          data: o.kind === 'reused' ? { revoked: true } : { generation: o.session.generation },
-        },
-      );
+      return rotationAuditDraft(deps, o);
     },
   );
   return { outcome, next, auditCalls };

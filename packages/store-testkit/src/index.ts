@@ -3,3 +3,4 @@ export { createFakeClock, FAKE_CLOCK_START, type FakeClock } from './fake-clock.
 export { type DeviceKey, newDeviceKey } from './fixtures.js';
 export type { StoreFactory } from './harness.js';
 export { type DepsOverrides, makeDeps, TEST_PROJECT_ID } from './make-deps.js';
+export { createMemoryStore, MemoryStore } from './memory-store.js';

@@ -3,6 +3,7 @@ import { AuthError } from '../errors.js';
 import { makePrincipal, type Principal } from '../principal.js';
 import type { Realm } from '../realm.js';
 import type { SessionRecord } from '../store.js';
+import { isAccessValid } from '../store-rules.js';
 import { rfc3339 } from '../time.js';
 import { parseSessionToken } from '../tokens.js';
 
@@ -30,7 +31,7 @@ export async function authenticate(
   }
   const session = await deps.store.findSessionByAccessDigest(presented.sessionId, presented.digest);
   const now = deps.clock.now();
-  if (session === null || session.revokedAt !== null || session.accessExpiresAt <= now || session.expiresAt <= now) {
+  if (session === null || !isAccessValid(session, now)) {
     throw new AuthError('invalid_token', 'the access token is expired or revoked', { realm });
   }
   if (session.realm !== realm) {

@@ -4,7 +4,7 @@ import { AuthError } from '../errors.js';
 import { isIdOfKind, newId } from '../ids.js';
 import type { Realm } from '../realm.js';
 import { type SessionClientInput, sessionClient } from '../session-client.js';
-import type { SessionRecord } from '../store.js';
+import { newSessionRecord } from '../store-rules.js';
 import { digestToken, mintSessionToken } from '../tokens.js';
 import type { TokenPairJson } from '../wire/management.js';
 import { tokenPairToJson } from '../wire.js';
@@ -66,21 +66,14 @@ export async function createSession(
   const sessionId = newId('session', deps.clock, deps.random);
   const access = mintSessionToken('access', sessionId, deps.random);
   const refresh = mintSessionToken('refresh', sessionId, deps.random);
-  const session: SessionRecord = {
+  const session = newSessionRecord({
     id: sessionId,
-    realm,
-    subject: device.subject,
-    deviceId: device.id,
-    createdAt: now,
+    device,
+    now,
     expiresAt,
-    accessExpiresAt: Math.min(now + s.accessTokenTtlSeconds * 1000, expiresAt),
-    refreshExpiresAt: Math.min(now + s.refreshTokenTtlSeconds * 1000, expiresAt),
-    generation: 0,
-    lastRotatedAt: null,
-    revokedAt: null,
-    revokedReason: null,
-    ...sessionClient(input.client),
-  };
+    pair: { accessExpiresAt: now + s.accessTokenTtlSeconds * 1000, refreshExpiresAt: now + s.refreshTokenTtlSeconds * 1000 },
+    client: sessionClient(input.client),
+  });
   const created = await deps.store.createSession(
     session,
     {

@@ -1,11 +1,40 @@
+import type { AuditEventDraft } from '../audit.js';
 import type { AuthDeps } from '../deps.js';
 import { AuthError } from '../errors.js';
 import type { Realm } from '../realm.js';
 import { openSuccessor, sealSuccessor } from '../refresh-rotation.js';
+import type { RotationOutcome } from '../store.js';
 import { digestToken, mintSessionToken, parseSessionToken } from '../tokens.js';
 import type { TokenPairJson } from '../wire/management.js';
 import { tokenPairToJson } from '../wire.js';
 import { auditDraft } from './event.js';
+
+/**
+ * The audit event of a refresh presentation's outcome, as the store's transaction appends it:
+ * `session.rotated`, `session.rotated_in_grace` (with the session's generation) or
+ * `session.refresh_reused` (the session revoked).
+ *
+ * @example
+ * await store.rotateRefreshToken(input, (outcome) => rotationAuditDraft(deps, outcome, now));
+ */
+export function rotationAuditDraft(
+  deps: Pick<AuthDeps, 'clock' | 'random'>,
+  o: Exclude<RotationOutcome, { kind: 'invalid' }>,
+  at?: number,
+): AuditEventDraft {
+  return auditDraft(
+    deps,
+    o.kind === 'rotated' ? 'session.rotated' : o.kind === 'rotated_in_grace' ? 'session.rotated_in_grace' : 'session.refresh_reused',
+    {
+      realm: o.session.realm,
+      subject: o.session.subject,
+      deviceId: o.session.deviceId,
+      sessionId: o.session.id,
+      ...(at === undefined ? {} : { at }),
+      data: o.kind === 'reused' ? { revoked: true } : { generation: o.session.generation },
+    },
+  );
+}
 
 /**
  * Rotates a session's token pair with its single-use refresh token. The immediately previous
@@ -49,19 +78,7 @@ export async function rotateRefreshToken(
       },
       sealedSuccessor: sealSuccessor(input.refreshToken, presented.sessionId, { access, refresh }, deps.random),
     },
-    (o) =>
-      auditDraft(
-        deps,
-        o.kind === 'rotated' ? 'session.rotated' : o.kind === 'rotated_in_grace' ? 'session.rotated_in_grace' : 'session.refresh_reused',
-        {
-          realm: o.session.realm,
-          subject: o.session.subject,
-          deviceId: o.session.deviceId,
-          sessionId: o.session.id,
-          at: now,
-          data: o.kind === 'reused' ? { revoked: true } : { generation: o.session.generation },
-        },
-      ),
+    (o) => rotationAuditDraft(deps, o, now),
   );
   switch (outcome.kind) {
     case 'rotated':

@@ -6,10 +6,9 @@ import {
   digestToken,
   enrollWithBootstrapToken,
   mintSessionToken,
-  openSuccessor,
   parseSessionToken,
-  sealSuccessor,
 } from '@svc/core';
+import { openSuccessor, sealSuccessor } from '@svc/core/store';
 import { createFakeClock, makeDeps, newDeviceKey } from '@svc/store-testkit';
 import { openSqliteStore, type SqliteStore } from 'svc-store-sqlite';
 import type { RacerResult, RaceTask } from './race-task.js';

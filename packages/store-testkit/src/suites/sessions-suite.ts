@@ -8,10 +8,10 @@ import {
   type DeviceRecord,
   digestToken,
   newId,
-  openSuccessor,
   revokeOtherSessions,
   rotateRefreshToken,
 } from '@svc/core';
+import { openSuccessor } from '@svc/core/store';
 import {
   auditLength,
   authenticates,

@@ -1,0 +1,83 @@
+// For the two SQL store addons only (`@svc/core/sql-rows`): the column lists of the relational
+// layout their migrations share, and the WHERE fragments of the rules that must run inside one
+// conditional UPDATE (or a filtered SELECT) to stay atomic. Each fragment is the SQL form of a
+// pure predicate in `store-rules.ts`, kept beside its name here so the two cannot drift: change
+// one, change the other (the conformance suite runs the same cases against the SQL stores and
+// the in-memory store, which evaluates the predicates themselves). Arguments are the SQL
+// expressions to compare with (a placeholder such as `$2` or `@now`), and an optional table
+// alias with its dot.
+
+export const DEVICE_COLUMNS = 'id, public_key, realm, subject, name, created_at, removed_at';
+export const SESSION_COLUMNS =
+  'id, realm, subject, device_id, created_at, expires_at, access_expires_at, refresh_expires_at, generation, last_rotated_at, revoked_at, revoked_reason, client_address, user_agent';
+export const ACCESS_COLUMNS = `${SESSION_COLUMNS}, access_digest`;
+export const ROTATION_COLUMNS = `${SESSION_COLUMNS}, refresh_digest, prev_refresh_digest, prev_rotated_at`;
+/** The columns of a `RefreshRow`, for the stores' SELECT before `decideRotation`. */
+export const REFRESH_COLUMNS = `${ROTATION_COLUMNS}, prev_successor`;
+export const EVENT_COLUMNS = 'seq, id, at, type, realm, subject, device_id, session_id, data, prev_hash, hash';
+export const INTENT_COLUMNS =
+  'id, realm, subject, name, code_digest, created_at, expires_at, created_by, failures, completed_at, burned_at, device_id';
+export const CHALLENGE_COLUMNS = 'id, public_key, realm, challenge, created_at, expires_at';
+
+/**
+ * `isSessionLive` as SQL: not revoked, within its absolute lifetime.
+ *
+ * @example
+ * `UPDATE sessions SET ... WHERE device_id = $1 AND ${liveSessionSql('$2')}`
+ */
+export function liveSessionSql(now: string, alias = ''): string {
+  return `${alias}revoked_at IS NULL AND ${alias}expires_at > ${now}`;
+}
+
+/**
+ * `isSessionActive` as SQL: live, with a refresh token that has not expired.
+ *
+ * @example
+ * `SELECT ... FROM sessions WHERE ${activeSessionSql('@now')}`
+ */
+export function activeSessionSql(now: string, alias = ''): string {
+  return `${liveSessionSql(now, alias)} AND ${alias}refresh_expires_at > ${now}`;
+}
+
+/**
+ * A bootstrap token `decideBootstrapConsumption` would consume (the key check aside): unused,
+ * not superseded, not expired.
+ *
+ * @example
+ * `UPDATE bootstrap_tokens SET used_at = $2 WHERE digest = $1 AND ${usableBootstrapSql('$2')}`
+ */
+export function usableBootstrapSql(now: string): string {
+  return `used_at IS NULL AND superseded_at IS NULL AND expires_at > ${now}`;
+}
+
+/**
+ * `isChallengeConsumable` as SQL; `latest` is `latestTrustedTime(now)`.
+ *
+ * @example
+ * `UPDATE challenges SET used_at = $2 WHERE id = $1 AND ${consumableChallengeSql('$2', '$3')}`
+ */
+export function consumableChallengeSql(now: string, latest: string): string {
+  return `used_at IS NULL AND expires_at > ${now} AND created_at <= ${latest}`;
+}
+
+/**
+ * `isIntentLive` as SQL: not completed, not burned, not expired.
+ *
+ * @example
+ * `UPDATE pairing_intents SET ... WHERE id = $1 AND ${liveIntentSql('$3')}`
+ */
+export function liveIntentSql(now: string): string {
+  return `completed_at IS NULL AND burned_at IS NULL AND expires_at > ${now}`;
+}
+
+/**
+ * `decidePairingFailure` as one conditional UPDATE's SET and WHERE: the count is taken on the
+ * row as committed, so concurrent wrong codes each count once and exactly one burns the intent.
+ *
+ * @example
+ * `UPDATE pairing_intents ${pairingFailureSql({ id: '$1', now: '$2', maxFailures: '$3' })} RETURNING failures, burned_at`
+ */
+export function pairingFailureSql(p: { readonly id: string; readonly now: string; readonly maxFailures: string }): string {
+  return `SET failures = failures + 1, burned_at = CASE WHEN failures + 1 >= ${p.maxFailures} THEN ${p.now} ELSE NULL END
+       WHERE id = ${p.id} AND ${liveIntentSql(p.now)}`;
+}

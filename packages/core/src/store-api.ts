@@ -1,0 +1,73 @@
+// `@svc/core/store`: what a store author needs, by name. The Store contract and its records,
+// the rules a store applies (pure decisions: the store reads, calls them, writes what they
+// say), the rows those decisions read with their mapping to records, the audit chain a store
+// appends to, and the fault classification every store shares. SQL text (column lists, WHERE
+// fragments) is in `@svc/core/sql-rows`, for the SQL stores only.
+
+export type { StoreAddonContext, StoreAddonExport } from './addon.js';
+export { type AttemptWindow, type AttemptWindowDecision, decideAttemptWindow } from './attempt-budget.js';
+export { type AuditData, type AuditEvent, type AuditEventDraft, type AuditEventType, GENESIS_HASH, sealAuditEvent } from './audit.js';
+export type { Realm } from './realm.js';
+export {
+  decideRetiredPresentation,
+  decideRotation,
+  openSuccessor,
+  type RefreshRow,
+  type RotationDecision,
+  sealSuccessor,
+  withinGrace,
+} from './refresh-rotation.js';
+export {
+  type AttemptReservation,
+  type BootstrapOutcome,
+  type ChallengeRecord,
+  type DeviceRecord,
+  type PairingCompletion,
+  type PairingIntentRecord,
+  type RotationOutcome,
+  type SessionRecord,
+  STORE_CONTRACT_VERSION,
+  STORE_OPERATIONS,
+  type Store,
+  type StoreOperation,
+  type StoreStats,
+  type TokenPairDigests,
+} from './store.js';
+export { classifyStoreErrors, type StoreFault, StoreUnavailableError, storeFaultOf } from './store-fault.js';
+export {
+  type AccessRow,
+  type ChallengeRow,
+  type DeviceRow,
+  type EventRow,
+  type IntentRow,
+  isLive,
+  type RotationRow,
+  type SessionRow,
+  toChallenge,
+  toDevice,
+  toEvent,
+  toIntent,
+  toSession,
+} from './store-rows.js';
+export {
+  auditPage,
+  type BootstrapTokenState,
+  type ChallengeState,
+  CLOCK_SKEW_TOLERANCE_MS,
+  clampPairToSession,
+  decideBootstrapConsumption,
+  decideDeviceRemoval,
+  decidePairingCompletion,
+  decidePairingFailure,
+  type IntentState,
+  isAccessValid,
+  isChallengeConsumable,
+  isIntentLive,
+  isSessionActive,
+  isSessionLive,
+  latestTrustedTime,
+  newSessionRecord,
+  REVOKED_DEVICE_REMOVED,
+  REVOKED_REFRESH_REUSED,
+} from './store-rules.js';
+export { digestsEqual } from './tokens.js';

@@ -1,0 +1,545 @@
+import {
+  type AttemptReservation,
+  type AttemptWindow,
+  type AuditEvent,
+  type AuditEventDraft,
+  auditPage,
+  type BootstrapOutcome,
+  type BootstrapTokenState,
+  type ChallengeRecord,
+  clampPairToSession,
+  type DeviceRecord,
+  decideAttemptWindow,
+  decideBootstrapConsumption,
+  decideDeviceRemoval,
+  decidePairingCompletion,
+  decidePairingFailure,
+  decideRetiredPresentation,
+  decideRotation,
+  digestsEqual,
+  GENESIS_HASH,
+  isChallengeConsumable,
+  isSessionActive,
+  isSessionLive,
+  type PairingCompletion,
+  type PairingIntentRecord,
+  REVOKED_DEVICE_REMOVED,
+  REVOKED_REFRESH_REUSED,
+  type Realm,
+  type RefreshRow,
+  type RotationDecision,
+  type RotationOutcome,
+  type SessionRecord,
+  STORE_OPERATIONS,
+  type Store,
+  type StoreStats,
+  sealAuditEvent,
+  type TokenPairDigests,
+  toSession,
+} from '@svc/core/store';
+
+// The reference store: the whole contract over plain maps, every decision taken by core's
+// rules exactly as the SQL stores take them. Each operation reads, decides and writes without
+// an `await` in between, so on one thread it is one atomic step: of N concurrent attempts at a
+// single-use thing exactly one wins, as the contract asks. Every audit callback runs before
+// anything is written, so a callback that throws leaves nothing half done (a rollback).
+
+interface BootstrapEntry extends BootstrapTokenState {
+  readonly id: string;
+  readonly createdAt: number;
+  readonly deviceId: string | null;
+}
+
+interface SessionEntry {
+  readonly row: RefreshRow;
+  readonly accessDigest: string;
+}
+
+/** Everything a memory store holds; peers share one. */
+interface MemoryData {
+  project: { readonly projectId: string; readonly createdAt: number } | null;
+  readonly bootstrap: Map<string, BootstrapEntry>;
+  readonly devices: Map<string, DeviceRecord>;
+  readonly challenges: Map<string, { readonly record: ChallengeRecord; readonly usedAt: number | null }>;
+  readonly sessions: Map<string, SessionEntry>;
+  /** Retired refresh-token digests by session id, each with when it was retired. */
+  readonly retired: Map<string, Map<string, number>>;
+  readonly events: AuditEvent[];
+  readonly counts: Map<string, number>;
+  readonly intents: Map<string, PairingIntentRecord>;
+  readonly budgets: Map<string, AttemptWindow>;
+}
+
+const INVALID: RotationOutcome = Object.freeze({ kind: 'invalid' });
+
+function perRealm(): Record<Realm, number> {
+  return { management: 0, application: 0 };
+}
+
+/** The in-memory reference store: see {@link createMemoryStore}. */
+export class MemoryStore implements Store {
+  readonly #d: MemoryData;
+  /** Set by `close()`: every operation of this handle then rejects, as a closed connection would. */
+  closed = false;
+
+  constructor(data?: MemoryData) {
+    this.#d = data ?? {
+      project: null,
+      bootstrap: new Map(),
+      devices: new Map(),
+      challenges: new Map(),
+      sessions: new Map(),
+      retired: new Map(),
+      events: [],
+      counts: new Map(),
+      intents: new Map(),
+      budgets: new Map(),
+    };
+  }
+
+  /**
+   * Another handle on the same data: what a second node sharing the store sees.
+   *
+   * @example
+   * const peer = store.openPeer();
+   */
+  openPeer(): MemoryStore {
+    return new MemoryStore(this.#d);
+  }
+
+  #append(draft: AuditEventDraft): AuditEvent {
+    const last = this.#d.events.at(-1);
+    const sealed = sealAuditEvent(draft, last?.seq ?? 0, last?.hash ?? GENESIS_HASH);
+    // Kept as the SQL stores give it back: data as parsed from the JSON text written.
+    const event: AuditEvent = Object.freeze({ ...sealed, data: Object.freeze(JSON.parse(JSON.stringify(sealed.data))) });
+    this.#d.events.push(event);
+    this.#d.counts.set(event.type, (this.#d.counts.get(event.type) ?? 0) + 1);
+    return event;
+  }
+
+  #activeDeviceWithKey(publicKey: string): DeviceRecord | undefined {
+    for (const d of this.#d.devices.values()) if (d.publicKey === publicKey && d.removedAt === null) return d;
+    return undefined;
+  }
+
+  #activeInRealm(realm: Realm): number {
+    let n = 0;
+    for (const d of this.#d.devices.values()) if (d.realm === realm && d.removedAt === null) n++;
+    return n;
+  }
+
+  #insertDevice(device: DeviceRecord): DeviceRecord {
+    const stored = Object.freeze({ ...device, removedAt: null });
+    this.#d.devices.set(stored.id, stored);
+    return stored;
+  }
+
+  async ping(): Promise<void> {}
+
+  async close(): Promise<void> {
+    this.closed = true;
+  }
+
+  async getProject(): Promise<{ readonly projectId: string; readonly createdAt: number } | null> {
+    return this.#d.project;
+  }
+
+  async initProject(input: { readonly projectId: string; readonly createdAt: number }): Promise<{ readonly projectId: string }> {
+    this.#d.project ??= Object.freeze({ projectId: input.projectId, createdAt: input.createdAt });
+    return { projectId: this.#d.project.projectId };
+  }
+
+  async issueBootstrapToken(
+    input: { readonly id: string; readonly digest: string; readonly createdAt: number; readonly expiresAt: number },
+    event: AuditEventDraft,
+  ): Promise<void> {
+    for (const [digest, t] of this.#d.bootstrap) {
+      if (t.usedAt === null && t.supersededAt === null) this.#d.bootstrap.set(digest, { ...t, supersededAt: input.createdAt });
+    }
+    this.#d.bootstrap.set(input.digest, {
+      id: input.id,
+      createdAt: input.createdAt,
+      expiresAt: input.expiresAt,
+      usedAt: null,
+      supersededAt: null,
+      deviceId: null,
+    });
+    this.#append(event);
+  }
+
+  async consumeBootstrapToken(
+    input: { readonly digest: string; readonly now: number; readonly device: DeviceRecord },
+    event: AuditEventDraft,
+  ): Promise<BootstrapOutcome> {
+    const token = this.#d.bootstrap.get(input.digest);
+    const decision = decideBootstrapConsumption(token, {
+      now: input.now,
+      keyTaken: this.#activeDeviceWithKey(input.device.publicKey) !== undefined,
+    });
+    if (decision.kind !== 'consume') return decision;
+    const device = this.#insertDevice(input.device);
+    // `consume` is only ever decided for a token that exists.
+    this.#d.bootstrap.set(input.digest, { ...(token as BootstrapEntry), usedAt: input.now, deviceId: device.id });
+    this.#append(event);
+    return { kind: 'enrolled', device };
+  }
+
+  async enrollDevice(device: DeviceRecord, event: AuditEventDraft): Promise<'enrolled' | 'already_enrolled'> {
+    if (this.#activeDeviceWithKey(device.publicKey) !== undefined) return 'already_enrolled';
+    this.#insertDevice(device);
+    this.#append(event);
+    return 'enrolled';
+  }
+
+  async findDeviceByPublicKey(publicKey: string): Promise<DeviceRecord | null> {
+    return this.#activeDeviceWithKey(publicKey) ?? null;
+  }
+
+  async getDevice(id: string): Promise<DeviceRecord | null> {
+    return this.#d.devices.get(id) ?? null;
+  }
+
+  async listDevices(filter: { readonly realm?: Realm; readonly subject?: string }): Promise<readonly DeviceRecord[]> {
+    return [...this.#d.devices.values()]
+      .filter(
+        (d) =>
+          d.removedAt === null &&
+          (filter.realm === undefined || d.realm === filter.realm) &&
+          (filter.subject === undefined || d.subject === filter.subject),
+      )
+      .sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  }
+
+  async countDevices(realm: Realm): Promise<number> {
+    return this.#activeInRealm(realm);
+  }
+
+  async removeDevice(
+    input: { readonly deviceId: string; readonly now: number; readonly keepLast?: boolean },
+    event: AuditEventDraft,
+  ): Promise<{ readonly removed: boolean; readonly revokedSessions: number; readonly last?: true }> {
+    const device = this.#d.devices.get(input.deviceId);
+    const active = device !== undefined && device.removedAt === null;
+    const decision = decideDeviceRemoval({
+      active,
+      activeInRealm: active ? this.#activeInRealm(device.realm) : 0,
+      keepLast: input.keepLast === true,
+    });
+    if (decision === 'last') return { removed: false, revokedSessions: 0, last: true };
+    if (decision === 'not_found' || device === undefined) return { removed: false, revokedSessions: 0 };
+    this.#d.devices.set(device.id, Object.freeze({ ...device, removedAt: input.now }));
+    let revokedSessions = 0;
+    for (const [id, s] of this.#d.sessions) {
+      if (s.row.device_id !== device.id || !isSessionLive(toSession(s.row), input.now)) continue;
+      this.#d.sessions.set(id, { ...s, row: { ...s.row, revoked_at: input.now, revoked_reason: REVOKED_DEVICE_REMOVED } });
+      revokedSessions++;
+    }
+    this.#append(event);
+    return { removed: true, revokedSessions };
+  }
+
+  async createChallenge(challenge: ChallengeRecord): Promise<void> {
+    // Used-up and expired challenges can never be consumed again, so they are only clutter.
+    for (const [id, c] of this.#d.challenges) if (c.record.expiresAt <= challenge.createdAt) this.#d.challenges.delete(id);
+    this.#d.challenges.set(challenge.id, { record: Object.freeze({ ...challenge }), usedAt: null });
+  }
+
+  async consumeChallenge(input: { readonly id: string; readonly now: number }): Promise<ChallengeRecord | null> {
+    const c = this.#d.challenges.get(input.id);
+    if (c === undefined || !isChallengeConsumable({ ...c.record, usedAt: c.usedAt }, input.now)) return null;
+    this.#d.challenges.set(input.id, { record: c.record, usedAt: input.now });
+    return c.record;
+  }
+
+  async createSession(session: SessionRecord, pair: TokenPairDigests, event: AuditEventDraft): Promise<boolean> {
+    const device = this.#d.devices.get(session.deviceId);
+    if (device === undefined || device.removedAt !== null) return false;
+    const expiries = clampPairToSession(pair, session.expiresAt);
+    this.#d.sessions.set(session.id, {
+      accessDigest: pair.accessDigest,
+      row: {
+        id: session.id,
+        realm: session.realm,
+        subject: session.subject,
+        device_id: session.deviceId,
+        created_at: session.createdAt,
+        expires_at: session.expiresAt,
+        access_expires_at: expiries.accessExpiresAt,
+        refresh_expires_at: expiries.refreshExpiresAt,
+        generation: session.generation,
+        last_rotated_at: session.lastRotatedAt,
+        revoked_at: session.revokedAt,
+        revoked_reason: session.revokedReason,
+        client_address: session.clientAddress,
+        user_agent: session.userAgent,
+        refresh_digest: pair.refreshDigest,
+        prev_refresh_digest: null,
+        prev_rotated_at: null,
+        prev_successor: null,
+      },
+    });
+    this.#append(event);
+    return true;
+  }
+
+  async findSessionByAccessDigest(sessionId: string, digest: string): Promise<SessionRecord | null> {
+    const s = this.#d.sessions.get(sessionId);
+    return s === undefined || !digestsEqual(s.accessDigest, digest) ? null : toSession(s.row);
+  }
+
+  async getSession(id: string): Promise<SessionRecord | null> {
+    const s = this.#d.sessions.get(id);
+    return s === undefined ? null : toSession(s.row);
+  }
+
+  async listActiveSessions(filter: {
+    readonly now: number;
+    readonly realm?: Realm;
+    readonly deviceId?: string;
+    readonly subject?: string;
+  }): Promise<readonly SessionRecord[]> {
+    return [...this.#d.sessions.values()]
+      .map((s) => toSession(s.row))
+      .filter(
+        (s) =>
+          isSessionActive(s, filter.now) &&
+          (filter.realm === undefined || s.realm === filter.realm) &&
+          (filter.deviceId === undefined || s.deviceId === filter.deviceId) &&
+          (filter.subject === undefined || s.subject === filter.subject),
+      )
+      .sort((a, b) => b.createdAt - a.createdAt || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0));
+  }
+
+  async rotateRefreshToken(
+    input: Parameters<Store['rotateRefreshToken']>[0],
+    audit: (outcome: Exclude<RotationOutcome, { kind: 'invalid' }>) => AuditEventDraft,
+  ): Promise<RotationOutcome> {
+    const { now, next } = input;
+    const entry = this.#d.sessions.get(input.sessionId);
+    // The rule is core's; this only applies what it decided.
+    let decision: RotationDecision = decideRotation(entry?.row, input);
+    if (entry === undefined) return INVALID;
+    const s = entry.row;
+    if (decision.kind === 'check_retired') {
+      const retired = this.#d.retired.get(s.id)?.has(input.presentedDigest) === true;
+      decision = decideRetiredPresentation(s, { retired, now });
+    }
+    switch (decision.kind) {
+      case 'invalid':
+      case 'check_retired':
+        return INVALID;
+      case 'rotate': {
+        const expiries = clampPairToSession(next, s.expires_at);
+        const row: RefreshRow = {
+          ...s,
+          access_expires_at: expiries.accessExpiresAt,
+          refresh_expires_at: expiries.refreshExpiresAt,
+          refresh_digest: next.refreshDigest,
+          prev_refresh_digest: s.refresh_digest,
+          prev_rotated_at: now,
+          prev_successor: input.sealedSuccessor,
+          generation: s.generation + 1,
+          last_rotated_at: now,
+        };
+        const outcome = Object.freeze({ kind: 'rotated' as const, session: toSession(row) });
+        const draft = audit(outcome);
+        if (decision.retire !== null) {
+          const retired = this.#d.retired.get(s.id) ?? new Map<string, number>();
+          retired.set(decision.retire, now);
+          this.#d.retired.set(s.id, retired);
+        }
+        this.#d.sessions.set(s.id, { row, accessDigest: next.accessDigest });
+        this.#append(draft);
+        return outcome;
+      }
+      case 'replay': {
+        const outcome = Object.freeze({
+          kind: 'rotated_in_grace' as const,
+          session: toSession(s),
+          sealedSuccessor: decision.sealedSuccessor,
+        });
+        this.#append(audit(outcome));
+        return outcome;
+      }
+      case 'reuse': {
+        const row: RefreshRow = { ...s, revoked_at: now, revoked_reason: REVOKED_REFRESH_REUSED };
+        const outcome = Object.freeze({ kind: 'reused' as const, session: toSession(row) });
+        const draft = audit(outcome);
+        this.#d.sessions.set(s.id, { ...entry, row });
+        this.#append(draft);
+        return outcome;
+      }
+    }
+  }
+
+  async revokeSession(
+    input: { readonly sessionId: string; readonly now: number; readonly reason: string },
+    event: AuditEventDraft,
+  ): Promise<boolean> {
+    const s = this.#d.sessions.get(input.sessionId);
+    if (s === undefined || s.row.revoked_at !== null) return false;
+    this.#d.sessions.set(input.sessionId, { ...s, row: { ...s.row, revoked_at: input.now, revoked_reason: input.reason } });
+    this.#append(event);
+    return true;
+  }
+
+  async pruneRetiredRefreshTokens(input: { readonly now: number; readonly retiredBefore: number }): Promise<number> {
+    let deleted = 0;
+    for (const [sessionId, digests] of this.#d.retired) {
+      const s = this.#d.sessions.get(sessionId);
+      const ended = s === undefined || !isSessionLive(toSession(s.row), input.now);
+      for (const [digest, retiredAt] of digests) {
+        if (!ended && retiredAt >= input.retiredBefore) continue;
+        digests.delete(digest);
+        deleted++;
+      }
+      if (digests.size === 0) this.#d.retired.delete(sessionId);
+    }
+    return deleted;
+  }
+
+  async appendAuditEvent(event: AuditEventDraft): Promise<AuditEvent> {
+    return this.#append(event);
+  }
+
+  async listAuditEvents(input: { readonly afterSeq: number; readonly limit: number }): Promise<readonly AuditEvent[]> {
+    // seq n is at index n - 1: the chain has no gaps.
+    const page = auditPage(input);
+    return this.#d.events.slice(page.afterSeq, page.afterSeq + page.limit);
+  }
+
+  async auditHead(): Promise<{ readonly seq: number; readonly hash: string } | null> {
+    const last = this.#d.events.at(-1);
+    return last === undefined ? null : { seq: last.seq, hash: last.hash };
+  }
+
+  async createPairingIntent(intent: PairingIntentRecord, event: AuditEventDraft): Promise<void> {
+    if (this.#d.intents.has(intent.id)) throw new Error(`pairing intent ${intent.id} already exists`);
+    this.#d.intents.set(intent.id, Object.freeze({ ...intent }));
+    this.#append(event);
+  }
+
+  async getPairingIntent(id: string): Promise<PairingIntentRecord | null> {
+    return this.#d.intents.get(id) ?? null;
+  }
+
+  async recordPairingFailure(
+    input: { readonly id: string; readonly now: number; readonly maxFailures: number },
+    event: (failures: number, burned: boolean) => AuditEventDraft,
+  ): Promise<{ readonly failures: number; readonly burned: boolean } | null> {
+    const intent = this.#d.intents.get(input.id);
+    const result = decidePairingFailure(intent, input);
+    if (result === null || intent === undefined) return null;
+    const draft = event(result.failures, result.burned);
+    this.#d.intents.set(intent.id, Object.freeze({ ...intent, failures: result.failures, burnedAt: result.burned ? input.now : null }));
+    this.#append(draft);
+    return result;
+  }
+
+  async completePairing(
+    input: { readonly id: string; readonly codeDigest: string; readonly now: number; readonly device: DeviceRecord },
+    event: AuditEventDraft,
+  ): Promise<PairingCompletion> {
+    const intent = this.#d.intents.get(input.id);
+    const decision = decidePairingCompletion(intent, {
+      codeDigest: input.codeDigest,
+      now: input.now,
+      keyTaken: this.#activeDeviceWithKey(input.device.publicKey) !== undefined,
+    });
+    if (decision.kind !== 'complete') return decision;
+    const device = this.#insertDevice(input.device);
+    // `complete` is only ever decided for an intent that exists.
+    const completed = intent as PairingIntentRecord;
+    this.#d.intents.set(completed.id, Object.freeze({ ...completed, completedAt: input.now, deviceId: device.id }));
+    this.#append(event);
+    return { kind: 'completed', device };
+  }
+
+  async stats(now: number): Promise<StoreStats> {
+    const devices = perRealm();
+    for (const d of this.#d.devices.values()) if (d.removedAt === null) devices[d.realm]++;
+    const activeSessions = perRealm();
+    for (const s of this.#d.sessions.values()) if (isSessionActive(toSession(s.row), now)) activeSessions[s.row.realm]++;
+    const last = this.#d.events.at(-1);
+    return {
+      devices,
+      activeSessions,
+      events: Object.fromEntries(this.#d.counts),
+      auditLength: last?.seq ?? 0,
+      auditHead: last?.hash ?? GENESIS_HASH,
+    };
+  }
+
+  async reserveAttempts(input: Parameters<Store['reserveAttempts']>[0]): Promise<AttemptReservation> {
+    // Peers share these windows, so the budget is shared as in the multi-node store.
+    const windows: AttemptWindow[] = [];
+    let retryAfterMs = 0;
+    let busy = false;
+    for (const key of [...new Set(input.keys)].sort()) {
+      const d = decideAttemptWindow(key, this.#d.budgets.get(key), input);
+      if (d.kind === 'refuse') retryAfterMs = Math.max(retryAfterMs, d.retryAfterMs);
+      else if (d.kind === 'busy') busy = true;
+      else windows.push(d.window);
+    }
+    if (retryAfterMs > 0) return { reserved: false, busy: false, retryAfterMs };
+    if (busy) return { reserved: false, busy: true, retryAfterMs: 1000 };
+    for (const w of windows) this.#d.budgets.set(w.key, w);
+    return { reserved: true, shared: true, windows };
+  }
+
+  async settleAttempts(input: Parameters<Store['settleAttempts']>[0]): Promise<void> {
+    for (const w of input.windows) {
+      const current = this.#d.budgets.get(w.key);
+      // Only the window that was reserved in changes; a newer one owes an old reservation nothing.
+      if (current === undefined || current.start !== w.start) continue;
+      this.#d.budgets.set(w.key, {
+        ...current,
+        pending: Math.max(current.pending - 1, 0),
+        failures: current.failures + (input.failed ? 1 : 0),
+      });
+    }
+  }
+
+  async pruneEndedRecords(input: {
+    readonly endedBefore: number;
+  }): Promise<{ readonly sessions: number; readonly pairingIntents: number }> {
+    const before = input.endedBefore;
+    let sessions = 0;
+    for (const [id, s] of this.#d.sessions) {
+      if (s.row.expires_at > before && (s.row.revoked_at === null || s.row.revoked_at > before)) continue;
+      this.#d.sessions.delete(id);
+      this.#d.retired.delete(id);
+      sessions++;
+    }
+    let pairingIntents = 0;
+    for (const [id, i] of this.#d.intents) {
+      if (i.expiresAt > before) continue;
+      this.#d.intents.delete(id);
+      pairingIntents++;
+    }
+    return { sessions, pairingIntents };
+  }
+}
+
+// A closed handle answers nothing (peers on the same data stay open).
+for (const op of STORE_OPERATIONS) {
+  if (op === 'close') continue;
+  const original = MemoryStore.prototype[op] as (...args: unknown[]) => Promise<unknown>;
+  Object.defineProperty(MemoryStore.prototype, op, {
+    value(this: MemoryStore, ...args: unknown[]): Promise<unknown> {
+      return this.closed ? Promise.reject(new Error(`the memory store is closed (${op})`)) : original.apply(this, args);
+    },
+  });
+}
+
+/**
+ * A fresh, empty in-memory store that implements the whole Store contract by applying core's
+ * rules (`@svc/core/store`), with no database: the reference the conformance suite holds the
+ * SQL stores to, and a store for tests. `openPeer()` gives another handle on the same data.
+ *
+ * @example
+ * storeConformance('memory', { open: async () => createMemoryStore(), openPeer: async (s) => (s as MemoryStore).openPeer() });
+ */
+export function createMemoryStore(): MemoryStore {
+  return new MemoryStore();
+}
