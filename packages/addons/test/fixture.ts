@@ -103,7 +103,16 @@ export function tarEntry(
 ): Buffer {
   const type = opts.type ?? 'File';
   const body = Buffer.from(type === 'File' ? (opts.body ?? '') : '');
-  const header = new Header({ path, mode: 0o644, size: body.length, type, linkpath: opts.linkpath, mtime: new Date(0), uid: 0, gid: 0 });
+  const header = new Header({
+    path,
+    mode: 0o644,
+    size: body.length,
+    type,
+    ...(opts.linkpath === undefined ? {} : { linkpath: opts.linkpath }),
+    mtime: new Date(0),
+    uid: 0,
+    gid: 0,
+  });
   const block = Buffer.alloc(512);
   header.encode(block, 0);
   return Buffer.concat([block, body, Buffer.alloc((512 - (body.length % 512)) % 512)]);

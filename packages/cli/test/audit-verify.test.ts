@@ -175,7 +175,8 @@ describe('audit verify against exported checkpoints: truncation and re-sealing',
       }
       // Pad the chain back to its old length with a re-sealed copy of the last event, as a careful attacker would.
       const last = toEvent(rows.at(-1) as EventRow);
-      const pad = sealAuditEvent({ ...last, id: `${last.id.slice(0, -1)}Z` }, prev.seq, prev.hash);
+      // A new id: the last one with its final character changed (never to itself, or the insert would collide).
+      const pad = sealAuditEvent({ ...last, id: `${last.id.slice(0, -1)}${last.id.endsWith('Z') ? 'Y' : 'Z'}` }, prev.seq, prev.hash);
       insert.run({ ...(rows.at(-1) as EventRow), id: pad.id, seq: pad.seq, prev_hash: pad.prevHash, hash: pad.hash });
     });
     assert.equal(r.plain, 0, 'a re-sealed chain passes the hash chain alone');

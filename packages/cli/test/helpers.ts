@@ -44,7 +44,11 @@ export function cleanEnv(extra: Record<string, string | undefined> = {}): NodeJS
 }
 
 /** Runs a program to completion (never throws for a non-zero exit). */
-export function run(file: string, args: readonly string[], opts: { env?: NodeJS.ProcessEnv; cwd?: string } = {}): Promise<RunResult> {
+export function run(
+  file: string,
+  args: readonly string[],
+  opts: { env?: NodeJS.ProcessEnv | undefined; cwd?: string } = {},
+): Promise<RunResult> {
   return new Promise((resolve, reject) => {
     execFile(
       file,
@@ -62,12 +66,12 @@ export function run(file: string, args: readonly string[], opts: { env?: NodeJS.
 }
 
 /** Runs `svc` (the linked `node_modules/.bin/svc`) with `args`. */
-export function svc(args: readonly string[], opts: { env?: NodeJS.ProcessEnv; cwd?: string } = {}): Promise<RunResult> {
+export function svc(args: readonly string[], opts: { env?: NodeJS.ProcessEnv | undefined; cwd?: string } = {}): Promise<RunResult> {
   return run(process.execPath, [SVC_BIN, ...args], opts);
 }
 
 /** Runs `svc` and fails the test with its stderr unless it exits 0. */
-export async function svcOk(args: readonly string[], opts: { env?: NodeJS.ProcessEnv; cwd?: string } = {}): Promise<RunResult> {
+export async function svcOk(args: readonly string[], opts: { env?: NodeJS.ProcessEnv | undefined; cwd?: string } = {}): Promise<RunResult> {
   const r = await svc(args, opts);
   if (r.code !== 0) throw new Error(`svc ${args.join(' ')} exited ${r.code}: ${r.stderr}`);
   return r;

@@ -173,7 +173,19 @@ describe('new sessions and audit pages', () => {
       lastRotatedAt: null,
       revokedAt: null,
       revokedReason: null,
+      clientAddress: null,
+      userAgent: null,
     });
+    const withClient = newSessionRecord({
+      id: 'ses_2',
+      device,
+      now: T,
+      expiresAt: T + 100,
+      pair: { accessExpiresAt: T + 50, refreshExpiresAt: T + 500 },
+      client: { clientAddress: '127.0.0.1', userAgent: 'curl/8.5.0' },
+    });
+    assert.equal(withClient.clientAddress, '127.0.0.1');
+    assert.equal(withClient.userAgent, 'curl/8.5.0');
   });
 
   test('an audit page is whole numbers from 0, whatever the caller passed', () => {

@@ -37,7 +37,7 @@ export interface NodeHarnessOptions extends HarnessOptions {
   /** Where the node surface binds (default 127.0.0.1); `nodeBase` then uses this host, or `nodeUrlHost`. */
   nodeHost?: string;
   /** The host of `nodeBase` when it differs from `nodeHost` (a wildcard bind reached at one address). */
-  nodeUrlHost?: string;
+  nodeUrlHost?: string | undefined;
 }
 
 export async function startNodeHarness(opts: NodeHarnessOptions = {}): Promise<NodeHarness> {
