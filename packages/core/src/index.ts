@@ -5,6 +5,12 @@
 
 export { ADDON_MANIFEST_FILE, type StoreAddonContext, type StoreAddonExport } from './addon.js';
 export {
+  type AppGatewayConfig,
+  type AppPathRequirement,
+  type AppTlsConfig,
+  DEFAULT_APP_GATEWAY_CONFIG,
+} from './app-config.js';
+export {
   AUDIT_EVENT_TYPES,
   type AuditData,
   type AuditEvent,

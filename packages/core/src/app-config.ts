@@ -1,0 +1,57 @@
+/**
+ * The application gateway's configuration, as `project.edn` gives it (`:svc/app-*` keys; see
+ * the contract's "Application gateway"). Types only here: `config.ts` reads and validates the
+ * keys into this shape, the gateway applies it.
+ */
+
+/** A per-path requirement of `:svc/app-require`: what a principal must show, beyond being signed in, to reach the path. */
+export interface AppPathRequirement {
+  /** An exact path, or a prefix ending in `/*` (the same patterns as `:svc/app-public`). */
+  readonly path: string;
+  /** When not null, the principal's subject must be one of these. */
+  readonly subjects: readonly string[] | null;
+  /** When not null, the principal's `amr` claim must hold at least one of these methods. */
+  readonly amr: readonly string[] | null;
+  /** When not null, the principal must have signed in at most this many seconds ago (`auth_time`). */
+  readonly maxAuthAgeSeconds: number | null;
+}
+
+/** Built-in TLS of the application listener: PEM files, read at start and again on SIGHUP. */
+export interface AppTlsConfig {
+  /** Certificate chain (PEM); a relative path is from the project directory. */
+  readonly cert: string;
+  /** Private key (PEM); a relative path is from the project directory. */
+  readonly key: string;
+}
+
+/** The `:svc/app-*` keys of `project.edn`, validated. */
+export interface AppGatewayConfig {
+  /** `:svc/app-listen`: `"host:port"`, `"off"`, or null (the default `127.0.0.1:8080` unless a flag or `SVC_APP_LISTEN` says). */
+  readonly listen: string | null;
+  /** `:svc/app-upstream`: the origin (`http://` or `https://`) authenticated requests are proxied to; null in module mode or with neither. */
+  readonly upstream: string | null;
+  /** `:svc/app-audience`: the `aud` of `Svc-Assertion`; null means the upstream's origin. */
+  readonly audience: string | null;
+  /** `:svc/app-public`: exact paths and prefixes ending in `/*` that need no principal. */
+  readonly publicPaths: readonly string[];
+  /** `:svc/app-identity-headers`: further inbound header names to strip (lower-cased), beyond the contract's list. */
+  readonly identityHeaders: readonly string[];
+  /** `:svc/app-require`: per-path requirements, most specific match applies. */
+  readonly requirements: readonly AppPathRequirement[];
+  /** `:svc/app-tls`: built-in TLS, or null for plain HTTP. */
+  readonly tls: AppTlsConfig | null;
+  /** `:svc/app-trusted-proxies`: addresses and CIDRs whose `X-Forwarded-For`/`-Proto` are believed. Empty: none. */
+  readonly trustedProxies: readonly string[];
+}
+
+/** The configuration with no `:svc/app-*` key set. */
+export const DEFAULT_APP_GATEWAY_CONFIG: AppGatewayConfig = Object.freeze({
+  listen: null,
+  upstream: null,
+  audience: null,
+  publicPaths: Object.freeze([]),
+  identityHeaders: Object.freeze([]),
+  requirements: Object.freeze([]),
+  tls: null,
+  trustedProxies: Object.freeze([]),
+});

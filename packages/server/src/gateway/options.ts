@@ -1,0 +1,50 @@
+import type { AppPathRequirement, AuthDeps, Principal } from '@svc/core';
+import type { FastifyBaseLogger, FastifyInstance, FastifyRequest } from 'fastify';
+import type { ChallengeBudget } from '../http/challenge-budget.js';
+import type { FailureLimiter } from '../http/failure-limiter.js';
+import type { ServiceMetrics } from '../metrics/metrics.js';
+
+/**
+ * What serves the application once identity is settled: a plugin registered in its own
+ * encapsulated context AFTER the gateway's strip and authenticate hooks, so everything it adds
+ * runs with `request.principal` already set (the frozen principal, or null on a public path).
+ * Upstream mode ({@link UpstreamAttachOptions}) and module mode are the two kinds.
+ */
+export type GatewayAttach = (app: FastifyInstance) => Promise<void>;
+
+/** The route policy of the gateway (from `:svc/app-public`, `:svc/app-identity-headers`, `:svc/app-require`). */
+export interface GatewayPolicy {
+  readonly publicPaths: readonly string[];
+  readonly identityHeaders: readonly string[];
+  readonly requirements: readonly AppPathRequirement[];
+}
+
+/** Options of `buildGatewayApp`. */
+export interface GatewayAppOptions {
+  /** Store, clock, randomness, log, project id and settings of the auth module. */
+  readonly deps: AuthDeps;
+  readonly logger?: FastifyBaseLogger | false;
+  readonly metrics?: ServiceMetrics;
+  readonly policy: GatewayPolicy;
+  /** Addresses and CIDRs whose `X-Forwarded-For` / `X-Forwarded-Proto` are believed (Fastify's `trustProxy`); empty: none. */
+  readonly trustedProxies: readonly string[];
+  /** Built-in TLS (PEM contents); absent: plain HTTP. The surface reloads it with `app.server.setSecureContext`. */
+  readonly https?: { readonly cert: string | Buffer; readonly key: string | Buffer };
+  /** The JWK Set served at `GET /.svc/jwks.json` (the public keys that sign `Svc-Assertion`); absent: `{"keys":[]}`. */
+  readonly jwks?: () => { readonly keys: readonly object[] };
+  /** What serves the application after identity; absent: every non-reserved path answers 404 once authenticated. */
+  readonly attach?: GatewayAttach;
+  readonly limiter?: FailureLimiter;
+  readonly challenges?: ChallengeBudget;
+}
+
+/** What the upstream attach adds to each proxied request, computed once identity is settled. */
+export type UpstreamIdentityHeaders = (req: FastifyRequest, principal: Principal | null) => Record<string, string>;
+
+/** Options of the upstream attach (`:svc/app-upstream`). */
+export interface UpstreamAttachOptions {
+  /** The upstream's origin, e.g. `http://127.0.0.1:3000`. */
+  readonly upstream: URL;
+  /** The `Svc-*` headers (and `Svc-Assertion`) to set on the proxied request; they replace anything of the same name. */
+  readonly identityHeaders: UpstreamIdentityHeaders;
+}
