@@ -16,6 +16,7 @@ import {
   rotateAssertionKeySet,
 } from '@svc/core';
 import { type AssertionSigner, createAssertionSigner } from '@svc/server';
+import Fastify from 'fastify';
 
 const T0 = Date.parse('2026-11-23T12:00:00.000Z');
 const AUD = 'http://127.0.0.1:3000';
@@ -218,6 +219,25 @@ describe('Svc-Assertion signing and verification', () => {
 
   test('a request without a Host cannot get an assertion', () => {
     assert.throws(() => signer.sign(principal, { ...REQ, host: undefined }), TypeError);
+  });
+
+  test('a Fastify request is bound as the gateway received it (X-Forwarded-* only from a trusted proxy)', async () => {
+    for (const trustProxy of [false, '127.0.0.1']) {
+      const app = Fastify({ trustProxy });
+      app.all('/*', async (req) => parts(signer.sign(principal, req)).payload);
+      const address = await app.listen({ port: 0, host: '127.0.0.1' });
+      try {
+        const res = await fetch(`${address}/orders/7?page=2`, {
+          method: 'POST',
+          headers: { 'x-forwarded-proto': 'https', 'x-forwarded-host': 'app.example' },
+        });
+        const claims = (await res.json()) as { htm: string; htu: string };
+        assert.equal(claims.htm, 'POST');
+        assert.equal(claims.htu, trustProxy === false ? `${address}/orders/7` : 'https://app.example/orders/7');
+      } finally {
+        await app.close();
+      }
+    }
   });
 
   describe('key rotation with overlap, through a real JWK Set server', () => {
