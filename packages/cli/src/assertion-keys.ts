@@ -102,8 +102,9 @@ function withLock<T>(file: string, fn: () => T): T {
 /**
  * Rotates the assertion key set at `now` (core's rules: the new key is published at once and
  * signs after the pre-publication; the old one stays published for the overlap; `immediate`
- * withdraws every old key at once). The file is replaced atomically; a running gateway picks
- * it up within a second, without a restart.
+ * withdraws every old key at once; without a set yet, the new key is the first and signs at
+ * once). The file is replaced atomically; a running gateway picks it up within a second,
+ * without a restart.
  *
  * @example
  * const r = rotateAssertionKeys(project, Date.now(), { immediate: false });
@@ -114,9 +115,11 @@ export function rotateAssertionKeys(
   opts: { readonly immediate: boolean },
 ): AssertionKeyRotation {
   const file = assertionKeysFile(project);
-  ensureAssertionKeys(project, now);
+  ensureControlDir(project.controlDir);
   return withLock(file, () => {
-    const rotation = rotateAssertionKeySet(readAssertionKeys(file), freshKey(), now, opts);
+    // No set yet (the gateway never started): the new key is the first, and signs at once.
+    const set: AssertionKeySetJson = existsSync(file) ? readAssertionKeys(file) : { version: 1, keys: [] };
+    const rotation = rotateAssertionKeySet(set, freshKey(), now, opts);
     if (rotation.outcome === 'rotated') save(file, rotation.set);
     return rotation;
   });

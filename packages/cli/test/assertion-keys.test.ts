@@ -93,16 +93,16 @@ describe('svc app rotate-key', () => {
     const dir = join(tmp.dir, 'project');
     await initProject(dir, { env });
     const file = join(dir, '.svc', 'control', 'assertion-keys.json');
-    const first = JSON.parse((await svcOk(['app', 'rotate-key', dir, '--json'], { env })).stdout) as {
-      kid: string;
-      signs_from: string;
-      previous: { kid: string; signs_until: string; published_until: string } | null;
-    };
+    type Rotated = { kid: string; signs_from: string; previous: { kid: string; signs_until: string; published_until: string } | null };
+    // No key yet (the gateway never started): the first key, signing at once.
+    const created = JSON.parse((await svcOk(['app', 'rotate-key', dir, '--json'], { env })).stdout) as Rotated;
+    assert.equal(created.previous, null);
+    assert.ok(Date.parse(created.signs_from) <= Date.now());
     assert.equal(statSync(file).mode & 0o777, 0o600);
-    // No key before: the first one was created on this need, so the rotation put a successor beside it.
-    assert.ok(first.previous !== null);
-    assert.equal(first.previous.signs_until, first.signs_from);
-    assert.equal(Date.parse(first.previous.published_until) - Date.parse(first.signs_from), ASSERTION_KEY_OVERLAP_SECONDS * 1000);
+    const first = JSON.parse((await svcOk(['app', 'rotate-key', dir, '--json'], { env })).stdout) as Rotated;
+    assert.equal(first.previous?.kid, created.kid);
+    assert.equal(first.previous?.signs_until, first.signs_from);
+    assert.equal(Date.parse(first.previous?.published_until ?? '') - Date.parse(first.signs_from), ASSERTION_KEY_OVERLAP_SECONDS * 1000);
     assert.ok(Date.parse(first.signs_from) > Date.now() + (ASSERTION_KEY_PREPUBLISH_SECONDS - 60) * 1000);
 
     const again = await svc(['app', 'rotate-key', dir], { env });
@@ -129,6 +129,7 @@ describe('svc app rotate-key', () => {
     assert.deepEqual(
       trail.map((e) => [e.data.kid, e.data.immediate]),
       [
+        [created.kid, false],
         [first.kid, false],
         [leaked.kid, true],
       ],

@@ -65,7 +65,8 @@ export const appRotateKey: Command = {
       if (args.values.json === true) {
         printJson({ kid: next.kid, signs_from: next.signs_from, previous: prev });
       } else {
-        printText(`assertion key rotated: ${next.kid} is published now and signs from ${next.signs_from}`);
+        if (prev === null) printText(`assertion key created: ${next.kid} is published and signs from ${next.signs_from}`);
+        else printText(`assertion key rotated: ${next.kid} is published now and signs from ${next.signs_from}`);
         if (prev !== null)
           printText(`the previous key ${prev.kid} signs until ${prev.signs_until} and is published until ${prev.published_until}`);
       }
