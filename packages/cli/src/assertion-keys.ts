@@ -47,11 +47,18 @@ const save = (file: string, set: AssertionKeySetJson): void => writeFileAtomic(f
  */
 export function readAssertionKeys(file: string): AssertionKeySetJson {
   assertOwnerOnly(file, 'the assertion key set');
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (error) {
+    throw new CliError(`cannot read the assertion key set ${file}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+  }
   let value: unknown;
   try {
-    value = JSON.parse(readFileSync(file, 'utf8'));
-  } catch (error) {
-    throw new CliError(`cannot read the assertion key set ${file}: ${(error as Error).message}`);
+    value = JSON.parse(text);
+  } catch {
+    // Not the parser's message: it may quote the file, and the file holds private keys.
+    throw new CliError(`the assertion key set ${file} is not JSON; restore it, or remove it to start a new one`);
   }
   try {
     return parseAssertionKeySet(value);

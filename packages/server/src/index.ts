@@ -8,6 +8,7 @@ export {
   type AssertionSigner,
   type AssertionSignerOptions,
   createAssertionSigner,
+  svcIdentityHeaders,
 } from './gateway/assertion.js';
 export { type ConnectionLimits, MANAGEMENT_CONNECTION_LIMITS, NODE_CONNECTION_LIMITS } from './http/connection-limits.js';
 export { parseIPv4 } from './http/loopback.js';

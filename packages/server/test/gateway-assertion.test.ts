@@ -15,7 +15,7 @@ import {
   makePrincipal,
   rotateAssertionKeySet,
 } from '@svc/core';
-import { type AssertionSigner, createAssertionSigner } from '@svc/server';
+import { type AssertionSigner, createAssertionSigner, svcIdentityHeaders } from '@svc/server';
 import Fastify from 'fastify';
 
 const T0 = Date.parse('2026-11-23T12:00:00.000Z');
@@ -238,6 +238,16 @@ describe('Svc-Assertion signing and verification', () => {
         await app.close();
       }
     }
+  });
+
+  test('the upstream identity headers: the Svc-* facts and the assertion; none without a principal', async () => {
+    const headers = svcIdentityHeaders(signer);
+    const fake = REQ as unknown as Parameters<typeof headers>[0];
+    const h = headers(fake, principal);
+    assert.deepEqual(Object.keys(h).sort(), ['svc-assertion', 'svc-device', 'svc-realm', 'svc-session', 'svc-subject']);
+    assert.equal(h['svc-subject'], 'dev_alice');
+    assert.equal((await verify(h['svc-assertion'] as string)).session, h['svc-session']);
+    assert.deepEqual(headers(fake, null), {});
   });
 
   describe('key rotation with overlap, through a real JWK Set server', () => {

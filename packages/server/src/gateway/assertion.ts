@@ -11,6 +11,7 @@ import {
   publishedAssertionKeys,
   type RandomBytes,
 } from '@svc/core';
+import type { UpstreamIdentityHeaders } from './options.js';
 
 /**
  * What the signer reads of the request the gateway received: a Fastify request fits as it is
@@ -101,5 +102,26 @@ export function createAssertionSigner(opts: AssertionSignerOptions): AssertionSi
     jwks() {
       return { keys: publishedAssertionKeys(opts.keys(), opts.clock.now()) };
     },
+  };
+}
+
+/**
+ * The contract's identity headers of upstream mode for a request (a ready
+ * `UpstreamAttachOptions.identityHeaders`): `Svc-Subject`, `Svc-Realm`, `Svc-Session`,
+ * `Svc-Device` and the signed `Svc-Assertion`; none on a public path (no principal).
+ *
+ * @example
+ * const attach = upstreamAttach({ upstream: new URL(app.upstream), identityHeaders: svcIdentityHeaders(signer) });
+ */
+export function svcIdentityHeaders(signer: AssertionSigner): UpstreamIdentityHeaders {
+  return (req, principal) => {
+    if (principal === null) return {};
+    return {
+      'svc-subject': principal.subject,
+      'svc-realm': principal.realm,
+      'svc-session': principal.session,
+      'svc-device': principal.device,
+      'svc-assertion': signer.sign(principal, req),
+    };
   };
 }
