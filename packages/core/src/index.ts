@@ -11,6 +11,25 @@ export {
   DEFAULT_APP_GATEWAY_CONFIG,
 } from './app-config.js';
 export {
+  ASSERTION_TYP,
+  type AssertionClaims,
+  type AssertionKeyJson,
+  type AssertionKeyRotation,
+  type AssertionKeySetJson,
+  type AssertionPublicJwk,
+  assertionAudienceOf,
+  assertionClaims,
+  assertionHtu,
+  assertionKeyId,
+  assertionSigningKey,
+  type FreshAssertionKey,
+  firstAssertionKeySet,
+  parseAssertionKeySet,
+  pruneAssertionKeySet,
+  publishedAssertionKeys,
+  rotateAssertionKeySet,
+} from './assertion-keys.js';
+export {
   AUDIT_EVENT_TYPES,
   type AuditData,
   type AuditEvent,
@@ -64,6 +83,10 @@ export { makePrincipal, type Principal, type PrincipalClaims } from './principal
 export { isRealm, type Realm } from './realm.js';
 export { type SessionClientInput, sessionClient, USER_AGENT_MAX_CHARS } from './session-client.js';
 export {
+  ASSERTION_KEY_OVERLAP_SECONDS,
+  ASSERTION_KEY_PREPUBLISH_SECONDS,
+  ASSERTION_MAX_TTL_SECONDS,
+  ASSERTION_TTL_SECONDS,
   BOOTSTRAP_TOKEN_TTL_SECONDS,
   DEFAULT_NODE_LISTEN,
   formatLimit,

@@ -105,6 +105,25 @@ export const PAIRING_MIN_TTL_SECONDS = 30;
 /** The largest request body any surface accepts, in bytes (the spec's 64 KiB); larger ones get 413 before parsing. */
 export const MAX_REQUEST_BODY_BYTES = 65_536;
 
+/** How long a `Svc-Assertion` the gateway attaches is valid (`exp` - `iat`): one proxied request, plus clock skew. */
+export const ASSERTION_TTL_SECONDS = 30;
+
+/** The longest `exp` - `iat` an assertion may have (the contract's bound); verifiers refuse longer ones. */
+export const ASSERTION_MAX_TTL_SECONDS = 60;
+
+/**
+ * How long a rotated-in assertion key is published in the JWK Set before it signs anything: at
+ * least the longest JWK Set cache of common verifiers (jose's `createRemoteJWKSet` 10 min,
+ * PyJWT's `PyJWKClient` 5 min), so one that cached the set before the rotation already knows it.
+ */
+export const ASSERTION_KEY_PREPUBLISH_SECONDS = 600;
+
+/**
+ * How long a rotated-out assertion key stays published after it stopped signing: what it signed
+ * last still verifies (at most {@link ASSERTION_MAX_TTL_SECONDS} old) with ample clock skew.
+ */
+export const ASSERTION_KEY_OVERLAP_SECONDS = 300;
+
 /** A limit the spec fixes: documented beside the settings, never configurable. */
 export interface FixedLimit {
   readonly name: string;
@@ -138,6 +157,24 @@ export const FIXED_LIMITS: readonly FixedLimit[] = [
     value: MAX_REQUEST_BODY_BYTES,
     unit: 'bytes',
     meaning: 'the largest request body any listener accepts; larger ones get `413 payload_too_large` before they are parsed',
+  },
+  {
+    name: 'gateway assertion lifetime',
+    value: ASSERTION_TTL_SECONDS,
+    unit: 'seconds',
+    meaning: 'how long a `Svc-Assertion` is valid after the gateway signed it (`@svc/assertion` refuses any longer than 60 s)',
+  },
+  {
+    name: 'assertion key pre-publication',
+    value: ASSERTION_KEY_PREPUBLISH_SECONDS,
+    unit: 'seconds',
+    meaning: 'after `svc app rotate-key`, the new key is in `/.svc/jwks.json` this long before it signs',
+  },
+  {
+    name: 'assertion key overlap',
+    value: ASSERTION_KEY_OVERLAP_SECONDS,
+    unit: 'seconds',
+    meaning: 'after the switch, the previous key stays in `/.svc/jwks.json` this long (none after `--immediate`)',
   },
 ];
 

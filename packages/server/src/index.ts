@@ -2,6 +2,14 @@
 // generator and the tests build the surfaces with. Route plugins, hooks and the HTTP hardening
 // stay inside the package; its own tests import those from their modules.
 
+// The application gateway.
+export {
+  type AssertionRequest,
+  type AssertionSigner,
+  type AssertionSignerOptions,
+  createAssertionSigner,
+  svcIdentityHeaders,
+} from './gateway/assertion.js';
 export { type ConnectionLimits, MANAGEMENT_CONNECTION_LIMITS, NODE_CONNECTION_LIMITS } from './http/connection-limits.js';
 export { parseIPv4 } from './http/loopback.js';
 // The management API (loopback only).

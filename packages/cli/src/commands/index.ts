@@ -46,6 +46,11 @@ export const COMMANDS: readonly CommandEntry[] = [
     load: async () => (await import('./node-rotate-key.js')).nodeRotateKey,
   },
   {
+    path: ['app', 'rotate-key'],
+    summary: "Rotate the gateway's Svc-Assertion signing key: the new key is published first, the old one stays published for an overlap.",
+    load: async () => (await import('./app-rotate-key.js')).appRotateKey,
+  },
+  {
     path: ['auth', 'keygen'],
     summary: 'Generate an Ed25519 device key (PKCS#8 PEM, owner-only) and print its public key hex.',
     load: async () => (await import('./auth-keygen.js')).authKeygen,
