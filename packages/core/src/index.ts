@@ -58,6 +58,7 @@ export {
   type SvcErrorCode,
 } from './errors.js';
 export { type IdKind, isIdOfKind, newId } from './ids.js';
+export { cidrPrefixLength, ipVersion, isIpOrCidr } from './ip-address.js';
 export { isValidNodeId, NODE_ID_PATTERN, nodeIdOf, normalizeNodeId } from './node-id.js';
 export { type NodeKeySetJson, nodeKeyValidAt } from './node-keys.js';
 export { makePrincipal, type Principal, type PrincipalClaims } from './principal.js';
@@ -65,6 +66,7 @@ export { isRealm, type Realm } from './realm.js';
 export { type SessionClientInput, sessionClient, USER_AGENT_MAX_CHARS } from './session-client.js';
 export {
   BOOTSTRAP_TOKEN_TTL_SECONDS,
+  DEFAULT_APP_LISTEN,
   DEFAULT_NODE_LISTEN,
   formatLimit,
   MAX_REQUEST_BODY_BYTES,
