@@ -4,6 +4,17 @@
 
 export { type ConnectionLimits, MANAGEMENT_CONNECTION_LIMITS, NODE_CONNECTION_LIMITS } from './http/connection-limits.js';
 export { parseIPv4 } from './http/loopback.js';
+// Listeners that may bind a network address (the node surface, the application gateway).
+export {
+  APP_LISTEN_ENV,
+  APP_LISTEN_NAMES,
+  cleartextExposed,
+  isLoopbackHost,
+  type NetworkListenNames,
+  parseNetworkListenAddress,
+  resolveAppListen,
+  resolveNetworkListen,
+} from './http/network-listen.js';
 // The management API (loopback only).
 export { buildManagementApp, type ManagementAppOptions } from './management/app.js';
 export {
