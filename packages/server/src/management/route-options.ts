@@ -61,6 +61,19 @@ export async function managementPrincipal(deps: AuthDeps, req: FastifyRequest): 
   return authenticate(deps, { token: bearerToken(req.headers.authorization), realm: 'management' });
 }
 
+/**
+ * The principal of a request's bearer token in `realm`, or `401 invalid_token`: the management
+ * realm through {@link managementPrincipal} (loopback peers only), any other realm by the
+ * token alone. A token of another realm is refused like an unknown one. One store lookup.
+ *
+ * @example
+ * const principal = await bearerPrincipal(deps, req, 'application');
+ */
+export function bearerPrincipal(deps: AuthDeps, req: FastifyRequest, realm: Realm): Promise<Principal> {
+  if (realm === 'management') return managementPrincipal(deps, req);
+  return authenticate(deps, { token: bearerToken(req.headers.authorization), realm });
+}
+
 declare module 'fastify' {
   interface FastifyRequest {
     /** The principal {@link requireManagementPrincipal} verified for this request; null on a route without it. */
@@ -90,8 +103,19 @@ export function decoratePrincipal(app: FastifyInstance): void {
  * app.addHook('onRequest', requireManagementPrincipal(deps));
  */
 export function requireManagementPrincipal(deps: AuthDeps): onRequestAsyncHookHandler {
+  return requireBearerPrincipal(deps, 'management');
+}
+
+/**
+ * {@link requireManagementPrincipal} for any realm: an `onRequest` hook that keeps the
+ * {@link bearerPrincipal} of `realm` on the request for {@link principalOf}.
+ *
+ * @example
+ * app.post('/.svc/auth/v1/revoke', { onRequest: requireBearerPrincipal(deps, 'application') }, handler);
+ */
+export function requireBearerPrincipal(deps: AuthDeps, realm: Realm): onRequestAsyncHookHandler {
   return async (req) => {
-    req.principal = await managementPrincipal(deps, req);
+    req.principal = await bearerPrincipal(deps, req, realm);
   };
 }
 
