@@ -433,6 +433,15 @@ function checkProject(merged: EdnMap, opts: ValidateOptions): { config: Omit<Pro
     }
   }
 
+  // The gateway attaches one application: an upstream, or the project's :svc/app modules.
+  const appModules = Object.values(modules).filter((m) => m.activate.includes('svc/app'));
+  if (app.upstream !== null && appModules.length > 0) {
+    bad(
+      ':svc/app-upstream',
+      `upstream mode and module mode exclude each other: remove :svc/app-upstream, or :svc/app from ${appModules.map((m) => `:${m.alias}`).join(', ')}`,
+    );
+  }
+
   if (problems.length > 0 || store === undefined) return { config: null, problems };
   return {
     config: {

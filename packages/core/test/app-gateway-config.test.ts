@@ -311,3 +311,28 @@ describe('the pure address checks core uses at load', () => {
     assert.notEqual(appPathPatternProblem('/.svc/'), null);
   });
 });
+
+test('upstream mode and module mode exclude each other: :svc/app-upstream with a module activating :svc/app is refused', () => {
+  const value = project({
+    ':svc/app-upstream': 'http://127.0.0.1:3000',
+    ':svc/packages': m({
+      'svc-store-sqlite': m({ ':version': '0.1.0', ':sha256': 'a'.repeat(64) }),
+      'my-app': m({ ':version': '1.0.0', ':sha256': 'b'.repeat(64) }),
+    }),
+    ':svc/modules': m({
+      ':store': m({ ':package': 'svc-store-sqlite', ':activate': [kw('svc/store')] }),
+      ':auth': m({ ':module': kw('svc/auth'), ':config': m({ ':auth/store': kw('store') }) }),
+      ':web': m({ ':package': 'my-app', ':activate': [kw('svc/app')] }),
+    }),
+  });
+  try {
+    validateProjectConfig(value, { file: 'p/project.edn' });
+    assert.fail('expected a ConfigError');
+  } catch (e) {
+    assert.ok(e instanceof ConfigError);
+    assert.ok(
+      e.problems.some((p) => p.key === ':svc/app-upstream' && /upstream mode and module mode exclude each other.*:web/.test(p.message)),
+      e.message,
+    );
+  }
+});

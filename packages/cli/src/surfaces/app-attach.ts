@@ -32,15 +32,19 @@ export interface AppAttachment {
 export async function appAttachment(ctx: SurfaceContext): Promise<AppAttachment> {
   const { app } = ctx.project.config;
   if (app.upstream !== null) {
-    // TODO(lead): upstream mode. Return
-    //   { attach: upstreamAttach({ upstream: new URL(app.upstream), identityHeaders }), jwks }
-    // where identityHeaders sets Svc-Subject/-Realm/-Session/-Device and Svc-Assertion signed by
-    // gw-assert's signer (aud = app.audience ?? app.upstream), and jwks publishes its keys.
+    // TODO(lead): upstream mode, once gw-upstream (upstreamAttach, @svc/server) and gw-assert
+    // (the Svc-Assertion signer and its key files) are merged. Return
+    //   { attach: upstreamAttach({ upstream: new URL(app.upstream), identityHeaders }), jwks, close }
+    // where identityHeaders(req, principal) sets Svc-Subject/-Realm/-Session/-Device and
+    // Svc-Assertion signed by gw-assert's signer (aud = app.audience ?? app.upstream, iss = node
+    // id), jwks publishes the signer's public keys, and close stops any key-file watcher.
     throw new CliError(
       `${ctx.project.file}: :svc/app-upstream is set, but this build cannot proxy to an upstream yet; remove :svc/app-upstream or set SVC_APP_LISTEN=off`,
     );
   }
-  // TODO(lead): module mode. When a module of :svc/modules activates :svc/app, return
-  // gw-modules' attach for it (its Fastify plugin, registered after the identity hooks).
+  // TODO(lead): module mode, once gw-modules is merged:
+  //   const modules = await loadAppModules(ctx.project);   // packages/cli/src/app-modules.ts
+  //   if (modules.length > 0) return { attach: moduleAttach(modules) };   // @svc/server
+  // (Config validation already refuses :svc/app-upstream together with :svc/app modules.)
   return {};
 }
