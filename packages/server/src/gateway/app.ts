@@ -41,7 +41,13 @@ export const INSUFFICIENT_SCOPE_CHALLENGE = 'Bearer realm="application", error="
 /** The OpenAPI security requirement of the application-realm bearer routes. */
 const APPLICATION_BEARER = [{ applicationBearer: [] }];
 
-/** Whether a (decoded) path is under the reserved prefix (`/.svc` itself included). */
+/**
+ * Whether a (decoded) path is under the reserved prefix (`/.svc` itself included).
+ *
+ * @example
+ * isReservedPath('/.svc/jwks.json'); // true
+ * isReservedPath('/.svcx'); // false
+ */
 export function isReservedPath(path: string): boolean {
   return path === '/.svc' || path.startsWith(RESERVED_PREFIX);
 }
