@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { registeredRoutes } from '../src/http/route-registry.js';
 import { INSUFFICIENT_SCOPE_CHALLENGE, NODE_ROUTES } from '../src/index.js';
+import { networkAddress } from './hardening/surfaces.js';
 import {
   applicationUser,
   echoAttach,
@@ -92,9 +93,52 @@ describe('the gateway authenticates in the application realm only', () => {
   test('an application token reaches the application with its frozen principal and without the Authorization header', async () => {
     const r = await gatewayApi(h, 'GET', '/app/x', { token: app.pair.access_token });
     assert.equal(r.status, 200);
+    assert.equal(r.headers.get('content-security-policy'), null, "the application's responses carry no gateway CSP");
+    assert.equal(r.headers.get('cache-control'), 'no-store', 'the other security headers are defaults');
+    const refused = await gatewayApi(h, 'GET', '/app/x');
+    assert.match(refused.headers.get('content-security-policy') ?? '', /default-src 'none'/, "the gateway's own refusals keep it");
     assert.equal(r.body.principal.session, app.pair.session_id);
     assert.equal(r.body.principal.device, app.deviceId);
     assert.equal(r.body.headers.authorization, undefined);
+  });
+});
+
+describe('a management token that crossed the network to the gateway', () => {
+  const NET = networkAddress();
+  test('is refused, and its session revoked as exposed (token_exposed, audited), as on the node surface', {
+    skip: NET === undefined ? 'no non-loopback IPv4 address' : false,
+  }, async () => {
+    const h = await startGatewayHarness({ attach: echoAttach, gatewayHost: NET as string });
+    try {
+      const mgmt = (await admin(h)).pair;
+      const port = h.gatewayPort;
+      const onNet = { gatewayBase: `http://${NET}:${port}` };
+      const loopbackOnly = await startGateway(h, { attach: echoAttach });
+      try {
+        const local = await gatewayApi({ gatewayBase: loopbackOnly.base }, 'GET', '/app/x', { token: mgmt.access_token });
+        assert.equal(local.status, 401);
+        assert.equal(
+          (await api(h, 'GET', '/v1/auth/me', { token: mgmt.access_token })).status,
+          200,
+          'from this machine it is only refused',
+        );
+      } finally {
+        await loopbackOnly.app.close();
+      }
+      const r = await gatewayApi(onNet, 'GET', '/public/x', { token: mgmt.access_token });
+      assert.equal(r.status, 200, 'a public path still answers');
+      assert.equal(r.body.principal, null);
+      const me = await api(h, 'GET', '/v1/auth/me', { token: mgmt.access_token });
+      assert.equal(me.status, 401, 'the exposed management session is revoked');
+      const other = (await admin(h)).pair;
+      const audit = await api(h, 'GET', '/v1/auth/audit?limit=1000', { token: other.access_token });
+      const revoked = (audit.body.events as { type: string; session_id: string; data: { reason?: string } }[]).find(
+        (e) => e.type === 'session.revoked' && e.session_id === mgmt.session_id,
+      );
+      assert.equal(revoked?.data.reason, 'token_exposed');
+    } finally {
+      await h.close();
+    }
   });
 });
 
