@@ -2,7 +2,6 @@ import type { Server } from 'node:http';
 import {
   type AuthDeps,
   AuthError,
-  authenticate,
   identityHeaderPredicate,
   isPublicPath,
   type Principal,
@@ -18,7 +17,7 @@ import { APPLICATION_CONNECTION_LIMITS, installConnectionLimits } from '../http/
 import { createFailureLimiter, type FailureLimiter } from '../http/failure-limiter.js';
 import { hardenSurface } from '../http/harden.js';
 import { serverOptions } from '../http/server-options.js';
-import { decoratePrincipal } from '../management/route-options.js';
+import { applicationPrincipal, decoratePrincipal } from '../management/route-options.js';
 import { sessionRoutes } from '../management/session-routes.js';
 import { signInRoutes } from '../management/sign-in-routes.js';
 import { instrumentHttp } from '../metrics/instrument-http.js';
@@ -41,7 +40,13 @@ export const INSUFFICIENT_SCOPE_CHALLENGE = 'Bearer realm="application", error="
 /** The OpenAPI security requirement of the application-realm bearer routes. */
 const APPLICATION_BEARER = [{ applicationBearer: [] }];
 
-/** Whether a (decoded) path is under the reserved prefix (`/.svc` itself included). */
+/**
+ * Whether a (decoded) path is under the reserved prefix (`/.svc` itself included).
+ *
+ * @example
+ * isReservedPath('/.svc/jwks.json'); // true
+ * isReservedPath('/.svcx'); // false
+ */
 export function isReservedPath(path: string): boolean {
   return path === '/.svc' || path.startsWith(RESERVED_PREFIX);
 }
@@ -73,9 +78,9 @@ function gatewayIdentity(deps: AuthDeps, policy: GatewayPolicy): onRequestAsyncH
     const requirement = requirementFor(policy.requirements, path);
     let principal: Principal | null = null;
     if (requirement === null && isPublicPath(policy.publicPaths, path)) {
-      if (ours) principal = await authenticate(deps, { token, realm: 'application' }).catch(() => null);
+      if (ours) principal = await applicationPrincipal(deps, req, token).catch(() => null);
     } else {
-      principal = await authenticate(deps, { token, realm: 'application' });
+      principal = await applicationPrincipal(deps, req, token);
       if (requirement !== null) {
         const unmet = unmetRequirement(requirement, principal, deps.clock.now());
         if (unmet !== null) {
@@ -184,6 +189,14 @@ export async function buildGatewayApp(opts: GatewayAppOptions): Promise<FastifyI
     // Called as a function inside a plain encapsulated plugin, so `fastify-plugin`'s
     // skip-override cannot lift what it registers into the root context.
     await app.register(async (scope) => {
+      // The application's responses are the application's: the gateway's own
+      // `Content-Security-Policy: default-src 'none'` (right for its JSON answers) would break
+      // every page it serves. The other security headers stay as defaults the application may
+      // override; refusals still get all of them (the error path sets them again).
+      scope.addHook('onRequest', (_req, reply, done) => {
+        reply.removeHeader('content-security-policy');
+        done();
+      });
       await attach(scope);
     });
   }

@@ -35,6 +35,28 @@ export function removeHeaders(req: IncomingMessage, drop: (name: string) => bool
 }
 
 /**
+ * {@link removeHeaders} for the trailer section of a chunked request, once it has arrived
+ * (`rawTrailers`, `trailers`, `trailersDistinct`): a forged identity field cannot ride in after
+ * the body either.
+ */
+function removeTrailers(req: IncomingMessage, drop: (name: string) => boolean): void {
+  const raw = req.rawTrailers;
+  if (raw.length === 0) return;
+  const trailers = req.trailers;
+  const distinct = req.trailersDistinct;
+  for (const name of Object.keys(trailers)) if (drop(name)) delete trailers[name];
+  for (const name of Object.keys(distinct)) if (drop(name)) delete distinct[name];
+  let kept = 0;
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    const name = raw[i] as string;
+    if (drop(name)) continue;
+    raw[kept++] = name;
+    raw[kept++] = raw[i + 1] as string;
+  }
+  raw.length = kept;
+}
+
+/**
  * Why a raw request is refused before anything else sees it, or null: smuggling or ambiguous
  * framing ({@link framingRefusal}) or an ambiguous path ({@link unambiguousPath}).
  */
@@ -70,7 +92,8 @@ function refuseResponse(res: ServerResponse, err: AuthError): void {
  * prepended later, sees a request first. Each request is first checked for smuggling,
  * ambiguous framing and an ambiguous path (refused `400 invalid_request`, connection closed;
  * refused upgrades get the same answer written onto the socket), then every header `isIdentity`
- * selects is removed from `rawHeaders`, `headers` and `headersDistinct`.
+ * selects is removed from `rawHeaders`, `headers` and `headersDistinct` (and, when the body
+ * ends, from the trailers).
  *
  * @example
  * installHeaderHygiene(app.server, identityHeaderPredicate(policy.identityHeaders));
@@ -87,6 +110,8 @@ export function installHeaderHygiene(server: Server, isIdentity: (name: string) 
         return true;
       }
       removeHeaders(req, isIdentity);
+      // Trailers arrive with the end of the body: cleaned before any other 'end' listener runs.
+      req.prependOnceListener('end', () => removeTrailers(req, isIdentity));
     }
     return emit.call(this, event, ...args);
   };
