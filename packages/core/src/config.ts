@@ -1,6 +1,7 @@
 import { type AppGatewayConfig, type AppPathRequirement, DEFAULT_APP_GATEWAY_CONFIG } from './app-config.js';
 import type { AuthSettings } from './deps.js';
 import { ConfigError, type ConfigProblem } from './errors.js';
+import { normalizeHeaderName } from './gateway-policy.js';
 import { isIdOfKind } from './ids.js';
 import { cidrPrefixLength, ipVersion } from './ip-address.js';
 import {
@@ -616,7 +617,7 @@ function readAppGatewayConfig(merged: EdnMap, bad: (key: string, message: string
     if (list !== null) {
       const ok: string[] = [];
       for (const h of list) {
-        const name = h.toLowerCase().replaceAll('_', '-');
+        const name = normalizeHeaderName(h);
         if (!HEADER_TOKEN.test(h))
           bad(`:svc/app-identity-headers ${JSON.stringify(h)}`, "not a header name (letters, digits and !#$%&'*+-.^_`|~)");
         else if (UNSTRIPPABLE_HEADERS.includes(name)) {

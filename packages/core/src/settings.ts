@@ -308,7 +308,7 @@ export const PROJECT_KEYS: readonly ProjectKeySpec[] = [
     default: '`[]`',
     inProfile: true,
     meaning:
-      "further inbound headers the gateway strips before authentication, beyond the contract's list (compared lower-cased, with `_` read as `-`)",
+      "further inbound headers the gateway strips before authentication, beyond the contract's list (stored and compared lower-cased, every character other than a letter or digit read as `-`)",
   },
   {
     key: ':svc/app-require',

@@ -164,7 +164,7 @@ describe('the :svc/app-* keys of project.edn', () => {
     assert.match(problemsOf({ ':svc/app-public': [kw('x')] })[0] ?? '', /^:svc\/app-public: expected a vector/);
   });
 
-  test(':svc/app-identity-headers are header names, stored lower-cased with _ as -, and never framing or credential headers', () => {
+  test(':svc/app-identity-headers are header names, stored as the gateway compares them (lower-cased, separators as -), and never framing or credential headers', () => {
     assert.deepEqual(load({ ':svc/app-identity-headers': ['X-Tenant', 'x-tenant', 'X_TENANT', 'x-team'] }).identityHeaders, [
       'x-tenant',
       'x-team',
