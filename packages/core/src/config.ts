@@ -503,6 +503,9 @@ function hasControlCharacter(s: string): boolean {
   return false;
 }
 
+/** The address-range names `:svc/app-trusted-proxies` takes besides addresses and CIDRs (as Fastify's `trustProxy` does). */
+const TRUSTED_PROXY_RANGE_NAMES: readonly string[] = ['loopback', 'linklocal', 'uniquelocal'];
+
 /** An HTTP field name (RFC 9110 `token`). */
 const HEADER_TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 
@@ -658,10 +661,13 @@ function readAppGatewayConfig(merged: EdnMap, bad: (key: string, message: string
     if (list !== null) {
       const ok: string[] = [];
       for (const a of list) {
-        const prefix = cidrPrefixLength(a);
-        if (prefix === null)
-          bad(`:svc/app-trusted-proxies ${JSON.stringify(a)}`, 'not an IP address or CIDR block (e.g. "10.0.0.0/8", "::1")');
-        else if (prefix === 0) {
+        const prefix = TRUSTED_PROXY_RANGE_NAMES.includes(a) ? -1 : cidrPrefixLength(a);
+        if (prefix === null) {
+          bad(
+            `:svc/app-trusted-proxies ${JSON.stringify(a)}`,
+            `not an IP address or CIDR block (e.g. "10.0.0.0/8", "::1") or one of ${TRUSTED_PROXY_RANGE_NAMES.map((n) => `"${n}"`).join(', ')}`,
+          );
+        } else if (prefix === 0) {
           bad(
             `:svc/app-trusted-proxies ${JSON.stringify(a)}`,
             'trusting every address would let any client forge X-Forwarded-For and X-Forwarded-Proto; name the proxies',

@@ -331,11 +331,11 @@ export const PROJECT_KEYS: readonly ProjectKeySpec[] = [
   {
     key: ':svc/app-trusted-proxies',
     type: 'app-addresses',
-    expected: 'a vector of IP addresses and CIDR blocks such as ["10.0.0.0/8" "::1"]',
+    expected: 'a vector of IP addresses, CIDR blocks or the names "loopback", "linklocal", "uniquelocal", such as ["10.0.0.0/8" "::1"]',
     default: '`[]`',
     inProfile: true,
     meaning:
-      'the proxies whose `X-Forwarded-For` and `X-Forwarded-Proto` the gateway believes; from any other address they are ignored. Not `0.0.0.0/0` or `::/0`',
+      'the proxies whose `X-Forwarded-For` and `X-Forwarded-Proto` the gateway believes (addresses, CIDR blocks, or `"loopback"`, `"linklocal"`, `"uniquelocal"`); from any other address they are ignored. Not `0.0.0.0/0` or `::/0`',
   },
   {
     key: ':svc/profiles',

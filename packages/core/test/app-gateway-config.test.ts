@@ -233,9 +233,30 @@ describe('the :svc/app-* keys of project.edn', () => {
   });
 
   test(':svc/app-trusted-proxies are IP addresses or CIDR blocks within bounds, never "everyone"', () => {
-    const good = ['10.0.0.0/8', '192.0.2.7', '192.0.2.7/32', '::1', 'fd00::/8', '::ffff:10.0.0.1', '2001:db8::/128'];
+    const good = [
+      '10.0.0.0/8',
+      '192.0.2.7',
+      '192.0.2.7/32',
+      '::1',
+      'fd00::/8',
+      '::ffff:10.0.0.1',
+      '2001:db8::/128',
+      'loopback',
+      'uniquelocal',
+    ];
     assert.deepEqual(load({ ':svc/app-trusted-proxies': good }).trustedProxies, good);
-    for (const bad of ['10.0.0.0/33', '::/129', '10.0.0.0/08', '127.1', '010.0.0.1', 'proxy.internal', 'fe80::1%eth0', '10.0.0.0/']) {
+    for (const bad of [
+      '10.0.0.0/33',
+      '::/129',
+      '10.0.0.0/08',
+      '127.1',
+      '010.0.0.1',
+      'proxy.internal',
+      'fe80::1%eth0',
+      '10.0.0.0/',
+      'Loopback',
+      'private',
+    ]) {
       assert.match(problemsOf({ ':svc/app-trusted-proxies': [bad] })[0] ?? '', /not an IP address or CIDR block/, bad);
     }
     for (const everyone of ['0.0.0.0/0', '::/0']) {
