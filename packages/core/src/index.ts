@@ -76,7 +76,22 @@ export {
   StoreOpenError,
   type SvcErrorCode,
 } from './errors.js';
+export {
+  FRAMING_HEADER_NAMES,
+  framingRefusal,
+  IDENTITY_HEADER_NAMES,
+  IDENTITY_HEADER_PREFIXES,
+  identityHeaderPredicate,
+  isIdentityHeader,
+  isPublicPath,
+  normalizeHeaderName,
+  pathMatches,
+  requirementFor,
+  unambiguousPath,
+  unmetRequirement,
+} from './gateway-policy.js';
 export { type IdKind, isIdOfKind, newId } from './ids.js';
+export { cidrPrefixLength, ipVersion, isIpOrCidr } from './ip-address.js';
 export { isValidNodeId, NODE_ID_PATTERN, nodeIdOf, normalizeNodeId } from './node-id.js';
 export { type NodeKeySetJson, nodeKeyValidAt } from './node-keys.js';
 export { makePrincipal, type Principal, type PrincipalClaims } from './principal.js';
@@ -88,6 +103,7 @@ export {
   ASSERTION_MAX_TTL_SECONDS,
   ASSERTION_TTL_SECONDS,
   BOOTSTRAP_TOKEN_TTL_SECONDS,
+  DEFAULT_APP_LISTEN,
   DEFAULT_NODE_LISTEN,
   formatLimit,
   MAX_REQUEST_BODY_BYTES,

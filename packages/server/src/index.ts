@@ -2,7 +2,7 @@
 // generator and the tests build the surfaces with. Route plugins, hooks and the HTTP hardening
 // stay inside the package; its own tests import those from their modules.
 
-// The application gateway.
+// The application gateway (may bind a network address).
 export {
   type AssertionRequest,
   type AssertionSigner,
@@ -10,8 +10,39 @@ export {
   createAssertionSigner,
   svcIdentityHeaders,
 } from './gateway/assertion.js';
-export { type ConnectionLimits, MANAGEMENT_CONNECTION_LIMITS, NODE_CONNECTION_LIMITS } from './http/connection-limits.js';
+export {
+  APPLICATION_AUTH_PREFIX,
+  buildGatewayApp,
+  INSUFFICIENT_SCOPE_CHALLENGE,
+  isReservedPath,
+  JWKS_PATH,
+  RESERVED_PREFIX,
+} from './gateway/app.js';
+export type {
+  GatewayAppOptions,
+  GatewayAttach,
+  GatewayPolicy,
+  UpstreamAttachOptions,
+  UpstreamIdentityHeaders,
+} from './gateway/options.js';
+export {
+  APPLICATION_CONNECTION_LIMITS,
+  type ConnectionLimits,
+  MANAGEMENT_CONNECTION_LIMITS,
+  NODE_CONNECTION_LIMITS,
+} from './http/connection-limits.js';
 export { parseIPv4 } from './http/loopback.js';
+// Listeners that may bind a network address (the node surface, the application gateway).
+export {
+  APP_LISTEN_ENV,
+  APP_LISTEN_NAMES,
+  cleartextExposed,
+  isLoopbackHost,
+  type NetworkListenNames,
+  parseNetworkListenAddress,
+  resolveAppListen,
+  resolveNetworkListen,
+} from './http/network-listen.js';
 // The management API (loopback only).
 export { buildManagementApp, type ManagementAppOptions } from './management/app.js';
 export {

@@ -32,8 +32,13 @@ export const COMMANDS: readonly CommandEntry[] = [
   },
   {
     path: ['serve'],
-    summary: 'Run the service in the foreground: the embedded management API and the node surface (the gateway comes later).',
+    summary: 'Run the service in the foreground: the embedded management API, the node surface and the application gateway.',
     load: async () => (await import('./serve.js')).serve,
+  },
+  {
+    path: ['app', 'serve'],
+    summary: 'Run the application gateway alone in the foreground: application-realm sign-in, identity, then the application.',
+    load: async () => (await import('./app-serve.js')).appServe,
   },
   {
     path: ['node', 'serve'],

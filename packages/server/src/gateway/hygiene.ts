@@ -1,0 +1,119 @@
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { AuthError, framingRefusal, unambiguousPath } from '@svc/core';
+import { writeRawProblem } from '../http/error-handling.js';
+import { PROBLEM_CONTENT_TYPE, problemJson } from '../http/problem.js';
+import { SECURITY_HEADERS } from '../http/security-headers.js';
+
+/** The server events that carry a new request; the hygiene runs before any listener of them. */
+const REQUEST_EVENTS = new Set(['request', 'checkContinue', 'checkExpectation', 'upgrade']);
+
+/**
+ * Removes every header `drop` selects from a request, in every view Node keeps of it:
+ * `rawHeaders` (what a proxy forwarding the raw list would send), `headers` and
+ * `headersDistinct`. Whatever runs after sees none of them, however it reads headers.
+ *
+ * @example
+ * removeHeaders(req, (name) => name.toLowerCase() === 'authorization');
+ */
+export function removeHeaders(req: IncomingMessage, drop: (name: string) => boolean): void {
+  // Node builds `headers` and `headersDistinct` lazily from `rawHeaders` and the count of
+  // headers it parsed: both are built (and cleaned) before the raw list shrinks.
+  const headers = req.headers;
+  const distinct = req.headersDistinct;
+  for (const name of Object.keys(headers)) if (drop(name)) delete headers[name];
+  for (const name of Object.keys(distinct)) if (drop(name)) delete distinct[name];
+  const raw = req.rawHeaders;
+  let kept = 0;
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    const name = raw[i] as string;
+    if (drop(name)) continue;
+    raw[kept++] = name;
+    raw[kept++] = raw[i + 1] as string;
+  }
+  raw.length = kept;
+}
+
+/**
+ * {@link removeHeaders} for the trailer section of a chunked request, once it has arrived
+ * (`rawTrailers`, `trailers`, `trailersDistinct`): a forged identity field cannot ride in after
+ * the body either.
+ */
+function removeTrailers(req: IncomingMessage, drop: (name: string) => boolean): void {
+  const raw = req.rawTrailers;
+  if (raw.length === 0) return;
+  const trailers = req.trailers;
+  const distinct = req.trailersDistinct;
+  for (const name of Object.keys(trailers)) if (drop(name)) delete trailers[name];
+  for (const name of Object.keys(distinct)) if (drop(name)) delete distinct[name];
+  let kept = 0;
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    const name = raw[i] as string;
+    if (drop(name)) continue;
+    raw[kept++] = name;
+    raw[kept++] = raw[i + 1] as string;
+  }
+  raw.length = kept;
+}
+
+/**
+ * Why a raw request is refused before anything else sees it, or null: smuggling or ambiguous
+ * framing ({@link framingRefusal}) or an ambiguous path ({@link unambiguousPath}).
+ */
+function refusalOf(req: IncomingMessage): AuthError | null {
+  const framing = framingRefusal(req.rawHeaders, req.httpVersion);
+  if (framing !== null) return new AuthError('invalid_request', `the request is refused as ambiguous framing: ${framing}`);
+  try {
+    unambiguousPath(req.url ?? '');
+  } catch (err) {
+    if (err instanceof AuthError) return err;
+    throw err;
+  }
+  return null;
+}
+
+/** Answers a refused raw request with problem+json and the security headers, and closes the connection. */
+function refuseResponse(res: ServerResponse, err: AuthError): void {
+  const body = JSON.stringify(problemJson(err));
+  res.shouldKeepAlive = false;
+  res.writeHead(err.status, {
+    ...SECURITY_HEADERS,
+    'content-type': PROBLEM_CONTENT_TYPE,
+    'content-length': Buffer.byteLength(body),
+    connection: 'close',
+  });
+  res.end(body);
+}
+
+/**
+ * The header hygiene of the application gateway, at the raw Node level so it runs before
+ * routing, 404s, every Fastify hook and every `upgrade` listener (websockets), whenever they
+ * were added: `server.emit` is wrapped, so no listener of a request event, not even one
+ * prepended later, sees a request first. Each request is first checked for smuggling,
+ * ambiguous framing and an ambiguous path (refused `400 invalid_request`, connection closed;
+ * refused upgrades get the same answer written onto the socket), then every header `isIdentity`
+ * selects is removed from `rawHeaders`, `headers` and `headersDistinct` (and, when the body
+ * ends, from the trailers).
+ *
+ * @example
+ * installHeaderHygiene(app.server, identityHeaderPredicate(policy.identityHeaders));
+ */
+export function installHeaderHygiene(server: Server, isIdentity: (name: string) => boolean): void {
+  const emit = server.emit as (this: Server, event: string | symbol, ...args: unknown[]) => boolean;
+  const wrapped = function (this: Server, event: string | symbol, ...args: unknown[]): boolean {
+    if (typeof event === 'string' && REQUEST_EVENTS.has(event)) {
+      const req = args[0] as IncomingMessage;
+      const refusal = refusalOf(req);
+      if (refusal !== null) {
+        if (event === 'upgrade') writeRawProblem(args[1] as Duplex, refusal);
+        else refuseResponse(args[1] as ServerResponse, refusal);
+        return true;
+      }
+      removeHeaders(req, isIdentity);
+      // Trailers arrive with the end of the body: cleaned before any other 'end' listener runs.
+      req.prependOnceListener('end', () => removeTrailers(req, isIdentity));
+    }
+    return emit.call(this, event, ...args);
+  };
+  server.emit = wrapped as typeof server.emit;
+}
