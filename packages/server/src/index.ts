@@ -4,13 +4,6 @@
 
 // The application gateway (may bind a network address).
 export {
-  type AssertionRequest,
-  type AssertionSigner,
-  type AssertionSignerOptions,
-  createAssertionSigner,
-  svcIdentityHeaders,
-} from './gateway/assertion.js';
-export {
   APPLICATION_AUTH_PREFIX,
   buildGatewayApp,
   INSUFFICIENT_SCOPE_CHALLENGE,
@@ -18,6 +11,13 @@ export {
   JWKS_PATH,
   RESERVED_PREFIX,
 } from './gateway/app.js';
+export {
+  type AssertionRequest,
+  type AssertionSigner,
+  type AssertionSignerOptions,
+  createAssertionSigner,
+  svcIdentityHeaders,
+} from './gateway/assertion.js';
 export type {
   GatewayAppOptions,
   GatewayAttach,
