@@ -2,7 +2,7 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { AuthError, framingRefusal, unambiguousPath } from '@svc/core';
 import { writeRawProblem } from '../http/error-handling.js';
-import { PROBLEM_CONTENT_TYPE, problemJson } from '../http/problem.js';
+import { internalError, PROBLEM_CONTENT_TYPE, problemJson } from '../http/problem.js';
 import { SECURITY_HEADERS } from '../http/security-headers.js';
 
 /** The server events that carry a new request; the hygiene runs before any listener of them. */
@@ -86,6 +86,16 @@ function refuseResponse(res: ServerResponse, err: AuthError): void {
 }
 
 /**
+ * Refuses an upgrade on its socket. Whatever the client sends after its request head is read
+ * and dropped: an upgraded socket is neither flowing nor paused, so unread bytes would keep it
+ * from ever seeing the client's end, and the connection (and the server's close) would hang.
+ */
+function refuseUpgrade(socket: Duplex, err: AuthError): void {
+  socket.resume();
+  writeRawProblem(socket, err);
+}
+
+/**
  * The header hygiene of the application gateway, at the raw Node level so it runs before
  * routing, 404s, every Fastify hook and every `upgrade` listener (websockets), whenever they
  * were added: `server.emit` is wrapped, so no listener of a request event, not even one
@@ -98,18 +108,41 @@ function refuseResponse(res: ServerResponse, err: AuthError): void {
  * @example
  * installHeaderHygiene(app.server, identityHeaderPredicate(policy.identityHeaders));
  */
-export function installHeaderHygiene(server: Server, isIdentity: (name: string) => boolean): void {
+export function installHeaderHygiene(
+  server: Server,
+  isIdentity: (name: string) => boolean,
+  opts: {
+    /**
+     * Runs on every clean `upgrade` before its listeners: a refusal is written onto the socket
+     * and the listeners never see the request. Data the client sends meanwhile stays buffered
+     * in the socket (Node leaves an upgraded socket neither flowing nor paused).
+     */
+    readonly upgradeGate?: (req: IncomingMessage) => Promise<AuthError | null>;
+  } = {},
+): void {
+  const gate = opts.upgradeGate;
   const emit = server.emit as (this: Server, event: string | symbol, ...args: unknown[]) => boolean;
   const wrapped = function (this: Server, event: string | symbol, ...args: unknown[]): boolean {
     if (typeof event === 'string' && REQUEST_EVENTS.has(event)) {
       const req = args[0] as IncomingMessage;
       const refusal = refusalOf(req);
       if (refusal !== null) {
-        if (event === 'upgrade') writeRawProblem(args[1] as Duplex, refusal);
+        if (event === 'upgrade') refuseUpgrade(args[1] as Duplex, refusal);
         else refuseResponse(args[1] as ServerResponse, refusal);
         return true;
       }
       removeHeaders(req, isIdentity);
+      if (event === 'upgrade' && gate !== undefined) {
+        const socket = args[1] as Duplex;
+        gate(req).then(
+          (refused) => {
+            if (refused !== null) refuseUpgrade(socket, refused);
+            else if (!socket.destroyed) emit.call(this, event, ...args);
+          },
+          (err: unknown) => refuseUpgrade(socket, internalError(err)),
+        );
+        return true;
+      }
       // Trailers arrive with the end of the body: cleaned before any other 'end' listener runs.
       req.prependOnceListener('end', () => removeTrailers(req, isIdentity));
     }
