@@ -17,13 +17,17 @@ const REQUEST_EVENTS = new Set(['request', 'checkContinue', 'checkExpectation', 
  * removeHeaders(req, (name) => name.toLowerCase() === 'authorization');
  */
 export function removeHeaders(req: IncomingMessage, drop: (name: string) => boolean): void {
+  const raw = req.rawHeaders;
+  let any = false;
+  for (let i = 0; i < raw.length && !any; i += 2) any = drop(raw[i] as string);
+  // The common case: nothing to remove, and Node's lazy header views are left unbuilt.
+  if (!any) return;
   // Node builds `headers` and `headersDistinct` lazily from `rawHeaders` and the count of
   // headers it parsed: both are built (and cleaned) before the raw list shrinks.
   const headers = req.headers;
   const distinct = req.headersDistinct;
   for (const name of Object.keys(headers)) if (drop(name)) delete headers[name];
   for (const name of Object.keys(distinct)) if (drop(name)) delete distinct[name];
-  const raw = req.rawHeaders;
   let kept = 0;
   for (let i = 0; i + 1 < raw.length; i += 2) {
     const name = raw[i] as string;
