@@ -255,7 +255,7 @@ export async function buildGatewayApp(opts: GatewayAppOptions): Promise<FastifyI
   };
   // The https overload gives an https.Server-typed instance; the surface code is server-agnostic.
   const app = Fastify(options as typeof base) as unknown as FastifyInstance;
-  installHeaderHygiene(app.server as Server, identityHeaderPredicate(policy.identityHeaders), {
+  const hygiene = installHeaderHygiene(app.server as Server, identityHeaderPredicate(policy.identityHeaders), {
     upgradeGate: upgradeIdentity(deps, policy, trustedPeer),
   });
   hardenSurface(app, { loopbackOnly: false, guardExempt: (req) => trustedPeer(req.socket.remoteAddress) });
@@ -272,6 +272,9 @@ export async function buildGatewayApp(opts: GatewayAppOptions): Promise<FastifyI
   app.addHook('onRoute', (route) => {
     if (isReservedPath(route.url)) throw new TypeError(`the path prefix ${RESERVED_PREFIX} is reserved to the gateway: ${route.url}`);
   });
+  // The gateway's own raw listeners (Fastify's request handler, the CONNECT answer) are in
+  // place: nothing added from here on sees a request before identity.
+  hygiene.seal();
   const attach = opts.attach;
   if (attach !== undefined) {
     // Called as a function inside a plain encapsulated plugin, so `fastify-plugin`'s
