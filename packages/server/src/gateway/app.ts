@@ -7,7 +7,6 @@ import {
   type Principal,
   parseSessionToken,
   requirementFor,
-  unambiguousPath,
   unmetRequirement,
 } from '@svc/core';
 import Fastify, { type FastifyInstance, type FastifyPluginAsync, type onRequestAsyncHookHandler } from 'fastify';
@@ -22,7 +21,7 @@ import { applicationPrincipal, decoratePrincipal } from '../management/route-opt
 import { sessionRoutes } from '../management/session-routes.js';
 import { signInRoutes } from '../management/sign-in-routes.js';
 import { instrumentHttp } from '../metrics/instrument-http.js';
-import { installHeaderHygiene, removeHeaders } from './hygiene.js';
+import { installHeaderHygiene, removeHeaders, requestPath } from './hygiene.js';
 import type { GatewayAppOptions, GatewayPolicy } from './options.js';
 import { forwardedClientAddress, trustedPeerPredicate } from './trusted-proxies.js';
 
@@ -59,8 +58,8 @@ function isAuthorization(name: string): boolean {
 
 /** What the identity step needs of a request, whether Fastify routes it or it is an `upgrade`. */
 interface IdentityInput {
-  /** The request target as received (`req.url`). */
-  readonly target: string;
+  /** The decoded, unambiguous path ({@link requestPath}). */
+  readonly path: string;
   readonly authorization: string | undefined;
   /** The client address (`req.ip`: the client behind a trusted proxy). */
   readonly clientAddress: string | undefined;
@@ -84,7 +83,7 @@ type IdentityOutcome =
  * A path that matches a requirement is never public.
  */
 async function settleIdentity(deps: AuthDeps, policy: GatewayPolicy, input: IdentityInput): Promise<IdentityOutcome> {
-  const path = unambiguousPath(input.target);
+  const { path } = input;
   if (isReservedPath(path)) return { reserved: true };
   const token = bearerToken(input.authorization);
   const ours = token !== undefined && token !== '' && parseSessionToken(token, 'access') !== null;
@@ -118,7 +117,7 @@ function fixPrincipal(target: object, principal: Principal | null): void {
 function gatewayIdentity(deps: AuthDeps, policy: GatewayPolicy): onRequestAsyncHookHandler {
   return async (req) => {
     const outcome = await settleIdentity(deps, policy, {
-      target: req.url,
+      path: requestPath(req.raw),
       authorization: req.headers.authorization,
       clientAddress: req.ip,
     });
@@ -146,7 +145,7 @@ function upgradeIdentity(
     const clientAddress = forwardedClientAddress(req.socket.remoteAddress, forwardedFor, trustedPeer);
     let outcome: IdentityOutcome;
     try {
-      outcome = await settleIdentity(deps, policy, { target: req.url ?? '', authorization, clientAddress });
+      outcome = await settleIdentity(deps, policy, { path: requestPath(req), authorization, clientAddress });
     } catch (err) {
       const refusal = toAuthError(err);
       if (refusal.code !== 'invalid_token') return refusal;

@@ -87,12 +87,27 @@ function refusalOf(req: IncomingMessage): AuthError | null {
   const framing = framingRefusal(req.rawHeaders, req.httpVersion);
   if (framing !== null) return new AuthError('invalid_request', `the request is refused as ambiguous framing: ${framing}`);
   try {
-    unambiguousPath(req.url ?? '');
+    checkedPaths.set(req, unambiguousPath(req.url ?? ''));
   } catch (err) {
     if (err instanceof AuthError) return err;
     throw err;
   }
   return null;
+}
+
+/** The decoded path of each request the hygiene let through, so the identity step does not parse it again. */
+const checkedPaths = new WeakMap<IncomingMessage, string>();
+
+/**
+ * The decoded, unambiguous path of `req` (see {@link unambiguousPath}): the one the hygiene
+ * checked, or checked now for a request that did not come through it.
+ *
+ * @throws {AuthError} `invalid_request` when the path is ambiguous.
+ * @example
+ * const path = requestPath(req.raw); // '/docs/a b'
+ */
+export function requestPath(req: IncomingMessage): string {
+  return checkedPaths.get(req) ?? unambiguousPath(req.url ?? '');
 }
 
 /** Answers a refused raw request with problem+json and the security headers, and closes the connection. */
