@@ -4,8 +4,8 @@ import {
   AuthError,
   identityHeaderPredicate,
   isPublicPath,
+  isSvcCredential,
   type Principal,
-  parseSessionToken,
   requirementFor,
   unmetRequirement,
 } from '@svc/core';
@@ -76,17 +76,18 @@ type IdentityOutcome =
  * requirements, and says whether the `Authorization` header carried our token (to be removed).
  * Refusals are thrown as {@link AuthError}s (`401 invalid_token`, `403 insufficient_claims`).
  *
- * A bearer on a public path: a valid application token gives the request its principal; a token
- * in our format that does not authenticate (expired, revoked, another realm) is dropped and the
- * request goes on with `principal` null, so a public path never fails because of a bad token;
- * a credential that is not ours (another scheme, a foreign bearer) is left for the application.
+ * A bearer on a public path: a valid application token gives the request its principal; any
+ * other credential of ours ({@link isSvcCredential}: expired, revoked, another realm, a refresh
+ * token, malformed) is dropped and the request goes on with `principal` null, so a public path
+ * never fails because of a bad token; a credential that is not ours (another scheme, a foreign
+ * bearer) is left for the application.
  * A path that matches a requirement is never public.
  */
 async function settleIdentity(deps: AuthDeps, policy: GatewayPolicy, input: IdentityInput): Promise<IdentityOutcome> {
   const { path } = input;
   if (isReservedPath(path)) return { reserved: true };
   const token = bearerToken(input.authorization);
-  const ours = token !== undefined && token !== '' && parseSessionToken(token, 'access') !== null;
+  const ours = isSvcCredential(token);
   const requirement = requirementFor(policy.requirements, path);
   let principal: Principal | null = null;
   if (requirement === null && isPublicPath(policy.publicPaths, path)) {
