@@ -20,7 +20,7 @@ import { serverOptions } from '../http/server-options.js';
 import { applicationPrincipal, decoratePrincipal } from '../management/route-options.js';
 import { sessionRoutes } from '../management/session-routes.js';
 import { signInRoutes } from '../management/sign-in-routes.js';
-import { instrumentHttp } from '../metrics/instrument-http.js';
+import { instrumentHttp, methodLabel, UNMATCHED_ROUTE } from '../metrics/instrument-http.js';
 import { installHeaderHygiene, removeHeaders, requestPath } from './hygiene.js';
 import type { GatewayAppOptions, GatewayPolicy } from './options.js';
 import { forwardedClientAddress, trustedPeerPredicate } from './trusted-proxies.js';
@@ -255,12 +255,27 @@ export async function buildGatewayApp(opts: GatewayAppOptions): Promise<FastifyI
   };
   // The https overload gives an https.Server-typed instance; the surface code is server-agnostic.
   const app = Fastify(options as typeof base) as unknown as FastifyInstance;
+  const metrics = opts.metrics;
   const hygiene = installHeaderHygiene(app.server as Server, identityHeaderPredicate(policy.identityHeaders), {
     upgradeGate: upgradeIdentity(deps, policy, trustedPeer),
+    // Refused before Fastify (smuggling, ambiguous paths, upgrades): counted like any other answer.
+    ...(metrics === undefined
+      ? {}
+      : {
+          onRefused: (req: IncomingMessage, refusal: AuthError) =>
+            metrics.observeRequest({
+              surface: 'application',
+              method: methodLabel(req.method),
+              route: UNMATCHED_ROUTE,
+              status: refusal.status,
+              seconds: 0,
+              code: refusal.code,
+            }),
+        }),
   });
   hardenSurface(app, { loopbackOnly: false, guardExempt: (req) => trustedPeer(req.socket.remoteAddress) });
   installConnectionLimits(app, opts.connectionLimits ?? APPLICATION_CONNECTION_LIMITS);
-  if (opts.metrics !== undefined) instrumentHttp(app, opts.metrics, 'application');
+  if (metrics !== undefined) instrumentHttp(app, metrics, 'application');
   decoratePrincipal(app);
   app.addHook('onRequest', gatewayIdentity(deps, policy));
 
