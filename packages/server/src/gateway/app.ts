@@ -104,6 +104,15 @@ async function settleIdentity(deps: AuthDeps, policy: GatewayPolicy, input: Iden
   return { reserved: false, principal, removeAuthorization: ours };
 }
 
+/**
+ * The upgrades the gateway's own upgrade gate settled, with their principal. An `upgrade`
+ * listener may route the request through Fastify (as `@fastify/http-proxy` does for
+ * websockets): the identity hook then takes the principal settled here (the `Authorization`
+ * header is already gone) instead of authenticating twice. Only the gate writes it, so
+ * nothing else can make a raw request look settled.
+ */
+const settledUpgrades = new WeakMap<IncomingMessage, Principal | null>();
+
 /** Defines `principal` on `target` read-only and non-configurable: nothing that runs later can replace or redefine it. */
 function fixPrincipal(target: object, principal: Principal | null): void {
   Object.defineProperty(target, 'principal', { value: principal, writable: false, configurable: false, enumerable: true });
@@ -117,6 +126,10 @@ function fixPrincipal(target: object, principal: Principal | null): void {
  */
 function gatewayIdentity(deps: AuthDeps, policy: GatewayPolicy): onRequestAsyncHookHandler {
   return async (req) => {
+    if (settledUpgrades.has(req.raw)) {
+      fixPrincipal(req, settledUpgrades.get(req.raw) ?? null);
+      return;
+    }
     const outcome = await settleIdentity(deps, policy, {
       path: requestPath(req.raw),
       authorization: req.headers.authorization,
@@ -159,6 +172,7 @@ function upgradeIdentity(
     if (outcome.reserved) return new AuthError('not_found', 'no such route');
     if (outcome.removeAuthorization) removeHeaders(req, isAuthorization);
     fixPrincipal(req, outcome.principal);
+    settledUpgrades.set(req, outcome.principal);
     return null;
   };
 }
