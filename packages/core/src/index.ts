@@ -84,6 +84,7 @@ export {
   identityHeaderPredicate,
   isIdentityHeader,
   isPublicPath,
+  isSvcCredential,
   normalizeHeaderName,
   pathMatches,
   requirementFor,

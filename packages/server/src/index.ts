@@ -10,6 +10,7 @@ export {
   isReservedPath,
   JWKS_PATH,
   RESERVED_PREFIX,
+  upgradePrincipal,
 } from './gateway/app.js';
 export {
   type AssertionRequest,
