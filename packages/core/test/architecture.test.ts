@@ -79,8 +79,18 @@ const ALLOWED: Record<
   'svc-store-sqlite': { imports: ['@svc/core', 'better-sqlite3'], testImports: ['@svc/store-testkit', 'tsx'] },
   'svc-store-postgres': { imports: ['@svc/core', 'pg'], testImports: ['@svc/store-testkit'] },
   '@svc/server': {
-    imports: ['@svc/core', 'fastify', '@fastify/swagger', 'fastify-plugin', 'prom-client'],
-    testImports: ['@svc/client', 'svc-store-sqlite', 'better-sqlite3', 'pino', '@seriousme/openapi-schema-validator', 'canonicalize'],
+    // @fastify/http-proxy: the application gateway's upstream mode (reply-from on undici, ws for websockets).
+    imports: ['@svc/core', 'fastify', '@fastify/swagger', 'fastify-plugin', 'prom-client', '@fastify/http-proxy'],
+    testImports: [
+      '@svc/client',
+      'svc-store-sqlite',
+      'better-sqlite3',
+      'pino',
+      '@seriousme/openapi-schema-validator',
+      'canonicalize',
+      'ws',
+      '@types/ws',
+    ],
   },
   '@svc/client': { imports: ['@svc/core'], testImports: [] },
   '@svc/cli': {

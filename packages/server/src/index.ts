@@ -2,6 +2,9 @@
 // generator and the tests build the surfaces with. Route plugins, hooks and the HTTP hardening
 // stay inside the package; its own tests import those from their modules.
 
+// The application gateway: the shapes it is built from, and its upstream mode.
+export type { GatewayAttach, UpstreamAttachOptions, UpstreamIdentityHeaders } from './gateway/options.js';
+export { DEFAULT_UPSTREAM_TIMEOUTS, type UpstreamTimeouts, upstreamAttach } from './gateway/upstream.js';
 export { type ConnectionLimits, MANAGEMENT_CONNECTION_LIMITS, NODE_CONNECTION_LIMITS } from './http/connection-limits.js';
 export { parseIPv4 } from './http/loopback.js';
 // The management API (loopback only).

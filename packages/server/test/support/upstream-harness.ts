@@ -1,0 +1,240 @@
+// Real upstreams for the gateway's upstream mode: a node:http echo that answers with what it
+// received (and a few special paths), a websocket echo on the same server, and a gateway in front
+// of it. Everything listens on 127.0.0.1 port 0.
+import { createHash } from 'node:crypto';
+import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import { AuthError, type Principal } from '@svc/core';
+import Fastify, { type FastifyInstance } from 'fastify';
+import { type WebSocket, WebSocketServer } from 'ws';
+import type { GatewayAttach, UpstreamIdentityHeaders } from '../../src/gateway/options.js';
+import { type UpstreamTimeouts, upstreamAttach } from '../../src/gateway/upstream.js';
+import { hardenSurface } from '../../src/http/harden.js';
+import { serverOptions } from '../../src/http/server-options.js';
+
+/** What the echo upstream answers: the request as it arrived there. */
+export interface EchoBody {
+  readonly method: string;
+  readonly url: string;
+  readonly headers: IncomingHttpHeaders;
+  readonly rawHeaders: string[];
+  readonly body: string;
+  readonly bytes: number;
+  readonly sha256: string;
+}
+
+/** A running upstream, with what reached it. */
+export interface Upstream {
+  readonly url: URL;
+  /** Every HTTP request that reached the upstream (paths only), in order. */
+  readonly requests: string[];
+  /** The handshake headers of every websocket upgrade that reached the upstream. */
+  readonly upgrades: IncomingHttpHeaders[];
+  close(): Promise<void>;
+}
+
+/**
+ * Special paths: `/slow?ms=N` answers after N ms; `/download?bytes=N` streams N bytes (64 KiB
+ * chunks, with backpressure) without holding them; `/upload` counts and hashes the body as it
+ * streams and answers only the count and digest; `/hop` answers with hop-by-hop headers and
+ * headers its `Connection` names; `/status?code=N` answers N; `/csp` answers HTML with its own
+ * CSP; `/stall` sends its head and a first chunk, then nothing.
+ * Every other path: an {@link EchoBody} of the request.
+ */
+function handle(req: IncomingMessage, res: ServerResponse): void {
+  const url = new URL(req.url ?? '/', 'http://upstream');
+  if (url.pathname === '/download') {
+    const total = Number(url.searchParams.get('bytes'));
+    const chunk = Buffer.alloc(64 * 1024, 0x61);
+    let sent = 0;
+    res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': String(total) });
+    const pump = () => {
+      while (sent < total) {
+        const n = Math.min(chunk.length, total - sent);
+        sent += n;
+        if (!res.write(n === chunk.length ? chunk : chunk.subarray(0, n))) {
+          res.once('drain', pump);
+          return;
+        }
+      }
+      res.end();
+    };
+    pump();
+    return;
+  }
+  if (url.pathname === '/status') {
+    res.writeHead(Number(url.searchParams.get('code')), { 'content-type': 'text/plain', 'retry-after': '0' });
+    res.end('as asked');
+    return;
+  }
+  if (url.pathname === '/csp') {
+    res.writeHead(200, { 'content-type': 'text/html', 'content-security-policy': "default-src 'self'" });
+    res.end('<p>app</p>');
+    return;
+  }
+  if (url.pathname === '/stall') {
+    res.writeHead(200, { 'content-type': 'text/plain' });
+    res.write('first chunk');
+    return;
+  }
+  const hash = createHash('sha256');
+  const parts: Buffer[] = [];
+  let bytes = 0;
+  const keep = url.pathname !== '/upload';
+  req.on('data', (d: Buffer) => {
+    bytes += d.length;
+    hash.update(d);
+    if (keep) parts.push(d);
+  });
+  req.on('end', () => {
+    const answer = () => {
+      if (url.pathname === '/hop') {
+        res.writeHead(200, {
+          connection: 'keep-alive, X-Upstream-Private',
+          'keep-alive': 'timeout=77',
+          'x-upstream-private': 'connection-scoped',
+          'proxy-connection': 'keep-alive',
+          trailer: 'x-checksum',
+          upgrade: 'h2c',
+          'x-end-to-end': 'kept',
+          'content-type': 'text/plain',
+        });
+        res.end('hop');
+        return;
+      }
+      const body: EchoBody = {
+        method: req.method ?? '',
+        url: req.url ?? '',
+        headers: req.headers,
+        rawHeaders: req.rawHeaders,
+        body: keep ? Buffer.concat(parts).toString('utf8') : '',
+        bytes,
+        sha256: hash.digest('hex'),
+      };
+      const text = JSON.stringify(body);
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(text)) });
+      res.end(text);
+    };
+    const ms = url.pathname === '/slow' ? Number(url.searchParams.get('ms')) : 0;
+    if (ms > 0) setTimeout(answer, ms);
+    else answer();
+  });
+}
+
+/**
+ * Starts the echo upstream (HTTP and websocket on one port). A websocket connection first
+ * sends the handshake headers it got (JSON), then echoes every message.
+ *
+ * @example
+ * const up = await startEchoUpstream();
+ */
+export async function startEchoUpstream(): Promise<Upstream> {
+  const requests: string[] = [];
+  const upgrades: IncomingHttpHeaders[] = [];
+  const server: Server = createServer((req, res) => {
+    requests.push(req.url ?? '');
+    handle(req, res);
+  });
+  const sockets = new Set<Socket>();
+  server.on('connection', (s: Socket) => {
+    sockets.add(s);
+    s.once('close', () => sockets.delete(s));
+  });
+  const wss = new WebSocketServer({ noServer: true });
+  server.on('upgrade', (req, socket, head) => {
+    upgrades.push(req.headers);
+    wss.handleUpgrade(req, socket, head, (ws: WebSocket) => {
+      ws.send(JSON.stringify({ handshake: req.headers }));
+      ws.on('message', (data, binary) => ws.send(data, { binary }));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: new URL(`http://127.0.0.1:${port}`),
+    requests,
+    upgrades,
+    async close() {
+      for (const ws of wss.clients) ws.terminate();
+      wss.close();
+      for (const s of sockets) s.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+/** The identity headers the tests attach: the principal's fields, and a marker that it was the gateway. */
+export const testIdentityHeaders: UpstreamIdentityHeaders = (_req, principal) =>
+  principal === null
+    ? {}
+    : {
+        'Svc-Subject': principal.subject,
+        'Svc-Realm': principal.realm,
+        'Svc-Session': principal.session,
+        'Svc-Device': principal.device,
+        'Svc-Assertion': `test-assertion-for-${principal.subject}`,
+      };
+
+/** The bearer the minimal gateway accepts: `Bearer good-<subject>`. */
+export const goodBearer = (subject = 'sub_alice') => `Bearer good-${subject}`;
+
+/**
+ * A stand-in for the gateway app until its own is on this branch: the shared hardening (JSON-only
+ * parser at the root, problem+json errors, security headers), an `onRequest` hook that settles
+ * `request.principal` from a fake bearer (`/public/*` needs none) and removes the
+ * `Authorization` header, and the attach in its own encapsulated context, like the gateway does.
+ */
+export async function buildStandInGateway(attach: GatewayAttach, opts: { trustProxy?: boolean } = {}): Promise<FastifyInstance> {
+  const app = Fastify({ ...serverOptions(false), trustProxy: opts.trustProxy ?? false });
+  hardenSurface(app, { loopbackOnly: false });
+  app.addHook('onRequest', async (req) => {
+    const auth = req.headers.authorization;
+    let principal: Principal | null = null;
+    if (auth?.startsWith('Bearer good-')) {
+      const subject = auth.slice('Bearer good-'.length);
+      principal = Object.freeze({
+        subject,
+        realm: 'application',
+        session: `ses_${subject}`,
+        device: `dev_${subject}`,
+        claims: Object.freeze({ amr: Object.freeze(['ed25519']), auth_time: '2026-11-23T18:00:00Z', exp: '2026-11-23T19:00:00Z' }),
+      }) as Principal;
+      delete req.headers.authorization;
+    } else if (!req.url.startsWith('/public/')) {
+      throw new AuthError('invalid_token', 'no application bearer', { realm: 'application' });
+    }
+    Object.defineProperty(req, 'principal', { value: principal, writable: false, configurable: false, enumerable: true });
+  });
+  await app.register(async (scope) => {
+    await attach(scope);
+  });
+  return app;
+}
+
+/** A gateway in upstream mode in front of `upstream`, listening on 127.0.0.1:0. */
+export interface ProxyGateway {
+  readonly app: FastifyInstance;
+  readonly base: string;
+  readonly port: number;
+  close(): Promise<void>;
+}
+
+export interface ProxyGatewayOptions {
+  readonly identityHeaders?: UpstreamIdentityHeaders;
+  readonly timeouts?: UpstreamTimeouts;
+  readonly trustProxy?: boolean;
+}
+
+/**
+ * Starts a gateway whose attach is `upstreamAttach` to `upstream`.
+ *
+ * @example
+ * const gw = await startProxyGateway(up.url);
+ */
+export async function startProxyGateway(upstream: URL, opts: ProxyGatewayOptions = {}): Promise<ProxyGateway> {
+  const attach = upstreamAttach({ upstream, identityHeaders: opts.identityHeaders ?? testIdentityHeaders }, opts.timeouts);
+  const app = await buildStandInGateway(attach, opts.trustProxy === undefined ? {} : { trustProxy: opts.trustProxy });
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  const { port } = app.server.address() as AddressInfo;
+  return { app, base: `http://127.0.0.1:${port}`, port, close: () => app.close() };
+}
