@@ -90,6 +90,18 @@ describe('gateway upstream mode', () => {
     assert.equal(res.body.body, 'one,two,three');
   });
 
+  test('an upload sent with Expect: 100-continue is relayed (the gateway answers the 100 itself)', async () => {
+    const res = await raw(gw, {
+      method: 'POST',
+      path: '/expect',
+      headers: { authorization: goodBearer(), 'content-type': 'text/plain', expect: '100-continue', 'content-length': 5 },
+      body: 'hello',
+    });
+    assert.equal(res.status, 200);
+    assert.equal(res.body.body, 'hello');
+    assert.equal(res.body.headers.expect, undefined);
+  });
+
   test('a GET with a body reaches the upstream without it, and without a Content-Length announcing it', async () => {
     // (keep-alive: with `Connection: close`, Node's parser refuses the body of a GET outright.)
     const res = await raw(gw, {
@@ -242,6 +254,33 @@ describe('gateway upstream mode', () => {
     assert.equal(res.status, 405);
     assert.equal(res.body.code, 'method_not_allowed');
     assert.equal(up.requests.length, before);
+  });
+});
+
+describe('gateway upstream mode behind a trusted proxy', () => {
+  test('X-Forwarded-* carry what trustProxy made Fastify believe, as one fresh value each', async () => {
+    const up = await startEchoUpstream();
+    const gw = await startProxyGateway(up.url, { trustedProxies: ['127.0.0.1'] });
+    try {
+      const res = await raw(gw, {
+        path: '/behind-proxy',
+        headers: {
+          authorization: goodBearer(),
+          'x-forwarded-for': '198.51.100.1, 203.0.113.7',
+          'x-forwarded-proto': 'https',
+          'x-forwarded-host': 'app.example',
+        },
+      });
+      assert.equal(res.status, 200);
+      const echo = res.body as EchoBody;
+      assert.equal(echo.headers['x-forwarded-for'], '203.0.113.7');
+      assert.equal(echo.headers['x-forwarded-proto'], 'https');
+      assert.equal(echo.headers['x-forwarded-host'], 'app.example');
+      assert.equal(occurrences(echo.rawHeaders, 'x-forwarded-for'), 1);
+    } finally {
+      await gw.close();
+      await up.close();
+    }
   });
 });
 

@@ -64,11 +64,21 @@ function connectionNamed(value: string | string[] | undefined): Set<string> {
 /**
  * Whether an inbound request header must not be relayed as received: hop-by-hop, named by
  * the request's `Connection`, a forwarding claim the gateway makes itself (`X-Forwarded-*`,
- * `Forwarded`, `X-Real-IP`), or of the name of an identity header the gateway sets.
+ * `Forwarded`, `X-Real-IP`), of the name of an identity header the gateway sets, or `Expect`
+ * (the gateway's own server has already answered `100-continue` to the caller; the upstream
+ * hop sends the body at once, and undici refuses the header).
  */
 function dropsRequestHeader(name: string, named: Set<string>, identity: Set<string>): boolean {
   const n = normalized(name);
-  return HOP_BY_HOP.has(n) || named.has(n) || n.startsWith('x-forwarded-') || n === 'forwarded' || n === 'x-real-ip' || identity.has(n);
+  return (
+    HOP_BY_HOP.has(n) ||
+    named.has(n) ||
+    n.startsWith('x-forwarded-') ||
+    n === 'forwarded' ||
+    n === 'x-real-ip' ||
+    n === 'expect' ||
+    identity.has(n)
+  );
 }
 
 /**

@@ -184,8 +184,8 @@ export const goodBearer = (subject = 'sub_alice') => `Bearer good-${subject}`;
  * `request.principal` from a fake bearer (`/public/*` needs none) and removes the
  * `Authorization` header, and the attach in its own encapsulated context, like the gateway does.
  */
-export async function buildStandInGateway(attach: GatewayAttach, opts: { trustProxy?: boolean } = {}): Promise<FastifyInstance> {
-  const app = Fastify({ ...serverOptions(false), trustProxy: opts.trustProxy ?? false });
+export async function buildStandInGateway(attach: GatewayAttach, opts: { trustedProxies?: string[] } = {}): Promise<FastifyInstance> {
+  const app = Fastify({ ...serverOptions(false), trustProxy: opts.trustedProxies ?? false });
   hardenSurface(app, { loopbackOnly: false });
   app.addHook('onRequest', async (req) => {
     const auth = req.headers.authorization;
@@ -222,7 +222,8 @@ export interface ProxyGateway {
 export interface ProxyGatewayOptions {
   readonly identityHeaders?: UpstreamIdentityHeaders;
   readonly timeouts?: UpstreamTimeouts;
-  readonly trustProxy?: boolean;
+  /** Peers whose `X-Forwarded-*` Fastify believes (its `trustProxy`). */
+  readonly trustedProxies?: string[];
 }
 
 /**
@@ -233,7 +234,7 @@ export interface ProxyGatewayOptions {
  */
 export async function startProxyGateway(upstream: URL, opts: ProxyGatewayOptions = {}): Promise<ProxyGateway> {
   const attach = upstreamAttach({ upstream, identityHeaders: opts.identityHeaders ?? testIdentityHeaders }, opts.timeouts);
-  const app = await buildStandInGateway(attach, opts.trustProxy === undefined ? {} : { trustProxy: opts.trustProxy });
+  const app = await buildStandInGateway(attach, opts.trustedProxies === undefined ? {} : { trustedProxies: opts.trustedProxies });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const { port } = app.server.address() as AddressInfo;
   return { app, base: `http://127.0.0.1:${port}`, port, close: () => app.close() };
