@@ -23,6 +23,13 @@ export interface EchoBody {
   readonly sha256: string;
 }
 
+/**
+ * What the echo answers on its other paths: `request`, an {@link EchoBody}; `attach`, the `Echo`
+ * of the gateway tests' in-process attach (see {@link attachEcho}), so those tests run through
+ * the proxy too.
+ */
+export type EchoShape = 'request' | 'attach';
+
 /** A running upstream, with what reached it. */
 export interface Upstream {
   readonly url: URL;
@@ -33,6 +40,51 @@ export interface Upstream {
   close(): Promise<void>;
 }
 
+/** The identity headers {@link testIdentityHeaders} sets, lower-cased. */
+const GATEWAY_SET = ['svc-subject', 'svc-realm', 'svc-session', 'svc-device', 'svc-assertion'];
+
+/**
+ * The answer of the gateway tests' in-process echo attach (`Echo` of gateway-harness.ts), made
+ * by the upstream from what it received: the identity headers the gateway set (the last one of
+ * each name: any other is a forgery that got through, and stays in the echo) are taken out and
+ * read back as the principal (null without `Svc-Subject`).
+ */
+function attachEcho(req: IncomingMessage): object {
+  const raw = [...req.rawHeaders];
+  const set: Record<string, string> = {};
+  for (const name of GATEWAY_SET) {
+    for (let i = raw.length - 2; i >= 0; i -= 2) {
+      if ((raw[i] as string).toLowerCase() === name) {
+        set[name] = raw[i + 1] as string;
+        raw.splice(i, 2);
+        break;
+      }
+    }
+  }
+  const headers: Record<string, string | string[]> = {};
+  const headersDistinct: Record<string, string[]> = {};
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = (raw[i] as string).toLowerCase();
+    const value = raw[i + 1] as string;
+    headersDistinct[name] = [...(headersDistinct[name] ?? []), value];
+    const prior = headers[name];
+    headers[name] = prior === undefined ? value : name === 'set-cookie' ? [...[prior].flat(), value] : `${prior}, ${value}`;
+  }
+  const subject = set['svc-subject'];
+  return {
+    attach: 'upstream proxy',
+    method: req.method,
+    url: req.url,
+    headers,
+    rawHeaders: raw,
+    headersDistinct,
+    principal:
+      subject === undefined
+        ? null
+        : { subject, realm: set['svc-realm'], session: set['svc-session'], device: set['svc-device'], assertion: set['svc-assertion'] },
+  };
+}
+
 /**
  * Special paths: `/slow?ms=N` answers after N ms; `/download?bytes=N` streams N bytes (64 KiB
  * chunks, with backpressure) without holding them; `/upload` counts and hashes the body as it
@@ -41,7 +93,7 @@ export interface Upstream {
  * CSP; `/stall` sends its head and a first chunk, then nothing.
  * Every other path: an {@link EchoBody} of the request.
  */
-function handle(req: IncomingMessage, res: ServerResponse): void {
+function handle(req: IncomingMessage, res: ServerResponse, shape: EchoShape): void {
   const url = new URL(req.url ?? '/', 'http://upstream');
   if (url.pathname === '/download') {
     const total = Number(url.searchParams.get('bytes'));
@@ -102,15 +154,18 @@ function handle(req: IncomingMessage, res: ServerResponse): void {
         res.end('hop');
         return;
       }
-      const body: EchoBody = {
-        method: req.method ?? '',
-        url: req.url ?? '',
-        headers: req.headers,
-        rawHeaders: req.rawHeaders,
-        body: keep ? Buffer.concat(parts).toString('utf8') : '',
-        bytes,
-        sha256: hash.digest('hex'),
-      };
+      const body: EchoBody | object =
+        shape === 'attach'
+          ? attachEcho(req)
+          : {
+              method: req.method ?? '',
+              url: req.url ?? '',
+              headers: req.headers,
+              rawHeaders: req.rawHeaders,
+              body: keep ? Buffer.concat(parts).toString('utf8') : '',
+              bytes,
+              sha256: hash.digest('hex'),
+            };
       const text = JSON.stringify(body);
       res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(text)) });
       res.end(text);
@@ -128,12 +183,12 @@ function handle(req: IncomingMessage, res: ServerResponse): void {
  * @example
  * const up = await startEchoUpstream();
  */
-export async function startEchoUpstream(): Promise<Upstream> {
+export async function startEchoUpstream(shape: EchoShape = 'request'): Promise<Upstream> {
   const requests: string[] = [];
   const upgrades: IncomingHttpHeaders[] = [];
   const server: Server = createServer((req, res) => {
     requests.push(req.url ?? '');
-    handle(req, res);
+    handle(req, res, shape);
   });
   const sockets = new Set<Socket>();
   server.on('connection', (s: Socket) => {
