@@ -1,6 +1,13 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import httpProxy from '@fastify/http-proxy';
-import { AuthError, type Principal } from '@svc/core';
+import {
+  AuthError,
+  connectionNamedHeaders,
+  type Principal,
+  relaysRequestHeader,
+  relaysResponseHeader,
+  upstreamHeaderName,
+} from '@svc/core';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { SECURITY_HEADERS } from '../http/security-headers.js';
 import type { GatewayAttach, UpstreamAttachOptions } from './options.js';
@@ -19,23 +26,6 @@ export interface UpstreamTimeouts {
 export const DEFAULT_UPSTREAM_TIMEOUTS: UpstreamTimeouts = Object.freeze({ connectMs: 5_000, responseMs: 30_000, idleMs: 30_000 });
 
 /**
- * The hop-by-hop headers of RFC 9110 §7.6.1 (plus the obsolete `Keep-Alive` and
- * `Proxy-Connection` it names): they describe one connection, so they are never relayed, in
- * either direction, and neither is any header the `Connection` header names.
- */
-export const HOP_BY_HOP_HEADERS: readonly string[] = Object.freeze([
-  'connection',
-  'keep-alive',
-  'proxy-connection',
-  'te',
-  'trailer',
-  'transfer-encoding',
-  'upgrade',
-]);
-
-const HOP_BY_HOP = new Set(HOP_BY_HOP_HEADERS);
-
-/**
  * The methods the gateway proxies: every method Fastify routes but `TRACE`, which would echo the
  * request as the upstream received it (its `Svc-Assertion` included) back to the caller, who
  * could then replay the assertion straight to the upstream. `CONNECT` never reaches the router.
@@ -43,47 +33,9 @@ const HOP_BY_HOP = new Set(HOP_BY_HOP_HEADERS);
 export const PROXIED_METHODS: readonly string[] = Object.freeze(['DELETE', 'GET', 'HEAD', 'OPTIONS', 'PATCH', 'POST', 'PUT', 'QUERY']);
 
 /**
- * A header name as backends read it: lower-cased, with `_` as `-` (CGI, WSGI, PHP and Rack map
- * both to one variable, so `X_Forwarded_For` would land where `X-Forwarded-For` does).
- */
-const normalized = (name: string): string => name.toLowerCase().replaceAll('_', '-');
-
-/** The header names a `Connection` header lists (RFC 9110 §7.6.1), normalized. */
-function connectionNamed(value: string | string[] | undefined): Set<string> {
-  const names = new Set<string>();
-  if (value === undefined) return names;
-  for (const line of Array.isArray(value) ? value : [value]) {
-    for (const token of line.split(',')) {
-      const name = token.trim();
-      if (name !== '') names.add(normalized(name));
-    }
-  }
-  return names;
-}
-
-/**
- * Whether an inbound request header must not be relayed as received: hop-by-hop, named by
- * the request's `Connection`, a forwarding claim the gateway makes itself (`X-Forwarded-*`,
- * `Forwarded`, `X-Real-IP`), of the name of an identity header the gateway sets, or `Expect`
- * (the gateway's own server has already answered `100-continue` to the caller; the upstream
- * hop sends the body at once, and undici refuses the header).
- */
-function dropsRequestHeader(name: string, named: Set<string>, identity: Set<string>): boolean {
-  const n = normalized(name);
-  return (
-    HOP_BY_HOP.has(n) ||
-    named.has(n) ||
-    n.startsWith('x-forwarded-') ||
-    n === 'forwarded' ||
-    n === 'x-real-ip' ||
-    n === 'expect' ||
-    identity.has(n)
-  );
-}
-
-/**
- * The request headers the upstream receives: the inbound ones without hop-by-hop headers,
- * those the inbound `Connection` names and forwarding claims; then `X-Forwarded-For`, `-Proto`
+ * The request headers the upstream receives: the inbound ones core's {@link relaysRequestHeader}
+ * lets through (no hop-by-hop header, none the inbound `Connection` names, no forwarding claim,
+ * no `Expect`, nothing of an identity header's name); then `X-Forwarded-For`, `-Proto`
  * and `-Host` made fresh from what Fastify believes (`trustProxy` decides); then the identity
  * headers, last, so nothing of their names survives from the caller. `base` already has the
  * upstream's `Host`, and `Connection` was taken out with what it named.
@@ -96,11 +48,11 @@ export function upstreamRequestHeaders(
   base: IncomingHttpHeaders,
   identityHeaders: Readonly<Record<string, string>>,
 ): IncomingHttpHeaders {
-  const named = connectionNamed(req.raw.headers.connection);
-  const identity = new Set(Object.keys(identityHeaders).map(normalized));
+  const named = connectionNamedHeaders(req.raw.headers.connection);
+  const identity = new Set(Object.keys(identityHeaders).map(upstreamHeaderName));
   const out: IncomingHttpHeaders = {};
   for (const name of Object.keys(base)) {
-    if (!dropsRequestHeader(name, named, identity)) out[name] = base[name];
+    if (relaysRequestHeader(name, named, identity)) out[name] = base[name];
   }
   out['x-forwarded-for'] = req.ip;
   out['x-forwarded-proto'] = req.protocol;
@@ -111,18 +63,17 @@ export function upstreamRequestHeaders(
 
 /**
  * The response headers the caller receives: the upstream's, without hop-by-hop headers and
- * those the upstream's `Connection` names.
+ * those the upstream's `Connection` names (core's {@link relaysResponseHeader}).
  *
  * @example
  * upstreamResponseHeaders({ connection: 'close, x-secret', 'x-secret': '1', 'content-type': 'text/plain' });
  * // { 'content-type': 'text/plain' }
  */
 export function upstreamResponseHeaders(headers: IncomingHttpHeaders): IncomingHttpHeaders {
-  const named = connectionNamed(headers.connection);
+  const named = connectionNamedHeaders(headers.connection);
   const out: IncomingHttpHeaders = {};
   for (const name of Object.keys(headers)) {
-    const n = normalized(name);
-    if (!HOP_BY_HOP.has(n) && !named.has(n)) out[name] = headers[name];
+    if (relaysResponseHeader(name, named)) out[name] = headers[name];
   }
   return out;
 }
@@ -277,7 +228,7 @@ const HANDSHAKE = new Set(['host', 'sec-websocket-key', 'sec-websocket-version',
 function websocketHeaders(req: FastifyRequest, identity: Readonly<Record<string, string>>): IncomingHttpHeaders {
   const base: IncomingHttpHeaders = {};
   for (const [name, value] of Object.entries(req.headers)) {
-    if (!HANDSHAKE.has(normalized(name))) base[name] = value;
+    if (!HANDSHAKE.has(upstreamHeaderName(name))) base[name] = value;
   }
   const out = upstreamRequestHeaders(req, base, identity);
   delete out['content-length'];
