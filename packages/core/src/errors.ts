@@ -62,6 +62,12 @@ export const ERROR_CODES = {
     title: 'Forbidden',
     meaning: 'the Host or Origin is not loopback on the management API or on a node surface reached over loopback (DNS-rebinding defence)',
   },
+  insufficient_claims: {
+    status: 403,
+    title: 'Forbidden',
+    meaning:
+      'the application gateway knows the caller, but a requirement of the path (`:svc/app-require`: subject, sign-in method or sign-in age) is not met',
+  },
   not_found: { status: 404, title: 'Not Found', meaning: 'unknown route or resource' },
   method_not_allowed: { status: 405, title: 'Method Not Allowed', meaning: 'the route exists but not for that method' },
   already_enrolled: { status: 409, title: 'Conflict', meaning: 'that public key is already enrolled' },

@@ -57,6 +57,20 @@ export {
   StoreOpenError,
   type SvcErrorCode,
 } from './errors.js';
+export {
+  FRAMING_HEADER_NAMES,
+  framingRefusal,
+  IDENTITY_HEADER_NAMES,
+  IDENTITY_HEADER_PREFIXES,
+  identityHeaderPredicate,
+  isIdentityHeader,
+  isPublicPath,
+  normalizeHeaderName,
+  pathMatches,
+  requirementFor,
+  unambiguousPath,
+  unmetRequirement,
+} from './gateway-policy.js';
 export { type IdKind, isIdOfKind, newId } from './ids.js';
 export { isValidNodeId, NODE_ID_PATTERN, nodeIdOf, normalizeNodeId } from './node-id.js';
 export { type NodeKeySetJson, nodeKeyValidAt } from './node-keys.js';

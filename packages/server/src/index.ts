@@ -2,10 +2,31 @@
 // generator and the tests build the surfaces with. Route plugins, hooks and the HTTP hardening
 // stay inside the package; its own tests import those from their modules.
 
-// The application gateway: the shapes it is built from, and its upstream mode.
-export type { GatewayAttach, UpstreamAttachOptions, UpstreamIdentityHeaders } from './gateway/options.js';
+// The application gateway (may bind a network address).
+export {
+  APPLICATION_AUTH_PREFIX,
+  buildGatewayApp,
+  INSUFFICIENT_SCOPE_CHALLENGE,
+  isReservedPath,
+  JWKS_PATH,
+  RESERVED_PREFIX,
+  upgradePrincipal,
+} from './gateway/app.js';
+export type {
+  GatewayAppOptions,
+  GatewayAttach,
+  GatewayPolicy,
+  UpstreamAttachOptions,
+  UpstreamIdentityHeaders,
+} from './gateway/options.js';
+// Upstream mode: every authenticated request proxied to the application.
 export { DEFAULT_UPSTREAM_TIMEOUTS, type UpstreamTimeouts, upstreamAttach } from './gateway/upstream.js';
-export { type ConnectionLimits, MANAGEMENT_CONNECTION_LIMITS, NODE_CONNECTION_LIMITS } from './http/connection-limits.js';
+export {
+  APPLICATION_CONNECTION_LIMITS,
+  type ConnectionLimits,
+  MANAGEMENT_CONNECTION_LIMITS,
+  NODE_CONNECTION_LIMITS,
+} from './http/connection-limits.js';
 export { parseIPv4 } from './http/loopback.js';
 // The management API (loopback only).
 export { buildManagementApp, type ManagementAppOptions } from './management/app.js';

@@ -1,6 +1,7 @@
 import type { AppPathRequirement, AuthDeps, Principal } from '@svc/core';
 import type { FastifyBaseLogger, FastifyInstance, FastifyRequest } from 'fastify';
 import type { ChallengeBudget } from '../http/challenge-budget.js';
+import type { ConnectionLimits } from '../http/connection-limits.js';
 import type { FailureLimiter } from '../http/failure-limiter.js';
 import type { ServiceMetrics } from '../metrics/metrics.js';
 
@@ -34,8 +35,12 @@ export interface GatewayAppOptions {
   readonly jwks?: () => { readonly keys: readonly object[] };
   /** What serves the application after identity; absent: every non-reserved path answers 404 once authenticated. */
   readonly attach?: GatewayAttach;
+  /** The budget of failed sign-in proofs. Default: 30 failures per address unit (or per session, for refresh) per 60 s. */
   readonly limiter?: FailureLimiter;
+  /** The budget of unanswered challenges. Default: 100 per address unit and 20 per public key per 60 s. */
   readonly challenges?: ChallengeBudget;
+  /** Connection caps of this listener. Default {@link APPLICATION_CONNECTION_LIMITS}. */
+  readonly connectionLimits?: ConnectionLimits;
 }
 
 /** What the upstream attach adds to each proxied request, computed once identity is settled. */

@@ -13,6 +13,12 @@ export interface ConnectionLimits {
 export const NODE_CONNECTION_LIMITS: ConnectionLimits = Object.freeze({ maxConnections: 256, maxConnectionsPerPeer: 32 });
 
 /**
+ * The application gateway: faces the application's callers, often behind one reverse proxy
+ * (a single peer address holding many connections), so it gets the largest share.
+ */
+export const APPLICATION_CONNECTION_LIMITS: ConnectionLimits = Object.freeze({ maxConnections: 1024, maxConnectionsPerPeer: 256 });
+
+/**
  * The management API: loopback only, so every peer is this machine and a per-peer cap would
  * be the total. Its own listener and its own budget, so a flood of the node surface (capped
  * above) can never use up the descriptors the management API needs.

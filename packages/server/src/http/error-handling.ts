@@ -144,8 +144,14 @@ export function installErrorHandling(app: FastifyInstance): void {
   });
 }
 
-/** Answers `err` as problem+json with the security headers straight onto `socket`, then closes it. */
-function writeRawProblem(socket: Duplex, err: AuthError, extra: Readonly<Record<string, string>> = {}): void {
+/**
+ * Answers `err` as problem+json with the security headers straight onto `socket` (a request
+ * Fastify never sees: a CONNECT, an upgrade, a refused raw request), then closes it.
+ *
+ * @example
+ * writeRawProblem(socket, new AuthError('invalid_request', 'the request is not valid HTTP'));
+ */
+export function writeRawProblem(socket: Duplex, err: AuthError, extra: Readonly<Record<string, string>> = {}): void {
   if (socket.destroyed || !socket.writable) {
     socket.destroy();
     return;

@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { installDrainOnClose } from './drain-on-close.js';
 import { installErrorHandling } from './error-handling.js';
 import { installJsonBodyParser } from './json-body.js';
@@ -22,13 +22,28 @@ import { installSecurityHeaders } from './security-headers.js';
  * hardenSurface(app, { loopbackOnly: true });
  * await app.register(routes, { deps });
  */
-export function hardenSurface(app: FastifyInstance, opts: { readonly loopbackOnly: boolean }): void {
+export function hardenSurface(
+  app: FastifyInstance,
+  opts: {
+    readonly loopbackOnly: boolean;
+    /** On a surface that is not loopback-only: requests the DNS-rebinding guard lets through anyway (those from a trusted reverse proxy, which names the public host). */
+    readonly guardExempt?: (req: FastifyRequest) => boolean;
+  },
+): void {
   installSecurityHeaders(app);
   // A surface that may bind a network address still gets the DNS-rebinding guard for every
   // request that arrived on a loopback address (bound to 127.0.0.1, or a wildcard reached over
   // loopback): there a hostile page's rebound name is the only way a browser gets in.
   if (opts.loopbackOnly) installLoopbackGuard(app);
-  else installLoopbackGuard(app, { when: (req) => isLoopbackAddress(req.socket.localAddress) });
+  else {
+    const exempt = opts.guardExempt;
+    installLoopbackGuard(app, {
+      when:
+        exempt === undefined
+          ? (req) => isLoopbackAddress(req.socket.localAddress)
+          : (req) => isLoopbackAddress(req.socket.localAddress) && !exempt(req),
+    });
+  }
   installJsonBodyParser(app);
   installErrorHandling(app);
   installDrainOnClose(app);

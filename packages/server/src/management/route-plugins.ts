@@ -4,7 +4,7 @@ import { enrollRoutes } from './enroll-routes.js';
 import { healthRoutes } from './health-routes.js';
 import { operatorRoutes } from './operator-routes.js';
 import { decoratePrincipal, type SignInRouteOptions } from './route-options.js';
-import { LOOPBACK_GUARD } from './schemas.js';
+import { LOOPBACK_GUARD, MANAGEMENT_BEARER } from './schemas.js';
 import { sessionRoutes } from './session-routes.js';
 import { signInRoutes } from './sign-in-routes.js';
 
@@ -28,7 +28,13 @@ export async function registerManagementRoutes(app: FastifyInstance, opts: Manag
   // Enrollment and sign-in share one budget of failed proofs.
   await app.register(enrollRoutes, { deps, limiter });
   await app.register(signInRoutes, { prefix: '/v1/auth', realm: 'management', deps, limiter, challenges, guardProblems: [LOOPBACK_GUARD] });
-  await app.register(sessionRoutes, { deps });
+  await app.register(sessionRoutes, {
+    prefix: '/v1/auth',
+    deps,
+    realm: 'management',
+    guardProblems: [LOOPBACK_GUARD],
+    security: MANAGEMENT_BEARER,
+  });
   await app.register(operatorRoutes, { deps });
   await app.register(openApiRoute, { document: opts.openApiJson });
 }

@@ -1,54 +1,59 @@
-import { revokeSession } from '@svc/core';
+import { type AuthDeps, type Realm, revokeSession } from '@svc/core';
 import type { FastifyPluginAsync } from 'fastify';
 import { documented, problemResponses } from '../http/problem-schema.js';
-import { type ManagementRouteOptions, managementPrincipal, principalOf, requireManagementPrincipal } from './route-options.js';
-import {
-  BODY_PROBLEMS,
-  LOOPBACK_GUARD,
-  MANAGEMENT_BEARER,
-  principalResponse,
-  type RevokeBody,
-  revokeBody,
-  revokeResponse,
-} from './schemas.js';
+import { bearerPrincipal, principalOf, requireBearerPrincipal } from './route-options.js';
+import { BODY_PROBLEMS, principalResponse, type RevokeBody, revokeBody, revokeResponse } from './schemas.js';
+
+/** What {@link sessionRoutes} receives: the realm its bearer tokens belong to (data, so one plugin serves every realm). */
+export interface SessionRouteOptions {
+  readonly deps: AuthDeps;
+  readonly realm: Realm;
+  /** Statuses the surface's own guards may answer on every route, for the documented responses (the management API: `403 forbidden_host`). */
+  readonly guardProblems: readonly number[];
+  /** The OpenAPI security requirement of the bearer routes. */
+  readonly security: ReadonlyArray<Readonly<Record<string, readonly string[]>>>;
+}
 
 /**
- * The bearer routes of the contract: `GET /v1/auth/me` (the principal; one store lookup, the
- * hot path) and `POST /v1/auth/revoke` (logout with `{}` or no body, or revoke another session
- * with `{"session_id"}`; effective from the next request on).
+ * The bearer routes of one realm, under the plugin's prefix: `GET {prefix}/me` (the principal;
+ * one store lookup, the hot path) and `POST {prefix}/revoke` (logout with `{}` or no body, or
+ * revoke another session with `{"session_id"}`, which only a management principal may; an
+ * application principal naming any session but its own gets `404 not_found`; effective from
+ * the next request on, in every process sharing the store). A token of another realm is
+ * `401 invalid_token` on both.
  *
  * @example
- * await app.register(sessionRoutes, { deps });
+ * await app.register(sessionRoutes, { prefix: '/v1/auth', deps, realm: 'management', guardProblems: [403], security: MANAGEMENT_BEARER });
  */
-export const sessionRoutes: FastifyPluginAsync<ManagementRouteOptions> = async (app, { deps }) => {
+export const sessionRoutes: FastifyPluginAsync<SessionRouteOptions> = async (app, { deps, realm, guardProblems, security }) => {
   app.get(
-    '/v1/auth/me',
+    '/me',
     {
       schema: documented({
         summary: 'The principal of the bearer token',
-        security: MANAGEMENT_BEARER,
-        response: { 200: { description: 'The principal', ...principalResponse }, ...problemResponses(LOOPBACK_GUARD, 401, 503) },
+        security,
+        response: { 200: { description: 'The principal', ...principalResponse }, ...problemResponses(...guardProblems, 401, 503) },
       }),
     },
-    (req) => managementPrincipal(deps, req),
+    (req) => bearerPrincipal(deps, req, realm),
   );
 
   app.post<{ Body: RevokeBody }>(
-    '/v1/auth/revoke',
+    '/revoke',
     {
-      onRequest: requireManagementPrincipal(deps),
+      onRequest: requireBearerPrincipal(deps, realm),
       // A logout needs nothing but the bearer token: a POST without a body means `{}`.
       preValidation: (req, _reply, done) => {
         if (req.body === undefined) req.body = {};
         done();
       },
       schema: documented({
-        summary: 'Log out, or revoke another session',
-        security: MANAGEMENT_BEARER,
+        summary: realm === 'management' ? 'Log out, or revoke another session' : 'Log out',
+        security,
         body: revokeBody,
         response: {
           200: { description: 'The revoked session', ...revokeResponse },
-          ...problemResponses(LOOPBACK_GUARD, ...BODY_PROBLEMS, 401, 404, 503),
+          ...problemResponses(...guardProblems, ...BODY_PROBLEMS, 401, 404, 503),
         },
       }),
     },

@@ -1,0 +1,290 @@
+/**
+ * The rules of the application gateway (see the contract's "Application gateway"), as pure
+ * functions: which inbound headers are identity headers (stripped before anything else runs),
+ * which requests smuggle or are framed ambiguously (refused), which request paths are
+ * ambiguous (refused, never normalised), which paths are public, and whether a principal meets
+ * a path's requirement. The server applies them; nothing here does I/O.
+ */
+import type { AppPathRequirement } from './app-config.js';
+import { AuthError } from './errors.js';
+import type { Principal } from './principal.js';
+
+/** Identity-header name prefixes of the contract (compared after {@link normalizeHeaderName}). */
+export const IDENTITY_HEADER_PREFIXES: readonly string[] = Object.freeze([
+  'svc-',
+  'x-svc-',
+  'x-auth-request-',
+  'x-pomerium-',
+  'cf-access-',
+  'x-ms-client-principal',
+  'x-goog-authenticated-user-',
+]);
+
+/** Identity-header names of the contract (compared after {@link normalizeHeaderName}). */
+export const IDENTITY_HEADER_NAMES: readonly string[] = Object.freeze([
+  'x-forwarded-user',
+  'x-forwarded-email',
+  'x-forwarded-preferred-username',
+  'x-forwarded-groups',
+  'x-forwarded-access-token',
+  'remote-user',
+  'x-remote-user',
+  'x-user',
+  'x-email',
+]);
+
+/**
+ * Headers the gateway or the HTTP framing itself interprets: one of these spelled with another
+ * separator (`Content_Length`, `X.Forwarded.For`) is refused, since a backend that reads `_` as
+ * `-` (CGI, WSGI, PHP) would see a second, different value of it.
+ */
+export const FRAMING_HEADER_NAMES: readonly string[] = Object.freeze([
+  'authorization',
+  'connection',
+  'content-length',
+  'expect',
+  'forwarded',
+  'host',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'x-forwarded-for',
+  'x-forwarded-host',
+  'x-forwarded-port',
+  'x-forwarded-proto',
+  'x-real-ip',
+]);
+
+/** A line break inside a header value (an obs-fold that got through the parser). */
+const CR_OR_LF = /[\r\n]/;
+/** A header name character other than a letter, a digit or `-` (the only names that fold differently). */
+const OTHER_SEPARATOR = /[^A-Za-z0-9-]/;
+
+/** Headers that must appear at most once in a request (a second copy means two parsers may disagree on which one counts). */
+const SINGLE_HEADERS = new Set(['authorization', 'content-length', 'host', 'transfer-encoding']);
+
+/**
+ * A header name as the gateway compares it: lower-cased, with every character other than a
+ * letter or a digit read as `-`. Stricter than the contract's "`_` read as `-`": backends
+ * differ in which separators they fold (CGI, WSGI and PHP fold `_`; others fold `.`), so all
+ * of them are folded.
+ *
+ * @example
+ * normalizeHeaderName('X_Forwarded.User'); // 'x-forwarded-user'
+ */
+export function normalizeHeaderName(name: string): string {
+  return name.toLowerCase().replace(/[^a-z0-9]/g, '-');
+}
+
+/** How many header names one predicate remembers its verdict for. */
+const IDENTITY_MEMO_MAX = 1024;
+
+/**
+ * A predicate for identity headers: the contract's prefixes and names, plus `extra` (the
+ * project's `:svc/app-identity-headers`), every one compared after
+ * {@link normalizeHeaderName}, so case and separators never let a forged header through.
+ * Build it once per gateway; the predicate is called for every inbound header.
+ *
+ * @example
+ * const isIdentity = identityHeaderPredicate(['x-tenant']);
+ * isIdentity('X_Forwarded_User'); // true
+ * isIdentity('X_TENANT'); // true
+ * isIdentity('accept'); // false
+ */
+export function identityHeaderPredicate(extra: readonly string[] = []): (name: string) => boolean {
+  const exact = new Set([...IDENTITY_HEADER_NAMES, ...extra.map(normalizeHeaderName)]);
+  // Header names repeat from request to request: a bounded memo of verdicts by name as sent
+  // keeps the per-request cost to a lookup (names never seen before are still judged in full).
+  const memo = new Map<string, boolean>();
+  const judge = (name: string): boolean => {
+    const n = normalizeHeaderName(name);
+    if (exact.has(n)) return true;
+    for (const prefix of IDENTITY_HEADER_PREFIXES) if (n.startsWith(prefix)) return true;
+    return false;
+  };
+  return (name) => {
+    const known = memo.get(name);
+    if (known !== undefined) return known;
+    const verdict = judge(name);
+    if (memo.size < IDENTITY_MEMO_MAX) memo.set(name, verdict);
+    return verdict;
+  };
+}
+
+/**
+ * Whether `name` is an identity header (see {@link identityHeaderPredicate}; `extra` are the
+ * project's own names).
+ *
+ * @example
+ * isIdentityHeader('Svc-Subject'); // true
+ * isIdentityHeader('cf_access_jwt_assertion'); // true
+ */
+export function isIdentityHeader(name: string, extra: readonly string[] = []): boolean {
+  return identityHeaderPredicate(extra)(name);
+}
+
+/**
+ * Why a request's header block is refused as smuggling or ambiguous framing, or null when it is
+ * fine. `rawHeaders` is Node's flat `[name, value, name, value, ...]` list as received. Refused:
+ * `Content-Length` or `Transfer-Encoding` (or `Host`, `Authorization`) sent more than once;
+ * `Transfer-Encoding` together with `Content-Length`; any `Transfer-Encoding` other than exactly
+ * `chunked`, or one in an HTTP/1.0 request; a value holding CR or LF (an obs-fold that got
+ * through); a framing header ({@link FRAMING_HEADER_NAMES}) spelled with `_` or another separator.
+ * Node 20's parser already refuses most of these; this is the same rule stated where it can be
+ * tested, so a future parser leniency cannot let one through.
+ *
+ * @example
+ * framingRefusal(['Content-Length', '2', 'Content-Length', '2'], '1.1'); // 'Content-Length is sent more than once'
+ * framingRefusal(['Host', 'a'], '1.1'); // null
+ */
+export function framingRefusal(rawHeaders: readonly string[], httpVersion: string): string | null {
+  const seen = new Map<string, number>();
+  let transferEncoding: string | undefined;
+  for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
+    const name = rawHeaders[i] as string;
+    const value = rawHeaders[i + 1] as string;
+    const lower = name.toLowerCase();
+    if (CR_OR_LF.test(value)) return `the ${name} header is folded over several lines (obs-fold)`;
+    if (OTHER_SEPARATOR.test(name)) {
+      const normalized = normalizeHeaderName(name);
+      if (FRAMING_HEADER_NAMES.includes(normalized)) {
+        return `the header ${name} reads as ${normalized} where separators are folded; send ${normalized}`;
+      }
+    }
+    if (SINGLE_HEADERS.has(lower)) {
+      const count = (seen.get(lower) ?? 0) + 1;
+      if (count > 1) return `${canonicalName(lower)} is sent more than once`;
+      seen.set(lower, count);
+    }
+    if (lower === 'transfer-encoding') transferEncoding = value;
+  }
+  if (transferEncoding !== undefined) {
+    if (seen.has('content-length')) return 'Transfer-Encoding and Content-Length are both sent';
+    if (transferEncoding.trim().toLowerCase() !== 'chunked') return 'Transfer-Encoding must be exactly chunked';
+    if (httpVersion !== '1.1') return 'Transfer-Encoding is not allowed in an HTTP/1.0 request';
+  }
+  return null;
+}
+
+function canonicalName(lower: string): string {
+  return lower.replace(/(^|-)([a-z])/g, (_m, sep: string, c: string) => sep + c.toUpperCase());
+}
+
+/** A percent-encoded `.`, `/`, `\` or `%` (double encoding), or a percent-encoded control character. */
+const ENCODED_AMBIGUOUS = /%(2e|2f|5c|25|0[0-9a-f]|1[0-9a-f]|7f)/i;
+
+/**
+ * The path of a request target, percent-decoded, when the target is unambiguous: every proxy,
+ * framework and filesystem reads it the same way, so a public-path or requirement match here
+ * is the match the application sees. An ambiguous target is refused (`400 invalid_request`),
+ * never normalised: anything but an origin-form target starting with `/` (absolute form, `*`);
+ * a fragment; a backslash; an empty segment (`//`); a dot segment (`/./`, `/../`, also with a
+ * `;parameter`, as in `/..;/`); a percent-encoded `.`, `/`, `\`, `%` (double encoding) or
+ * control character; a malformed escape or one that is not UTF-8. These are the classic
+ * path-confusion bypasses of identity-aware proxies (a public prefix walked out of with
+ * `/public/../admin`, `/public/%2e%2e/admin`, `/public/..;/admin`, `/public%2fadmin`,
+ * `/public\..\admin`).
+ *
+ * @throws {AuthError} `invalid_request` naming what is ambiguous.
+ * @example
+ * unambiguousPath('/docs/a%20b?x=1'); // '/docs/a b'
+ * unambiguousPath('/public/../admin'); // throws invalid_request
+ */
+export function unambiguousPath(target: string): string {
+  const q = target.indexOf('?');
+  const raw = q < 0 ? target : target.slice(0, q);
+  const refuse = (why: string): never => {
+    throw new AuthError('invalid_request', `the request path is ambiguous: ${why}`);
+  };
+  if (!raw.startsWith('/')) refuse('it must start with / (origin form)');
+  if (target.includes('#')) refuse('it holds a fragment (#)');
+  if (raw.includes('\\')) refuse('it holds a backslash');
+  if (raw.includes('//')) refuse('it holds an empty segment (//)');
+  if (ENCODED_AMBIGUOUS.test(raw)) refuse('it percent-encodes a dot, slash, backslash, percent sign or control character');
+  for (const segment of raw.split('/')) {
+    const name = segment.split(';', 1)[0];
+    if (name === '.' || name === '..') refuse('it holds a dot segment (. or ..)');
+  }
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    return refuse('a percent escape is malformed or not UTF-8');
+  }
+}
+
+/**
+ * Whether `path` matches a pattern of `:svc/app-public` or `:svc/app-require`: an exact path,
+ * or a prefix ending in `/*`, which matches every path below it (`/public/*` matches
+ * `/public/a` and `/public/`, not `/public` nor `/publicity`). Case-sensitive unless `ignoreCase`.
+ *
+ * @example
+ * pathMatches('/public/*', '/public/a/b'); // true
+ * pathMatches('/healthz', '/healthz/'); // false
+ */
+export function pathMatches(pattern: string, path: string, ignoreCase = false): boolean {
+  const p = ignoreCase ? pattern.toLowerCase() : pattern;
+  const s = ignoreCase ? path.toLowerCase() : path;
+  if (p.endsWith('/*')) return s.startsWith(p.slice(0, -1));
+  return p === s;
+}
+
+/**
+ * Whether `path` (from {@link unambiguousPath}) is public: it matches one of `publicPaths`,
+ * case-sensitively (a public path never grows by case folding).
+ *
+ * @example
+ * isPublicPath(['/healthz', '/public/*'], '/public/logo.svg'); // true
+ * isPublicPath(['/healthz'], '/HEALTHZ'); // false
+ */
+export function isPublicPath(publicPaths: readonly string[], path: string): boolean {
+  for (const pattern of publicPaths) if (pathMatches(pattern, path)) return true;
+  return false;
+}
+
+/**
+ * The requirement of `:svc/app-require` that applies to `path`, or null: the most specific
+ * match, where an exact pattern beats every prefix and a longer prefix beats a shorter one.
+ * Matched case-insensitively (a requirement on `/admin/*` also covers `/Admin/x`, which a
+ * case-insensitive application would serve as the same resource).
+ *
+ * @example
+ * requirementFor([{ path: '/admin/*', ... }, { path: '/admin/audit/*', ... }], '/admin/audit/x').path; // '/admin/audit/*'
+ */
+export function requirementFor(requirements: readonly AppPathRequirement[], path: string): AppPathRequirement | null {
+  let best: AppPathRequirement | null = null;
+  let bestRank = -1;
+  for (const r of requirements) {
+    if (!pathMatches(r.path, path, true)) continue;
+    // Exact patterns outrank any prefix; among prefixes, the longer one is more specific.
+    const rank = r.path.endsWith('/*') ? r.path.length : Number.MAX_SAFE_INTEGER;
+    if (rank > bestRank) {
+      best = r;
+      bestRank = rank;
+    }
+  }
+  return best;
+}
+
+/**
+ * Why `principal` does not meet `requirement` at `now` (epoch ms), or null when it does:
+ * its subject must be one of `subjects`, its `amr` must hold one of `amr`, and it must have
+ * signed in (`auth_time`) at most `maxAuthAgeSeconds` ago. A null field asks nothing.
+ *
+ * @example
+ * unmetRequirement({ path: '/admin/*', subjects: ['dev_1'], amr: null, maxAuthAgeSeconds: null }, principal, Date.now());
+ * // 'the subject is not one allowed here' (or null)
+ */
+export function unmetRequirement(requirement: AppPathRequirement, principal: Principal, now: number): string | null {
+  if (requirement.subjects !== null && !requirement.subjects.includes(principal.subject)) return 'the subject is not one allowed here';
+  if (requirement.amr !== null && !requirement.amr.some((m) => principal.claims.amr.includes(m))) {
+    return `signing in with one of these methods is required here: ${requirement.amr.join(', ')}`;
+  }
+  if (requirement.maxAuthAgeSeconds !== null) {
+    const authTime = Date.parse(principal.claims.auth_time);
+    if (!Number.isFinite(authTime) || now - authTime > requirement.maxAuthAgeSeconds * 1000) {
+      return `a sign-in at most ${requirement.maxAuthAgeSeconds} s old is required here; sign in again`;
+    }
+  }
+  return null;
+}

@@ -1,0 +1,224 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import {
+  type AppPathRequirement,
+  AuthError,
+  framingRefusal,
+  IDENTITY_HEADER_NAMES,
+  IDENTITY_HEADER_PREFIXES,
+  identityHeaderPredicate,
+  isIdentityHeader,
+  isPublicPath,
+  makePrincipal,
+  normalizeHeaderName,
+  pathMatches,
+  requirementFor,
+  unambiguousPath,
+  unmetRequirement,
+} from '../src/index.js';
+
+/** Every spelling a forged header arrives in: as listed, upper, lower, mixed case, `_` for `-`, and both. */
+function spellings(name: string): string[] {
+  const mixed = [...name].map((c, i) => (i % 2 === 0 ? c.toUpperCase() : c.toLowerCase())).join('');
+  return [
+    name,
+    name.toUpperCase(),
+    name.toLowerCase(),
+    mixed,
+    name.replaceAll('-', '_'),
+    mixed.replaceAll('-', '_'),
+    name.replaceAll('-', '.'),
+  ];
+}
+
+describe('identity headers', () => {
+  const isIdentity = identityHeaderPredicate(['X-Tenant']);
+
+  test('every listed name and prefix is an identity header in every case and separator spelling (CVE-2025-64484: underscore variants)', () => {
+    const examples = [...IDENTITY_HEADER_NAMES, ...IDENTITY_HEADER_PREFIXES.map((p) => (p.endsWith('-') ? `${p}anything` : `${p}-id`))];
+    for (const name of examples) for (const spelled of spellings(name)) assert.equal(isIdentity(spelled), true, spelled);
+    for (const spelled of spellings('x-ms-client-principal')) assert.equal(isIdentity(spelled), true, spelled);
+  });
+
+  test("the project's own names are stripped the same way", () => {
+    for (const spelled of spellings('x-tenant')) assert.equal(isIdentity(spelled), true, spelled);
+    assert.equal(isIdentityHeader('x_tenant'), false, 'not without the project list');
+    assert.equal(isIdentityHeader('x_tenant', ['x-tenant']), true);
+  });
+
+  test('ordinary headers are kept', () => {
+    for (const name of [
+      'accept',
+      'content-type',
+      'x-forwarded-for',
+      'x-forwarded-proto',
+      'authorization',
+      'cookie',
+      'x-svcx',
+      'svc',
+      'x-user-agent',
+      'user-agent',
+    ]) {
+      assert.equal(isIdentity(name), false, name);
+    }
+  });
+
+  test('normalizeHeaderName folds case and every separator', () => {
+    assert.equal(normalizeHeaderName('X_Forwarded.User'), 'x-forwarded-user');
+    assert.equal(normalizeHeaderName('SVC~Subject'), 'svc-subject');
+  });
+});
+
+describe('framing refusal (request smuggling)', () => {
+  const ok = (raw: string[], v = '1.1') => assert.equal(framingRefusal(raw, v), null, JSON.stringify(raw));
+  const refused = (raw: string[], match: RegExp, v = '1.1') =>
+    assert.match(framingRefusal(raw, v) ?? 'accepted', match, JSON.stringify(raw));
+
+  test('a plain request passes', () => {
+    ok(['Host', 'a', 'Content-Length', '2']);
+    ok(['Host', 'a', 'Transfer-Encoding', 'chunked']);
+    ok(['Host', 'a', 'Transfer-Encoding', 'Chunked ']);
+  });
+
+  test('CL.CL: Content-Length twice, equal or not', () => {
+    refused(['Content-Length', '2', 'Content-Length', '2'], /Content-Length is sent more than once/);
+    refused(['content-length', '2', 'CONTENT-LENGTH', '3'], /more than once/);
+  });
+
+  test('CL.TE and TE.CL: Transfer-Encoding with Content-Length', () => {
+    refused(['Transfer-Encoding', 'chunked', 'Content-Length', '5'], /both sent/);
+    refused(['Content-Length', '5', 'Transfer-Encoding', 'chunked'], /both sent/);
+  });
+
+  test('TE.TE: an obfuscated or doubled Transfer-Encoding', () => {
+    refused(['Transfer-Encoding', 'gzip, chunked'], /exactly chunked/);
+    refused(['Transfer-Encoding', 'chunked', 'Transfer-Encoding', 'chunked'], /more than once/);
+    refused(['Transfer-Encoding', 'chunked'], /HTTP\/1\.0/, '1.0');
+  });
+
+  test('obs-fold: a value continued on another line', () => {
+    refused(['X-A', 'a\r\n svc-subject: x'], /obs-fold/);
+    refused(['X-A', 'a\n\tb'], /obs-fold/);
+  });
+
+  test('a framing header spelled with _ (a second Content-Length for a CGI backend)', () => {
+    refused(['Content-Length', '2', 'Content_Length', '5'], /reads as content-length/);
+    refused(['Transfer_Encoding', 'chunked'], /reads as transfer-encoding/);
+    refused(['X_Forwarded_For', '1.2.3.4'], /reads as x-forwarded-for/);
+  });
+
+  test('Host or Authorization twice (two parsers may pick different ones)', () => {
+    refused(['Host', 'a', 'Host', 'b'], /Host is sent more than once/);
+    refused(['Authorization', 'Bearer a', 'authorization', 'Bearer b'], /Authorization is sent more than once/);
+  });
+});
+
+describe('ambiguous request paths', () => {
+  const refusedPath = (target: string) =>
+    assert.throws(
+      () => unambiguousPath(target),
+      (err: unknown) => err instanceof AuthError && err.code === 'invalid_request',
+      target,
+    );
+
+  test('an ordinary path is decoded, the query left aside', () => {
+    assert.equal(unambiguousPath('/docs/a%20b?x=/../y'), '/docs/a b');
+    assert.equal(unambiguousPath('/'), '/');
+    assert.equal(unambiguousPath('/a/b.c/..d/.e'), '/a/b.c/..d/.e');
+    assert.equal(unambiguousPath('/%61dmin'), '/admin', 'an encoded letter decodes to what the application sees');
+  });
+
+  test('public prefix escaped with dot segments: /public/../admin, /public/./x', () => {
+    for (const t of ['/public/../admin', '/public/./x', '/public/..', '/..', '/.', '/a/..?x']) refusedPath(t);
+  });
+
+  test('dot segments percent-encoded: /public/%2e%2e/admin, /public/.%2E/admin', () => {
+    for (const t of ['/public/%2e%2e/admin', '/public/.%2E/admin', '/public/%2E/x']) refusedPath(t);
+  });
+
+  test('Tomcat-style path parameter: /public/..;/admin', () => {
+    for (const t of ['/public/..;/admin', '/public/.;x/admin', '/public/..;jsessionid=1/admin']) refusedPath(t);
+  });
+
+  test('encoded slash and backslash: /public%2fadmin, /public%5c..%5cadmin', () => {
+    for (const t of ['/public%2f..%2fadmin', '/public%2Fadmin', '/public%5cadmin', '/public%5C']) refusedPath(t);
+  });
+
+  test('raw backslash (IIS, Windows backends): /public\\..\\admin', () => {
+    refusedPath('/public\\..\\admin');
+    refusedPath('/public\\x');
+  });
+
+  test('empty segments: //admin, /public//x', () => {
+    for (const t of ['//admin', '/public//x', '//']) refusedPath(t);
+  });
+
+  test('double encoding, control characters, malformed escapes', () => {
+    for (const t of ['/public/%252e%252e/admin', '/a%25', '/a%00', '/a%0a', '/a%7F', '/a%zz', '/a%c3', '/a%']) refusedPath(t);
+  });
+
+  test('anything but origin form: absolute form, asterisk, fragment', () => {
+    for (const t of ['http://evil/admin', '*', 'admin', '', '/a#b']) refusedPath(t);
+  });
+});
+
+describe('public paths and requirements', () => {
+  test('exact paths and /* prefixes', () => {
+    assert.equal(pathMatches('/public/*', '/public/a/b'), true);
+    assert.equal(pathMatches('/public/*', '/public/'), true);
+    assert.equal(pathMatches('/public/*', '/public'), false);
+    assert.equal(pathMatches('/public/*', '/publicity'), false);
+    assert.equal(pathMatches('/healthz', '/healthz'), true);
+    assert.equal(pathMatches('/healthz', '/healthz/'), false);
+    assert.equal(pathMatches('/healthz', '/healthzz'), false);
+  });
+
+  test('a public path is matched case-sensitively: /HEALTHZ is not public', () => {
+    assert.equal(isPublicPath(['/healthz', '/public/*'], '/healthz'), true);
+    assert.equal(isPublicPath(['/healthz', '/public/*'], '/HEALTHZ'), false);
+    assert.equal(isPublicPath(['/healthz', '/public/*'], '/Public/x'), false);
+    assert.equal(isPublicPath([], '/'), false);
+  });
+
+  const req = (path: string, over: Partial<AppPathRequirement> = {}): AppPathRequirement => ({
+    path,
+    subjects: null,
+    amr: null,
+    maxAuthAgeSeconds: null,
+    ...over,
+  });
+
+  test('the most specific requirement wins: exact over prefix, longer prefix over shorter, whatever the order', () => {
+    const list = [req('/admin/*'), req('/admin/audit/*'), req('/admin/audit/export'), req('/*')];
+    assert.equal(requirementFor(list, '/admin/audit/export')?.path, '/admin/audit/export');
+    assert.equal(requirementFor(list, '/admin/audit/x')?.path, '/admin/audit/*');
+    assert.equal(requirementFor(list, '/admin/x')?.path, '/admin/*');
+    assert.equal(requirementFor(list, '/other')?.path, '/*');
+    assert.equal(requirementFor([...list].reverse(), '/admin/audit/x')?.path, '/admin/audit/*');
+    assert.equal(requirementFor([req('/admin/*')], '/other'), null);
+  });
+
+  test('a requirement covers case variants of its path (a case-insensitive application serves /Admin as /admin)', () => {
+    assert.equal(requirementFor([req('/admin/*')], '/ADMIN/x')?.path, '/admin/*');
+  });
+
+  const principal = makePrincipal({
+    subject: 'sub_a',
+    realm: 'application',
+    session: 'ses_a',
+    device: 'dev_a',
+    claims: { amr: ['ed25519'], auth_time: '2026-11-22T10:00:00.000Z', exp: '2026-11-22T10:15:00.000Z' },
+  });
+  const signedIn = Date.parse('2026-11-22T10:00:00.000Z');
+
+  test('subjects, amr and sign-in age', () => {
+    assert.equal(unmetRequirement(req('/a'), principal, signedIn), null, 'nothing asked');
+    assert.equal(unmetRequirement(req('/a', { subjects: ['sub_a', 'sub_b'] }), principal, signedIn), null);
+    assert.match(unmetRequirement(req('/a', { subjects: ['sub_b'] }), principal, signedIn) ?? '', /subject/);
+    assert.match(unmetRequirement(req('/a', { subjects: [] }), principal, signedIn) ?? '', /subject/, 'an empty list admits nobody');
+    assert.equal(unmetRequirement(req('/a', { amr: ['hwk', 'ed25519'] }), principal, signedIn), null);
+    assert.match(unmetRequirement(req('/a', { amr: ['hwk'] }), principal, signedIn) ?? '', /hwk/);
+    assert.equal(unmetRequirement(req('/a', { maxAuthAgeSeconds: 60 }), principal, signedIn + 60_000), null);
+    assert.match(unmetRequirement(req('/a', { maxAuthAgeSeconds: 60 }), principal, signedIn + 60_001) ?? '', /sign in again/);
+  });
+});

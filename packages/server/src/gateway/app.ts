@@ -1,0 +1,294 @@
+import type { IncomingMessage, Server } from 'node:http';
+import {
+  type AuthDeps,
+  AuthError,
+  identityHeaderPredicate,
+  isPublicPath,
+  type Principal,
+  parseSessionToken,
+  requirementFor,
+  unmetRequirement,
+} from '@svc/core';
+import Fastify, { type FastifyInstance, type FastifyPluginAsync, type onRequestAsyncHookHandler } from 'fastify';
+import { bearerChallenge, bearerToken } from '../http/bearer.js';
+import { type ChallengeBudget, createChallengeBudget } from '../http/challenge-budget.js';
+import { APPLICATION_CONNECTION_LIMITS, installConnectionLimits } from '../http/connection-limits.js';
+import { toAuthError } from '../http/error-handling.js';
+import { createFailureLimiter, type FailureLimiter } from '../http/failure-limiter.js';
+import { hardenSurface } from '../http/harden.js';
+import { serverOptions } from '../http/server-options.js';
+import { applicationPrincipal, decoratePrincipal } from '../management/route-options.js';
+import { sessionRoutes } from '../management/session-routes.js';
+import { signInRoutes } from '../management/sign-in-routes.js';
+import { instrumentHttp } from '../metrics/instrument-http.js';
+import { installHeaderHygiene, removeHeaders, requestPath } from './hygiene.js';
+import type { GatewayAppOptions, GatewayPolicy } from './options.js';
+import { forwardedClientAddress, trustedPeerPredicate } from './trusted-proxies.js';
+
+/** The reserved path prefix of the gateway: never reaches the application. */
+export const RESERVED_PREFIX = '/.svc/';
+
+/** Where the application-realm sign-in lives (the same plugin as the management API's `/v1/auth`). */
+export const APPLICATION_AUTH_PREFIX = '/.svc/auth/v1';
+
+/** The path of the JWK Set of the keys that sign `Svc-Assertion`. */
+export const JWKS_PATH = '/.svc/jwks.json';
+
+/** The `WWW-Authenticate` of a principal that is known but does not meet the path's requirement (RFC 6750 §3.1). */
+export const INSUFFICIENT_SCOPE_CHALLENGE = 'Bearer realm="application", error="insufficient_scope"';
+
+/** The OpenAPI security requirement of the application-realm bearer routes. */
+const APPLICATION_BEARER = [{ applicationBearer: [] }];
+
+/**
+ * Whether a (decoded) path is under the reserved prefix (`/.svc` itself included).
+ *
+ * @example
+ * isReservedPath('/.svc/jwks.json'); // true
+ * isReservedPath('/.svcx'); // false
+ */
+export function isReservedPath(path: string): boolean {
+  return path === '/.svc' || path.startsWith(RESERVED_PREFIX);
+}
+
+/** Whether `name` is the `Authorization` header. */
+function isAuthorization(name: string): boolean {
+  return name.length === 13 && name.toLowerCase() === 'authorization';
+}
+
+/** What the identity step needs of a request, whether Fastify routes it or it is an `upgrade`. */
+interface IdentityInput {
+  /** The decoded, unambiguous path ({@link requestPath}). */
+  readonly path: string;
+  readonly authorization: string | undefined;
+  /** The client address (`req.ip`: the client behind a trusted proxy). */
+  readonly clientAddress: string | undefined;
+}
+
+/** What the identity step settled: nothing for a reserved path (its routes authenticate), else the principal. */
+type IdentityOutcome =
+  | { readonly reserved: true }
+  | { readonly reserved: false; readonly principal: Principal | null; readonly removeAuthorization: boolean };
+
+/**
+ * The gateway's identity rule, one home for the routed requests and the `upgrade`s:
+ * authenticates the application-realm bearer, applies the public paths and the per-path
+ * requirements, and says whether the `Authorization` header carried our token (to be removed).
+ * Refusals are thrown as {@link AuthError}s (`401 invalid_token`, `403 insufficient_claims`).
+ *
+ * A bearer on a public path: a valid application token gives the request its principal; a token
+ * in our format that does not authenticate (expired, revoked, another realm) is dropped and the
+ * request goes on with `principal` null, so a public path never fails because of a bad token;
+ * a credential that is not ours (another scheme, a foreign bearer) is left for the application.
+ * A path that matches a requirement is never public.
+ */
+async function settleIdentity(deps: AuthDeps, policy: GatewayPolicy, input: IdentityInput): Promise<IdentityOutcome> {
+  const { path } = input;
+  if (isReservedPath(path)) return { reserved: true };
+  const token = bearerToken(input.authorization);
+  const ours = token !== undefined && token !== '' && parseSessionToken(token, 'access') !== null;
+  const requirement = requirementFor(policy.requirements, path);
+  let principal: Principal | null = null;
+  if (requirement === null && isPublicPath(policy.publicPaths, path)) {
+    if (ours) principal = await applicationPrincipal(deps, token, input.clientAddress).catch(() => null);
+  } else {
+    principal = await applicationPrincipal(deps, token, input.clientAddress);
+    if (requirement !== null) {
+      const unmet = unmetRequirement(requirement, principal, deps.clock.now());
+      if (unmet !== null) {
+        throw new AuthError('insufficient_claims', unmet, { headers: { 'www-authenticate': INSUFFICIENT_SCOPE_CHALLENGE } });
+      }
+    }
+  }
+  return { reserved: false, principal, removeAuthorization: ours };
+}
+
+/** Defines `principal` on `target` read-only and non-configurable: nothing that runs later can replace or redefine it. */
+function fixPrincipal(target: object, principal: Principal | null): void {
+  Object.defineProperty(target, 'principal', { value: principal, writable: false, configurable: false, enumerable: true });
+}
+
+/**
+ * The gateway's identity step, an `onRequest` hook of the root context (so it runs before
+ * anything an attach registers, and for unknown paths too): {@link settleIdentity}, then the
+ * `Authorization` header carrying our token is removed and `request.principal` is defined
+ * read-only and non-configurable. Requests under `/.svc/` are left to their own routes.
+ */
+function gatewayIdentity(deps: AuthDeps, policy: GatewayPolicy): onRequestAsyncHookHandler {
+  return async (req) => {
+    const outcome = await settleIdentity(deps, policy, {
+      path: requestPath(req.raw),
+      authorization: req.headers.authorization,
+      clientAddress: req.ip,
+    });
+    if (outcome.reserved) return;
+    if (outcome.removeAuthorization) removeHeaders(req.raw, isAuthorization);
+    fixPrincipal(req, outcome.principal);
+  };
+}
+
+/**
+ * The same identity step for an `upgrade` (websockets), which Fastify never routes: refused
+ * upgrades get their problem+json written onto the socket (with `WWW-Authenticate`), reserved
+ * paths `404`; an accepted one goes on to the `upgrade` listeners with the `Authorization`
+ * header removed and `req.principal` (see {@link upgradePrincipal}) defined read-only.
+ */
+function upgradeIdentity(
+  deps: AuthDeps,
+  policy: GatewayPolicy,
+  trustedPeer: (address: string | undefined) => boolean,
+): (req: IncomingMessage) => Promise<AuthError | null> {
+  return async (req) => {
+    const authorization = req.headers.authorization;
+    const forwarded = req.headers['x-forwarded-for'];
+    const forwardedFor = Array.isArray(forwarded) ? forwarded.join(',') : forwarded;
+    const clientAddress = forwardedClientAddress(req.socket.remoteAddress, forwardedFor, trustedPeer);
+    let outcome: IdentityOutcome;
+    try {
+      outcome = await settleIdentity(deps, policy, { path: requestPath(req), authorization, clientAddress });
+    } catch (err) {
+      const refusal = toAuthError(err);
+      if (refusal.code !== 'invalid_token') return refusal;
+      const challenge = bearerChallenge('application', authorization !== undefined);
+      return new AuthError(refusal.code, refusal.detail, {
+        headers: { ...refusal.headers, 'www-authenticate': challenge },
+        realm: 'application',
+      });
+    }
+    if (outcome.reserved) return new AuthError('not_found', 'no such route');
+    if (outcome.removeAuthorization) removeHeaders(req, isAuthorization);
+    fixPrincipal(req, outcome.principal);
+    return null;
+  };
+}
+
+/**
+ * The principal the gateway settled for an `upgrade` request (websockets) before any `upgrade`
+ * listener saw it: the frozen principal, or null on a public path. An `upgrade` listener on
+ * the gateway's server only ever receives requests that passed the identity step.
+ *
+ * @throws {TypeError} when `req` did not go through the gateway's identity step.
+ * @example
+ * app.server.on('upgrade', (req, socket, head) => proxyUpgrade(req, socket, head, upgradePrincipal(req)));
+ */
+export function upgradePrincipal(req: IncomingMessage): Principal | null {
+  const descriptor = Object.getOwnPropertyDescriptor(req, 'principal');
+  if (descriptor === undefined || descriptor.configurable !== false) {
+    throw new TypeError('upgradePrincipal: this request did not go through the gateway identity step');
+  }
+  return descriptor.value as Principal | null;
+}
+
+/** What the reserved routes need. */
+interface ReservedRouteOptions {
+  readonly deps: AuthDeps;
+  readonly limiter: FailureLimiter;
+  readonly challenges: ChallengeBudget;
+  readonly jwks: GatewayAppOptions['jwks'];
+}
+
+/**
+ * The routes under `/.svc/`: the application-realm sign-in, `me` and `revoke` (the management
+ * API's plugins, in the application realm), the JWK Set, and `404 not_found` for every other
+ * path of the prefix, so no `/.svc/` request ever reaches the attach.
+ */
+const reservedRoutes: FastifyPluginAsync<ReservedRouteOptions> = async (app, { deps, limiter, challenges, jwks }) => {
+  await app.register(signInRoutes, { prefix: APPLICATION_AUTH_PREFIX, realm: 'application', deps, limiter, challenges, guardProblems: [] });
+  await app.register(sessionRoutes, {
+    prefix: APPLICATION_AUTH_PREFIX,
+    deps,
+    realm: 'application',
+    guardProblems: [],
+    security: APPLICATION_BEARER,
+  });
+  app.get(JWKS_PATH, async (_req, reply) => {
+    const set = jwks === undefined ? { keys: [] } : jwks();
+    return reply.type('application/jwk-set+json').send(JSON.stringify(set));
+  });
+  const reserved = async () => {
+    throw new AuthError('not_found', 'no such route');
+  };
+  app.all('/.svc', reserved);
+  app.all('/.svc/*', reserved);
+};
+
+/**
+ * Builds the application gateway: the listener application callers reach (see the contract's
+ * "Application gateway"). Every request, before routing or any hook:
+ *
+ * 1. **Hygiene** ({@link installHeaderHygiene}, at the raw Node level, upgrades included):
+ *    smuggling, ambiguous framing and ambiguous paths are refused `400 invalid_request`; every
+ *    identity header (core's {@link identityHeaderPredicate}, plus `policy.identityHeaders`) is
+ *    removed, whatever its case or separators.
+ * 2. **Reserved prefix** `/.svc/`: the application-realm sign-in under `/.svc/auth/v1`
+ *    (`challenges`, `sessions`, `refresh`, `me`, `revoke`) from the same plugins as the
+ *    management API, with its rules, errors, audit and failure limits; `GET /.svc/jwks.json`;
+ *    anything else `404 not_found`.
+ * 3. **Identity** (every other path): an application-realm bearer, or `401 invalid_token` with
+ *    `WWW-Authenticate: Bearer realm="application"`; public paths go on with `principal` null;
+ *    a path requirement not met is `403 insufficient_claims`. The `Authorization` header that
+ *    carried our token is removed; `request.principal` is defined read-only and
+ *    non-configurable.
+ * 4. **Attach** (`opts.attach`), in its own encapsulated context; without one, `404 not_found`.
+ *    A route the attach registers under `/.svc/` is refused at registration.
+ *
+ * With the shared hardening of every surface (problem+json errors, `Cache-Control: no-store`,
+ * JSON-only bodies of at most 64 KiB on the gateway's own routes, the DNS-rebinding guard for
+ * requests that arrive on a loopback address unless from a trusted proxy, connection caps).
+ * `opts.https` makes it an HTTPS server; `opts.trustedProxies` are the peers whose
+ * `X-Forwarded-For`/`-Proto` `req.ip`/`req.protocol` believe (none by default).
+ *
+ * @throws {TypeError} when a trusted proxy entry is not an address or CIDR.
+ * @example
+ * const app = await buildGatewayApp({ deps, policy, trustedProxies: [], attach: upstreamAttach(opts) });
+ * await app.listen({ host: '0.0.0.0', port: 8080 });
+ */
+export async function buildGatewayApp(opts: GatewayAppOptions): Promise<FastifyInstance> {
+  const { deps, policy } = opts;
+  const trustedPeer = trustedPeerPredicate(opts.trustedProxies);
+  const base = serverOptions(opts.logger);
+  const options = {
+    ...base,
+    trustProxy: opts.trustedProxies.length === 0 ? false : [...opts.trustedProxies],
+    ...(opts.https === undefined ? {} : { https: { cert: opts.https.cert, key: opts.https.key } }),
+  };
+  // The https overload gives an https.Server-typed instance; the surface code is server-agnostic.
+  const app = Fastify(options as typeof base) as unknown as FastifyInstance;
+  const hygiene = installHeaderHygiene(app.server as Server, identityHeaderPredicate(policy.identityHeaders), {
+    upgradeGate: upgradeIdentity(deps, policy, trustedPeer),
+  });
+  hardenSurface(app, { loopbackOnly: false, guardExempt: (req) => trustedPeer(req.socket.remoteAddress) });
+  installConnectionLimits(app, opts.connectionLimits ?? APPLICATION_CONNECTION_LIMITS);
+  if (opts.metrics !== undefined) instrumentHttp(app, opts.metrics, 'application');
+  decoratePrincipal(app);
+  app.addHook('onRequest', gatewayIdentity(deps, policy));
+
+  const limiter = opts.limiter ?? createFailureLimiter({ clock: deps.clock, store: deps.store, scope: 'app-signin' });
+  const challenges = opts.challenges ?? createChallengeBudget({ clock: deps.clock });
+  await app.register(reservedRoutes, { deps, limiter, challenges, jwks: opts.jwks });
+
+  // From here on, nothing may claim a reserved path.
+  app.addHook('onRoute', (route) => {
+    if (isReservedPath(route.url)) throw new TypeError(`the path prefix ${RESERVED_PREFIX} is reserved to the gateway: ${route.url}`);
+  });
+  // The gateway's own raw listeners (Fastify's request handler, the CONNECT answer) are in
+  // place: nothing added from here on sees a request before identity.
+  hygiene.seal();
+  const attach = opts.attach;
+  if (attach !== undefined) {
+    // Called as a function inside a plain encapsulated plugin, so `fastify-plugin`'s
+    // skip-override cannot lift what it registers into the root context.
+    await app.register(async (scope) => {
+      // The application's responses are the application's: the gateway's own
+      // `Content-Security-Policy: default-src 'none'` (right for its JSON answers) would break
+      // every page it serves. The other security headers stay as defaults the application may
+      // override; refusals still get all of them (the error path sets them again).
+      scope.addHook('onRequest', (_req, reply, done) => {
+        reply.removeHeader('content-security-policy');
+        done();
+      });
+      await attach(scope);
+    });
+  }
+  return app;
+}

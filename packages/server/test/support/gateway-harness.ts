@@ -1,0 +1,164 @@
+import type { AppPathRequirement } from '@svc/core';
+import type { FastifyInstance } from 'fastify';
+import { buildGatewayApp, type GatewayAppOptions, type GatewayAttach, type GatewayPolicy } from '../../src/index.js';
+import { api, type DeviceKey, type Harness, type Pair, type Reply } from './harness.js';
+import { adminToken, completion, type NodeHarness, type NodeHarnessOptions, nodeApi, prepare, startNodeHarness } from './node-harness.js';
+
+/** What an attach received, as the echo attach answers it. */
+export interface Echo {
+  readonly attach: string;
+  readonly method: string;
+  readonly url: string;
+  /** `req.headers` as the attach saw it. */
+  readonly headers: Record<string, string | string[]>;
+  /** `req.raw.rawHeaders` as the attach saw it (what a proxy forwarding the raw list would send). */
+  readonly rawHeaders: string[];
+  /** `req.headersDistinct` as the attach saw it. */
+  readonly headersDistinct: Record<string, string[]>;
+  /** `request.principal`: the frozen principal, or null on a public path. */
+  // biome-ignore lint/suspicious/noExplicitAny: inspected field by field
+  readonly principal: any;
+}
+
+/**
+ * A way of attaching the application behind the gateway, as the tests see it: something that
+ * answers every path with an {@link Echo} of what the application received. The header
+ * smuggling table and the other gateway tests run once per mode, so a new attach (the upstream
+ * proxy to a real echo server, module mode) gets every test by being added to
+ * {@link ATTACH_MODES}.
+ */
+export interface AttachMode {
+  readonly name: string;
+  /** Starts what the attach needs (an upstream server) and returns it, with how to stop it. */
+  start(): Promise<{ readonly attach: GatewayAttach; close(): Promise<void> }>;
+}
+
+/** The in-process echo: a catch-all route in the attach's own context. */
+export const echoAttach: GatewayAttach = async (app) => {
+  app.all('/*', async (req) => ({
+    attach: 'in-process echo',
+    method: req.method,
+    url: req.url,
+    headers: req.headers,
+    rawHeaders: req.raw.rawHeaders,
+    headersDistinct: req.raw.headersDistinct,
+    principal: req.principal,
+  }));
+};
+
+/** Every attach mode the gateway tests run against. */
+export const ATTACH_MODES: AttachMode[] = [
+  {
+    name: 'in-process echo',
+    start: async () => ({ attach: echoAttach, close: async () => {} }),
+  },
+];
+
+/** The default policy of the tests: `/healthz` and `/public/*` public, an admin-only prefix. */
+export function testPolicy(over: Partial<GatewayPolicy> = {}): GatewayPolicy {
+  return {
+    publicPaths: ['/healthz', '/public/*'],
+    identityHeaders: ['x-tenant'],
+    requirements: [],
+    ...over,
+  };
+}
+
+/** A requirement with every field absent unless given. */
+export function requirement(path: string, over: Partial<Omit<AppPathRequirement, 'path'>> = {}): AppPathRequirement {
+  return { path, subjects: null, amr: null, maxAuthAgeSeconds: null, ...over };
+}
+
+/** The management API, the node surface and the gateway on 127.0.0.1, sharing one SQLite store and one fake clock. */
+export interface GatewayHarness extends NodeHarness {
+  readonly gateway: FastifyInstance;
+  readonly gatewayBase: string;
+  readonly gatewayPort: number;
+}
+
+export interface GatewayHarnessOptions extends NodeHarnessOptions {
+  /** Where the gateway binds (default 127.0.0.1). */
+  readonly gatewayHost?: string;
+  readonly policy?: GatewayPolicy;
+  readonly attach?: GatewayAttach;
+  readonly gateway?: Partial<Omit<GatewayAppOptions, 'deps'>>;
+}
+
+/** Builds and starts a gateway on 127.0.0.1:0 over `h`'s deps. */
+export async function startGateway(
+  h: Pick<Harness, 'deps'>,
+  opts: Partial<Omit<GatewayAppOptions, 'deps'>> & { readonly host?: string } = {},
+): Promise<{ app: FastifyInstance; base: string; port: number }> {
+  const { host: _host, ...rest } = opts;
+  const app = await buildGatewayApp({
+    deps: h.deps,
+    logger: false,
+    policy: opts.policy ?? testPolicy(),
+    trustedProxies: opts.trustedProxies ?? [],
+    ...rest,
+  });
+  await app.listen({ host: opts.host ?? '127.0.0.1', port: 0 });
+  const address = app.server.address();
+  if (address === null || typeof address === 'string') throw new Error('no port');
+  return { app, base: `http://127.0.0.1:${address.port}`, port: address.port };
+}
+
+export async function startGatewayHarness(opts: GatewayHarnessOptions = {}): Promise<GatewayHarness> {
+  const h = await startNodeHarness(opts);
+  try {
+    const g = await startGateway(h, {
+      ...(opts.gatewayHost === undefined ? {} : { host: opts.gatewayHost }),
+      policy: opts.policy ?? testPolicy(),
+      ...(opts.attach === undefined ? {} : { attach: opts.attach }),
+      ...(opts.gateway ?? {}),
+    });
+    return {
+      ...h,
+      gateway: g.app,
+      gatewayBase: g.base,
+      gatewayPort: g.port,
+      async close() {
+        await g.app.close();
+        await h.close();
+      },
+    };
+  } catch (err) {
+    await h.close();
+    throw err;
+  }
+}
+
+/** A request to the gateway (the same helper as the management one, other base URL). */
+export function gatewayApi(
+  h: { gatewayBase: string },
+  method: string,
+  path: string,
+  opts: { body?: unknown; token?: string; headers?: Record<string, string>; rawBody?: string } = {},
+): Promise<Reply> {
+  return api({ base: h.gatewayBase } as Harness, method, path, opts);
+}
+
+/** Pairs a new application-realm device through the node surface (as an admin prepares it); returns its key and device id. */
+export async function pairApplicationDevice(h: NodeHarness): Promise<{ key: DeviceKey; deviceId: string }> {
+  const intent = await prepare(h, await adminToken(h), { realm: 'application' });
+  const paired = await nodeApi(h, 'POST', '/edge/0-alpha/pairing/complete', { body: completion(h, intent, intent.key) });
+  if (paired.status !== 201) throw new Error(`pairing failed: ${paired.text}`);
+  return { key: intent.key, deviceId: paired.body.device.id };
+}
+
+/** Challenge, signature, session at the gateway: an application-realm sign-in over HTTP. */
+export async function applicationSignIn(h: { gatewayBase: string }, key: DeviceKey): Promise<Pair> {
+  const c = await gatewayApi(h, 'POST', '/.svc/auth/v1/challenges', { body: { public_key: key.publicKeyHex } });
+  if (c.status !== 201) throw new Error(`challenge failed: ${c.text}`);
+  const s = await gatewayApi(h, 'POST', '/.svc/auth/v1/sessions', {
+    body: { challenge_id: c.body.challenge_id, signature: key.signHex(c.body.challenge) },
+  });
+  if (s.status !== 201) throw new Error(`sign-in failed: ${s.text}`);
+  return s.body as Pair;
+}
+
+/** A paired and signed-in application device. */
+export async function applicationUser(h: GatewayHarness): Promise<{ key: DeviceKey; deviceId: string; pair: Pair }> {
+  const { key, deviceId } = await pairApplicationDevice(h);
+  return { key, deviceId, pair: await applicationSignIn(h, key) };
+}
