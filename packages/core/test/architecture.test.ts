@@ -79,8 +79,8 @@ const ALLOWED: Record<
   'svc-store-sqlite': { imports: ['@svc/core', 'better-sqlite3'], testImports: ['@svc/store-testkit', 'tsx'] },
   'svc-store-postgres': { imports: ['@svc/core', 'pg'], testImports: ['@svc/store-testkit'] },
   '@svc/server': {
-    // @fastify/http-proxy: the application gateway's upstream mode (reply-from on undici, ws for websockets).
-    imports: ['@svc/core', 'fastify', '@fastify/swagger', 'fastify-plugin', 'prom-client', '@fastify/http-proxy'],
+    // The application gateway's upstream mode: @fastify/http-proxy (reply-from on undici) for HTTP, ws for websockets.
+    imports: ['@svc/core', 'fastify', '@fastify/swagger', 'fastify-plugin', 'prom-client', '@fastify/http-proxy', 'ws'],
     testImports: [
       '@svc/client',
       'svc-store-sqlite',
@@ -88,7 +88,6 @@ const ALLOWED: Record<
       'pino',
       '@seriousme/openapi-schema-validator',
       'canonicalize',
-      'ws',
       '@types/ws',
     ],
   },

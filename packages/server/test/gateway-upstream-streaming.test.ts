@@ -4,13 +4,14 @@
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { after, before, describe, test } from 'node:test';
-import { goodBearer, startEchoUpstream, type Upstream } from './support/upstream-harness.js';
+import { startEchoUpstream, type Upstream } from './support/upstream-harness.js';
 
 const MiB = 1024 * 1024;
 const TOTAL = 100 * MiB;
@@ -50,7 +51,11 @@ async function rssGrowth(pid: number, work: () => Promise<void>): Promise<{ befo
 }
 
 /** Streams `total` bytes (a repeated random 64 KiB block) to the gateway; returns what the upstream counted and the digest sent. */
-async function upload(port: number, total: number): Promise<{ status: number; echo: { bytes: number; sha256: string }; sent: string }> {
+async function upload(
+  port: number,
+  bearer: string,
+  total: number,
+): Promise<{ status: number; echo: { bytes: number; sha256: string }; sent: string }> {
   const block = randomBytes(64 * 1024);
   const hash = createHash('sha256');
   async function* body() {
@@ -67,7 +72,7 @@ async function upload(port: number, total: number): Promise<{ status: number; ec
         port,
         method: 'PUT',
         path: '/upload',
-        headers: { authorization: goodBearer(), 'content-type': 'application/octet-stream', 'content-length': String(total) },
+        headers: { authorization: bearer, 'content-type': 'application/octet-stream', 'content-length': String(total) },
         agent: false,
       },
       (res) => {
@@ -85,10 +90,10 @@ async function upload(port: number, total: number): Promise<{ status: number; ec
 }
 
 /** Reads a `total`-byte download through the gateway; returns the status and the byte count. */
-function download(port: number, total: number): Promise<{ status: number; bytes: number }> {
+function download(port: number, bearer: string, total: number): Promise<{ status: number; bytes: number }> {
   return new Promise((resolve, reject) => {
     const req = request(
-      { host: '127.0.0.1', port, path: `/download?bytes=${total}`, headers: { authorization: goodBearer() }, agent: false },
+      { host: '127.0.0.1', port, path: `/download?bytes=${total}`, headers: { authorization: bearer }, agent: false },
       (res) => {
         let bytes = 0;
         res.on('data', (d: Buffer) => {
@@ -103,15 +108,20 @@ function download(port: number, total: number): Promise<{ status: number; bytes:
   });
 }
 
-describe('gateway upstream mode, streaming', () => {
+describe('gateway upstream mode, streaming (the real gateway, in its own process)', () => {
   let up: Upstream;
   let child: ChildProcess;
   let port: number;
+  let bearer: string;
+  const dir = mkdtempSync(join(tmpdir(), 'svc-gw-stream-'));
   before(async () => {
     up = await startEchoUpstream();
-    child = spawn(process.execPath, ['--import', 'tsx', join(import.meta.dirname, 'support/upstream-gateway-child.ts'), up.url.href], {
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
+    const tokenFile = join(dir, 'bearer');
+    child = spawn(
+      process.execPath,
+      ['--import', 'tsx', join(import.meta.dirname, 'support/upstream-gateway-child.ts'), up.url.href, tokenFile],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
     port = await new Promise<number>((resolve, reject) => {
       let out = '';
       child.stdout?.on('data', (d: Buffer) => {
@@ -121,10 +131,11 @@ describe('gateway upstream mode, streaming', () => {
       });
       child.once('exit', (code) => reject(new Error(`the gateway exited ${code}`)));
     });
+    bearer = readFileSync(tokenFile, 'utf8');
     // Warm-up: the proxy path compiled and its pools made before anything is measured.
     for (let i = 0; i < 3; i++) {
-      await upload(port, 4 * MiB);
-      await download(port, 4 * MiB);
+      await upload(port, bearer, 4 * MiB);
+      await download(port, bearer, 4 * MiB);
     }
   });
   after(async () => {
@@ -134,12 +145,13 @@ describe('gateway upstream mode, streaming', () => {
       await exited;
     }
     await up.close();
+    rmSync(dir, { recursive: true, force: true });
   });
 
   test('a 100 MiB upload streams through the gateway with flat memory', async (t) => {
     let result: Awaited<ReturnType<typeof upload>> | undefined;
     const mem = await rssGrowth(child.pid as number, async () => {
-      result = await upload(port, TOTAL);
+      result = await upload(port, bearer, TOTAL);
     });
     t.diagnostic(
       `gateway RSS ${mem.before.toFixed(1)} MiB before, peak ${mem.peak.toFixed(1)} MiB: +${mem.growth.toFixed(1)} MiB for 100 MiB`,
@@ -153,7 +165,7 @@ describe('gateway upstream mode, streaming', () => {
   test('a 100 MiB download streams through the gateway with flat memory', async (t) => {
     let result: Awaited<ReturnType<typeof download>> | undefined;
     const mem = await rssGrowth(child.pid as number, async () => {
-      result = await download(port, TOTAL);
+      result = await download(port, bearer, TOTAL);
     });
     t.diagnostic(
       `gateway RSS ${mem.before.toFixed(1)} MiB before, peak ${mem.peak.toFixed(1)} MiB: +${mem.growth.toFixed(1)} MiB for 100 MiB`,

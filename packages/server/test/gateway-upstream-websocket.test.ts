@@ -4,7 +4,13 @@ import assert from 'node:assert/strict';
 import type { IncomingHttpHeaders } from 'node:http';
 import { after, before, describe, test } from 'node:test';
 import { WebSocket } from 'ws';
-import { goodBearer, type ProxyGateway, startEchoUpstream, startProxyGateway, type Upstream } from './support/upstream-harness.js';
+import {
+  type ProxyGateway,
+  startEchoUpstream,
+  startProxyGateway,
+  startStandInProxyGateway,
+  type Upstream,
+} from './support/upstream-harness.js';
 
 /** Opens a websocket; resolves with it once open, or rejects with the HTTP status of a refused upgrade. */
 function connect(url: string, headers: Record<string, string>): Promise<{ ws: WebSocket; first: Promise<string> }> {
@@ -56,16 +62,16 @@ describe('gateway upstream mode, websockets', () => {
 
   test("an authenticated websocket echoes through the proxy, with the identity headers on the upstream's handshake", async () => {
     const { ws, first } = await connect(`ws://127.0.0.1:${gw.port}/socket?room=7`, {
-      authorization: goodBearer('sub_carol'),
+      authorization: gw.bearer,
       'svc-subject': 'sub_mallory',
       'x-forwarded-for': '203.0.113.66',
       'x-app-header': 'kept',
     });
     try {
       const { handshake } = JSON.parse(await first) as { handshake: IncomingHttpHeaders };
-      assert.equal(handshake['svc-subject'], 'sub_carol');
-      assert.equal(handshake['svc-assertion'], 'test-assertion-for-sub_carol');
-      assert.equal(handshake['svc-session'], 'ses_sub_carol');
+      assert.equal(handshake['svc-subject'], gw.principal.subject);
+      assert.equal(handshake['svc-assertion'], `test-assertion-for-${gw.principal.subject}`);
+      assert.equal(handshake['svc-session'], gw.principal.session);
       assert.equal(handshake.authorization, undefined, 'the bearer reached the upstream');
       assert.equal(handshake['x-forwarded-for'], '127.0.0.1');
       assert.equal(handshake['x-app-header'], 'kept');
@@ -80,5 +86,37 @@ describe('gateway upstream mode, websockets', () => {
       ws.close();
     }
     assert.equal(up.upgrades.length, 1);
+  });
+
+  test('an upstream that refuses the websocket is 502 upstream_unavailable to the caller, whose handshake never completed', async () => {
+    const refused = await connect(`ws://127.0.0.1:${gw.port}/ws-refuse`, { authorization: gw.bearer }).then(
+      () => null,
+      (err: { status?: number; body?: string }) => err,
+    );
+    assert.ok(refused !== null, 'the caller got a websocket');
+    assert.equal(refused.status, 502);
+    assert.equal(JSON.parse(refused.body ?? '{}').code, 'upstream_unavailable');
+  });
+});
+
+describe('gateway upstream mode, websockets without the gateway identity step', () => {
+  test('an upgrade that did not go through the identity step is never proxied (the attach fails closed)', async () => {
+    const up = await startEchoUpstream();
+    // The stand-in settles identity only for routed requests, never for an upgrade.
+    const gw = await startStandInProxyGateway(up.url);
+    try {
+      const outcome = await connect(`ws://127.0.0.1:${gw.port}/socket`, { authorization: gw.bearer }).then(
+        ({ ws }) => {
+          ws.close();
+          return 'open';
+        },
+        () => 'refused',
+      );
+      assert.equal(outcome, 'refused');
+      assert.equal(up.upgrades.length, 0);
+    } finally {
+      await gw.close();
+      await up.close();
+    }
   });
 });

@@ -4,13 +4,14 @@
 import assert from 'node:assert/strict';
 import { createServer as createNetServer, type Server as NetServer } from 'node:net';
 import { after, before, describe, test } from 'node:test';
+import { type AuthDeps, revokeSession } from '@svc/core';
 import { raw } from './support/harness.js';
 import {
   type EchoBody,
-  goodBearer,
   type ProxyGateway,
   startEchoUpstream,
   startProxyGateway,
+  startStandInProxyGateway,
   type Upstream,
 } from './support/upstream-harness.js';
 
@@ -46,7 +47,7 @@ describe('gateway upstream mode', () => {
     for (const c of cases) {
       const res = await fetch(`${gw.base}/api/items/42?x=1&y=a%20b&x=2`, {
         method: c.method,
-        headers: { authorization: goodBearer(), ...(c.type === undefined ? {} : { 'content-type': c.type }) },
+        headers: { authorization: gw.bearer, ...(c.type === undefined ? {} : { 'content-type': c.type }) },
         ...(c.body === undefined ? {} : { body: c.body }),
       });
       assert.equal(res.status, 200, c.method);
@@ -60,17 +61,29 @@ describe('gateway upstream mode', () => {
         assert.equal(echo.bytes, 0);
       }
     }
-    const root = await fetch(`${gw.base}/`, { headers: { authorization: goodBearer() } });
+    const root = await fetch(`${gw.base}/`, { headers: { authorization: gw.bearer } });
     assert.equal(((await root.json()) as EchoBody).url, '/');
-    const head = await fetch(`${gw.base}/x`, { method: 'HEAD', headers: { authorization: goodBearer() } });
+    const head = await fetch(`${gw.base}/x`, { method: 'HEAD', headers: { authorization: gw.bearer } });
     assert.equal(head.status, 200);
+  });
+
+  test("the upstream gets the real principal's identity headers, and not the caller's bearer", async () => {
+    const res = await fetch(`${gw.base}/me`, { headers: { authorization: gw.bearer } });
+    assert.equal(res.status, 200);
+    const echo = (await res.json()) as EchoBody;
+    assert.equal(echo.headers['svc-subject'], gw.principal.subject);
+    assert.equal(echo.headers['svc-session'], gw.principal.session);
+    assert.equal(echo.headers['svc-device'], gw.principal.device);
+    assert.equal(echo.headers['svc-realm'], 'application');
+    assert.equal(echo.headers['svc-assertion'], `test-assertion-for-${gw.principal.subject}`);
+    assert.equal(echo.headers.authorization, undefined);
   });
 
   test("a JSON body is relayed byte for byte: the gateway's JSON parser and 64 KiB limit never touch a proxied body", async () => {
     for (const body of ['{"__proto__":{"admin":true}}', '{not json', `{"big":"${'x'.repeat(1024 * 1024)}"}`]) {
       const res = await fetch(`${gw.base}/json`, {
         method: 'POST',
-        headers: { authorization: goodBearer(), 'content-type': 'application/json' },
+        headers: { authorization: gw.bearer, 'content-type': 'application/json' },
         body,
       });
       assert.equal(res.status, 200);
@@ -83,7 +96,7 @@ describe('gateway upstream mode', () => {
     const res = await raw(gw, {
       method: 'POST',
       path: '/chunked',
-      headers: { authorization: goodBearer(), 'content-type': 'text/plain' },
+      headers: { authorization: gw.bearer, 'content-type': 'text/plain' },
       chunks: ['one,', 'two,', 'three'],
     });
     assert.equal(res.status, 200);
@@ -94,7 +107,7 @@ describe('gateway upstream mode', () => {
     const res = await raw(gw, {
       method: 'POST',
       path: '/expect',
-      headers: { authorization: goodBearer(), 'content-type': 'text/plain', expect: '100-continue', 'content-length': 5 },
+      headers: { authorization: gw.bearer, 'content-type': 'text/plain', expect: '100-continue', 'content-length': 5 },
       body: 'hello',
     });
     assert.equal(res.status, 200);
@@ -107,7 +120,7 @@ describe('gateway upstream mode', () => {
     const res = await raw(gw, {
       method: 'GET',
       path: '/get-with-body',
-      headers: { authorization: goodBearer(), connection: 'keep-alive', 'content-length': 7 },
+      headers: { authorization: gw.bearer, connection: 'keep-alive', 'content-length': 7 },
       body: 'ignored',
     });
     assert.equal(res.status, 200);
@@ -120,7 +133,7 @@ describe('gateway upstream mode', () => {
       method: 'POST',
       path: '/hop-request',
       headers: {
-        authorization: goodBearer(),
+        authorization: gw.bearer,
         connection: 'keep-alive, X-Conn-Private, x_conn_underscored',
         'keep-alive': 'timeout=99',
         'proxy-connection': 'keep-alive',
@@ -146,7 +159,7 @@ describe('gateway upstream mode', () => {
   });
 
   test('hop-by-hop response headers, and every header the upstream Connection names, never reach the caller', async () => {
-    const res = await raw(gw, { path: '/hop', headers: { authorization: goodBearer() } });
+    const res = await raw(gw, { path: '/hop', headers: { authorization: gw.bearer } });
     assert.equal(res.status, 200);
     assert.equal(res.text, 'hop');
     assert.equal(res.headers['x-upstream-private'], undefined);
@@ -158,11 +171,13 @@ describe('gateway upstream mode', () => {
     assert.equal(res.headers['x-end-to-end'], 'kept');
   });
 
-  test('identity header forgery: a caller-sent Svc-* header of the name the gateway sets never reaches the upstream, whatever its case or separators', async () => {
+  test('identity header forgery: a caller-sent Svc-* header of the name the gateway sets never reaches the upstream, by the attach alone (without the gateway strip)', async (t) => {
+    const gw = await startStandInProxyGateway(up.url);
+    t.after(() => gw.close());
     const res = await raw(gw, {
       path: '/whoami',
       headers: {
-        authorization: goodBearer('sub_alice'),
+        authorization: gw.bearer,
         'Svc-Subject': 'sub_mallory',
         SVC_SUBJECT: 'sub_mallory_underscore',
         'svc-assertion': 'forged.assertion.value',
@@ -188,9 +203,8 @@ describe('gateway upstream mode', () => {
     const res = await raw(gw, {
       path: '/forwarded',
       headers: {
-        authorization: goodBearer(),
+        authorization: gw.bearer,
         'x-forwarded-for': '203.0.113.66',
-        X_Forwarded_For: '203.0.113.67',
         'x-forwarded-host': 'evil.example',
         'x-forwarded-proto': 'https',
         'x-forwarded-port': '443',
@@ -211,6 +225,19 @@ describe('gateway upstream mode', () => {
     assert.equal(echo.headers.host, up.url.host, 'the upstream gets its own Host');
   });
 
+  test('forwarding header forgery with other separators (X_Forwarded_For, X.Real.IP): never relayed, by the attach alone', async (t) => {
+    const gw = await startStandInProxyGateway(up.url);
+    t.after(() => gw.close());
+    const res = await raw(gw, {
+      path: '/forwarded',
+      headers: { authorization: gw.bearer, X_Forwarded_For: '203.0.113.67', 'X.Real.IP': '203.0.113.68', X_FORWARDED_HOST: 'evil.example' },
+    });
+    assert.equal(res.status, 200);
+    const echo = res.body as EchoBody;
+    assert.equal(echo.headers['x-forwarded-for'], '127.0.0.1');
+    assert.ok(!echo.rawHeaders.some((v) => v.includes('203.0.113') || v.includes('evil')), `${echo.rawHeaders}`);
+  });
+
   test('an unauthenticated request is refused 401 and never reaches the upstream', async () => {
     const before = up.requests.length;
     const res = await fetch(`${gw.base}/private`, { method: 'POST', body: 'x', headers: { 'content-type': 'text/plain' } });
@@ -228,32 +255,55 @@ describe('gateway upstream mode', () => {
     assert.equal(echo.headers['svc-assertion'], undefined);
   });
 
-  test("the upstream's answer goes back as it is: status, its headers, not the gateway's API security headers", async () => {
-    const missing = await fetch(`${gw.base}/status?code=404`, { headers: { authorization: goodBearer() } });
+  test("the upstream's answer goes back as it is: status, headers, body; never the gateway API's CSP default-src 'none'", async () => {
+    const missing = await fetch(`${gw.base}/status?code=404`, { headers: { authorization: gw.bearer } });
     assert.equal(missing.status, 404);
     assert.equal(await missing.text(), 'as asked');
+    assert.equal(missing.headers.get('retry-after'), '0');
     assert.equal(missing.headers.get('content-security-policy'), null);
-    assert.equal(missing.headers.get('cache-control'), null);
-    const page = await fetch(`${gw.base}/csp`, { headers: { authorization: goodBearer() } });
+    const page = await fetch(`${gw.base}/csp`, { headers: { authorization: gw.bearer } });
+    assert.equal(page.headers.get('content-type'), 'text/html');
     assert.equal(page.headers.get('content-security-policy'), "default-src 'self'");
     const refused = await fetch(`${gw.base}/csp`);
     assert.equal(refused.status, 401);
-    assert.equal(refused.headers.get('cache-control'), 'no-store', "the gateway's own answers keep them");
+    assert.equal(
+      refused.headers.get('content-security-policy'),
+      "default-src 'none'; frame-ancestors 'none'",
+      "the gateway's own answers keep it",
+    );
   });
 
   test("an upstream's 503 to a GET is relayed once, never retried by the gateway", async () => {
     const before = up.requests.length;
-    const res = await fetch(`${gw.base}/status?code=503`, { headers: { authorization: goodBearer() } });
+    const res = await fetch(`${gw.base}/status?code=503`, { headers: { authorization: gw.bearer } });
     assert.equal(res.status, 503);
     assert.equal(up.requests.length, before + 1);
   });
 
   test('TRACE is refused 405 and never reaches the upstream (it would echo the identity headers back)', async () => {
     const before = up.requests.length;
-    const res = await raw(gw, { method: 'TRACE', path: '/anything', headers: { authorization: goodBearer() } });
+    const res = await raw(gw, { method: 'TRACE', path: '/anything', headers: { authorization: gw.bearer } });
     assert.equal(res.status, 405);
     assert.equal(res.body.code, 'method_not_allowed');
     assert.equal(up.requests.length, before);
+  });
+});
+
+describe('gateway upstream mode and revocation', () => {
+  test('a revoked session is refused 401 on its next proxied request, which never reaches the upstream', async () => {
+    const up = await startEchoUpstream();
+    const gw = await startProxyGateway(up.url);
+    try {
+      assert.equal((await fetch(`${gw.base}/before`, { headers: { authorization: gw.bearer } })).status, 200);
+      await revokeSession(gw.deps as AuthDeps, { principal: gw.principal });
+      const seen = up.requests.length;
+      const res = await fetch(`${gw.base}/after`, { headers: { authorization: gw.bearer } });
+      assert.equal(res.status, 401);
+      assert.equal(up.requests.length, seen);
+    } finally {
+      await gw.close();
+      await up.close();
+    }
   });
 });
 
@@ -265,7 +315,7 @@ describe('gateway upstream mode behind a trusted proxy', () => {
       const res = await raw(gw, {
         path: '/behind-proxy',
         headers: {
-          authorization: goodBearer(),
+          authorization: gw.bearer,
           'x-forwarded-for': '198.51.100.1, 203.0.113.7',
           'x-forwarded-proto': 'https',
           'x-forwarded-host': 'app.example',
@@ -293,7 +343,7 @@ describe('gateway upstream mode, when the upstream fails', () => {
     try {
       const res = await fetch(`${gw.base}/x`, {
         method: 'POST',
-        headers: { authorization: goodBearer(), 'content-type': 'text/plain' },
+        headers: { authorization: gw.bearer, 'content-type': 'text/plain' },
         body: 'b',
       });
       assert.equal(res.status, 502);
@@ -312,7 +362,7 @@ describe('gateway upstream mode, when the upstream fails', () => {
     const port = (garbage.address() as { port: number }).port;
     const gw = await startProxyGateway(new URL(`http://127.0.0.1:${port}`));
     try {
-      const res = await fetch(`${gw.base}/x`, { headers: { authorization: goodBearer() } });
+      const res = await fetch(`${gw.base}/x`, { headers: { authorization: gw.bearer } });
       assert.equal(res.status, 502);
       assert.equal(((await res.json()) as { code: string }).code, 'upstream_unavailable');
     } finally {
@@ -326,7 +376,7 @@ describe('gateway upstream mode, when the upstream fails', () => {
     const gw = await startProxyGateway(up.url, { timeouts: { connectMs: 1_000, responseMs: 300, idleMs: 300 } });
     try {
       const t0 = Date.now();
-      const res = await fetch(`${gw.base}/slow?ms=3000`, { headers: { authorization: goodBearer() } });
+      const res = await fetch(`${gw.base}/slow?ms=3000`, { headers: { authorization: gw.bearer } });
       assert.equal(res.status, 504);
       assert.match(res.headers.get('content-type') ?? '', /^application\/problem\+json/);
       assert.equal(((await res.json()) as { code: string }).code, 'upstream_timeout');
@@ -341,7 +391,7 @@ describe('gateway upstream mode, when the upstream fails', () => {
     const up = await startEchoUpstream();
     const gw = await startProxyGateway(up.url, { timeouts: { connectMs: 1_000, responseMs: 1_000, idleMs: 300 } });
     try {
-      const res = await fetch(`${gw.base}/stall`, { headers: { authorization: goodBearer() } });
+      const res = await fetch(`${gw.base}/stall`, { headers: { authorization: gw.bearer } });
       assert.equal(res.status, 200);
       await assert.rejects(res.text());
     } finally {

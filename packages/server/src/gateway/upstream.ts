@@ -8,9 +8,9 @@ import {
   relaysResponseHeader,
   upstreamHeaderName,
 } from '@svc/core';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { SECURITY_HEADERS } from '../http/security-headers.js';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { GatewayAttach, UpstreamAttachOptions } from './options.js';
+import { installWebSocketRelay } from './upstream-websocket.js';
 
 /** How long the gateway waits on its upstream before answering `504 upstream_timeout`. */
 export interface UpstreamTimeouts {
@@ -117,19 +117,17 @@ type WithIdentity = FastifyRequest & { [IDENTITY]?: Readonly<Record<string, stri
  * Upstream mode of the application gateway (`:svc/app-upstream`): every request that gets past
  * the gateway's strip and authenticate steps is proxied to `opts.upstream`, any method but
  * `TRACE` (refused 405), any path and content type, with bodies streamed both ways (nothing is
- * buffered or parsed: a catch-all content-type parser hands the raw stream on), and websockets
- * upgraded through the same route, so the gateway's `onRequest` authentication runs for the
- * upgrade request before anything reaches the upstream. Hop-by-hop headers (RFC 9110 §7.6.1)
- * are dropped both ways; `X-Forwarded-For`/`-Proto`/`-Host` are set fresh from `req.ip`,
- * `req.protocol` and `req.host` (inbound `X-Forwarded-*`, `Forwarded` and `X-Real-IP` are never
- * relayed); `opts.identityHeaders(req, req.principal)` are set last, on plain requests and on
- * the upstream's websocket handshake alike. The response carries the upstream's own headers:
- * the gateway's generic security headers (`no-store`, the API's CSP) are for the gateway's own
- * answers and are taken off a proxied one the upstream did not set them on. An unreachable
+ * buffered or parsed: a catch-all content-type parser hands the raw stream on). Websockets are
+ * relayed only once the gateway settled the upgrade's identity (it refuses an unauthenticated
+ * upgrade before any `upgrade` listener sees it; see {@link installWebSocketRelay}). Hop-by-hop
+ * headers (RFC 9110 §7.6.1) are dropped both ways; `X-Forwarded-For`/`-Proto`/`-Host` are set
+ * fresh from `req.ip`, `req.protocol` and `req.host` (inbound `X-Forwarded-*`, `Forwarded` and
+ * `X-Real-IP` are never relayed); `opts.identityHeaders(req, req.principal)` are set last, on
+ * plain requests and on the upstream's websocket handshake alike. The response carries the
+ * upstream's status, headers (less hop-by-hop ones) and body; nothing is retried. An unreachable
  * upstream is `502 upstream_unavailable`, a slow one `504 upstream_timeout` (problem+json).
  *
- * Built on `@fastify/http-proxy` (reply-from on undici, ws): its websocket upgrades are routed
- * through Fastify (hooks included) instead of a bare `'upgrade'` listener.
+ * Built on `@fastify/http-proxy` (reply-from on undici) for HTTP and `ws` for websockets.
  *
  * @example
  * const attach = upstreamAttach({ upstream: new URL('http://127.0.0.1:3000'), identityHeaders: (_req, p) => (p ? { 'svc-subject': p.subject } : {}) });
@@ -191,16 +189,14 @@ export function upstreamAttach(opts: UpstreamAttachOptions, timeouts: UpstreamTi
             reply.send(upstreamError(error));
           },
         },
-        handler: (_req, reply, dest, options) => {
-          dropGatewayHeaders(reply);
-          return reply.from(dest, options);
-        },
-        websocket: true,
-        wsClientOptions: {
-          // http-proxy's hook for the upstream's handshake headers (not in its types).
-          rewriteRequestHeaders: (_extra: object, req: FastifyRequest) => websocketHeaders(req, identityOf(req)),
-          followRedirects: false,
-        } as object,
+      });
+      // Websockets: the gateway settles identity for an upgrade before any `upgrade` listener
+      // runs; the relay proxies only those (http-proxy's own websocket support routes the
+      // upgrade through Fastify a second time, after the bearer is already removed).
+      installWebSocketRelay(proxy, {
+        upstream: opts.upstream,
+        handshakeMs: timeouts.connectMs + timeouts.responseMs,
+        headers: (req, principal) => websocketHeaders(req, opts.identityHeaders(req, principal)),
       });
     });
   };
@@ -214,11 +210,6 @@ function withoutUnsentLength(req: FastifyRequest, headers: IncomingHttpHeaders):
   if (req.body !== undefined && req.body !== null) return headers;
   const { 'content-length': _dropped, ...rest } = headers;
   return rest;
-}
-
-/** Takes the gateway's own security headers off a reply the upstream will fill. */
-function dropGatewayHeaders(reply: FastifyReply): void {
-  for (const name of Object.keys(SECURITY_HEADERS)) reply.removeHeader(name);
 }
 
 /** The WebSocket handshake's own headers, which the ws client makes anew for the upstream. */

@@ -4,13 +4,14 @@
 import { createHash } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { AuthError, type Principal } from '@svc/core';
+import { type AuthDeps, AuthError, authenticate, type Principal } from '@svc/core';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { type WebSocket, WebSocketServer } from 'ws';
 import type { GatewayAttach, UpstreamIdentityHeaders } from '../../src/gateway/options.js';
 import { type UpstreamTimeouts, upstreamAttach } from '../../src/gateway/upstream.js';
 import { hardenSurface } from '../../src/http/harden.js';
 import { serverOptions } from '../../src/http/server-options.js';
+import { applicationUser, startGatewayHarness, testPolicy } from './gateway-harness.js';
 
 /** What the echo upstream answers: the request as it arrived there. */
 export interface EchoBody {
@@ -178,7 +179,8 @@ function handle(req: IncomingMessage, res: ServerResponse, shape: EchoShape): vo
 
 /**
  * Starts the echo upstream (HTTP and websocket on one port). A websocket connection first
- * sends the handshake headers it got (JSON), then echoes every message.
+ * sends the handshake headers it got (JSON), then echoes every message; an upgrade to
+ * `/ws-refuse` is answered 403.
  *
  * @example
  * const up = await startEchoUpstream();
@@ -198,6 +200,10 @@ export async function startEchoUpstream(shape: EchoShape = 'request'): Promise<U
   const wss = new WebSocketServer({ noServer: true });
   server.on('upgrade', (req, socket, head) => {
     upgrades.push(req.headers);
+    if (req.url?.startsWith('/ws-refuse')) {
+      socket.end('HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\nConnection: close\r\n\r\n');
+      return;
+    }
     wss.handleUpgrade(req, socket, head, (ws: WebSocket) => {
       ws.send(JSON.stringify({ handshake: req.headers }));
       ws.on('message', (data, binary) => ws.send(data, { binary }));
@@ -234,7 +240,7 @@ export const testIdentityHeaders: UpstreamIdentityHeaders = (_req, principal) =>
 export const goodBearer = (subject = 'sub_alice') => `Bearer good-${subject}`;
 
 /**
- * A stand-in for the gateway app until its own is on this branch: the shared hardening (JSON-only
+ * A stand-in for the gateway app, for the attach's own properties: the shared hardening (JSON-only
  * parser at the root, problem+json errors, security headers), an `onRequest` hook that settles
  * `request.principal` from a fake bearer (`/public/*` needs none) and removes the
  * `Authorization` header, and the attach in its own encapsulated context, like the gateway does.
@@ -266,31 +272,73 @@ export async function buildStandInGateway(attach: GatewayAttach, opts: { trusted
   return app;
 }
 
-/** A gateway in upstream mode in front of `upstream`, listening on 127.0.0.1:0. */
+/** A gateway in upstream mode in front of `upstream`, listening on 127.0.0.1:0, with a signed-in caller. */
 export interface ProxyGateway {
   readonly app: FastifyInstance;
   readonly base: string;
   readonly port: number;
+  /** The caller's `Authorization` value. */
+  readonly bearer: string;
+  /** The caller as the gateway knows it. */
+  readonly principal: Principal;
+  /** The gateway's store and clock (the real gateway only). */
+  readonly deps?: AuthDeps;
   close(): Promise<void>;
 }
 
 export interface ProxyGatewayOptions {
   readonly identityHeaders?: UpstreamIdentityHeaders;
   readonly timeouts?: UpstreamTimeouts;
-  /** Peers whose `X-Forwarded-*` Fastify believes (its `trustProxy`). */
+  /** Peers whose `X-Forwarded-*` the gateway believes (`trustedProxies`). */
   readonly trustedProxies?: string[];
 }
 
 /**
- * Starts a gateway whose attach is `upstreamAttach` to `upstream`.
+ * Starts the real gateway (`buildGatewayApp`: hygiene, application-realm bearer against a real
+ * SQLite store, public paths `/healthz` and `/public/*`) whose attach is `upstreamAttach` to
+ * `upstream`, and signs one application device in (paired through the node surface).
  *
  * @example
  * const gw = await startProxyGateway(up.url);
+ * await fetch(`${gw.base}/x`, { headers: { authorization: gw.bearer } });
  */
 export async function startProxyGateway(upstream: URL, opts: ProxyGatewayOptions = {}): Promise<ProxyGateway> {
+  const attach = upstreamAttach({ upstream, identityHeaders: opts.identityHeaders ?? testIdentityHeaders }, opts.timeouts);
+  const h = await startGatewayHarness({ attach, policy: testPolicy(), gateway: { trustedProxies: opts.trustedProxies ?? [] } });
+  try {
+    const user = await applicationUser(h);
+    const principal = await authenticate(h.deps, { token: user.pair.access_token, realm: 'application' });
+    return {
+      app: h.gateway,
+      base: h.gatewayBase,
+      port: h.gatewayPort,
+      bearer: `Bearer ${user.pair.access_token}`,
+      principal,
+      deps: h.deps,
+      close: () => h.close(),
+    };
+  } catch (err) {
+    await h.close();
+    throw err;
+  }
+}
+
+/**
+ * The stand-in gateway with `upstreamAttach` to `upstream`: the attach alone, without the real
+ * gateway's stripping, for the properties the attach must hold by itself (defence in depth).
+ */
+export async function startStandInProxyGateway(upstream: URL, opts: ProxyGatewayOptions = {}): Promise<ProxyGateway> {
   const attach = upstreamAttach({ upstream, identityHeaders: opts.identityHeaders ?? testIdentityHeaders }, opts.timeouts);
   const app = await buildStandInGateway(attach, opts.trustedProxies === undefined ? {} : { trustedProxies: opts.trustedProxies });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const { port } = app.server.address() as AddressInfo;
-  return { app, base: `http://127.0.0.1:${port}`, port, close: () => app.close() };
+  const subject = 'sub_alice';
+  return {
+    app,
+    base: `http://127.0.0.1:${port}`,
+    port,
+    bearer: goodBearer(subject),
+    principal: { subject, realm: 'application', session: `ses_${subject}`, device: `dev_${subject}` } as Principal,
+    close: () => app.close(),
+  };
 }
