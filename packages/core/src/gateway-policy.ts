@@ -8,6 +8,7 @@
 import type { AppPathRequirement } from './app-config.js';
 import { AuthError } from './errors.js';
 import type { Principal } from './principal.js';
+import { TOKEN_PREFIXES } from './tokens.js';
 
 /** Identity-header name prefixes of the contract (compared after {@link normalizeHeaderName}). */
 export const IDENTITY_HEADER_PREFIXES: readonly string[] = Object.freeze([
@@ -287,4 +288,20 @@ export function unmetRequirement(requirement: AppPathRequirement, principal: Pri
     }
   }
   return null;
+}
+
+/**
+ * Whether a bearer credential is one of ours by its shape: any svc token prefix (`svca_`,
+ * `svcr_`, `svcb_`), well-formed or not. The gateway never lets such a credential reach the
+ * application, whether it authenticated, failed, or is a refresh or bootstrap token sent where
+ * it does not belong; a credential of any other shape is the application's own.
+ *
+ * @example
+ * isSvcCredential('svcr_01M8...'); // true
+ * isSvcCredential('eyJhbGciOi...'); // false
+ */
+export function isSvcCredential(token: string | undefined): boolean {
+  if (token === undefined) return false;
+  for (const prefix of Object.values(TOKEN_PREFIXES)) if (token.startsWith(prefix)) return true;
+  return false;
 }
