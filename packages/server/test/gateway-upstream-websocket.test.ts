@@ -99,6 +99,29 @@ describe('gateway upstream mode, websockets', () => {
   });
 });
 
+describe('gateway upstream mode, websockets behind a trusted proxy', () => {
+  test("the upstream's handshake carries the X-Forwarded-* the gateway believes, as for any request", async () => {
+    const up = await startEchoUpstream();
+    const gw = await startProxyGateway(up.url, { trustedProxies: ['127.0.0.1'] });
+    try {
+      const { ws, first } = await connect(`ws://127.0.0.1:${gw.port}/socket`, {
+        authorization: gw.bearer,
+        'x-forwarded-for': '198.51.100.1, 203.0.113.7',
+        'x-forwarded-proto': 'https',
+        'x-forwarded-host': 'app.example',
+      });
+      const { handshake } = JSON.parse(await first) as { handshake: IncomingHttpHeaders };
+      ws.close();
+      assert.equal(handshake['x-forwarded-for'], '203.0.113.7');
+      assert.equal(handshake['x-forwarded-proto'], 'https');
+      assert.equal(handshake['x-forwarded-host'], 'app.example');
+    } finally {
+      await gw.close();
+      await up.close();
+    }
+  });
+});
+
 describe('gateway upstream mode, websockets without the gateway identity step', () => {
   test('an upgrade that did not go through the identity step is never proxied (the attach fails closed)', async () => {
     const up = await startEchoUpstream();
