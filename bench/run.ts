@@ -2,12 +2,16 @@
 // Fastify route (the baseline, also a separate process), drives both with autocannon from
 // this process on the same 2-core machine, and reports every figure as a ratio to the
 // baseline measured in this same run. Figures are written to bench/results/.
+//
+// BENCH_ONLY=name[,name...] runs only those scenarios: the stores (`sqlite`, `postgres`),
+// `scale`, `gateway-upstream`; its figures go to bench/results/latest-<names>.{json,txt}.
 import { execFileSync } from 'node:child_process';
 import { type KeyObject, randomBytes, sign } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
+import { measureGatewayUpstream } from './gateway-upstream.js';
 import { anonMiB, type Device, login, PG_URL, type Proc, root, rssMiB, setupProject, start, started, stop, svc } from './harness.js';
 import { seedSessions } from './seed.js';
 
@@ -17,6 +21,8 @@ const SEED = Number(process.env.BENCH_SESSIONS ?? 1_000_000);
 // This VM's speed drifts between seconds: every figure is taken in ROUNDS rounds, each right
 // after its own baseline, and the median ratio is reported.
 const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 3));
+const ONLY = process.env.BENCH_ONLY === undefined ? null : process.env.BENCH_ONLY.split(',');
+const runs = (scenario: string) => ONLY === null || ONLY.includes(scenario);
 
 async function cannon(opts: autocannon.Options): Promise<{ rps: number; errors: number; non2xx: number; p99: number }> {
   const result = await autocannon({ connections: CONNECTIONS, duration: DURATION, ...opts });
@@ -281,7 +287,8 @@ async function main(): Promise<void> {
     report(
       `every figure is also a ratio to the bare Fastify route measured just before it; ${ROUNDS} rounds, medians shown (rates: median of each figure; ratios: median of the per-round ratios)`,
     );
-    const stores = (process.env.BENCH_STORES ?? 'sqlite,postgres').split(',') as ('sqlite' | 'postgres')[];
+    const configured = (process.env.BENCH_STORES ?? 'sqlite,postgres').split(',') as ('sqlite' | 'postgres')[];
+    const stores = configured.filter(runs);
     for (const store of stores) {
       const dir = join(work, store);
       const { devices } = setupProject(dir, store, pgSchema);
@@ -329,7 +336,9 @@ async function main(): Promise<void> {
       results[store] = figures;
       await stop(server);
     }
-    if (stores.includes('sqlite') && SEED > SMALL_STORE) results.scale = await measureScale(bare, join(work, 'scale'), report);
+    if (runs('scale') && configured.includes('sqlite') && SEED > SMALL_STORE)
+      results.scale = await measureScale(bare, join(work, 'scale'), report);
+    if (runs('gateway-upstream')) results.gateway_upstream = await measureGatewayUpstream(bare, report);
     await stop(bare);
   } finally {
     for (const child of started) if (child.exitCode === null) child.kill('SIGKILL');
@@ -342,9 +351,10 @@ async function main(): Promise<void> {
   }
   const dir = join(root, 'bench/results');
   mkdirSync(dir, { recursive: true });
-  writeFileSync(join(dir, 'latest.json'), `${JSON.stringify(results, null, 2)}\n`);
-  writeFileSync(join(dir, 'latest.txt'), `${lines.join('\n')}\n`);
-  console.log('figures written to bench/results/latest.json and latest.txt');
+  const name = ONLY === null ? 'latest' : `latest-${ONLY.join('+')}`;
+  writeFileSync(join(dir, `${name}.json`), `${JSON.stringify(results, null, 2)}\n`);
+  writeFileSync(join(dir, `${name}.txt`), `${lines.join('\n')}\n`);
+  console.log(`figures written to bench/results/${name}.json and ${name}.txt`);
 }
 
 await main();

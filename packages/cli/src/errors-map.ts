@@ -29,6 +29,8 @@ const HINTS: { readonly [C in ErrorCode]: string | null } = {
   internal_error: null,
   store_unavailable: null,
   management_bearer_not_loopback: null,
+  upstream_unavailable: 'is the application behind the gateway (`:svc/app-upstream`) running?',
+  upstream_timeout: 'is the application behind the gateway (`:svc/app-upstream`) answering?',
 };
 
 /** How {@link explainFailure} reads an `invalid_request`. */

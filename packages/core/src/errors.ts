@@ -94,6 +94,17 @@ export const ERROR_CODES = {
     meaning:
       'the control store cannot serve the request now (unreachable, not answering in time, locked by another process, full, or failing I/O); Retry-After says when to try again',
   },
+  upstream_unavailable: {
+    status: 502,
+    title: 'Bad Gateway',
+    meaning:
+      'the application gateway could not reach its upstream (`:svc/app-upstream`): connection refused or reset, or an answer that is not HTTP; nothing of it reached the caller',
+  },
+  upstream_timeout: {
+    status: 504,
+    title: 'Gateway Timeout',
+    meaning: 'the upstream of the application gateway did not connect or answer in time',
+  },
   management_bearer_not_loopback: {
     status: 403,
     title: 'Forbidden',

@@ -139,6 +139,16 @@ export {
   sha256Hex,
   type TokenKind,
 } from './tokens.js';
+// The header rules of the gateway's upstream mode.
+export {
+  connectionNamedHeaders,
+  FORWARDED_PREFIX,
+  GATEWAY_MADE_REQUEST_HEADERS,
+  HOP_BY_HOP_HEADERS,
+  relaysRequestHeader,
+  relaysResponseHeader,
+  upstreamHeaderName,
+} from './upstream-headers.js';
 export { authenticate } from './use-cases/authenticate.js';
 export { challengeString, createChallenge } from './use-cases/create-challenge.js';
 export { createSession } from './use-cases/create-session.js';

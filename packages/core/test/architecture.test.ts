@@ -81,7 +81,8 @@ const ALLOWED: Record<
   'svc-store-sqlite': { imports: ['@svc/core', 'better-sqlite3'], testImports: ['@svc/store-testkit', 'tsx'] },
   'svc-store-postgres': { imports: ['@svc/core', 'pg'], testImports: ['@svc/store-testkit'] },
   '@svc/server': {
-    imports: ['@svc/core', 'fastify', '@fastify/swagger', 'fastify-plugin', 'prom-client'],
+    // The application gateway's upstream mode: @fastify/http-proxy (reply-from on undici) for HTTP, ws for websockets.
+    imports: ['@svc/core', 'fastify', '@fastify/swagger', 'fastify-plugin', 'prom-client', '@fastify/http-proxy', 'ws'],
     testImports: [
       '@svc/client',
       'svc-store-sqlite',
@@ -90,6 +91,7 @@ const ALLOWED: Record<
       '@seriousme/openapi-schema-validator',
       'canonicalize',
       '@svc/assertion',
+      '@types/ws',
     ],
   },
   '@svc/client': { imports: ['@svc/core'], testImports: [] },

@@ -26,6 +26,8 @@ export type {
   UpstreamAttachOptions,
   UpstreamIdentityHeaders,
 } from './gateway/options.js';
+// Upstream mode: every authenticated request proxied to the application.
+export { DEFAULT_UPSTREAM_TIMEOUTS, type UpstreamTimeouts, upstreamAttach } from './gateway/upstream.js';
 export {
   APPLICATION_CONNECTION_LIMITS,
   type ConnectionLimits,

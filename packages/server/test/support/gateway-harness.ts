@@ -1,8 +1,9 @@
 import type { AppPathRequirement } from '@svc/core';
 import type { FastifyInstance } from 'fastify';
-import { buildGatewayApp, type GatewayAppOptions, type GatewayAttach, type GatewayPolicy } from '../../src/index.js';
+import { buildGatewayApp, type GatewayAppOptions, type GatewayAttach, type GatewayPolicy, upstreamAttach } from '../../src/index.js';
 import { api, type DeviceKey, type Harness, type Pair, type Reply } from './harness.js';
 import { adminToken, completion, type NodeHarness, type NodeHarnessOptions, nodeApi, prepare, startNodeHarness } from './node-harness.js';
+import { startEchoUpstream, testIdentityHeaders } from './upstream-harness.js';
 
 /** What an attach received, as the echo attach answers it. */
 export interface Echo {
@@ -51,6 +52,15 @@ export const ATTACH_MODES: AttachMode[] = [
   {
     name: 'in-process echo',
     start: async () => ({ attach: echoAttach, close: async () => {} }),
+  },
+  {
+    // Upstream mode: the real proxy to a real echo upstream on 127.0.0.1, which answers the same
+    // Echo (the identity headers the gateway set are read back as the principal).
+    name: 'upstream proxy',
+    start: async () => {
+      const up = await startEchoUpstream('attach');
+      return { attach: upstreamAttach({ upstream: up.url, identityHeaders: testIdentityHeaders }), close: () => up.close() };
+    },
   },
 ];
 

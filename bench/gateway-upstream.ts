@@ -1,0 +1,107 @@
+// The application gateway's upstream mode in `npm run bench` (scenario `gateway-upstream`):
+// an authenticated proxied request (the real gateway app: strip, application-realm bearer
+// checked against SQLite, proxy) against the same request through a bare reverse proxy with no
+// authentication built with the same library (@fastify/http-proxy), target >= 0.6x; and the cost
+// of the assertion: the gateway with an identity-headers callback that signs an EdDSA JWS per
+// request against the same gateway without the signature. Every process on its own: the
+// upstream (the bare Fastify route), the bare proxy, the two gateways; autocannon in this one.
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import autocannon from 'autocannon';
+import { type Proc, root, start, stop } from './harness.js';
+
+const DURATION = Number(process.env.BENCH_SECONDS ?? 6);
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
+const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 3));
+
+const median = (xs: readonly number[]): number => {
+  const sorted = [...xs].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? (sorted[mid] as number) : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
+};
+const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
+
+async function cannon(url: string, headers: Record<string, string> = {}, duration = DURATION) {
+  const r = await autocannon({ url, connections: CONNECTIONS, duration, headers });
+  if (r.errors > 0 || r.non2xx > 0) throw new Error(`${url}: ${r.non2xx} non-2xx, ${r.errors} errors`);
+  return { rps: r.requests.average, p99: r.latency.p99 };
+}
+
+/** One round: the bare proxy, then each gateway right after it. */
+interface Round {
+  bare: number;
+  gateway: number;
+  signed: number;
+}
+
+/**
+ * Runs the scenario against `upstream` (a running bare Fastify route) and reports its lines.
+ *
+ * @example
+ * results.gateway_upstream = await measureGatewayUpstream(bare, report);
+ */
+export async function measureGatewayUpstream(upstream: Proc, report: (line: string) => void): Promise<Record<string, unknown>> {
+  const work = mkdtempSync(join(tmpdir(), 'svc-bench-gw-'));
+  const procs: Proc[] = [];
+  try {
+    const tsx = ['--import', 'tsx'];
+    const bare = await start([...tsx, join(root, 'bench/bare-proxy.ts'), upstream.url], /listening on (http:\/\/\S+)/);
+    procs.push(bare);
+    const gateway = await start(
+      [...tsx, join(root, 'bench/gateway-server.ts'), upstream.url, 'plain', join(work, 'plain.token')],
+      /listening on (http:\/\/\S+)/,
+    );
+    procs.push(gateway);
+    const signed = await start(
+      [...tsx, join(root, 'bench/gateway-server.ts'), upstream.url, 'signed', join(work, 'signed.token')],
+      /listening on (http:\/\/\S+)/,
+    );
+    procs.push(signed);
+    const auth = (file: string) => ({ authorization: `Bearer ${readFileSync(join(work, file), 'utf8')}` });
+    const plainAuth = auth('plain.token');
+    const signedAuth = auth('signed.token');
+
+    // Warm-up: every hot path compiled before anything is measured.
+    await cannon(bare.url, {}, 1);
+    await cannon(gateway.url, plainAuth, 1);
+    await cannon(signed.url, signedAuth, 1);
+    const rounds: Round[] = [];
+    const p99: Record<string, number> = {};
+    for (let r = 0; r < ROUNDS; r++) {
+      const b = await cannon(bare.url);
+      const g = await cannon(gateway.url, plainAuth);
+      const s = await cannon(signed.url, signedAuth);
+      rounds.push({ bare: b.rps, gateway: g.rps, signed: s.rps });
+      if (r === 0) Object.assign(p99, { bare_proxy: b.p99, gateway: g.p99, gateway_signed: s.p99 });
+    }
+    const ratio = median(rounds.map((r) => r.gateway / r.bare));
+    const signedRatio = median(rounds.map((r) => r.signed / r.bare));
+    const assertionCost = median(rounds.map((r) => r.signed / r.gateway));
+    const rate = (pick: (r: Round) => number) => median(rounds.map(pick));
+    const spread = (pick: (r: Round) => number) => (ROUNDS > 1 ? `   rounds ${rounds.map((r) => fmt(pick(r))).join(' / ')}` : '');
+    report('');
+    report('gateway, upstream mode: GET / proxied to the bare Fastify route (sqlite store, bearer checked on every request)');
+    report(`  baseline  bare reverse proxy, no auth        ${fmt(rate((r) => r.bare)).padStart(8)} req/s   1.00x${spread((r) => r.bare)}`);
+    report(
+      `  gateway   authenticated, proxied             ${fmt(rate((r) => r.gateway)).padStart(8)} req/s   ${ratio.toFixed(2)}x   (target >= 0.60x)${spread((r) => r.gateway)}`,
+    );
+    report(
+      `  signed    + Svc-Assertion (EdDSA, per req)   ${fmt(rate((r) => r.signed)).padStart(8)} req/s   ${signedRatio.toFixed(2)}x   (${assertionCost.toFixed(2)} of unsigned: the assertion costs ${((1 - assertionCost) * 100).toFixed(0)}%)${spread((r) => r.signed)}`,
+    );
+    return {
+      rounds: ROUNDS,
+      bare_proxy_rps: rate((r) => r.bare),
+      gateway_rps: rate((r) => r.gateway),
+      gateway_ratio: ratio,
+      signed_rps: rate((r) => r.signed),
+      signed_ratio: signedRatio,
+      signed_vs_unsigned: assertionCost,
+      p99_ms: p99,
+      per_round: rounds,
+    };
+  } finally {
+    for (const p of procs) await stop(p);
+    rmSync(work, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,227 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import httpProxy from '@fastify/http-proxy';
+import {
+  AuthError,
+  connectionNamedHeaders,
+  type Principal,
+  relaysRequestHeader,
+  relaysResponseHeader,
+  upstreamHeaderName,
+} from '@svc/core';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { GatewayAttach, UpstreamAttachOptions } from './options.js';
+import { installWebSocketRelay } from './upstream-websocket.js';
+
+/** How long the gateway waits on its upstream before answering `504 upstream_timeout`. */
+export interface UpstreamTimeouts {
+  /** To open the TCP (and TLS) connection. */
+  readonly connectMs: number;
+  /** From the request sent to the response head. */
+  readonly responseMs: number;
+  /** Between two chunks of the response body once it streams (the head is already sent: the connection is cut). */
+  readonly idleMs: number;
+}
+
+/** The defaults: 5 s to connect, 30 s to the response head (the listener's own request timeout), 30 s idle in a body. */
+export const DEFAULT_UPSTREAM_TIMEOUTS: UpstreamTimeouts = Object.freeze({ connectMs: 5_000, responseMs: 30_000, idleMs: 30_000 });
+
+/**
+ * The methods the gateway proxies: every method Fastify routes but `TRACE`, which would echo the
+ * request as the upstream received it (its `Svc-Assertion` included) back to the caller, who
+ * could then replay the assertion straight to the upstream. `CONNECT` never reaches the router.
+ */
+export const PROXIED_METHODS: readonly string[] = Object.freeze(['DELETE', 'GET', 'HEAD', 'OPTIONS', 'PATCH', 'POST', 'PUT', 'QUERY']);
+
+/**
+ * The request headers the upstream receives: the inbound ones core's {@link relaysRequestHeader}
+ * lets through (no hop-by-hop header, none the inbound `Connection` names, no forwarding claim,
+ * no `Expect`, nothing of an identity header's name); then `X-Forwarded-For`, `-Proto`
+ * and `-Host` made fresh from what Fastify believes (`trustProxy` decides); then the identity
+ * headers, last, so nothing of their names survives from the caller. `base` already has the
+ * upstream's `Host`, and `Connection` was taken out with what it named.
+ *
+ * @example
+ * upstreamRequestHeaders(req, req.headers, { 'svc-subject': 'sub_1' });
+ */
+export function upstreamRequestHeaders(
+  req: FastifyRequest,
+  base: IncomingHttpHeaders,
+  identityHeaders: Readonly<Record<string, string>>,
+): IncomingHttpHeaders {
+  const named = connectionNamedHeaders(req.raw.headers.connection);
+  const identity = new Set(Object.keys(identityHeaders).map(upstreamHeaderName));
+  const out: IncomingHttpHeaders = {};
+  for (const name of Object.keys(base)) {
+    if (relaysRequestHeader(name, named, identity)) out[name] = base[name];
+  }
+  out['x-forwarded-for'] = req.ip;
+  out['x-forwarded-proto'] = req.protocol;
+  if (req.host !== '') out['x-forwarded-host'] = req.host;
+  for (const [name, value] of Object.entries(identityHeaders)) out[name.toLowerCase()] = value;
+  return out;
+}
+
+/**
+ * The response headers the caller receives: the upstream's, without hop-by-hop headers and
+ * those the upstream's `Connection` names (core's {@link relaysResponseHeader}).
+ *
+ * @example
+ * upstreamResponseHeaders({ connection: 'close, x-secret', 'x-secret': '1', 'content-type': 'text/plain' });
+ * // { 'content-type': 'text/plain' }
+ */
+export function upstreamResponseHeaders(headers: IncomingHttpHeaders): IncomingHttpHeaders {
+  const named = connectionNamedHeaders(headers.connection);
+  const out: IncomingHttpHeaders = {};
+  for (const name of Object.keys(headers)) {
+    if (relaysResponseHeader(name, named)) out[name] = headers[name];
+  }
+  return out;
+}
+
+/** The error codes of undici (and Node) that mean the upstream took too long. */
+const TIMEOUT_CODES = new Set([
+  'FST_REPLY_FROM_TIMEOUT',
+  'FST_REPLY_FROM_GATEWAY_TIMEOUT',
+  'FST_REPLY_FROM_HTTP_REQUEST_TIMEOUT',
+  'UND_ERR_CONNECT_TIMEOUT',
+  'UND_ERR_HEADERS_TIMEOUT',
+  'UND_ERR_BODY_TIMEOUT',
+  'ETIMEDOUT',
+]);
+
+/**
+ * What a failed proxied request becomes: `504 upstream_timeout` when the upstream did not
+ * connect or answer in time, `502 upstream_unavailable` for everything else (refused, reset,
+ * closed, not HTTP). The cause stays on the error for the log, never in the answer.
+ *
+ * @example
+ * upstreamError(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' })).code; // 'upstream_unavailable'
+ */
+export function upstreamError(err: Error): AuthError {
+  const codes = [(err as { code?: unknown }).code, (err.cause as { code?: unknown } | undefined)?.code];
+  if (codes.some((c) => typeof c === 'string' && TIMEOUT_CODES.has(c))) {
+    return new AuthError('upstream_timeout', 'the application did not answer in time', { cause: err });
+  }
+  return new AuthError('upstream_unavailable', 'the application could not be reached', { cause: err });
+}
+
+/** The principal the gateway settled (read-only on the request), or null on a public path. */
+function principalOf(req: FastifyRequest): Principal | null {
+  return (req as FastifyRequest & { principal?: Principal | null }).principal ?? null;
+}
+
+const IDENTITY = Symbol('svc.upstreamIdentity');
+type WithIdentity = FastifyRequest & { [IDENTITY]?: Readonly<Record<string, string>> };
+
+/**
+ * Upstream mode of the application gateway (`:svc/app-upstream`): every request that gets past
+ * the gateway's strip and authenticate steps is proxied to `opts.upstream`, any method but
+ * `TRACE` (refused 405), any path and content type, with bodies streamed both ways (nothing is
+ * buffered or parsed: a catch-all content-type parser hands the raw stream on). Websockets are
+ * relayed only once the gateway settled the upgrade's identity (it refuses an unauthenticated
+ * upgrade before any `upgrade` listener sees it; see {@link installWebSocketRelay}). Hop-by-hop
+ * headers (RFC 9110 §7.6.1) are dropped both ways; `X-Forwarded-For`/`-Proto`/`-Host` are set
+ * fresh from `req.ip`, `req.protocol` and `req.host` (inbound `X-Forwarded-*`, `Forwarded` and
+ * `X-Real-IP` are never relayed); `opts.identityHeaders(req, req.principal)` are set last, on
+ * plain requests and on the upstream's websocket handshake alike. The response carries the
+ * upstream's status, headers (less hop-by-hop ones) and body; nothing is retried. An unreachable
+ * upstream is `502 upstream_unavailable`, a slow one `504 upstream_timeout` (problem+json).
+ *
+ * Built on `@fastify/http-proxy` (reply-from on undici) for HTTP and `ws` for websockets.
+ *
+ * @example
+ * const attach = upstreamAttach({ upstream: new URL('http://127.0.0.1:3000'), identityHeaders: (_req, p) => (p ? { 'svc-subject': p.subject } : {}) });
+ * await buildGatewayApp({ deps, policy, trustedProxies: [], attach });
+ */
+export function upstreamAttach(opts: UpstreamAttachOptions, timeouts: UpstreamTimeouts = DEFAULT_UPSTREAM_TIMEOUTS): GatewayAttach {
+  const upstream = opts.upstream.origin;
+  if (opts.upstream.protocol !== 'http:' && opts.upstream.protocol !== 'https:') {
+    throw new TypeError(`the upstream must be an http:// or https:// origin, not ${opts.upstream.protocol}`);
+  }
+  /** The identity headers of `req`, computed (and signed) once, whichever way the request goes on. */
+  const identityOf = (req: FastifyRequest): Readonly<Record<string, string>> => {
+    const r = req as WithIdentity;
+    r[IDENTITY] ??= opts.identityHeaders(req, principalOf(req));
+    return r[IDENTITY];
+  };
+
+  return async (app: FastifyInstance) => {
+    // Its own encapsulated context, whatever context the gateway hands over: the parsers and
+    // routes below never leak into the gateway's own routes.
+    await app.register(async (proxy) => {
+      // Bodies are relayed, never parsed: the gateway's JSON-only parser (and its 64 KiB
+      // limit) stays on the gateway's own routes. No parseAs: Fastify hands the raw stream on.
+      proxy.removeAllContentTypeParsers();
+      proxy.addContentTypeParser('*', (_req, payload, done) => done(null, payload));
+
+      for (const url of ['/', '/*']) {
+        proxy.route({
+          method: 'TRACE',
+          url,
+          handler: async (_req, reply) => {
+            reply.header('allow', PROXIED_METHODS.join(', '));
+            throw new AuthError('method_not_allowed', 'TRACE is not proxied: it would echo the identity headers back');
+          },
+        });
+      }
+
+      await proxy.register(httpProxy, {
+        upstream,
+        httpMethods: [...PROXIED_METHODS],
+        proxyPayloads: false,
+        internalRewriteLocationHeader: false,
+        disableRequestLogging: true,
+        undici: {
+          connect: { timeout: timeouts.connectMs },
+          headersTimeout: timeouts.responseMs,
+          bodyTimeout: timeouts.idleMs,
+        },
+        // A gateway relays; it never replays a request (an upstream's 503 included).
+        replyOptions: {
+          retryDelay: () => null,
+          rewriteRequestHeaders: (generic, headers) => {
+            // reply-from types the request for any server; the gateway's is Node's http(s) one.
+            const req = generic as unknown as FastifyRequest;
+            return upstreamRequestHeaders(req, withoutUnsentLength(req, headers as IncomingHttpHeaders), identityOf(req));
+          },
+          rewriteHeaders: (headers) => upstreamResponseHeaders(headers as IncomingHttpHeaders),
+          onError: (reply, { error }) => {
+            reply.send(upstreamError(error));
+          },
+        },
+      });
+      // Websockets: the gateway settles identity for an upgrade before any `upgrade` listener
+      // runs; the relay proxies only those (http-proxy's own websocket support routes the
+      // upgrade through Fastify a second time, after the bearer is already removed).
+      installWebSocketRelay(proxy, {
+        upstream: opts.upstream,
+        handshakeMs: timeouts.connectMs + timeouts.responseMs,
+        headers: (req, principal) => websocketHeaders(req, opts.identityHeaders(req, principal)),
+      });
+    });
+  };
+}
+
+/**
+ * The `Content-Length` of a body that is not relayed (Fastify leaves a `GET` or `HEAD` body
+ * unread) would announce bytes that never come: it goes, so the upstream sees no body at all.
+ */
+function withoutUnsentLength(req: FastifyRequest, headers: IncomingHttpHeaders): IncomingHttpHeaders {
+  if (req.body !== undefined && req.body !== null) return headers;
+  const { 'content-length': _dropped, ...rest } = headers;
+  return rest;
+}
+
+/** The WebSocket handshake's own headers, which the ws client makes anew for the upstream. */
+const HANDSHAKE = new Set(['host', 'sec-websocket-key', 'sec-websocket-version', 'sec-websocket-extensions', 'sec-websocket-protocol']);
+
+/** The headers of the upstream's websocket handshake: the inbound ones, treated like a plain request's, less the handshake's own. */
+function websocketHeaders(req: FastifyRequest, identity: Readonly<Record<string, string>>): IncomingHttpHeaders {
+  const base: IncomingHttpHeaders = {};
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (!HANDSHAKE.has(upstreamHeaderName(name))) base[name] = value;
+  }
+  const out = upstreamRequestHeaders(req, base, identity);
+  delete out['content-length'];
+  return out;
+}

@@ -1,0 +1,145 @@
+// Websockets through the gateway's upstream mode: upgraded only after authentication, with the
+// identity headers on the upstream's handshake, against a real ws echo upstream on 127.0.0.1.
+import assert from 'node:assert/strict';
+import type { IncomingHttpHeaders } from 'node:http';
+import { after, before, describe, test } from 'node:test';
+import { WebSocket } from 'ws';
+import {
+  type ProxyGateway,
+  startEchoUpstream,
+  startProxyGateway,
+  startStandInProxyGateway,
+  type Upstream,
+} from './support/upstream-harness.js';
+
+/** Opens a websocket; resolves with it once open, or rejects with the HTTP status of a refused upgrade. */
+function connect(url: string, headers: Record<string, string>): Promise<{ ws: WebSocket; first: Promise<string> }> {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(url, { headers });
+    const first = new Promise<string>((r) => ws.once('message', (data) => r(String(data))));
+    ws.once('open', () => resolve({ ws, first }));
+    ws.once('unexpected-response', (_req, res) => {
+      let body = '';
+      res.on('data', (d: Buffer) => {
+        body += d.toString();
+      });
+      res.on('end', () => reject(Object.assign(new Error(`upgrade refused ${res.statusCode}`), { status: res.statusCode, body })));
+    });
+    ws.once('error', reject);
+  });
+}
+
+function nextMessage(ws: WebSocket): Promise<{ data: string; binary: boolean }> {
+  return new Promise((resolve) => ws.once('message', (data, binary) => resolve({ data: String(data), binary })));
+}
+
+describe('gateway upstream mode, websockets', () => {
+  let up: Upstream;
+  let gw: ProxyGateway;
+  before(async () => {
+    up = await startEchoUpstream();
+    gw = await startProxyGateway(up.url);
+  });
+  after(async () => {
+    await gw.close();
+    await up.close();
+  });
+
+  test('unauthenticated websocket upgrade: refused 401 by the gateway, and the upstream never sees it', async () => {
+    const ws = `ws://127.0.0.1:${gw.port}/socket`;
+    for (const headers of [{}, { authorization: 'Bearer forged' }, { 'svc-subject': 'sub_mallory' }]) {
+      const refused = await connect(ws, headers).then(
+        () => null,
+        (err: { status?: number; body?: string }) => err,
+      );
+      assert.ok(refused !== null, 'the upgrade was accepted');
+      assert.equal(refused.status, 401);
+      assert.equal(JSON.parse(refused.body ?? '{}').code, 'invalid_token');
+    }
+    assert.equal(up.upgrades.length, 0, 'an unauthenticated upgrade reached the upstream');
+    assert.equal(up.requests.length, 0);
+  });
+
+  test("an authenticated websocket echoes through the proxy, with the identity headers on the upstream's handshake", async () => {
+    const { ws, first } = await connect(`ws://127.0.0.1:${gw.port}/socket?room=7`, {
+      authorization: gw.bearer,
+      'svc-subject': 'sub_mallory',
+      'x-forwarded-for': '203.0.113.66',
+      'x-app-header': 'kept',
+    });
+    try {
+      const { handshake } = JSON.parse(await first) as { handshake: IncomingHttpHeaders };
+      assert.equal(handshake['svc-subject'], gw.principal.subject);
+      assert.equal(handshake['svc-assertion'], `test-assertion-for-${gw.principal.subject}`);
+      assert.equal(handshake['svc-session'], gw.principal.session);
+      assert.equal(handshake.authorization, undefined, 'the bearer reached the upstream');
+      assert.equal(handshake['x-forwarded-for'], '127.0.0.1');
+      assert.equal(handshake['x-app-header'], 'kept');
+      assert.equal(handshake.host, up.url.host);
+
+      ws.send('hello through the gateway');
+      assert.deepEqual(await nextMessage(ws), { data: 'hello through the gateway', binary: false });
+      ws.send(Buffer.from([1, 2, 3]));
+      const echoed = await nextMessage(ws);
+      assert.equal(echoed.binary, true);
+    } finally {
+      ws.close();
+    }
+    assert.equal(up.upgrades.length, 1);
+  });
+
+  test('an upstream that refuses the websocket is 502 upstream_unavailable to the caller, whose handshake never completed', async () => {
+    const refused = await connect(`ws://127.0.0.1:${gw.port}/ws-refuse`, { authorization: gw.bearer }).then(
+      () => null,
+      (err: { status?: number; body?: string }) => err,
+    );
+    assert.ok(refused !== null, 'the caller got a websocket');
+    assert.equal(refused.status, 502);
+    assert.equal(JSON.parse(refused.body ?? '{}').code, 'upstream_unavailable');
+  });
+});
+
+describe('gateway upstream mode, websockets behind a trusted proxy', () => {
+  test("the upstream's handshake carries the X-Forwarded-* the gateway believes, as for any request", async () => {
+    const up = await startEchoUpstream();
+    const gw = await startProxyGateway(up.url, { trustedProxies: ['127.0.0.1'] });
+    try {
+      const { ws, first } = await connect(`ws://127.0.0.1:${gw.port}/socket`, {
+        authorization: gw.bearer,
+        'x-forwarded-for': '198.51.100.1, 203.0.113.7',
+        'x-forwarded-proto': 'https',
+        'x-forwarded-host': 'app.example',
+      });
+      const { handshake } = JSON.parse(await first) as { handshake: IncomingHttpHeaders };
+      ws.close();
+      assert.equal(handshake['x-forwarded-for'], '203.0.113.7');
+      assert.equal(handshake['x-forwarded-proto'], 'https');
+      assert.equal(handshake['x-forwarded-host'], 'app.example');
+    } finally {
+      await gw.close();
+      await up.close();
+    }
+  });
+});
+
+describe('gateway upstream mode, websockets without the gateway identity step', () => {
+  test('an upgrade that did not go through the identity step is never proxied (the attach fails closed)', async () => {
+    const up = await startEchoUpstream();
+    // The stand-in settles identity only for routed requests, never for an upgrade.
+    const gw = await startStandInProxyGateway(up.url);
+    try {
+      const outcome = await connect(`ws://127.0.0.1:${gw.port}/socket`, { authorization: gw.bearer }).then(
+        ({ ws }) => {
+          ws.close();
+          return 'open';
+        },
+        () => 'refused',
+      );
+      assert.equal(outcome, 'refused');
+      assert.equal(up.upgrades.length, 0);
+    } finally {
+      await gw.close();
+      await up.close();
+    }
+  });
+});
