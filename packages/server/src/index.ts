@@ -11,6 +11,8 @@ export {
   JWKS_PATH,
   RESERVED_PREFIX,
 } from './gateway/app.js';
+// Module mode: application modules behind the gateway, after identity.
+export { type AppModule, isSkipOverride, moduleAttach, SEALED_SERVER_EVENTS, sealServerEvents } from './gateway/modules.js';
 export type {
   GatewayAppOptions,
   GatewayAttach,
