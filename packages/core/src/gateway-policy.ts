@@ -72,6 +72,9 @@ export function normalizeHeaderName(name: string): string {
   return name.toLowerCase().replace(/[^a-z0-9]/g, '-');
 }
 
+/** How many header names one predicate remembers its verdict for. */
+const IDENTITY_MEMO_MAX = 1024;
+
 /**
  * A predicate for identity headers: the contract's prefixes and names, plus `extra` (the
  * project's `:svc/app-identity-headers`), every one compared after
@@ -86,11 +89,21 @@ export function normalizeHeaderName(name: string): string {
  */
 export function identityHeaderPredicate(extra: readonly string[] = []): (name: string) => boolean {
   const exact = new Set([...IDENTITY_HEADER_NAMES, ...extra.map(normalizeHeaderName)]);
-  return (name) => {
+  // Header names repeat from request to request: a bounded memo of verdicts by name as sent
+  // keeps the per-request cost to a lookup (names never seen before are still judged in full).
+  const memo = new Map<string, boolean>();
+  const judge = (name: string): boolean => {
     const n = normalizeHeaderName(name);
     if (exact.has(n)) return true;
     for (const prefix of IDENTITY_HEADER_PREFIXES) if (n.startsWith(prefix)) return true;
     return false;
+  };
+  return (name) => {
+    const known = memo.get(name);
+    if (known !== undefined) return known;
+    const verdict = judge(name);
+    if (memo.size < IDENTITY_MEMO_MAX) memo.set(name, verdict);
+    return verdict;
   };
 }
 

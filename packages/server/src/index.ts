@@ -10,6 +10,7 @@ export {
   isReservedPath,
   JWKS_PATH,
   RESERVED_PREFIX,
+  upgradePrincipal,
 } from './gateway/app.js';
 // Module mode: application modules behind the gateway, after identity.
 export { type AppModule, isSkipOverride, moduleAttach, SEALED_SERVER_EVENTS, sealServerEvents } from './gateway/modules.js';

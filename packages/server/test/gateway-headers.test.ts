@@ -163,7 +163,7 @@ describe('header hygiene runs before everything', () => {
       const up =
         'Connection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n';
       const ok = await exchange(
-        `GET /ws HTTP/1.1\r\nHost: 127.0.0.1\r\n${up}X_Forwarded_User: admin\r\nSvc-Subject: sub_admin\r\nX-Kept: 1\r\n\r\n`,
+        `GET /public/ws HTTP/1.1\r\nHost: 127.0.0.1\r\n${up}X_Forwarded_User: admin\r\nSvc-Subject: sub_admin\r\nX-Kept: 1\r\n\r\n`,
       );
       assert.match(ok, /^HTTP\/1\.1 101 /);
       assert.equal(seen.length, 1);

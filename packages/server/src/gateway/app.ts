@@ -1,8 +1,7 @@
-import type { Server } from 'node:http';
+import type { IncomingMessage, Server } from 'node:http';
 import {
   type AuthDeps,
   AuthError,
-  authenticate,
   identityHeaderPredicate,
   isPublicPath,
   type Principal,
@@ -12,19 +11,20 @@ import {
   unmetRequirement,
 } from '@svc/core';
 import Fastify, { type FastifyInstance, type FastifyPluginAsync, type onRequestAsyncHookHandler } from 'fastify';
-import { bearerToken } from '../http/bearer.js';
+import { bearerChallenge, bearerToken } from '../http/bearer.js';
 import { type ChallengeBudget, createChallengeBudget } from '../http/challenge-budget.js';
 import { APPLICATION_CONNECTION_LIMITS, installConnectionLimits } from '../http/connection-limits.js';
+import { toAuthError } from '../http/error-handling.js';
 import { createFailureLimiter, type FailureLimiter } from '../http/failure-limiter.js';
 import { hardenSurface } from '../http/harden.js';
 import { serverOptions } from '../http/server-options.js';
-import { decoratePrincipal } from '../management/route-options.js';
+import { applicationPrincipal, decoratePrincipal } from '../management/route-options.js';
 import { sessionRoutes } from '../management/session-routes.js';
 import { signInRoutes } from '../management/sign-in-routes.js';
 import { instrumentHttp } from '../metrics/instrument-http.js';
 import { installHeaderHygiene, removeHeaders } from './hygiene.js';
 import type { GatewayAppOptions, GatewayPolicy } from './options.js';
-import { trustedPeerPredicate } from './trusted-proxies.js';
+import { forwardedClientAddress, trustedPeerPredicate } from './trusted-proxies.js';
 
 /** The reserved path prefix of the gateway: never reaches the application. */
 export const RESERVED_PREFIX = '/.svc/';
@@ -41,7 +41,13 @@ export const INSUFFICIENT_SCOPE_CHALLENGE = 'Bearer realm="application", error="
 /** The OpenAPI security requirement of the application-realm bearer routes. */
 const APPLICATION_BEARER = [{ applicationBearer: [] }];
 
-/** Whether a (decoded) path is under the reserved prefix (`/.svc` itself included). */
+/**
+ * Whether a (decoded) path is under the reserved prefix (`/.svc` itself included).
+ *
+ * @example
+ * isReservedPath('/.svc/jwks.json'); // true
+ * isReservedPath('/.svcx'); // false
+ */
 export function isReservedPath(path: string): boolean {
   return path === '/.svc' || path.startsWith(RESERVED_PREFIX);
 }
@@ -51,12 +57,25 @@ function isAuthorization(name: string): boolean {
   return name.length === 13 && name.toLowerCase() === 'authorization';
 }
 
+/** What the identity step needs of a request, whether Fastify routes it or it is an `upgrade`. */
+interface IdentityInput {
+  /** The request target as received (`req.url`). */
+  readonly target: string;
+  readonly authorization: string | undefined;
+  /** The client address (`req.ip`: the client behind a trusted proxy). */
+  readonly clientAddress: string | undefined;
+}
+
+/** What the identity step settled: nothing for a reserved path (its routes authenticate), else the principal. */
+type IdentityOutcome =
+  | { readonly reserved: true }
+  | { readonly reserved: false; readonly principal: Principal | null; readonly removeAuthorization: boolean };
+
 /**
- * The gateway's identity step, an `onRequest` hook of the root context (so it runs before
- * anything an attach registers, and for unknown paths too): authenticates the application-realm
- * bearer, applies the public paths and the per-path requirements, removes the `Authorization`
- * header carrying our token, and defines `request.principal` read-only and non-configurable.
- * Requests under `/.svc/` are left to their own routes.
+ * The gateway's identity rule, one home for the routed requests and the `upgrade`s:
+ * authenticates the application-realm bearer, applies the public paths and the per-path
+ * requirements, and says whether the `Authorization` header carried our token (to be removed).
+ * Refusals are thrown as {@link AuthError}s (`401 invalid_token`, `403 insufficient_claims`).
  *
  * A bearer on a public path: a valid application token gives the request its principal; a token
  * in our format that does not authenticate (expired, revoked, another realm) is dropped and the
@@ -64,29 +83,101 @@ function isAuthorization(name: string): boolean {
  * a credential that is not ours (another scheme, a foreign bearer) is left for the application.
  * A path that matches a requirement is never public.
  */
-function gatewayIdentity(deps: AuthDeps, policy: GatewayPolicy): onRequestAsyncHookHandler {
-  return async (req) => {
-    const path = unambiguousPath(req.url);
-    if (isReservedPath(path)) return;
-    const token = bearerToken(req.headers.authorization);
-    const ours = token !== undefined && token !== '' && parseSessionToken(token, 'access') !== null;
-    const requirement = requirementFor(policy.requirements, path);
-    let principal: Principal | null = null;
-    if (requirement === null && isPublicPath(policy.publicPaths, path)) {
-      if (ours) principal = await authenticate(deps, { token, realm: 'application' }).catch(() => null);
-    } else {
-      principal = await authenticate(deps, { token, realm: 'application' });
-      if (requirement !== null) {
-        const unmet = unmetRequirement(requirement, principal, deps.clock.now());
-        if (unmet !== null) {
-          throw new AuthError('insufficient_claims', unmet, { headers: { 'www-authenticate': INSUFFICIENT_SCOPE_CHALLENGE } });
-        }
+async function settleIdentity(deps: AuthDeps, policy: GatewayPolicy, input: IdentityInput): Promise<IdentityOutcome> {
+  const path = unambiguousPath(input.target);
+  if (isReservedPath(path)) return { reserved: true };
+  const token = bearerToken(input.authorization);
+  const ours = token !== undefined && token !== '' && parseSessionToken(token, 'access') !== null;
+  const requirement = requirementFor(policy.requirements, path);
+  let principal: Principal | null = null;
+  if (requirement === null && isPublicPath(policy.publicPaths, path)) {
+    if (ours) principal = await applicationPrincipal(deps, token, input.clientAddress).catch(() => null);
+  } else {
+    principal = await applicationPrincipal(deps, token, input.clientAddress);
+    if (requirement !== null) {
+      const unmet = unmetRequirement(requirement, principal, deps.clock.now());
+      if (unmet !== null) {
+        throw new AuthError('insufficient_claims', unmet, { headers: { 'www-authenticate': INSUFFICIENT_SCOPE_CHALLENGE } });
       }
     }
-    if (ours) removeHeaders(req.raw, isAuthorization);
-    // Read-only and non-configurable: nothing registered later can replace or redefine it.
-    Object.defineProperty(req, 'principal', { value: principal, writable: false, configurable: false, enumerable: true });
+  }
+  return { reserved: false, principal, removeAuthorization: ours };
+}
+
+/** Defines `principal` on `target` read-only and non-configurable: nothing that runs later can replace or redefine it. */
+function fixPrincipal(target: object, principal: Principal | null): void {
+  Object.defineProperty(target, 'principal', { value: principal, writable: false, configurable: false, enumerable: true });
+}
+
+/**
+ * The gateway's identity step, an `onRequest` hook of the root context (so it runs before
+ * anything an attach registers, and for unknown paths too): {@link settleIdentity}, then the
+ * `Authorization` header carrying our token is removed and `request.principal` is defined
+ * read-only and non-configurable. Requests under `/.svc/` are left to their own routes.
+ */
+function gatewayIdentity(deps: AuthDeps, policy: GatewayPolicy): onRequestAsyncHookHandler {
+  return async (req) => {
+    const outcome = await settleIdentity(deps, policy, {
+      target: req.url,
+      authorization: req.headers.authorization,
+      clientAddress: req.ip,
+    });
+    if (outcome.reserved) return;
+    if (outcome.removeAuthorization) removeHeaders(req.raw, isAuthorization);
+    fixPrincipal(req, outcome.principal);
   };
+}
+
+/**
+ * The same identity step for an `upgrade` (websockets), which Fastify never routes: refused
+ * upgrades get their problem+json written onto the socket (with `WWW-Authenticate`), reserved
+ * paths `404`; an accepted one goes on to the `upgrade` listeners with the `Authorization`
+ * header removed and `req.principal` (see {@link upgradePrincipal}) defined read-only.
+ */
+function upgradeIdentity(
+  deps: AuthDeps,
+  policy: GatewayPolicy,
+  trustedPeer: (address: string | undefined) => boolean,
+): (req: IncomingMessage) => Promise<AuthError | null> {
+  return async (req) => {
+    const authorization = req.headers.authorization;
+    const forwarded = req.headers['x-forwarded-for'];
+    const forwardedFor = Array.isArray(forwarded) ? forwarded.join(',') : forwarded;
+    const clientAddress = forwardedClientAddress(req.socket.remoteAddress, forwardedFor, trustedPeer);
+    let outcome: IdentityOutcome;
+    try {
+      outcome = await settleIdentity(deps, policy, { target: req.url ?? '', authorization, clientAddress });
+    } catch (err) {
+      const refusal = toAuthError(err);
+      if (refusal.code !== 'invalid_token') return refusal;
+      const challenge = bearerChallenge('application', authorization !== undefined);
+      return new AuthError(refusal.code, refusal.detail, {
+        headers: { ...refusal.headers, 'www-authenticate': challenge },
+        realm: 'application',
+      });
+    }
+    if (outcome.reserved) return new AuthError('not_found', 'no such route');
+    if (outcome.removeAuthorization) removeHeaders(req, isAuthorization);
+    fixPrincipal(req, outcome.principal);
+    return null;
+  };
+}
+
+/**
+ * The principal the gateway settled for an `upgrade` request (websockets) before any `upgrade`
+ * listener saw it: the frozen principal, or null on a public path. An `upgrade` listener on
+ * the gateway's server only ever receives requests that passed the identity step.
+ *
+ * @throws {TypeError} when `req` did not go through the gateway's identity step.
+ * @example
+ * app.server.on('upgrade', (req, socket, head) => proxyUpgrade(req, socket, head, upgradePrincipal(req)));
+ */
+export function upgradePrincipal(req: IncomingMessage): Principal | null {
+  const descriptor = Object.getOwnPropertyDescriptor(req, 'principal');
+  if (descriptor === undefined || descriptor.configurable !== false) {
+    throw new TypeError('upgradePrincipal: this request did not go through the gateway identity step');
+  }
+  return descriptor.value as Principal | null;
 }
 
 /** What the reserved routes need. */
@@ -164,7 +255,9 @@ export async function buildGatewayApp(opts: GatewayAppOptions): Promise<FastifyI
   };
   // The https overload gives an https.Server-typed instance; the surface code is server-agnostic.
   const app = Fastify(options as typeof base) as unknown as FastifyInstance;
-  installHeaderHygiene(app.server as Server, identityHeaderPredicate(policy.identityHeaders));
+  installHeaderHygiene(app.server as Server, identityHeaderPredicate(policy.identityHeaders), {
+    upgradeGate: upgradeIdentity(deps, policy, trustedPeer),
+  });
   hardenSurface(app, { loopbackOnly: false, guardExempt: (req) => trustedPeer(req.socket.remoteAddress) });
   installConnectionLimits(app, opts.connectionLimits ?? APPLICATION_CONNECTION_LIMITS);
   if (opts.metrics !== undefined) instrumentHttp(app, opts.metrics, 'application');
@@ -184,6 +277,14 @@ export async function buildGatewayApp(opts: GatewayAppOptions): Promise<FastifyI
     // Called as a function inside a plain encapsulated plugin, so `fastify-plugin`'s
     // skip-override cannot lift what it registers into the root context.
     await app.register(async (scope) => {
+      // The application's responses are the application's: the gateway's own
+      // `Content-Security-Policy: default-src 'none'` (right for its JSON answers) would break
+      // every page it serves. The other security headers stay as defaults the application may
+      // override; refusals still get all of them (the error path sets them again).
+      scope.addHook('onRequest', (_req, reply, done) => {
+        reply.removeHeader('content-security-policy');
+        done();
+      });
       await attach(scope);
     });
   }

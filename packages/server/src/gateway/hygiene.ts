@@ -2,7 +2,7 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { AuthError, framingRefusal, unambiguousPath } from '@svc/core';
 import { writeRawProblem } from '../http/error-handling.js';
-import { PROBLEM_CONTENT_TYPE, problemJson } from '../http/problem.js';
+import { internalError, PROBLEM_CONTENT_TYPE, problemJson } from '../http/problem.js';
 import { SECURITY_HEADERS } from '../http/security-headers.js';
 
 /** The server events that carry a new request; the hygiene runs before any listener of them. */
@@ -17,13 +17,39 @@ const REQUEST_EVENTS = new Set(['request', 'checkContinue', 'checkExpectation', 
  * removeHeaders(req, (name) => name.toLowerCase() === 'authorization');
  */
 export function removeHeaders(req: IncomingMessage, drop: (name: string) => boolean): void {
+  const raw = req.rawHeaders;
+  let any = false;
+  for (let i = 0; i < raw.length && !any; i += 2) any = drop(raw[i] as string);
+  // The common case: nothing to remove, and Node's lazy header views are left unbuilt.
+  if (!any) return;
   // Node builds `headers` and `headersDistinct` lazily from `rawHeaders` and the count of
   // headers it parsed: both are built (and cleaned) before the raw list shrinks.
   const headers = req.headers;
   const distinct = req.headersDistinct;
   for (const name of Object.keys(headers)) if (drop(name)) delete headers[name];
   for (const name of Object.keys(distinct)) if (drop(name)) delete distinct[name];
-  const raw = req.rawHeaders;
+  let kept = 0;
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    const name = raw[i] as string;
+    if (drop(name)) continue;
+    raw[kept++] = name;
+    raw[kept++] = raw[i + 1] as string;
+  }
+  raw.length = kept;
+}
+
+/**
+ * {@link removeHeaders} for the trailer section of a chunked request, once it has arrived
+ * (`rawTrailers`, `trailers`, `trailersDistinct`): a forged identity field cannot ride in after
+ * the body either.
+ */
+function removeTrailers(req: IncomingMessage, drop: (name: string) => boolean): void {
+  const raw = req.rawTrailers;
+  if (raw.length === 0) return;
+  const trailers = req.trailers;
+  const distinct = req.trailersDistinct;
+  for (const name of Object.keys(trailers)) if (drop(name)) delete trailers[name];
+  for (const name of Object.keys(distinct)) if (drop(name)) delete distinct[name];
   let kept = 0;
   for (let i = 0; i + 1 < raw.length; i += 2) {
     const name = raw[i] as string;
@@ -64,29 +90,65 @@ function refuseResponse(res: ServerResponse, err: AuthError): void {
 }
 
 /**
+ * Refuses an upgrade on its socket. Whatever the client sends after its request head is read
+ * and dropped: an upgraded socket is neither flowing nor paused, so unread bytes would keep it
+ * from ever seeing the client's end, and the connection (and the server's close) would hang.
+ */
+function refuseUpgrade(socket: Duplex, err: AuthError): void {
+  socket.resume();
+  writeRawProblem(socket, err);
+}
+
+/**
  * The header hygiene of the application gateway, at the raw Node level so it runs before
  * routing, 404s, every Fastify hook and every `upgrade` listener (websockets), whenever they
  * were added: `server.emit` is wrapped, so no listener of a request event, not even one
  * prepended later, sees a request first. Each request is first checked for smuggling,
  * ambiguous framing and an ambiguous path (refused `400 invalid_request`, connection closed;
  * refused upgrades get the same answer written onto the socket), then every header `isIdentity`
- * selects is removed from `rawHeaders`, `headers` and `headersDistinct`.
+ * selects is removed from `rawHeaders`, `headers` and `headersDistinct` (and, when the body
+ * ends, from the trailers).
  *
  * @example
  * installHeaderHygiene(app.server, identityHeaderPredicate(policy.identityHeaders));
  */
-export function installHeaderHygiene(server: Server, isIdentity: (name: string) => boolean): void {
+export function installHeaderHygiene(
+  server: Server,
+  isIdentity: (name: string) => boolean,
+  opts: {
+    /**
+     * Runs on every clean `upgrade` before its listeners: a refusal is written onto the socket
+     * and the listeners never see the request. Data the client sends meanwhile stays buffered
+     * in the socket (Node leaves an upgraded socket neither flowing nor paused).
+     */
+    readonly upgradeGate?: (req: IncomingMessage) => Promise<AuthError | null>;
+  } = {},
+): void {
+  const gate = opts.upgradeGate;
   const emit = server.emit as (this: Server, event: string | symbol, ...args: unknown[]) => boolean;
   const wrapped = function (this: Server, event: string | symbol, ...args: unknown[]): boolean {
     if (typeof event === 'string' && REQUEST_EVENTS.has(event)) {
       const req = args[0] as IncomingMessage;
       const refusal = refusalOf(req);
       if (refusal !== null) {
-        if (event === 'upgrade') writeRawProblem(args[1] as Duplex, refusal);
+        if (event === 'upgrade') refuseUpgrade(args[1] as Duplex, refusal);
         else refuseResponse(args[1] as ServerResponse, refusal);
         return true;
       }
       removeHeaders(req, isIdentity);
+      if (event === 'upgrade' && gate !== undefined) {
+        const socket = args[1] as Duplex;
+        gate(req).then(
+          (refused) => {
+            if (refused !== null) refuseUpgrade(socket, refused);
+            else if (!socket.destroyed) emit.call(this, event, ...args);
+          },
+          (err: unknown) => refuseUpgrade(socket, internalError(err)),
+        );
+        return true;
+      }
+      // Trailers arrive with the end of the body: cleaned before any other 'end' listener runs.
+      req.prependOnceListener('end', () => removeTrailers(req, isIdentity));
     }
     return emit.call(this, event, ...args);
   };

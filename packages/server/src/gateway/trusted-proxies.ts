@@ -38,3 +38,30 @@ export function trustedPeerPredicate(trusted: readonly string[]): (address: stri
     return list.check(mapped, isIPv4(mapped) ? 'ipv4' : 'ipv6');
   };
 }
+
+/**
+ * The client address of a request as Fastify's `trustProxy` computes `req.ip`, for requests
+ * Fastify never sees (an `upgrade`): the TCP peer, unless it is trusted, then the
+ * `X-Forwarded-For` hops from the right, skipping trusted ones; the first untrusted hop (or the
+ * leftmost) is the client.
+ *
+ * @example
+ * forwardedClientAddress('127.0.0.1', '203.0.113.9, 10.0.0.2', trustedPeerPredicate(['127.0.0.1', '10.0.0.0/8'])); // '203.0.113.9'
+ */
+export function forwardedClientAddress(
+  peer: string | undefined,
+  forwardedFor: string | undefined,
+  trusted: (address: string | undefined) => boolean,
+): string | undefined {
+  let address = peer;
+  if (forwardedFor === undefined || !trusted(address)) return address;
+  const hops = forwardedFor
+    .split(',')
+    .map((h) => h.trim())
+    .filter((h) => h !== '');
+  for (let i = hops.length - 1; i >= 0; i--) {
+    address = hops[i];
+    if (!trusted(address)) return address;
+  }
+  return address;
+}

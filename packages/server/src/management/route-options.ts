@@ -63,15 +63,48 @@ export async function managementPrincipal(deps: AuthDeps, req: FastifyRequest): 
 
 /**
  * The principal of a request's bearer token in `realm`, or `401 invalid_token`: the management
- * realm through {@link managementPrincipal} (loopback peers only), any other realm by the
- * token alone. A token of another realm is refused like an unknown one. One store lookup.
+ * realm through {@link managementPrincipal} (loopback peers only), the application realm
+ * through {@link applicationPrincipal}. A token of another realm is refused like an unknown
+ * one. One store lookup on success.
  *
  * @example
  * const principal = await bearerPrincipal(deps, req, 'application');
  */
 export function bearerPrincipal(deps: AuthDeps, req: FastifyRequest, realm: Realm): Promise<Principal> {
   if (realm === 'management') return managementPrincipal(deps, req);
-  return authenticate(deps, { token: bearerToken(req.headers.authorization), realm });
+  return applicationPrincipal(deps, bearerToken(req.headers.authorization), req.ip);
+}
+
+/**
+ * The application-realm principal of `token` (the request's bearer), or `401 invalid_token`.
+ * A live MANAGEMENT token refused here that came from a client off this machine
+ * (`clientAddress`: `req.ip`, so the client behind a trusted proxy) crossed the network to the application listener: it is
+ * treated as disclosed, as on the node surface, and its session is revoked (reason
+ * `token_exposed`, audited). The extra lookup happens only on that failure path.
+ *
+ * @example
+ * const principal = await applicationPrincipal(deps, bearerToken(req.headers.authorization), req.ip);
+ */
+export async function applicationPrincipal(
+  deps: AuthDeps,
+  token: string | undefined,
+  clientAddress: string | undefined,
+): Promise<Principal> {
+  try {
+    return await authenticate(deps, { token, realm: 'application' });
+  } catch (err) {
+    if (
+      err instanceof AuthError &&
+      err.code === 'invalid_token' &&
+      token !== undefined &&
+      token !== '' &&
+      !isLoopbackAddress(clientAddress)
+    ) {
+      const exposed = await authenticate(deps, { token, realm: 'management' }).catch(() => null);
+      if (exposed !== null) await revokeExposedSession(deps, { principal: exposed, where: 'application gateway, non-loopback client' });
+    }
+    throw err;
+  }
 }
 
 declare module 'fastify' {

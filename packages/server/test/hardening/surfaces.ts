@@ -2,6 +2,7 @@ import { connect } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { after, before, describe } from 'node:test';
 import { buildMetricsApp, createServiceMetrics } from '../../src/index.js';
+import { startGatewayHarness } from '../support/gateway-harness.js';
 import { type Harness, newDeviceKey, type RawReply, raw, startHarness } from '../support/harness.js';
 import { startNodeHarness } from '../support/node-harness.js';
 
@@ -124,6 +125,28 @@ export const SURFACES: readonly SurfaceUnderAttack[] = [
       }),
       outcome: { status: 401, code: 'invalid_pairing_intent' },
     }),
+    otherMediaType: [UNSUPPORTED],
+    bodyAtLimit: INVALID,
+    loopbackOnly: false,
+  },
+  {
+    name: 'application gateway',
+    async start(host = '127.0.0.1') {
+      const h = await startGatewayHarness({
+        gatewayHost: host,
+        // The application behind it: two public routes that answer the same JSON every time.
+        attach: async (app) => {
+          app.get('/healthz', async () => ({ ok: true }));
+          app.get('/public/*', async () => ({ public: true }));
+        },
+      });
+      return { port: h.gatewayPort, close: () => h.close() };
+    },
+    publicPaths: ['/healthz', '/public/logo.svg'],
+    publicAllow: 'GET, HEAD',
+    // The application-realm sign-in: the same plugin and body rules as the management API's.
+    bodyPath: '/.svc/auth/v1/challenges',
+    jsonBody: () => ({ body: JSON.stringify({ public_key: newDeviceKey().publicKeyHex }), outcome: { status: 201, code: null } }),
     otherMediaType: [UNSUPPORTED],
     bodyAtLimit: INVALID,
     loopbackOnly: false,

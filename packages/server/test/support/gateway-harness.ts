@@ -77,6 +77,8 @@ export interface GatewayHarness extends NodeHarness {
 }
 
 export interface GatewayHarnessOptions extends NodeHarnessOptions {
+  /** Where the gateway binds (default 127.0.0.1). */
+  readonly gatewayHost?: string;
   readonly policy?: GatewayPolicy;
   readonly attach?: GatewayAttach;
   readonly gateway?: Partial<Omit<GatewayAppOptions, 'deps'>>;
@@ -85,16 +87,17 @@ export interface GatewayHarnessOptions extends NodeHarnessOptions {
 /** Builds and starts a gateway on 127.0.0.1:0 over `h`'s deps. */
 export async function startGateway(
   h: Pick<Harness, 'deps'>,
-  opts: Partial<Omit<GatewayAppOptions, 'deps'>> = {},
+  opts: Partial<Omit<GatewayAppOptions, 'deps'>> & { readonly host?: string } = {},
 ): Promise<{ app: FastifyInstance; base: string; port: number }> {
+  const { host: _host, ...rest } = opts;
   const app = await buildGatewayApp({
     deps: h.deps,
     logger: false,
     policy: opts.policy ?? testPolicy(),
     trustedProxies: opts.trustedProxies ?? [],
-    ...opts,
+    ...rest,
   });
-  await app.listen({ host: '127.0.0.1', port: 0 });
+  await app.listen({ host: opts.host ?? '127.0.0.1', port: 0 });
   const address = app.server.address();
   if (address === null || typeof address === 'string') throw new Error('no port');
   return { app, base: `http://127.0.0.1:${address.port}`, port: address.port };
@@ -104,6 +107,7 @@ export async function startGatewayHarness(opts: GatewayHarnessOptions = {}): Pro
   const h = await startNodeHarness(opts);
   try {
     const g = await startGateway(h, {
+      ...(opts.gatewayHost === undefined ? {} : { host: opts.gatewayHost }),
       policy: opts.policy ?? testPolicy(),
       ...(opts.attach === undefined ? {} : { attach: opts.attach }),
       ...(opts.gateway ?? {}),
