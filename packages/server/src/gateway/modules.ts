@@ -17,13 +17,14 @@ const SKIP_OVERRIDE = Symbol.for('skip-override');
 /**
  * The raw server events that carry a connection or a request to a handler. Their listeners are
  * fixed when the modules are attached: a module can add, prepend or remove none of them, so no
- * application code sees a request before the gateway's header hygiene and identity.
+ * application code sees a request before the gateway's header hygiene and identity. `upgrade`
+ * is not among them: the gateway's (sealed) `emit` settles identity for every upgrade before any
+ * listener sees it, so a module may serve websockets (reading `upgradePrincipal(req)`).
  */
 export const SEALED_SERVER_EVENTS: readonly string[] = Object.freeze([
   'request',
   'checkContinue',
   'checkExpectation',
-  'upgrade',
   'connect',
   'connection',
   'secureConnection',

@@ -1,6 +1,6 @@
 import type { AppPathRequirement } from '@svc/core';
-import type { FastifyInstance } from 'fastify';
-import { buildGatewayApp, type GatewayAppOptions, type GatewayAttach, type GatewayPolicy } from '../../src/index.js';
+import type { FastifyInstance, FastifyPluginAsync } from 'fastify';
+import { buildGatewayApp, type GatewayAppOptions, type GatewayAttach, type GatewayPolicy, moduleAttach } from '../../src/index.js';
 import { api, type DeviceKey, type Harness, type Pair, type Reply } from './harness.js';
 import { adminToken, completion, type NodeHarness, type NodeHarnessOptions, nodeApi, prepare, startNodeHarness } from './node-harness.js';
 
@@ -51,6 +51,14 @@ export const ATTACH_MODES: AttachMode[] = [
   {
     name: 'in-process echo',
     start: async () => ({ attach: echoAttach, close: async () => {} }),
+  },
+  {
+    // Module mode (gw-modules): the same echo as an application module behind moduleAttach.
+    name: 'module mode',
+    start: async () => ({
+      attach: moduleAttach([{ name: 'echo-app@1.0.0', plugin: echoAttach as FastifyPluginAsync }]),
+      close: async () => {},
+    }),
   },
 ];
 
