@@ -16,7 +16,8 @@ import type { Project } from './project.js';
  * Configuration validation has already refused a package activating a privileged export
  * (`:svc/auth`, `:svc/auth-provider`) or claiming the control store; this checks again, since
  * it is the last step before code runs. Any failure is one line naming the package and the
- * check, and nothing is loaded. An empty list means no module mode.
+ * check, and nothing is loaded. An empty list means no module mode. Each plugin is given
+ * `{ config }`, its module's frozen `:config` map (EDN keys as written, e.g. `:web/title`).
  *
  * @example
  * const modules = await loadAppModules(project);
@@ -49,7 +50,11 @@ export async function loadAppModules(project: Project): Promise<AppModule[]> {
         dependenciesDir: dependenciesDir(),
       });
       const loaded = await loadAppAddon(verified);
-      modules.push({ name: `${loaded.name} (:${m.alias})`, plugin: loaded.plugin as unknown as AppModule['plugin'] });
+      modules.push({
+        name: `${loaded.name} (:${m.alias})`,
+        plugin: loaded.plugin as unknown as AppModule['plugin'],
+        options: Object.freeze({ config: m.config }),
+      });
     } catch (error) {
       if (error instanceof AddonVerificationError) {
         throw new CliError(`${error.message} (no application module was loaded)`, { cause: error });

@@ -28,10 +28,18 @@ interface Pinned {
 }
 
 /** project.edn with the bundled store, the auth module and the given application modules. */
-function writeProjectEdn(dir: string, apps: readonly (Pinned & { readonly alias: string; readonly activate?: string })[]): void {
+function writeProjectEdn(
+  dir: string,
+  apps: readonly (Pinned & { readonly alias: string; readonly activate?: string; readonly config?: string })[],
+): void {
   const sqlite = bundledSqliteAddon();
   const pins = apps.map((a) => `"${a.name}" {:version "${a.version}" :sha256 "${a.sha256}"}`).join('\n                ');
-  const modules = apps.map((a) => `:${a.alias} {:package "${a.name}" :activate [${a.activate ?? ':svc/app'}]}`).join('\n                ');
+  const modules = apps
+    .map(
+      (a) =>
+        `:${a.alias} {:package "${a.name}" :activate [${a.activate ?? ':svc/app'}]${a.config === undefined ? '' : ` :config ${a.config}`}}`,
+    )
+    .join('\n                ');
   writeFileSync(
     join(dir, 'project.edn'),
     `{:svc/project "demo"
@@ -73,7 +81,7 @@ describe('application modules load only through the verified path', () => {
 
   test('a pinned application package is verified, loaded and served after identity over real HTTP', async () => {
     const good = await install('good-app');
-    writeProjectEdn(dir, [{ ...good, alias: 'web' }]);
+    writeProjectEdn(dir, [{ ...good, alias: 'web', config: '{:web/title "Hello"}' }]);
     const project = load(dir);
     const modules = await loadAppModules(project);
     assert.deepEqual(
@@ -96,6 +104,7 @@ describe('application modules load only through the verified path', () => {
       const pub = await fetch(`${base}/public/hello`, { headers: { 'svc-subject': 'forged-admin' } });
       assert.equal(pub.status, 200);
       assert.deepEqual(await pub.json(), { principal: null });
+      assert.deepEqual(await (await fetch(`${base}/public/title`)).json(), { title: 'Hello' });
       const anonymous = await fetch(`${base}/hello`, { headers: { 'svc-subject': 'forged-admin' } });
       assert.equal(anonymous.status, 401);
       assert.equal(anonymous.headers.get('www-authenticate'), 'Bearer realm="application"');

@@ -9,6 +9,8 @@ import type { GatewayAttach } from './options.js';
 export interface AppModule {
   readonly name: string;
   readonly plugin: FastifyPluginAsync;
+  /** The plugin's options (the CLI passes `{ config }`, the module's frozen `:config` map); default `{}`. */
+  readonly options?: Readonly<Record<string, unknown>>;
 }
 
 /** fastify-plugin's mark: a plugin with it runs in the registering context instead of its own. */
@@ -114,7 +116,7 @@ export function moduleAttach(modules: readonly AppModule[]): GatewayAttach {
     for (const m of list) {
       const run = async (scope: FastifyInstance): Promise<void> => {
         try {
-          await callPlugin(m.plugin, scope);
+          await callPlugin(m.plugin, scope, m.options ?? {});
         } catch (error) {
           throw new Error(`application module ${m.name} failed to load: ${(error as Error).message}`, { cause: error });
         }
@@ -125,13 +127,18 @@ export function moduleAttach(modules: readonly AppModule[]): GatewayAttach {
   };
 }
 
-/** Calls a Fastify plugin directly, async or callback style, with no options. */
-function callPlugin(plugin: FastifyPluginAsync, scope: FastifyInstance): Promise<void> {
+/** Calls a Fastify plugin directly, async or callback style. */
+function callPlugin(plugin: FastifyPluginAsync, scope: FastifyInstance, options: object): Promise<void> {
   return new Promise<void>((resolve, reject) => {
     const done = (err?: Error) => (err ? reject(err) : resolve());
     let result: unknown;
     try {
-      result = (plugin as unknown as (i: FastifyInstance, o: object, d: (err?: Error) => void) => unknown).call(scope, scope, {}, done);
+      result = (plugin as unknown as (i: FastifyInstance, o: object, d: (err?: Error) => void) => unknown).call(
+        scope,
+        scope,
+        options,
+        done,
+      );
     } catch (error) {
       reject(error);
       return;
