@@ -13,7 +13,7 @@ import { bundledSqliteAddon } from '../src/bundled-addons.js';
 import { CliError } from '../src/cli-error.js';
 import { dependenciesDir, makeDeps, openControlStore, packagesDirOf } from '../src/control.js';
 import { loadProject } from '../src/project.js';
-import { initProject, tempDir } from './helpers.js';
+import { initProject, svc, tempDir } from './helpers.js';
 
 // Application modules go through the same verified path as the store addon: pinned by the
 // SHA-256 of their archive, installed files, dependencies and manifest checked before any of
@@ -112,6 +112,14 @@ describe('application modules load only through the verified path', () => {
       await app.close();
       await store.close();
     }
+  });
+
+  test('svc package install pins an application package and says how to serve it', async () => {
+    const p = packed['good-app'] as PackedAddon;
+    const r = await svc(['package', 'install', p.archive, '--sha256', p.sha256, dir]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /serve it behind the application gateway with \{:package "good-app" :activate \[:svc\/app\]\}/);
+    assert.match(readFileSync(join(dir, 'project.edn'), 'utf8'), new RegExp(`"good-app" \\{:version "1\\.0\\.0" :sha256 "${p.sha256}"\\}`));
   });
 
   test('an installed application file edited after install is refused before any of its code runs', async () => {
