@@ -429,18 +429,18 @@ function checkProject(merged: EdnMap, opts: ValidateOptions): { config: Omit<Pro
 
   // Application modules run inside the service's process after identity: only from an archive
   // pinned by its digest, and never from the package that holds the control state.
-  for (const app of Object.values(modules)) {
-    if (!app.activate.includes(APP_CAPABILITY) || app.package === null) continue;
-    const key = `:svc/modules :${app.alias} :package`;
-    if (store !== undefined && app.package === store.package) {
+  for (const appModule of Object.values(modules)) {
+    if (!appModule.activate.includes(APP_CAPABILITY) || appModule.package === null) continue;
+    const key = `:svc/modules :${appModule.alias} :package`;
+    if (store !== undefined && appModule.package === store.package) {
       bad(
         key,
-        `package "${app.package}" may not activate the privileged export :svc/store for an application: it holds the control store (:auth/store :${store.alias}), and no application module may come from it`,
+        `package "${appModule.package}" may not activate the privileged export :svc/store for an application: it holds the control store (:auth/store :${store.alias}), and no application module may come from it`,
       );
-    } else if (packages[app.package] !== undefined && packages[app.package]?.sha256 === null) {
+    } else if (packages[appModule.package] !== undefined && packages[appModule.package]?.sha256 === null) {
       bad(
         key,
-        `package "${app.package}" has no :sha256 in :svc/packages; an application module runs only from an archive pinned by its SHA-256 (\`svc package install\`)`,
+        `package "${appModule.package}" has no :sha256 in :svc/packages; an application module runs only from an archive pinned by its SHA-256 (\`svc package install\`)`,
       );
     }
   }
