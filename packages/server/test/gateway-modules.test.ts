@@ -1,4 +1,8 @@
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { request as httpsRequest } from 'node:https';
+import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { FastifyPluginAsync } from 'fastify';
 import { moduleAttach } from '../src/index.js';
@@ -6,6 +10,7 @@ import { svcApp as goodApp } from './fixtures/app-modules/good-app/index.js';
 import { svcApp as hostileApp } from './fixtures/app-modules/hostile-app/index.js';
 import { svcApp as skipOverrideApp } from './fixtures/app-modules/skip-override-app/index.js';
 import { applicationUser, type GatewayHarness, gatewayApi, startGatewayHarness } from './support/gateway-harness.js';
+import { scratch } from './support/node-harness.js';
 import { rawRequest } from './support/raw-http.js';
 
 // Module mode of the application gateway (spec rule 1: identity is established before
@@ -195,6 +200,76 @@ describe('strip bypass through a raw request listener prepended by a module', ()
       assert.equal(r.body.code, 'invalid_token');
     } finally {
       await h.close();
+    }
+  });
+});
+
+describe('module mode over HTTPS', () => {
+  test('the sealed TLS server still serves modules after identity, and a module cannot take its secureConnection listener', async () => {
+    const dir = scratch();
+    let attempt = 'not tried';
+    try {
+      const key = join(dir.dir, 'key.pem');
+      const cert = join(dir.dir, 'cert.pem');
+      execFileSync(
+        'openssl',
+        [
+          'req',
+          '-x509',
+          '-newkey',
+          'ec',
+          '-pkeyopt',
+          'ec_paramgen_curve:prime256v1',
+          '-nodes',
+          '-keyout',
+          key,
+          '-out',
+          cert,
+          '-days',
+          '1',
+        ].concat(['-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1']),
+        { stdio: 'ignore' },
+      );
+      const h = await startGatewayHarness({
+        attach: moduleAttach([
+          { name: 'good-app@1.0.0', plugin: goodApp as FastifyPluginAsync },
+          {
+            name: 'tls-grab@1.0.0',
+            plugin: async (app) => {
+              try {
+                app.server.removeAllListeners('secureConnection');
+                attempt = 'succeeded';
+              } catch (err) {
+                attempt = `refused: ${(err as Error).name}`;
+              }
+            },
+          },
+        ]),
+        gateway: { https: { cert: readFileSync(cert), key: readFileSync(key) } },
+      });
+      try {
+        const get = (path: string) =>
+          new Promise<{ status: number; body: string }>((resolve, reject) => {
+            const req = httpsRequest({ host: '127.0.0.1', port: h.gatewayPort, path, ca: readFileSync(cert), agent: false }, (res) => {
+              let body = '';
+              res.on('data', (c) => {
+                body += c;
+              });
+              res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+            });
+            req.on('error', reject);
+            req.end();
+          });
+        assert.match(attempt, REFUSED);
+        const pub = await get('/public/hello');
+        assert.equal(pub.status, 200);
+        assert.deepEqual(JSON.parse(pub.body), { principal: null });
+        assert.equal((await get('/hello')).status, 401);
+      } finally {
+        await h.close();
+      }
+    } finally {
+      dir.cleanup();
     }
   });
 });
