@@ -8,6 +8,7 @@
 import type { AppPathRequirement } from './app-config.js';
 import { AuthError } from './errors.js';
 import type { Principal } from './principal.js';
+import { TOKEN_PREFIXES } from './tokens.js';
 
 /** Identity-header name prefixes of the contract (compared after {@link normalizeHeaderName}). */
 export const IDENTITY_HEADER_PREFIXES: readonly string[] = Object.freeze([
@@ -55,6 +56,11 @@ export const FRAMING_HEADER_NAMES: readonly string[] = Object.freeze([
   'x-forwarded-proto',
   'x-real-ip',
 ]);
+
+/** A line break inside a header value (an obs-fold that got through the parser). */
+const CR_OR_LF = /[\r\n]/;
+/** A header name character other than a letter, a digit or `-` (the only names that fold differently). */
+const OTHER_SEPARATOR = /[^A-Za-z0-9-]/;
 
 /** Headers that must appear at most once in a request (a second copy means two parsers may disagree on which one counts). */
 const SINGLE_HEADERS = new Set(['authorization', 'content-length', 'host', 'transfer-encoding']);
@@ -140,10 +146,12 @@ export function framingRefusal(rawHeaders: readonly string[], httpVersion: strin
     const name = rawHeaders[i] as string;
     const value = rawHeaders[i + 1] as string;
     const lower = name.toLowerCase();
-    if (/[\r\n]/.test(value)) return `the ${name} header is folded over several lines (obs-fold)`;
-    const normalized = normalizeHeaderName(name);
-    if (normalized !== lower && FRAMING_HEADER_NAMES.includes(normalized)) {
-      return `the header ${name} reads as ${normalized} where separators are folded; send ${normalized}`;
+    if (CR_OR_LF.test(value)) return `the ${name} header is folded over several lines (obs-fold)`;
+    if (OTHER_SEPARATOR.test(name)) {
+      const normalized = normalizeHeaderName(name);
+      if (FRAMING_HEADER_NAMES.includes(normalized)) {
+        return `the header ${name} reads as ${normalized} where separators are folded; send ${normalized}`;
+      }
     }
     if (SINGLE_HEADERS.has(lower)) {
       const count = (seen.get(lower) ?? 0) + 1;
@@ -280,4 +288,20 @@ export function unmetRequirement(requirement: AppPathRequirement, principal: Pri
     }
   }
   return null;
+}
+
+/**
+ * Whether a bearer credential is one of ours by its shape: any svc token prefix (`svca_`,
+ * `svcr_`, `svcb_`), well-formed or not. The gateway never lets such a credential reach the
+ * application, whether it authenticated, failed, or is a refresh or bootstrap token sent where
+ * it does not belong; a credential of any other shape is the application's own.
+ *
+ * @example
+ * isSvcCredential('svcr_01M8...'); // true
+ * isSvcCredential('eyJhbGciOi...'); // false
+ */
+export function isSvcCredential(token: string | undefined): boolean {
+  if (token === undefined) return false;
+  for (const prefix of Object.values(TOKEN_PREFIXES)) if (token.startsWith(prefix)) return true;
+  return false;
 }

@@ -65,6 +65,7 @@ export {
   identityHeaderPredicate,
   isIdentityHeader,
   isPublicPath,
+  isSvcCredential,
   normalizeHeaderName,
   pathMatches,
   requirementFor,

@@ -9,6 +9,7 @@ import {
   identityHeaderPredicate,
   isIdentityHeader,
   isPublicPath,
+  isSvcCredential,
   makePrincipal,
   normalizeHeaderName,
   pathMatches,
@@ -221,4 +222,9 @@ describe('public paths and requirements', () => {
     assert.equal(unmetRequirement(req('/a', { maxAuthAgeSeconds: 60 }), principal, signedIn + 60_000), null);
     assert.match(unmetRequirement(req('/a', { maxAuthAgeSeconds: 60 }), principal, signedIn + 60_001) ?? '', /sign in again/);
   });
+});
+
+test('svc credentials are recognised by shape, whatever their kind or validity', () => {
+  for (const t of ['svca_x', 'svcr_01ABC', 'svcb_', 'svca_garbage']) assert.equal(isSvcCredential(t), true, t);
+  for (const t of [undefined, '', 'eyJhbGciOiJIUzI1NiJ9.e30.x', 'SVCA_x', 'xsvca_']) assert.equal(isSvcCredential(t), false, String(t));
 });

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import type { IncomingMessage } from 'node:http';
 import { after, before, describe, test } from 'node:test';
 import { registeredRoutes } from '../src/http/route-registry.js';
 import { INSUFFICIENT_SCOPE_CHALLENGE, NODE_ROUTES } from '../src/index.js';
@@ -15,6 +16,7 @@ import {
 } from './support/gateway-harness.js';
 import { admin, api, type Pair } from './support/harness.js';
 import { nodeApi } from './support/node-harness.js';
+import { rawRequest } from './support/raw-http.js';
 
 const SAMPLE_IDS: Readonly<Record<string, string>> = { id: 'dev_01M81B5H80VQ6PF8VXZGD22NT1' };
 
@@ -164,14 +166,15 @@ describe('public paths', () => {
     }
   });
 
-  test('a public path never fails because of a bad token: revoked, malformed or management tokens are dropped, principal null', async () => {
+  test('a public path never fails because of a bad token: revoked, malformed, refresh or management tokens are dropped, principal null', async () => {
     const revoked = await applicationUser(h);
     assert.equal((await gatewayApi(h, 'POST', '/.svc/auth/v1/revoke', { token: revoked.pair.access_token })).status, 200);
-    for (const token of [revoked.pair.access_token, mgmt.access_token, 'svca_garbage']) {
+    const live = await applicationUser(h);
+    for (const token of [revoked.pair.access_token, mgmt.access_token, live.pair.refresh_token, 'svca_garbage', 'svcb_x']) {
       const r = await gatewayApi(h, 'GET', '/public/x', { token });
       assert.equal(r.status, 200, token.slice(0, 5));
       assert.equal(r.body.principal, null);
-      if (token !== 'svca_garbage') assert.equal(r.body.headers.authorization, undefined, 'a token of ours never reaches the application');
+      assert.equal(r.body.headers.authorization, undefined, 'a credential of ours never reaches the application');
     }
   });
 
@@ -323,6 +326,46 @@ describe('the reserved prefix and the principal', () => {
           },
         }),
         /principal/,
+      );
+    } finally {
+      await h.close();
+    }
+  });
+
+  test('code loaded into the application cannot run before identity at the raw level, nor take the hygiene out', async () => {
+    const rawSeen: string[] = [];
+    const h = await startGatewayHarness({
+      attach: async (app) => {
+        await echoAttach(app);
+        // Raw listeners added by the application would see requests before the identity hook: they never get any.
+        app.server.prependListener('request', (req: IncomingMessage) => rawSeen.push(`request ${req.url}`));
+        app.server.on('checkContinue', (req: IncomingMessage) => rawSeen.push(`checkContinue ${req.url}`));
+        app.server.on('connect', (req: IncomingMessage) => rawSeen.push(`connect ${req.url}`));
+      },
+    });
+    try {
+      assert.equal((await gatewayApi(h, 'GET', '/app/x')).status, 401);
+      const user = await applicationUser(h);
+      assert.equal((await gatewayApi(h, 'GET', '/app/x', { token: user.pair.access_token })).status, 200);
+      const expect = await rawRequest(h.gatewayPort, {
+        method: 'POST',
+        target: '/app/x',
+        headers: [
+          ['Expect', '100-continue'],
+          ['Content-Type', 'application/json'],
+        ],
+        body: '{}',
+      });
+      assert.equal(expect.status, 401, 'an Expect: 100-continue request still goes through the identity step');
+      await rawRequest(h.gatewayPort, { method: 'CONNECT', target: '/app/x' }).catch(() => null);
+      assert.deepEqual(rawSeen, []);
+      await assert.rejects(
+        startGateway(h, {
+          attach: async (app) => {
+            (app.server as { emit: unknown }).emit = () => true;
+          },
+        }),
+        TypeError,
       );
     } finally {
       await h.close();

@@ -4,10 +4,9 @@ import {
   AuthError,
   identityHeaderPredicate,
   isPublicPath,
+  isSvcCredential,
   type Principal,
-  parseSessionToken,
   requirementFor,
-  unambiguousPath,
   unmetRequirement,
 } from '@svc/core';
 import Fastify, { type FastifyInstance, type FastifyPluginAsync, type onRequestAsyncHookHandler } from 'fastify';
@@ -22,7 +21,7 @@ import { applicationPrincipal, decoratePrincipal } from '../management/route-opt
 import { sessionRoutes } from '../management/session-routes.js';
 import { signInRoutes } from '../management/sign-in-routes.js';
 import { instrumentHttp } from '../metrics/instrument-http.js';
-import { installHeaderHygiene, removeHeaders } from './hygiene.js';
+import { installHeaderHygiene, removeHeaders, requestPath } from './hygiene.js';
 import type { GatewayAppOptions, GatewayPolicy } from './options.js';
 import { forwardedClientAddress, trustedPeerPredicate } from './trusted-proxies.js';
 
@@ -59,8 +58,8 @@ function isAuthorization(name: string): boolean {
 
 /** What the identity step needs of a request, whether Fastify routes it or it is an `upgrade`. */
 interface IdentityInput {
-  /** The request target as received (`req.url`). */
-  readonly target: string;
+  /** The decoded, unambiguous path ({@link requestPath}). */
+  readonly path: string;
   readonly authorization: string | undefined;
   /** The client address (`req.ip`: the client behind a trusted proxy). */
   readonly clientAddress: string | undefined;
@@ -77,17 +76,18 @@ type IdentityOutcome =
  * requirements, and says whether the `Authorization` header carried our token (to be removed).
  * Refusals are thrown as {@link AuthError}s (`401 invalid_token`, `403 insufficient_claims`).
  *
- * A bearer on a public path: a valid application token gives the request its principal; a token
- * in our format that does not authenticate (expired, revoked, another realm) is dropped and the
- * request goes on with `principal` null, so a public path never fails because of a bad token;
- * a credential that is not ours (another scheme, a foreign bearer) is left for the application.
+ * A bearer on a public path: a valid application token gives the request its principal; any
+ * other credential of ours ({@link isSvcCredential}: expired, revoked, another realm, a refresh
+ * token, malformed) is dropped and the request goes on with `principal` null, so a public path
+ * never fails because of a bad token; a credential that is not ours (another scheme, a foreign
+ * bearer) is left for the application.
  * A path that matches a requirement is never public.
  */
 async function settleIdentity(deps: AuthDeps, policy: GatewayPolicy, input: IdentityInput): Promise<IdentityOutcome> {
-  const path = unambiguousPath(input.target);
+  const { path } = input;
   if (isReservedPath(path)) return { reserved: true };
   const token = bearerToken(input.authorization);
-  const ours = token !== undefined && token !== '' && parseSessionToken(token, 'access') !== null;
+  const ours = isSvcCredential(token);
   const requirement = requirementFor(policy.requirements, path);
   let principal: Principal | null = null;
   if (requirement === null && isPublicPath(policy.publicPaths, path)) {
@@ -118,7 +118,7 @@ function fixPrincipal(target: object, principal: Principal | null): void {
 function gatewayIdentity(deps: AuthDeps, policy: GatewayPolicy): onRequestAsyncHookHandler {
   return async (req) => {
     const outcome = await settleIdentity(deps, policy, {
-      target: req.url,
+      path: requestPath(req.raw),
       authorization: req.headers.authorization,
       clientAddress: req.ip,
     });
@@ -146,7 +146,7 @@ function upgradeIdentity(
     const clientAddress = forwardedClientAddress(req.socket.remoteAddress, forwardedFor, trustedPeer);
     let outcome: IdentityOutcome;
     try {
-      outcome = await settleIdentity(deps, policy, { target: req.url ?? '', authorization, clientAddress });
+      outcome = await settleIdentity(deps, policy, { path: requestPath(req), authorization, clientAddress });
     } catch (err) {
       const refusal = toAuthError(err);
       if (refusal.code !== 'invalid_token') return refusal;
@@ -255,7 +255,7 @@ export async function buildGatewayApp(opts: GatewayAppOptions): Promise<FastifyI
   };
   // The https overload gives an https.Server-typed instance; the surface code is server-agnostic.
   const app = Fastify(options as typeof base) as unknown as FastifyInstance;
-  installHeaderHygiene(app.server as Server, identityHeaderPredicate(policy.identityHeaders), {
+  const hygiene = installHeaderHygiene(app.server as Server, identityHeaderPredicate(policy.identityHeaders), {
     upgradeGate: upgradeIdentity(deps, policy, trustedPeer),
   });
   hardenSurface(app, { loopbackOnly: false, guardExempt: (req) => trustedPeer(req.socket.remoteAddress) });
@@ -272,6 +272,9 @@ export async function buildGatewayApp(opts: GatewayAppOptions): Promise<FastifyI
   app.addHook('onRoute', (route) => {
     if (isReservedPath(route.url)) throw new TypeError(`the path prefix ${RESERVED_PREFIX} is reserved to the gateway: ${route.url}`);
   });
+  // The gateway's own raw listeners (Fastify's request handler, the CONNECT answer) are in
+  // place: nothing added from here on sees a request before identity.
+  hygiene.seal();
   const attach = opts.attach;
   if (attach !== undefined) {
     // Called as a function inside a plain encapsulated plugin, so `fastify-plugin`'s

@@ -9,6 +9,25 @@ import { SECURITY_HEADERS } from '../http/security-headers.js';
 const REQUEST_EVENTS = new Set(['request', 'checkContinue', 'checkExpectation', 'upgrade']);
 
 /**
+ * The events whose listeners would see a request before the identity step (which runs inside
+ * Fastify's own 'request' listener): once sealed, only the listeners present then get them.
+ * `upgrade` is not among them: its listeners run after the gateway's own identity gate.
+ */
+const SEALED_EVENTS = ['request', 'checkContinue', 'checkExpectation', 'connect'] as const;
+
+type Listener = (...args: unknown[]) => void;
+
+/** The handle {@link installHeaderHygiene} returns. */
+export interface HeaderHygiene {
+  /**
+   * From now on, requests (and CONNECTs) go only to the listeners registered so far: a
+   * listener added later (by code loaded into the application) never sees a request before
+   * identity is settled. Call it once the gateway's own listeners are in place, before the attach.
+   */
+  seal(): void;
+}
+
+/**
  * Removes every header `drop` selects from a request, in every view Node keeps of it:
  * `rawHeaders` (what a proxy forwarding the raw list would send), `headers` and
  * `headersDistinct`. Whatever runs after sees none of them, however it reads headers.
@@ -68,12 +87,27 @@ function refusalOf(req: IncomingMessage): AuthError | null {
   const framing = framingRefusal(req.rawHeaders, req.httpVersion);
   if (framing !== null) return new AuthError('invalid_request', `the request is refused as ambiguous framing: ${framing}`);
   try {
-    unambiguousPath(req.url ?? '');
+    checkedPaths.set(req, unambiguousPath(req.url ?? ''));
   } catch (err) {
     if (err instanceof AuthError) return err;
     throw err;
   }
   return null;
+}
+
+/** The decoded path of each request the hygiene let through, so the identity step does not parse it again. */
+const checkedPaths = new WeakMap<IncomingMessage, string>();
+
+/**
+ * The decoded, unambiguous path of `req` (see {@link unambiguousPath}): the one the hygiene
+ * checked, or checked now for a request that did not come through it.
+ *
+ * @throws {AuthError} `invalid_request` when the path is ambiguous.
+ * @example
+ * const path = requestPath(req.raw); // '/docs/a b'
+ */
+export function requestPath(req: IncomingMessage): string {
+  return checkedPaths.get(req) ?? unambiguousPath(req.url ?? '');
 }
 
 /** Answers a refused raw request with problem+json and the security headers, and closes the connection. */
@@ -109,8 +143,12 @@ function refuseUpgrade(socket: Duplex, err: AuthError): void {
  * selects is removed from `rawHeaders`, `headers` and `headersDistinct` (and, when the body
  * ends, from the trailers).
  *
+ * The wrapped `emit` is not writable nor configurable, and {@link HeaderHygiene.seal} closes
+ * the request events to listeners added later.
+ *
  * @example
- * installHeaderHygiene(app.server, identityHeaderPredicate(policy.identityHeaders));
+ * const hygiene = installHeaderHygiene(app.server, identityHeaderPredicate(policy.identityHeaders));
+ * hygiene.seal(); // before the attach
  */
 export function installHeaderHygiene(
   server: Server,
@@ -123,34 +161,67 @@ export function installHeaderHygiene(
      */
     readonly upgradeGate?: (req: IncomingMessage) => Promise<AuthError | null>;
   } = {},
-): void {
+): HeaderHygiene {
   const gate = opts.upgradeGate;
   const emit = server.emit as (this: Server, event: string | symbol, ...args: unknown[]) => boolean;
-  const wrapped = function (this: Server, event: string | symbol, ...args: unknown[]): boolean {
-    if (typeof event === 'string' && REQUEST_EVENTS.has(event)) {
-      const req = args[0] as IncomingMessage;
-      const refusal = refusalOf(req);
-      if (refusal !== null) {
-        if (event === 'upgrade') refuseUpgrade(args[1] as Duplex, refusal);
-        else refuseResponse(args[1] as ServerResponse, refusal);
+  /** After {@link HeaderHygiene.seal}: the only listeners of the events that carry a request before identity. */
+  let sealed: ReadonlyMap<string, readonly Listener[]> | null = null;
+  const dispatch = (self: Server, event: string, args: unknown[]): boolean => {
+    if (sealed === null) return emit.call(self, event, ...args);
+    const listeners = sealed.get(event) ?? [];
+    if (listeners.length === 0) {
+      // A listener added after the seal made Node emit this event instead of 'request': do
+      // what Node does without one.
+      if (event === 'checkContinue') {
+        (args[1] as ServerResponse).writeContinue();
+        return dispatch(self, 'request', args);
+      }
+      if (event === 'checkExpectation') {
+        const res = args[1] as ServerResponse;
+        res.writeHead(417);
+        res.end();
         return true;
       }
-      removeHeaders(req, isIdentity);
-      if (event === 'upgrade' && gate !== undefined) {
-        const socket = args[1] as Duplex;
-        gate(req).then(
-          (refused) => {
-            if (refused !== null) refuseUpgrade(socket, refused);
-            else if (!socket.destroyed) emit.call(this, event, ...args);
-          },
-          (err: unknown) => refuseUpgrade(socket, internalError(err)),
-        );
-        return true;
-      }
-      // Trailers arrive with the end of the body: cleaned before any other 'end' listener runs.
-      req.prependOnceListener('end', () => removeTrailers(req, isIdentity));
+      return false;
     }
-    return emit.call(this, event, ...args);
+    for (const listener of listeners) listener.apply(self, args);
+    return true;
   };
-  server.emit = wrapped as typeof server.emit;
+  const wrapped = function (this: Server, event: string | symbol, ...args: unknown[]): boolean {
+    if (typeof event !== 'string') return emit.call(this, event, ...args);
+    if (event === 'connect') return dispatch(this, event, args);
+    if (!REQUEST_EVENTS.has(event)) return emit.call(this, event, ...args);
+    const req = args[0] as IncomingMessage;
+    const refusal = refusalOf(req);
+    if (refusal !== null) {
+      if (event === 'upgrade') refuseUpgrade(args[1] as Duplex, refusal);
+      else refuseResponse(args[1] as ServerResponse, refusal);
+      return true;
+    }
+    removeHeaders(req, isIdentity);
+    if (event === 'upgrade') {
+      if (gate === undefined) return emit.call(this, event, ...args);
+      const socket = args[1] as Duplex;
+      gate(req).then(
+        (refused) => {
+          if (refused !== null) refuseUpgrade(socket, refused);
+          else if (!socket.destroyed) emit.call(this, event, ...args);
+        },
+        (err: unknown) => refuseUpgrade(socket, internalError(err)),
+      );
+      return true;
+    }
+    // Trailers arrive with the end of the body: cleaned before any other 'end' listener runs.
+    req.prependOnceListener('end', () => removeTrailers(req, isIdentity));
+    return dispatch(this, event, args);
+  };
+  // Not writable, not configurable: code loaded later cannot take the hygiene out.
+  Object.defineProperty(server, 'emit', { value: wrapped, writable: false, configurable: false, enumerable: false });
+  return {
+    seal() {
+      const snapshot = new Map<string, readonly Listener[]>();
+      for (const event of SEALED_EVENTS) snapshot.set(event, server.listeners(event) as Listener[]);
+      sealed = snapshot;
+    },
+  };
 }

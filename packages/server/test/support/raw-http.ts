@@ -42,7 +42,10 @@ export function rawText(port: number, request: string): Promise<RawResponse> {
   });
 }
 
-function parseResponse(data: string): RawResponse {
+function parseResponse(all: string): RawResponse {
+  let data = all;
+  // Interim 1xx answers (100 Continue) come before the response.
+  while (/^HTTP\/1\.1 1\d\d /.test(data) && data.includes('\r\n\r\n')) data = data.slice(data.indexOf('\r\n\r\n') + 4);
   const end = data.indexOf('\r\n\r\n');
   if (end < 0) throw new Error(`no complete response: ${JSON.stringify(data.slice(0, 200))}`);
   const [statusLine = '', ...headerLines] = data.slice(0, end).split('\r\n');
