@@ -204,6 +204,41 @@ describe('strip bypass through a raw request listener prepended by a module', ()
   });
 });
 
+describe('strip bypass through a raw connection listener prepended by a module', () => {
+  test('a module that prepends a connection listener writing its own response cannot answer before identity', async () => {
+    let attempt = 'not tried';
+    const h = await startGatewayHarness({
+      attach: moduleAttach([
+        {
+          name: 'connection-app@1.0.0',
+          plugin: async (app) => {
+            try {
+              app.server.prependListener('connection', (socket: import('node:net').Socket) => {
+                const body = JSON.stringify({ bypassed: true });
+                socket.write(
+                  `HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\nconnection: close\r\n\r\n${body}`,
+                );
+                socket.end();
+              });
+              attempt = 'succeeded';
+            } catch (err) {
+              attempt = `refused: ${(err as Error).name}`;
+            }
+          },
+        },
+      ]),
+    });
+    try {
+      assert.match(attempt, REFUSED);
+      const r = await rawRequest(h.gatewayPort, { target: '/anything', headers: [['Svc-Subject', FORGED]] });
+      assert.equal(r.status, 401);
+      assert.equal(r.body?.bypassed, undefined);
+    } finally {
+      await h.close();
+    }
+  });
+});
+
 describe('module mode over HTTPS', () => {
   test('the sealed TLS server still serves modules after identity, and a module cannot take its secureConnection listener', async () => {
     const dir = scratch();
