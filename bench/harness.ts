@@ -90,8 +90,14 @@ export async function login(url: string, key: KeyObject, pub: string): Promise<{
   };
 }
 
-export function setupProject(dir: string, store: 'sqlite' | 'postgres', pgSchema: string): { devices: Device[]; controlDb: string } {
-  const cli = (args: string[]) => execFileSync(process.execPath, [svc, ...args], { encoding: 'utf8' });
+/** A project on `store` with 8 enrolled admin devices, made by the `svc` at `bin` (default: this checkout's installed one). */
+export function setupProject(
+  dir: string,
+  store: 'sqlite' | 'postgres',
+  pgSchema: string,
+  bin: string = svc,
+): { devices: Device[]; controlDb: string } {
+  const cli = (args: string[]) => execFileSync(process.execPath, [bin, ...args], { encoding: 'utf8' });
   if (store === 'postgres') {
     // An existing project directory with the PostgreSQL addon pinned and selected.
     cli(['auth', 'init', '--json', dir]);

@@ -22,6 +22,12 @@ export function defaultManagementUrl(): string {
   return fromEnv !== undefined && fromEnv !== '' ? fromEnv : 'http://127.0.0.1:9090';
 }
 
+/** The default application gateway URL of `svc auth login --realm application`: `$SVC_APP_URL`, else `http://127.0.0.1:8080`. */
+export function defaultApplicationUrl(): string {
+  const fromEnv = process.env.SVC_APP_URL;
+  return fromEnv !== undefined && fromEnv !== '' ? fromEnv : 'http://127.0.0.1:8080';
+}
+
 /**
  * The credentials file chosen by `--credentials`, `$SVC_CREDENTIALS` or the default.
  *

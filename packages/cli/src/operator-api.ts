@@ -1,4 +1,11 @@
-import { ApiUnreachableError, type ManagementClient, type ManagementSession, openManagementSession } from '@svc/client';
+import {
+  ApiUnreachableError,
+  type DeviceSession,
+  type ManagementClient,
+  type ManagementSession,
+  openManagementSession,
+  openSession,
+} from '@svc/client';
 import { CliError, EXIT, UsageError } from './cli-error.js';
 import { credentialStore } from './credentials.js';
 import { explainFailure } from './errors-map.js';
@@ -16,8 +23,33 @@ export const SESSION_HELP = [
   '--url URL             the management API (default: the URL saved by `svc auth login`)',
 ];
 
+/** Help lines of the commands that work in either realm (whoami, refresh, logout): `--url` is the saved session's API. */
+export const DEVICE_SESSION_HELP = [
+  '--credentials FILE    the credentials file (default: $SVC_CREDENTIALS, else ~/.config/svc/credentials.json)',
+  '--url URL             the management API or application gateway of the saved session (default: the URL saved by',
+  '                      `svc auth login`); the routes are those of the realm it signed in to',
+];
+
 /**
- * The saved session, talking to `--url` when given, else to the URL saved at login. Nobody
+ * The saved session in whichever realm it signed in to (management API or application
+ * gateway), talking to `--url` when given, else to the URL saved at login. Nobody signed in,
+ * or a damaged file, is one clear line (exit 1).
+ *
+ * @example
+ * const session = openSavedDeviceSession(args.values);
+ * const me = await session.withAccessToken((t) => session.client.me(t));
+ */
+export function openSavedDeviceSession(values: { readonly credentials?: string; readonly url?: string }): DeviceSession {
+  const store = credentialStore(values.credentials);
+  try {
+    return openSession({ store, ...(values.url === undefined || values.url === '' ? {} : { baseUrl: values.url }) });
+  } catch (error) {
+    throw new CliError((error as Error).message, { cause: error });
+  }
+}
+
+/**
+ * The saved management session, talking to `--url` when given, else to the URL saved at login. Nobody
  * signed in, or a damaged file, is one clear line (exit 1); `hint` says what else to do.
  *
  * @example

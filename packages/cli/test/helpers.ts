@@ -32,9 +32,14 @@ export function tempDir(prefix = 'svc-cli-test-'): { dir: string; cleanup: () =>
 const TEST_HOME = mkdtempSync(join(tmpdir(), 'svc-cli-home-'));
 process.on('exit', () => rmSync(TEST_HOME, { recursive: true, force: true }));
 
-/** The parent's environment without any SVC_* variable, with a test HOME, plus `extra`. */
+/**
+ * The parent's environment without any SVC_* variable, with a test HOME, plus `extra`.
+ * `SVC_APP_LISTEN` is `127.0.0.1:0`: every `svc serve` of the suite also starts the application
+ * gateway, which must not fight over its default port 8080 when tests run in parallel (pass
+ * `SVC_APP_LISTEN: undefined` in `extra` to test the default or `:svc/app-listen`).
+ */
 export function cleanEnv(extra: Record<string, string | undefined> = {}): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { HOME: TEST_HOME };
+  const env: NodeJS.ProcessEnv = { HOME: TEST_HOME, SVC_APP_LISTEN: '127.0.0.1:0' };
   for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('SVC_') && k !== 'NODE_OPTIONS' && k !== 'HOME') env[k] = v;
   for (const [k, v] of Object.entries(extra)) {
     if (v === undefined) delete env[k];

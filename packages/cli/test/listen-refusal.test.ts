@@ -75,8 +75,8 @@ describe('refused management binds', () => {
     }
   });
 
-  test('SVC_MANAGEMENT_LISTEN=off cannot turn off auth serve, and with SVC_NODE_LISTEN=off leaves svc serve nothing to run', async () => {
-    const env = cleanEnv({ SVC_MANAGEMENT_LISTEN: 'off', SVC_NODE_LISTEN: 'off' });
+  test('SVC_MANAGEMENT_LISTEN=off cannot turn off auth serve, and with SVC_NODE_LISTEN=off and SVC_APP_LISTEN=off leaves svc serve nothing to run', async () => {
+    const env = cleanEnv({ SVC_MANAGEMENT_LISTEN: 'off', SVC_NODE_LISTEN: 'off', SVC_APP_LISTEN: 'off' });
     assert.equal((await svc(['auth', 'serve', dir], { env })).code, 1);
     assert.equal((await svc(['serve', dir], { env })).code, 1);
     assert.equal((await svc(['auth', 'serve', '--listen', 'off', dir])).code, 2);

@@ -1,8 +1,9 @@
 import type { FailureCode } from '@svc/core';
 /**
- * Refused before anything is sent: a management bearer token would have gone to a non-loopback
- * `http://` URL, where anyone on the path (or a listener posing as the node) reads it. `code` is
- * stable: `insecure_bearer_url`.
+ * Refused before anything is sent: a bearer or refresh token would have gone to (or a token
+ * pair come back from) a non-loopback `http://` URL, where anyone on the path (or a listener
+ * posing as the service) reads it. The same rule for both realms: an application gateway is
+ * reached over `https://` (its built-in TLS or a proxy's). `code` is stable: `insecure_bearer_url`.
  */
 export class InsecureBearerUrlError extends Error {
   readonly code = 'insecure_bearer_url' as const satisfies FailureCode;
@@ -10,7 +11,7 @@ export class InsecureBearerUrlError extends Error {
 
   constructor(url: string) {
     super(
-      `refusing to send a management token to ${url}: plain http:// is only allowed to a loopback address (127.0.0.1, [::1], localhost); reach a remote node through an SSH tunnel (ssh -L 9091:127.0.0.1:9091 host) or https://`,
+      `refusing to exchange tokens with ${url}: plain http:// is only allowed to a loopback address (127.0.0.1, [::1], localhost); use the https:// URL (an application gateway with :svc/app-tls or behind a TLS proxy), or reach a remote node through an SSH tunnel (ssh -L 9091:127.0.0.1:9091 host)`,
     );
     this.name = 'InsecureBearerUrlError';
     this.url = url;

@@ -6,7 +6,7 @@ import type { TokenPairJson } from '@svc/core';
 
 /** What a signed-in device keeps between commands. Secret: the file is owner-only. */
 export interface Credentials {
-  /** The management API the tokens belong to. */
+  /** Where the tokens belong: the management API, or an application gateway (`realm` says which routes). */
   readonly url: string;
   readonly realm: string;
   readonly session_id: string;

@@ -14,11 +14,21 @@ export {
   type AuditEventJson,
   type AuditPageJson,
   type ChallengeJson,
+  createApplicationClient,
   createManagementClient,
+  createSignInClient,
   type ManagementClient,
   type ManagementClientOptions,
+  SIGN_IN_PREFIXES,
+  type SignInClient,
 } from './management-client.js';
-export { type ManagementSession, type ManagementSessionOptions, openManagementSession } from './management-session.js';
+export {
+  type DeviceSession,
+  type ManagementSession,
+  type ManagementSessionOptions,
+  openManagementSession,
+  openSession,
+} from './management-session.js';
 export {
   checkedNodeId,
   createNodeClient,

@@ -7,6 +7,7 @@ import type {
   EnrollBody,
   HealthJson,
   PrincipalJson,
+  Realm,
   RevokedJson,
   RevokeOthersJson,
   SessionBody,
@@ -20,17 +21,34 @@ import { assertMayCarryBearer } from './bearer-transport.js';
 // wire shapes): one declaration, so the SDK cannot miss a field the server sends.
 export type { AuditEventJson, AuditPageJson, ChallengeJson } from '@svc/core';
 
-/** Typed calls to the loopback management API. */
-export interface ManagementClient {
+/**
+ * Where each realm's sign-in routes live: the management API's `/v1/auth/...`, the application
+ * gateway's reserved `/.svc/auth/v1/...` (contract: "Application gateway"). The same calls, the
+ * same rules, one client code path.
+ */
+export const SIGN_IN_PREFIXES: Readonly<Record<Realm, string>> = Object.freeze({
+  management: '/v1/auth',
+  application: '/.svc/auth/v1',
+});
+
+/** The sign-in calls of one realm: challenge, session, refresh, me, revoke (own session). */
+export interface SignInClient {
   /** The base URL, without a trailing slash. */
   readonly baseUrl: string;
-  health(): Promise<HealthJson>;
-  enroll(input: EnrollBody): Promise<DeviceResponseJson>;
+  /** The realm whose routes these are. */
+  readonly realm: Realm;
   createChallenge(publicKeyHex: string): Promise<ChallengeJson>;
   createSession(input: SessionBody): Promise<TokenPairJson>;
   refresh(refreshToken: string): Promise<TokenPairJson>;
   me(accessToken: string): Promise<PrincipalJson>;
   revoke(accessToken: string, sessionId?: string): Promise<RevokedJson>;
+}
+
+/** Typed calls to the loopback management API: the management realm's sign-in calls and the operator's. */
+export interface ManagementClient extends SignInClient {
+  readonly realm: 'management';
+  health(): Promise<HealthJson>;
+  enroll(input: EnrollBody): Promise<DeviceResponseJson>;
   audit(accessToken: string, page?: { readonly after?: number; readonly limit?: number }): Promise<AuditPageJson>;
   /** Active devices; with `mine`, only those of the caller's own subject. */
   devices(accessToken: string, options?: { readonly mine?: boolean }): Promise<DeviceListJson>;
@@ -51,24 +69,21 @@ export interface ManagementClientOptions {
   readonly userAgent?: string;
 }
 
+type Call = <T>(method: string, path: string, init?: { body?: unknown; bearer?: string; secret?: true }) => Promise<T>;
+
 /**
- * Creates a client of the management API. Every non-2xx answer throws an {@link ApiError}
- * carrying the problem's `code`; a connection failure throws an {@link ApiUnreachableError}.
- *
- * @example
- * const api = createManagementClient({ baseUrl: 'http://127.0.0.1:9090' });
- * const me = await api.me(accessToken);
+ * The request function every call of a client goes through. A bearer token, a body that
+ * carries a secret, and an answer that carries tokens (`secret`) never cross a non-loopback
+ * `http://` URL: refused before anything is sent.
  */
-export function createManagementClient(options: ManagementClientOptions): ManagementClient {
+function caller(options: ManagementClientOptions): { baseUrl: string; call: Call } {
   const baseUrl = options.baseUrl.replace(/\/+$/, '');
   const doFetch = options.fetch ?? globalThis.fetch;
   const userAgent = options.userAgent ?? `svc-client (node ${process.version})`;
-
-  async function call<T>(method: string, path: string, init: { body?: unknown; bearer?: string; secretBody?: true } = {}): Promise<T> {
+  const call: Call = async <T>(method: string, path: string, init: { body?: unknown; bearer?: string; secret?: true } = {}) => {
     const headers: Record<string, string> = { accept: 'application/json', 'user-agent': userAgent };
     if (init.body !== undefined) headers['content-type'] = 'application/json';
-    // A bearer, a refresh token or a bootstrap token never goes to a non-loopback http:// URL.
-    if (init.bearer !== undefined || init.secretBody === true) assertMayCarryBearer(baseUrl);
+    if (init.bearer !== undefined || init.secret === true) assertMayCarryBearer(baseUrl);
     if (init.bearer !== undefined) headers.authorization = `Bearer ${init.bearer}`;
     let res: Response;
     try {
@@ -82,21 +97,68 @@ export function createManagementClient(options: ManagementClientOptions): Manage
     }
     if (!res.ok) throw problemFromResponse(res, await res.text().catch(() => ''));
     return (await res.json()) as T;
-  }
+  };
+  return { baseUrl, call };
+}
 
-  return Object.freeze({
+/** The sign-in calls of `realm` over `call`, under that realm's prefix. */
+function signInCalls<R extends Realm>(baseUrl: string, call: Call, realm: R): SignInClient & { readonly realm: R } {
+  const prefix = SIGN_IN_PREFIXES[realm];
+  return {
     baseUrl,
-    health: () => call<HealthJson>('GET', '/health'),
-    enroll: (input) => call<DeviceResponseJson>('POST', '/v1/auth/enroll', { body: input, secretBody: true }),
-    createChallenge: (publicKeyHex) => call<ChallengeJson>('POST', '/v1/auth/challenges', { body: { public_key: publicKeyHex } }),
-    createSession: (input) => call<TokenPairJson>('POST', '/v1/auth/sessions', { body: input }),
-    refresh: (refreshToken) => call<TokenPairJson>('POST', '/v1/auth/refresh', { body: { refresh_token: refreshToken }, secretBody: true }),
-    me: (accessToken) => call<PrincipalJson>('GET', '/v1/auth/me', { bearer: accessToken }),
+    realm,
+    createChallenge: (publicKeyHex) => call<ChallengeJson>('POST', `${prefix}/challenges`, { body: { public_key: publicKeyHex } }),
+    // The answer is a token pair: it never comes back over clear text from another machine.
+    createSession: (input) => call<TokenPairJson>('POST', `${prefix}/sessions`, { body: input, secret: true }),
+    refresh: (refreshToken) => call<TokenPairJson>('POST', `${prefix}/refresh`, { body: { refresh_token: refreshToken }, secret: true }),
+    me: (accessToken) => call<PrincipalJson>('GET', `${prefix}/me`, { bearer: accessToken }),
     revoke: (accessToken, sessionId) =>
-      call<RevokedJson>('POST', '/v1/auth/revoke', {
+      call<RevokedJson>('POST', `${prefix}/revoke`, {
         bearer: accessToken,
         body: sessionId === undefined ? {} : { session_id: sessionId },
       }),
+  };
+}
+
+/**
+ * Creates a client of the application gateway's sign-in routes (`/.svc/auth/v1/...`, the
+ * `application` realm): the management client's sign-in calls under the application prefix.
+ * Tokens only cross `https://`, or `http://` to a loopback address.
+ *
+ * @example
+ * const app = createApplicationClient({ baseUrl: 'https://app.example' });
+ * const pair = await login(app, loadDeviceKey('device.pem'));
+ */
+export function createApplicationClient(options: ManagementClientOptions): SignInClient {
+  const { baseUrl, call } = caller(options);
+  return Object.freeze(signInCalls(baseUrl, call, 'application'));
+}
+
+/**
+ * The sign-in client of `realm` at `baseUrl`: {@link createManagementClient} or
+ * {@link createApplicationClient}.
+ *
+ * @example
+ * const client = createSignInClient({ baseUrl: creds.url, realm: creds.realm });
+ */
+export function createSignInClient(options: ManagementClientOptions & { readonly realm: Realm }): SignInClient {
+  return options.realm === 'management' ? createManagementClient(options) : createApplicationClient(options);
+}
+
+/**
+ * Creates a client of the management API. Every non-2xx answer throws an {@link ApiError}
+ * carrying the problem's `code`; a connection failure throws an {@link ApiUnreachableError}.
+ *
+ * @example
+ * const api = createManagementClient({ baseUrl: 'http://127.0.0.1:9090' });
+ * const me = await api.me(accessToken);
+ */
+export function createManagementClient(options: ManagementClientOptions): ManagementClient {
+  const { baseUrl, call } = caller(options);
+  return Object.freeze({
+    ...signInCalls(baseUrl, call, 'management'),
+    health: () => call<HealthJson>('GET', '/health'),
+    enroll: (input) => call<DeviceResponseJson>('POST', '/v1/auth/enroll', { body: input, secret: true }),
     audit: (accessToken, page = {}) => {
       const q = new URLSearchParams();
       if (page.after !== undefined) q.set('after', String(page.after));

@@ -1,11 +1,14 @@
-import type { RevokedJson } from '@svc/core';
+import { isRealm, type RevokedJson } from '@svc/core';
 import { ApiError } from './api-error.js';
 import { type CredentialStore, type Credentials, credentialsFromTokenPair } from './credential-store.js';
-import { createManagementClient, type ManagementClient } from './management-client.js';
+import { createApplicationClient, createManagementClient, type ManagementClient, type SignInClient } from './management-client.js';
 
-/** A signed-in device's session: calls with its access token and keeps the saved credentials current. */
-export interface ManagementSession {
-  readonly client: ManagementClient;
+/**
+ * A signed-in device's session, in the realm its credentials were saved with: calls with its
+ * access token and keeps the saved credentials current.
+ */
+export interface DeviceSession<C extends SignInClient = SignInClient> {
+  readonly client: C;
   /** The credentials as they are now (after any refresh). */
   credentials(): Credentials;
   /** Rotates the token pair with the refresh token and saves the new pair. */
@@ -18,6 +21,9 @@ export interface ManagementSession {
   /** Revokes this session on the server and deletes the saved credentials. */
   logout(): Promise<RevokedJson>;
 }
+
+/** A signed-in management device's session: its client also has the operator's calls. */
+export type ManagementSession = DeviceSession<ManagementClient>;
 
 /** Options of {@link openManagementSession}. */
 export interface ManagementSessionOptions {
@@ -33,22 +39,59 @@ export interface ManagementSessionOptions {
 const EXPIRY_MARGIN_MS = 5_000;
 
 /**
- * Opens the saved session of a signed-in device. Throws a `TypeError` when nobody is signed in.
+ * Opens the saved session of a signed-in device, in the realm it signed in to: the management
+ * API's routes for a management session, the application gateway's (`/.svc/auth/v1`) for an
+ * application one. Throws a `TypeError` when nobody is signed in or the realm is unknown.
+ *
+ * @example
+ * const session = openSession({ store: createCredentialStore(defaultCredentialsPath()) });
+ * const me = await session.withAccessToken((t) => session.client.me(t));
+ */
+export function openSession(options: ManagementSessionOptions): DeviceSession {
+  const loaded = loadCredentials(options.store);
+  if (loaded.realm === 'management') return openManagementSession(options);
+  return openWith(options, loaded, (baseUrl) => createApplicationClient({ baseUrl, ...fetchOption(options) }));
+}
+
+/**
+ * Opens the saved session of a signed-in management device. Throws a `TypeError` when nobody
+ * is signed in, or when the saved session is of the application realm (its token opens no
+ * management route).
  *
  * @example
  * const session = openManagementSession({ store: createCredentialStore(defaultCredentialsPath()) });
  * const me = await session.withAccessToken((t) => session.client.me(t));
  */
 export function openManagementSession(options: ManagementSessionOptions): ManagementSession {
-  const loaded = options.store.load();
-  if (loaded === null) throw new TypeError(`not signed in (no credentials at ${options.store.path}); run \`svc auth login --key FILE\``);
+  const loaded = loadCredentials(options.store);
+  if (loaded.realm !== 'management') {
+    throw new TypeError(
+      `the credentials at ${options.store.path} are of the ${loaded.realm} realm (${loaded.url}), not a management session; run \`svc auth login --key FILE\` against the management API, or use --credentials FILE`,
+    );
+  }
+  return openWith(options, loaded, (baseUrl) => createManagementClient({ baseUrl, ...fetchOption(options) }));
+}
+
+function fetchOption(options: ManagementSessionOptions): { fetch?: typeof fetch } {
+  return options.fetch === undefined ? {} : { fetch: options.fetch };
+}
+
+function loadCredentials(store: CredentialStore): Credentials {
+  const loaded = store.load();
+  if (loaded === null) throw new TypeError(`not signed in (no credentials at ${store.path}); run \`svc auth login --key FILE\``);
+  if (!isRealm(loaded.realm))
+    throw new TypeError(`${store.path} names an unknown realm ${JSON.stringify(loaded.realm)}; delete it and sign in again`);
+  return loaded;
+}
+
+function openWith<C extends SignInClient>(
+  options: ManagementSessionOptions,
+  loaded: Credentials,
+  makeClient: (baseUrl: string) => C,
+): DeviceSession<C> {
   const now = options.now ?? Date.now;
   let current: Credentials = loaded;
-  const client = createManagementClient({
-    baseUrl: options.baseUrl ?? loaded.url,
-    ...(options.fetch === undefined ? {} : { fetch: options.fetch }),
-  });
-
+  const client = makeClient(options.baseUrl ?? loaded.url);
   async function refresh(): Promise<Credentials> {
     const pair = await client.refresh(current.refresh_token);
     current = credentialsFromTokenPair(client.baseUrl, pair, now(), current.public_key);

@@ -20,6 +20,7 @@ export const AUDIT_EVENT_TYPES = [
   'pairing.failed',
   'pairing.burned',
   'node.key_rotated',
+  'app.assertion_key_rotated',
 ] as const;
 
 /** A kind of audit event. */

@@ -1,10 +1,13 @@
 // `@svc/core/config`: reading and validating project configuration (`project.edn`), the one
 // settings table (every key with its default, bounds and meaning; the fixed limits), and the module-config reader store addons use.
 
+export type { AppGatewayConfig, AppPathRequirement, AppTlsConfig } from './app-config.js';
 export {
   AUDIT_SINK_SETTINGS,
   type AuditSinkSetting,
   type AuditSinks,
+  appListenProblem,
+  appPathPatternProblem,
   type ConfigField,
   type ConfigFieldValue,
   DEFAULT_AUDIT_SINKS,
@@ -27,6 +30,7 @@ export {
 } from './config.js';
 export type { AuthSettings } from './deps.js';
 export { ConfigError, type ConfigProblem } from './errors.js';
+export { cidrPrefixLength, ipVersion, isIpOrCidr } from './ip-address.js';
 export {
   AUTH_MODULE,
   AUTH_SETTINGS,
@@ -36,12 +40,14 @@ export {
   BOOTSTRAP_TOKEN_TTL_SECONDS,
   CAPABILITIES,
   type CapabilitySpec,
+  DEFAULT_APP_LISTEN,
   DEFAULT_AUTH_SETTINGS,
   DEFAULT_CONTROL_DIR,
   DEFAULT_NODE_LISTEN,
   FIXED_LIMITS,
   type FixedLimit,
   formatLimit,
+  MAX_AUTH_AGE_SECONDS_LIMIT,
   MAX_REQUEST_BODY_BYTES,
   PAIRING_MAX_FAILURES,
   PAIRING_MIN_TTL_SECONDS,
@@ -49,5 +55,6 @@ export {
   type ProjectKeySpec,
   type ProjectKeyType,
   type SettingUnit,
+  UNSTRIPPABLE_HEADERS,
   WEAKENING_KEYS,
 } from './settings.js';

@@ -219,7 +219,8 @@ export const FAILURE_CODES = {
   insecure_bearer_url: {
     raisedBy: 'InsecureBearerUrlError (@svc/client)',
     exit: 1,
-    meaning: 'a management token would have gone to a non-loopback http:// URL; nothing was sent',
+    meaning:
+      'a bearer or refresh token (of either realm) would have gone to, or a token pair come back from, a non-loopback http:// URL; nothing was sent',
   },
   command_failed: {
     raisedBy: 'CliError (@svc/cli)',

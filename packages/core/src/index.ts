@@ -11,6 +11,25 @@ export {
   DEFAULT_APP_GATEWAY_CONFIG,
 } from './app-config.js';
 export {
+  ASSERTION_TYP,
+  type AssertionClaims,
+  type AssertionKeyJson,
+  type AssertionKeyRotation,
+  type AssertionKeySetJson,
+  type AssertionPublicJwk,
+  assertionAudienceOf,
+  assertionClaims,
+  assertionHtu,
+  assertionKeyId,
+  assertionSigningKey,
+  type FreshAssertionKey,
+  firstAssertionKeySet,
+  parseAssertionKeySet,
+  pruneAssertionKeySet,
+  publishedAssertionKeys,
+  rotateAssertionKeySet,
+} from './assertion-keys.js';
+export {
   AUDIT_EVENT_TYPES,
   type AuditData,
   type AuditEvent,
@@ -73,13 +92,19 @@ export {
   unmetRequirement,
 } from './gateway-policy.js';
 export { type IdKind, isIdOfKind, newId } from './ids.js';
+export { cidrPrefixLength, ipVersion, isIpOrCidr } from './ip-address.js';
 export { isValidNodeId, NODE_ID_PATTERN, nodeIdOf, normalizeNodeId } from './node-id.js';
 export { type NodeKeySetJson, nodeKeyValidAt } from './node-keys.js';
 export { makePrincipal, type Principal, type PrincipalClaims } from './principal.js';
 export { isRealm, type Realm } from './realm.js';
 export { type SessionClientInput, sessionClient, USER_AGENT_MAX_CHARS } from './session-client.js';
 export {
+  ASSERTION_KEY_OVERLAP_SECONDS,
+  ASSERTION_KEY_PREPUBLISH_SECONDS,
+  ASSERTION_MAX_TTL_SECONDS,
+  ASSERTION_TTL_SECONDS,
   BOOTSTRAP_TOKEN_TTL_SECONDS,
+  DEFAULT_APP_LISTEN,
   DEFAULT_NODE_LISTEN,
   formatLimit,
   MAX_REQUEST_BODY_BYTES,

@@ -105,6 +105,25 @@ export const PAIRING_MIN_TTL_SECONDS = 30;
 /** The largest request body any surface accepts, in bytes (the spec's 64 KiB); larger ones get 413 before parsing. */
 export const MAX_REQUEST_BODY_BYTES = 65_536;
 
+/** How long a `Svc-Assertion` the gateway attaches is valid (`exp` - `iat`): one proxied request, plus clock skew. */
+export const ASSERTION_TTL_SECONDS = 30;
+
+/** The longest `exp` - `iat` an assertion may have (the contract's bound); verifiers refuse longer ones. */
+export const ASSERTION_MAX_TTL_SECONDS = 60;
+
+/**
+ * How long a rotated-in assertion key is published in the JWK Set before it signs anything: at
+ * least the longest JWK Set cache of common verifiers (jose's `createRemoteJWKSet` 10 min,
+ * PyJWT's `PyJWKClient` 5 min), so one that cached the set before the rotation already knows it.
+ */
+export const ASSERTION_KEY_PREPUBLISH_SECONDS = 600;
+
+/**
+ * How long a rotated-out assertion key stays published after it stopped signing: what it signed
+ * last still verifies (at most {@link ASSERTION_MAX_TTL_SECONDS} old) with ample clock skew.
+ */
+export const ASSERTION_KEY_OVERLAP_SECONDS = 300;
+
 /** A limit the spec fixes: documented beside the settings, never configurable. */
 export interface FixedLimit {
   readonly name: string;
@@ -139,6 +158,24 @@ export const FIXED_LIMITS: readonly FixedLimit[] = [
     unit: 'bytes',
     meaning: 'the largest request body any listener accepts; larger ones get `413 payload_too_large` before they are parsed',
   },
+  {
+    name: 'gateway assertion lifetime',
+    value: ASSERTION_TTL_SECONDS,
+    unit: 'seconds',
+    meaning: 'how long a `Svc-Assertion` is valid after the gateway signed it (`@svc/assertion` refuses any longer than 60 s)',
+  },
+  {
+    name: 'assertion key pre-publication',
+    value: ASSERTION_KEY_PREPUBLISH_SECONDS,
+    unit: 'seconds',
+    meaning: 'after `svc app rotate-key`, the new key is in `/.svc/jwks.json` this long before it signs',
+  },
+  {
+    name: 'assertion key overlap',
+    value: ASSERTION_KEY_OVERLAP_SECONDS,
+    unit: 'seconds',
+    meaning: 'after the switch, the previous key stays in `/.svc/jwks.json` this long (none after `--immediate`)',
+  },
 ];
 
 /** The defaults of {@link AuthSettings}, from {@link AUTH_SETTINGS} and the fixed bootstrap lifetime. */
@@ -148,7 +185,22 @@ export const DEFAULT_AUTH_SETTINGS: AuthSettings = Object.freeze({
 });
 
 /** How a top-level `project.edn` value is read. */
-export type ProjectKeyType = 'project-name' | 'path' | 'listen' | 'packages' | 'modules' | 'profiles' | 'audit-sinks';
+export type ProjectKeyType =
+  | 'project-name'
+  | 'path'
+  | 'listen'
+  | 'packages'
+  | 'modules'
+  | 'profiles'
+  | 'audit-sinks'
+  | 'app-listen'
+  | 'app-upstream'
+  | 'app-audience'
+  | 'app-paths'
+  | 'app-header-names'
+  | 'app-require'
+  | 'app-tls'
+  | 'app-addresses';
 
 /** One `:svc/...` key of `project.edn`. */
 export interface ProjectKeySpec {
@@ -168,6 +220,28 @@ export const DEFAULT_CONTROL_DIR = '.svc/control';
 
 /** The node HTTP surface's address when neither a flag, `SVC_NODE_LISTEN` nor `:svc/node-listen` says. */
 export const DEFAULT_NODE_LISTEN = '127.0.0.1:9091';
+
+/** The application gateway's address when neither `--app-listen`, `SVC_APP_LISTEN` nor `:svc/app-listen` says. */
+export const DEFAULT_APP_LISTEN = '127.0.0.1:8080';
+
+/** The longest `:max-auth-age-seconds` a `:svc/app-require` entry may ask for (one year). */
+export const MAX_AUTH_AGE_SECONDS_LIMIT = 31_536_000;
+
+/**
+ * Header names `:svc/app-identity-headers` may not name: stripping them would break HTTP
+ * framing or authentication itself (the gateway removes our own `Authorization` after it
+ * authenticated the request).
+ */
+export const UNSTRIPPABLE_HEADERS: readonly string[] = [
+  'authorization',
+  'connection',
+  'content-length',
+  'host',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+];
 
 /** Every top-level key of `project.edn`. */
 export const PROJECT_KEYS: readonly ProjectKeySpec[] = [
@@ -228,6 +302,77 @@ export const PROJECT_KEYS: readonly ProjectKeySpec[] = [
     inProfile: true,
     meaning:
       'where a running service ships the audit trail and its signed checkpoints, at least once, from a saved cursor; see [Audit sinks](#audit-sinks)',
+  },
+  {
+    key: ':svc/app-listen',
+    type: 'app-listen',
+    expected: '"host:port" or "off"',
+    default: `\`${DEFAULT_APP_LISTEN}\``,
+    inProfile: true,
+    meaning:
+      'the application gateway\'s address (`--app-listen` and `SVC_APP_LISTEN` beat it); `"off"` disables it. A network address is allowed; plain HTTP on one logs a loud warning unless `:svc/app-tls` is set or `:svc/app-trusted-proxies` names the proxy that terminates TLS',
+  },
+  {
+    key: ':svc/app-upstream',
+    type: 'app-upstream',
+    expected: 'an http:// or https:// origin such as "http://127.0.0.1:3000" (no user, path, query or fragment)',
+    default: 'none',
+    inProfile: true,
+    meaning:
+      'upstream mode: authenticated requests are proxied to this origin with the `Svc-*` identity headers and a signed `Svc-Assertion`',
+  },
+  {
+    key: ':svc/app-audience',
+    type: 'app-audience',
+    expected: 'a non-empty string without control characters',
+    default: "the upstream's origin",
+    inProfile: true,
+    meaning: 'the `aud` claim of `Svc-Assertion`, which the application checks',
+  },
+  {
+    key: ':svc/app-public',
+    type: 'app-paths',
+    expected: 'a vector of paths such as ["/healthz" "/public/*"] (exact paths, or prefixes ending in /*; never under /.svc/)',
+    default: '`[]`',
+    inProfile: true,
+    meaning:
+      'paths of the application that need no principal: exact paths, or prefixes ending in `/*`. Everything else is authenticated; identity headers are stripped on public paths too',
+  },
+  {
+    key: ':svc/app-identity-headers',
+    type: 'app-header-names',
+    expected: 'a vector of header names such as ["x-tenant-user"]',
+    default: '`[]`',
+    inProfile: true,
+    meaning:
+      "further inbound headers the gateway strips before authentication, beyond the contract's list (stored and compared lower-cased, every character other than a letter or digit read as `-`)",
+  },
+  {
+    key: ':svc/app-require',
+    type: 'app-require',
+    expected: 'a map of path pattern to {:subjects [...] :amr [...] :max-auth-age-seconds n}',
+    default: '`{}`',
+    inProfile: true,
+    meaning:
+      'per-path requirements beyond being signed in: `:subjects` (one of these `sub_...`), `:amr` (one of these methods), `:max-auth-age-seconds` (signed in at most this long ago); the most specific pattern applies',
+  },
+  {
+    key: ':svc/app-tls',
+    type: 'app-tls',
+    expected: '{:cert "cert.pem" :key "key.pem"}',
+    default: 'none (plain HTTP)',
+    inProfile: true,
+    meaning:
+      'built-in TLS of the application gateway: PEM certificate chain and private key (relative paths from the project directory), read at start and again on SIGHUP',
+  },
+  {
+    key: ':svc/app-trusted-proxies',
+    type: 'app-addresses',
+    expected: 'a vector of IP addresses, CIDR blocks or the names "loopback", "linklocal", "uniquelocal", such as ["10.0.0.0/8" "::1"]',
+    default: '`[]`',
+    inProfile: true,
+    meaning:
+      'the proxies whose `X-Forwarded-For` and `X-Forwarded-Proto` the gateway believes (addresses, CIDR blocks, or `"loopback"`, `"linklocal"`, `"uniquelocal"`); from any other address they are ignored. Not `0.0.0.0/0` or `::/0`',
   },
   {
     key: ':svc/profiles',

@@ -74,13 +74,23 @@ const ALLOWED: Record<
 > = {
   // json-schema-to-ts derives the wire types from the wire schemas; canonicalize is the RFC 8785 oracle of a test.
   '@svc/core': { imports: [], typeImports: ['json-schema-to-ts'], testImports: ['canonicalize', 'json-schema-to-ts'] },
+  // The verifier applications install: jose alone, nothing of svc auth (its tests sign with the server's signer).
+  '@svc/assertion': { imports: ['jose'], testImports: [] },
   '@svc/addons': { imports: ['@svc/core', 'edn-data', 'tar'], testImports: [] },
   '@svc/store-testkit': { imports: ['@svc/core'], testImports: [] },
   'svc-store-sqlite': { imports: ['@svc/core', 'better-sqlite3'], testImports: ['@svc/store-testkit', 'tsx'] },
   'svc-store-postgres': { imports: ['@svc/core', 'pg'], testImports: ['@svc/store-testkit'] },
   '@svc/server': {
     imports: ['@svc/core', 'fastify', '@fastify/swagger', 'fastify-plugin', 'prom-client'],
-    testImports: ['@svc/client', 'svc-store-sqlite', 'better-sqlite3', 'pino', '@seriousme/openapi-schema-validator', 'canonicalize'],
+    testImports: [
+      '@svc/client',
+      'svc-store-sqlite',
+      'better-sqlite3',
+      'pino',
+      '@seriousme/openapi-schema-validator',
+      'canonicalize',
+      '@svc/assertion',
+    ],
   },
   '@svc/client': { imports: ['@svc/core'], testImports: [] },
   '@svc/cli': {
@@ -138,7 +148,7 @@ function bareImports(dir: string): Map<string, string[]> {
 }
 
 test('the dependency table covers exactly the workspace packages, and its package graph has no cycle', () => {
-  assert.equal(manifests.size, 8);
+  assert.equal(manifests.size, 9);
   assert.deepEqual([...manifests.values()].map((m) => m.name).sort(), Object.keys(ALLOWED).sort());
   const visiting = new Set<string>();
   const done = new Set<string>();

@@ -12,6 +12,13 @@ export {
   RESERVED_PREFIX,
   upgradePrincipal,
 } from './gateway/app.js';
+export {
+  type AssertionRequest,
+  type AssertionSigner,
+  type AssertionSignerOptions,
+  createAssertionSigner,
+  svcIdentityHeaders,
+} from './gateway/assertion.js';
 // Module mode: application modules behind the gateway, after identity.
 export { type AppModule, isSkipOverride, moduleAttach, SEALED_SERVER_EVENTS, sealServerEvents } from './gateway/modules.js';
 export type {
@@ -28,6 +35,17 @@ export {
   NODE_CONNECTION_LIMITS,
 } from './http/connection-limits.js';
 export { parseIPv4 } from './http/loopback.js';
+// Listeners that may bind a network address (the node surface, the application gateway).
+export {
+  APP_LISTEN_ENV,
+  APP_LISTEN_NAMES,
+  cleartextExposed,
+  isLoopbackHost,
+  type NetworkListenNames,
+  parseNetworkListenAddress,
+  resolveAppListen,
+  resolveNetworkListen,
+} from './http/network-listen.js';
 // The management API (loopback only).
 export { buildManagementApp, type ManagementAppOptions } from './management/app.js';
 export {

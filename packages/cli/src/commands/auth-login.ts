@@ -1,7 +1,9 @@
-import { createManagementClient, credentialsFromTokenPair, defaultDeviceKeyPath, login } from '@svc/client';
+import { createSignInClient, credentialsFromTokenPair, defaultDeviceKeyPath, login } from '@svc/client';
+import { isRealm } from '@svc/core';
 import { parseCommandArgs } from '../args.js';
+import { CliError, UsageError } from '../cli-error.js';
 import type { Command } from '../command.js';
-import { CREDENTIALS_HELP, CREDENTIALS_OPTIONS, credentialStore, defaultManagementUrl } from '../credentials.js';
+import { CREDENTIALS_HELP, CREDENTIALS_OPTIONS, credentialStore, defaultApplicationUrl, defaultManagementUrl } from '../credentials.js';
 import { readDeviceKey } from '../device-key-file.js';
 import { explainFailure } from '../errors-map.js';
 import { printJson, printLine } from '../output.js';
@@ -10,23 +12,29 @@ import { CLI_USER_AGENT } from '../version.js';
 const spec = {
   name: 'svc auth login',
   summary: 'Sign in with an enrolled device key (challenge, signature, session) and save the credentials.',
-  usage: 'svc auth login [--key FILE] [--url URL] [--credentials FILE] [--json]',
+  usage: 'svc auth login [--key FILE] [--realm management|application] [--url URL] [--credentials FILE] [--json]',
   help: [
     '--key FILE            the enrolled Ed25519 device key (PKCS#8 PEM; default: $SVC_DEVICE_KEY,',
     '                      else ~/.config/svc/device.pem)',
-    '--url URL             the management API (default: $SVC_MANAGEMENT_URL, else http://127.0.0.1:9090)',
+    '--realm REALM         management (default: the management API) or application (an application gateway)',
+    '--url URL             the management API (default: $SVC_MANAGEMENT_URL, else http://127.0.0.1:9090), or with',
+    '                      --realm application the gateway (default: $SVC_APP_URL, else http://127.0.0.1:8080);',
+    '                      tokens only cross https://, or http:// to a loopback address',
     ...CREDENTIALS_HELP,
   ],
-  options: { key: { type: 'string' }, url: { type: 'string' }, ...CREDENTIALS_OPTIONS },
+  options: { key: { type: 'string' }, realm: { type: 'string' }, url: { type: 'string' }, ...CREDENTIALS_OPTIONS },
   positionals: [],
 } as const;
 
 /**
- * `svc auth login --key FILE`: signs the device in and saves url, tokens, expiries and session
- * id (file 0600, written atomically). Tokens are never printed.
+ * `svc auth login --key FILE`: signs the device in and saves url, realm, tokens, expiries and
+ * session id (file 0600, written atomically). Tokens are never printed. With
+ * `--realm application` it signs in on an application gateway (`/.svc/auth/v1/...`), with the
+ * same client calls under the application prefix.
  *
  * @example
  * await authLogin.run(['--key', 'device.pem', '--url', 'http://127.0.0.1:9090']);
+ * await authLogin.run(['--realm', 'application', '--url', 'https://app.example', '--key', 'device.pem']);
  */
 export const authLogin: Command = {
   path: ['auth', 'login'],
@@ -34,14 +42,22 @@ export const authLogin: Command = {
   async run(argv) {
     const args = parseCommandArgs(spec, argv);
     if (args === null) return 0;
+    const realm = args.values.realm ?? 'management';
+    if (!isRealm(realm)) throw new UsageError(`${spec.name}: --realm must be management or application`);
     const key = readDeviceKey(args.values.key ?? defaultDeviceKeyPath(process.env));
-    const client = createManagementClient({ baseUrl: args.values.url ?? defaultManagementUrl(), userAgent: CLI_USER_AGENT });
+    const baseUrl = args.values.url ?? (realm === 'management' ? defaultManagementUrl() : defaultApplicationUrl());
+    const client = createSignInClient({ baseUrl, realm, userAgent: CLI_USER_AGENT });
     const store = credentialStore(args.values.credentials);
     let pair: Awaited<ReturnType<typeof login>>;
     try {
       pair = await login(client, key);
     } catch (error) {
       throw explainFailure('sign-in refused', error);
+    }
+    if (pair.realm !== realm) {
+      throw new CliError(
+        `sign-in refused: ${client.baseUrl} answered with a ${pair.realm}-realm session where ${realm} was asked for; nothing was saved`,
+      );
     }
     const creds = credentialsFromTokenPair(client.baseUrl, pair, Date.now(), key.publicKeyHex);
     store.save(creds);

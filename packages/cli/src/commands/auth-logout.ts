@@ -3,14 +3,14 @@ import { parseCommandArgs } from '../args.js';
 import type { Command } from '../command.js';
 import { credentialStore } from '../credentials.js';
 import { explainFailure } from '../errors-map.js';
-import { openSavedSession, SESSION_HELP, SESSION_OPTIONS } from '../operator-api.js';
+import { DEVICE_SESSION_HELP, openSavedDeviceSession, SESSION_OPTIONS } from '../operator-api.js';
 import { printJson, printText } from '../output.js';
 
 const spec = {
   name: 'svc auth logout',
   summary: 'Revoke the saved session on the server and delete the credentials file.',
   usage: 'svc auth logout [--credentials FILE] [--url URL] [--json]',
-  help: [...SESSION_HELP, '--json                print {"session_id","revoked","already_ended"}'],
+  help: [...DEVICE_SESSION_HELP, '--json                print {"session_id","revoked","already_ended"}'],
   options: { ...SESSION_OPTIONS },
   positionals: [],
 } as const;
@@ -19,7 +19,8 @@ const spec = {
 const ALREADY_ENDED = new Set(['invalid_refresh_token', 'refresh_token_reused']);
 
 /**
- * `svc auth logout`: revokes the own session (`POST /v1/auth/revoke {}`) and deletes the file.
+ * `svc auth logout`: revokes the own session (`POST /v1/auth/revoke {}`, or
+ * `/.svc/auth/v1/revoke` for an application session) and deletes the file.
  * A session the server already ended is forgotten too.
  *
  * @example
@@ -31,7 +32,7 @@ export const authLogout: Command = {
   async run(argv) {
     const args = parseCommandArgs(spec, argv);
     if (args === null) return 0;
-    const session = openSavedSession(args.values);
+    const session = openSavedDeviceSession(args.values);
     const sessionId = session.credentials().session_id;
     let revokedNow = true;
     try {

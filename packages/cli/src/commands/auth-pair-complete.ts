@@ -84,6 +84,7 @@ export const authPairComplete: Command = {
       printLine(`subject:  ${device.subject}`);
       printLine(`key:      ${device.public_key}`);
       if (device.realm === 'management') printLine(`next: svc auth login --key ${shellQuote(keyFile)} [--url MANAGEMENT_URL]`);
+      else printLine(`next: svc auth login --realm application --key ${shellQuote(keyFile)} --url APPLICATION_URL`);
     }
     return 0;
   },

@@ -1,20 +1,21 @@
 import { parseCommandArgs } from '../args.js';
 import type { Command } from '../command.js';
 import { explainFailure } from '../errors-map.js';
-import { openSavedSession, SESSION_HELP, SESSION_OPTIONS } from '../operator-api.js';
+import { DEVICE_SESSION_HELP, openSavedDeviceSession, SESSION_OPTIONS } from '../operator-api.js';
 import { printJson, printText } from '../output.js';
 
 const spec = {
   name: 'svc auth refresh',
   summary: 'Rotate the saved token pair with its single-use refresh token and save the new pair.',
   usage: 'svc auth refresh [--credentials FILE] [--url URL] [--json]',
-  help: [...SESSION_HELP, '--json                print {"session_id","access_expires_at","refresh_expires_at"}'],
+  help: [...DEVICE_SESSION_HELP, '--json                print {"session_id","access_expires_at","refresh_expires_at"}'],
   options: { ...SESSION_OPTIONS },
   positionals: [],
 } as const;
 
 /**
- * `svc auth refresh`: rotates the pair (`POST /v1/auth/refresh`) and replaces the saved one.
+ * `svc auth refresh`: rotates the pair (`POST /v1/auth/refresh`, or `/.svc/auth/v1/refresh` for an
+ * application session) and replaces the saved one.
  *
  * @example
  * await authRefresh.run([]);
@@ -25,7 +26,7 @@ export const authRefresh: Command = {
   async run(argv) {
     const args = parseCommandArgs(spec, argv);
     if (args === null) return 0;
-    const session = openSavedSession(args.values);
+    const session = openSavedDeviceSession(args.values);
     let creds: Awaited<ReturnType<typeof session.refresh>>;
     try {
       creds = await session.refresh();

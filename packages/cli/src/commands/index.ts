@@ -32,8 +32,13 @@ export const COMMANDS: readonly CommandEntry[] = [
   },
   {
     path: ['serve'],
-    summary: 'Run the service in the foreground: the embedded management API and the node surface (the gateway comes later).',
+    summary: 'Run the service in the foreground: the embedded management API, the node surface and the application gateway.',
     load: async () => (await import('./serve.js')).serve,
+  },
+  {
+    path: ['app', 'serve'],
+    summary: 'Run the application gateway alone in the foreground: application-realm sign-in, identity, then the application.',
+    load: async () => (await import('./app-serve.js')).appServe,
   },
   {
     path: ['node', 'serve'],
@@ -44,6 +49,11 @@ export const COMMANDS: readonly CommandEntry[] = [
     path: ['node', 'rotate-key'],
     summary: "Replace this node's identity key with a new one; discovery keeps publishing the old one with its validity window.",
     load: async () => (await import('./node-rotate-key.js')).nodeRotateKey,
+  },
+  {
+    path: ['app', 'rotate-key'],
+    summary: "Rotate the gateway's Svc-Assertion signing key: the new key is published first, the old one stays published for an overlap.",
+    load: async () => (await import('./app-rotate-key.js')).appRotateKey,
   },
   {
     path: ['auth', 'keygen'],

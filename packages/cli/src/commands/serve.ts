@@ -5,6 +5,7 @@ import { assertOwnerOnly, ensureNodeIdentity } from '../control.js';
 import { runForeground } from '../foreground.js';
 import { managementListen } from '../listen.js';
 import { chosenProfile, loadProject } from '../project.js';
+import { appListen, appSurface } from '../surfaces/app-surface.js';
 import { managementSurface } from '../surfaces/management-surface.js';
 import { metricsListen, metricsSurface } from '../surfaces/metrics-surface.js';
 import { nodeListen, nodeSurface } from '../surfaces/node-surface.js';
@@ -13,13 +14,16 @@ import { VERSION } from '../version.js';
 
 const spec = {
   name: 'svc serve',
-  summary: 'Run the service in the foreground: the embedded management API and the node surface (the gateway comes later).',
-  usage: 'svc serve [--management-listen HOST:PORT] [--node-listen HOST:PORT] [--metrics-listen HOST:PORT] <PROJECT>',
+  summary: 'Run the service in the foreground: the embedded management API, the node surface and the application gateway.',
+  usage:
+    'svc serve [--management-listen HOST:PORT] [--node-listen HOST:PORT] [--app-listen HOST:PORT|off] [--metrics-listen HOST:PORT] <PROJECT>',
   help: [
     '--management-listen HOST:PORT  the embedded management API (default: $SVC_MANAGEMENT_LISTEN, else 127.0.0.1:9090)',
     '                      SVC_MANAGEMENT_LISTEN=off disables it (for a separate `svc auth serve` process)',
     '--node-listen HOST:PORT  the node surface (default: $SVC_NODE_LISTEN, else :svc/node-listen, else 127.0.0.1:9091)',
     '                      SVC_NODE_LISTEN=off disables it (for a separate `svc node serve` process)',
+    '--app-listen HOST:PORT  the application gateway (default: $SVC_APP_LISTEN, else :svc/app-listen, else 127.0.0.1:8080)',
+    '                      network addresses are allowed (with :svc/app-tls or a TLS proxy); off disables it',
     '--metrics-listen HOST:PORT  Prometheus /metrics and the /livez, /readyz probes (default: $SVC_METRICS_LISTEN, else :svc/metrics-listen, else off)',
     '                      loopback only, unless :svc/metrics-listen in project.edn names a network address',
     '<PROJECT>             the project directory',
@@ -28,6 +32,7 @@ const spec = {
   options: {
     'management-listen': { type: 'string' },
     'node-listen': { type: 'string' },
+    'app-listen': { type: 'string' },
     'metrics-listen': { type: 'string' },
     ...PROJECT_OPTIONS,
   },
@@ -36,9 +41,9 @@ const spec = {
 
 /**
  * `svc serve <PROJECT>`: the foreground service. It runs the embedded management API unless
- * `SVC_MANAGEMENT_LISTEN=off`, and the node HTTP surface unless `SVC_NODE_LISTEN=off` (so
- * with the management API off it runs the node surface alone); the application gateway will
- * be a further {@link Surface} in the same list.
+ * `SVC_MANAGEMENT_LISTEN=off`, the node HTTP surface unless `SVC_NODE_LISTEN=off`, and the
+ * application gateway unless its address is `off` (`--app-listen`, `SVC_APP_LISTEN` or
+ * `:svc/app-listen`), each a {@link Surface} started in that order.
  *
  * @example
  * await serve.run(['./demo']);
@@ -58,14 +63,16 @@ export const serve: Command = {
     }
     assertOwnerOnly(project.nodeKey, 'the node key');
     const node = nodeListen(args.values['node-listen'], project, spec.name);
+    const app = appListen(args.values['app-listen'], project, spec.name);
     const metricsAt = metricsListen(args.values['metrics-listen'], project, spec.name);
     const metrics = metricsAt === 'off' ? undefined : metricsSurface(metricsAt, { flag: '--metrics-listen' });
     const surfaces: Surface[] = [];
     if (listen !== 'off') surfaces.push(managementSurface(listen, { flag: '--management-listen', metrics: metrics?.metrics }));
     if (node !== 'off') surfaces.push(nodeSurface(node, { version: VERSION, flag: '--node-listen', metrics: metrics?.metrics }));
+    if (app !== 'off') surfaces.push(appSurface(app, { flag: '--app-listen', metrics: metrics?.metrics }));
     if (surfaces.length === 0) {
       throw new CliError(
-        'svc serve: nothing to serve: the management API and the node surface are both off (SVC_MANAGEMENT_LISTEN=off, SVC_NODE_LISTEN=off); unset one of them',
+        'svc serve: nothing to serve: the management API, the node surface and the application gateway are all off (SVC_MANAGEMENT_LISTEN=off, SVC_NODE_LISTEN=off, app listen off); unset one of them',
       );
     }
     // Last: readiness is only answered once the other listeners are up.

@@ -1,4 +1,3 @@
-import type { AddressInfo } from 'node:net';
 import type { Store } from '@svc/core';
 import {
   type BearerCacheCounters,
@@ -8,14 +7,10 @@ import {
   resolveMetricsListen,
   type ServiceMetrics,
 } from '@svc/server';
-import { CliError } from '../cli-error.js';
 import { listenRefusal } from '../listen.js';
 import type { Project } from '../project.js';
+import { listenOn } from './listen-on.js';
 import type { Surface } from './surface.js';
-
-function urlHost(host: string): string {
-  return host.includes(':') ? `[${host}]` : host;
-}
 
 /**
  * The metrics listen address: `--metrics-listen` beats `SVC_METRICS_LISTEN`, which beats
@@ -72,19 +67,7 @@ export function metricsSurface(listen: MetricsListen, opts: { readonly flag: str
     async start({ deps, log }) {
       store = deps.store;
       const app = await buildMetricsApp({ metrics, store: deps.store, exposed: listen.exposed, logger: log });
-      try {
-        await app.listen({ host: listen.host, port: listen.port });
-      } catch (error) {
-        await app.close().catch(() => undefined);
-        const code = (error as NodeJS.ErrnoException).code;
-        const why = code === 'EADDRINUSE' ? 'the address is already in use' : (error as Error).message;
-        throw new CliError(
-          `cannot listen on ${urlHost(listen.host)}:${listen.port} for the metrics listener: ${why}; choose another address with ${opts.flag} or SVC_METRICS_LISTEN`,
-          { cause: error },
-        );
-      }
-      const address = app.server.address() as AddressInfo;
-      const url = `http://${urlHost(listen.host)}:${address.port}`;
+      const url = await listenOn(app, listen, { what: 'the metrics listener', flag: opts.flag, env: 'SVC_METRICS_LISTEN' });
       if (listen.exposed) {
         log.warn(
           { event: 'metrics_exposed', url },

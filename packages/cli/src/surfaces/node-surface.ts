@@ -1,27 +1,18 @@
-import type { AddressInfo } from 'node:net';
 import {
   buildNodeApp,
   type ComponentStatus,
   ed25519KeyProvider,
   instrumentStore,
-  parseIPv4,
+  isLoopbackHost,
   resolveNodeListen,
   type ServiceMetrics,
 } from '@svc/server';
-import { CliError } from '../cli-error.js';
 import { addonStatusOf, assertOwnerOnly } from '../control.js';
 import { listenRefusal } from '../listen.js';
 import { liveNodeIdentity } from '../node-keys.js';
 import type { Project } from '../project.js';
+import { listenOn } from './listen-on.js';
 import type { Surface } from './surface.js';
-
-function urlHost(host: string): string {
-  return host.includes(':') ? `[${host}]` : host;
-}
-
-function isLoopback(host: string): boolean {
-  return host === 'localhost' || host === '::1' || parseIPv4(host)?.[0] === 127;
-}
 
 /**
  * The node listen address: `--listen` beats `SVC_NODE_LISTEN`, which beats `:svc/node-listen`
@@ -110,20 +101,8 @@ export function nodeSurface(
         logger: log,
         ...(metrics === undefined ? {} : { metrics }),
       });
-      try {
-        await app.listen({ host: listen.host, port: listen.port });
-      } catch (error) {
-        await app.close().catch(() => undefined);
-        const code = (error as NodeJS.ErrnoException).code;
-        const why = code === 'EADDRINUSE' ? 'the address is already in use' : (error as Error).message;
-        throw new CliError(
-          `cannot listen on ${urlHost(listen.host)}:${listen.port} for the node surface: ${why}; choose another address with ${opts.flag} or SVC_NODE_LISTEN`,
-          { cause: error },
-        );
-      }
-      const address = app.server.address() as AddressInfo;
-      const url = `http://${urlHost(listen.host)}:${address.port}`;
-      if (!isLoopback(listen.host)) {
+      const url = await listenOn(app, listen, { what: 'the node surface', flag: opts.flag, env: 'SVC_NODE_LISTEN' });
+      if (!isLoopbackHost(listen.host)) {
         log.warn(
           { event: 'node_surface_exposed', url },
           'the node surface listens on a network address over plain HTTP: management tokens sent to status, diagnostics and pairing/prepare travel in clear text; put a TLS-terminating proxy in front of it',

@@ -1,4 +1,4 @@
-import { isIPv6Loopback, parseIPv4 } from '../http/loopback.js';
+import { isLoopbackHost } from '../http/network-listen.js';
 import { ListenAddressError } from '../management/listen-address.js';
 import { parseNodeListenAddress } from '../node/listen-address.js';
 
@@ -6,9 +6,7 @@ import { parseNodeListenAddress } from '../node/listen-address.js';
 export const METRICS_LISTEN_ENV = 'SVC_METRICS_LISTEN';
 
 /** Whether `host` (as {@link parseNodeListenAddress} returns it) is a loopback address. */
-export function isLoopbackHost(host: string): boolean {
-  return host === 'localhost' || parseIPv4(host)?.[0] === 127 || isIPv6Loopback(host);
-}
+export { isLoopbackHost };
 
 /** A resolved metrics listen address, and whether it came from `project.edn`. */
 export interface MetricsListen {

@@ -1,7 +1,5 @@
-import { isIPv6 } from 'node:net';
 import { DEFAULT_NODE_LISTEN } from '@svc/core';
-import { parseIPv4 } from '../http/loopback.js';
-import { ListenAddressError } from '../management/listen-address.js';
+import { type NetworkListenNames, parseNetworkListenAddress, resolveNetworkListen } from '../http/network-listen.js';
 
 /** Where the node surface listens when neither `--listen`, `SVC_NODE_LISTEN` nor `:svc/node-listen` says otherwise: core's configuration table. */
 export { DEFAULT_NODE_LISTEN };
@@ -9,17 +7,14 @@ export { DEFAULT_NODE_LISTEN };
 /** The environment variable that overrides the node listen address, or turns the node surface of `svc serve` `off`. */
 export const NODE_LISTEN_ENV = 'SVC_NODE_LISTEN';
 
-const LABEL = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/i;
-
-function refuse(source: string, value: string, why: string): ListenAddressError {
-  return new ListenAddressError(
-    `${source} ${JSON.stringify(value)} is refused: ${why}; use HOST:PORT, e.g. ${DEFAULT_NODE_LISTEN}, 0.0.0.0:9091 or [::]:9091 (port 0 picks a free one)`,
-  );
-}
-
-function isHostName(host: string): boolean {
-  return host.length <= 253 && host.split('.').every((label) => LABEL.test(label));
-}
+const NODE_LISTEN_NAMES: NetworkListenNames = Object.freeze({
+  flag: '--listen',
+  env: NODE_LISTEN_ENV,
+  config: ':svc/node-listen',
+  default: DEFAULT_NODE_LISTEN,
+  offFrom: 'env',
+  what: 'the node surface of `svc serve`',
+});
 
 /**
  * Parses a node listen address `host:port`. Unlike the management API, the node surface may
@@ -35,32 +30,7 @@ function isHostName(host: string): boolean {
  * parseNodeListenAddress('127.1:9091'); // throws ListenAddressError
  */
 export function parseNodeListenAddress(value: string, source = 'node listen address'): { host: string; port: number } {
-  let host: string;
-  let portText: string;
-  if (value.startsWith('[')) {
-    const end = value.indexOf(']');
-    if (end < 0 || value[end + 1] !== ':') throw refuse(source, value, 'expected [IPv6]:PORT');
-    host = value.slice(1, end);
-    portText = value.slice(end + 2);
-    if (!isIPv6(host)) throw refuse(source, value, `${JSON.stringify(host)} is not an IPv6 address`);
-  } else {
-    const colon = value.lastIndexOf(':');
-    if (colon < 0) throw refuse(source, value, 'expected HOST:PORT');
-    host = value.slice(0, colon);
-    portText = value.slice(colon + 1);
-    if (host.includes(':')) throw refuse(source, value, 'an IPv6 address must be written in brackets');
-    if (host === '') throw refuse(source, value, 'the host is empty (name the address to bind, 0.0.0.0 for every interface)');
-    if (parseIPv4(host) === null) {
-      if (/^[0-9.]+$/.test(host) || /^0x/i.test(host))
-        throw refuse(source, value, `${JSON.stringify(host)} is not a dotted-quad IPv4 address`);
-      if (!isHostName(host)) throw refuse(source, value, `${JSON.stringify(host)} is not a host name or an IP address`);
-      host = host.toLowerCase();
-    }
-  }
-  if (!/^\d{1,5}$/.test(portText) || Number(portText) > 65535) {
-    throw refuse(source, value, `the port ${JSON.stringify(portText)} is not a number from 0 to 65535`);
-  }
-  return { host, port: Number(portText) };
+  return parseNetworkListenAddress(value, source, DEFAULT_NODE_LISTEN);
 }
 
 /**
@@ -79,19 +49,5 @@ export function resolveNodeListen(opts: {
   env?: string | undefined;
   config?: string | null | undefined;
 }): { host: string; port: number } | 'off' {
-  const { flag, env, config } = opts;
-  if (flag !== undefined) {
-    if (flag.trim().toLowerCase() === 'off') {
-      throw new ListenAddressError(
-        `--listen "${flag}" is refused: the flag takes HOST:PORT; to disable the node surface of \`svc serve\` set ${NODE_LISTEN_ENV}=off instead`,
-      );
-    }
-    return parseNodeListenAddress(flag, '--listen');
-  }
-  if (env !== undefined && env !== '') {
-    if (env.trim().toLowerCase() === 'off') return 'off';
-    return parseNodeListenAddress(env, NODE_LISTEN_ENV);
-  }
-  if (config !== undefined && config !== null && config !== '') return parseNodeListenAddress(config, ':svc/node-listen');
-  return parseNodeListenAddress(DEFAULT_NODE_LISTEN, 'default node listen address');
+  return resolveNetworkListen(opts, NODE_LISTEN_NAMES);
 }

@@ -1,0 +1,188 @@
+// `node --import tsx bench/ab.ts <TREE> <TREE> ...`: compares built checkouts of svc auth by
+// what a request COSTS the server, not by how many it answers. Throughput on this 2-core VM
+// drifts more from one second to the next than a refactor changes it, so throughput A/B runs
+// settle nothing; the CPU time the server process spends per request (all its threads, and its
+// main thread alone, from /proc) moves far less with the machine's load. Each tree runs its own
+// installed `svc auth serve` on a project its own CLI made; the trees take turns, PAIRS times,
+// in alternating order. Figures go to bench/results/ab.json.
+import { execFileSync } from 'node:child_process';
+import { type KeyObject, sign } from 'node:crypto';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { basename, join } from 'node:path';
+import autocannon from 'autocannon';
+import { type Device, login, type Proc, root, setupProject, start, started, stop } from './harness.js';
+
+const PAIRS = Math.max(1, Number(process.env.AB_PAIRS ?? 3));
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
+const BEARER_REQUESTS = Number(process.env.AB_BEARER_REQUESTS ?? 40_000);
+const LOGINS = Number(process.env.AB_LOGINS ?? 3_000);
+const ROTATIONS = Number(process.env.AB_ROTATIONS ?? 10_000);
+const TICK_US = 1e6 / Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim());
+
+/** utime + stime of a /proc stat line, in microseconds (fields 14 and 15; the name in field 2 may hold spaces). */
+function cpuMicros(statFile: string): number {
+  const text = readFileSync(statFile, 'utf8');
+  const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * TICK_US;
+}
+
+interface Cost {
+  /** Server CPU microseconds per request, every thread. */
+  all: number;
+  /** Server CPU microseconds per request, the main (event-loop) thread only. */
+  main: number;
+  rps: number;
+}
+
+/** Runs `load` against `server` and divides the server's CPU time by the requests it answered. */
+async function costOf(server: Proc, load: () => Promise<autocannon.Result>, perUnit = 1): Promise<Cost> {
+  const pid = server.child.pid as number;
+  const all0 = cpuMicros(`/proc/${pid}/stat`);
+  const main0 = cpuMicros(`/proc/${pid}/task/${pid}/stat`);
+  const result = await load();
+  const all1 = cpuMicros(`/proc/${pid}/stat`);
+  const main1 = cpuMicros(`/proc/${pid}/task/${pid}/stat`);
+  if (result.errors > 0 || result.non2xx > 0) throw new Error(`${result.errors} errors, ${result.non2xx} non-2xx`);
+  const units = result.requests.total / perUnit;
+  return { all: (all1 - all0) / units, main: (main1 - main0) / units, rps: result.requests.average / perUnit };
+}
+
+const run = (opts: autocannon.Options) => autocannon({ connections: CONNECTIONS, ...opts });
+
+async function bearer(server: Proc, token: string): Promise<Cost> {
+  return costOf(server, () =>
+    run({ url: `${server.url}/v1/auth/me`, headers: { authorization: `Bearer ${token}` }, amount: BEARER_REQUESTS }),
+  );
+}
+
+async function logins(server: Proc, devices: readonly Device[]): Promise<Cost> {
+  let n = 0;
+  const json = { 'content-type': 'application/json' };
+  return costOf(
+    server,
+    () =>
+      run({
+        url: server.url,
+        amount: LOGINS * 2,
+        requests: [
+          {
+            method: 'POST',
+            path: '/v1/auth/challenges',
+            headers: json,
+            setupRequest: (req, ctx: object) => {
+              const d = devices[n++ % devices.length] as Device;
+              (ctx as Record<string, unknown>).key = d.key;
+              return { ...req, body: JSON.stringify({ public_key: d.pub }) };
+            },
+            onResponse: (status, body, ctx: object) => {
+              if (status === 201) Object.assign(ctx, JSON.parse(body));
+            },
+          },
+          {
+            method: 'POST',
+            path: '/v1/auth/sessions',
+            headers: json,
+            setupRequest: (req, ctx: object) => {
+              const c = ctx as { challenge_id: string; challenge: string; key: KeyObject };
+              const signature = sign(null, Buffer.from(c.challenge), c.key).toString('hex');
+              return { ...req, body: JSON.stringify({ challenge_id: c.challenge_id, signature }) };
+            },
+          },
+        ],
+      }),
+    2,
+  );
+}
+
+async function rotations(server: Proc, devices: readonly Device[]): Promise<Cost> {
+  const chains: string[] = [];
+  for (let i = 0; i < CONNECTIONS * 2; i++) {
+    const d = devices[i % devices.length] as Device;
+    chains.push((await login(server.url, d.key, d.pub)).refresh_token);
+  }
+  const rotation: autocannon.Request = {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    setupRequest: (req, ctx: object) => {
+      const c = ctx as { rt?: string | undefined };
+      c.rt ??= chains.pop();
+      return { ...req, body: JSON.stringify({ refresh_token: c.rt }) };
+    },
+    onResponse: (status, body, ctx: object) => {
+      if (status === 200) (ctx as { rt?: string | undefined }).rt = (JSON.parse(body) as { refresh_token: string }).refresh_token;
+    },
+  };
+  // One long request list per connection: a chain lives as long as the list (see bench/run.ts).
+  return costOf(server, () =>
+    run({ url: `${server.url}/v1/auth/refresh`, amount: ROTATIONS, requests: Array.from({ length: ROTATIONS }, () => rotation) }),
+  );
+}
+
+interface Tree {
+  readonly dir: string;
+  readonly name: string;
+  server: Proc;
+  devices: Device[];
+  token: string;
+}
+
+const median = (xs: readonly number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1] as number;
+
+async function main(): Promise<void> {
+  const dirs = process.argv.slice(2);
+  if (dirs.length < 2) throw new Error('usage: node --import tsx bench/ab.ts <TREE> <TREE> [...] (built checkouts of svc auth)');
+  const work = mkdtempSync(join(tmpdir(), 'svc-ab-'));
+  const trees: Tree[] = [];
+  const figures: Record<string, Record<string, Cost[]>> = {};
+  try {
+    for (const [i, dir] of dirs.entries()) {
+      const bin = join(dir, 'node_modules/.bin/svc');
+      const project = join(work, `tree${i}`);
+      const { devices } = setupProject(project, 'sqlite', '', bin);
+      const server = await start([bin, 'auth', 'serve', '--listen', '127.0.0.1:0', project], /listening on (http:\/\/\S+)/);
+      const first = devices[0] as Device;
+      const token = (await login(server.url, first.key, first.pub)).access_token;
+      const name = `${i}:${basename(dir)}@${execFileSync('git', ['-C', dir, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim()}`;
+      trees.push({ dir, name, server, devices, token });
+      figures[name] = { bearer: [], logins: [], rotations: [] };
+      // Warm-up: the hot paths compiled, the checkpoint thread (if any) started.
+      await run({ url: `${server.url}/v1/auth/me`, headers: { authorization: `Bearer ${token}` }, duration: 2 });
+      await logins(server, devices);
+    }
+    for (let p = 0; p < PAIRS; p++) {
+      const order = p % 2 === 0 ? trees : [...trees].reverse();
+      for (const t of order) {
+        const f = figures[t.name] as Record<string, Cost[]>;
+        f.bearer?.push(await bearer(t.server, t.token));
+        f.logins?.push(await logins(t.server, t.devices));
+        f.rotations?.push(await rotations(t.server, t.devices));
+        const last = (k: string) => f[k]?.at(-1) as Cost;
+        console.log(
+          `pair ${p + 1} ${t.name}: ` +
+            ['bearer', 'logins', 'rotations']
+              .map((k) => `${k} ${last(k).all.toFixed(0)} µs (main ${last(k).main.toFixed(0)}) ${last(k).rps.toFixed(0)}/s`)
+              .join(', '),
+        );
+      }
+    }
+  } finally {
+    for (const t of trees) await stop(t.server).catch(() => undefined);
+    for (const child of started) if (child.exitCode === null) child.kill('SIGKILL');
+    rmSync(work, { recursive: true, force: true });
+  }
+  console.log('\nserver CPU per operation, medians of the pairs (all threads / main thread), and throughput:');
+  for (const [name, f] of Object.entries(figures)) {
+    const line = Object.entries(f)
+      .map(
+        ([k, costs]) =>
+          `${k} ${median(costs.map((c) => c.all)).toFixed(0)} / ${median(costs.map((c) => c.main)).toFixed(0)} µs, ${median(costs.map((c) => c.rps)).toFixed(0)}/s`,
+      )
+      .join('; ');
+    console.log(`  ${name}: ${line}`);
+  }
+  mkdirSync(join(root, 'bench/results'), { recursive: true });
+  writeFileSync(join(root, 'bench/results/ab.json'), `${JSON.stringify({ pairs: PAIRS, connections: CONNECTIONS, figures }, null, 2)}\n`);
+}
+
+await main();

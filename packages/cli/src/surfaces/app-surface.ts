@@ -1,0 +1,211 @@
+import { createHash, createPrivateKey, X509Certificate } from 'node:crypto';
+import { readFileSync, statSync } from 'node:fs';
+import type { Server as HttpsServer } from 'node:https';
+import { isAbsolute, resolve } from 'node:path';
+import { createSecureContext } from 'node:tls';
+import type { AppTlsConfig } from '@svc/core';
+import { buildGatewayApp, cleartextExposed, instrumentStore, resolveAppListen, type ServiceMetrics } from '@svc/server';
+import type { Logger } from 'pino';
+import { CliError } from '../cli-error.js';
+import { listenRefusal } from '../listen.js';
+import type { Project } from '../project.js';
+import { appAttachment } from './app-attach.js';
+import { listenOn } from './listen-on.js';
+import type { Surface } from './surface.js';
+
+/**
+ * The application gateway's address: `--app-listen` beats `SVC_APP_LISTEN`, which beats
+ * `:svc/app-listen` of `project.edn`, which beats `127.0.0.1:8080`; `'off'` when any of them
+ * says `off`. A malformed address is an error before anything binds: exit 2 when it came from
+ * the flag, 1 otherwise.
+ *
+ * @example
+ * const listen = appListen(args.values['app-listen'], project, 'svc serve');
+ */
+export function appListen(flag: string | undefined, project: Project, command: string): { host: string; port: number } | 'off' {
+  try {
+    return resolveAppListen({ flag, env: process.env.SVC_APP_LISTEN, config: project.config.app.listen });
+  } catch (error) {
+    throw listenRefusal(error, command, flag !== undefined);
+  }
+}
+
+/** A certificate and key pair read from the `:svc/app-tls` files, checked to belong together. */
+export interface AppTlsPair {
+  readonly cert: Buffer;
+  readonly key: Buffer;
+  /** The SHA-256 fingerprint of the leaf certificate (`AB:CD:...`), as `openssl x509 -fingerprint -sha256` prints it. */
+  readonly fingerprint: string;
+  /** When the leaf certificate expires (its `notAfter`). */
+  readonly validTo: string;
+}
+
+/**
+ * Reads the `:svc/app-tls` certificate chain and private key (relative paths from the project
+ * directory) and checks that they make a usable pair (`tls.createSecureContext` accepts them:
+ * PEM, a key that matches the certificate). Called at start and on every SIGHUP.
+ *
+ * @throws {CliError} one line naming the file and what is wrong with it.
+ * @example
+ * const pair = readAppTls(project.config.app.tls, project.dir);
+ */
+export function readAppTls(tls: AppTlsConfig, projectDir: string): AppTlsPair {
+  const path = (p: string) => (isAbsolute(p) ? p : resolve(projectDir, p));
+  const read = (p: string, what: string) => {
+    try {
+      return readFileSync(path(p));
+    } catch (error) {
+      throw new CliError(`cannot read the ${what} ${path(p)} of :svc/app-tls: ${(error as Error).message}`, { cause: error });
+    }
+  };
+  const cert = read(tls.cert, 'certificate');
+  const key = read(tls.key, 'private key');
+  let leaf: X509Certificate;
+  try {
+    leaf = new X509Certificate(cert);
+    createSecureContext({ cert, key });
+  } catch (error) {
+    throw new CliError(
+      `the :svc/app-tls pair ${path(tls.cert)} and ${path(tls.key)} is not usable: ${(error as Error).message}; give a PEM certificate chain and its PEM private key`,
+      { cause: error },
+    );
+  }
+  if (!leaf.checkPrivateKey(createPrivateKey(key))) {
+    throw new CliError(`the :svc/app-tls private key ${path(tls.key)} does not belong to the certificate ${path(tls.cert)}`);
+  }
+  return { cert, key, fingerprint: leaf.fingerprint256, validTo: leaf.validTo };
+}
+
+/** Whether a file others can read holds the TLS private key (warned about, not refused: containers mount secrets 0644). */
+function othersCanRead(path: string): boolean {
+  try {
+    return (statSync(path).mode & 0o077) !== 0;
+  } catch {
+    return false;
+  }
+}
+
+/** The digest that names a pair in the log without showing the key. */
+function pairLogFields(pair: AppTlsPair): Record<string, string> {
+  return {
+    cert_sha256: pair.fingerprint,
+    valid_to: pair.validTo,
+    key_digest: createHash('sha256').update(pair.key).digest('hex').slice(0, 12),
+  };
+}
+
+const CLEARTEXT_WARNING =
+  'the application gateway listens on a network address over plain HTTP: application bearer tokens and refresh tokens travel in clear text. Set :svc/app-tls {:cert "..." :key "..."} in project.edn, or put a TLS-terminating proxy in front and name it in :svc/app-trusted-proxies';
+
+/**
+ * Installs the SIGHUP handler that reloads the TLS pair: re-reads the files, checks the pair,
+ * and swaps it in with `server.setSecureContext` for new connections. A bad new pair is
+ * logged and the old one stays. Returns the function that removes the handler.
+ */
+function reloadTlsOnSighup(server: HttpsServer, tls: AppTlsConfig, projectDir: string, log: Logger): () => void {
+  const onHup = () => {
+    let pair: AppTlsPair;
+    try {
+      pair = readAppTls(tls, projectDir);
+    } catch (error) {
+      log.error(
+        { event: 'app.tls_reload_failed', err: { message: (error as Error).message } },
+        'SIGHUP: the new TLS certificate and key were not loaded; still serving the previous pair',
+      );
+      return;
+    }
+    try {
+      server.setSecureContext({ cert: pair.cert, key: pair.key });
+    } catch (error) {
+      log.error(
+        { event: 'app.tls_reload_failed', err: { message: (error as Error).message } },
+        'SIGHUP: the new TLS pair was refused; still serving the previous one',
+      );
+      return;
+    }
+    log.info({ event: 'app.tls_reloaded', ...pairLogFields(pair) }, 'SIGHUP: application gateway TLS certificate reloaded');
+  };
+  process.on('SIGHUP', onHup);
+  return () => {
+    process.off('SIGHUP', onHup);
+  };
+}
+
+/**
+ * The application gateway as a surface of the foreground service: the gateway of
+ * `buildGatewayApp` with the route policy, trusted proxies and TLS of `project.edn`, and what
+ * {@link appAttachment} attaches behind it. It may bind a network address; plain HTTP on one,
+ * with neither `:svc/app-tls` nor `:svc/app-trusted-proxies`, gets a loud warning on stderr and
+ * in the log. With TLS, SIGHUP reloads the certificate and key (a bad new pair keeps the old).
+ *
+ * @example
+ * const running = await appSurface({ host: '0.0.0.0', port: 8443 }, { flag: '--app-listen' }).start(ctx);
+ */
+export function appSurface(
+  listen: { readonly host: string; readonly port: number },
+  opts: { readonly flag: string; readonly metrics?: ServiceMetrics | undefined },
+): Surface {
+  return {
+    name: 'application gateway',
+    async start(ctx) {
+      const { project, deps: base, log } = ctx;
+      const config = project.config.app;
+      const metrics = opts.metrics;
+      const deps = metrics === undefined ? base : { ...base, store: instrumentStore(base.store, metrics) };
+      const pair = config.tls === null ? null : readAppTls(config.tls, project.dir);
+      if (config.tls !== null && othersCanRead(isAbsolute(config.tls.key) ? config.tls.key : resolve(project.dir, config.tls.key))) {
+        log.warn(
+          { event: 'app.tls_key_readable', key: config.tls.key },
+          'the TLS private key of :svc/app-tls is readable by others; chmod 600 it',
+        );
+      }
+      const attachment = await appAttachment(ctx);
+      const app = await buildGatewayApp({
+        deps,
+        logger: log,
+        ...(metrics === undefined ? {} : { metrics }),
+        policy: { publicPaths: config.publicPaths, identityHeaders: config.identityHeaders, requirements: config.requirements },
+        trustedProxies: config.trustedProxies,
+        ...(pair === null ? {} : { https: { cert: pair.cert, key: pair.key } }),
+        ...(attachment.jwks === undefined ? {} : { jwks: attachment.jwks }),
+        ...(attachment.attach === undefined ? {} : { attach: attachment.attach }),
+      });
+      let url: string;
+      try {
+        url = await listenOn(app, listen, {
+          what: 'the application gateway',
+          flag: opts.flag,
+          env: 'SVC_APP_LISTEN',
+          scheme: pair === null ? 'http' : 'https',
+        });
+      } catch (error) {
+        await attachment.close?.().catch(() => undefined);
+        throw error;
+      }
+      const stopReload =
+        config.tls === null ? () => undefined : reloadTlsOnSighup(app.server as unknown as HttpsServer, config.tls, project.dir, log);
+      if (pair !== null) log.info({ event: 'app.tls_loaded', ...pairLogFields(pair) }, 'application gateway TLS certificate loaded');
+      if (cleartextExposed(listen.host, { tls: pair !== null, trustedProxies: config.trustedProxies })) {
+        process.stderr.write(`svc: WARNING: ${CLEARTEXT_WARNING} (${url})\n`);
+        log.warn({ event: 'app_gateway_cleartext', url }, CLEARTEXT_WARNING);
+      }
+      log.info(
+        {
+          event: 'listening',
+          surface: 'application',
+          url,
+          mode: config.upstream !== null ? 'upstream' : attachment.attach ? 'modules' : 'none',
+        },
+        'application gateway listening',
+      );
+      return {
+        readyLine: `svc: application gateway listening on ${url}`,
+        async close() {
+          stopReload();
+          await app.close();
+          await attachment.close?.();
+        },
+      };
+    },
+  };
+}

@@ -1,0 +1,127 @@
+import { createPrivateKey, type KeyObject, randomBytes, sign } from 'node:crypto';
+import {
+  ASSERTION_TYP,
+  type AssertionKeySetJson,
+  type AssertionPublicJwk,
+  assertionClaims,
+  assertionHtu,
+  assertionSigningKey,
+  type Clock,
+  type Principal,
+  publishedAssertionKeys,
+  type RandomBytes,
+} from '@svc/core';
+import type { UpstreamIdentityHeaders } from './options.js';
+
+/**
+ * What the signer reads of the request the gateway received: a Fastify request fits as it is
+ * (`protocol` and `host` honour `X-Forwarded-*` only from trusted proxies).
+ */
+export interface AssertionRequest {
+  readonly method: string;
+  /** `http` or `https`. */
+  readonly protocol: string;
+  /** The `Host` (with its port, if any). */
+  readonly host: string | undefined;
+  /** The request target as received (path and query). */
+  readonly url: string;
+}
+
+/** Signs `Svc-Assertion`s and publishes the keys that verify them. */
+export interface AssertionSigner {
+  /**
+   * The compact JWS for `principal` on `request` (EdDSA, `typ` `svc-assertion+jwt`, `kid`),
+   * bound to the request's method and `scheme://host/path`. Synchronous: it runs once per
+   * proxied request, inside the header hook.
+   *
+   * @throws {TypeError} for a request without a usable `Host`; {@link Error} when no key signs now.
+   */
+  sign(principal: Principal, request: AssertionRequest): string;
+  /** The JWK Set of `GET /.svc/jwks.json`: every key published now (the next one before it signs, the previous one during its overlap). */
+  jwks(): { readonly keys: readonly AssertionPublicJwk[] };
+}
+
+/** Options of {@link createAssertionSigner}. */
+export interface AssertionSignerOptions {
+  /** The key set as it is now (re-read by the caller when the file changes). */
+  readonly keys: () => AssertionKeySetJson;
+  /** The `iss`: the node id (a function, since `svc node rotate-key` changes it under a running node). */
+  readonly issuer: string | (() => string);
+  /** The `aud`: `:svc/app-audience`, default the upstream's origin. */
+  readonly audience: string;
+  readonly clock: Clock;
+  /** Randomness for `jti`; default node:crypto's. */
+  readonly random?: RandomBytes;
+}
+
+const b64url = (text: string): string => Buffer.from(text).toString('base64url');
+
+/**
+ * An {@link AssertionSigner} over a key set: at every `sign` the key set's rules (core) pick the
+ * key that signs at the clock's now, so a rotation switches keys at its time without a restart.
+ * Signing is node:crypto's Ed25519 (synchronous; see docs/assertion.md for its cost per request).
+ *
+ * @example
+ * const signer = createAssertionSigner({ keys: () => set, issuer: nodeId, audience: 'http://127.0.0.1:3000', clock: { now: Date.now } });
+ * headers['svc-assertion'] = signer.sign(request.principal, request);
+ */
+export function createAssertionSigner(opts: AssertionSignerOptions): AssertionSigner {
+  const random = opts.random ?? randomBytes;
+  const issuer = typeof opts.issuer === 'string' ? () => opts.issuer as string : opts.issuer;
+  // One private KeyObject and one encoded header per key id: parsing a key per request would cost more than signing.
+  const prepared = new Map<string, { readonly key: KeyObject; readonly header: string }>();
+  const prepare = (kid: string, x: string, d: string) => {
+    let p = prepared.get(kid);
+    if (p === undefined) {
+      if (prepared.size >= 4) prepared.clear(); // keys rotated out (rare): drop their private halves
+      p = {
+        key: createPrivateKey({ key: { kty: 'OKP', crv: 'Ed25519', x, d }, format: 'jwk' }),
+        header: b64url(JSON.stringify({ alg: 'EdDSA', typ: ASSERTION_TYP, kid })),
+      };
+      prepared.set(kid, p);
+    }
+    return p;
+  };
+  return {
+    sign(principal, request) {
+      const now = opts.clock.now();
+      const key = assertionSigningKey(opts.keys(), now);
+      if (key === null || key.d === null) throw new Error('no assertion key signs now; run `svc app rotate-key`');
+      const { key: privateKey, header } = prepare(key.kid, key.x, key.d);
+      const claims = assertionClaims(principal, {
+        issuer: issuer(),
+        audience: opts.audience,
+        now,
+        jti: Buffer.from(random(16)).toString('base64url'),
+        method: request.method,
+        htu: assertionHtu(request.protocol, request.host, request.url),
+      });
+      const input = `${header}.${b64url(JSON.stringify(claims))}`;
+      return `${input}.${sign(null, Buffer.from(input), privateKey).toString('base64url')}`;
+    },
+    jwks() {
+      return { keys: publishedAssertionKeys(opts.keys(), opts.clock.now()) };
+    },
+  };
+}
+
+/**
+ * The contract's identity headers of upstream mode for a request (a ready
+ * `UpstreamAttachOptions.identityHeaders`): `Svc-Subject`, `Svc-Realm`, `Svc-Session`,
+ * `Svc-Device` and the signed `Svc-Assertion`; none on a public path (no principal).
+ *
+ * @example
+ * const attach = upstreamAttach({ upstream: new URL(app.upstream), identityHeaders: svcIdentityHeaders(signer) });
+ */
+export function svcIdentityHeaders(signer: AssertionSigner): UpstreamIdentityHeaders {
+  return (req, principal) => {
+    if (principal === null) return {};
+    return {
+      'svc-subject': principal.subject,
+      'svc-realm': principal.realm,
+      'svc-session': principal.session,
+      'svc-device': principal.device,
+      'svc-assertion': signer.sign(principal, req),
+    };
+  };
+}
