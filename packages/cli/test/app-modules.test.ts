@@ -13,7 +13,7 @@ import { bundledSqliteAddon } from '../src/bundled-addons.js';
 import { CliError } from '../src/cli-error.js';
 import { dependenciesDir, makeDeps, openControlStore, packagesDirOf } from '../src/control.js';
 import { loadProject } from '../src/project.js';
-import { initProject, svc, tempDir } from './helpers.js';
+import { cleanEnv, initProject, startUntilReady, svc, tempDir } from './helpers.js';
 
 // Application modules go through the same verified path as the store addon: pinned by the
 // SHA-256 of their archive, installed files, dependencies and manifest checked before any of
@@ -43,6 +43,7 @@ function writeProjectEdn(
   writeFileSync(
     join(dir, 'project.edn'),
     `{:svc/project "demo"
+ :svc/app-public ["/public/*"]
  :svc/packages {"svc-store-sqlite" {:version "${sqlite.version}" :sha256 "${sqlite.sha256}"}
                 ${pins}}
  :svc/modules  {:store {:package "svc-store-sqlite" :activate [:svc/store]}
@@ -120,6 +121,32 @@ describe('application modules load only through the verified path', () => {
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stdout, /serve it behind the application gateway with \{:package "good-app" :activate \[:svc\/app\]\}/);
     assert.match(readFileSync(join(dir, 'project.edn'), 'utf8'), new RegExp(`"good-app" \\{:version "1\\.0\\.0" :sha256 "${p.sha256}"\\}`));
+  });
+
+  test('svc app serve serves an installed application module after identity; a tampered one stops it in one line', async () => {
+    const good = await install('good-app');
+    writeProjectEdn(dir, [{ ...good, alias: 'web' }]);
+    const s = await startUntilReady(
+      ['app', 'serve', '--app-listen', '127.0.0.1:0', dir],
+      (out) => /svc: application gateway listening on (http:\/\/\S+)\n/.exec(out)?.[1] ?? null,
+      { env: cleanEnv() },
+    );
+    try {
+      const pub = await fetch(`${s.ready}/public/hello`, { headers: { 'svc-subject': 'forged-admin' } });
+      assert.equal(pub.status, 200);
+      assert.deepEqual(await pub.json(), { principal: null });
+      assert.equal((await fetch(`${s.ready}/hello`, { headers: { 'svc-subject': 'forged-admin' } })).status, 401);
+    } finally {
+      assert.equal(await s.stop('SIGTERM'), 0);
+    }
+    const entry = join(dir, '.svc', 'packages', 'good-app@1.0.0', 'index.js');
+    writeFileSync(entry, `${readFileSync(entry, 'utf8')}\n// edited\n`);
+    const r = await svc(['app', 'serve', '--app-listen', '127.0.0.1:0', dir], { env: cleanEnv() });
+    assert.equal(r.code, 1);
+    assert.match(
+      r.stderr,
+      /^svc app serve: application package good-app@1\.0\.0 failed verification \(installed_files\): index\.js was edited since install; .*\(no application module was loaded\)\n$/,
+    );
   });
 
   test('an installed application file edited after install is refused before any of its code runs', async () => {
