@@ -55,7 +55,11 @@ export function isSkipOverride(plugin: unknown): boolean {
  * `close`, `error`, TLS session events) stay free. Idempotent.
  *
  * Node's own internals are strict-mode code, so a refused change throws rather than failing
- * silently; Node never changes these listeners after the server is built.
+ * silently; Node never changes these listeners after the server is built. This complements the
+ * header hygiene's own seal (which dispatches `request`, `checkContinue`, `checkExpectation`
+ * and `connect` only to the listeners present before the attach): it also covers the
+ * connection events, whose listeners could write a response onto the socket before any request
+ * is parsed, and makes every attempt fail loudly instead of being ignored.
  *
  * @example
  * sealServerEvents(app.server);
