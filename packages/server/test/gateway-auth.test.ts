@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import type { IncomingMessage } from 'node:http';
 import { after, before, describe, test } from 'node:test';
+import type { FastifyInstance } from 'fastify';
 import { registeredRoutes } from '../src/http/route-registry.js';
 import { INSUFFICIENT_SCOPE_CHALLENGE, NODE_ROUTES } from '../src/index.js';
 import { networkAddress } from './hardening/surfaces.js';
@@ -367,6 +368,37 @@ describe('the reserved prefix and the principal', () => {
         }),
         TypeError,
       );
+    } finally {
+      await h.close();
+    }
+  });
+
+  test("an attach's hooks, even from a plugin that skips encapsulation (fastify-plugin), run after identity", async () => {
+    const seen: (string | null)[] = [];
+    const lifted = Object.assign(
+      async (scope: FastifyInstance) => {
+        scope.addHook('onRequest', async (req) => {
+          const d = Object.getOwnPropertyDescriptor(req, 'principal');
+          seen.push(d?.configurable === false ? ((d.value as { subject?: string } | null)?.subject ?? null) : 'not yet settled');
+        });
+      },
+      { [Symbol.for('skip-override')]: true },
+    );
+    const h = await startGatewayHarness({
+      attach: async (app) => {
+        await app.register(lifted);
+        await echoAttach(app);
+      },
+    });
+    try {
+      const user = await applicationUser(h);
+      assert.equal((await gatewayApi(h, 'GET', '/app/x')).status, 401);
+      assert.equal((await gatewayApi(h, 'GET', '/app/x', { token: user.pair.access_token })).status, 200);
+      assert.equal((await gatewayApi(h, 'GET', '/public/x')).status, 200);
+      assert.equal((await gatewayApi(h, 'POST', '/.svc/auth/v1/challenges', { body: { public_key: 'ab' } })).status, 400);
+      assert.equal(seen.length, 2, 'the refused request and the reserved route never reached it');
+      assert.match(seen[0] ?? '', /^sub_/);
+      assert.equal(seen[1], null);
     } finally {
       await h.close();
     }

@@ -180,6 +180,13 @@ describe('trailers and metrics', () => {
         const text = await metrics.registry.metrics();
         assert.match(text, /surface="application"[^\n]*status="200"/);
         assert.match(text, /surface="application",code="invalid_token"/);
+        const smuggled = await rawRequest(g.port, { target: '/public/../x' });
+        assert.equal(smuggled.status, 400);
+        assert.match(
+          await metrics.registry.metrics(),
+          /surface="application",code="invalid_request"/,
+          'refusals before Fastify are counted too',
+        );
       } finally {
         await g.app.close();
       }

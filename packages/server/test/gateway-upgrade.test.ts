@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
-import type { IncomingMessage } from 'node:http';
-import { connect } from 'node:net';
+import { type IncomingMessage, ServerResponse } from 'node:http';
+import { connect, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
 import type { Principal } from '@svc/core';
@@ -106,5 +106,51 @@ describe('websocket upgrades go through the same identity step', () => {
     assert.match(await upgrade('/.svc/ws', `Authorization: Bearer ${user.pair.access_token}\r\n`), /^HTTP\/1\.1 404 /);
     assert.match(await upgrade('/public/../ws'), /^HTTP\/1\.1 400 /);
     assert.equal(seen.length, before);
+  });
+});
+
+describe('an upgrade routed through Fastify by its listener (as @fastify/http-proxy does for websockets)', () => {
+  test('the route sees the principal the upgrade gate settled, without a second authentication, and without the token', async () => {
+    const h = await startGatewayHarness({
+      attach: async (app) => {
+        app.get('/ws', async (req) => ({
+          principal: req.principal,
+          authorization: req.headers.authorization ?? null,
+          upgrade: req.headers.upgrade ?? null,
+        }));
+        app.server.on('upgrade', (raw: IncomingMessage, socket: Duplex) => {
+          const res = new ServerResponse(raw);
+          res.assignSocket(socket as Socket);
+          res.shouldKeepAlive = false;
+          res.on('finish', () => socket.destroy());
+          app.routing(raw, res);
+        });
+      },
+    });
+    try {
+      const user = await applicationUser(h);
+      const send = (headers: string) =>
+        new Promise<string>((resolve, reject) => {
+          const socket = connect(h.gatewayPort, '127.0.0.1', () =>
+            socket.write(`GET /ws HTTP/1.1\r\nHost: 127.0.0.1\r\n${UPGRADE}${headers}\r\n`),
+          );
+          let text = '';
+          socket.on('data', (c) => {
+            text += c.toString('utf8');
+            if (text.includes('}')) socket.destroy();
+          });
+          socket.on('close', () => resolve(text));
+          socket.on('error', reject);
+        });
+      const ok = await send(`Authorization: Bearer ${user.pair.access_token}\r\n`);
+      assert.match(ok, /^HTTP\/1\.1 200 /);
+      const body = JSON.parse(ok.slice(ok.indexOf('{'), ok.lastIndexOf('}') + 1));
+      assert.equal(body.principal.session, user.pair.session_id);
+      assert.equal(body.authorization, null);
+      assert.equal(body.upgrade, 'websocket');
+      assert.match(await send(''), /^HTTP\/1\.1 401 /, 'refused by the gate before the listener');
+    } finally {
+      await h.close();
+    }
   });
 });

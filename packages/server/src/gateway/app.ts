@@ -20,7 +20,7 @@ import { serverOptions } from '../http/server-options.js';
 import { applicationPrincipal, decoratePrincipal } from '../management/route-options.js';
 import { sessionRoutes } from '../management/session-routes.js';
 import { signInRoutes } from '../management/sign-in-routes.js';
-import { instrumentHttp } from '../metrics/instrument-http.js';
+import { instrumentHttp, methodLabel, UNMATCHED_ROUTE } from '../metrics/instrument-http.js';
 import { installHeaderHygiene, removeHeaders, requestPath } from './hygiene.js';
 import type { GatewayAppOptions, GatewayPolicy } from './options.js';
 import { forwardedClientAddress, trustedPeerPredicate } from './trusted-proxies.js';
@@ -104,6 +104,15 @@ async function settleIdentity(deps: AuthDeps, policy: GatewayPolicy, input: Iden
   return { reserved: false, principal, removeAuthorization: ours };
 }
 
+/**
+ * The upgrades the gateway's own upgrade gate settled, with their principal. An `upgrade`
+ * listener may route the request through Fastify (as `@fastify/http-proxy` does for
+ * websockets): the identity hook then takes the principal settled here (the `Authorization`
+ * header is already gone) instead of authenticating twice. Only the gate writes it, so
+ * nothing else can make a raw request look settled.
+ */
+const settledUpgrades = new WeakMap<IncomingMessage, Principal | null>();
+
 /** Defines `principal` on `target` read-only and non-configurable: nothing that runs later can replace or redefine it. */
 function fixPrincipal(target: object, principal: Principal | null): void {
   Object.defineProperty(target, 'principal', { value: principal, writable: false, configurable: false, enumerable: true });
@@ -117,6 +126,10 @@ function fixPrincipal(target: object, principal: Principal | null): void {
  */
 function gatewayIdentity(deps: AuthDeps, policy: GatewayPolicy): onRequestAsyncHookHandler {
   return async (req) => {
+    if (settledUpgrades.has(req.raw)) {
+      fixPrincipal(req, settledUpgrades.get(req.raw) ?? null);
+      return;
+    }
     const outcome = await settleIdentity(deps, policy, {
       path: requestPath(req.raw),
       authorization: req.headers.authorization,
@@ -159,6 +172,7 @@ function upgradeIdentity(
     if (outcome.reserved) return new AuthError('not_found', 'no such route');
     if (outcome.removeAuthorization) removeHeaders(req, isAuthorization);
     fixPrincipal(req, outcome.principal);
+    settledUpgrades.set(req, outcome.principal);
     return null;
   };
 }
@@ -255,12 +269,27 @@ export async function buildGatewayApp(opts: GatewayAppOptions): Promise<FastifyI
   };
   // The https overload gives an https.Server-typed instance; the surface code is server-agnostic.
   const app = Fastify(options as typeof base) as unknown as FastifyInstance;
+  const metrics = opts.metrics;
   const hygiene = installHeaderHygiene(app.server as Server, identityHeaderPredicate(policy.identityHeaders), {
     upgradeGate: upgradeIdentity(deps, policy, trustedPeer),
+    // Refused before Fastify (smuggling, ambiguous paths, upgrades): counted like any other answer.
+    ...(metrics === undefined
+      ? {}
+      : {
+          onRefused: (req: IncomingMessage, refusal: AuthError) =>
+            metrics.observeRequest({
+              surface: 'application',
+              method: methodLabel(req.method),
+              route: UNMATCHED_ROUTE,
+              status: refusal.status,
+              seconds: 0,
+              code: refusal.code,
+            }),
+        }),
   });
   hardenSurface(app, { loopbackOnly: false, guardExempt: (req) => trustedPeer(req.socket.remoteAddress) });
   installConnectionLimits(app, opts.connectionLimits ?? APPLICATION_CONNECTION_LIMITS);
-  if (opts.metrics !== undefined) instrumentHttp(app, opts.metrics, 'application');
+  if (metrics !== undefined) instrumentHttp(app, metrics, 'application');
   decoratePrincipal(app);
   app.addHook('onRequest', gatewayIdentity(deps, policy));
 

@@ -160,9 +160,12 @@ export function installHeaderHygiene(
      * in the socket (Node leaves an upgraded socket neither flowing nor paused).
      */
     readonly upgradeGate?: (req: IncomingMessage) => Promise<AuthError | null>;
+    /** Told of every request refused here (Fastify never sees them), e.g. to count it in the metrics. */
+    readonly onRefused?: (req: IncomingMessage, refusal: AuthError) => void;
   } = {},
 ): HeaderHygiene {
   const gate = opts.upgradeGate;
+  const onRefused = opts.onRefused;
   const emit = server.emit as (this: Server, event: string | symbol, ...args: unknown[]) => boolean;
   /** After {@link HeaderHygiene.seal}: the only listeners of the events that carry a request before identity. */
   let sealed: ReadonlyMap<string, readonly Listener[]> | null = null;
@@ -194,6 +197,7 @@ export function installHeaderHygiene(
     const req = args[0] as IncomingMessage;
     const refusal = refusalOf(req);
     if (refusal !== null) {
+      onRefused?.(req, refusal);
       if (event === 'upgrade') refuseUpgrade(args[1] as Duplex, refusal);
       else refuseResponse(args[1] as ServerResponse, refusal);
       return true;
@@ -204,10 +208,16 @@ export function installHeaderHygiene(
       const socket = args[1] as Duplex;
       gate(req).then(
         (refused) => {
-          if (refused !== null) refuseUpgrade(socket, refused);
-          else if (!socket.destroyed) emit.call(this, event, ...args);
+          if (refused !== null) {
+            onRefused?.(req, refused);
+            refuseUpgrade(socket, refused);
+          } else if (!socket.destroyed) emit.call(this, event, ...args);
         },
-        (err: unknown) => refuseUpgrade(socket, internalError(err)),
+        (err: unknown) => {
+          const failure = internalError(err);
+          onRefused?.(req, failure);
+          refuseUpgrade(socket, failure);
+        },
       );
       return true;
     }

@@ -14,6 +14,16 @@ export const UNMATCHED_ROUTE = '(unmatched)';
 
 const KNOWN_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
 
+/**
+ * The method label of a request: one of the usual methods, or `OTHER` (labels stay a bounded set).
+ *
+ * @example
+ * methodLabel('PROPFIND'); // 'OTHER'
+ */
+export function methodLabel(method: string | undefined): string {
+  return method !== undefined && KNOWN_METHODS.has(method) ? method : 'OTHER';
+}
+
 function codeOf(payload: unknown): string | undefined {
   if (typeof payload !== 'string') return undefined;
   try {
@@ -46,7 +56,7 @@ export function instrumentHttp(app: FastifyInstance, metrics: ServiceMetrics, su
   app.addHook('onResponse', async (request, reply) => {
     metrics.observeRequest({
       surface,
-      method: KNOWN_METHODS.has(request.method) ? request.method : 'OTHER',
+      method: methodLabel(request.method),
       route: request.routeOptions.url ?? UNMATCHED_ROUTE,
       status: reply.statusCode,
       seconds: reply.elapsedTime / 1000,
