@@ -26,8 +26,14 @@ export class AddonVerificationError extends Error {
   /** `name@version` when known, else what the operator gave (an archive path or a spec). */
   readonly addon: string;
 
-  constructor(check: AddonCheck, addon: string, problem: string, remedy: string) {
-    super(`store addon ${addon} failed verification (${check}): ${problem}; ${remedy}`);
+  constructor(
+    check: AddonCheck,
+    addon: string,
+    problem: string,
+    remedy: string,
+    what: 'store addon' | 'application package' = 'store addon',
+  ) {
+    super(`${what} ${addon} failed verification (${check}): ${problem}; ${remedy}`);
     this.name = 'AddonVerificationError';
     this.check = check;
     this.addon = addon;

@@ -2,6 +2,7 @@ export * from './archive.js';
 export * from './build-store-addons.js';
 export * from './errors.js';
 export * from './install-addon.js';
+export * from './load-app-addon.js';
 export * from './load-store-addon.js';
 export * from './manifest.js';
 export * from './pack-addon.js';

@@ -10,8 +10,9 @@ export interface AddonManifest {
   name: string;
   /** The npm package version; equal to the archive's `package.json` version. */
   version: string;
-  exports: { 'svc/store'?: AddonExport };
-  /** The store operation set; must equal core's `STORE_OPERATIONS`. */
+  /** `svc/store` (a store addon) or `svc/app` (an application module's Fastify plugin), never both. */
+  exports: { 'svc/store'?: AddonExport; 'svc/app'?: AddonExport };
+  /** The store operation set; must equal core's `STORE_OPERATIONS` for a store, and be empty for an application package. */
   operations: string[];
   /** The native module the addon loads, or null for pure JavaScript. */
   native: { package: string; module: string } | null;
@@ -43,7 +44,9 @@ export type AddonExportKey = keyof AddonManifest['exports'];
  */
 export const TRUSTED_NATIVE_MODULES: Readonly<Record<string, string>> = Object.freeze({ 'better-sqlite3': 'better_sqlite3' });
 
-const EXPORT_KEYS: ReadonlySet<string> = new Set<AddonExportKey>(['svc/store']);
+const EXPORT_KEYS: ReadonlySet<string> = new Set<AddonExportKey>(['svc/store', 'svc/app']);
+/** Exports no package may declare: identity is svc's own (spec rule 1), providers need a signature this build cannot check. */
+const PRIVILEGED_EXPORT_KEYS: ReadonlySet<string> = new Set(['svc/auth', 'svc/auth-provider']);
 const TOP_KEYS = new Set(['schema', 'name', 'version', 'exports', 'operations', 'native', 'abi']);
 const ABI_KEYS = new Set(['store_contract', 'node_module_version', 'napi']);
 const IDENTIFIER = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
@@ -88,7 +91,8 @@ export function parseAddonManifest(text: string): { manifest: AddonManifest; pro
     problems.push('"exports" must be an object such as {"svc/store": {"entry": "./dist/index.js", "export": "svcStore"}}');
   else {
     for (const [key, value] of Object.entries(raw.exports)) {
-      if (!EXPORT_KEYS.has(key)) problems.push(`unknown export "${key}"; expected one of ${[...EXPORT_KEYS].join(', ')}`);
+      if (PRIVILEGED_EXPORT_KEYS.has(key)) problems.push(`it declares the privileged export "${key}", which no package may provide`);
+      else if (!EXPORT_KEYS.has(key)) problems.push(`unknown export "${key}"; expected one of ${[...EXPORT_KEYS].join(', ')}`);
       else if (!isRecord(value) || typeof value.entry !== 'string' || typeof value.export !== 'string') {
         problems.push(`export "${key}" must be {"entry": "./path.js", "export": "name"}`);
       } else {
@@ -98,6 +102,10 @@ export function parseAddonManifest(text: string): { manifest: AddonManifest; pro
         for (const k of Object.keys(value)) if (k !== 'entry' && k !== 'export') problems.push(`export "${key}": unknown key "${k}"`);
       }
     }
+  }
+
+  if (isRecord(raw.exports) && 'svc/store' in raw.exports && 'svc/app' in raw.exports) {
+    problems.push('an application package (svc/app) may not also export the privileged "svc/store"');
   }
 
   if (!Array.isArray(raw.operations) || !raw.operations.every((o) => typeof o === 'string')) {

@@ -159,8 +159,9 @@ function listed(problems: readonly string[]): string {
 export async function verifyAddon(opts: VerifyAddonOptions): Promise<VerifiedAddon> {
   const { name, pin } = opts;
   const label = `${name}@${pin.version}`;
+  const isApp = opts.exportName === 'svc/app';
   const fail: (check: AddonCheck, problem: string, remedy: string) => never = (check, problem, remedy) => {
-    throw new AddonVerificationError(check, label, problem, remedy);
+    throw new AddonVerificationError(check, label, problem, remedy, isApp ? 'application package' : 'store addon');
   };
   const installCmd = (source: string, sha: string) => `\`svc package install ${source} --sha256 ${sha} <PROJECT>\``;
   if (!isSafePackageName(name) || !isSafeVersion(pin.version)) {
@@ -255,8 +256,11 @@ export async function verifyAddon(opts: VerifyAddonOptions): Promise<VerifiedAdd
     );
   }
 
+  if (isApp && manifest.operations.length > 0) {
+    fail('operation_set', 'an application package implements no store operations, but its manifest declares some', buildRemedy);
+  }
   const declared = new Set(manifest.operations);
-  const expected = new Set<string>(STORE_OPERATIONS);
+  const expected = new Set<string>(isApp ? [] : STORE_OPERATIONS);
   const missing = [...expected].filter((op) => !declared.has(op));
   const extra = [...declared].filter((op) => !expected.has(op));
   if (missing.length > 0 || extra.length > 0) {
@@ -277,6 +281,10 @@ export async function verifyAddon(opts: VerifyAddonOptions): Promise<VerifiedAdd
         buildRemedy,
       );
     }
+  } else if (isApp) {
+    // A native module runs with the service's full rights and the one trusted one is the
+    // embedded store's driver: an application package gets neither.
+    fail('native_module', `an application package may not load a native module, and it declares ${native.package}`, buildRemedy);
   } else {
     const binding = Object.hasOwn(TRUSTED_NATIVE_MODULES, native.package) ? TRUSTED_NATIVE_MODULES[native.package] : undefined;
     if (binding === undefined) {
@@ -324,7 +332,7 @@ export async function verifyAddon(opts: VerifyAddonOptions): Promise<VerifiedAdd
   }
 
   const { abi } = manifest;
-  if (abi.store_contract !== STORE_CONTRACT_VERSION) {
+  if (!isApp && abi.store_contract !== STORE_CONTRACT_VERSION) {
     fail('abi', `it was built for store contract ${abi.store_contract}, this svc implements ${STORE_CONTRACT_VERSION}`, buildRemedy);
   }
   if (native !== null && abi.node_module_version !== process.versions.modules) {

@@ -5,12 +5,14 @@ import { normalizeHeaderName } from './gateway-policy.js';
 import { isIdOfKind } from './ids.js';
 import { cidrPrefixLength, ipVersion } from './ip-address.js';
 import {
+  APP_CAPABILITY,
   AUTH_MODULE,
   AUTH_SETTINGS,
   AUTH_STORE_KEY,
   CAPABILITIES,
   DEFAULT_AUTH_SETTINGS,
   MAX_AUTH_AGE_SECONDS_LIMIT,
+  PRIVILEGED_EXPORTS,
   PROJECT_KEYS,
   type ProjectKeySpec,
   UNSTRIPPABLE_HEADERS,
@@ -443,6 +445,24 @@ function checkProject(merged: EdnMap, opts: ValidateOptions): { config: Omit<Pro
     );
   }
 
+  // Application modules run inside the service's process after identity: only from an archive
+  // pinned by its digest, and never from the package that holds the control state.
+  for (const appModule of Object.values(modules)) {
+    if (!appModule.activate.includes(APP_CAPABILITY) || appModule.package === null) continue;
+    const key = `:svc/modules :${appModule.alias} :package`;
+    if (store !== undefined && appModule.package === store.package) {
+      bad(
+        key,
+        `package "${appModule.package}" may not activate the privileged export :svc/store for an application: it holds the control store (:auth/store :${store.alias}), and no application module may come from it`,
+      );
+    } else if (packages[appModule.package] !== undefined && packages[appModule.package]?.sha256 === null) {
+      bad(
+        key,
+        `package "${appModule.package}" has no :sha256 in :svc/packages; an application module runs only from an archive pinned by its SHA-256 (\`svc package install\`)`,
+      );
+    }
+  }
+
   if (problems.length > 0 || store === undefined) return { config: null, problems };
   return {
     config: {
@@ -781,9 +801,18 @@ function checkModule(
   if (!Array.isArray(activate) || !activate.every(isKeyword)) {
     bad(`${key} :activate`, `expected a vector of capability keywords (${CAPABILITY_LIST}), found ${describe(activate)}`);
   } else {
-    for (const { keyword } of activate as EdnKeyword[]) {
+    const keywords = (activate as EdnKeyword[]).map((k) => k.keyword);
+    for (const keyword of keywords) {
       const capability = CAPABILITIES.find((c) => c.keyword === keyword);
-      if (capability === undefined) bad(`${key} :activate`, `unknown capability :${keyword}; expected one of ${CAPABILITY_LIST}`);
+      const privileged = PRIVILEGED_EXPORTS.find((p) => p.keyword === keyword);
+      if (typeof pkg === 'string' && privileged !== undefined) {
+        bad(`${key} :activate`, `package "${pkg}" may not activate the privileged export :${keyword}: ${privileged.why}`);
+      } else if (typeof pkg === 'string' && keyword === 'svc/store' && keywords.includes(APP_CAPABILITY)) {
+        bad(
+          `${key} :activate`,
+          `package "${pkg}" may not activate the privileged export :svc/store: an application module (:${APP_CAPABILITY}) never holds the control store`,
+        );
+      } else if (capability === undefined) bad(`${key} :activate`, `unknown capability :${keyword}; expected one of ${CAPABILITY_LIST}`);
       else if (capability.refusal !== null) bad(`${key} :activate`, `:${keyword}: ${capability.refusal}`);
       else if (mod !== undefined) bad(`${key} :activate`, `the built-in :${AUTH_MODULE} module activates nothing; remove :${keyword}`);
       exports.push(keyword);

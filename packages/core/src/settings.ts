@@ -426,14 +426,42 @@ export const CAPABILITIES: readonly CapabilitySpec[] = [
   },
   {
     keyword: 'svc/app',
-    meaning: 'an application module served behind the application gateway',
-    refusal: 'the application gateway is not part of this build, so no module can be served behind it',
+    meaning:
+      "an application module (the package's Fastify plugin) served behind the application gateway, after identity; only from a package pinned by its archive's SHA-256, never from the control store's package",
+    refusal: null,
   },
   {
     keyword: 'svc/auth-provider',
     meaning: 'a provider package (WebAuthn, OIDC): privileged, only from a signed provider package',
     refusal:
       'provider packages must be signed and declare :svc/auth-provider; this build verifies no provider signatures, so no module can activate it',
+  },
+];
+
+/** The one application capability: what `:svc/app` modules activate. */
+export const APP_CAPABILITY = 'svc/app';
+
+/** An export only svc itself (or a package it can verify as entitled) may provide. */
+export interface PrivilegedExport {
+  readonly keyword: string;
+  /** Why a package module may not activate it. */
+  readonly why: string;
+}
+
+/**
+ * The exports a package may never activate on its own (spec rule 1: identity is established
+ * before application modules run, and a package cannot replace it): refused at load with one
+ * line naming the package and the export. `:svc/store` is privileged only for the package that
+ * holds the control state, which no application module may come from (see `config.ts`).
+ */
+export const PRIVILEGED_EXPORTS: readonly PrivilegedExport[] = [
+  {
+    keyword: AUTH_MODULE,
+    why: 'identity is the built-in {:module :svc/auth}; no package can provide or replace it',
+  },
+  {
+    keyword: 'svc/auth-provider',
+    why: 'provider packages must be signed and declare :svc/auth-provider; this build verifies no provider signatures',
   },
 ];
 

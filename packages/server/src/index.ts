@@ -19,6 +19,8 @@ export {
   createAssertionSigner,
   svcIdentityHeaders,
 } from './gateway/assertion.js';
+// Module mode: application modules behind the gateway, after identity.
+export { type AppModule, isSkipOverride, moduleAttach, SEALED_SERVER_EVENTS, sealServerEvents } from './gateway/modules.js';
 export type {
   GatewayAppOptions,
   GatewayAttach,

@@ -1,6 +1,7 @@
 import { existsSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { AddonVerificationError, installAddon, setPackagePin } from '@svc/addons';
+import { ADDON_MANIFEST_FILE } from '@svc/core';
 import { parseCommandArgs } from '../args.js';
 import { bundledAddon } from '../bundled-addons.js';
 import { CliError } from '../cli-error.js';
@@ -73,7 +74,12 @@ export const packageInstall: Command = {
       printText(`installed ${installed.name}@${installed.version} (sha256 ${installed.sha256})`);
       printText(`  files:   ${installed.dir}`);
       printText(`  archive: ${installed.archive}`);
-      printText(`pinned in ${file}; activate it with {:package "${installed.name}" :activate [:svc/store]} and point :auth/store at it`);
+      const manifest = JSON.parse(readFileSync(join(installed.dir, ADDON_MANIFEST_FILE), 'utf8')) as { exports?: Record<string, unknown> };
+      if (manifest.exports?.['svc/app'] !== undefined) {
+        printText(`pinned in ${file}; serve it behind the application gateway with {:package "${installed.name}" :activate [:svc/app]}`);
+      } else {
+        printText(`pinned in ${file}; activate it with {:package "${installed.name}" :activate [:svc/store]} and point :auth/store at it`);
+      }
     }
     return 0;
   },

@@ -1,4 +1,5 @@
-import type { GatewayAttach } from '@svc/server';
+import { type GatewayAttach, moduleAttach } from '@svc/server';
+import { loadAppModules } from '../app-modules.js';
 import { CliError } from '../cli-error.js';
 import type { SurfaceContext } from './surface.js';
 
@@ -42,9 +43,9 @@ export async function appAttachment(ctx: SurfaceContext): Promise<AppAttachment>
       `${ctx.project.file}: :svc/app-upstream is set, but this build cannot proxy to an upstream yet; remove :svc/app-upstream or set SVC_APP_LISTEN=off`,
     );
   }
-  // TODO(lead): module mode, once gw-modules is merged:
-  //   const modules = await loadAppModules(ctx.project);   // packages/cli/src/app-modules.ts
-  //   if (modules.length > 0) return { attach: moduleAttach(modules) };   // @svc/server
-  // (Config validation already refuses :svc/app-upstream together with :svc/app modules.)
+  // Module mode: every module that activates :svc/app, verified before any of its code runs
+  // (config validation already refuses :svc/app-upstream together with :svc/app modules).
+  const modules = await loadAppModules(ctx.project);
+  if (modules.length > 0) return { attach: moduleAttach(modules) };
   return {};
 }

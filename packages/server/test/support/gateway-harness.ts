@@ -1,6 +1,13 @@
 import type { AppPathRequirement } from '@svc/core';
-import type { FastifyInstance } from 'fastify';
-import { buildGatewayApp, type GatewayAppOptions, type GatewayAttach, type GatewayPolicy, upstreamAttach } from '../../src/index.js';
+import type { FastifyInstance, FastifyPluginAsync } from 'fastify';
+import {
+  buildGatewayApp,
+  type GatewayAppOptions,
+  type GatewayAttach,
+  type GatewayPolicy,
+  moduleAttach,
+  upstreamAttach,
+} from '../../src/index.js';
 import { api, type DeviceKey, type Harness, type Pair, type Reply } from './harness.js';
 import { adminToken, completion, type NodeHarness, type NodeHarnessOptions, nodeApi, prepare, startNodeHarness } from './node-harness.js';
 import { startEchoUpstream, testIdentityHeaders } from './upstream-harness.js';
@@ -61,6 +68,14 @@ export const ATTACH_MODES: AttachMode[] = [
       const up = await startEchoUpstream('attach');
       return { attach: upstreamAttach({ upstream: up.url, identityHeaders: testIdentityHeaders }), close: () => up.close() };
     },
+  },
+  {
+    // Module mode: the same echo as an application module behind moduleAttach.
+    name: 'module mode',
+    start: async () => ({
+      attach: moduleAttach([{ name: 'echo-app@1.0.0', plugin: echoAttach as FastifyPluginAsync }]),
+      close: async () => {},
+    }),
   },
 ];
 

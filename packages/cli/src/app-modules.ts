@@ -1,0 +1,66 @@
+import { AddonVerificationError, loadAppAddon, verifyAddon } from '@svc/addons';
+import { APP_CAPABILITY, PRIVILEGED_EXPORTS } from '@svc/core/settings';
+import type { AppModule } from '@svc/server';
+import { CliError } from './cli-error.js';
+import { assertNotWritableByOthers, dependenciesDir, packagesDirOf } from './control.js';
+import type { Project } from './project.js';
+
+/**
+ * The application modules of a project (module mode of the gateway), in `project.edn` order:
+ * every module that activates `:svc/app`. Each comes from a package pinned by the SHA-256 of its
+ * archive and goes through the same verification as the store addon BEFORE any of its code is
+ * imported: archive digest against the pin, installed files against the archive, ownership and
+ * permissions, the dependency closure against the install's lock, and the manifest (an
+ * application package declares `svc/app`, no store operations, no native module, and neither
+ * `svc/store` nor a privileged export). Its `svc/app` export must be a plain Fastify plugin.
+ * Configuration validation has already refused a package activating a privileged export
+ * (`:svc/auth`, `:svc/auth-provider`) or claiming the control store; this checks again, since
+ * it is the last step before code runs. Any failure is one line naming the package and the
+ * check, and nothing is loaded. An empty list means no module mode. Each plugin is given
+ * `{ config }`, its module's frozen `:config` map (EDN keys as written, e.g. `:web/title`).
+ *
+ * @example
+ * const modules = await loadAppModules(project);
+ * const app = await buildGatewayApp({ ...opts, attach: moduleAttach(modules) });
+ */
+export async function loadAppModules(project: Project): Promise<AppModule[]> {
+  const apps = Object.values(project.config.modules).filter((m) => m.activate.includes(APP_CAPABILITY));
+  if (apps.length === 0) return [];
+  assertNotWritableByOthers(project.dir, 'the project directory');
+  assertNotWritableByOthers(project.file, 'project.edn');
+  const modules: AppModule[] = [];
+  for (const m of apps) {
+    const name = m.package;
+    const pin = name === null ? undefined : project.config.packages[name];
+    if (name === null || pin === undefined) {
+      throw new CliError(`${project.file}: :svc/modules :${m.alias}: an application module comes from a pinned package`);
+    }
+    const privileged = m.activate.find((k) => PRIVILEGED_EXPORTS.some((p) => p.keyword === k) || k === 'svc/store');
+    if (privileged !== undefined || name === project.config.store.package) {
+      throw new CliError(
+        `${project.file}: :svc/modules :${m.alias}: package "${name}" may not activate the privileged export :${privileged ?? 'svc/store'}`,
+      );
+    }
+    try {
+      const verified = await verifyAddon({
+        packagesDir: packagesDirOf(project),
+        name,
+        pin,
+        exportName: 'svc/app',
+        dependenciesDir: dependenciesDir(),
+      });
+      const loaded = await loadAppAddon(verified);
+      modules.push({
+        name: `${loaded.name} (:${m.alias})`,
+        plugin: loaded.plugin as unknown as AppModule['plugin'],
+        options: Object.freeze({ config: m.config }),
+      });
+    } catch (error) {
+      if (error instanceof AddonVerificationError) {
+        throw new CliError(`${error.message} (no application module was loaded)`, { cause: error });
+      }
+      throw error;
+    }
+  }
+  return modules;
+}
