@@ -7,7 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import { connect } from 'node:tls';
 import { bash, cleanEnv, initProject, type StartedProcess, startUntilReady, svc, tempDir } from './helpers.js';
 
-const APP_READY = /svc: application gateway listening on (https?:\/\/\S+)\n/;
+const APP_READY = /svc app: application gateway listening on (https?:\/\/\S+)\n/;
 
 /** Starts `svc <args>` and resolves once the application gateway printed its ready line. */
 function startApp(args: readonly string[], env: NodeJS.ProcessEnv = cleanEnv()): Promise<StartedProcess<string>> {
@@ -77,7 +77,7 @@ describe('the application gateway listener: svc app serve and svc serve', () => 
   test('svc app serve runs the gateway alone: ready line, reserved routes, 401 with the application realm, exit 0 on SIGTERM', async () => {
     const s = await startApp(['app', 'serve', '--app-listen', '127.0.0.1:0', dir]);
     try {
-      assert.match(s.stdout(), /^svc: application gateway listening on http:\/\/127\.0\.0\.1:\d+\n$/);
+      assert.match(s.stdout(), /^svc app: application gateway listening on http:\/\/127\.0\.0\.1:\d+\n$/);
       const jwks = await fetch(`${s.ready}/.svc/jwks.json`);
       assert.equal(jwks.status, 200);
       assert.ok(Array.isArray(((await jwks.json()) as { keys: unknown[] }).keys));
@@ -100,7 +100,7 @@ describe('the application gateway listener: svc app serve and svc serve', () => 
       assert.equal(lines.length, 3, s.stdout());
       assert.match(lines[0] ?? '', /^svc auth: management API listening on /);
       assert.match(lines[1] ?? '', /^svc node: node surface listening on /);
-      assert.match(lines[2] ?? '', /^svc: application gateway listening on http:\/\/127\.0\.0\.1:\d+$/);
+      assert.match(lines[2] ?? '', /^svc app: application gateway listening on http:\/\/127\.0\.0\.1:\d+$/);
     } finally {
       assert.equal(await s.stop('SIGTERM'), 0);
     }

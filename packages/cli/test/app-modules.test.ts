@@ -128,7 +128,7 @@ describe('application modules load only through the verified path', () => {
     writeProjectEdn(dir, [{ ...good, alias: 'web' }]);
     const s = await startUntilReady(
       ['app', 'serve', '--app-listen', '127.0.0.1:0', dir],
-      (out) => /svc: application gateway listening on (http:\/\/\S+)\n/.exec(out)?.[1] ?? null,
+      (out) => /svc app: application gateway listening on (http:\/\/\S+)\n/.exec(out)?.[1] ?? null,
       { env: cleanEnv() },
     );
     try {

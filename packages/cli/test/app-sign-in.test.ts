@@ -12,7 +12,7 @@ type Json = any;
 const READY = {
   management: /svc auth: management API listening on (http:\/\/\S+)\n/,
   node: /svc node: node surface listening on (http:\/\/\S+)\n/,
-  app: /svc: application gateway listening on (http:\/\/\S+)\n/,
+  app: /svc app: application gateway listening on (http:\/\/\S+)\n/,
 };
 
 describe('application-realm sign-in on the gateway, through the real svc CLI and through curl + openssl', () => {

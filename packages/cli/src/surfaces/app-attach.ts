@@ -1,6 +1,8 @@
-import { type GatewayAttach, moduleAttach } from '@svc/server';
+import { type GatewayAttach, moduleAttach, svcIdentityHeaders, upstreamAttach } from '@svc/server';
 import { loadAppModules } from '../app-modules.js';
-import { CliError } from '../cli-error.js';
+import { gatewayAssertionSigner } from '../assertion-keys.js';
+import { assertOwnerOnly, ensureNodeIdentity } from '../control.js';
+import { liveNodeIdentity } from '../node-keys.js';
 import type { SurfaceContext } from './surface.js';
 
 /**
@@ -22,9 +24,11 @@ export interface AppAttachment {
 /**
  * Decides what the gateway attaches after identity, from the project's configuration.
  *
- * Upstream mode is refused rather than faked until the upstream attach is merged: a gateway
- * that authenticates and then answers 404 where the operator expects a proxy would fail
- * silently.
+ * Upstream mode (`:svc/app-upstream`): every request that passed identity is proxied with the
+ * `Svc-*` headers and a `Svc-Assertion` signed by the project's assertion key set (created on
+ * first start, followed across `svc app rotate-key`), issued by this node's id; the JWK Set
+ * publishes the set's public keys. Module mode: the verified `:svc/app` modules. Neither: the
+ * gateway serves only its own `/.svc/` routes.
  *
  * @example
  * const attachment = await appAttachment(ctx);
@@ -33,15 +37,25 @@ export interface AppAttachment {
 export async function appAttachment(ctx: SurfaceContext): Promise<AppAttachment> {
   const { app } = ctx.project.config;
   if (app.upstream !== null) {
-    // TODO(lead): upstream mode, once gw-upstream (upstreamAttach, @svc/server) and gw-assert
-    // (the Svc-Assertion signer and its key files) are merged. Return
-    //   { attach: upstreamAttach({ upstream: new URL(app.upstream), identityHeaders }), jwks, close }
-    // where identityHeaders(req, principal) sets Svc-Subject/-Realm/-Session/-Device and
-    // Svc-Assertion signed by gw-assert's signer (aud = app.audience ?? app.upstream, iss = node
-    // id), jwks publishes the signer's public keys, and close stops any key-file watcher.
-    throw new CliError(
-      `${ctx.project.file}: :svc/app-upstream is set, but this build cannot proxy to an upstream yet; remove :svc/app-upstream or set SVC_APP_LISTEN=off`,
+    // The node id is the assertions' issuer: the same identity key the node surface signs with.
+    if (ensureNodeIdentity(ctx.project)) {
+      ctx.log.info({ event: 'node.key_created', file: ctx.project.nodeKey }, "created this node's identity key");
+    }
+    assertOwnerOnly(ctx.project.nodeKey, 'the node key');
+    const identity = liveNodeIdentity(ctx.project.nodeKey, (error) =>
+      ctx.log.error({ err: error }, 'node key reload failed; the assertions keep the last good issuer'),
     );
+    const signer = gatewayAssertionSigner(ctx.project, {
+      app,
+      issuer: () => identity().nodeId,
+      clock: ctx.deps.clock,
+      random: ctx.deps.random,
+      log: ctx.log,
+    });
+    return {
+      attach: upstreamAttach({ upstream: new URL(app.upstream), identityHeaders: svcIdentityHeaders(signer) }),
+      jwks: () => signer.jwks(),
+    };
   }
   // Module mode: every module that activates :svc/app, verified before any of its code runs
   // (config validation already refuses :svc/app-upstream together with :svc/app modules).

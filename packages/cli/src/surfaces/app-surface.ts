@@ -199,7 +199,7 @@ export function appSurface(
         'application gateway listening',
       );
       return {
-        readyLine: `svc: application gateway listening on ${url}`,
+        readyLine: `svc app: application gateway listening on ${url}`,
         async close() {
           stopReload();
           await app.close();
