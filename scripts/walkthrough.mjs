@@ -21,7 +21,7 @@ export const WALK_END = '<!-- walkthrough:end -->';
 export const QUICK_BEGIN = '<!-- quickstart:begin -->';
 export const QUICK_END = '<!-- quickstart:end -->';
 /** The ports the README shows; a run uses free ones and prints these back. */
-const SHOWN_PORTS = { management: 9090, node: 9091 };
+const SHOWN_PORTS = { management: 9090, node: 9091, app: 8080, upstream: 3000 };
 
 function between(text, begin, end) {
   const from = text.indexOf(begin);
@@ -104,11 +104,13 @@ export async function runSteps(steps, repo) {
   const project = join(repo, 'demo');
   if (existsSync(project)) throw new Error(`${project} exists; move it away to run the walkthrough (it creates and removes ./demo)`);
   const scratch = mkdtempSync(join(tmpdir(), 'svc-walk-'));
-  const ports = { management: await freePort(), node: await freePort() };
+  const ports = { management: await freePort(), node: await freePort(), app: await freePort(), upstream: await freePort() };
   const portOf = (text) =>
     text
       .replaceAll(`127.0.0.1:${SHOWN_PORTS.management}`, `127.0.0.1:${ports.management}`)
-      .replaceAll(`127.0.0.1:${SHOWN_PORTS.node}`, `127.0.0.1:${ports.node}`);
+      .replaceAll(`127.0.0.1:${SHOWN_PORTS.node}`, `127.0.0.1:${ports.node}`)
+      .replaceAll(`127.0.0.1:${SHOWN_PORTS.app}`, `127.0.0.1:${ports.app}`)
+      .replaceAll(`127.0.0.1:${SHOWN_PORTS.upstream}`, `127.0.0.1:${ports.upstream}`);
   const script = ['set -m', `cd ${JSON.stringify(repo)}`, "trap 'for j in $(jobs -p); do kill -TERM -- -$j 2>/dev/null; done; wait' EXIT"];
   steps.forEach((step, i) => {
     script.push(`printf '${SEP}%s${SEP}\\n' ${i}`);
@@ -130,6 +132,7 @@ export async function runSteps(steps, repo) {
     HOME: home,
     SVC_MANAGEMENT_LISTEN: `127.0.0.1:${ports.management}`,
     SVC_NODE_LISTEN: `127.0.0.1:${ports.node}`,
+    SVC_APP_LISTEN: `127.0.0.1:${ports.app}`,
     SVC_MANAGEMENT_URL: `http://127.0.0.1:${ports.management}`,
     SVC_NODE_URL: `http://127.0.0.1:${ports.node}`,
     // A registry nothing answers on: `npx svc` must find this checkout's own `svc`.
@@ -145,6 +148,8 @@ export async function runSteps(steps, repo) {
       text
         .replaceAll(`127.0.0.1:${ports.management}`, `127.0.0.1:${SHOWN_PORTS.management}`)
         .replaceAll(`127.0.0.1:${ports.node}`, `127.0.0.1:${SHOWN_PORTS.node}`)
+        .replaceAll(`127.0.0.1:${ports.app}`, `127.0.0.1:${SHOWN_PORTS.app}`)
+        .replaceAll(`127.0.0.1:${ports.upstream}`, `127.0.0.1:${SHOWN_PORTS.upstream}`)
         .replaceAll(home, '~')
         .replaceAll(repo, '~/svc-auth')
         // This machine's npm configuration, not ours: npm 11 warns about it on every npx.
@@ -178,6 +183,8 @@ export function normalize(text) {
     .replace(/\b(dev|ses|sub|chl|int|evt|prj|bst)_[0-9A-HJKMNP-TV-Z]{26}\b/g, '$1_<id>')
     .replace(/\bsvc([abr])_[A-Za-z0-9_-]{20,}/g, 'svc$1_<token>')
     .replace(/\b[0-9a-f]{32,}\b/g, '<hex>')
+    // Base64url key material and thumbprints (a JWK's x, its kid).
+    .replace(/(?<![A-Za-z0-9_-])[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])/g, '<b64>')
     .replace(/\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z/g, '<time>')
     .replace(/\b(?:[0-9A-Z]{4}-){8}[0-9A-Z]\b/g, '<node-id>')
     .replace(/\b[0-9A-Z]{4}-[0-9A-Z]{4}\b/g, '<code>')
