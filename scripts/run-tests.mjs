@@ -23,9 +23,12 @@ if (files.length === 0) {
   process.exit(1);
 }
 const concurrency = process.env.TEST_CONCURRENCY ?? '4';
+// Node 20 applies --test-timeout to each FILE as well as to each test: the fresh-clone file
+// (npm ci three times, then the walkthrough) needs far more than a test's 5 minutes on a busy
+// 2-core machine; its tests carry their own timeouts, as do the other slow ones.
 const result = spawnSync(
   process.execPath,
-  ['--import', 'tsx', '--test', `--test-concurrency=${concurrency}`, '--test-timeout=300000', ...files],
+  ['--import', 'tsx', '--test', `--test-concurrency=${concurrency}`, '--test-timeout=1800000', ...files],
   { cwd: root, stdio: 'inherit' },
 );
 process.exit(result.status ?? 1);
