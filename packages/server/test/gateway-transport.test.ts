@@ -195,3 +195,17 @@ describe('trailers and metrics', () => {
     }
   });
 });
+
+describe('timeouts', () => {
+  test('a long proxied upload is bounded by inactivity, not by a whole-request deadline (which would cut slow clients)', async () => {
+    const h = await startGatewayHarness();
+    try {
+      const server = h.gateway.server;
+      assert.equal(server.requestTimeout, 0, 'no deadline on a whole request');
+      assert.equal(server.headersTimeout, 10_000, 'the head must still arrive within 10 s');
+      assert.equal(server.timeout, 30_000, 'a socket silent for 30 s is still closed');
+    } finally {
+      await h.close();
+    }
+  });
+});

@@ -265,6 +265,11 @@ export async function buildGatewayApp(opts: GatewayAppOptions): Promise<FastifyI
   const options = {
     ...base,
     trustProxy: opts.trustedProxies.length === 0 ? false : [...opts.trustedProxies],
+    // No cap on a whole request's duration: a proxied upload or download may take as long as
+    // it keeps moving (a 30 s cap would cut every large upload from a slow client). A stalled
+    // one is still closed: the head within 10 s, then any socket silent for 30 s
+    // (connectionTimeout), under the per-peer connection cap.
+    requestTimeout: 0,
     ...(opts.https === undefined ? {} : { https: { cert: opts.https.cert, key: opts.https.key } }),
   };
   // The https overload gives an https.Server-typed instance; the surface code is server-agnostic.
