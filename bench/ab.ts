@@ -7,47 +7,17 @@
 // in alternating order. Figures go to bench/results/ab.json.
 import { execFileSync } from 'node:child_process';
 import { type KeyObject, sign } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import autocannon from 'autocannon';
-import { type Device, login, type Proc, root, setupProject, start, started, stop } from './harness.js';
+import { type Cost, costOf, type Device, login, type Proc, root, setupProject, start, started, stop } from './harness.js';
 
 const PAIRS = Math.max(1, Number(process.env.AB_PAIRS ?? 3));
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const BEARER_REQUESTS = Number(process.env.AB_BEARER_REQUESTS ?? 40_000);
 const LOGINS = Number(process.env.AB_LOGINS ?? 3_000);
 const ROTATIONS = Number(process.env.AB_ROTATIONS ?? 10_000);
-const TICK_US = 1e6 / Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim());
-
-/** utime + stime of a /proc stat line, in microseconds (fields 14 and 15; the name in field 2 may hold spaces). */
-function cpuMicros(statFile: string): number {
-  const text = readFileSync(statFile, 'utf8');
-  const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * TICK_US;
-}
-
-interface Cost {
-  /** Server CPU microseconds per request, every thread. */
-  all: number;
-  /** Server CPU microseconds per request, the main (event-loop) thread only. */
-  main: number;
-  rps: number;
-}
-
-/** Runs `load` against `server` and divides the server's CPU time by the requests it answered. */
-async function costOf(server: Proc, load: () => Promise<autocannon.Result>, perUnit = 1): Promise<Cost> {
-  const pid = server.child.pid as number;
-  const all0 = cpuMicros(`/proc/${pid}/stat`);
-  const main0 = cpuMicros(`/proc/${pid}/task/${pid}/stat`);
-  const result = await load();
-  const all1 = cpuMicros(`/proc/${pid}/stat`);
-  const main1 = cpuMicros(`/proc/${pid}/task/${pid}/stat`);
-  if (result.errors > 0 || result.non2xx > 0) throw new Error(`${result.errors} errors, ${result.non2xx} non-2xx`);
-  const units = result.requests.total / perUnit;
-  return { all: (all1 - all0) / units, main: (main1 - main0) / units, rps: result.requests.average / perUnit };
-}
-
 const run = (opts: autocannon.Options) => autocannon({ connections: CONNECTIONS, ...opts });
 
 async function bearer(server: Proc, token: string): Promise<Cost> {

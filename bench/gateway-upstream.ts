@@ -2,37 +2,27 @@
 // an authenticated proxied request (the real gateway app: strip, application-realm bearer
 // checked against SQLite, proxy) against the same request through a bare reverse proxy with no
 // authentication built with the same library (@fastify/http-proxy), target >= 0.6x; and the cost
-// of the assertion: the gateway with an identity-headers callback that signs an EdDSA JWS per
-// request against the same gateway without the signature. Every process on its own: the
-// upstream (the bare Fastify route), the bare proxy, the two gateways; autocannon in this one.
+// of the assertion: the gateway with its own identity headers (`Svc-Assertion`, an EdDSA JWS
+// signed per request by the gateway's signer) against the same gateway without the signature.
+// Every process on its own: the upstream (the bare Fastify route), the bare proxy, the two
+// gateways; autocannon in this one. Also the CPU microseconds per request of each proxy process.
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import autocannon from 'autocannon';
-import { type Proc, root, start, stop } from './harness.js';
+import { CPU_REQUESTS, throughput as cannon, cpuPerRequest } from './gateway-modules.js';
+import { fmt, median, type Proc, root, start, stop } from './harness.js';
 
-const DURATION = Number(process.env.BENCH_SECONDS ?? 6);
-const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 3));
-
-const median = (xs: readonly number[]): number => {
-  const sorted = [...xs].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 === 1 ? (sorted[mid] as number) : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
-};
-const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
-
-async function cannon(url: string, headers: Record<string, string> = {}, duration = DURATION) {
-  const r = await autocannon({ url, connections: CONNECTIONS, duration, headers });
-  if (r.errors > 0 || r.non2xx > 0) throw new Error(`${url}: ${r.non2xx} non-2xx, ${r.errors} errors`);
-  return { rps: r.requests.average, p99: r.latency.p99 };
-}
 
 /** One round: the bare proxy, then each gateway right after it. */
 interface Round {
   bare: number;
   gateway: number;
   signed: number;
+  /** CPU microseconds per request of each proxy process (the upstream's own work not counted). */
+  bare_cpu_us: number;
+  gateway_cpu_us: number;
+  signed_cpu_us: number;
 }
 
 /**
@@ -72,7 +62,10 @@ export async function measureGatewayUpstream(upstream: Proc, report: (line: stri
       const b = await cannon(bare.url);
       const g = await cannon(gateway.url, plainAuth);
       const s = await cannon(signed.url, signedAuth);
-      rounds.push({ bare: b.rps, gateway: g.rps, signed: s.rps });
+      const bc = await cpuPerRequest(bare, bare.url);
+      const gc = await cpuPerRequest(gateway, gateway.url, plainAuth);
+      const sc = await cpuPerRequest(signed, signed.url, signedAuth);
+      rounds.push({ bare: b.rps, gateway: g.rps, signed: s.rps, bare_cpu_us: bc.all, gateway_cpu_us: gc.all, signed_cpu_us: sc.all });
       if (r === 0) Object.assign(p99, { bare_proxy: b.p99, gateway: g.p99, gateway_signed: s.p99 });
     }
     const ratio = median(rounds.map((r) => r.gateway / r.bare));
@@ -89,8 +82,14 @@ export async function measureGatewayUpstream(upstream: Proc, report: (line: stri
     report(
       `  signed    + Svc-Assertion (EdDSA, per req)   ${fmt(rate((r) => r.signed)).padStart(8)} req/s   ${signedRatio.toFixed(2)}x   (${assertionCost.toFixed(2)} of unsigned: the assertion costs ${((1 - assertionCost) * 100).toFixed(0)}%)${spread((r) => r.signed)}`,
     );
+    const cpu = { bare: rate((r) => r.bare_cpu_us), gateway: rate((r) => r.gateway_cpu_us), signed: rate((r) => r.signed_cpu_us) };
+    report(
+      `  cpu       proxy process per request (${fmt(CPU_REQUESTS)} requests): bare ${cpu.bare.toFixed(0)} µs, gateway ${cpu.gateway.toFixed(0)} µs, signed ${cpu.signed.toFixed(0)} µs`,
+    );
     return {
       rounds: ROUNDS,
+      cpu_requests: CPU_REQUESTS,
+      cpu_us_per_request: cpu,
       bare_proxy_rps: rate((r) => r.bare),
       gateway_rps: rate((r) => r.gateway),
       gateway_ratio: ratio,

@@ -5,6 +5,7 @@ import { generateKeyPairSync, type KeyObject, sign } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { publicKeyHexOf } from '@svc/core';
+import type autocannon from 'autocannon';
 
 export const root = new URL('../', import.meta.url).pathname;
 /** The installed `svc` bin, the user's door. */
@@ -124,3 +125,61 @@ export function setupProject(
   }
   return { devices, controlDb: init.control_db };
 }
+
+const TICK_US = 1e6 / Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim());
+
+/** utime + stime of a /proc stat line, in microseconds (fields 14 and 15; the name in field 2 may hold spaces). */
+export function cpuMicros(statFile: string): number {
+  const text = readFileSync(statFile, 'utf8');
+  const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * TICK_US;
+}
+
+/** What a load cost a server process, per request (or per `perUnit` requests). */
+export interface Cost {
+  /** Server CPU microseconds per request, every thread. */
+  all: number;
+  /** Server CPU microseconds per request, the main (event-loop) thread only. */
+  main: number;
+  rps: number;
+}
+
+/**
+ * Runs `load` against `server` and divides the server process's CPU time (from /proc, before
+ * and after) by the requests it answered: what a request costs the server, a figure that moves
+ * far less with the machine's load than throughput does. Throws on any error or non-2xx.
+ *
+ * @example
+ * const cost = await costOf(server, () => autocannon({ url: server.url, amount: 20_000 }));
+ */
+export async function costOf(server: Proc, load: () => Promise<autocannon.Result>, perUnit = 1): Promise<Cost> {
+  const pid = server.child.pid as number;
+  const all0 = cpuMicros(`/proc/${pid}/stat`);
+  const main0 = cpuMicros(`/proc/${pid}/task/${pid}/stat`);
+  const result = await load();
+  const all1 = cpuMicros(`/proc/${pid}/stat`);
+  const main1 = cpuMicros(`/proc/${pid}/task/${pid}/stat`);
+  if (result.errors > 0 || result.non2xx > 0) throw new Error(`${result.errors} errors, ${result.non2xx} non-2xx`);
+  const units = result.requests.total / perUnit;
+  return { all: (all1 - all0) / units, main: (main1 - main0) / units, rps: result.requests.average / perUnit };
+}
+
+/**
+ * The median of `xs` (the mean of the middle two for an even count).
+ *
+ * @example
+ * median([3, 1, 2]); // 2
+ */
+export function median(xs: readonly number[]): number {
+  const sorted = [...xs].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? (sorted[mid] as number) : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
+}
+
+/**
+ * A rate or a count for the report, rounded, with thousands separators.
+ *
+ * @example
+ * fmt(12345.6); // '12,346'
+ */
+export const fmt = (n: number): string => Math.round(n).toLocaleString('en-US');

@@ -4,13 +4,14 @@
 // baseline measured in this same run. Figures are written to bench/results/.
 //
 // BENCH_ONLY=name[,name...] runs only those scenarios: the stores (`sqlite`, `postgres`),
-// `scale`, `gateway-upstream`; its figures go to bench/results/latest-<names>.{json,txt}.
+// `scale`, `gateway-upstream`, `gateway-modules`; its figures go to bench/results/latest-<names>.{json,txt}.
 import { execFileSync } from 'node:child_process';
 import { type KeyObject, randomBytes, sign } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
+import { measureGatewayModules } from './gateway-modules.js';
 import { measureGatewayUpstream } from './gateway-upstream.js';
 import { anonMiB, type Device, login, PG_URL, type Proc, root, rssMiB, setupProject, start, started, stop, svc } from './harness.js';
 import { seedSessions } from './seed.js';
@@ -339,6 +340,7 @@ async function main(): Promise<void> {
     if (runs('scale') && configured.includes('sqlite') && SEED > SMALL_STORE)
       results.scale = await measureScale(bare, join(work, 'scale'), report);
     if (runs('gateway-upstream')) results.gateway_upstream = await measureGatewayUpstream(bare, report);
+    if (runs('gateway-modules')) results.gateway_modules = await measureGatewayModules(bare, report);
     await stop(bare);
   } finally {
     for (const child of started) if (child.exitCode === null) child.kill('SIGKILL');

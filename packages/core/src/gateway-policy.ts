@@ -202,11 +202,17 @@ export function unambiguousPath(target: string): string {
   if (target.includes('#')) refuse('it holds a fragment (#)');
   if (raw.includes('\\')) refuse('it holds a backslash');
   if (raw.includes('//')) refuse('it holds an empty segment (//)');
-  if (ENCODED_AMBIGUOUS.test(raw)) refuse('it percent-encodes a dot, slash, backslash, percent sign or control character');
-  for (const segment of raw.split('/')) {
-    const name = segment.split(';', 1)[0];
-    if (name === '.' || name === '..') refuse('it holds a dot segment (. or ..)');
+  // Every request's path comes through here: the checks below that can only find something in
+  // a path holding a `%` or a `.` are skipped for one that holds neither (the common case).
+  const escaped = raw.includes('%');
+  if (escaped && ENCODED_AMBIGUOUS.test(raw)) refuse('it percent-encodes a dot, slash, backslash, percent sign or control character');
+  if (raw.includes('.')) {
+    for (const segment of raw.split('/')) {
+      const name = segment.split(';', 1)[0];
+      if (name === '.' || name === '..') refuse('it holds a dot segment (. or ..)');
+    }
   }
+  if (!escaped) return raw;
   try {
     return decodeURIComponent(raw);
   } catch {

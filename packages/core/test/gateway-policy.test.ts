@@ -127,6 +127,11 @@ describe('ambiguous request paths', () => {
     assert.equal(unambiguousPath('/'), '/');
     assert.equal(unambiguousPath('/a/b.c/..d/.e'), '/a/b.c/..d/.e');
     assert.equal(unambiguousPath('/%61dmin'), '/admin', 'an encoded letter decodes to what the application sees');
+    assert.equal(unambiguousPath('/api/v1/items/123?x=%2e./..'), '/api/v1/items/123', 'no % and no . in the path: as it is');
+  });
+
+  test('the checks a path with neither % nor . skips cannot miss anything: each one needs a % or a .', () => {
+    for (const t of ['/public/..;/admin', '/public/%2e%2e/admin', '/public%2fadmin', '/a/%00', '/a/%zz', '/a/%c3']) refusedPath(t);
   });
 
   test('public prefix escaped with dot segments: /public/../admin, /public/./x', () => {

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { createHmac, createPrivateKey, generateKeyPairSync, type KeyObject, sign } from 'node:crypto';
+import { createHmac, createPrivateKey, generateKeyPairSync, type KeyObject, randomBytes, sign } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
@@ -127,6 +127,29 @@ describe('Svc-Assertion signing and verification', () => {
       expiresAt: payload.exp,
     });
     assert.notEqual(parts(signer.sign(principal, REQ)).payload.jti, payload.jti, 'every assertion has its own jti');
+  });
+
+  test('replayed jti: every assertion has its own 128-bit jti, across refills of the pooled CSPRNG draw', () => {
+    let draws = 0;
+    const counted = createAssertionSigner({
+      keys: () => set,
+      issuer: 'NODE-A',
+      audience: AUD,
+      clock,
+      random: (n) => {
+        draws++;
+        return randomBytes(n);
+      },
+    });
+    const jtis = new Set<string>();
+    const n = 1000;
+    for (let i = 0; i < n; i++) {
+      const jti = parts(counted.sign(principal, REQ)).payload.jti as string;
+      assert.equal(Buffer.from(jti, 'base64url').length, 16, 'a jti is 128 bits');
+      jtis.add(jti);
+    }
+    assert.equal(jtis.size, n, 'no jti is ever served twice');
+    assert.ok(draws >= 2 && draws < n / 100, `the CSPRNG is drawn from in batches (${draws} draws for ${n} assertions)`);
   });
 
   test('the JWK Set holds public keys only (kty OKP, crv Ed25519, kid, use sig, alg EdDSA)', () => {

@@ -56,6 +56,31 @@ export interface AssertionSignerOptions {
 
 const b64url = (text: string): string => Buffer.from(text).toString('base64url');
 
+/** The bytes of one `jti` (128 bits). */
+const JTI_BYTES = 16;
+/** How many `jti`s one draw from the CSPRNG serves. */
+const JTI_POOL = 256;
+
+/**
+ * A source of `jti`s: 128-bit values from `random`, drawn {@link JTI_POOL} at a time (one call
+ * into the CSPRNG per 256 assertions instead of one per request), each handed out once and then
+ * overwritten, so no value is ever served twice.
+ */
+function jtiSource(random: RandomBytes): () => string {
+  let pool = Buffer.alloc(0);
+  let next = 0;
+  return () => {
+    if (next + JTI_BYTES > pool.length) {
+      pool = Buffer.from(random(JTI_BYTES * JTI_POOL));
+      next = 0;
+    }
+    const jti = pool.toString('base64url', next, next + JTI_BYTES);
+    pool.fill(0, next, next + JTI_BYTES);
+    next += JTI_BYTES;
+    return jti;
+  };
+}
+
 /**
  * An {@link AssertionSigner} over a key set: at every `sign` the key set's rules (core) pick the
  * key that signs at the clock's now, so a rotation switches keys at its time without a restart.
@@ -66,7 +91,7 @@ const b64url = (text: string): string => Buffer.from(text).toString('base64url')
  * headers['svc-assertion'] = signer.sign(request.principal, request);
  */
 export function createAssertionSigner(opts: AssertionSignerOptions): AssertionSigner {
-  const random = opts.random ?? randomBytes;
+  const jti = jtiSource(opts.random ?? randomBytes);
   const issuer = typeof opts.issuer === 'string' ? () => opts.issuer as string : opts.issuer;
   // One private KeyObject and one encoded header per key id: parsing a key per request would cost more than signing.
   const prepared = new Map<string, { readonly key: KeyObject; readonly header: string }>();
@@ -92,7 +117,7 @@ export function createAssertionSigner(opts: AssertionSignerOptions): AssertionSi
         issuer: issuer(),
         audience: opts.audience,
         now,
-        jti: Buffer.from(random(16)).toString('base64url'),
+        jti: jti(),
         method: request.method,
         htu: assertionHtu(request.protocol, request.host, request.url),
       });

@@ -222,7 +222,9 @@ export function installHeaderHygiene(
       return true;
     }
     // Trailers arrive with the end of the body: cleaned before any other 'end' listener runs.
-    req.prependOnceListener('end', () => removeTrailers(req, isIdentity));
+    // Only a chunked body has a trailer section (and the framing rule admits no other
+    // Transfer-Encoding): a request without one has nothing to clean.
+    if (req.headers['transfer-encoding'] !== undefined) req.prependOnceListener('end', () => removeTrailers(req, isIdentity));
     return dispatch(this, event, args);
   };
   // Not writable, not configurable: code loaded later cannot take the hygiene out.

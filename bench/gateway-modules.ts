@@ -1,0 +1,106 @@
+// The application gateway's module mode in `npm run bench` (scenario `gateway-modules`): an
+// authenticated route served by an application module (the real gateway app: hygiene,
+// application-realm bearer checked against SQLite on every request, the module after identity,
+// bench/gateway-modules-server.ts) against the same route in a bare Fastify app
+// (bench/bare-server.ts), target >= 0.7x. Each in its own process, autocannon in this one; ROUNDS
+// rounds, each right after its own baseline, medians. Also what a request costs each server
+// process in CPU microseconds (from /proc, over a fixed number of requests): a figure that moves
+// far less with this VM's load than throughput does.
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import autocannon from 'autocannon';
+import { type Cost, costOf, fmt, median, type Proc, root, start, stop } from './harness.js';
+
+const DURATION = Number(process.env.BENCH_SECONDS ?? 6);
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
+const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 3));
+/** How many requests each CPU-per-request figure is taken over. */
+export const CPU_REQUESTS = Number(process.env.BENCH_CPU_REQUESTS ?? 20_000);
+
+/** Throughput of `url` for DURATION seconds; throws on any error or non-2xx. */
+export async function throughput(url: string, headers: Record<string, string> = {}, duration = DURATION) {
+  const r = await autocannon({ url, connections: CONNECTIONS, duration, headers });
+  if (r.errors > 0 || r.non2xx > 0) throw new Error(`${url}: ${r.non2xx} non-2xx, ${r.errors} errors`);
+  return { rps: r.requests.average, p99: r.latency.p99 };
+}
+
+/**
+ * The CPU microseconds `server` spends per request over {@link CPU_REQUESTS} requests to `url`
+ * (the same URL as `server.url` unless the process under test is another one, e.g. a proxy's upstream).
+ *
+ * @example
+ * const cost = await cpuPerRequest(gateway, gateway.url, { authorization: 'Bearer svca_...' });
+ */
+export function cpuPerRequest(server: Proc, url: string, headers: Record<string, string> = {}): Promise<Cost> {
+  return costOf(server, () => autocannon({ url, connections: CONNECTIONS, amount: CPU_REQUESTS, headers }));
+}
+
+/** One round: the bare route, then the gateway right after it; then the CPU of each. */
+interface Round {
+  bare: number;
+  gateway: number;
+  bare_cpu_us: number;
+  gateway_cpu_us: number;
+}
+
+/**
+ * Runs the scenario against `bare` (a running bare Fastify route) and reports its lines.
+ *
+ * @example
+ * results.gateway_modules = await measureGatewayModules(bare, report);
+ */
+export async function measureGatewayModules(bare: Proc, report: (line: string) => void): Promise<Record<string, unknown>> {
+  const work = mkdtempSync(join(tmpdir(), 'svc-bench-gwm-'));
+  const procs: Proc[] = [];
+  try {
+    const gateway = await start(
+      ['--import', 'tsx', join(root, 'bench/gateway-modules-server.ts'), join(work, 'app.token')],
+      /listening on (http:\/\/\S+)/,
+    );
+    procs.push(gateway);
+    // The same request to both: the bare route ignores the header.
+    const auth = { authorization: `Bearer ${readFileSync(join(work, 'app.token'), 'utf8')}` };
+
+    // Warm-up: every hot path compiled before anything is measured.
+    await throughput(bare.url, auth, 1);
+    await throughput(gateway.url, auth, 1);
+    const rounds: Round[] = [];
+    const p99: Record<string, number> = {};
+    for (let r = 0; r < ROUNDS; r++) {
+      const b = await throughput(bare.url, auth);
+      const g = await throughput(gateway.url, auth);
+      const bc = await cpuPerRequest(bare, bare.url, auth);
+      const gc = await cpuPerRequest(gateway, gateway.url, auth);
+      rounds.push({ bare: b.rps, gateway: g.rps, bare_cpu_us: bc.all, gateway_cpu_us: gc.all });
+      if (r === 0) Object.assign(p99, { bare: b.p99, gateway: g.p99 });
+    }
+    const rate = (pick: (r: Round) => number) => median(rounds.map(pick));
+    const ratio = median(rounds.map((r) => r.gateway / r.bare));
+    const spread = (pick: (r: Round) => number) => (ROUNDS > 1 ? `   rounds ${rounds.map((r) => fmt(pick(r))).join(' / ')}` : '');
+    const bareCpu = rate((r) => r.bare_cpu_us);
+    const gatewayCpu = rate((r) => r.gateway_cpu_us);
+    report('');
+    report('gateway, module mode: GET / served by an application module after identity (sqlite store, bearer checked on every request)');
+    report(`  baseline  the same route, bare Fastify app   ${fmt(rate((r) => r.bare)).padStart(8)} req/s   1.00x${spread((r) => r.bare)}`);
+    report(
+      `  gateway   authenticated, module route        ${fmt(rate((r) => r.gateway)).padStart(8)} req/s   ${ratio.toFixed(2)}x   (target >= 0.70x)${spread((r) => r.gateway)}`,
+    );
+    report(
+      `  cpu       server process per request (${fmt(CPU_REQUESTS)} requests): bare ${bareCpu.toFixed(0)} µs, gateway ${gatewayCpu.toFixed(0)} µs (+${(gatewayCpu - bareCpu).toFixed(0)} µs)${spread((r) => r.gateway_cpu_us)}`,
+    );
+    return {
+      rounds: ROUNDS,
+      bare_rps: rate((r) => r.bare),
+      gateway_rps: rate((r) => r.gateway),
+      gateway_ratio: ratio,
+      cpu_requests: CPU_REQUESTS,
+      cpu_us_per_request: { bare: bareCpu, gateway: gatewayCpu },
+      p99_ms: p99,
+      per_round: rounds,
+    };
+  } finally {
+    for (const p of procs) await stop(p);
+    rmSync(work, { recursive: true, force: true });
+  }
+}
