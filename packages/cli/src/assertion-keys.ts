@@ -1,5 +1,5 @@
 import { generateKeyPairSync } from 'node:crypto';
-import { closeSync, existsSync, openSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import {
   type AppGatewayConfig,
@@ -17,6 +17,7 @@ import {
 import { type AssertionSigner, createAssertionSigner } from '@svc/server';
 import { CliError } from './cli-error.js';
 import { assertOwnerOnly, ensureControlDir } from './control.js';
+import { fileStamp, liveFileValue } from './live-file.js';
 import { writeFileAtomic } from './node-key-history.js';
 import type { Project } from './project.js';
 
@@ -132,15 +133,6 @@ export function rotateAssertionKeys(
   });
 }
 
-function stampOf(file: string): string {
-  try {
-    const s = statSync(file);
-    return `${s.ino}:${s.size}:${s.mtimeMs}`;
-  } catch {
-    return 'none';
-  }
-}
-
 /**
  * The key set as it is on disk now, re-read when the file changed (checked at most once a
  * second, so signing does not pay a `stat` per request). A file that cannot be read keeps the
@@ -150,24 +142,13 @@ function stampOf(file: string): string {
  * const keys = liveAssertionKeys(assertionKeysFile(project), (err) => log.error({ err }, 'assertion key reload failed'));
  */
 export function liveAssertionKeys(file: string, onReloadError: (error: unknown) => void, clock: Clock): () => AssertionKeySetJson {
-  let seen = stampOf(file);
-  let current = readAssertionKeys(file);
-  let checkedAt = clock.monotonic?.() ?? performance.now();
-  return () => {
-    const t = clock.monotonic?.() ?? performance.now();
-    if (t - checkedAt < 1000) return current;
-    checkedAt = t;
-    const now = stampOf(file);
-    if (now !== seen) {
-      try {
-        current = readAssertionKeys(file);
-        seen = now;
-      } catch (error) {
-        onReloadError(error);
-      }
-    }
-    return current;
-  };
+  const now = () => clock.monotonic?.() ?? performance.now();
+  return liveFileValue(
+    () => fileStamp(file),
+    () => readAssertionKeys(file),
+    onReloadError,
+    { everyMs: 1000, now },
+  );
 }
 
 /**

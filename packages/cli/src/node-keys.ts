@@ -1,9 +1,10 @@
 import { generateKeyPairSync } from 'node:crypto';
-import { closeSync, openSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { closeSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { type RetiredNodeKeyJson, rfc3339 } from '@svc/core';
 import { createNodeIdentity, type NodeIdentity } from '@svc/server';
 import { CliError } from './cli-error.js';
+import { fileStamp, liveFileValue } from './live-file.js';
 import { type NodeKeyHistory, nodeKeyHistoryFile, readNodeKeyHistory, writeFileAtomic } from './node-key-history.js';
 
 /**
@@ -32,15 +33,6 @@ export function loadNodeIdentity(nodeKey: string): NodeIdentity {
   });
 }
 
-function stampOf(file: string): string {
-  try {
-    const s = statSync(file);
-    return `${s.ino}:${s.size}:${s.mtimeMs}`;
-  } catch {
-    return 'none';
-  }
-}
-
 /**
  * The node identity as it is on disk now: re-read when the key file or its history changed
  * (two `stat` calls per use), so a running node signs with a key `svc node rotate-key` made
@@ -52,21 +44,11 @@ function stampOf(file: string): string {
  */
 export function liveNodeIdentity(nodeKey: string, onReloadError: (error: unknown) => void): () => NodeIdentity {
   const historyFile = nodeKeyHistoryFile(nodeKey);
-  const stamp = () => `${stampOf(nodeKey)}|${stampOf(historyFile)}`;
-  let seen = stamp();
-  let current = loadNodeIdentity(nodeKey);
-  return () => {
-    const now = stamp();
-    if (now !== seen) {
-      try {
-        current = loadNodeIdentity(nodeKey);
-        seen = now;
-      } catch (error) {
-        onReloadError(error);
-      }
-    }
-    return current;
-  };
+  return liveFileValue(
+    () => `${fileStamp(nodeKey)}|${fileStamp(historyFile)}`,
+    () => loadNodeIdentity(nodeKey),
+    onReloadError,
+  );
 }
 
 /**

@@ -43,9 +43,21 @@ export function removeHeaders(req: IncomingMessage, drop: (name: string) => bool
   if (!any) return;
   // Node builds `headers` and `headersDistinct` lazily from `rawHeaders` and the count of
   // headers it parsed: both are built (and cleaned) before the raw list shrinks.
-  const headers = req.headers;
-  const distinct = req.headersDistinct;
-  for (const name of Object.keys(headers)) if (drop(name)) delete headers[name];
+  dropFields(req.headers, req.headersDistinct, raw, drop);
+}
+
+/**
+ * Removes the fields `drop` selects from the three views Node keeps of one header or trailer
+ * section: the parsed map, the map of every value, and the raw `[name, value, ...]` list
+ * (shrunk in place, last, since Node builds the maps lazily from it).
+ */
+function dropFields(
+  parsed: Record<string, unknown>,
+  distinct: Record<string, unknown>,
+  raw: string[],
+  drop: (name: string) => boolean,
+): void {
+  for (const name of Object.keys(parsed)) if (drop(name)) delete parsed[name];
   for (const name of Object.keys(distinct)) if (drop(name)) delete distinct[name];
   let kept = 0;
   for (let i = 0; i + 1 < raw.length; i += 2) {
@@ -65,18 +77,7 @@ export function removeHeaders(req: IncomingMessage, drop: (name: string) => bool
 function removeTrailers(req: IncomingMessage, drop: (name: string) => boolean): void {
   const raw = req.rawTrailers;
   if (raw.length === 0) return;
-  const trailers = req.trailers;
-  const distinct = req.trailersDistinct;
-  for (const name of Object.keys(trailers)) if (drop(name)) delete trailers[name];
-  for (const name of Object.keys(distinct)) if (drop(name)) delete distinct[name];
-  let kept = 0;
-  for (let i = 0; i + 1 < raw.length; i += 2) {
-    const name = raw[i] as string;
-    if (drop(name)) continue;
-    raw[kept++] = name;
-    raw[kept++] = raw[i + 1] as string;
-  }
-  raw.length = kept;
+  dropFields(req.trailers, req.trailersDistinct, raw, drop);
 }
 
 /**
