@@ -1,8 +1,6 @@
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { request as httpsRequest } from 'node:https';
-import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { FastifyPluginAsync } from 'fastify';
 import { moduleAttach } from '../src/index.js';
@@ -10,6 +8,7 @@ import { svcApp as goodApp } from './fixtures/app-modules/good-app/index.js';
 import { svcApp as hostileApp } from './fixtures/app-modules/hostile-app/index.js';
 import { svcApp as skipOverrideApp } from './fixtures/app-modules/skip-override-app/index.js';
 import { applicationUser, type GatewayHarness, gatewayApi, startGatewayHarness } from './support/gateway-harness.js';
+import { loopbackCertificate } from './support/loopback-cert.js';
 import { scratch } from './support/node-harness.js';
 import { rawRequest } from './support/raw-http.js';
 
@@ -244,27 +243,7 @@ describe('module mode over HTTPS', () => {
     const dir = scratch();
     let attempt = 'not tried';
     try {
-      const key = join(dir.dir, 'key.pem');
-      const cert = join(dir.dir, 'cert.pem');
-      execFileSync(
-        'openssl',
-        [
-          'req',
-          '-x509',
-          '-newkey',
-          'ec',
-          '-pkeyopt',
-          'ec_paramgen_curve:prime256v1',
-          '-nodes',
-          '-keyout',
-          key,
-          '-out',
-          cert,
-          '-days',
-          '1',
-        ].concat(['-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1']),
-        { stdio: 'ignore' },
-      );
+      const { key, cert } = loopbackCertificate(dir.dir);
       const h = await startGatewayHarness({
         attach: moduleAttach([
           { name: 'good-app@1.0.0', plugin: goodApp as FastifyPluginAsync },

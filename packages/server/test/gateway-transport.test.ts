@@ -1,13 +1,12 @@
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { request as httpsRequest } from 'node:https';
 import { connect } from 'node:net';
-import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { GatewayAttach } from '../src/index.js';
 import { createServiceMetrics } from '../src/index.js';
 import { applicationUser, type GatewayHarness, gatewayApi, startGateway, startGatewayHarness } from './support/gateway-harness.js';
+import { loopbackCertificate } from './support/loopback-cert.js';
 import { scratch } from './support/node-harness.js';
 import { rawRequest } from './support/raw-http.js';
 
@@ -86,31 +85,7 @@ describe('built-in TLS', () => {
   test('with opts.https the gateway serves HTTPS, the same policy applies, and req.protocol is https', async () => {
     const dir = scratch();
     try {
-      const key = join(dir.dir, 'key.pem');
-      const cert = join(dir.dir, 'cert.pem');
-      execFileSync(
-        'openssl',
-        [
-          'req',
-          '-x509',
-          '-newkey',
-          'ec',
-          '-pkeyopt',
-          'ec_paramgen_curve:prime256v1',
-          '-nodes',
-          '-keyout',
-          key,
-          '-out',
-          cert,
-          '-days',
-          '1',
-          '-subj',
-          '/CN=127.0.0.1',
-          '-addext',
-          'subjectAltName=IP:127.0.0.1',
-        ],
-        { stdio: 'ignore' },
-      );
+      const { key, cert } = loopbackCertificate(dir.dir);
       const h = await startGatewayHarness({ attach: whoAmI, gateway: { https: { cert: readFileSync(cert), key: readFileSync(key) } } });
       try {
         const get = (path: string) =>
