@@ -10,6 +10,10 @@ export const ID_PREFIXES = {
   event: 'evt_',
   bootstrap: 'bst_',
   project: 'prj_',
+  /** An external identity linked to a subject (a passkey, an OIDC login). */
+  link: 'lnk_',
+  /** A provider ceremony in progress (single use, short lived). */
+  flow: 'flw_',
 } as const;
 
 /** A kind of ID. */

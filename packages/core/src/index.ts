@@ -96,6 +96,22 @@ export { cidrPrefixLength, ipVersion, isIpOrCidr } from './ip-address.js';
 export { isValidNodeId, NODE_ID_PATTERN, nodeIdOf, normalizeNodeId } from './node-id.js';
 export { type NodeKeySetJson, nodeKeyValidAt } from './node-keys.js';
 export { makePrincipal, type Principal, type PrincipalClaims } from './principal.js';
+export {
+  type AuthProvider,
+  type ExternalIdentity,
+  PROVIDER_CONTRACT_VERSION,
+  type ProviderBeginResult,
+  type ProviderContext,
+  type ProviderFinishResult,
+  type ProviderHandle,
+  type ProviderHealth,
+  type ProviderIntent,
+  type ProviderJson,
+  type ProviderPolicy,
+  type ProviderReply,
+  type ProviderRequest,
+  type StoredCredential,
+} from './provider.js';
 export { isRealm, type Realm } from './realm.js';
 export { type SessionClientInput, sessionClient, USER_AGENT_MAX_CHARS } from './session-client.js';
 export {

@@ -1,4 +1,4 @@
-import type { AppPathRequirement, AuthDeps, Principal } from '@svc/core';
+import type { AppPathRequirement, AuthDeps, Principal, ProviderHandle } from '@svc/core';
 import type { FastifyBaseLogger, FastifyInstance, FastifyRequest } from 'fastify';
 import type { ChallengeBudget } from '../http/challenge-budget.js';
 import type { ConnectionLimits } from '../http/connection-limits.js';
@@ -41,6 +41,12 @@ export interface GatewayAppOptions {
   readonly challenges?: ChallengeBudget;
   /** Connection caps of this listener. Default {@link APPLICATION_CONNECTION_LIMITS}. */
   readonly connectionLimits?: ConnectionLimits;
+  /**
+   * The installed provider packages (passkeys, OIDC login), each behind its confined process:
+   * their ceremonies are served under `/.svc/auth/v1/providers/<name>/`, and browsers get the
+   * resulting session in cookies (docs/providers.md). Absent or empty: no provider routes.
+   */
+  readonly providers?: readonly ProviderHandle[];
 }
 
 /** What the upstream attach adds to each proxied request, computed once identity is settled. */
