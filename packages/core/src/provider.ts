@@ -23,8 +23,12 @@ export interface ExternalIdentity {
   readonly claims: Readonly<Record<string, string | boolean>>;
 }
 
-/** Why a ceremony runs: to sign in, or to link a new credential to an already signed-in subject. */
-export type ProviderIntent = 'signin' | 'link';
+/**
+ * Why a ceremony runs: `signin` with a linked credential; `link` a new credential to a subject
+ * (a signed-in principal's, or a pairing intent's); `signup`, a new subject with a new
+ * credential (just-in-time provisioning, only where the provider's policy allows it).
+ */
+export type ProviderIntent = 'signin' | 'link' | 'signup';
 
 /**
  * A browser request as a provider sees it: the query and the parsed body, never a header,
