@@ -61,10 +61,11 @@ window.svc = {
   begin(intent) {
     return post('/begin', { intent });
   },
-  // tamper.userVerification models a client that ignores the relying party's policy.
+  // tamper.userVerification (and residentKey) model a client that ignores the relying party's policy.
   async create(optionsJson, tamper = {}) {
     const options = PublicKeyCredential.parseCreationOptionsFromJSON(optionsJson);
     if (tamper.userVerification) options.authenticatorSelection.userVerification = tamper.userVerification;
+    if (tamper.residentKey) Object.assign(options.authenticatorSelection, { residentKey: tamper.residentKey, requireResidentKey: false });
     return (await navigator.credentials.create({ publicKey: options })).toJSON();
   },
   async get(optionsJson, tamper = {}) {

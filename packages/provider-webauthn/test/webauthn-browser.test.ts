@@ -62,7 +62,7 @@ async function authPage(h: Harness): Promise<AuthPage> {
 async function ceremony(
   p: AuthPage,
   intent: 'signup' | 'link' | 'signin',
-  tamper: { userVerification?: string } = {},
+  tamper: { userVerification?: string; residentKey?: string } = {},
 ): Promise<CeremonyResult> {
   const result: unknown = await p.page.evaluate(([i, t]) => (globalThis as unknown as PageApi).svc.ceremony(i, t), [
     intent,
@@ -156,11 +156,11 @@ const SIGNIN = (h: Harness): ProviderContext => ({
   existingCredentials: [],
 });
 
-/** The refusal reason of a provider call, or 'accepted'. */
-function reasonOf(p: Promise<unknown>): Promise<string | undefined> {
+/** The refusal of a provider call as `reason: message`, or 'accepted'. */
+function refusalOf(p: Promise<unknown>): Promise<string> {
   return p.then(
     () => 'accepted',
-    (e: Error & { reason?: string }) => e.reason,
+    (e: Error & { reason?: string }) => `${e.reason}: ${e.message}`,
   );
 }
 
@@ -191,7 +191,10 @@ test('a replayed assertion is refused: the same flow again, on a fresh flow, and
   // given as it was before that sign-in, so the counter alone would not catch it.
   const fresh = await provider.begin(SIGNIN(h), config);
   const onFresh = { state: fresh.state, request: { query: {}, body: signin.credential }, credential: registered };
-  assert.equal(await reasonOf(provider.finish(SIGNIN(h), config, onFresh)), 'not_verified');
+  assert.match(
+    await refusalOf(provider.finish(SIGNIN(h), config, onFresh)),
+    /^not_verified: .*unexpected authentication response challenge/i,
+  );
 
   // 3. The provider itself, given the same state and response twice (a service that failed to
   // consume its flow): the second is refused as a replay, again with the counter out of play.
@@ -203,7 +206,7 @@ test('a replayed assertion is refused: the same flow again, on a fresh flow, and
   const input = { state: begun.state, request: { query: {}, body: made }, credential: current };
   const first = await provider.finish(SIGNIN(h), config, input);
   assert.equal(first.identity.subject, signup.credential.id);
-  assert.equal(await reasonOf(provider.finish(SIGNIN(h), config, input)), 'replayed');
+  assert.match(await refusalOf(provider.finish(SIGNIN(h), config, input)), /^replayed: /);
   assert.equal(h.sessions.size, sessions, 'no session came of any replay');
 });
 
@@ -243,11 +246,12 @@ test('an assertion made on an origin not in webauthn/origins is refused', async 
   await p.page.goto(other.origin);
   const signin = await ceremony(p, 'signin');
   assert.equal(signin.outcome.ok ? '' : signin.outcome.reason, 'not_verified');
-  assert.match(signin.outcome.ok ? '' : signin.outcome.message, /origin/i);
+  assert.match(signin.outcome.ok ? '' : signin.outcome.message, /unexpected authentication response origin/i);
   // And registration on the wrong origin is refused the same way.
   const q = await authPage(other);
   const signup = await ceremony(q, 'signup');
   assert.equal(signup.outcome.ok ? '' : signup.outcome.reason, 'not_verified');
+  assert.match(signup.outcome.ok ? '' : signup.outcome.message, /unexpected registration response origin/i);
   assert.equal(good.credentials.has(signup.credential.id), false);
 });
 
@@ -268,5 +272,18 @@ test('user verification required: an assertion without it is refused, even from 
   const attempt = await ceremony(p, 'signin', { userVerification: 'discouraged' });
   assert.equal(attempt.outcome.ok, false);
   assert.equal(attempt.outcome.ok ? '' : attempt.outcome.reason, 'not_verified');
-  assert.match(attempt.outcome.ok ? '' : attempt.outcome.message, /verif/i);
+  assert.match(attempt.outcome.ok ? '' : attempt.outcome.message, /user could not be verified/);
+  // The assertion itself was well formed: only the missing UV flag refused it.
+  assert.equal(attempt.credential.id, signup.credential.id);
+  // A registration without user verification is refused the same way, and nothing is stored:
+  // from a security key that cannot verify users (the tampering client also drops the resident key).
+  await p.cdp.send('WebAuthn.removeVirtualAuthenticator', { authenticatorId: p.authenticatorId });
+  await p.cdp.send('WebAuthn.addVirtualAuthenticator', {
+    options: { protocol: 'ctap2', transport: 'usb', hasResidentKey: false, hasUserVerification: false, automaticPresenceSimulation: true },
+  });
+  const unverified = await ceremony(p, 'signup', { userVerification: 'discouraged', residentKey: 'discouraged' });
+  assert.equal(unverified.outcome.ok ? '' : unverified.outcome.reason, 'not_verified');
+  assert.match(unverified.outcome.ok ? '' : unverified.outcome.message, /user could not be verified/);
+  assert.equal(h.credentials.has(unverified.credential.id), false);
+  assert.equal(h.credentials.size, 1);
 });
