@@ -124,8 +124,9 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
     intent,
     origin,
     callbackUrl: `${origin}/callback`,
-    subject: null,
-    existingCredentials: [],
+    // A link is for the signed-in subject, who already holds every credential this harness stores.
+    subject: intent === 'link' ? 'usr_harness' : null,
+    existingCredentials: intent === 'link' ? [...credentials.keys()] : [],
   });
 
   async function finish(flowId: string, credential: ProviderJson): Promise<FinishOutcome> {

@@ -77,6 +77,13 @@ async function assertion(p: AuthPage, options: ProviderJson): Promise<Credential
   return result as CredentialJson;
 }
 
+/** The provider's data of a credential the harness stores. */
+function storedData(h: Harness, id: string): Record<string, unknown> {
+  const c = h.credentials.get(id);
+  assert.ok(c !== undefined, `no stored credential ${id}`);
+  return c.data as Record<string, unknown>;
+}
+
 function assertOk(outcome: FinishOutcome): asserts outcome is Extract<FinishOutcome, { ok: true }> {
   assert.ok(outcome.ok, `expected success, got ${outcome.ok ? '' : `${outcome.reason}: ${outcome.message}`}`);
 }
@@ -286,4 +293,69 @@ test('user verification required: an assertion without it is refused, even from 
   assert.match(unverified.outcome.ok ? '' : unverified.outcome.message, /user could not be verified/);
   assert.equal(h.credentials.has(unverified.credential.id), false);
   assert.equal(h.credentials.size, 1);
+});
+
+test('linking a second passkey excludes the ones the subject has: the same authenticator is refused, another one links', async () => {
+  const h = await harness({ provider: createWebAuthnProvider(), config: (origin) => webauthnConfig([origin]) });
+  const p = await authPage(h);
+  const first = await ceremony(p, 'signup');
+  assertOk(first.outcome);
+
+  const again = await p.page
+    .evaluate(() => (globalThis as unknown as PageApi).svc.ceremony('link', {}))
+    .then(
+      () => 'created',
+      (e: Error) => e.message,
+    );
+  assert.match(again, /InvalidStateError/, 'the authenticator holding an excluded credential refuses to make another');
+  assert.equal(h.credentials.size, 1);
+
+  const other = await authPage(h);
+  const linked = await ceremony(other, 'link');
+  assert.deepEqual(
+    (linked.options.excludeCredentials as { id: string }[]).map((c) => c.id),
+    [first.credential.id],
+  );
+  assertOk(linked.outcome);
+  assert.notEqual(linked.credential.id, first.credential.id);
+  assert.equal(h.credentials.size, 2);
+  assertOk((await ceremony(other, 'signin')).outcome);
+});
+
+test('backup flags: a passkey that becomes backed up signs in with backed_up updated; one whose backup eligibility changes is refused', async () => {
+  const h = await harness({ provider: createWebAuthnProvider(), config: (origin) => webauthnConfig([origin]) });
+  const p = await authPage(h);
+  // A synced-passkey provider: backup eligible, not yet backed up.
+  await p.cdp.send('WebAuthn.removeVirtualAuthenticator', { authenticatorId: p.authenticatorId });
+  const { authenticatorId } = await p.cdp.send('WebAuthn.addVirtualAuthenticator', {
+    options: {
+      protocol: 'ctap2',
+      transport: 'internal',
+      hasResidentKey: true,
+      hasUserVerification: true,
+      isUserVerified: true,
+      automaticPresenceSimulation: true,
+      defaultBackupEligibility: true,
+      defaultBackupState: false,
+    },
+  });
+  const signup = await ceremony(p, 'signup');
+  assertOk(signup.outcome);
+  assert.equal(signup.outcome.claims.device_type, 'multiDevice');
+  assert.equal(signup.outcome.claims.backed_up, false);
+  const id = signup.credential.id;
+  // CDP's binary fields are standard base64, WebAuthn's ids base64url.
+  const credentialId = Buffer.from(id, 'base64url').toString('base64');
+
+  await p.cdp.send('WebAuthn.setCredentialProperties', { authenticatorId, credentialId, backupEligibility: true, backupState: true });
+  const synced = await ceremony(p, 'signin');
+  assertOk(synced.outcome);
+  assert.equal(synced.outcome.claims.backed_up, true);
+  assert.equal(storedData(h, id).backed_up, true);
+
+  // Backup eligibility is fixed when the credential is made: a change means another authenticator.
+  await p.cdp.send('WebAuthn.setCredentialProperties', { authenticatorId, credentialId, backupEligibility: false, backupState: false });
+  const changed = await ceremony(p, 'signin');
+  assert.equal(changed.outcome.ok ? '' : changed.outcome.reason, 'device_type_changed');
+  assert.equal(storedData(h, id).device_type, 'multiDevice');
 });
