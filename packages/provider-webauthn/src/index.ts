@@ -5,4 +5,11 @@ export {
   type UserVerification,
   type WebAuthnConfig,
 } from './config.js';
-export { createWebAuthnProvider, type WebAuthnProviderOptions, WebAuthnRefusal, webauthnProvider } from './webauthn-provider.js';
+export {
+  createWebAuthnProvider,
+  refusalReason,
+  type WebAuthnProviderOptions,
+  type WebAuthnRefusal,
+  type WebAuthnRefusalReason,
+  webauthnProvider,
+} from './webauthn-provider.js';

@@ -33,16 +33,40 @@ const FUTURE_SKEW_MS = 5_000;
 /** How many consumed challenges a provider process remembers (each for the ceremony timeout at most). */
 const MAX_CONSUMED = 100_000;
 
-/** Why a ceremony was refused: one line, never a secret. The service maps it to its own error. */
-export class WebAuthnRefusal extends Error {
-  constructor(
-    /** A stable reason code: `bad_config`, `bad_state`, `expired`, `replayed`, `bad_response`, `not_verified`, `unknown_credential`, `counter_regression`, `device_type_changed`. */
-    readonly reason: string,
-    message: string,
-  ) {
-    super(message);
-    this.name = 'WebAuthnRefusal';
-  }
+/** A stable reason code for each refusal. */
+export type WebAuthnRefusalReason =
+  | 'bad_config'
+  | 'bad_state'
+  | 'expired'
+  | 'replayed'
+  | 'bad_response'
+  | 'not_verified'
+  | 'unknown_credential'
+  | 'counter_regression'
+  | 'device_type_changed';
+
+/** A refused ceremony: an `Error` named `WebAuthnRefusal` with its `reason`. */
+export type WebAuthnRefusal = Error & { readonly reason: WebAuthnRefusalReason };
+
+/**
+ * Why a ceremony was refused: one line, never a secret. Not an error class of its own: a
+ * refusal crosses the provider boundary as a message, and the service answers with its own
+ * code (core's registry), never with the provider's.
+ */
+function refusal(reason: WebAuthnRefusalReason, message: string): WebAuthnRefusal {
+  return Object.assign(new Error(message), { name: 'WebAuthnRefusal', reason });
+}
+
+/**
+ * The reason of a refusal this provider threw, or null for anything else.
+ *
+ * @example
+ * try { await provider.finish(ctx, config, input); } catch (e) { if (refusalReason(e) === 'expired') beginAgain(); }
+ */
+export function refusalReason(error: unknown): WebAuthnRefusalReason | null {
+  return error instanceof Error && error.name === 'WebAuthnRefusal' && typeof (error as { reason?: unknown }).reason === 'string'
+    ? (error as WebAuthnRefusal).reason
+    : null;
 }
 
 /** Options for tests and embedders: the clock (the service's flows expire on the service's clock; this one is the provider's own check). */
@@ -75,7 +99,7 @@ function asJson(options: object): ProviderJson {
 
 function configOrThrow(raw: ProviderJson): WebAuthnConfig {
   const { config, problems } = readWebAuthnConfig(raw);
-  if (config === null) throw new WebAuthnRefusal('bad_config', `webauthn provider misconfigured: ${problems.join('; ')}`);
+  if (config === null) throw refusal('bad_config', `webauthn provider misconfigured: ${problems.join('; ')}`);
   return config;
 }
 
@@ -89,16 +113,16 @@ function responseOf(
   kind: 'registration' | 'authentication',
 ): RegistrationResponseJSON & AuthenticationResponseJSON {
   const body = request.body;
-  if (!isRecord(body)) throw new WebAuthnRefusal('bad_response', 'the request body is not a WebAuthn credential (credential.toJSON())');
+  if (!isRecord(body)) throw refusal('bad_response', 'the request body is not a WebAuthn credential (credential.toJSON())');
   const { id, rawId, type, response } = body;
-  if (!isCredentialId(id) || rawId !== id) throw new WebAuthnRefusal('bad_response', 'the credential id is missing, malformed or too long');
-  if (type !== 'public-key') throw new WebAuthnRefusal('bad_response', 'the credential type is not public-key');
-  if (!isRecord(response)) throw new WebAuthnRefusal('bad_response', 'the credential has no response');
+  if (!isCredentialId(id) || rawId !== id) throw refusal('bad_response', 'the credential id is missing, malformed or too long');
+  if (type !== 'public-key') throw refusal('bad_response', 'the credential type is not public-key');
+  if (!isRecord(response)) throw refusal('bad_response', 'the credential has no response');
   const fields = kind === 'registration' ? ['clientDataJSON', 'attestationObject'] : ['clientDataJSON', 'authenticatorData', 'signature'];
   for (const f of fields) {
     const v = response[f];
     if (typeof v !== 'string' || v.length === 0 || v.length > MAX_RESPONSE_FIELD_CHARS || !BASE64URL.test(v))
-      throw new WebAuthnRefusal('bad_response', `the credential's response.${f} is missing or malformed`);
+      throw refusal('bad_response', `the credential's response.${f} is missing or malformed`);
   }
   // The library reads these fields only; the cast is to its JSON type after the checks above.
   return body as unknown as RegistrationResponseJSON & AuthenticationResponseJSON;
@@ -111,12 +135,12 @@ function transportsOf(v: ProviderJson | undefined): string[] {
 
 function credentialDataOf(stored: StoredCredential): CredentialData {
   const d = stored.data;
-  if (!isRecord(d)) throw new WebAuthnRefusal('unknown_credential', 'the stored credential is not a WebAuthn credential');
+  if (!isRecord(d)) throw refusal('unknown_credential', 'the stored credential is not a WebAuthn credential');
   const { public_key, transports, backed_up, device_type, user_id } = d;
   if (typeof public_key !== 'string' || !BASE64URL.test(public_key) || public_key.length > 4096)
-    throw new WebAuthnRefusal('unknown_credential', 'the stored credential has no public key');
+    throw refusal('unknown_credential', 'the stored credential has no public key');
   if (device_type !== 'singleDevice' && device_type !== 'multiDevice')
-    throw new WebAuthnRefusal('unknown_credential', 'the stored credential has no device type');
+    throw refusal('unknown_credential', 'the stored credential has no device type');
   return {
     publicKey: public_key,
     transports: transportsOf(transports),
@@ -155,15 +179,14 @@ export function createWebAuthnProvider(options: WebAuthnProviderOptions = {}): A
       if (expires > t && consumed.size < MAX_CONSUMED) break;
       consumed.delete(challenge);
     }
-    if (consumed.has(state.challenge)) throw new WebAuthnRefusal('replayed', 'this ceremony was already finished (replayed challenge)');
+    if (consumed.has(state.challenge)) throw refusal('replayed', 'this ceremony was already finished (replayed challenge)');
     consumed.set(state.challenge, state.issuedAt + timeoutMs);
   }
 
   function checkFresh(state: CeremonyState, config: WebAuthnConfig): void {
     const t = now();
-    if (state.issuedAt > t + FUTURE_SKEW_MS) throw new WebAuthnRefusal('bad_state', 'the ceremony state was issued in the future');
-    if (t - state.issuedAt > config.timeoutMs)
-      throw new WebAuthnRefusal('expired', `the ceremony expired (${config.timeoutMs / 1000} s); begin again`);
+    if (state.issuedAt > t + FUTURE_SKEW_MS) throw refusal('bad_state', 'the ceremony state was issued in the future');
+    if (t - state.issuedAt > config.timeoutMs) throw refusal('expired', `the ceremony expired (${config.timeoutMs / 1000} s); begin again`);
   }
 
   return {
@@ -215,9 +238,8 @@ export function createWebAuthnProvider(options: WebAuthnProviderOptions = {}): A
     async finish(ctx, rawConfig, input): Promise<ProviderFinishResult> {
       const config = configOrThrow(rawConfig);
       const state = decodeState(input.state);
-      if (state === null) throw new WebAuthnRefusal('bad_state', 'the ceremony state is not a WebAuthn state');
-      if (state.intent !== ctx.intent)
-        throw new WebAuthnRefusal('bad_state', `the ceremony was begun for ${state.intent}, not ${ctx.intent}`);
+      if (state === null) throw refusal('bad_state', 'the ceremony state is not a WebAuthn state');
+      if (state.intent !== ctx.intent) throw refusal('bad_state', `the ceremony was begun for ${state.intent}, not ${ctx.intent}`);
       checkFresh(state, config);
       const response = responseOf(input.request, state.ceremony);
       // Burn the challenge before verifying: a failed attempt does not leave it reusable.
@@ -226,8 +248,7 @@ export function createWebAuthnProvider(options: WebAuthnProviderOptions = {}): A
       const issuer = `webauthn:${config.rpId}`;
 
       if (state.ceremony === 'registration') {
-        if (ctx.existingCredentials.includes(response.id))
-          throw new WebAuthnRefusal('bad_response', 'this passkey is already linked to the subject');
+        if (ctx.existingCredentials.includes(response.id)) throw refusal('bad_response', 'this passkey is already linked to the subject');
         const v = await verifyRegistrationResponse({
           response,
           expectedChallenge: state.challenge,
@@ -235,12 +256,11 @@ export function createWebAuthnProvider(options: WebAuthnProviderOptions = {}): A
           expectedRPID: config.rpId,
           requireUserVerification,
         }).catch((error: unknown) => {
-          throw new WebAuthnRefusal('not_verified', `registration not verified: ${(error as Error).message}`);
+          throw refusal('not_verified', `registration not verified: ${(error as Error).message}`);
         });
-        if (!v.verified || v.registrationInfo === undefined) throw new WebAuthnRefusal('not_verified', 'registration not verified');
+        if (!v.verified || v.registrationInfo === undefined) throw refusal('not_verified', 'registration not verified');
         const info = v.registrationInfo;
-        if (info.credential.id !== response.id)
-          throw new WebAuthnRefusal('bad_response', 'the attested credential id differs from the response id');
+        if (info.credential.id !== response.id) throw refusal('bad_response', 'the attested credential id differs from the response id');
         const data: CredentialData = {
           publicKey: b64url(info.credential.publicKey),
           transports: transportsOf(response.response.transports as ProviderJson | undefined),
@@ -259,14 +279,13 @@ export function createWebAuthnProvider(options: WebAuthnProviderOptions = {}): A
       }
 
       const stored = input.credential;
-      if (stored === null) throw new WebAuthnRefusal('unknown_credential', 'no passkey is linked with this credential id');
-      if (stored.id !== response.id)
-        throw new WebAuthnRefusal('unknown_credential', 'the stored credential is not the one the assertion names');
+      if (stored === null) throw refusal('unknown_credential', 'no passkey is linked with this credential id');
+      if (stored.id !== response.id) throw refusal('unknown_credential', 'the stored credential is not the one the assertion names');
       const data = credentialDataOf(stored);
       // A discoverable credential returns the user handle it was registered with; it must be ours.
       const userHandle = response.response.userHandle;
       if (userHandle !== undefined && data.userId !== null && userHandle !== data.userId)
-        throw new WebAuthnRefusal('unknown_credential', "the assertion's user handle is not the one this passkey was registered with");
+        throw refusal('unknown_credential', "the assertion's user handle is not the one this passkey was registered with");
       const storedCounter = stored.counter ?? 0;
       const v = await verifyAuthenticationResponse({
         response,
@@ -282,24 +301,18 @@ export function createWebAuthnProvider(options: WebAuthnProviderOptions = {}): A
         requireUserVerification,
       }).catch((error: unknown) => {
         const message = (error as Error).message;
-        if (/counter/i.test(message)) throw new WebAuthnRefusal('counter_regression', `possible cloned authenticator: ${message}`);
-        throw new WebAuthnRefusal('not_verified', `authentication not verified: ${message}`);
+        if (/counter/i.test(message)) throw refusal('counter_regression', `possible cloned authenticator: ${message}`);
+        throw refusal('not_verified', `authentication not verified: ${message}`);
       });
-      if (!v.verified) throw new WebAuthnRefusal('not_verified', 'authentication not verified');
+      if (!v.verified) throw refusal('not_verified', 'authentication not verified');
       const info = v.authenticationInfo;
       // Our own check, whatever the library does: a counter that does not move forward means a
       // copy of the key is in use (spec: both zero means the authenticator keeps no counter).
       if ((info.newCounter !== 0 || storedCounter !== 0) && info.newCounter <= storedCounter)
-        throw new WebAuthnRefusal(
-          'counter_regression',
-          `possible cloned authenticator: counter ${info.newCounter} is not above ${storedCounter}`,
-        );
+        throw refusal('counter_regression', `possible cloned authenticator: counter ${info.newCounter} is not above ${storedCounter}`);
       // Backup eligibility is fixed at creation; a change means another authenticator is answering.
       if (info.credentialDeviceType !== data.deviceType)
-        throw new WebAuthnRefusal(
-          'device_type_changed',
-          `the passkey's device type changed from ${data.deviceType} to ${info.credentialDeviceType}`,
-        );
+        throw refusal('device_type_changed', `the passkey's device type changed from ${data.deviceType} to ${info.credentialDeviceType}`);
       const updated: CredentialData = { ...data, backedUp: info.credentialBackedUp };
       return {
         identity: {
