@@ -78,6 +78,11 @@ export function createDiscoveryCache(options: { readonly ttlMs: number; readonly
     const client = new oidc.Configuration(metadata, config.clientId, undefined, auth);
     client.timeout = options.timeoutSeconds;
     if (config.insecureLoopback) oidc.allowInsecureRequests(client);
+    // openid-client trusts an ID token from the token endpoint on TLS alone unless told
+    // otherwise (OIDC Core 3.1.3.7 allows it); we verify its signature against the issuer's
+    // JWKS too, so a token that did not come from the issuer's keys is refused even where TLS
+    // is absent (a loopback issuer) or terminated by something else.
+    oidc.enableNonRepudiationChecks(client);
     byClient.set(key, client);
     return client;
   }

@@ -12,6 +12,7 @@ import { launchBrowser } from '../../../test-support/browser.js';
 import { createOidcProvider, OidcRefusal } from '../src/index.js';
 import { type CapturedCallback, type Harness, startHarness } from './support/harness.js';
 import { claimsOf, startIdp, type TestIdp } from './support/idp.js';
+import { startKeySwappingProxy } from './support/key-swapping-proxy.js';
 import { startMixUpIssuer } from './support/mix-up-issuer.js';
 import { providerConfigOf } from './support/module-config.js';
 
@@ -126,7 +127,7 @@ test('a tampered state on the callback is refused, and the flow it burned cannot
     const state = held.query.state;
     const tampered = { ...held.query, state: `${state.slice(0, -1)}${state.endsWith('A') ? 'B' : 'A'}` };
     await page.goto(`${harness.callbackUrl}?${new URLSearchParams(tampered)}`);
-    assert.match((await page.textContent('#refused')) ?? '', /^response_refused: .*state/);
+    assert.match((await page.textContent('#refused')) ?? '', /^response_refused: .*unexpected "state" response parameter value/);
     await page.goto(`${harness.callbackUrl}?${new URLSearchParams(held.query)}`);
     assert.match((await page.textContent('#refused')) ?? '', /^no_flow/);
   });
@@ -166,7 +167,7 @@ test('an ID token whose nonce is not the flow’s (an injected token) is refused
     provider.finish(harness.ctx, config, { state: otherFlow, request: { query, body: null }, credential: null }),
   );
   assert.equal(refused.code, 'response_refused');
-  assert.match(refused.message, /nonce/);
+  assert.match(refused.message, /unexpected ID Token "nonce" claim value/);
 });
 
 test('mix-up: a code from another OpenID Provider is refused, by the iss callback parameter or its absence', async () => {
@@ -187,13 +188,13 @@ test('mix-up: a code from another OpenID Provider is refused, by the iss callbac
       }),
     );
     assert.equal(withIss.code, 'response_refused');
-    assert.match(withIss.message, /iss/);
+    assert.match(withIss.message, /unexpected "iss" \(issuer\) response parameter value/);
     // Stripping `iss` does not help: the configured IdP advertises RFC 9207, so its absence is refused.
     const withoutIss = await refusal(
       provider.finish(harness.ctx, victimConfig, { state: victim.state, request: { query: spliced, body: null }, credential: null }),
     );
     assert.equal(withoutIss.code, 'response_refused');
-    assert.match(withoutIss.message, /iss/);
+    assert.match(withoutIss.message, /response parameter "iss" \(issuer\) missing/);
   } finally {
     await other.close();
   }
@@ -206,14 +207,30 @@ test('mix-up: ID tokens signed by an issuer other than the configured one are re
     const { query, state } = await captureCallback(config, 'ada');
     // With the real IdP's `iss` on the callback, the parameter gives it away...
     const byParam = await refusal(provider.finish(harness.ctx, config, { state, request: { query, body: null }, credential: null }));
-    assert.match(byParam.message, /iss/);
+    assert.match(byParam.message, /unexpected "iss" \(issuer\) response parameter value/);
     // ...and without it, the ID token's own `iss` does (the code is still unused: the first try stopped before the token endpoint).
     const { iss: _stripped, ...noIss } = query;
     const byToken = await refusal(provider.finish(harness.ctx, config, { state, request: { query: noIss, body: null }, credential: null }));
     assert.equal(byToken.code, 'response_refused');
-    assert.match(byToken.message, /iss/);
+    assert.match(byToken.message, /unexpected JWT "iss" \(issuer\) claim value/);
   } finally {
     await fake.close();
+  }
+});
+
+test('an ID token whose signature does not verify against the issuer’s keys is refused', async () => {
+  const proxy = await startKeySwappingProxy('/jwks');
+  const behind = await startIdp({ redirectUris: [harness.callbackUrl], issuer: proxy.origin });
+  proxy.targetPort = behind.port;
+  try {
+    const config = configOf(behind);
+    const { query, state } = await captureCallback(config, 'sig-victim');
+    const refused = await refusal(provider.finish(harness.ctx, config, { state, request: { query, body: null }, credential: null }));
+    assert.equal(refused.code, 'response_refused');
+    assert.match(refused.message, /signature/i);
+  } finally {
+    await behind.close();
+    await proxy.close();
   }
 });
 

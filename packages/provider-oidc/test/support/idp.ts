@@ -13,6 +13,8 @@ export interface TestIdp {
   readonly issuer: string;
   readonly clientId: string;
   readonly clientSecret: string;
+  /** The port it listens on (equal to the issuer's unless it sits behind a proxy). */
+  readonly port: number;
   close(): Promise<void>;
 }
 
@@ -35,12 +37,14 @@ export async function startIdp(options: {
   readonly host?: string;
   readonly tokenEndpointAuth?: 'client_secret_basic' | 'client_secret_post';
   readonly clientSecret?: string;
+  /** The issuer identifier when the IdP is reached through a proxy (the proxy's origin). */
+  readonly issuer?: string;
 }): Promise<TestIdp> {
   let handler: (req: IncomingMessage, res: ServerResponse) => void = (_req, res) => res.writeHead(503).end();
   const server = createServer((req, res) => handler(req, res));
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
-  const issuer = `http://${options.host ?? '127.0.0.1'}:${port}`;
+  const issuer = options.issuer ?? `http://${options.host ?? '127.0.0.1'}:${port}`;
   const clientId = `svc-${randomBytes(4).toString('hex')}`;
   const clientSecret = options.clientSecret ?? randomBytes(24).toString('base64url');
   const { privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
@@ -70,6 +74,7 @@ export async function startIdp(options: {
     issuer,
     clientId,
     clientSecret,
+    port,
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();
