@@ -7,8 +7,11 @@ import { OidcRefusal } from './errors.js';
 export interface DiscoveryCache {
   /** The client configuration for `config`, discovering its issuer when not cached (or stale). */
   configurationFor(config: OidcConfig): Promise<oidc.Configuration>;
-  /** Discovers `config`'s issuer again now (the health check), replacing the cached document on success. */
-  refresh(config: OidcConfig): Promise<oidc.Configuration>;
+  /**
+   * Discovers `config`'s issuer now (the health check), with the same checks, without
+   * touching the cache: a health check every few seconds must not cost each login a JWKS fetch.
+   */
+  probe(config: OidcConfig): Promise<void>;
 }
 
 interface CachedIssuer {
@@ -34,10 +37,10 @@ export function createDiscoveryCache(options: { readonly ttlMs: number; readonly
   // Configuration survives between logins of the same client.
   const clients = new WeakMap<Promise<oidc.ServerMetadata>, Map<string, oidc.Configuration>>();
 
-  function discover(config: OidcConfig): Promise<oidc.ServerMetadata> {
+  function fetchMetadata(config: OidcConfig): Promise<oidc.ServerMetadata> {
     const execute = config.insecureLoopback ? [oidc.allowInsecureRequests] : [];
     // openid-client's discovery checks the document's `issuer` equals the configured URL exactly.
-    const metadata = oidc
+    return oidc
       .discovery(new URL(config.issuer), config.clientId, undefined, undefined, { execute, timeout: options.timeoutSeconds })
       .then((c) => {
         const server = c.serverMetadata();
@@ -52,10 +55,20 @@ export function createDiscoveryCache(options: { readonly ttlMs: number; readonly
         return server;
       })
       .catch((error: unknown) => {
-        if (issuers.get(config.issuer)?.metadata === metadata) issuers.delete(config.issuer);
-        const message = error instanceof Error ? error.message.split('\n')[0] : String(error);
+        // openid-client says what failed, its cause which check (an issuer mismatch, a refused connection).
+        const line = (e: unknown) => (e instanceof Error ? e.message : String(e)).split('\n')[0];
+        const cause = error instanceof Error && error.cause instanceof Error ? `: ${line(error.cause)}` : '';
+        const message = `${line(error)}${cause}`;
         throw new OidcRefusal('discovery_failed', `discovery of ${config.issuer} failed: ${message}`, { cause: error });
       });
+  }
+
+  function discover(config: OidcConfig): Promise<oidc.ServerMetadata> {
+    const metadata = fetchMetadata(config);
+    // A failed discovery is forgotten, so the next login tries again.
+    metadata.catch(() => {
+      if (issuers.get(config.issuer)?.metadata === metadata) issuers.delete(config.issuer);
+    });
     issuers.set(config.issuer, { at: Date.now(), metadata });
     return metadata;
   }
@@ -93,8 +106,8 @@ export function createDiscoveryCache(options: { readonly ttlMs: number; readonly
       const fresh = cached !== undefined && Date.now() - cached.at < options.ttlMs;
       return clientFor(config, fresh ? cached.metadata : discover(config));
     },
-    refresh(config) {
-      return clientFor(config, discover(config));
+    async probe(config) {
+      await fetchMetadata(config);
     },
   };
 }

@@ -212,7 +212,7 @@ export function createOidcProvider(options: OidcProviderOptions = {}): AuthProvi
     const parsed = parseOidcConfig(raw);
     if (parsed.config === null) return { status: 'down', detail: `invalid config: ${parsed.problems.join('; ')}` };
     try {
-      await discovery.refresh(parsed.config);
+      await discovery.probe(parsed.config);
       return { status: 'ok' };
     } catch (error) {
       return { status: 'down', detail: refusalOf(error).message };

@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
 import type { ProviderJson } from '@svc/core';
 import { DEFAULT_SCOPES, isLoopbackHost, parseOidcConfig, svcAuthProvider } from '../src/index.js';
@@ -122,4 +124,39 @@ test('the svc-addon.json manifest names this package and points svc/auth-provide
   assert.equal(manifest.native, null);
   const built = (await import(new URL('dist/index.js', dir).href)) as Record<string, unknown>;
   assert.equal((built.svcAuthProvider as { kind?: unknown } | undefined)?.kind, 'oidc');
+});
+
+test('a plain-http loopback issuer whose endpoints leave the machine over http is refused (no downgrade through a local issuer)', async () => {
+  const server = createServer((req, res) => {
+    if (req.url !== '/.well-known/openid-configuration') return void res.writeHead(404).end();
+    res.writeHead(200, { 'content-type': 'application/json' }).end(
+      JSON.stringify({
+        issuer,
+        authorization_endpoint: `${issuer}/auth`,
+        token_endpoint: 'http://login.example.com/token',
+        jwks_uri: `${issuer}/jwks`,
+        response_types_supported: ['code'],
+        subject_types_supported: ['public'],
+        id_token_signing_alg_values_supported: ['ES256'],
+      }),
+    );
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const issuer = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  try {
+    const ctx = {
+      realm: 'application' as const,
+      intent: 'signin' as const,
+      origin: 'http://127.0.0.1:1',
+      callbackUrl: 'http://127.0.0.1:1/callback',
+      subject: null,
+      existingCredentials: [],
+    };
+    await assert.rejects(svcAuthProvider.begin(ctx, { ...valid, 'oidc/issuer': issuer }), {
+      code: 'discovery_failed',
+      message: `discovery of ${issuer} failed: token_endpoint http://login.example.com/token leaves this machine over plain http`,
+    });
+  } finally {
+    server.close();
+  }
 });

@@ -241,7 +241,7 @@ test('an issuer whose discovery document names another issuer is refused at begi
     const config = configOf({ ...elsewhere, issuer: elsewhere.issuer.replace('localhost', '127.0.0.1') });
     const refused = await refusal(provider.begin(harness.ctx, config));
     assert.equal(refused.code, 'discovery_failed');
-    assert.match(refused.message, /issuer/);
+    assert.match(refused.message, /discovered metadata issuer does not match the expected issuer/);
     const health = await provider.health(config);
     assert.equal(health.status, 'down');
     assert.ok(health.detail !== undefined && !health.detail.includes(elsewhere.clientSecret));
@@ -268,8 +268,29 @@ test('health is ok while the issuer’s discovery answers, and down with the rea
   await gone.close();
   const health = await provider.health(config);
   assert.equal(health.status, 'down');
-  assert.match(health.detail ?? '', /discovery of http:\/\/127\.0\.0\.1:\d+ failed/);
+  assert.match(health.detail ?? '', /^discovery of http:\/\/127\.0\.0\.1:\d+ failed: .*ECONNREFUSED/);
   assert.ok(!(health.detail ?? '').includes(gone.clientSecret));
+});
+
+test('discovery is fetched once per issuer for many logins; a health check does not evict it', async () => {
+  const fresh = createOidcProvider();
+  const own = await startIdp({ redirectUris: [harness.callbackUrl] });
+  try {
+    const config = configOf(own);
+    const first = await fresh.begin(harness.ctx, config);
+    await fresh.begin(harness.ctx, config);
+    assert.equal(own.discoveryRequests(), 1);
+    assert.deepEqual(await fresh.health(config), { status: 'ok' });
+    assert.equal(own.discoveryRequests(), 2);
+    const again = await fresh.begin(harness.ctx, config);
+    assert.equal(own.discoveryRequests(), 2);
+    // Each flow has its own state, nonce and PKCE verifier.
+    const a = first.state as Record<string, string>;
+    const b = again.state as Record<string, string>;
+    for (const k of ['state', 'nonce', 'codeVerifier']) assert.notEqual(a[k], b[k]);
+  } finally {
+    await own.close();
+  }
 });
 
 /** The documented module (docs/providers.md section 6), with the issuer and client of a test IdP. */

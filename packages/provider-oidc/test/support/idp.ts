@@ -15,6 +15,8 @@ export interface TestIdp {
   readonly clientSecret: string;
   /** The port it listens on (equal to the issuer's unless it sits behind a proxy). */
   readonly port: number;
+  /** How many times its discovery document was fetched. */
+  discoveryRequests(): number;
   close(): Promise<void>;
 }
 
@@ -69,12 +71,18 @@ export async function startIdp(options: {
     },
     features: { devInteractions: { enabled: true } },
   });
-  handler = provider.callback();
+  let discoveries = 0;
+  const callback = provider.callback();
+  handler = (req, res) => {
+    if (req.url === '/.well-known/openid-configuration') discoveries += 1;
+    callback(req, res);
+  };
   return {
     issuer,
     clientId,
     clientSecret,
     port,
+    discoveryRequests: () => discoveries,
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();
