@@ -75,18 +75,20 @@ function verifiedFlag(v: unknown): boolean | undefined {
   return undefined;
 }
 
-/** The few facts the service may use (JIT by verified email domain, a display name). */
-function pickClaims(...sources: readonly Record<string, unknown>[]): Record<string, string | boolean> {
+/**
+ * The few facts the service may use (JIT by verified email domain, a display name), the ID
+ * token's first and userinfo's only for what it lacks. `email` and `email_verified` always come
+ * from the same source: a verified flag must never vouch for another source's address.
+ */
+function pickClaims(idToken: Record<string, unknown>, userinfo: Record<string, unknown>): Record<string, string | boolean> {
   const out: Record<string, string | boolean> = {};
-  // The ID token comes first: userinfo only fills what it lacks.
-  for (const src of [...sources].reverse()) {
-    const email = smallString(src.email);
-    const name = smallString(src.name);
-    const verified = verifiedFlag(src.email_verified);
-    if (email !== undefined) out.email = email;
-    if (name !== undefined) out.name = name;
-    if (verified !== undefined) out.email_verified = verified;
-  }
+  const emailSource = smallString(idToken.email) !== undefined ? idToken : userinfo;
+  const email = smallString(emailSource.email);
+  const verified = verifiedFlag(emailSource.email_verified);
+  if (email !== undefined) out.email = email;
+  if (email !== undefined && verified !== undefined) out.email_verified = verified;
+  const name = smallString(idToken.name) ?? smallString(userinfo.name);
+  if (name !== undefined) out.name = name;
   return out;
 }
 

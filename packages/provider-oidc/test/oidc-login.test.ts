@@ -111,6 +111,33 @@ test('a user signs in at the real OpenID Provider in the browser: PKCE S256, sta
   assert.equal(harness.pendingFlows(), 0);
 });
 
+test('email and name come from the ID token when it has them, from userinfo (same sub) only when it does not', async () => {
+  const config = configOf(idp);
+  const before = idp.userinfoRequests();
+  const viaUserinfo = await captureCallback(config, 'ui-user');
+  const a = await provider.finish(harness.ctx, config, {
+    state: viaUserinfo.state,
+    request: { query: viaUserinfo.query, body: null },
+    credential: null,
+  });
+  assert.deepEqual(a.identity.claims, claimsOf('ui-user'));
+  assert.equal(idp.userinfoRequests(), before + 1);
+  const rich = await startIdp({ redirectUris: [harness.callbackUrl], claimsInIdToken: true });
+  try {
+    const richConfig = configOf(rich);
+    const viaIdToken = await captureCallback(richConfig, 'id-user');
+    const b = await provider.finish(harness.ctx, richConfig, {
+      state: viaIdToken.state,
+      request: { query: viaIdToken.query, body: null },
+      credential: null,
+    });
+    assert.deepEqual(b.identity, { issuer: rich.issuer, subject: 'id-user', claims: claimsOf('id-user') });
+    assert.equal(rich.userinfoRequests(), 0);
+  } finally {
+    await rich.close();
+  }
+});
+
 test('a tampered state on the callback is refused, and the flow it burned cannot be finished after', async () => {
   harness.config = configOf(idp);
   harness.captured.length = 0;

@@ -17,6 +17,8 @@ export interface TestIdp {
   readonly port: number;
   /** How many times its discovery document was fetched. */
   discoveryRequests(): number;
+  /** How many times its userinfo endpoint was called. */
+  userinfoRequests(): number;
   close(): Promise<void>;
 }
 
@@ -41,6 +43,8 @@ export async function startIdp(options: {
   readonly clientSecret?: string;
   /** The issuer identifier when the IdP is reached through a proxy (the proxy's origin). */
   readonly issuer?: string;
+  /** Put email and name in the ID token itself, as many IdPs do, rather than only in userinfo (oidc-provider's default for the code flow). */
+  readonly claimsInIdToken?: boolean;
 }): Promise<TestIdp> {
   let handler: (req: IncomingMessage, res: ServerResponse) => void = (_req, res) => res.writeHead(503).end();
   const server = createServer((req, res) => handler(req, res));
@@ -70,11 +74,14 @@ export async function startIdp(options: {
       return { accountId: sub, claims: async () => ({ sub, ...claimsOf(sub) }) };
     },
     features: { devInteractions: { enabled: true } },
+    conformIdTokenClaims: options.claimsInIdToken !== true,
   });
   let discoveries = 0;
+  let userinfos = 0;
   const callback = provider.callback();
   handler = (req, res) => {
     if (req.url === '/.well-known/openid-configuration') discoveries += 1;
+    if (req.url === '/me') userinfos += 1;
     callback(req, res);
   };
   return {
@@ -83,6 +90,7 @@ export async function startIdp(options: {
     clientSecret,
     port,
     discoveryRequests: () => discoveries,
+    userinfoRequests: () => userinfos,
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();
