@@ -1,6 +1,6 @@
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
-import { existsSync, realpathSync } from 'node:fs';
-import { isAbsolute, relative, resolve, sep } from 'node:path';
+import { existsSync, readdirSync, realpathSync } from 'node:fs';
+import { isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type {
   ProviderBeginResult,
@@ -120,6 +120,42 @@ function realDir(name: string, what: string, dir: string): string {
   return real;
 }
 
+/** How many entries the symbolic-link walk looks at, at most, before it refuses the package as too large. */
+const MAX_WALK_ENTRIES = 50_000;
+
+const within = (dir: string, path: string): boolean => path === dir || path.startsWith(`${dir}${sep}`);
+
+/**
+ * The first symbolic link under `dirs` that leads outside all of them, or null. Node's
+ * permission model follows links (documented), so one link in a readable directory to the
+ * control directory would undo the confinement: such a package is not started.
+ */
+function escapingLink(name: string, dirs: readonly string[]): string | null {
+  let seen = 0;
+  const stack = [...dirs];
+  while (stack.length > 0) {
+    const dir = stack.pop() as string;
+    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+      seen += 1;
+      if (seen > MAX_WALK_ENTRIES)
+        throw new ProviderError(name, 'start_refused', `the package and its dependencies hold over ${MAX_WALK_ENTRIES} files`);
+      const path = join(dir, entry.name);
+      if (entry.isDirectory()) stack.push(path);
+      else if (entry.isSymbolicLink()) {
+        let target: string;
+        try {
+          target = realpathSync(path);
+        } catch {
+          continue; // A dangling link leads nowhere.
+        }
+        if (!dirs.some((d) => within(d, target))) return path;
+        // A link to a directory inside is walked where it really is.
+      }
+    }
+  }
+  return null;
+}
+
 /** Every string of `config` long enough to be a secret: redacted from anything the child writes to stderr. */
 function secretStrings(config: ProviderJson, out: Set<string> = new Set()): Set<string> {
   if (typeof config === 'string') {
@@ -204,6 +240,9 @@ export async function startProviderHost(opts: ProviderHostOptions): Promise<Prov
   if (!/^[A-Za-z_$][A-Za-z0-9_$]{0,63}$/.test(opts.exportName)) {
     throw new ProviderError(name, 'start_refused', `the export name ${JSON.stringify(opts.exportName)} is not an identifier`);
   }
+  const link = escapingLink(name, [packageDir, ...dependencyDirs]);
+  if (link !== null)
+    throw new ProviderError(name, 'start_refused', `${link} is a symbolic link that leads outside the package and its dependencies`);
   const childEntry = childEntryPath();
   const args = [...confinedNodeArgs([packageDir, ...dependencyDirs], childEntry, maxHeapMb), childEntry];
   const secrets = [...secretStrings(opts.config)].sort((a, b) => b.length - a.length);

@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { test } from 'node:test';
 import { PROVIDER_CONTRACT_VERSION } from '@svc/core';
 import { confinedNodeArgs, ProviderError } from '@svc/provider-host';
@@ -135,4 +137,24 @@ test('the child entry speaks the contract version core declares, and imports not
   const imports = [...child.matchAll(/\bfrom\s+'([^']+)'|import\(\s*'([^']+)'/g)].map((m) => m[1] ?? m[2]);
   assert.ok(imports.length > 0);
   for (const spec of imports) assert.match(spec as string, /^node:/);
+});
+
+test('a package holding a symbolic link that leads outside it is not started (Node follows links past --allow-fs-read)', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-provider-link-'));
+  try {
+    const pkg = join(dir, 'pkg');
+    cpSync(fixtureDir('honest-provider'), pkg, { recursive: true });
+    writeFileSync(join(dir, 'control.db'), 'secret');
+    // A link that stays inside is fine.
+    symlinkSync(join(pkg, 'index.mjs'), join(pkg, 'alias.mjs'));
+    const inside = await startFixture('honest-provider', { 'test/issuer': ISSUER }, { packageDir: pkg });
+    await inside.close();
+    symlinkSync(join(dir, 'control.db'), join(pkg, 'leak'));
+    await startRefused(
+      startFixture('honest-provider', { 'test/issuer': ISSUER }, { packageDir: pkg }),
+      /leak is a symbolic link that leads outside the package and its dependencies/,
+    );
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
