@@ -215,9 +215,9 @@ function isAnswer(value: unknown): value is Answer {
  * @throws {ProviderError} `start_refused` when the package is not a provider, its
  *   configuration is refused (`problems` lists the provider's lines), or it does not start.
  * @example
- * const verified = await verifyProviderPackage(project, 'passkeys');
- * const handle = await startProviderHost({ ...verified, packageName: verified.name, packageVersion: verified.version,
- *   config, policy, log });
+ * const verified = await verifyProviderPackage(project, 'passkeys'); // its `name` is the npm package's
+ * const handle = await startProviderHost({ ...verified, name: 'passkeys', packageName: verified.name,
+ *   packageVersion: verified.version, config, policy, log });
  * const { identity } = await handle.finish(ctx, { state, request, credential: null });
  */
 export async function startProviderHost(opts: ProviderHostOptions): Promise<ProviderHandle> {
@@ -230,6 +230,7 @@ export async function startProviderHost(opts: ProviderHostOptions): Promise<Prov
   const restartDelayMs = opts.restartDelayMs ?? PROVIDER_HOST_DEFAULTS.restartDelayMs;
   const restartMaxDelayMs = opts.restartMaxDelayMs ?? PROVIDER_HOST_DEFAULTS.restartMaxDelayMs;
 
+  if (opts.policy.name !== name) throw new ProviderError(name, 'start_refused', `its policy is named ${opts.policy.name}, not ${name}`);
   const packageDir = realDir(name, 'the package directory', opts.packageDir);
   const dependencyDirs = opts.dependencyDirs.map((d) => realDir(name, 'the dependency directory', d));
   const entryPath = resolve(packageDir, opts.entry);
@@ -466,7 +467,14 @@ export async function startProviderHost(opts: ProviderHostOptions): Promise<Prov
     return gen;
   };
 
-  const first = await launch();
+  let first: Generation;
+  try {
+    first = await launch();
+  } catch (err) {
+    closed = true;
+    clearInterval(stderrRefill);
+    throw err;
+  }
   markReady(first);
 
   /** One call: waits for a running child (a restart may be under way), sends, checks the answer's shape. */

@@ -108,6 +108,10 @@ test('an entry outside the package directory, or a relative package directory, i
     startFixture('honest-provider', { 'test/issuer': ISSUER }, { exportName: 'default; process.exit()' }),
     /not an identifier/,
   );
+  await startRefused(
+    startFixture('honest-provider', { 'test/issuer': ISSUER }, { name: 'other' }),
+    /its policy is named fixture, not other/,
+  );
 });
 
 test('an error the provider throws fails the call as provider_error, and the provider keeps serving', async () => {
