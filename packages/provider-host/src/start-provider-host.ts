@@ -369,7 +369,7 @@ export async function startProviderHost(opts: ProviderHostOptions): Promise<Prov
   /** After a timeout: a child that cannot even answer a ping (a blocked event loop) is restarted. */
   const checkAlive = (gen: Generation): void => {
     if (gen.ended || current !== gen) return;
-    send(gen, nextId++, 'ping', { args: [] }, Math.min(LIVENESS_MS, callTimeoutMs)).catch(() => {
+    send(gen, nextId++, 'ping', { args: [] }, LIVENESS_MS).catch(() => {
       if (gen.ended || current !== gen) return;
       breakOff(gen, 'timeout', 'it does not answer at all');
     });
