@@ -353,3 +353,8 @@ describe('bundled providers: signed as built', () => {
     await assert.rejects(signBundledProviders(root, stranger.privateKey), /use the project's publisher key/);
   });
 });
+
+test("every bundled provider archive as built matches its committed signature (this repository's packages/provider-*)", async () => {
+  const root = join(import.meta.dirname, '..', '..', '..');
+  assert.deepEqual(await bundledProviderSignatureProblems(root), []);
+});

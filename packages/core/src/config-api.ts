@@ -37,9 +37,9 @@ export {
   PROVIDER_POLICY_SETTINGS,
   type ProviderModuleConfig,
   type ProviderPolicySetting,
-  providerSettingsJson,
   readProviderModuleConfig,
 } from './provider-config.js';
+export { providerSettingsJson } from './provider-settings.js';
 export {
   AUTH_MODULE,
   AUTH_SETTINGS,
