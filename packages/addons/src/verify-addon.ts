@@ -242,7 +242,7 @@ export async function verifyInstalled(
         verdict.problem,
         verdict.check === 'signer_not_trusted'
           ? "add the publisher's key to :svc/trusted-publishers only if you trust it, or install a package signed by a trusted publisher"
-          : `reinstall the signed archive with ${installCmd(`${paths.archive} (with its .sig)`, pin.sha256)}`,
+          : `install the publisher's archive again with its .sig beside it: ${installCmd('<ARCHIVE>', pin.sha256)}`,
       );
     }
     signer = verdict;
