@@ -3,7 +3,7 @@
 // store addons, then the provider packages (packages/provider-*) that are built, each with its
 // committed signature beside it when that signature covers the archive as built.
 import { existsSync } from 'node:fs';
-import { appendFile } from 'node:fs/promises';
+import { appendFile, readdir, rm } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { buildProviderAddons, providerAddonDirs } from './build-provider-addons.js';
@@ -27,6 +27,9 @@ try {
     process.stderr.write(`build-addons: ${dir} is not built (no dist/); its provider archive is not bundled\n`);
     return false;
   });
+  // No signature of an earlier build survives into this one: each is copied again only if it
+  // still covers the archive as built.
+  for (const f of await readdir(resolve(outDir))) if (f.endsWith('.tgz.sig')) await rm(join(resolve(outDir), f));
   const providers = await buildProviderAddons(root, outDir, providerDirs);
   for (const p of providers) {
     process.stdout.write(`${p.sha256}  ${basename(p.archive)}\n`);

@@ -184,7 +184,9 @@ export async function installAddon(opts: InstallAddonOptions): Promise<Installed
     await chmod(stagedArchive, 0o600);
 
     await rm(paths.dir, { recursive: true, force: true });
-    await mkdir(dirname(paths.dir), { recursive: true });
+    // A scoped package's install lives under `<packagesDir>/@scope/`: owner-only like the rest.
+    await mkdir(dirname(paths.dir), { recursive: true, mode: 0o700 });
+    if (dirname(paths.dir) !== opts.packagesDir) await chmod(dirname(paths.dir), 0o700);
     await rename(stageDir, paths.dir);
     await rename(stagedArchive, paths.archive);
     // What the addon loads from outside its archive (the dependency closure through the link,

@@ -260,9 +260,9 @@ export async function verifyInstalled(
   // Nothing is loaded from a place someone else could have written: the project's .svc and
   // packages directories, the install, the kept archive and the lock.
   const ownership = [
-    ...(await Promise.all([dirname(opts.packagesDir), opts.packagesDir, paths.archive].map(unsafeOwnership))).filter(
-      (p): p is string => p !== null,
-    ),
+    ...(
+      await Promise.all([...new Set([dirname(opts.packagesDir), opts.packagesDir, dirname(paths.dir), paths.archive])].map(unsafeOwnership))
+    ).filter((p): p is string => p !== null),
     ...(await unsafeTree(paths.dir)),
     ...((await lstat(lockFile).catch(() => null)) === null ? [] : [await unsafeOwnership(lockFile)].filter((p): p is string => p !== null)),
     ...(isProvider ? [await unsafeOwnership(sigFile)].filter((p): p is string => p !== null) : []),

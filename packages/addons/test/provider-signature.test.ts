@@ -358,3 +358,14 @@ test("every bundled provider archive as built matches its committed signature (t
   const root = join(import.meta.dirname, '..', '..', '..');
   assert.deepEqual(await bundledProviderSignatureProblems(root), []);
 });
+
+test('a scoped provider package installs under an owner-only @scope directory, and a group-writable one is refused (permissions)', async () => {
+  const packed = await copyOf(await packFixtureProvider({ name: '@svc/provider-scoped' }));
+  await sign(packed);
+  const { packagesDir } = await install(packed);
+  const scopeDir = join(packagesDir, '@svc');
+  assert.equal((await stat(scopeDir)).mode & 0o777, 0o700);
+  assert.equal((await verify(packagesDir, packed)).name, '@svc/provider-scoped');
+  await chmod(scopeDir, 0o770);
+  await refusedBy(verify(packagesDir, packed), 'permissions');
+});
