@@ -11,6 +11,7 @@ import {
   FIXED_LIMITS,
   formatLimit,
   PROJECT_KEYS,
+  PROVIDER_POLICY_SETTINGS,
   WEAKENING_KEYS,
 } from '@svc/core/config';
 import { POSTGRES_STORE_CONFIG } from 'svc-store-postgres/config-fields';
@@ -73,6 +74,14 @@ export function renderSettingsTable(): string {
     ...CAPABILITIES.map(
       (c) => `| \`:${c.keyword}\` | ${cell(c.meaning)} | ${c.refusal === null ? 'yes' : `refused: ${cell(c.refusal)}`} |`,
     ),
+    '',
+    '### Provider modules',
+    '',
+    "A module that activates `:svc/auth-provider` (alone) runs a provider package signed by a publisher of `:svc/trusted-publishers` (see [providers](providers.md)). Its `:config` holds these policy keys, which the service enforces and the provider never sees, beside the provider's own keys (`:oidc/...`, `:webauthn/...`), which it receives as JSON with every `#svc/secret` reference resolved. A key ending in `secret`, `password`, `token` or similar may only hold a `#svc/secret` reference.",
+    '',
+    '| key | default | allowed | meaning |',
+    '|---|---|---|---|',
+    ...PROVIDER_POLICY_SETTINGS.map((s) => `| \`${s.key}\` | ${s.default} | ${s.allowed} | ${cell(s.meaning)} |`),
     '',
     '### Fixed limits (not configurable)',
     '',

@@ -13,7 +13,14 @@ export type AddonCheck =
   | 'export'
   | 'not_installed'
   | 'permissions'
-  | 'dependencies';
+  | 'dependencies'
+  // A provider package's: no `<archive>.sig`; a signature that is malformed, for another
+  // archive or does not verify; a valid one by a key not in :svc/trusted-publishers; a signed
+  // package that does not declare `svc/auth-provider`.
+  | 'unsigned'
+  | 'bad_signature'
+  | 'signer_not_trusted'
+  | 'capability_missing';
 
 /**
  * An addon refused by install or by verification before the control database is opened.
@@ -31,7 +38,7 @@ export class AddonVerificationError extends Error {
     addon: string,
     problem: string,
     remedy: string,
-    what: 'store addon' | 'application package' = 'store addon',
+    what: 'store addon' | 'application package' | 'provider package' = 'store addon',
   ) {
     super(`${what} ${addon} failed verification (${check}): ${problem}; ${remedy}`);
     this.name = 'AddonVerificationError';

@@ -1,4 +1,5 @@
 export * from './archive.js';
+export * from './build-provider-addons.js';
 export * from './build-store-addons.js';
 export * from './errors.js';
 export * from './install-addon.js';
@@ -6,7 +7,9 @@ export * from './load-app-addon.js';
 export * from './load-store-addon.js';
 export * from './manifest.js';
 export * from './pack-addon.js';
+export * from './package-signature.js';
 export * from './paths.js';
 export * from './set-package-pin.js';
 export * from './verify-addon.js';
+export * from './verify-provider.js';
 export * from './write-addon-manifest.js';

@@ -4,7 +4,9 @@ import { dirname, join, resolve } from 'node:path';
 import { AddonArchiveError, MAX_ARCHIVE_BYTES, readAddonArchive, sha256Hex } from './archive.js';
 import { computeDependencyLock, lockFileOf } from './dependency-lock.js';
 import { AddonVerificationError } from './errors.js';
+import { PROVIDER_EXPORT } from './manifest.js';
 import { npmPack } from './npm-pack.js';
+import { checkPackageSignature, type PackageSigner, signatureFileOf } from './package-signature.js';
 import { addonPaths } from './paths.js';
 
 /** What {@link installAddon} needs. */
@@ -17,6 +19,14 @@ export interface InstallAddonOptions {
   readonly packagesDir: string;
   /** A `node_modules` directory that already holds the addon's dependencies (the CLI's own). */
   readonly dependenciesDir: string;
+  /**
+   * `:svc/trusted-publishers` of the project: a provider package (one declaring
+   * `svc/auth-provider`, or any archive that comes with a signature) is installed only when its
+   * signature verifies and is by one of these. Absent: none is trusted.
+   */
+  readonly trustedPublishers?: Readonly<Record<string, string>>;
+  /** The signature file; default `<source>.sig` when `source` is a file. */
+  readonly signatureFile?: string;
 }
 
 /** An installed addon, as recorded in `project.edn`'s `:svc/packages`. */
@@ -28,6 +38,8 @@ export interface InstalledAddon {
   readonly dir: string;
   /** The kept archive, `<packagesDir>/<name>-<version>.tgz`. */
   readonly archive: string;
+  /** Who signed it (a provider package), or null for an unsigned store or application package. */
+  readonly signer: PackageSigner | null;
 }
 
 const SPEC = /^(?:@[a-z0-9][a-z0-9._~-]*\/)?[a-z0-9][a-z0-9._~-]*@[0-9A-Za-z.+-]+$/;
@@ -101,6 +113,47 @@ export async function installAddon(opts: InstallAddonOptions): Promise<Installed
       'nothing was installed; this archive is not a usable svc addon',
     );
   }
+  // A provider package, or anything that comes signed (and so claims to be one), is installed
+  // only with a signature over these very bytes by a trusted publisher, and only if it declares
+  // the provider capability: the same checks every load repeats.
+  const sigPath = opts.signatureFile ?? ((await stat(opts.source).catch(() => null))?.isFile() ? signatureFileOf(opts.source) : null);
+  const signatureText = sigPath === null ? null : await readFile(sigPath, 'utf8').catch(() => null);
+  const isProvider = archive.manifest.exports[PROVIDER_EXPORT] !== undefined;
+  let signer: PackageSigner | null = null;
+  if (isProvider || signatureText !== null) {
+    const label = `${archive.name}@${archive.version}`;
+    const verdict = checkPackageSignature({
+      name: archive.name,
+      version: archive.version,
+      sha256: digest,
+      signatureText,
+      trusted: opts.trustedPublishers ?? {},
+    });
+    if ('check' in verdict) {
+      throw new AddonVerificationError(
+        verdict.check,
+        label,
+        verdict.problem,
+        verdict.check === 'signer_not_trusted'
+          ? "nothing was installed; add the publisher's key to :svc/trusted-publishers in project.edn only if you trust it"
+          : verdict.check === 'unsigned'
+            ? `nothing was installed; a provider package is installed with its signature file ${sigPath ?? '<archive>.sig'} beside it`
+            : 'nothing was installed; get the archive and its signature from the publisher again',
+        'provider package',
+      );
+    }
+    if (!isProvider) {
+      throw new AddonVerificationError(
+        'capability_missing',
+        label,
+        `it is signed as a provider package but its manifest does not declare the ${PROVIDER_EXPORT} export`,
+        'nothing was installed; install a provider package, or a store or application package without a signature file',
+        'provider package',
+      );
+    }
+    signer = verdict;
+  }
+
   const depsStat = await stat(opts.dependenciesDir).catch(() => null);
   if (!depsStat?.isDirectory()) throw new Error(`the dependencies directory ${opts.dependenciesDir} does not exist`);
 
@@ -131,7 +184,9 @@ export async function installAddon(opts: InstallAddonOptions): Promise<Installed
     await chmod(stagedArchive, 0o600);
 
     await rm(paths.dir, { recursive: true, force: true });
-    await mkdir(dirname(paths.dir), { recursive: true });
+    // A scoped package's install lives under `<packagesDir>/@scope/`: owner-only like the rest.
+    await mkdir(dirname(paths.dir), { recursive: true, mode: 0o700 });
+    if (dirname(paths.dir) !== opts.packagesDir) await chmod(dirname(paths.dir), 0o700);
     await rename(stageDir, paths.dir);
     await rename(stagedArchive, paths.archive);
     // What the addon loads from outside its archive (the dependency closure through the link,
@@ -141,8 +196,16 @@ export async function installAddon(opts: InstallAddonOptions): Promise<Installed
     await writeFile(stagedLock, `${JSON.stringify(lock, null, 2)}\n`, { mode: 0o600 });
     await chmod(stagedLock, 0o600);
     await rename(stagedLock, lockFileOf(paths.archive));
+    // The signature is kept beside the archive, so every load checks it again; an unsigned
+    // package installed over a signed one leaves no stale signature behind.
+    if (signer !== null && signatureText !== null) {
+      const stagedSig = join(staging, 'archive.sig');
+      await writeFile(stagedSig, signatureText, { mode: 0o600 });
+      await chmod(stagedSig, 0o600);
+      await rename(stagedSig, signatureFileOf(paths.archive));
+    } else await rm(signatureFileOf(paths.archive), { force: true });
   } finally {
     await rm(staging, { recursive: true, force: true });
   }
-  return { name, version, sha256: digest, dir: paths.dir, archive: paths.archive };
+  return { name, version, sha256: digest, dir: paths.dir, archive: paths.archive, signer };
 }

@@ -10,8 +10,11 @@ export interface AddonManifest {
   name: string;
   /** The npm package version; equal to the archive's `package.json` version. */
   version: string;
-  /** `svc/store` (a store addon) or `svc/app` (an application module's Fastify plugin), never both. */
-  exports: { 'svc/store'?: AddonExport; 'svc/app'?: AddonExport };
+  /**
+   * `svc/store` (a store addon) or `svc/app` (an application module's Fastify plugin), never
+   * both; or `svc/auth-provider` alone (a provider package, which must also be signed).
+   */
+  exports: { 'svc/store'?: AddonExport; 'svc/app'?: AddonExport; 'svc/auth-provider'?: AddonExport };
   /** The store operation set; must equal core's `STORE_OPERATIONS` for a store, and be empty for an application package. */
   operations: string[];
   /** The native module the addon loads, or null for pure JavaScript. */
@@ -44,9 +47,16 @@ export type AddonExportKey = keyof AddonManifest['exports'];
  */
 export const TRUSTED_NATIVE_MODULES: Readonly<Record<string, string>> = Object.freeze({ 'better-sqlite3': 'better_sqlite3' });
 
-const EXPORT_KEYS: ReadonlySet<string> = new Set<AddonExportKey>(['svc/store', 'svc/app']);
-/** Exports no package may declare: identity is svc's own (spec rule 1), providers need a signature this build cannot check. */
-const PRIVILEGED_EXPORT_KEYS: ReadonlySet<string> = new Set(['svc/auth', 'svc/auth-provider']);
+/** The export of a provider package: privileged, valid only in a package that passes signature verification. */
+export const PROVIDER_EXPORT = 'svc/auth-provider' satisfies AddonExportKey;
+
+const EXPORT_KEYS: ReadonlySet<string> = new Set<AddonExportKey>(['svc/store', 'svc/app', PROVIDER_EXPORT]);
+/**
+ * Exports no package may declare: identity is svc's own (spec rule 1). (`svc/auth-provider`
+ * is privileged too, but a signed provider package may declare it: install and every load
+ * refuse it without a signature by a trusted publisher, see `verifyProviderPackage`.)
+ */
+const PRIVILEGED_EXPORT_KEYS: ReadonlySet<string> = new Set(['svc/auth']);
 const TOP_KEYS = new Set(['schema', 'name', 'version', 'exports', 'operations', 'native', 'abi']);
 const ABI_KEYS = new Set(['store_contract', 'node_module_version', 'napi']);
 const IDENTIFIER = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
@@ -106,6 +116,19 @@ export function parseAddonManifest(text: string): { manifest: AddonManifest; pro
 
   if (isRecord(raw.exports) && 'svc/store' in raw.exports && 'svc/app' in raw.exports) {
     problems.push('an application package (svc/app) may not also export the privileged "svc/store"');
+  }
+  // A provider runs confined and proves credentials, nothing else: the package that carries one
+  // exports nothing more, implements no store operation and loads no native module.
+  const isProvider = isRecord(raw.exports) && PROVIDER_EXPORT in raw.exports;
+  if (isProvider) {
+    const others = Object.keys(raw.exports as Record<string, unknown>).filter((k) => k !== PROVIDER_EXPORT);
+    if (others.length > 0)
+      problems.push(
+        `a provider package (${PROVIDER_EXPORT}) exports nothing else, and this one also declares ${others.map((k) => `"${k}"`).join(', ')}`,
+      );
+    if (Array.isArray(raw.operations) && raw.operations.length > 0)
+      problems.push('a provider package implements no store operations: "operations" must be []');
+    if (raw.native !== null) problems.push('a provider package loads no native module: "native" must be null');
   }
 
   if (!Array.isArray(raw.operations) || !raw.operations.every((o) => typeof o === 'string')) {

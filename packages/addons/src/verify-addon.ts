@@ -5,7 +5,8 @@ import { STORE_CONTRACT_VERSION, STORE_OPERATIONS } from '@svc/core';
 import { type AddonArchive, AddonArchiveError, isSafePackageName, isSafeVersion, readAddonArchive, sha256Hex } from './archive.js';
 import { type DependencyLock, dependencyClosure, lockFileOf } from './dependency-lock.js';
 import { type AddonCheck, AddonVerificationError } from './errors.js';
-import { type AddonExportKey, type AddonManifest, TRUSTED_NATIVE_MODULES } from './manifest.js';
+import { type AddonExportKey, type AddonManifest, PROVIDER_EXPORT, TRUSTED_NATIVE_MODULES } from './manifest.js';
+import { checkPackageSignature, type PackageSigner, signatureFileOf } from './package-signature.js';
 import { addonPaths } from './paths.js';
 
 /** What {@link verifyAddon} needs: where addons are installed and the pin from `project.edn`. */
@@ -15,7 +16,8 @@ export interface VerifyAddonOptions {
   readonly name: string;
   /** The `:svc/packages` entry (core's `PackagePin`). */
   readonly pin: { readonly version: string; readonly sha256: string | null };
-  readonly exportName: AddonExportKey;
+  /** A store or an application export; a provider package is verified by `verifyProviderPackage` (it needs a signature). */
+  readonly exportName: Exclude<AddonExportKey, typeof PROVIDER_EXPORT>;
   /**
    * The `node_modules` directory this svc loads its own dependencies from (the one install
    * linked): the addon's `node_modules` link must point there and nowhere else.
@@ -157,11 +159,44 @@ function listed(problems: readonly string[]): string {
  * const storeExport = await loadStoreAddon(verified);
  */
 export async function verifyAddon(opts: VerifyAddonOptions): Promise<VerifiedAddon> {
+  if ((opts.exportName as AddonExportKey) === PROVIDER_EXPORT) {
+    // Only reachable from untyped callers: the provider export is never verified without its signature.
+    throw new TypeError('a provider package is verified with verifyProviderPackage, which checks its signature');
+  }
+  const { manifest, dir, entry, exportKey } = await verifyInstalled({ ...opts, trustedPublishers: null });
+  return { manifest, dir, entry, exportKey };
+}
+
+/** What {@link verifyInstalled} found, beyond {@link VerifiedAddon}. */
+export interface VerifiedInstall extends VerifiedAddon {
+  /** The real directories of the dependency closure the package loads from outside its install. */
+  readonly dependencyDirs: readonly string[];
+  /** The signer of a provider package; null for a store or application package. */
+  readonly signer: PackageSigner | null;
+}
+
+/**
+ * The checks of {@link verifyAddon}, for any export. With `exportName` `svc/auth-provider`,
+ * right after the archive digest the package's signature (`<archive>.sig` beside the kept
+ * archive) must verify over that digest and be by one of `trustedPublishers` (`unsigned`,
+ * `bad_signature`, `signer_not_trusted`), and after the manifest it must declare
+ * `svc/auth-provider` (`capability_missing`); like an application package it has no store
+ * operations and no native module.
+ */
+export async function verifyInstalled(
+  opts: Omit<VerifyAddonOptions, 'exportName'> & {
+    readonly exportName: AddonExportKey;
+    readonly trustedPublishers: Readonly<Record<string, string>> | null;
+  },
+): Promise<VerifiedInstall> {
   const { name, pin } = opts;
   const label = `${name}@${pin.version}`;
-  const isApp = opts.exportName === 'svc/app';
+  const isProvider = opts.exportName === PROVIDER_EXPORT;
+  // A provider package is held to the application rules (no operations, no native module) and more.
+  const isApp = opts.exportName === 'svc/app' || isProvider;
+  const what = isProvider ? 'provider package' : isApp ? 'application package' : 'store addon';
   const fail: (check: AddonCheck, problem: string, remedy: string) => never = (check, problem, remedy) => {
-    throw new AddonVerificationError(check, label, problem, remedy, isApp ? 'application package' : 'store addon');
+    throw new AddonVerificationError(check, label, problem, remedy, what);
   };
   const installCmd = (source: string, sha: string) => `\`svc package install ${source} --sha256 ${sha} <PROJECT>\``;
   if (!isSafePackageName(name) || !isSafeVersion(pin.version)) {
@@ -190,6 +225,28 @@ export async function verifyAddon(opts: VerifyAddonOptions): Promise<VerifiedAdd
       `reinstall the pinned archive with ${installCmd(label, pin.sha256)}`,
     );
   }
+  const sigFile = signatureFileOf(paths.archive);
+  let signer: PackageSigner | null = null;
+  if (isProvider) {
+    // Before the archive is even unpacked in memory: the pinned bytes must carry a trusted signature.
+    const verdict = checkPackageSignature({
+      name,
+      version: pin.version,
+      sha256: digest,
+      signatureText: await readFile(sigFile, 'utf8').catch(() => null),
+      trusted: opts.trustedPublishers ?? {},
+    });
+    if ('check' in verdict) {
+      fail(
+        verdict.check,
+        verdict.problem,
+        verdict.check === 'signer_not_trusted'
+          ? "add the publisher's key to :svc/trusted-publishers only if you trust it, or install a package signed by a trusted publisher"
+          : `install the publisher's archive again with its .sig beside it: ${installCmd('<ARCHIVE>', pin.sha256)}`,
+      );
+    }
+    signer = verdict;
+  }
 
   let archive: AddonArchive;
   try {
@@ -203,11 +260,12 @@ export async function verifyAddon(opts: VerifyAddonOptions): Promise<VerifiedAdd
   // Nothing is loaded from a place someone else could have written: the project's .svc and
   // packages directories, the install, the kept archive and the lock.
   const ownership = [
-    ...(await Promise.all([dirname(opts.packagesDir), opts.packagesDir, paths.archive].map(unsafeOwnership))).filter(
-      (p): p is string => p !== null,
-    ),
+    ...(
+      await Promise.all([...new Set([dirname(opts.packagesDir), opts.packagesDir, dirname(paths.dir), paths.archive])].map(unsafeOwnership))
+    ).filter((p): p is string => p !== null),
     ...(await unsafeTree(paths.dir)),
     ...((await lstat(lockFile).catch(() => null)) === null ? [] : [await unsafeOwnership(lockFile)].filter((p): p is string => p !== null)),
+    ...(isProvider ? [await unsafeOwnership(sigFile)].filter((p): p is string => p !== null) : []),
   ];
   if (ownership.length > 0) {
     fail('permissions', listed(ownership), `make them owner-only (chmod -R go-w ${dirname(opts.packagesDir)}), then ${reinstall}`);
@@ -255,9 +313,20 @@ export async function verifyAddon(opts: VerifyAddonOptions): Promise<VerifiedAdd
       'pin the archive of the package you mean',
     );
   }
+  if (isProvider && manifest.exports[PROVIDER_EXPORT] === undefined) {
+    fail(
+      'capability_missing',
+      `it is signed but its manifest does not declare the ${PROVIDER_EXPORT} export (it declares ${Object.keys(manifest.exports).join(', ') || 'none'})`,
+      'activate :svc/auth-provider only for a provider package',
+    );
+  }
 
   if (isApp && manifest.operations.length > 0) {
-    fail('operation_set', 'an application package implements no store operations, but its manifest declares some', buildRemedy);
+    fail(
+      'operation_set',
+      `${isProvider ? 'a provider' : 'an application'} package implements no store operations, but its manifest declares some`,
+      buildRemedy,
+    );
   }
   const declared = new Set(manifest.operations);
   const expected = new Set<string>(isApp ? [] : STORE_OPERATIONS);
@@ -284,7 +353,11 @@ export async function verifyAddon(opts: VerifyAddonOptions): Promise<VerifiedAdd
   } else if (isApp) {
     // A native module runs with the service's full rights and the one trusted one is the
     // embedded store's driver: an application package gets neither.
-    fail('native_module', `an application package may not load a native module, and it declares ${native.package}`, buildRemedy);
+    fail(
+      'native_module',
+      `${isProvider ? 'a provider' : 'an application'} package may not load a native module, and it declares ${native.package}`,
+      buildRemedy,
+    );
   } else {
     const binding = Object.hasOwn(TRUSTED_NATIVE_MODULES, native.package) ? TRUSTED_NATIVE_MODULES[native.package] : undefined;
     if (binding === undefined) {
@@ -354,5 +427,12 @@ export async function verifyAddon(opts: VerifyAddonOptions): Promise<VerifiedAdd
   if (!archive.files.has(entryRel)) {
     fail('export', `its :${opts.exportName} entry ${declaredExport.entry} is not in the archive`, buildRemedy);
   }
-  return { manifest, dir: paths.dir, entry: join(paths.dir, entryRel), exportKey: opts.exportName };
+  return {
+    manifest,
+    dir: paths.dir,
+    entry: join(paths.dir, entryRel),
+    exportKey: opts.exportName,
+    dependencyDirs: Object.keys(closure),
+    signer,
+  };
 }

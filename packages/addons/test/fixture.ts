@@ -139,3 +139,54 @@ export function rawAddonArchive(entries: readonly Buffer[], opts: { manifest?: b
     ]),
   );
 }
+
+export interface ProviderFixtureOptions {
+  readonly name?: string;
+  readonly version?: string;
+  /** The manifest's exports; default `svc/auth-provider` alone. */
+  readonly exports?: AddonManifest['exports'];
+  /** Where to write it; default a new temporary directory. */
+  readonly dir?: string;
+}
+
+/**
+ * Writes a small provider package (package.json, dist/index.js exporting `svcAuthProvider`,
+ * svc-addon.json declaring `svc/auth-provider`) and returns its directory. Its code leaves a
+ * marker file when imported, named by `SVC_FIXTURE_MARKER`, so a test can prove it never ran.
+ */
+export async function writeFixtureProvider(opts: ProviderFixtureOptions = {}): Promise<string> {
+  const dir = opts.dir ?? (await tempDir('svc-provider-fixture-'));
+  const name = opts.name ?? 'svc-provider-fixture';
+  const version = opts.version ?? '0.1.0';
+  await mkdir(join(dir, 'dist'), { recursive: true });
+  await writeFile(
+    join(dir, 'package.json'),
+    `${JSON.stringify({ name, version, type: 'module', main: './dist/index.js', files: ['dist', ADDON_MANIFEST_FILE] }, null, 2)}\n`,
+  );
+  await writeFile(
+    join(dir, 'dist', 'index.js'),
+    [
+      `import { writeFileSync } from 'node:fs';`,
+      `if (process.env.SVC_FIXTURE_MARKER) writeFileSync(process.env.SVC_FIXTURE_MARKER, 'ran');`,
+      `export const svcAuthProvider = { contractVersion: 1, kind: 'fixture', validateConfig: () => [] };`,
+      `export const svcApp = async () => {};`,
+      '',
+    ].join('\n'),
+  );
+  const manifest: AddonManifest = {
+    schema: 1,
+    name,
+    version,
+    exports: opts.exports ?? { 'svc/auth-provider': { entry: './dist/index.js', export: 'svcAuthProvider' } },
+    operations: [],
+    native: null,
+    abi: { store_contract: STORE_CONTRACT_VERSION, node_module_version: null, napi: null },
+  };
+  await writeFile(join(dir, ADDON_MANIFEST_FILE), serializeAddonManifest(manifest));
+  return dir;
+}
+
+/** Writes a fixture provider and packs it with `npm pack` into a new temporary directory. */
+export async function packFixtureProvider(opts: ProviderFixtureOptions = {}): Promise<PackedAddon> {
+  return packAddon(await writeFixtureProvider(opts), await tempDir('svc-packed-'));
+}

@@ -25,10 +25,12 @@ const BUNDLED_DIR = fileURLToPath(new URL('../addons/', import.meta.url));
 export function bundledAddon(name: string): BundledAddon | null {
   const sums = join(BUNDLED_DIR, 'SHA256SUMS');
   if (!existsSync(sums)) return null;
+  // npm flattens a scoped name in the archive's file name: @svc/provider-oidc → svc-provider-oidc-0.1.0.tgz.
+  const flat = name.replace(/^@/, '').replace('/', '-');
   for (const line of readFileSync(sums, 'utf8').split('\n')) {
     const m = /^([0-9a-f]{64}) {2}(.+)-(\d+\.\d+\.\d+[^/]*)\.tgz$/.exec(line.trim());
-    if (m?.[2] === name)
-      return { name, version: m[3] as string, archive: join(BUNDLED_DIR, `${name}-${m[3]}.tgz`), sha256: m[1] as string };
+    if (m?.[2] === flat)
+      return { name, version: m[3] as string, archive: join(BUNDLED_DIR, `${flat}-${m[3]}.tgz`), sha256: m[1] as string };
   }
   return null;
 }

@@ -5,6 +5,7 @@ import { makeDeps, openControlStore } from './control.js';
 import { createLogger } from './logger.js';
 import { printLine } from './output.js';
 import type { Project } from './project.js';
+import { verifyProviderModules } from './provider-packages.js';
 import type { RunningSurface, Surface } from './surfaces/surface.js';
 
 /** How often a running service prunes retired refresh-token digests and ended records. */
@@ -21,6 +22,9 @@ export const PRUNE_INTERVAL_MS = 10 * 60 * 1000;
 export async function runForeground(project: Project, surfaces: readonly Surface[]): Promise<number> {
   if (surfaces.length === 0) throw new CliError('nothing to serve');
   const log = createLogger({ env: process.env, fallback: 'info' });
+  // Provider packages are verified (pin, signature, trusted signer, files, capability) on every
+  // start, before the control store opens and before any of their code could run.
+  await verifyProviderModules(project);
   const store = await openControlStore(project, { create: false });
   const running: RunningSurface[] = [];
   let stopping = false;

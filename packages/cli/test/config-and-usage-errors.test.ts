@@ -87,13 +87,14 @@ describe('serving a bad project.edn is refused before anything listens: one line
     return r.stderr;
   }
 
-  test('a module activating :svc/auth-provider without a signed provider package is refused by svc serve', async () => {
+  test('a module activating :svc/auth-provider with no trusted publisher, from the control store package, is refused by svc serve', async () => {
     const dir = projectWith('provider', withModule(':idp {:package "svc-store-sqlite" :activate [:svc/auth-provider]}'));
-    const stderr = await refused(['serve'], dir, 1);
+    const stderr = await refused(['serve'], dir, 3);
     assert.match(
       stderr,
       /:svc\/modules :idp :activate: package "svc-store-sqlite" may not activate the privileged export :svc\/auth-provider: provider packages must be signed/,
     );
+    assert.match(stderr, /:svc\/modules :idp :package: package "svc-store-sqlite" holds the control store/);
   });
 
   test('a module carrying a literal secret is refused by svc auth serve; a secret reference is not', async () => {

@@ -25,12 +25,21 @@ export {
   parseSecretRef,
   readModuleConfig,
   type SecretRef,
+  trustedPublishersOf,
   type ValidateOptions,
   validateProjectConfig,
 } from './config.js';
 export type { AuthSettings } from './deps.js';
 export { ConfigError, type ConfigProblem } from './errors.js';
 export { cidrPrefixLength, ipVersion, isIpOrCidr } from './ip-address.js';
+export {
+  PROVIDER_ALIAS,
+  PROVIDER_POLICY_SETTINGS,
+  type ProviderModuleConfig,
+  type ProviderPolicySetting,
+  readProviderModuleConfig,
+} from './provider-config.js';
+export { providerSettingsJson } from './provider-settings.js';
 export {
   AUTH_MODULE,
   AUTH_SETTINGS,
@@ -52,6 +61,7 @@ export {
   PAIRING_MAX_FAILURES,
   PAIRING_MIN_TTL_SECONDS,
   PROJECT_KEYS,
+  PROVIDER_CAPABILITY,
   type ProjectKeySpec,
   type ProjectKeyType,
   type SettingUnit,

@@ -1,9 +1,11 @@
 import { type AppGatewayConfig, type AppPathRequirement, DEFAULT_APP_GATEWAY_CONFIG } from './app-config.js';
 import type { AuthSettings } from './deps.js';
+import { parsePublicKeyHex } from './ed25519.js';
 import { ConfigError, type ConfigProblem } from './errors.js';
 import { normalizeHeaderName } from './gateway-policy.js';
 import { isIdOfKind } from './ids.js';
 import { cidrPrefixLength, ipVersion } from './ip-address.js';
+import { PROVIDER_ALIAS, type ProviderModuleConfig, readProviderModuleConfig } from './provider-config.js';
 import {
   APP_CAPABILITY,
   AUTH_MODULE,
@@ -14,6 +16,7 @@ import {
   MAX_AUTH_AGE_SECONDS_LIMIT,
   PRIVILEGED_EXPORTS,
   PROJECT_KEYS,
+  PROVIDER_CAPABILITY,
   type ProjectKeySpec,
   UNSTRIPPABLE_HEADERS,
   WEAKENING_KEYS,
@@ -71,6 +74,10 @@ export interface ProjectConfig {
   readonly auditSinks: AuditSinks;
   /** The application gateway (`:svc/app-*` keys). */
   readonly app: AppGatewayConfig;
+  /** `:svc/trusted-publishers`: publisher name → Ed25519 public key (64 lowercase hex digits). */
+  readonly trustedPublishers: Readonly<Record<string, string>>;
+  /** The provider modules (those activating `:svc/auth-provider`), in `project.edn` order. */
+  readonly providers: readonly ProviderModuleConfig[];
 }
 
 /** Where a running service delivers audit events and checkpoints, from `:svc/audit-sinks`. */
@@ -463,6 +470,48 @@ function checkProject(merged: EdnMap, opts: ValidateOptions): { config: Omit<Pro
     }
   }
 
+  const trustedPublishers = readTrustedPublishers(merged.get(':svc/trusted-publishers'), bad);
+
+  // Provider modules run a signed package's code (confined, in a child process): only from an
+  // archive pinned by its SHA-256, never from the control store's package or an application's,
+  // and only when project.edn names a publisher whose signature it must carry.
+  const providers: ProviderModuleConfig[] = [];
+  for (const m of Object.values(modules)) {
+    if (!m.activate.includes(PROVIDER_CAPABILITY) || m.package === null || m.activate.length !== 1) continue;
+    const key = `:svc/modules :${m.alias}`;
+    const before = problems.length;
+    if (!PROVIDER_ALIAS.test(m.alias)) {
+      bad(key, `a provider module's alias is its route segment: lowercase letters, digits and -, at most 63 (found :${m.alias})`);
+    }
+    if (Object.keys(trustedPublishers).length === 0) {
+      bad(
+        `${key} :activate`,
+        `package "${m.package}" may not activate the privileged export :${PROVIDER_CAPABILITY}: provider packages must be signed by a publisher project.edn trusts, and :svc/trusted-publishers names none`,
+      );
+    }
+    if (store !== undefined && m.package === store.package) {
+      bad(
+        `${key} :package`,
+        `package "${m.package}" holds the control store (:auth/store :${store.alias}); no provider module may come from it`,
+      );
+    }
+    const appUse = appModules.find((a) => a.package === m.package);
+    if (appUse !== undefined) {
+      bad(
+        `${key} :package`,
+        `package "${m.package}" is also the application module :${appUse.alias}; a provider package is never an application`,
+      );
+    }
+    if (packages[m.package] !== undefined && packages[m.package]?.sha256 === null) {
+      bad(
+        `${key} :package`,
+        `package "${m.package}" has no :sha256 in :svc/packages; a provider module runs only from an archive pinned by its SHA-256 (\`svc package install\`)`,
+      );
+    }
+    const read = readProviderModuleConfig(m.alias, m.config, { file, key: `${key} :config` }, problems);
+    if (problems.length === before) providers.push({ alias: m.alias, package: m.package, policy: read.policy, settings: read.settings });
+  }
+
   if (problems.length > 0 || store === undefined) return { config: null, problems };
   return {
     config: {
@@ -476,9 +525,70 @@ function checkProject(merged: EdnMap, opts: ValidateOptions): { config: Omit<Pro
       metricsListen: scalars[':svc/metrics-listen'] ?? null,
       auditSinks,
       app,
+      trustedPublishers,
+      providers,
     },
     problems,
   };
+}
+
+/** A publisher name of `:svc/trusted-publishers`: what install and audit name the signer by. */
+const PUBLISHER_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+
+/** Reads `:svc/trusted-publishers` (name → 64 hex Ed25519 public key), reporting every problem through `bad`. */
+function readTrustedPublishers(v: EdnValue | undefined, bad: (key: string, message: string) => void): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (v === undefined) return out;
+  if (!isEdnMap(v)) {
+    bad(':svc/trusted-publishers', `expected a map of publisher name to Ed25519 public key (64 hex digits), found ${describe(v)}`);
+    return out;
+  }
+  for (const [name, key] of v) {
+    const at = `:svc/trusted-publishers ${name.startsWith(':') ? name : JSON.stringify(name)}`;
+    if (!PUBLISHER_NAME.test(name)) {
+      bad(at, 'publisher names are strings of letters, digits, ".", "_" and "-", e.g. "svc"');
+      continue;
+    }
+    let hex: string;
+    try {
+      hex = parsePublicKeyHex(key);
+    } catch (error) {
+      bad(at, `expected the publisher's Ed25519 public key as 64 hex digits, found ${describe(key)} (${(error as Error).message})`);
+      continue;
+    }
+    const twin = Object.entries(out).find(([, k]) => k === hex);
+    if (twin !== undefined) bad(at, `the same key is already trusted as "${twin[0]}"; name each publisher once`);
+    else out[name] = hex;
+  }
+  return out;
+}
+
+/**
+ * The trusted publishers of a parsed `project.edn` (the chosen profile merged over the base),
+ * without validating the rest of the file: what `svc package install` checks a provider
+ * package's signature against before the package is pinned (and before the module that will
+ * activate it can be valid). Throws a {@link ConfigError} naming the file and key of a bad entry.
+ *
+ * @example
+ * const trusted = trustedPublishersOf(parseEdn(text), { file, profile: null }); // { svc: 'ab12…' }
+ */
+export function trustedPublishersOf(
+  root: EdnValue,
+  opts: { readonly file: string; readonly profile?: string | null },
+): Readonly<Record<string, string>> {
+  const problems: ConfigProblem[] = [];
+  const bad = (key: string, message: string) => problems.push({ file: opts.file, key, message });
+  if (!isEdnMap(root)) throw new ConfigError([{ file: opts.file, key: '(top level)', message: `expected a map, found ${describe(root)}` }]);
+  let merged: EdnMap = root;
+  const profile = opts.profile ?? null;
+  if (profile !== null) {
+    const body = (root.get(':svc/profiles') as EdnMap | undefined)?.get?.(`:${profile}`);
+    if (!isEdnMap(body)) throw new ConfigError([{ file: opts.file, key: ':svc/profiles', message: `profile :${profile} is not defined` }]);
+    merged = mergeEdn(root, body) as EdnMap;
+  }
+  const out = readTrustedPublishers(merged.get(':svc/trusted-publishers'), bad);
+  if (problems.length > 0) throw new ConfigError(problems);
+  return Object.freeze(out);
 }
 
 /** Reads `:svc/audit-sinks` against {@link AUDIT_SINK_SETTINGS}, reporting every problem through `bad`. */
@@ -805,7 +915,10 @@ function checkModule(
     for (const keyword of keywords) {
       const capability = CAPABILITIES.find((c) => c.keyword === keyword);
       const privileged = PRIVILEGED_EXPORTS.find((p) => p.keyword === keyword);
-      if (typeof pkg === 'string' && privileged !== undefined) {
+      // A provider module activates :svc/auth-provider alone; whether its package is signed by
+      // a trusted publisher is checked at install and at every load (@svc/addons).
+      const soleProvider = keyword === PROVIDER_CAPABILITY && keywords.length === 1;
+      if (typeof pkg === 'string' && privileged !== undefined && !soleProvider) {
         bad(`${key} :activate`, `package "${pkg}" may not activate the privileged export :${keyword}: ${privileged.why}`);
       } else if (typeof pkg === 'string' && keyword === 'svc/store' && keywords.includes(APP_CAPABILITY)) {
         bad(

@@ -200,7 +200,8 @@ export type ProjectKeyType =
   | 'app-header-names'
   | 'app-require'
   | 'app-tls'
-  | 'app-addresses';
+  | 'app-addresses'
+  | 'trusted-publishers';
 
 /** One `:svc/...` key of `project.edn`. */
 export interface ProjectKeySpec {
@@ -375,6 +376,15 @@ export const PROJECT_KEYS: readonly ProjectKeySpec[] = [
       'the proxies whose `X-Forwarded-For` and `X-Forwarded-Proto` the gateway believes (addresses, CIDR blocks, or `"loopback"`, `"linklocal"`, `"uniquelocal"`); from any other address they are ignored. Not `0.0.0.0/0` or `::/0`',
   },
   {
+    key: ':svc/trusted-publishers',
+    type: 'trusted-publishers',
+    expected: 'a map of publisher name to its Ed25519 public key (64 hex digits), such as {"svc" "<64 hex>"}',
+    default: '`{}`',
+    inProfile: true,
+    meaning:
+      'the publishers whose signature a provider package must carry: `{"name" "<64 hex Ed25519 public key>"}`. `svc package install` and every load refuse a provider package signed by anyone else; see [providers](providers.md#1-signed-packages-svcaddons-svccore-config-svc-package)',
+  },
+  {
     key: ':svc/profiles',
     type: 'profiles',
     expected: 'a map of profile keyword to overrides',
@@ -432,14 +442,17 @@ export const CAPABILITIES: readonly CapabilitySpec[] = [
   },
   {
     keyword: 'svc/auth-provider',
-    meaning: 'a provider package (WebAuthn, OIDC): privileged, only from a signed provider package',
-    refusal:
-      'provider packages must be signed and declare :svc/auth-provider; this build verifies no provider signatures, so no module can activate it',
+    meaning:
+      'a provider module (WebAuthn, OIDC login): privileged, activated alone, only from a package pinned by its SHA-256, declaring `svc/auth-provider` and signed by a publisher of `:svc/trusted-publishers`; its `:config` takes the [provider policy keys](#provider-modules) beside its own',
+    refusal: null,
   },
 ];
 
 /** The one application capability: what `:svc/app` modules activate. */
 export const APP_CAPABILITY = 'svc/app';
+
+/** The provider capability: what a provider module activates, alone, from a signed package. */
+export const PROVIDER_CAPABILITY = 'svc/auth-provider';
 
 /** An export only svc itself (or a package it can verify as entitled) may provide. */
 export interface PrivilegedExport {
@@ -460,8 +473,8 @@ export const PRIVILEGED_EXPORTS: readonly PrivilegedExport[] = [
     why: 'identity is the built-in {:module :svc/auth}; no package can provide or replace it',
   },
   {
-    keyword: 'svc/auth-provider',
-    why: 'provider packages must be signed and declare :svc/auth-provider; this build verifies no provider signatures',
+    keyword: PROVIDER_CAPABILITY,
+    why: 'provider packages must be signed and declare :svc/auth-provider, and a provider module activates it alone (never beside :svc/app or :svc/store)',
   },
 ];
 

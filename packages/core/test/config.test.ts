@@ -128,12 +128,13 @@ function withModule(alias: string, module: Record<string, EdnValue>, pins: Recor
 }
 const acmePin = { 'acme-idp': m({ ':version': '1.0.0' }) };
 
-test('a module activating :svc/auth-provider without a signed provider package is refused', () => {
-  const problems = problemsOf(withModule(':idp', { ':package': 'svc-store-sqlite', ':activate': [kw('svc/auth-provider')] }));
+test('a module activating :svc/auth-provider while project.edn trusts no publisher is refused: provider packages must be signed', () => {
+  const pin = { 'acme-idp': m({ ':version': '1.0.0', ':sha256': 'b'.repeat(64) }) };
+  const problems = problemsOf(withModule(':idp', { ':package': 'acme-idp', ':activate': [kw('svc/auth-provider')] }, pin));
   assert.equal(problems.length, 1);
   assert.match(
     problems[0] ?? '',
-    /^p\/project\.edn: :svc\/modules :idp :activate: package "svc-store-sqlite" may not activate the privileged export :svc\/auth-provider: provider packages must be signed/,
+    /^p\/project\.edn: :svc\/modules :idp :activate: package "acme-idp" may not activate the privileged export :svc\/auth-provider: provider packages must be signed by a publisher project\.edn trusts/,
   );
 });
 

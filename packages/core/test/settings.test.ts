@@ -44,7 +44,7 @@ test('the error meanings that quote a limit quote the constant', () => {
   assert.ok(ERROR_CODES.payload_too_large.meaning.endsWith(formatLimit(MAX_REQUEST_BODY_BYTES, 'bytes')));
 });
 
-test("the table names every key once, and the contract's capabilities with :svc/store and :svc/app the ones this build activates", () => {
+test("the table names every key once, and the contract's capabilities, every one of which this build activates", () => {
   const keys = [...PROJECT_KEYS.map((k) => k.key), ...AUTH_SETTINGS.map((s) => s.key)];
   assert.equal(new Set(keys).size, keys.length);
   assert.deepEqual(
@@ -53,6 +53,6 @@ test("the table names every key once, and the contract's capabilities with :svc/
   );
   assert.deepEqual(
     CAPABILITIES.filter((c) => c.refusal === null).map((c) => c.keyword),
-    ['svc/store', 'svc/app'],
+    ['svc/store', 'svc/app', 'svc/auth-provider'],
   );
 });

@@ -141,4 +141,9 @@ export const COMMANDS: readonly CommandEntry[] = [
     summary: 'Install an addon archive pinned by its SHA-256, keep the archive in the project, and record the pin in project.edn.',
     load: async () => (await import('./package-install.js')).packageInstall,
   },
+  {
+    path: ['package', 'sign'],
+    summary: "Sign a provider package archive with a publisher's Ed25519 key: writes <ARCHIVE>.sig.",
+    load: async () => (await import('./package-sign.js')).packageSign,
+  },
 ];

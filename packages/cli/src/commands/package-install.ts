@@ -2,24 +2,30 @@ import { existsSync, readFileSync, renameSync, statSync, writeFileSync } from 'n
 import { join, resolve } from 'node:path';
 import { AddonVerificationError, installAddon, setPackagePin } from '@svc/addons';
 import { ADDON_MANIFEST_FILE } from '@svc/core';
+import { ConfigError, trustedPublishersOf } from '@svc/core/config';
 import { parseCommandArgs } from '../args.js';
 import { bundledAddon } from '../bundled-addons.js';
 import { CliError } from '../cli-error.js';
 import type { Command } from '../command.js';
 import { dependenciesDir } from '../control.js';
+import { parseEdn } from '../edn.js';
 import { printJson, printText, shellQuote } from '../output.js';
+import { chosenProfile } from '../project.js';
 
 const spec = {
   name: 'svc package install',
   summary: 'Install an addon archive pinned by its SHA-256, keep the archive in the project, and record the pin in project.edn.',
-  usage: 'svc package install <ARCHIVE_OR_NAME> --sha256 <HEX> <PROJECT> [--json]',
+  usage: 'svc package install <ARCHIVE_OR_NAME> --sha256 <HEX> <PROJECT> [--signature FILE] [--profile NAME] [--json]',
   help: [
     '<ARCHIVE_OR_NAME>     a local .tgz archive, or name@version (fetched with npm; a bundled archive with that digest needs no network)',
     '--sha256 HEX          the SHA-256 of the archive (64 hex digits); a mismatch is refused before anything is unpacked',
     '<PROJECT>             the project directory',
-    '--json                print {"name","version","sha256","dir","archive"}',
+    "--signature FILE      a provider package's detached signature (default: <ARCHIVE>.sig beside the archive); it must verify",
+    '                      and be by a publisher of :svc/trusted-publishers in project.edn',
+    '--profile NAME        the profile whose :svc/trusted-publishers apply (default: SVC_PROFILE, else none)',
+    '--json                print {"name","version","sha256","dir","archive","signer"}',
   ],
-  options: { sha256: { type: 'string' }, json: { type: 'boolean' } },
+  options: { sha256: { type: 'string' }, signature: { type: 'string' }, profile: { type: 'string' }, json: { type: 'boolean' } },
   positionals: ['ARCHIVE_OR_NAME', 'PROJECT'],
 } as const;
 
@@ -57,9 +63,29 @@ export const packageInstall: Command = {
     if (!existsSync(file))
       throw new CliError(`no project at ${dir} (${file} does not exist); run \`svc auth init ${shellQuote(dirArg)}\` first`);
     const source = existsSync(sourceArg) ? resolve(sourceArg) : (bundledSource(sourceArg, sha256) ?? sourceArg);
+    // The publishers a provider package's signature must be by: the project's own list.
+    let trustedPublishers: Readonly<Record<string, string>>;
+    try {
+      const parsed = parseEdn(readFileSync(file, 'utf8'), file);
+      if (parsed.problems.length > 0 || parsed.value === undefined) throw new ConfigError(parsed.problems);
+      trustedPublishers = trustedPublishersOf(parsed.value, { file, profile: chosenProfile(args.values.profile, process.env) });
+    } catch (error) {
+      if (error instanceof ConfigError) {
+        const p = error.problems[0];
+        throw new CliError(p === undefined ? error.message : `${p.file}: ${p.key}: ${p.message}`, { cause: error });
+      }
+      throw new CliError(`cannot read ${file}: ${(error as Error).message}`, { cause: error });
+    }
     let installed: Awaited<ReturnType<typeof installAddon>>;
     try {
-      installed = await installAddon({ source, sha256, packagesDir: join(dir, '.svc', 'packages'), dependenciesDir: dependenciesDir() });
+      installed = await installAddon({
+        source,
+        sha256,
+        packagesDir: join(dir, '.svc', 'packages'),
+        dependenciesDir: dependenciesDir(),
+        trustedPublishers,
+        ...(args.values.signature === undefined ? {} : { signatureFile: resolve(args.values.signature) }),
+      });
     } catch (error) {
       if (error instanceof AddonVerificationError) throw new CliError(error.message, { cause: error });
       throw new CliError(`cannot install ${sourceArg}: ${(error as Error).message}`, { cause: error });
@@ -74,8 +100,11 @@ export const packageInstall: Command = {
       printText(`installed ${installed.name}@${installed.version} (sha256 ${installed.sha256})`);
       printText(`  files:   ${installed.dir}`);
       printText(`  archive: ${installed.archive}`);
+      if (installed.signer !== null) printText(`  signed by: ${installed.signer.name} (${installed.signer.publicKey})`);
       const manifest = JSON.parse(readFileSync(join(installed.dir, ADDON_MANIFEST_FILE), 'utf8')) as { exports?: Record<string, unknown> };
-      if (manifest.exports?.['svc/app'] !== undefined) {
+      if (installed.signer !== null) {
+        printText(`pinned in ${file}; activate it with {:package "${installed.name}" :activate [:svc/auth-provider] :config {...}}`);
+      } else if (manifest.exports?.['svc/app'] !== undefined) {
         printText(`pinned in ${file}; serve it behind the application gateway with {:package "${installed.name}" :activate [:svc/app]}`);
       } else {
         printText(`pinned in ${file}; activate it with {:package "${installed.name}" :activate [:svc/store]} and point :auth/store at it`);
