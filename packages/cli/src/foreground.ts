@@ -1,3 +1,4 @@
+import type { ProviderHandle } from '@svc/core';
 import { startCheckpointExport } from './audit-checkpoints.js';
 import { startAuditShipping } from './audit-shipping.js';
 import { CliError } from './cli-error.js';
@@ -5,6 +6,7 @@ import { makeDeps, openControlStore } from './control.js';
 import { createLogger } from './logger.js';
 import { printLine } from './output.js';
 import type { Project } from './project.js';
+import { startProviderHosts } from './provider-hosts.js';
 import { verifyProviderModules } from './provider-packages.js';
 import type { RunningSurface, Surface } from './surfaces/surface.js';
 
@@ -24,8 +26,9 @@ export async function runForeground(project: Project, surfaces: readonly Surface
   const log = createLogger({ env: process.env, fallback: 'info' });
   // Provider packages are verified (pin, signature, trusted signer, files, capability) on every
   // start, before the control store opens and before any of their code could run.
-  await verifyProviderModules(project);
+  const providerModules = await verifyProviderModules(project);
   const store = await openControlStore(project, { create: false });
+  let providers: ProviderHandle[] = [];
   const running: RunningSurface[] = [];
   let stopping = false;
   let pruneTimer: NodeJS.Timeout | undefined;
@@ -34,6 +37,10 @@ export async function runForeground(project: Project, surfaces: readonly Surface
   const stop = async () => {
     if (pruneTimer !== undefined) clearInterval(pruneTimer);
     for (const s of running.reverse()) await s.close().catch((error: unknown) => log.error({ err: error }, 'error while closing'));
+    // After the surfaces: no request can reach a provider any more.
+    await Promise.all(
+      providers.map((p) => p.close().catch((error: unknown) => log.error({ err: error }, 'error while closing a provider'))),
+    );
     // After the last request, before the store closes: the last checkpoint covers everything this process appended.
     await checkpoints?.stop().catch((error: unknown) => log.error({ err: error }, 'error while exporting the last checkpoint'));
     await shipping?.stop().catch((error: unknown) => log.error({ err: error }, 'error while shipping the last audit events'));
@@ -41,7 +48,8 @@ export async function runForeground(project: Project, surfaces: readonly Surface
   };
   try {
     const deps = await makeDeps(project, store, log);
-    for (const surface of surfaces) running.push(await surface.start({ project, deps, log }));
+    providers = await startProviderHosts(providerModules, log);
+    for (const surface of surfaces) running.push(await surface.start({ project, deps, log, providers }));
     checkpoints = startCheckpointExport({ project, deps, log });
     shipping = startAuditShipping({ project, deps, log });
   } catch (error) {

@@ -115,6 +115,7 @@ const ALLOWED: Record<
       '@svc/addons',
       '@svc/client',
       '@svc/server',
+      '@svc/provider-host',
       'better-sqlite3',
       'edn-data',
       'pino',

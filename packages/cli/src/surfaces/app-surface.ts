@@ -169,6 +169,7 @@ export function appSurface(
         ...(pair === null ? {} : { https: { cert: pair.cert, key: pair.key } }),
         ...(attachment.jwks === undefined ? {} : { jwks: attachment.jwks }),
         ...(attachment.attach === undefined ? {} : { attach: attachment.attach }),
+        providers: ctx.providers,
       });
       let url: string;
       try {

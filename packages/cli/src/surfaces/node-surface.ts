@@ -81,7 +81,7 @@ export function nodeSurface(
 ): Surface {
   return {
     name: 'node surface',
-    async start({ project, deps: base, log }) {
+    async start({ project, deps: base, log, providers }) {
       const metrics = opts.metrics;
       const deps = metrics === undefined ? base : { ...base, store: instrumentStore(base.store, metrics) };
       assertOwnerOnly(project.nodeKey, 'the node key');
@@ -98,6 +98,7 @@ export function nodeSurface(
         identity,
         components: () => components,
         providers: [ed25519KeyProvider],
+        providerPackages: providers,
         logger: log,
         ...(metrics === undefined ? {} : { metrics }),
       });

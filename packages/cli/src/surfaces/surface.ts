@@ -1,4 +1,4 @@
-import type { AuthDeps } from '@svc/core';
+import type { AuthDeps, ProviderHandle } from '@svc/core';
 import type { Logger } from 'pino';
 import type { Project } from '../project.js';
 
@@ -7,6 +7,8 @@ export interface SurfaceContext {
   readonly project: Project;
   readonly deps: AuthDeps;
   readonly log: Logger;
+  /** The project's provider packages, each running confined (`startProviderHosts`); empty without any. */
+  readonly providers: readonly ProviderHandle[];
 }
 
 /** A listener that is up: where it answers, and how to stop it. */
