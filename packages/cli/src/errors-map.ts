@@ -20,6 +20,7 @@ const HINTS: { readonly [C in ErrorCode]: string | null } = {
   invalid_pairing_intent: null,
   forbidden_host: null,
   insufficient_claims: null,
+  csrf_refused: null,
   not_found: 'check the id with `svc auth devices` or `svc auth sessions`',
   method_not_allowed: null,
   already_enrolled: 'that key is already enrolled; sign in with `svc auth login --key FILE`',

@@ -68,6 +68,12 @@ export const ERROR_CODES = {
     meaning:
       'the application gateway knows the caller, but a requirement of the path (`:svc/app-require`: subject, sign-in method or sign-in age) is not met',
   },
+  csrf_refused: {
+    status: 403,
+    title: 'Forbidden',
+    meaning:
+      "a request authenticated by the gateway's session cookies, with a method that changes state, does not come from the gateway's own origin (`Origin`, else `Sec-Fetch-Site`): cross-site request forgery",
+  },
   not_found: { status: 404, title: 'Not Found', meaning: 'unknown route or resource' },
   method_not_allowed: { status: 405, title: 'Method Not Allowed', meaning: 'the route exists but not for that method' },
   already_enrolled: { status: 409, title: 'Conflict', meaning: 'that public key is already enrolled' },

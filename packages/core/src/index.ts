@@ -49,6 +49,19 @@ export {
   type SignedAuditCheckpoint,
   signAuditCheckpoint,
 } from './audit-checkpoint.js';
+export {
+  type BrowserCookieNames,
+  browserCookieNames,
+  type CsrfInput,
+  canonicalOrigin,
+  csrfRefusal,
+  isBrowserSessionCookie,
+  isSafeMethod,
+  MAX_RETURN_PATH_LENGTH,
+  PLAIN_COOKIE_NAMES,
+  safeReturnPath,
+  TLS_COOKIE_NAMES,
+} from './browser-policy.js';
 export { canonicalJson, type JsonValue, rfc8785Json } from './canonical-json.js';
 export {
   type AuthDeps,
