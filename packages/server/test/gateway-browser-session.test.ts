@@ -1,8 +1,11 @@
 import assert from 'node:assert/strict';
-import { Writable } from 'node:stream';
+import type { IncomingMessage } from 'node:http';
+import { connect } from 'node:net';
+import { type Duplex, Writable } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
 import { DEFAULT_AUTH_SETTINGS } from '@svc/core';
 import pino from 'pino';
+import { upgradePrincipal } from '../src/index.js';
 import {
   ATTACH_MODES,
   applicationUser,
@@ -89,6 +92,15 @@ for (const mode of ATTACH_MODES) {
       assert.doesNotMatch(JSON.stringify(r.body.rawHeaders), /svc-(access|refresh|flow)|svca_|svcr_/i);
       assert.doesNotMatch(JSON.stringify(r.body.headersDistinct ?? {}), /svca_|svcr_/);
       assert.deepEqual(r.setCookies, [], 'a live access cookie changes nothing');
+    });
+
+    test('a transparent refresh sets the new cookies on the application response', async () => {
+      const user = await applicationUser(h);
+      h.clock.advance(ACCESS_TTL_MS + 1000);
+      const r = await browserRequest(h, 'GET', '/app/x', { cookies: plainCookies(user.pair) });
+      assert.equal(r.status, 200, r.text);
+      assert.equal(r.body.principal.session, user.pair.session_id);
+      assert.deepEqual(Object.keys(cookiesSet(r.setCookies)).sort(), ['svc-access', 'svc-refresh']);
     });
 
     test('a request with only gateway cookies reaches the application with no Cookie header at all', async () => {
@@ -513,6 +525,53 @@ describe('logout and the sign-in page', () => {
   });
 });
 
+describe('websocket upgrades with session cookies', () => {
+  let h: GatewayHarness;
+  before(async () => {
+    h = await startGatewayHarness({
+      attach: async (app) => {
+        await echoAttach(app);
+        app.server.on('upgrade', (req: IncomingMessage, socket: Duplex) => {
+          const seen = JSON.stringify({ principal: upgradePrincipal(req), cookie: req.headers.cookie ?? null });
+          socket.end(`HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n${seen}`);
+        });
+      },
+    });
+  });
+  after(() => h.close());
+
+  const upgrade = (headers: string) =>
+    new Promise<string>((resolve, reject) => {
+      const socket = connect(h.gatewayPort, '127.0.0.1', () => {
+        socket.write(
+          `GET /ws HTTP/1.1\r\nHost: 127.0.0.1:${h.gatewayPort}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n${headers}\r\n`,
+        );
+      });
+      let data = '';
+      socket.on('data', (c: Buffer) => {
+        data += c.toString('utf8');
+      });
+      socket.on('end', () => resolve(data));
+      socket.on('error', reject);
+    });
+
+  test('cross-site websocket hijacking: a cookie upgrade from another origin is refused 403 csrf_refused', async () => {
+    const user = await applicationUser(h);
+    const answer = await upgrade(`Origin: ${EVIL_ORIGIN}\r\nCookie: svc-access=${user.pair.access_token}\r\n`);
+    assert.match(answer, /^HTTP\/1.1 403/);
+    assert.match(answer, /csrf_refused/);
+  });
+
+  test('a cookie upgrade from the gateway origin gets the principal, without the cookie', async () => {
+    const user = await applicationUser(h);
+    const answer = await upgrade(`Origin: http://127.0.0.1:${h.gatewayPort}\r\nCookie: a=1; svc-access=${user.pair.access_token}\r\n`);
+    assert.match(answer, /^HTTP\/1.1 101/);
+    const seen = JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4));
+    assert.equal(seen.principal.session, user.pair.session_id);
+    assert.equal(seen.cookie, 'a=1');
+  });
+});
+
 describe('cookies never appear in logs', () => {
   test('every token the browser session carried or received stays out of the log', async () => {
     const lines: string[] = [];
@@ -532,7 +591,11 @@ describe('cookies never appear in logs', () => {
       await browserRequest(h, 'POST', '/app/x', { cookies: plainCookies(user.pair), headers: { origin: EVIL_ORIGIN } });
       const set = cookiesSet(refreshed.setCookies);
       await browserRequest(h, 'POST', '/.svc/auth/v1/logout', { cookies: set, headers: { origin: h.gatewayBase } });
+      await browserRequest(h, 'GET', '/.svc/auth/v1/providers/testidp/callback?code=SECRETCODE123&state=SECRETSTATE', {
+        cookies: { 'svc-flow': 'flw_x' },
+      });
       const log = lines.join('');
+      assert.doesNotMatch(log, /SECRETCODE123|SECRETSTATE|flw_x/);
       assert.ok(log.length > 0, 'the logger was used');
       for (const secret of [user.pair.access_token, user.pair.refresh_token, set['svc-access'], set['svc-refresh']]) {
         assert.ok(secret !== undefined && !log.includes(secret), 'a token reached the log');
