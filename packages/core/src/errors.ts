@@ -57,6 +57,18 @@ export const ERROR_CODES = {
     title: 'Unauthorized',
     meaning: 'unknown, expired, completed or burned enrolment intent',
   },
+  invalid_credential: {
+    status: 401,
+    title: 'Unauthorized',
+    meaning:
+      "a provider sign-in or link was refused: the provider's proof failed, its answer broke the provider's policy, the credential is not linked (and no provisioning applies), its link was removed, or its signature counter went back (a cloned authenticator)",
+  },
+  invalid_flow: {
+    status: 400,
+    title: 'Bad Request',
+    meaning: 'unknown, expired or already finished provider flow, or a flow begun with another provider',
+  },
+  already_linked: { status: 409, title: 'Conflict', meaning: 'that external identity is already linked in that realm' },
   forbidden_host: {
     status: 403,
     title: 'Forbidden',

@@ -125,6 +125,14 @@ export {
   type ProviderRequest,
   type StoredCredential,
 } from './provider.js';
+export { jitRefusal, PROVIDER_FLOW_TTL_SECONDS, providerAmr, providerStartRefusal } from './provider-decisions.js';
+export {
+  CLAIM_NAME_MAX_CHARS,
+  CLAIM_VALUE_MAX_CHARS,
+  CLAIMS_MAX_COUNT,
+  checkProviderIdentity,
+  IDENTITY_MAX_CHARS,
+} from './provider-policy.js';
 export { isRealm, type Realm } from './realm.js';
 export { type SessionClientInput, sessionClient, USER_AGENT_MAX_CHARS } from './session-client.js';
 export {
@@ -144,6 +152,9 @@ export {
   type BootstrapOutcome,
   type ChallengeRecord,
   type DeviceRecord,
+  type FlowRecord,
+  type LinkRecord,
+  type LinkSessionOutcome,
   type PairingCompletion,
   type PairingIntentRecord,
   type RotationOutcome,
@@ -184,6 +195,7 @@ export { createSession } from './use-cases/create-session.js';
 export { enrollWithBootstrapToken } from './use-cases/enroll-with-bootstrap-token.js';
 export { auditDraft } from './use-cases/event.js';
 export { type BootstrapReason, type IssuedBootstrapToken, issueBootstrapToken } from './use-cases/issue-bootstrap-token.js';
+export { linkToJson, listLinks, unlinkIdentity } from './use-cases/links.js';
 export {
   completePairing,
   normalizePairingCode,
@@ -192,9 +204,24 @@ export {
   pairingProofString,
   preparePairing,
 } from './use-cases/pairing.js';
+export {
+  finishProviderFlow,
+  PROVIDER_STATE_MAX_CHARS,
+  type ProviderFlowOutcome,
+  providerCallbackUrl,
+  startProviderFlow,
+} from './use-cases/provider-flow.js';
 export { removeDevice } from './use-cases/remove-device.js';
 export { revokeExposedSession, revokeOtherSessions, revokeSession } from './use-cases/revoke-session.js';
 export { rotateRefreshToken, rotationAuditDraft } from './use-cases/rotate-refresh-token.js';
+export {
+  type LinkJson,
+  type LinkListJson,
+  type LinkRemovedJson,
+  linkListResponse,
+  linkRemovedResponse,
+  linkSchema,
+} from './wire/links.js';
 // The wire shapes of the management API and the node surface (schemas and their derived types), shared by the server and the client SDK.
 export {
   type AuditEventJson,
