@@ -6,6 +6,7 @@ import { after, before, describe, test } from 'node:test';
 import { DEFAULT_AUTH_SETTINGS } from '@svc/core';
 import pino from 'pino';
 import { upgradePrincipal } from '../src/index.js';
+import { browserRequest, cookiesSet } from './support/browser-http.js';
 import {
   ATTACH_MODES,
   applicationUser,
@@ -18,44 +19,6 @@ import {
 } from './support/gateway-harness.js';
 import type { Pair } from './support/harness.js';
 import { testRedirectProvider } from './support/test-provider.js';
-
-/** A browser's request: `cookies` as a `Cookie` header, no `Authorization` unless given. */
-async function browserRequest(
-  h: { gatewayBase: string },
-  method: string,
-  path: string,
-  opts: { cookies?: Record<string, string>; headers?: Record<string, string>; body?: string } = {},
-  // biome-ignore lint/suspicious/noExplicitAny: test bodies are inspected field by field
-): Promise<{ status: number; headers: Headers; setCookies: string[]; body: any; text: string }> {
-  const headers: Record<string, string> = { ...(opts.headers ?? {}) };
-  const jar = Object.entries(opts.cookies ?? {});
-  if (jar.length > 0) headers.cookie = [headers.cookie, ...jar.map(([k, v]) => `${k}=${v}`)].filter(Boolean).join('; ');
-  const res = await fetch(h.gatewayBase + path, {
-    method,
-    headers,
-    redirect: 'manual',
-    ...(opts.body === undefined ? {} : { body: opts.body }),
-  });
-  const text = await res.text();
-  let body: unknown = null;
-  try {
-    body = text === '' ? null : JSON.parse(text);
-  } catch {
-    body = null;
-  }
-  return { status: res.status, headers: res.headers, setCookies: res.headers.getSetCookie(), body, text };
-}
-
-/** The `name=value` cookies a response sets (value '' when deleted). */
-function cookiesSet(setCookies: string[]): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const c of setCookies) {
-    const first = c.split(';', 1)[0] as string;
-    const eq = first.indexOf('=');
-    out[first.slice(0, eq)] = first.slice(eq + 1);
-  }
-  return out;
-}
 
 // The gateway listens on 127.0.0.1, where the DNS-rebinding guard already refuses any
 // non-loopback Origin (403 forbidden_host): the attacking page is another loopback origin, a

@@ -6,9 +6,9 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import type { Browser } from 'playwright-core';
-import { launchBrowser } from '../../../test-support/browser.js';
+import { launchBrowser, pageWithAuthenticator } from '../../../test-support/browser.js';
 import { applicationUser, echoAttach, type GatewayHarness, startGatewayHarness } from './support/gateway-harness.js';
-import { testRedirectProvider } from './support/test-provider.js';
+import { testRedirectProvider, testWebauthnProvider } from './support/test-provider.js';
 
 /** A plain server on 127.0.0.1:0 answering every request with `handler`. */
 async function startPage(
@@ -152,6 +152,43 @@ describe('signing in through the sign-in page in a real browser', () => {
       await context.addCookies(session.map((c) => ({ name: c.name, value: c.value, url: h.gatewayBase, httpOnly: true })));
       const replayed = await page.evaluate(async () => (await fetch('/app/dashboard', { headers: { accept: 'application/json' } })).status);
       assert.equal(replayed, 401);
+    } finally {
+      await context.close();
+    }
+  });
+});
+
+describe('a passkey ceremony run by the sign-in page (WebAuthn JSON helpers, virtual authenticator)', () => {
+  let h: GatewayHarness;
+  const provider = testWebauthnProvider();
+  before(async () => {
+    h = await startGatewayHarness({ attach: echoAttach, gateway: { providers: [provider] } });
+  });
+  after(() => h.close());
+
+  test('create a passkey from the sign-in page, reach the page, log out, sign in again with the passkey as the same subject', async () => {
+    const { context, page } = await pageWithAuthenticator(browser);
+    // The RP id is localhost (an IP address cannot be one): the gateway is reached as localhost.
+    const base = `http://localhost:${h.gatewayPort}`;
+    try {
+      await page.goto(`${base}/.svc/auth/v1/login?return=%2Fapp%2Fhome`);
+      await page.click('button[data-intent="signup"]');
+      await page.waitForURL(`${base}/app/home`);
+      const first = JSON.parse((await page.textContent('body')) ?? 'null');
+      assert.deepEqual(first.principal.claims.amr, ['hwk', 'user']);
+      const out = await page.evaluate(
+        async () => ((await (await fetch('/.svc/auth/v1/logout', { method: 'POST' })).json()) as { revoked: boolean }).revoked,
+      );
+      assert.equal(out, true);
+
+      await page.goto(`${base}/app/home`);
+      assert.equal(new URL(page.url()).pathname, '/.svc/auth/v1/login', 'signed out: back to the sign-in page');
+      await page.click('button[data-intent="signin"]');
+      await page.waitForURL(`${base}/app/home`);
+      const second = JSON.parse((await page.textContent('body')) ?? 'null');
+      assert.equal(second.principal.subject, first.principal.subject, 'the passkey signs in the subject it created');
+      assert.notEqual(second.principal.session, first.principal.session);
+      assert.equal(provider.finished(), 2);
     } finally {
       await context.close();
     }

@@ -4,6 +4,7 @@ import {
   AuthError,
   type BrowserCookieNames,
   csrfRefusal,
+  finishProviderFlow,
   type Principal,
   type ProviderHandle,
   type ProviderJson,
@@ -11,6 +12,7 @@ import {
   type ProviderRequest,
   revokeSession,
   safeReturnPath,
+  startProviderFlow,
 } from '@svc/core';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
 import { bearerToken } from '../http/bearer.js';
@@ -18,7 +20,6 @@ import { applicationPrincipal } from '../management/route-options.js';
 import { clearSessionCookies, cookieNamesOf, readSessionCookies, setCookieValue, setSessionCookies } from './browser-cookies.js';
 import { applyCookieEffects, cookieIdentity, gatewayOriginOf, LOGIN_PATH } from './browser-session.js';
 import { renderLoginPage } from './login-page.js';
-import { finishProviderFlow, startProviderFlow } from './provider-flows.js';
 
 /** What {@link browserRoutes} receives. */
 export interface BrowserRouteOptions {
@@ -66,10 +67,9 @@ function parseFlowCookie(value: string | undefined): { readonly flowId: string; 
   return { flowId: value.slice(0, dot), returnPath: safeReturnPath(Buffer.from(value.slice(dot + 1), 'base64url').toString('utf8')) };
 }
 
-/** Seconds from now until `expiresAt` (epoch ms or an RFC 3339 string), at least 1. */
-function secondsUntilExpiry(expiresAt: number | string, now: number): number {
-  const at = typeof expiresAt === 'number' ? expiresAt : Date.parse(expiresAt);
-  return Number.isFinite(at) ? Math.max(1, Math.ceil((at - now) / 1000)) : 600;
+/** Seconds from now until `expiresAt` (epoch ms), at least 1. */
+function secondsUntilExpiry(expiresAt: number, now: number): number {
+  return Math.max(1, Math.ceil((expiresAt - now) / 1000));
 }
 
 function setFlowCookie(reply: FastifyReply, names: BrowserCookieNames, value: string, maxAgeSeconds: number): void {
