@@ -1,7 +1,16 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { createFailureLimiter } from '../src/http/failure-limiter.js';
 import { browserRequest, cookiesSet } from './support/browser-http.js';
-import { applicationUser, echoAttach, type GatewayHarness, gatewayApi, startGatewayHarness } from './support/gateway-harness.js';
+import {
+  applicationUser,
+  echoAttach,
+  type GatewayHarness,
+  gatewayApi,
+  startGateway,
+  startGatewayHarness,
+} from './support/gateway-harness.js';
+import { startNodeHarness } from './support/node-harness.js';
 import { type TestProvider, testJsonProvider, testRedirectProvider } from './support/test-provider.js';
 
 const FLOW = 'svc-flow';
@@ -192,5 +201,31 @@ describe('a JSON ceremony (as a passkey runs it from the page)', () => {
     assert.equal(cookiesSet(wrong.setCookies)['svc-access'], undefined);
     const right = await finish(begun.body.challenge);
     assert.equal(right.status, 400, 'single use');
+  });
+});
+
+describe('failed provider proofs are budgeted', () => {
+  test('a client that keeps failing callbacks gets 429 rate_limited before the provider is asked again', async () => {
+    const provider = testRedirectProvider({ name: 'budgetidp' });
+    const h = await startNodeHarness();
+    try {
+      const limiter = createFailureLimiter({ clock: h.deps.clock, store: h.deps.store, maxFailures: 3, scope: 'app-signin-test' });
+      const g = await startGateway(h, { attach: echoAttach, providers: [provider], limiter });
+      const gw = { gatewayBase: g.base } as GatewayHarness;
+      try {
+        const statuses: number[] = [];
+        for (let i = 0; i < 5; i++) {
+          const { flow, location } = await beginRedirect(gw, 'budgetidp');
+          const wrong = callbackPath(gw, location).replace(/code=[^&]+/, 'code=wrong');
+          statuses.push((await browserRequest(gw, 'GET', wrong, { cookies: { [FLOW]: flow } })).status);
+        }
+        assert.deepEqual(statuses, [401, 401, 401, 429, 429]);
+        assert.equal(provider.finished(), 0);
+      } finally {
+        await g.app.close();
+      }
+    } finally {
+      await h.close();
+    }
   });
 });

@@ -355,7 +355,7 @@ const reservedRoutes: FastifyPluginAsync<ReservedRouteOptions> = async (
     guardProblems: [],
     security: APPLICATION_BEARER,
   });
-  await app.register(browserRoutes, { prefix: APPLICATION_AUTH_PREFIX, deps, providers, publicOrigin });
+  await app.register(browserRoutes, { prefix: APPLICATION_AUTH_PREFIX, deps, providers, limiter, publicOrigin });
   app.get(JWKS_PATH, async (_req, reply) => {
     const set = jwks === undefined ? { keys: [] } : jwks();
     return reply.type('application/jwk-set+json').send(JSON.stringify(set));
@@ -377,13 +377,17 @@ const reservedRoutes: FastifyPluginAsync<ReservedRouteOptions> = async (
  *    removed, whatever its case or separators.
  * 2. **Reserved prefix** `/.svc/`: the application-realm sign-in under `/.svc/auth/v1`
  *    (`challenges`, `sessions`, `refresh`, `me`, `revoke`) from the same plugins as the
- *    management API, with its rules, errors, audit and failure limits; `GET /.svc/jwks.json`;
- *    anything else `404 not_found`.
- * 3. **Identity** (every other path): an application-realm bearer, or `401 invalid_token` with
- *    `WWW-Authenticate: Bearer realm="application"`; public paths go on with `principal` null;
- *    a path requirement not met is `403 insufficient_claims`. The `Authorization` header that
- *    carried our token is removed; `request.principal` is defined read-only and
- *    non-configurable.
+ *    management API, with its rules, errors, audit and failure limits; the browser routes
+ *    (`login`, `providers/<name>/{begin,finish,callback}`, `logout`, see {@link browserRoutes});
+ *    `GET /.svc/jwks.json`; anything else `404 not_found`.
+ * 3. **Identity** (every other path): an application-realm bearer, or, with no
+ *    `Authorization` header, the browser's session cookies (refreshed transparently, CSRF
+ *    checked: `403 csrf_refused`), or `401 invalid_token` with
+ *    `WWW-Authenticate: Bearer realm="application"` (a browser opening a page is sent to the
+ *    sign-in page instead when `opts.providers` has one); public paths go on with `principal`
+ *    null; a path requirement not met is `403 insufficient_claims`. The `Authorization` header
+ *    that carried our token and the gateway's cookies are removed; `request.principal` is
+ *    defined read-only and non-configurable.
  * 4. **Attach** (`opts.attach`), in its own encapsulated context; without one, `404 not_found`.
  *    A route the attach registers under `/.svc/` is refused at registration.
  *

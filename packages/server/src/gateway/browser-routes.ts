@@ -16,6 +16,8 @@ import {
 } from '@svc/core';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
 import { bearerToken } from '../http/bearer.js';
+import { failureCounting } from '../http/failure-counting.js';
+import { clientAddressKey, type FailureLimiter } from '../http/failure-limiter.js';
 import { applicationPrincipal } from '../management/route-options.js';
 import { clearSessionCookies, cookieNamesOf, readSessionCookies, setCookieValue, setSessionCookies } from './browser-cookies.js';
 import { applyCookieEffects, cookieIdentity, gatewayOriginOf, LOGIN_PATH } from './browser-session.js';
@@ -25,6 +27,8 @@ import { renderLoginPage } from './login-page.js';
 export interface BrowserRouteOptions {
   readonly deps: AuthDeps;
   readonly providers: readonly ProviderHandle[];
+  /** The budget of failed proofs, shared with the rest of the application-realm sign-in. */
+  readonly limiter: FailureLimiter;
   /** The configured public origin, or undefined: each request's own (see `gatewayOriginOf`). */
   readonly publicOrigin: string | undefined;
 }
@@ -153,9 +157,13 @@ const IGNORED_FORM_BODY_LIMIT = 1024;
  * origins (`403 csrf_refused`); an unknown provider is `404 not_found`.
  *
  * @example
- * await app.register(browserRoutes, { prefix: '/.svc/auth/v1', deps, providers, publicOrigin: undefined });
+ * await app.register(browserRoutes, { prefix: '/.svc/auth/v1', deps, providers, limiter, publicOrigin: undefined });
  */
-export const browserRoutes: FastifyPluginAsync<BrowserRouteOptions> = async (app, { deps, providers, publicOrigin }) => {
+export const browserRoutes: FastifyPluginAsync<BrowserRouteOptions> = async (app, { deps, providers, limiter, publicOrigin }) => {
+  // A finish that fails as a proof (401) is counted against the client's address unit, as a
+  // failed signed challenge is: over the budget, 429 before anything is asked of a provider.
+  await app.register(failureCounting, { limiter });
+  const attempts = { attemptKeys: (req: FastifyRequest) => [clientAddressKey(req.ip)] };
   const byName = new Map<string, ProviderHandle>();
   for (const provider of providers) {
     if (!provider.policy.realms.includes('application')) continue;
@@ -266,7 +274,7 @@ export const browserRoutes: FastifyPluginAsync<BrowserRouteOptions> = async (app
     return { outcome, returnPath: flow.returnPath ?? '/' };
   };
 
-  app.post<{ Params: { name: string } }>('/providers/:name/finish', { onRequest: sameOrigin }, async (req, reply) => {
+  app.post<{ Params: { name: string } }>('/providers/:name/finish', { onRequest: sameOrigin, config: attempts }, async (req, reply) => {
     const { outcome, returnPath } = await finish(req, reply, req.params.name, (req.body ?? null) as ProviderJson);
     // The tokens stay in the HttpOnly cookies: the page's script never holds them.
     return outcome.outcome === 'session'
@@ -274,7 +282,7 @@ export const browserRoutes: FastifyPluginAsync<BrowserRouteOptions> = async (app
       : { outcome: 'linked', link: outcome.link, redirect: returnPath };
   });
 
-  app.get<{ Params: { name: string } }>('/providers/:name/callback', async (req, reply) => {
+  app.get<{ Params: { name: string } }>('/providers/:name/callback', { config: attempts }, async (req, reply) => {
     const { returnPath } = await finish(req, reply, req.params.name, null);
     return reply.redirect(returnPath, 303);
   });

@@ -39,7 +39,8 @@ export const LOG_REDACT_PATHS: readonly string[] = Object.freeze([
  */
 export function serializeRequest(req: FastifyRequest): { method: string; url: string; remoteAddress: string | undefined } {
   const url = req.url;
-  const q = url.indexOf('?');
+  // Anything may be logged as `req` (a plain object too): only a string URL is trimmed.
+  const q = typeof url === 'string' ? url.indexOf('?') : -1;
   const logged = q >= 0 && url.startsWith('/.svc/') ? `${url.slice(0, q)}?[redacted]` : url;
   return { method: req.method, url: logged, remoteAddress: req.ip };
 }
