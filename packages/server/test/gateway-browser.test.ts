@@ -2,12 +2,15 @@
 // accepts as cookies over loopback HTTP, a cross-origin page forging a form POST, and a whole
 // sign-in through the sign-in page with a provider, then logout.
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import type { Browser } from 'playwright-core';
 import { launchBrowser, pageWithAuthenticator } from '../../../test-support/browser.js';
 import { applicationUser, echoAttach, type GatewayHarness, startGatewayHarness } from './support/gateway-harness.js';
+import { loopbackCertificate } from './support/loopback-cert.js';
+import { scratch } from './support/node-harness.js';
 import { testRedirectProvider, testWebauthnProvider } from './support/test-provider.js';
 
 /** A plain server on 127.0.0.1:0 answering every request with `handler`. */
@@ -191,6 +194,43 @@ describe('a passkey ceremony run by the sign-in page (WebAuthn JSON helpers, vir
       assert.equal(provider.finished(), 2);
     } finally {
       await context.close();
+    }
+  });
+});
+
+describe('over TLS the session lives in __Host- cookies with Secure', () => {
+  test('a sign-in over https sets __Host-svc-access and __Host-svc-refresh, Secure and HttpOnly, which Chromium keeps and sends', async () => {
+    const tmp = scratch();
+    const { cert, key } = loopbackCertificate(tmp.dir);
+    const h = await startGatewayHarness({
+      attach: echoAttach,
+      gateway: { providers: [testRedirectProvider({ subject: 'grace' })], https: { cert: readFileSync(cert), key: readFileSync(key) } },
+    });
+    // The browser trusts nothing about this self-signed certificate but its use in this test.
+    const context = await browser.newContext({ ignoreHTTPSErrors: true });
+    try {
+      const base = `https://127.0.0.1:${h.gatewayPort}`;
+      const page = await context.newPage();
+      await page.goto(`${base}/app/secure`);
+      assert.equal(new URL(page.url()).pathname, '/.svc/auth/v1/login');
+      await page.click('a.provider');
+      await page.waitForURL(`${base}/app/secure`);
+      const echo = JSON.parse((await page.textContent('body')) ?? 'null');
+      assert.ok(echo.principal !== null);
+      const cookies = await context.cookies(base);
+      assert.deepEqual(cookies.map((c) => c.name).sort(), ['__Host-svc-access', '__Host-svc-refresh']);
+      for (const c of cookies) {
+        assert.equal(c.secure, true);
+        assert.equal(c.httpOnly, true);
+        assert.equal(c.sameSite, 'Lax');
+      }
+      const out = await page.evaluate(async () => (await fetch('/.svc/auth/v1/logout', { method: 'POST' })).status);
+      assert.equal(out, 200);
+      assert.deepEqual(await context.cookies(base), []);
+    } finally {
+      await context.close();
+      await h.close();
+      tmp.cleanup();
     }
   });
 });
