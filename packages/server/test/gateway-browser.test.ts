@@ -6,7 +6,6 @@ import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
-import type { Browser } from 'playwright-core';
 import { launchBrowser, pageWithAuthenticator } from '../../../test-support/browser.js';
 import { applicationUser, echoAttach, type GatewayHarness, startGatewayHarness } from './support/gateway-harness.js';
 import { loopbackCertificate } from './support/loopback-cert.js';
@@ -27,7 +26,7 @@ async function startPage(
   return { server, origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
 }
 
-let browser: Browser;
+let browser: Awaited<ReturnType<typeof launchBrowser>>;
 before(async () => {
   browser = await launchBrowser();
 });
