@@ -4,8 +4,9 @@ import { connect } from 'node:net';
 import { type Duplex, Writable } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
 import { DEFAULT_AUTH_SETTINGS } from '@svc/core';
+import type { FastifyPluginAsync } from 'fastify';
 import pino from 'pino';
-import { upgradePrincipal } from '../src/index.js';
+import { type GatewayAttach, moduleAttach, upgradePrincipal } from '../src/index.js';
 import { browserRequest, cookiesSet } from './support/browser-http.js';
 import {
   ATTACH_MODES,
@@ -74,6 +75,37 @@ for (const mode of ATTACH_MODES) {
     });
   });
 }
+
+describe("the application cannot set the gateway's cookies", () => {
+  for (const mode of ['in-process', 'module mode'] as const) {
+    test(`a Set-Cookie of a session cookie name from the application is dropped, its own cookies pass, a refresh still lands (${mode})`, async () => {
+      const plant: GatewayAttach = async (app) => {
+        app.get('/app/plant', async (_req, reply) => {
+          reply.header('set-cookie', 'svc-access=svca_planted; Path=/');
+          reply.header('set-cookie', '__Host-svc-refresh=svcr_planted; Path=/; Secure');
+          reply.header('set-cookie', 'theme=dark; Path=/');
+          return { ok: true };
+        });
+      };
+      const attach = mode === 'module mode' ? moduleAttach([{ name: 'plant@1.0.0', plugin: plant as FastifyPluginAsync }]) : plant;
+      const h = await startGatewayHarness({ attach });
+      try {
+        const user = await applicationUser(h);
+        const live = await browserRequest(h, 'GET', '/app/plant', { cookies: plainCookies(user.pair) });
+        assert.equal(live.status, 200);
+        assert.deepEqual(live.setCookies, ['theme=dark; Path=/']);
+        h.clock.advance(ACCESS_TTL_MS + 1000);
+        const refreshed = await browserRequest(h, 'GET', '/app/plant', { cookies: plainCookies(user.pair) });
+        const set = cookiesSet(refreshed.setCookies);
+        assert.deepEqual(Object.keys(set).sort(), ['svc-access', 'svc-refresh', 'theme']);
+        assert.notEqual(set['svc-access'], 'svca_planted');
+        assert.match(set['svc-access'] ?? '', /^svca_/);
+      } finally {
+        await h.close();
+      }
+    });
+  }
+});
 
 describe('cookies and the Authorization header are never mixed', () => {
   let h: GatewayHarness;

@@ -24,7 +24,7 @@ import { applicationPrincipal, decoratePrincipal } from '../management/route-opt
 import { sessionRoutes } from '../management/session-routes.js';
 import { signInRoutes } from '../management/sign-in-routes.js';
 import { instrumentHttp, methodLabel, UNMATCHED_ROUTE } from '../metrics/instrument-http.js';
-import { cookieNamesOf, readSessionCookies, stripSessionCookies } from './browser-cookies.js';
+import { cookieNamesOf, dropForeignSessionCookies, readSessionCookies, stripSessionCookies } from './browser-cookies.js';
 import { browserRoutes } from './browser-routes.js';
 import {
   applyCookieEffects,
@@ -470,6 +470,11 @@ export async function buildGatewayApp(opts: GatewayAppOptions): Promise<FastifyI
       scope.addHook('onRequest', (_req, reply, done) => {
         reply.removeHeader('content-security-policy');
         done();
+      });
+      // The browser's session cookies are the gateway's alone: the application cannot set them.
+      scope.addHook('onSend', (_req, reply, payload, done) => {
+        dropForeignSessionCookies(reply);
+        done(null, payload);
       });
       await attach(scope);
     });

@@ -76,8 +76,44 @@ export function setCookieValue(names: BrowserCookieNames, name: string, value: s
  * setSessionCookies(reply, cookieNamesOf(req), pair);
  */
 export function setSessionCookies(reply: FastifyReply, names: BrowserCookieNames, pair: TokenPairJson): void {
-  reply.header('set-cookie', setCookieValue(names, names.access, pair.access_token, pair.expires_in));
-  reply.header('set-cookie', setCookieValue(names, names.refresh, pair.refresh_token, pair.refresh_expires_in));
+  addOwnCookie(reply, setCookieValue(names, names.access, pair.access_token, pair.expires_in));
+  addOwnCookie(reply, setCookieValue(names, names.refresh, pair.refresh_token, pair.refresh_expires_in));
+}
+
+/** The `Set-Cookie` values the gateway itself put on each reply. */
+const ownCookies = new WeakMap<FastifyReply, Set<string>>();
+
+function addOwnCookie(reply: FastifyReply, value: string): void {
+  let own = ownCookies.get(reply);
+  if (own === undefined) {
+    own = new Set();
+    ownCookies.set(reply, own);
+  }
+  own.add(value);
+  reply.header('set-cookie', value);
+}
+
+/**
+ * Drops from an application's response every `Set-Cookie` of one of the gateway's cookie
+ * names that the gateway did not set itself: the application cannot plant, replace or delete
+ * the browser's session (session fixation through the application, or a clash of names). Its
+ * other cookies pass untouched.
+ *
+ * @example
+ * scope.addHook('onSend', async (_req, reply, payload) => { dropForeignSessionCookies(reply); return payload; });
+ */
+export function dropForeignSessionCookies(reply: FastifyReply): void {
+  const current = reply.getHeader('set-cookie');
+  if (current === undefined) return;
+  const values = (Array.isArray(current) ? current : [current]).map(String);
+  const own = ownCookies.get(reply);
+  const kept = values.filter((v) => {
+    const eq = v.indexOf('=');
+    return !isBrowserSessionCookie(eq < 0 ? v : v.slice(0, eq)) || own?.has(v) === true;
+  });
+  if (kept.length === values.length) return;
+  reply.removeHeader('set-cookie');
+  for (const v of kept) reply.header('set-cookie', v);
 }
 
 /**
@@ -88,8 +124,8 @@ export function setSessionCookies(reply: FastifyReply, names: BrowserCookieNames
  * clearSessionCookies(reply, cookieNamesOf(req));
  */
 export function clearSessionCookies(reply: FastifyReply, names: BrowserCookieNames): void {
-  reply.header('set-cookie', setCookieValue(names, names.access, '', 0));
-  reply.header('set-cookie', setCookieValue(names, names.refresh, '', 0));
+  addOwnCookie(reply, setCookieValue(names, names.access, '', 0));
+  addOwnCookie(reply, setCookieValue(names, names.refresh, '', 0));
 }
 
 /** The `Cookie` header without the gateway's cookies, or null when nothing else is left. */
