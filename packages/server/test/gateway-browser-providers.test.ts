@@ -71,6 +71,7 @@ describe('a redirect ceremony (OIDC-like) through the gateway', () => {
     const { location } = await beginRedirect(h, 'testidp');
     const r = await browserRequest(h, 'GET', callbackPath(h, location));
     assert.equal(r.status, 400);
+    assert.equal(r.body.code, 'invalid_flow');
     assert.deepEqual(
       Object.keys(cookiesSet(r.setCookies)).filter((k) => k !== FLOW),
       [],
@@ -224,6 +225,24 @@ describe('failed provider proofs are budgeted', () => {
       } finally {
         await g.app.close();
       }
+    } finally {
+      await h.close();
+    }
+  });
+});
+
+describe('begun ceremonies are budgeted', () => {
+  test('a client that only begins ceremonies is stopped (429 rate_limited) after 20 unanswered flows; finishing gives a slot back', async () => {
+    const h = await startGatewayHarness({ attach: echoAttach, gateway: { providers: [testRedirectProvider({ name: 'floodidp' })] } });
+    try {
+      const begun: { flow: string; location: string }[] = [];
+      for (let i = 0; i < 20; i++) begun.push(await beginRedirect(h, 'floodidp'));
+      const over = await browserRequest(h, 'GET', '/.svc/auth/v1/providers/floodidp/begin');
+      assert.equal(over.status, 429);
+      assert.equal(over.body.code, 'rate_limited');
+      const first = begun[0] as { flow: string; location: string };
+      assert.equal((await browserRequest(h, 'GET', callbackPath(h, first.location), { cookies: { [FLOW]: first.flow } })).status, 303);
+      assert.equal((await browserRequest(h, 'GET', '/.svc/auth/v1/providers/floodidp/begin')).status, 302);
     } finally {
       await h.close();
     }

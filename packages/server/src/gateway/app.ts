@@ -355,7 +355,7 @@ const reservedRoutes: FastifyPluginAsync<ReservedRouteOptions> = async (
     guardProblems: [],
     security: APPLICATION_BEARER,
   });
-  await app.register(browserRoutes, { prefix: APPLICATION_AUTH_PREFIX, deps, providers, limiter, publicOrigin });
+  await app.register(browserRoutes, { prefix: APPLICATION_AUTH_PREFIX, deps, providers, limiter, challenges, publicOrigin });
   app.get(JWKS_PATH, async (_req, reply) => {
     const set = jwks === undefined ? { keys: [] } : jwks();
     return reply.type('application/jwk-set+json').send(JSON.stringify(set));

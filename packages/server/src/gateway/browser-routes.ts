@@ -16,6 +16,7 @@ import {
 } from '@svc/core';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
 import { bearerToken } from '../http/bearer.js';
+import type { ChallengeBudget } from '../http/challenge-budget.js';
 import { failureCounting } from '../http/failure-counting.js';
 import { clientAddressKey, type FailureLimiter } from '../http/failure-limiter.js';
 import { applicationPrincipal } from '../management/route-options.js';
@@ -29,6 +30,8 @@ export interface BrowserRouteOptions {
   readonly providers: readonly ProviderHandle[];
   /** The budget of failed proofs, shared with the rest of the application-realm sign-in. */
   readonly limiter: FailureLimiter;
+  /** The budget of unanswered challenges, shared with the signed-challenge sign-in: a begun flow is one. */
+  readonly challenges: ChallengeBudget;
   /** The configured public origin, or undefined: each request's own (see `gatewayOriginOf`). */
   readonly publicOrigin: string | undefined;
 }
@@ -157,9 +160,12 @@ const IGNORED_FORM_BODY_LIMIT = 1024;
  * origins (`403 csrf_refused`); an unknown provider is `404 not_found`.
  *
  * @example
- * await app.register(browserRoutes, { prefix: '/.svc/auth/v1', deps, providers, limiter, publicOrigin: undefined });
+ * await app.register(browserRoutes, { prefix: '/.svc/auth/v1', deps, providers, limiter, challenges, publicOrigin: undefined });
  */
-export const browserRoutes: FastifyPluginAsync<BrowserRouteOptions> = async (app, { deps, providers, limiter, publicOrigin }) => {
+export const browserRoutes: FastifyPluginAsync<BrowserRouteOptions> = async (
+  app,
+  { deps, providers, limiter, challenges, publicOrigin },
+) => {
   // A finish that fails as a proof (401) is counted against the client's address unit, as a
   // failed signed challenge is: over the budget, 429 before anything is asked of a provider.
   await app.register(failureCounting, { limiter });
@@ -203,14 +209,25 @@ export const browserRoutes: FastifyPluginAsync<BrowserRouteOptions> = async (app
   ): Promise<ProviderReply> => {
     const provider = providerNamed(name);
     const principal = await callerPrincipal(deps, req, reply);
-    const started = await startProviderFlow(deps, {
-      provider,
-      realm: 'application',
-      intent: input.intent,
-      principal,
-      ...(input.pairing === undefined ? {} : { pairing: input.pairing }),
-      origin: gatewayOriginOf(req, publicOrigin),
-    });
+    // Each begun flow is a stored row: a client that only begins is stopped like one that only
+    // asks for challenges (per address unit); finishing gives the slot back.
+    const address = clientAddressKey(req.ip);
+    const slot = challenges.reserve(address, `flow:${address}`);
+    let started: Awaited<ReturnType<typeof startProviderFlow>>;
+    try {
+      started = await startProviderFlow(deps, {
+        provider,
+        realm: 'application',
+        intent: input.intent,
+        principal,
+        ...(input.pairing === undefined ? {} : { pairing: input.pairing }),
+        origin: gatewayOriginOf(req, publicOrigin),
+      });
+    } catch (err) {
+      slot.release();
+      throw err;
+    }
+    challenges.hold(started.flowId, slot);
     setFlowCookie(
       reply,
       cookieNamesOf(req),
@@ -259,7 +276,8 @@ export const browserRoutes: FastifyPluginAsync<BrowserRouteOptions> = async (app
     const flow = parseFlowCookie(readSessionCookies(req.headers.cookie, names).flow);
     clearFlowCookie(reply, names);
     if (flow === null)
-      throw new AuthError('invalid_request', 'no sign-in is in progress in this browser (the flow cookie is missing or expired)');
+      throw new AuthError('invalid_flow', 'no sign-in is in progress in this browser (the flow cookie is missing or expired)');
+    challenges.answered(flow.flowId);
     const request: ProviderRequest = { query: providerQuery(req), body };
     const principal = await callerPrincipal(deps, req, reply);
     const outcome = await finishProviderFlow(deps, {
