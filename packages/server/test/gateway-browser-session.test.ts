@@ -6,7 +6,7 @@ import { after, before, describe, test } from 'node:test';
 import { DEFAULT_AUTH_SETTINGS } from '@svc/core';
 import type { FastifyPluginAsync } from 'fastify';
 import pino from 'pino';
-import { type GatewayAttach, moduleAttach, upgradePrincipal } from '../src/index.js';
+import { buildGatewayApp, type GatewayAttach, moduleAttach, upgradePrincipal } from '../src/index.js';
 import { browserRequest, cookiesSet } from './support/browser-http.js';
 import {
   ATTACH_MODES,
@@ -564,6 +564,40 @@ describe('websocket upgrades with session cookies', () => {
     const seen = JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4));
     assert.equal(seen.principal.session, user.pair.session_id);
     assert.equal(seen.cookie, 'a=1');
+  });
+});
+
+describe('the gateway origin', () => {
+  test('with publicOrigin the CSRF rule compares Origin with it, not with the Host the request names', async () => {
+    const h = await startGatewayHarness({ attach: echoAttach, gateway: { publicOrigin: 'http://localhost:1234' } });
+    try {
+      const user = await applicationUser(h);
+      const own = await browserRequest(h, 'POST', '/app/x', {
+        cookies: plainCookies(user.pair),
+        headers: { origin: 'http://localhost:1234' },
+      });
+      assert.equal(own.status, 200);
+      const byHost = await browserRequest(h, 'POST', '/app/x', { cookies: plainCookies(user.pair), headers: { origin: h.gatewayBase } });
+      assert.equal(byHost.status, 403);
+      assert.equal(byHost.body.code, 'csrf_refused');
+    } finally {
+      await h.close();
+    }
+  });
+
+  test('a publicOrigin that is not an http(s) origin is refused when the gateway is built', async () => {
+    const h = await startGatewayHarness();
+    try {
+      for (const publicOrigin of ['app.example.com', 'https://app.example.com/path', 'null']) {
+        await assert.rejects(
+          buildGatewayApp({ deps: h.deps, policy: testPolicy(), trustedProxies: [], publicOrigin }),
+          TypeError,
+          publicOrigin,
+        );
+      }
+    } finally {
+      await h.close();
+    }
   });
 });
 
