@@ -252,7 +252,13 @@ export async function finishProviderFlow(
 
   // The stored credential the request names (a passkey assertion's id), under this provider.
   let stored: LinkRecord | null = null;
-  const credentialId = await provider.credentialIdOf(input.request);
+  let credentialId: string | null;
+  try {
+    credentialId = await provider.credentialIdOf(input.request);
+  } catch (error) {
+    deps.log.warn({ event: 'provider.credential_id_failed', provider: name, err: (error as Error)?.message }, 'the provider failed');
+    throw await fail('invalid_credential', 'provider_refused', 'the provider could not read the credential', flow);
+  }
   if (typeof credentialId === 'string' && credentialId.length >= 1 && credentialId.length <= 255) {
     for (const issuer of provider.policy.allowedIssuers) {
       const link = await deps.store.findLiveLink({ realm, issuer, externalSubject: credentialId });

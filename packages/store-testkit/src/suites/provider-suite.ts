@@ -144,6 +144,28 @@ export function providerSuite(ctx: SuiteContext): void {
         );
       }));
 
+    test('50 concurrent finishes of one flow create exactly one session', () =>
+      ctx.world(async (w) => {
+        const provider = createTestProvider({ policy: { jit: { enabled: true, emailDomains: [] } } });
+        const peer = await w.peer();
+        const all = Array.from({ length: 50 }, (_, i) => (i % 2 === 1 && peer !== null ? w.depsFor(peer) : w.deps));
+        const started = await startProviderFlow(w.deps, {
+          provider,
+          realm: 'application',
+          intent: 'signin',
+          principal: null,
+          origin: ORIGIN,
+        });
+        const request = provider.proof(started.reply, { subject: 'ann' });
+        const results = await Promise.allSettled(
+          all.map((deps) => finishProviderFlow(deps, { provider, flowId: started.flowId, request, origin: ORIGIN, principal: null })),
+        );
+        assert.equal(results.filter((r) => r.status === 'fulfilled').length, 1);
+        assert.ok(results.every((r) => r.status === 'fulfilled' || (r.reason as { code?: string }).code === 'invalid_flow'));
+        assert.equal((await w.store.listActiveSessions({ now: w.clock.now(), realm: 'application' })).length, 1);
+        assert.equal((await w.store.listLinks({})).length, 1);
+      }));
+
     test('a flow expires after 10 minutes', () =>
       ctx.world(async ({ deps, clock }) => {
         const provider = createTestProvider({ policy: { jit: { enabled: true, emailDomains: [] } } });
