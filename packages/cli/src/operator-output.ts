@@ -1,5 +1,5 @@
 import type { AuditEventJson } from '@svc/client';
-import type { DeviceJson, SessionJson } from '@svc/core';
+import type { DeviceJson, LinkJson, SessionJson } from '@svc/core';
 import { printJson, printLine, printTable, printText } from './output.js';
 
 /**
@@ -16,6 +16,23 @@ export function printDevices(devices: readonly DeviceJson[], json: boolean): voi
     printTable(
       ['ID', 'REALM', 'SUBJECT', 'CREATED', 'PUBLIC KEY', 'NAME'],
       devices.map((d) => [d.id, d.realm, d.subject, d.created_at, d.public_key, d.name]),
+    );
+}
+
+/**
+ * Prints links as `svc auth links` does: `{"links": [...]}` with `json`, else a table with a
+ * header row. A credential's own data (a passkey's public key) is never part of a listing.
+ *
+ * @example
+ * printLinks(links, args.values.json === true);
+ */
+export function printLinks(links: readonly LinkJson[], json: boolean): void {
+  if (json) printJson({ links });
+  else if (links.length === 0) printLine('no links');
+  else
+    printTable(
+      ['ID', 'REALM', 'SUBJECT', 'PROVIDER', 'ISSUER', 'EXTERNAL SUBJECT', 'CREATED', 'LAST USED', 'NAME'],
+      links.map((l) => [l.id, l.realm, l.subject, l.provider, l.issuer, l.external_subject, l.created_at, l.last_used_at ?? '-', l.name]),
     );
 }
 

@@ -21,6 +21,10 @@ export const AUDIT_EVENT_TYPES = [
   'pairing.burned',
   'node.key_rotated',
   'app.assertion_key_rotated',
+  'link.created',
+  'link.removed',
+  'provider.signin',
+  'provider.signin_failed',
 ] as const;
 
 /** A kind of audit event. */

@@ -57,6 +57,18 @@ export const ERROR_CODES = {
     title: 'Unauthorized',
     meaning: 'unknown, expired, completed or burned enrolment intent',
   },
+  invalid_credential: {
+    status: 401,
+    title: 'Unauthorized',
+    meaning:
+      "a provider sign-in or link was refused: the provider's proof failed, its answer broke the provider's policy, the credential is not linked (and no provisioning applies), its link was removed, or its signature counter went back (a cloned authenticator)",
+  },
+  invalid_flow: {
+    status: 400,
+    title: 'Bad Request',
+    meaning: 'unknown, expired or already finished provider flow, or a flow begun with another provider',
+  },
+  already_linked: { status: 409, title: 'Conflict', meaning: 'that external identity is already linked in that realm' },
   forbidden_host: {
     status: 403,
     title: 'Forbidden',
@@ -67,6 +79,12 @@ export const ERROR_CODES = {
     title: 'Forbidden',
     meaning:
       'the application gateway knows the caller, but a requirement of the path (`:svc/app-require`: subject, sign-in method or sign-in age) is not met',
+  },
+  csrf_refused: {
+    status: 403,
+    title: 'Forbidden',
+    meaning:
+      "a request authenticated by the gateway's session cookies, with a method that changes state, does not come from the gateway's own origin (`Origin`, else `Sec-Fetch-Site`): cross-site request forgery",
   },
   not_found: { status: 404, title: 'Not Found', meaning: 'unknown route or resource' },
   method_not_allowed: { status: 405, title: 'Method Not Allowed', meaning: 'the route exists but not for that method' },

@@ -49,6 +49,19 @@ export {
   type SignedAuditCheckpoint,
   signAuditCheckpoint,
 } from './audit-checkpoint.js';
+export {
+  type BrowserCookieNames,
+  browserCookieNames,
+  type CsrfInput,
+  canonicalOrigin,
+  csrfRefusal,
+  isBrowserSessionCookie,
+  isSafeMethod,
+  MAX_RETURN_PATH_LENGTH,
+  PLAIN_COOKIE_NAMES,
+  safeReturnPath,
+  TLS_COOKIE_NAMES,
+} from './browser-policy.js';
 export { canonicalJson, type JsonValue, rfc8785Json } from './canonical-json.js';
 export {
   type AuthDeps,
@@ -112,6 +125,7 @@ export {
   type ProviderRequest,
   type StoredCredential,
 } from './provider.js';
+export { jitRefusal, PROVIDER_FLOW_TTL_SECONDS, providerAmr, providerStartRefusal } from './provider-decisions.js';
 export {
   checkProviderIdentity,
   MAX_EXTERNAL_SUBJECT_CHARS,
@@ -139,6 +153,9 @@ export {
   type BootstrapOutcome,
   type ChallengeRecord,
   type DeviceRecord,
+  type FlowRecord,
+  type LinkRecord,
+  type LinkSessionOutcome,
   type PairingCompletion,
   type PairingIntentRecord,
   type RotationOutcome,
@@ -179,6 +196,7 @@ export { createSession } from './use-cases/create-session.js';
 export { enrollWithBootstrapToken } from './use-cases/enroll-with-bootstrap-token.js';
 export { auditDraft } from './use-cases/event.js';
 export { type BootstrapReason, type IssuedBootstrapToken, issueBootstrapToken } from './use-cases/issue-bootstrap-token.js';
+export { linkToJson, listLinks, unlinkIdentity } from './use-cases/links.js';
 export {
   completePairing,
   normalizePairingCode,
@@ -187,9 +205,24 @@ export {
   pairingProofString,
   preparePairing,
 } from './use-cases/pairing.js';
+export {
+  finishProviderFlow,
+  PROVIDER_STATE_MAX_CHARS,
+  type ProviderFlowOutcome,
+  providerCallbackUrl,
+  startProviderFlow,
+} from './use-cases/provider-flow.js';
 export { removeDevice } from './use-cases/remove-device.js';
 export { revokeExposedSession, revokeOtherSessions, revokeSession } from './use-cases/revoke-session.js';
 export { rotateRefreshToken, rotationAuditDraft } from './use-cases/rotate-refresh-token.js';
+export {
+  type LinkJson,
+  type LinkListJson,
+  type LinkRemovedJson,
+  linkListResponse,
+  linkRemovedResponse,
+  linkSchema,
+} from './wire/links.js';
 // The wire shapes of the management API and the node surface (schemas and their derived types), shared by the server and the client SDK.
 export {
   type AuditEventJson,

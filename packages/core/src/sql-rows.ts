@@ -9,7 +9,7 @@
 
 export const DEVICE_COLUMNS = 'id, public_key, realm, subject, name, created_at, removed_at';
 export const SESSION_COLUMNS =
-  'id, realm, subject, device_id, created_at, expires_at, access_expires_at, refresh_expires_at, generation, last_rotated_at, revoked_at, revoked_reason, client_address, user_agent';
+  'id, realm, subject, device_id, created_at, expires_at, access_expires_at, refresh_expires_at, generation, last_rotated_at, revoked_at, revoked_reason, client_address, user_agent, amr';
 export const ACCESS_COLUMNS = `${SESSION_COLUMNS}, access_digest`;
 export const ROTATION_COLUMNS = `${SESSION_COLUMNS}, refresh_digest, prev_refresh_digest, prev_rotated_at`;
 /** The columns of a `RefreshRow`, for the stores' SELECT before `decideRotation`. */
@@ -18,6 +18,9 @@ export const EVENT_COLUMNS = 'seq, id, at, type, realm, subject, device_id, sess
 export const INTENT_COLUMNS =
   'id, realm, subject, name, code_digest, created_at, expires_at, created_by, failures, completed_at, burned_at, device_id';
 export const CHALLENGE_COLUMNS = 'id, public_key, realm, challenge, created_at, expires_at';
+export const LINK_COLUMNS =
+  'id, realm, subject, provider, issuer, external_subject, credential_data, counter, name, created_at, last_used_at, removed_at';
+export const FLOW_COLUMNS = 'id, provider, realm, intent, subject, pairing_intent_id, state, created_at, expires_at';
 
 /**
  * `isSessionLive` as SQL: not revoked, within its absolute lifetime.
@@ -80,4 +83,25 @@ export function liveIntentSql(now: string): string {
 export function pairingFailureSql(p: { readonly id: string; readonly now: string; readonly maxFailures: string }): string {
   return `SET failures = failures + 1, burned_at = CASE WHEN failures + 1 >= ${p.maxFailures} THEN ${p.now} ELSE NULL END
        WHERE id = ${p.id} AND ${liveIntentSql(p.now)}`;
+}
+
+/**
+ * `isFlowConsumable` as SQL; `latest` is `latestTrustedTime(now)`.
+ *
+ * @example
+ * `UPDATE flows SET consumed_at = $2 WHERE id = $1 AND ${consumableFlowSql('$2', '$3')} RETURNING ${FLOW_COLUMNS}`
+ */
+export function consumableFlowSql(now: string, latest: string): string {
+  return `consumed_at IS NULL AND expires_at > ${now} AND created_at <= ${latest}`;
+}
+
+/**
+ * `isCounterAdvance` as SQL over the `counter` column: both null, or strictly greater, or both
+ * 0. `presented` must be typed where the engine needs it (PostgreSQL: `$3::bigint`).
+ *
+ * @example
+ * `UPDATE links SET counter = $3, last_used_at = $2 WHERE id = $1 AND removed_at IS NULL AND ${counterAdvanceSql('$3::bigint')}`
+ */
+export function counterAdvanceSql(presented: string, alias = ''): string {
+  return `((${alias}counter IS NULL AND ${presented} IS NULL) OR ${alias}counter < ${presented} OR (${alias}counter = 0 AND ${presented} = 0))`;
 }

@@ -1,6 +1,7 @@
 import type { AuditData, AuditEvent, AuditEventType } from './audit.js';
+import type { ProviderIntent } from './provider.js';
 import type { Realm } from './realm.js';
-import type { ChallengeRecord, DeviceRecord, PairingIntentRecord, SessionRecord } from './store.js';
+import type { ChallengeRecord, DeviceRecord, FlowRecord, LinkRecord, PairingIntentRecord, SessionRecord } from './store.js';
 import { isSessionLive } from './store-rules.js';
 
 // The relational layout both SQL store addons share: the same tables and column names in the
@@ -33,6 +34,8 @@ export interface SessionRow {
   revoked_reason: string | null;
   client_address: string | null;
   user_agent: string | null;
+  /** The session's `amr`, space-separated (`ed25519`, `hwk user`, `fed`). */
+  amr: string;
 }
 
 /** A session row with the digest an access token is checked against. */
@@ -69,6 +72,33 @@ export interface IntentRow {
   completed_at: number | null;
   burned_at: number | null;
   device_id: string | null;
+}
+
+export interface LinkRow {
+  id: string;
+  realm: Realm;
+  subject: string;
+  provider: string;
+  issuer: string;
+  external_subject: string;
+  credential_data: string | null;
+  counter: number | null;
+  name: string;
+  created_at: number;
+  last_used_at: number | null;
+  removed_at: number | null;
+}
+
+export interface FlowRow {
+  id: string;
+  provider: string;
+  realm: Realm;
+  intent: ProviderIntent;
+  subject: string | null;
+  pairing_intent_id: string | null;
+  state: string;
+  created_at: number;
+  expires_at: number;
 }
 
 export interface EventRow {
@@ -113,6 +143,56 @@ export function toSession(r: SessionRow): SessionRecord {
     revokedReason: r.revoked_reason,
     clientAddress: r.client_address,
     userAgent: r.user_agent,
+    amr: amrOf(r.amr),
+  });
+}
+
+// The few distinct `amr` texts each get one frozen array, shared by every session row that has
+// it: the bearer path builds no array per request.
+const amrArrays = new Map<string, readonly string[]>();
+
+function amrOf(text: string): readonly string[] {
+  let amr = amrArrays.get(text);
+  if (amr === undefined) {
+    amr = Object.freeze(text.split(' ').filter((v) => v !== ''));
+    if (amrArrays.size < 64) amrArrays.set(text, amr);
+  }
+  return amr;
+}
+
+/** The `amr` column's text for a session record: its values, space-separated. */
+export function amrText(amr: readonly string[]): string {
+  return amr.join(' ');
+}
+
+export function toLink(r: LinkRow): LinkRecord {
+  return Object.freeze({
+    id: r.id,
+    realm: r.realm,
+    subject: r.subject,
+    provider: r.provider,
+    issuer: r.issuer,
+    externalSubject: r.external_subject,
+    credentialData: r.credential_data,
+    counter: r.counter,
+    name: r.name,
+    createdAt: r.created_at,
+    lastUsedAt: r.last_used_at,
+    removedAt: r.removed_at,
+  });
+}
+
+export function toFlow(r: FlowRow): FlowRecord {
+  return Object.freeze({
+    id: r.id,
+    provider: r.provider,
+    realm: r.realm,
+    intent: r.intent,
+    subject: r.subject,
+    pairingIntentId: r.pairing_intent_id,
+    state: r.state,
+    createdAt: r.created_at,
+    expiresAt: r.expires_at,
   });
 }
 

@@ -19,6 +19,11 @@ export const CLOCK_SKEW_TOLERANCE_MS = 1000;
 export const REVOKED_REFRESH_REUSED = 'refresh_token_reused';
 /** Why a session was revoked when its device was removed. */
 export const REVOKED_DEVICE_REMOVED = 'device_removed';
+/** Why a session was revoked when its link (a passkey, an OIDC login) was removed. */
+export const REVOKED_LINK_REMOVED = 'link_removed';
+
+/** How a device-key session was made (RFC 8176 has no value for Ed25519 keys: the contract's own). */
+export const DEVICE_AMR: readonly string[] = Object.freeze(['ed25519']);
 
 /**
  * Whether a session can still be used at `now`: not revoked and within its absolute lifetime.
@@ -220,6 +225,8 @@ export function newSessionRecord(input: {
   readonly pair: { readonly accessExpiresAt: number; readonly refreshExpiresAt: number };
   /** What the session records about its client (see `sessionClient`); none when omitted. */
   readonly client?: Pick<SessionRecord, 'clientAddress' | 'userAgent'>;
+  /** How it was made (RFC 8176 values); a device key's {@link DEVICE_AMR} when omitted. */
+  readonly amr?: readonly string[];
 }): SessionRecord {
   return {
     id: input.id,
@@ -235,7 +242,43 @@ export function newSessionRecord(input: {
     revokedReason: null,
     clientAddress: input.client?.clientAddress ?? null,
     userAgent: input.client?.userAgent ?? null,
+    amr: Object.freeze([...(input.amr ?? DEVICE_AMR)]),
   };
+}
+
+/**
+ * Whether a credential's signature counter, as an authenticator just reported it, may replace
+ * the stored one: it must strictly increase (a counter that stands still or goes back means a
+ * cloned authenticator, WebAuthn §6.1.1), except that an authenticator without a counter
+ * reports 0 every time (both 0). A credential without a counter (null) stays without one.
+ * SQL form: `counterAdvanceSql`.
+ *
+ * @example
+ * isCounterAdvance(41, 42); // true
+ * isCounterAdvance(42, 42); // false: replayed or cloned
+ * isCounterAdvance(0, 0); // true: no counter on this authenticator
+ */
+export function isCounterAdvance(stored: number | null, presented: number | null): boolean {
+  if (stored === null || presented === null) return stored === null && presented === null;
+  return presented > stored || (stored === 0 && presented === 0);
+}
+
+/** A flow's lifecycle fields. */
+export interface FlowState {
+  readonly createdAt: number;
+  readonly expiresAt: number;
+  readonly consumedAt: number | null;
+}
+
+/**
+ * Whether a flow can be used up at `now`: unconsumed, not expired, and not dated beyond
+ * {@link latestTrustedTime}. SQL form: `consumableFlowSql`.
+ *
+ * @example
+ * if (isFlowConsumable(row, now)) row.consumedAt = now;
+ */
+export function isFlowConsumable(f: FlowState, now: number): boolean {
+  return f.consumedAt === null && f.expiresAt > now && f.createdAt <= latestTrustedTime(now);
 }
 
 /**

@@ -1,5 +1,6 @@
 import type { AttemptWindow } from './attempt-budget.js';
 import type { AuditEvent, AuditEventDraft } from './audit.js';
+import type { ProviderIntent } from './provider.js';
 import type { Realm } from './realm.js';
 
 /**
@@ -17,8 +18,11 @@ import type { Realm } from './realm.js';
  * the sealed successor pair answered within grace, retention (`pruneEndedRecords`), the last
  * management device kept inside the transaction (`removeDevice` `keepLast`). 4: a session
  * records its client (`clientAddress`, `userAgent`); devices and sessions are listed by subject.
+ * 5: provider links and flows (`createLink`, `getLink`, `findLiveLink`, `listLinks`,
+ * `removeLink`, `createFlow`, `consumeFlow`, `createLinkSession`); a session records how it was
+ * made (`amr`), and its `deviceId` may be a link id.
  */
-export const STORE_CONTRACT_VERSION = 4;
+export const STORE_CONTRACT_VERSION = 5;
 
 /** An enrolled device. `removedAt` is set when an operator removes it. */
 export interface DeviceRecord {
@@ -51,7 +55,63 @@ export interface SessionRecord {
   readonly clientAddress: string | null;
   /** The `User-Agent` the session was created with, made printable and cut short (see `sessionClient`); null when none. */
   readonly userAgent: string | null;
+  /**
+   * How the session was made, as RFC 8176 authentication method references: `["ed25519"]` for a
+   * device key, `["hwk", "user"]` for a passkey, `["fed"]` for an OIDC login. Read with the
+   * session, so the principal's `claims.amr` costs no extra query on the bearer path.
+   */
+  readonly amr: readonly string[];
 }
+
+/**
+ * An external identity linked to a subject of one realm (a passkey, an OIDC login): its `id`
+ * (`lnk_`) stands where a device id stands in the sessions it signs in. Live while `removedAt`
+ * is null; at most one live link per (realm, issuer, external subject).
+ */
+export interface LinkRecord {
+  readonly id: string;
+  readonly realm: Realm;
+  readonly subject: string;
+  /** The provider module's name (its policy name, the route segment). */
+  readonly provider: string;
+  /** Who vouches for the identity: an OIDC issuer URL, or `webauthn:<rp id>`. */
+  readonly issuer: string;
+  /** The subject at that issuer: an OIDC `sub`, or a WebAuthn credential id. */
+  readonly externalSubject: string;
+  /** The provider's own data about the credential, as JSON text (opaque to the service), or null. */
+  readonly credentialData: string | null;
+  /** The credential's signature counter, kept monotonic by `createLinkSession`; null when it has none. */
+  readonly counter: number | null;
+  readonly name: string;
+  readonly createdAt: number;
+  readonly lastUsedAt: number | null;
+  readonly removedAt: number | null;
+}
+
+/** A provider ceremony in progress: single use (`consumeFlow`), short lived. */
+export interface FlowRecord {
+  readonly id: string;
+  /** The provider module's name. */
+  readonly provider: string;
+  readonly realm: Realm;
+  readonly intent: ProviderIntent;
+  /** For `link`: the subject the new credential is linked to; null otherwise. */
+  readonly subject: string | null;
+  /** For a `link` completing a pairing intent: its id; null otherwise. */
+  readonly pairingIntentId: string | null;
+  /** The provider's `state`, as JSON text: never sent to the browser. */
+  readonly state: string;
+  readonly createdAt: number;
+  readonly expiresAt: number;
+}
+
+/** What creating a session for a link led to. */
+export type LinkSessionOutcome =
+  | { readonly kind: 'created' }
+  /** The link is unknown or removed (maybe meanwhile): nothing written. */
+  | { readonly kind: 'link_removed' }
+  /** The presented counter does not advance the stored one (a cloned authenticator?): nothing written. */
+  | { readonly kind: 'counter_regressed'; readonly stored: number | null };
 
 /** A challenge a device must sign. */
 export interface ChallengeRecord {
@@ -313,6 +373,55 @@ export interface Store {
   stats(now: number): Promise<StoreStats>;
 
   /**
+   * Inserts a link with its event (`link.created`); `already_linked`, and nothing written, when
+   * a live link has the same (realm, issuer, external subject): a unique index decides, also
+   * between nodes.
+   */
+  createLink(link: LinkRecord, event: AuditEventDraft): Promise<'created' | 'already_linked'>;
+  /** A link by id, removed or not. */
+  getLink(id: string): Promise<LinkRecord | null>;
+  /** The live link of an external identity in a realm. */
+  findLiveLink(input: { readonly realm: Realm; readonly issuer: string; readonly externalSubject: string }): Promise<LinkRecord | null>;
+  /** Live links, oldest first; each filter given narrows the list. */
+  listLinks(filter: { readonly realm?: Realm; readonly subject?: string; readonly provider?: string }): Promise<readonly LinkRecord[]>;
+  /**
+   * Marks the link removed and revokes all its live sessions (reason `link_removed`), with the
+   * event, in one transaction. `removed: false`, and nothing written, when it was unknown or
+   * already removed.
+   */
+  removeLink(
+    input: { readonly linkId: string; readonly now: number },
+    event: AuditEventDraft,
+  ): Promise<{ readonly removed: boolean; readonly revokedSessions: number }>;
+  /**
+   * Inserts a session whose `deviceId` is a link id, with its first pair and `events` (in
+   * order: `provider.signin`, `session.created`), in one transaction, only while the link is
+   * live (re-checked inside the transaction, the link row locked where writers run
+   * concurrently), and only when `counter` advances the link's stored counter (core's
+   * `isCounterAdvance`: strictly greater, or both 0; both null for a credential without one),
+   * which the same conditional update writes with `lastUsedAt = now`: of N concurrent sign-ins
+   * presenting the same counter, exactly one wins. `'unchanged'` is only for a link created by
+   * the same ceremony (its counter was just stored): the counter is left as it is.
+   */
+  createLinkSession(
+    input: {
+      readonly session: SessionRecord;
+      readonly pair: TokenPairDigests;
+      readonly counter: number | null | 'unchanged';
+      readonly now: number;
+    },
+    events: readonly AuditEventDraft[],
+  ): Promise<LinkSessionOutcome>;
+  /** Stores a flow. Expired flows may be deleted meanwhile (they can never be consumed). */
+  createFlow(flow: FlowRecord): Promise<void>;
+  /**
+   * Uses up a flow: returns it and marks it consumed if it exists, is unconsumed, `expiresAt >
+   * now` and `createdAt <= latestTrustedTime(now)`; otherwise null. Exactly one of N concurrent
+   * calls gets it.
+   */
+  consumeFlow(input: { readonly id: string; readonly now: number }): Promise<FlowRecord | null>;
+
+  /**
    * Reserves one attempt against the budget of every one of `keys`, atomically (all or none),
    * with core's `decideAttemptWindow` per key: the budget of failed attempts that every node
    * sharing this store counts against. A store that only one node uses (the embedded one) may
@@ -376,6 +485,14 @@ export const STORE_OPERATIONS = [
   'reserveAttempts',
   'settleAttempts',
   'pruneEndedRecords',
+  'createLink',
+  'getLink',
+  'findLiveLink',
+  'listLinks',
+  'removeLink',
+  'createLinkSession',
+  'createFlow',
+  'consumeFlow',
 ] as const satisfies readonly (keyof Store)[];
 
 /** A name in the operation set. */

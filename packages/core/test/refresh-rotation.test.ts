@@ -38,6 +38,7 @@ function row(over: Partial<RefreshRow> = {}): RefreshRow {
     revoked_reason: null,
     client_address: null,
     user_agent: null,
+    amr: 'ed25519',
     refresh_digest: digestToken(current),
     prev_refresh_digest: digestToken(previous),
     prev_rotated_at: T,

@@ -175,6 +175,7 @@ describe('new sessions and audit pages', () => {
       revokedReason: null,
       clientAddress: null,
       userAgent: null,
+      amr: ['ed25519'],
     });
     const withClient = newSessionRecord({
       id: 'ses_2',

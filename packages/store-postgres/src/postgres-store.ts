@@ -3,9 +3,13 @@ import {
   activeSessionSql,
   CHALLENGE_COLUMNS,
   consumableChallengeSql,
+  consumableFlowSql,
+  counterAdvanceSql,
   DEVICE_COLUMNS,
   EVENT_COLUMNS,
+  FLOW_COLUMNS,
   INTENT_COLUMNS,
+  LINK_COLUMNS,
   liveIntentSql,
   liveSessionSql,
   pairingFailureSql,
@@ -19,6 +23,7 @@ import {
   type AttemptWindow,
   type AuditEvent,
   type AuditEventDraft,
+  amrText,
   auditPage,
   type BootstrapOutcome,
   type ChallengeRecord,
@@ -34,12 +39,18 @@ import {
   decideRotation,
   digestsEqual,
   type EventRow,
+  type FlowRecord,
+  type FlowRow,
   GENESIS_HASH,
   type IntentRow,
+  type LinkRecord,
+  type LinkRow,
+  type LinkSessionOutcome,
   latestTrustedTime,
   type PairingCompletion,
   type PairingIntentRecord,
   REVOKED_DEVICE_REMOVED,
+  REVOKED_LINK_REMOVED,
   REVOKED_REFRESH_REUSED,
   type Realm,
   type RefreshRow,
@@ -55,7 +66,9 @@ import {
   toChallenge,
   toDevice,
   toEvent,
+  toFlow,
   toIntent,
+  toLink,
   toSession,
 } from '@svc/core/store';
 import type { Pool, PoolClient, QueryConfig, QueryResultRow } from 'pg';
@@ -440,33 +453,38 @@ export class PostgresStore implements Store {
       // this session and revokes it, or commits first and this sign-in is refused.
       const device = await c.query('SELECT 1 FROM devices WHERE id = $1 AND removed_at IS NULL FOR SHARE', [session.deviceId]);
       if (device.rowCount !== 1) return false;
-      const expiries = clampPairToSession(pair, session.expiresAt);
-      await c.query(
-        `INSERT INTO sessions (id, realm, subject, device_id, created_at, expires_at, access_digest, access_expires_at, refresh_digest,
-           refresh_expires_at, generation, last_rotated_at, revoked_at, revoked_reason, client_address, user_agent)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`,
-        [
-          session.id,
-          session.realm,
-          session.subject,
-          session.deviceId,
-          session.createdAt,
-          session.expiresAt,
-          pair.accessDigest,
-          expiries.accessExpiresAt,
-          pair.refreshDigest,
-          expiries.refreshExpiresAt,
-          session.generation,
-          session.lastRotatedAt,
-          session.revokedAt,
-          session.revokedReason,
-          session.clientAddress,
-          session.userAgent,
-        ],
-      );
+      await this.#insertSession(c, session, pair);
       await this.#append(c, event);
       return true;
     });
+  }
+
+  async #insertSession(c: PoolClient, session: SessionRecord, pair: TokenPairDigests): Promise<void> {
+    const expiries = clampPairToSession(pair, session.expiresAt);
+    await c.query(
+      `INSERT INTO sessions (id, realm, subject, device_id, created_at, expires_at, access_digest, access_expires_at, refresh_digest,
+         refresh_expires_at, generation, last_rotated_at, revoked_at, revoked_reason, client_address, user_agent, amr)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)`,
+      [
+        session.id,
+        session.realm,
+        session.subject,
+        session.deviceId,
+        session.createdAt,
+        session.expiresAt,
+        pair.accessDigest,
+        expiries.accessExpiresAt,
+        pair.refreshDigest,
+        expiries.refreshExpiresAt,
+        session.generation,
+        session.lastRotatedAt,
+        session.revokedAt,
+        session.revokedReason,
+        session.clientAddress,
+        session.userAgent,
+        amrText(session.amr),
+      ],
+    );
   }
 
   /**
@@ -790,6 +808,144 @@ export class PostgresStore implements Store {
       client.removeListener('error', onError);
       client.release(broken);
     }
+  }
+
+  async createLink(link: LinkRecord, event: AuditEventDraft): Promise<'created' | 'already_linked'> {
+    return this.#tx(async (c) => {
+      // The partial unique index decides, also between nodes: a concurrent insert of the same
+      // identity waits for this one's commit, then does nothing.
+      const inserted = await changes(
+        c,
+        `INSERT INTO links (${LINK_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, NULL)
+         ON CONFLICT (realm, issuer, external_subject) WHERE removed_at IS NULL DO NOTHING`,
+        [
+          link.id,
+          link.realm,
+          link.subject,
+          link.provider,
+          link.issuer,
+          link.externalSubject,
+          link.credentialData,
+          link.counter,
+          link.name,
+          link.createdAt,
+          link.lastUsedAt,
+        ],
+      );
+      if (inserted === 0) return 'already_linked';
+      await this.#append(c, event);
+      return 'created';
+    });
+  }
+
+  async getLink(id: string): Promise<LinkRecord | null> {
+    const row = await first<LinkRow>(this.#pool, `SELECT ${LINK_COLUMNS} FROM links WHERE id = $1`, [id]);
+    return row === undefined ? null : toLink(row);
+  }
+
+  async findLiveLink(input: {
+    readonly realm: Realm;
+    readonly issuer: string;
+    readonly externalSubject: string;
+  }): Promise<LinkRecord | null> {
+    const row = await first<LinkRow>(
+      this.#pool,
+      `SELECT ${LINK_COLUMNS} FROM links WHERE realm = $1 AND issuer = $2 AND external_subject = $3 AND removed_at IS NULL`,
+      [input.realm, input.issuer, input.externalSubject],
+    );
+    return row === undefined ? null : toLink(row);
+  }
+
+  async listLinks(filter: {
+    readonly realm?: Realm;
+    readonly subject?: string;
+    readonly provider?: string;
+  }): Promise<readonly LinkRecord[]> {
+    const list = await rows<LinkRow>(
+      this.#pool,
+      `SELECT ${LINK_COLUMNS} FROM links
+       WHERE removed_at IS NULL AND ($1::text IS NULL OR realm = $1) AND ($2::text IS NULL OR subject = $2)
+         AND ($3::text IS NULL OR provider = $3)
+       ORDER BY created_at, id`,
+      [filter.realm ?? null, filter.subject ?? null, filter.provider ?? null],
+    );
+    return list.map(toLink);
+  }
+
+  async removeLink(
+    input: { readonly linkId: string; readonly now: number },
+    event: AuditEventDraft,
+  ): Promise<{ readonly removed: boolean; readonly revokedSessions: number }> {
+    return this.#tx(async (c) => {
+      // The row lock this update takes makes a concurrent createLinkSession wait, then see the link removed.
+      const removed = await changes(c, 'UPDATE links SET removed_at = $2 WHERE id = $1 AND removed_at IS NULL', [input.linkId, input.now]);
+      if (removed === 0) return { removed: false, revokedSessions: 0 };
+      const revokedSessions = await changes(
+        c,
+        `UPDATE sessions SET revoked_at = $2, revoked_reason = $3 WHERE device_id = $1 AND ${liveSessionSql('$2')}`,
+        [input.linkId, input.now, REVOKED_LINK_REMOVED],
+      );
+      await this.#append(c, event);
+      return { removed: true, revokedSessions };
+    });
+  }
+
+  async createLinkSession(
+    input: Parameters<Store['createLinkSession']>[0],
+    events: readonly AuditEventDraft[],
+  ): Promise<LinkSessionOutcome> {
+    const { session, now } = input;
+    return this.#tx(async (c): Promise<LinkSessionOutcome> => {
+      // The one conditional update that decides: it locks the link row, so a concurrent removal
+      // either waits for this session (and then revokes it) or commits first (and this matches
+      // nothing); concurrent sign-ins presenting the same counter re-check the WHERE against the
+      // winner's committed counter, and only one matches.
+      const used =
+        input.counter === 'unchanged'
+          ? await changes(c, 'UPDATE links SET last_used_at = $2 WHERE id = $1 AND removed_at IS NULL', [session.deviceId, now])
+          : await changes(
+              c,
+              `UPDATE links SET counter = $3, last_used_at = $2 WHERE id = $1 AND removed_at IS NULL AND ${counterAdvanceSql('$3::bigint')}`,
+              [session.deviceId, now, input.counter],
+            );
+      if (used === 0) {
+        const link = await first<{ removed_at: number | null; counter: number | null }>(
+          c,
+          'SELECT removed_at, counter FROM links WHERE id = $1',
+          [session.deviceId],
+        );
+        if (link === undefined || link.removed_at !== null) return { kind: 'link_removed' };
+        return { kind: 'counter_regressed', stored: link.counter };
+      }
+      await this.#insertSession(c, session, input.pair);
+      for (const event of events) await this.#append(c, event);
+      return { kind: 'created' };
+    });
+  }
+
+  async createFlow(flow: FlowRecord): Promise<void> {
+    // Expired flows can never be consumed, so they are only clutter. SKIP LOCKED lets nodes
+    // prune side by side without waiting for each other.
+    await this.#pool.query(
+      `WITH pruned AS (
+         DELETE FROM flows WHERE id IN (
+           SELECT id FROM flows WHERE expires_at <= $8 ORDER BY expires_at LIMIT 500 FOR UPDATE SKIP LOCKED
+         )
+       )
+       INSERT INTO flows (${FLOW_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+      [flow.id, flow.provider, flow.realm, flow.intent, flow.subject, flow.pairingIntentId, flow.state, flow.createdAt, flow.expiresAt],
+    );
+  }
+
+  async consumeFlow(input: { readonly id: string; readonly now: number }): Promise<FlowRecord | null> {
+    // One conditional UPDATE ... RETURNING: the first caller flips consumed_at; every concurrent
+    // one blocks on the row, re-checks the WHERE against the committed row and matches nothing.
+    const row = await first<FlowRow>(
+      this.#pool,
+      `UPDATE flows SET consumed_at = $2 WHERE id = $1 AND ${consumableFlowSql('$2', '$3')} RETURNING ${FLOW_COLUMNS}`,
+      [input.id, input.now, latestTrustedTime(input.now)],
+    );
+    return row === undefined ? null : toFlow(row);
   }
 
   async reserveAttempts(input: Parameters<Store['reserveAttempts']>[0]): Promise<AttemptReservation> {

@@ -97,6 +97,7 @@ async function sessionOn(store: Store): Promise<{ session: SessionRecord; first:
     revokedReason: null,
     clientAddress: null,
     userAgent: null,
+    amr: ['ed25519'],
   };
   const first = pair(T0);
   await store.createSession(session, first, draft('session.created', {}, session.id));

@@ -176,6 +176,52 @@ test("migration 3 keeps a version 2 schema's sessions and retired digests and dr
   }
 });
 
+test("migration 9 keeps a version 8 schema's sessions (amr ed25519); a session must still name a device or a link, whoever writes it", async () => {
+  const schema = env.schema();
+  await env.admin.query(`CREATE SCHEMA ${schema}`);
+  await env.admin.query(
+    `CREATE TABLE ${schema}.schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)`,
+  );
+  for (const m of loadMigrations().filter((m) => m.version <= 8)) {
+    await env.admin.query(`BEGIN; SET LOCAL search_path TO ${schema}; ${m.sql}; COMMIT;`);
+    await env.admin.query(`INSERT INTO ${schema}.schema_migrations (version, name, applied_at) VALUES ($1, $2, 0)`, [m.version, m.name]);
+  }
+  await env.admin.query(
+    `INSERT INTO ${schema}.devices (id, public_key, realm, subject, name, created_at) VALUES ('dev_01KAQ00000000000000000000D', $1, 'management', 'sub_x', 'old', 1)`,
+    ['ab'.repeat(32)],
+  );
+  await env.admin.query(
+    `INSERT INTO ${schema}.sessions (id, realm, subject, device_id, created_at, expires_at, access_digest, access_expires_at,
+       refresh_digest, refresh_expires_at, generation)
+     VALUES ('ses_01KAQ00000000000000000000S', 'management', 'sub_x', 'dev_01KAQ00000000000000000000D', 1, 9e12, $1, 9e12, $2, 9e12, 2)`,
+    ['a1'.repeat(32), 'b1'.repeat(32)],
+  );
+
+  const store = await env.open(schema);
+  try {
+    assert.deepEqual(await migrationRows(schema), expectedMigrations());
+    const session = await store.getSession('ses_01KAQ00000000000000000000S');
+    assert.equal(session?.generation, 2);
+    assert.deepEqual(session?.amr, ['ed25519']);
+    // The admin connection has no search_path to the schema: the trigger still finds its tables.
+    const insert = (id: string, device: string) =>
+      env.admin.query(
+        `INSERT INTO ${schema}.sessions (id, realm, subject, device_id, created_at, expires_at, access_digest, access_expires_at,
+           refresh_digest, refresh_expires_at) VALUES ($1, 'application', 'sub_y', $2, 1, 9e12, 'x', 9e12, 'y', 9e12)`,
+        [id, device],
+      );
+    await assert.rejects(insert('ses_01KAQ0000000000000000000S2', 'lnk_01KAQ0000000000000000000L1'), /names no device or link/);
+    await env.admin.query(
+      `INSERT INTO ${schema}.links (id, realm, subject, provider, issuer, external_subject, name, created_at)
+       VALUES ('lnk_01KAQ0000000000000000000L1', 'application', 'sub_y', 'corp', 'https://i', 'ann', 'ann', 1)`,
+    );
+    await insert('ses_01KAQ0000000000000000000S2', 'lnk_01KAQ0000000000000000000L1');
+    assert.deepEqual((await store.getSession('ses_01KAQ0000000000000000000S2'))?.deviceId, 'lnk_01KAQ0000000000000000000L1');
+  } finally {
+    await store.close();
+  }
+});
+
 test('a schema newer than this package is refused with StoreOpenError', async () => {
   const schema = env.schema();
   const store = await env.open(schema);

@@ -6,9 +6,13 @@ import {
   activeSessionSql,
   CHALLENGE_COLUMNS,
   consumableChallengeSql,
+  consumableFlowSql,
+  counterAdvanceSql,
   DEVICE_COLUMNS,
   EVENT_COLUMNS,
+  FLOW_COLUMNS,
   INTENT_COLUMNS,
+  LINK_COLUMNS,
   liveSessionSql,
   pairingFailureSql,
   REFRESH_COLUMNS,
@@ -19,6 +23,7 @@ import {
   type AttemptReservation,
   type AuditEvent,
   type AuditEventDraft,
+  amrText,
   auditPage,
   type BootstrapOutcome,
   type ChallengeRecord,
@@ -34,12 +39,18 @@ import {
   decideRotation,
   digestsEqual,
   type EventRow,
+  type FlowRecord,
+  type FlowRow,
   GENESIS_HASH,
   type IntentRow,
+  type LinkRecord,
+  type LinkRow,
+  type LinkSessionOutcome,
   latestTrustedTime,
   type PairingCompletion,
   type PairingIntentRecord,
   REVOKED_DEVICE_REMOVED,
+  REVOKED_LINK_REMOVED,
   REVOKED_REFRESH_REUSED,
   type Realm,
   type RefreshRow,
@@ -57,7 +68,9 @@ import {
   toChallenge,
   toDevice,
   toEvent,
+  toFlow,
   toIntent,
+  toLink,
   toSession,
 } from '@svc/core/store';
 import type Database from 'better-sqlite3';
@@ -79,7 +92,7 @@ interface ProjectRow {
 }
 
 /** The named parameters of the session INSERT: the record with its first pair's digests. */
-type SessionInsert = SessionRecord & Pick<TokenPairDigests, 'accessDigest' | 'refreshDigest'>;
+type SessionInsert = Omit<SessionRecord, 'amr'> & Pick<TokenPairDigests, 'accessDigest' | 'refreshDigest'> & { amr: string };
 
 /** The named parameters of a rotation's UPDATE. */
 interface PairUpdate {
@@ -147,9 +160,9 @@ function prepareStatements(db: Db) {
 
     insertSession: p<SessionInsert>(
       `INSERT INTO sessions (id, realm, subject, device_id, created_at, expires_at, access_digest, access_expires_at, refresh_digest,
-         refresh_expires_at, generation, last_rotated_at, revoked_at, revoked_reason, client_address, user_agent)
+         refresh_expires_at, generation, last_rotated_at, revoked_at, revoked_reason, client_address, user_agent, amr)
        VALUES (@id, @realm, @subject, @deviceId, @createdAt, @expiresAt, @accessDigest, @accessExpiresAt, @refreshDigest,
-         @refreshExpiresAt, @generation, @lastRotatedAt, @revokedAt, @revokedReason, @clientAddress, @userAgent)`,
+         @refreshExpiresAt, @generation, @lastRotatedAt, @revokedAt, @revokedReason, @clientAddress, @userAgent, @amr)`,
     ),
     sessionForAccess: p<[string], AccessRow>(`SELECT ${ACCESS_COLUMNS} FROM sessions WHERE id = ?`),
     dataVersion: p<[], number>('PRAGMA data_version').pluck(true),
@@ -199,6 +212,36 @@ function prepareStatements(db: Db) {
     ),
     completeIntent: p<{ id: string; now: number; deviceId: string }>(
       'UPDATE pairing_intents SET completed_at = @now, device_id = @deviceId WHERE id = @id',
+    ),
+
+    insertLink: p<LinkRecord>(
+      `INSERT INTO links (${LINK_COLUMNS})
+       VALUES (@id, @realm, @subject, @provider, @issuer, @externalSubject, @credentialData, @counter, @name, @createdAt, @lastUsedAt, NULL)
+       ON CONFLICT (realm, issuer, external_subject) WHERE removed_at IS NULL DO NOTHING`,
+    ),
+    linkById: p<[string], LinkRow>(`SELECT ${LINK_COLUMNS} FROM links WHERE id = ?`),
+    liveLink: p<{ realm: Realm; issuer: string; externalSubject: string }, LinkRow>(
+      `SELECT ${LINK_COLUMNS} FROM links WHERE realm = @realm AND issuer = @issuer AND external_subject = @externalSubject AND removed_at IS NULL`,
+    ),
+    listLinks: p<{ realm: Realm | null; subject: string | null; provider: string | null }, LinkRow>(
+      `SELECT ${LINK_COLUMNS} FROM links
+       WHERE removed_at IS NULL AND (@realm IS NULL OR realm = @realm) AND (@subject IS NULL OR subject = @subject)
+         AND (@provider IS NULL OR provider = @provider)
+       ORDER BY created_at, id`,
+    ),
+    removeLink: p<[number, string]>('UPDATE links SET removed_at = ? WHERE id = ? AND removed_at IS NULL'),
+    // The one conditional update of a link sign-in: live, and the counter advances (or is left alone).
+    useLink: p<{ id: string; now: number; counter: number | null }>(
+      `UPDATE links SET counter = @counter, last_used_at = @now WHERE id = @id AND removed_at IS NULL AND ${counterAdvanceSql('@counter')}`,
+    ),
+    touchLink: p<{ id: string; now: number }>('UPDATE links SET last_used_at = @now WHERE id = @id AND removed_at IS NULL'),
+    pruneFlows: p<[number]>('DELETE FROM flows WHERE expires_at <= ?'),
+    insertFlow: p<FlowRecord>(
+      `INSERT INTO flows (${FLOW_COLUMNS})
+       VALUES (@id, @provider, @realm, @intent, @subject, @pairingIntentId, @state, @createdAt, @expiresAt)`,
+    ),
+    consumeFlow: p<{ id: string; now: number; latest: number }, FlowRow>(
+      `UPDATE flows SET consumed_at = @now WHERE id = @id AND ${consumableFlowSql('@now', '@latest')} RETURNING ${FLOW_COLUMNS}`,
     ),
 
     countEvent: p<[string]>('INSERT INTO audit_counts (type, n) VALUES (?, 1) ON CONFLICT (type) DO UPDATE SET n = n + 1'),
@@ -699,27 +742,32 @@ export class SqliteStore implements Store {
       // sign-in looked the device up must win, never leave a live session behind.
       const device = this.#s.deviceById.get(session.deviceId);
       if (device === undefined || device.removed_at !== null) return false;
-      const expiries = clampPairToSession(pair, session.expiresAt);
-      this.#s.insertSession.run({
-        id: session.id,
-        realm: session.realm,
-        subject: session.subject,
-        deviceId: session.deviceId,
-        createdAt: session.createdAt,
-        expiresAt: session.expiresAt,
-        accessDigest: pair.accessDigest,
-        accessExpiresAt: expiries.accessExpiresAt,
-        refreshDigest: pair.refreshDigest,
-        refreshExpiresAt: expiries.refreshExpiresAt,
-        generation: session.generation,
-        lastRotatedAt: session.lastRotatedAt,
-        revokedAt: session.revokedAt,
-        revokedReason: session.revokedReason,
-        clientAddress: session.clientAddress,
-        userAgent: session.userAgent,
-      });
+      this.#insertSession(session, pair);
       this.#append(event);
       return true;
+    });
+  }
+
+  #insertSession(session: SessionRecord, pair: TokenPairDigests): void {
+    const expiries = clampPairToSession(pair, session.expiresAt);
+    this.#s.insertSession.run({
+      id: session.id,
+      realm: session.realm,
+      subject: session.subject,
+      deviceId: session.deviceId,
+      createdAt: session.createdAt,
+      expiresAt: session.expiresAt,
+      accessDigest: pair.accessDigest,
+      accessExpiresAt: expiries.accessExpiresAt,
+      refreshDigest: pair.refreshDigest,
+      refreshExpiresAt: expiries.refreshExpiresAt,
+      generation: session.generation,
+      lastRotatedAt: session.lastRotatedAt,
+      revokedAt: session.revokedAt,
+      revokedReason: session.revokedReason,
+      clientAddress: session.clientAddress,
+      userAgent: session.userAgent,
+      amr: amrText(session.amr),
     });
   }
 
@@ -970,6 +1018,99 @@ export class SqliteStore implements Store {
     worker.on('exit', () => failAll(new Error("the store's background thread exited")));
     this.#statsWorker = worker;
     return worker;
+  }
+
+  async createLink(link: LinkRecord, event: AuditEventDraft): Promise<'created' | 'already_linked'> {
+    return this.#write(() => {
+      // The partial unique index decides: a live link of the same identity makes this a no-op.
+      if (this.#s.insertLink.run(link).changes === 0) return 'already_linked';
+      this.#append(event);
+      return 'created';
+    }, true);
+  }
+
+  async getLink(id: string): Promise<LinkRecord | null> {
+    const row = this.#s.linkById.get(id);
+    return row === undefined ? null : toLink(row);
+  }
+
+  async findLiveLink(input: {
+    readonly realm: Realm;
+    readonly issuer: string;
+    readonly externalSubject: string;
+  }): Promise<LinkRecord | null> {
+    const row = this.#s.liveLink.get({ realm: input.realm, issuer: input.issuer, externalSubject: input.externalSubject });
+    return row === undefined ? null : toLink(row);
+  }
+
+  async listLinks(filter: {
+    readonly realm?: Realm;
+    readonly subject?: string;
+    readonly provider?: string;
+  }): Promise<readonly LinkRecord[]> {
+    return this.#s.listLinks
+      .all({ realm: filter.realm ?? null, subject: filter.subject ?? null, provider: filter.provider ?? null })
+      .map(toLink);
+  }
+
+  async removeLink(
+    input: { readonly linkId: string; readonly now: number },
+    event: AuditEventDraft,
+  ): Promise<{ readonly removed: boolean; readonly revokedSessions: number }> {
+    return this.#write(() => {
+      if (this.#s.removeLink.run(input.now, input.linkId).changes === 0) return { removed: false, revokedSessions: 0 };
+      this.#accessCache.clear();
+      const revoked = this.#s.revokeDeviceSessions.run({ deviceId: input.linkId, now: input.now, reason: REVOKED_LINK_REMOVED }).changes;
+      this.#append(event);
+      return { removed: true, revokedSessions: revoked };
+    }, true);
+  }
+
+  async createLinkSession(
+    input: Parameters<Store['createLinkSession']>[0],
+    events: readonly AuditEventDraft[],
+  ): Promise<LinkSessionOutcome> {
+    return this.#write((): LinkSessionOutcome => {
+      const { session, now } = input;
+      // Inside the write transaction (one writer at a time): the link's state cannot change
+      // between this conditional update and the session's insert.
+      const used =
+        input.counter === 'unchanged'
+          ? this.#s.touchLink.run({ id: session.deviceId, now }).changes
+          : this.#s.useLink.run({ id: session.deviceId, now, counter: input.counter }).changes;
+      if (used === 0) {
+        const link = this.#s.linkById.get(session.deviceId);
+        if (link === undefined || link.removed_at !== null) return { kind: 'link_removed' };
+        return { kind: 'counter_regressed', stored: link.counter };
+      }
+      this.#insertSession(session, input.pair);
+      for (const event of events) this.#append(event);
+      return { kind: 'created' };
+    });
+  }
+
+  async createFlow(flow: FlowRecord): Promise<void> {
+    await this.#write(() => {
+      // Expired flows can never be consumed again, so they are only clutter.
+      this.#s.pruneFlows.run(flow.createdAt);
+      this.#s.insertFlow.run({
+        id: flow.id,
+        provider: flow.provider,
+        realm: flow.realm,
+        intent: flow.intent,
+        subject: flow.subject,
+        pairingIntentId: flow.pairingIntentId,
+        state: flow.state,
+        createdAt: flow.createdAt,
+        expiresAt: flow.expiresAt,
+      });
+    });
+  }
+
+  async consumeFlow(input: { readonly id: string; readonly now: number }): Promise<FlowRecord | null> {
+    // One conditional UPDATE ... RETURNING: the first caller flips consumed_at, every other sees no row.
+    const row = await this.#write(() => this.#s.consumeFlow.get({ id: input.id, now: input.now, latest: latestTrustedTime(input.now) }));
+    return row === undefined ? null : toFlow(row);
   }
 
   async reserveAttempts(_input: Parameters<Store['reserveAttempts']>[0]): Promise<AttemptReservation> {

@@ -449,6 +449,90 @@ describe('sqlite store: migration 3 (split session tokens)', () => {
   });
 });
 
+describe('sqlite store: migration 9 (links and flows)', () => {
+  test('a version 8 store keeps its sessions (amr ed25519), retired digests and indexes; a session must still name a device or a link', async () => {
+    const file = freshFile();
+    const raw = new Database(file);
+    raw.pragma('journal_mode = WAL');
+    raw.pragma('foreign_keys = ON');
+    raw.exec('CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT');
+    for (const m of loadMigrations().filter((m) => m.version <= 8)) {
+      raw.exec(m.sql);
+      raw.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, 0)').run(m.version, m.name);
+    }
+    const indexesBefore = raw
+      .prepare(
+        "SELECT name FROM sqlite_schema WHERE type = 'index' AND tbl_name IN ('sessions', 'retired_refresh_tokens') AND sql IS NOT NULL ORDER BY name",
+      )
+      .pluck()
+      .all();
+    raw
+      .prepare("INSERT INTO devices VALUES ('dev_01KAQ00000000000000000000D', ?, 'management', 'sub_x', 'old', 1, NULL)")
+      .run('ab'.repeat(32));
+    raw
+      .prepare(
+        `INSERT INTO sessions (id, realm, subject, device_id, created_at, expires_at, access_digest, access_expires_at,
+           refresh_digest, refresh_expires_at, prev_refresh_digest, prev_rotated_at, generation, prev_successor, client_address, user_agent)
+         VALUES ('ses_01KAQ00000000000000000000S', 'management', 'sub_x', 'dev_01KAQ00000000000000000000D', 1, 9e12, ?, 9e12, ?, 9e12, ?, 5, 2,
+           'sealed', '127.0.0.1', 'curl/8')`,
+      )
+      .run('a1'.repeat(32), 'b1'.repeat(32), 'c1'.repeat(32));
+    raw
+      .prepare("INSERT INTO retired_refresh_tokens (digest, session_id, retired_at) VALUES (?, 'ses_01KAQ00000000000000000000S', 3)")
+      .run('d1'.repeat(32));
+    raw.close();
+    for (const f of [file, `${file}-wal`, `${file}-shm`]) if (existsSync(f)) chmodSync(f, 0o600);
+
+    const store = await openSqliteStore({ file });
+    try {
+      const session = await store.getSession('ses_01KAQ00000000000000000000S');
+      assert.equal(session?.generation, 2);
+      assert.deepEqual(session?.amr, ['ed25519']);
+      assert.equal(session?.userAgent, 'curl/8');
+      assert.equal((await store.findSessionByAccessDigest('ses_01KAQ00000000000000000000S', 'a1'.repeat(32)))?.id, session?.id);
+    } finally {
+      await store.close();
+    }
+    const after = new Database(file);
+    try {
+      after.pragma('foreign_keys = ON');
+      assert.deepEqual(after.prepare('SELECT session_id, digest, retired_at FROM retired_refresh_tokens').all(), [
+        { session_id: 'ses_01KAQ00000000000000000000S', digest: 'd1'.repeat(32), retired_at: 3 },
+      ]);
+      assert.equal(after.prepare('SELECT prev_successor FROM sessions').pluck().get(), 'sealed');
+      assert.deepEqual(after.pragma('foreign_key_check'), []);
+      assert.deepEqual(after.pragma('integrity_check', { simple: true }), 'ok');
+      const indexesAfter = after
+        .prepare(
+          "SELECT name FROM sqlite_schema WHERE type = 'index' AND tbl_name IN ('sessions', 'retired_refresh_tokens') AND sql IS NOT NULL ORDER BY name",
+        )
+        .pluck()
+        .all();
+      assert.deepEqual(indexesAfter, indexesBefore);
+      assert.match(String(after.prepare("SELECT sql FROM sqlite_schema WHERE name = 'sessions'").pluck().get()), /WITHOUT ROWID/);
+      const fk = after.prepare('SELECT "table" FROM pragma_foreign_key_list(\'retired_refresh_tokens\')').pluck().all();
+      assert.deepEqual(fk, ['sessions']);
+      const insert = after.prepare(
+        `INSERT INTO sessions (id, realm, subject, device_id, created_at, expires_at, access_digest, access_expires_at, refresh_digest, refresh_expires_at)
+         VALUES (?, 'application', 'sub_y', ?, 1, 9e12, 'x', 9e12, 'y', 9e12)`,
+      );
+      assert.throws(() => insert.run('ses_01KAQ0000000000000000000S2', 'lnk_01KAQ0000000000000000000L1'), /FOREIGN KEY/);
+      after
+        .prepare(
+          "INSERT INTO links (id, realm, subject, provider, issuer, external_subject, name, created_at) VALUES ('lnk_01KAQ0000000000000000000L1', 'application', 'sub_y', 'corp', 'https://i', 'ann', 'ann', 1)",
+        )
+        .run();
+      insert.run('ses_01KAQ0000000000000000000S2', 'lnk_01KAQ0000000000000000000L1');
+      assert.throws(
+        () => after.prepare("UPDATE sessions SET device_id = 'dev_nope' WHERE id = 'ses_01KAQ0000000000000000000S2'").run(),
+        /FOREIGN KEY/,
+      );
+    } finally {
+      after.close();
+    }
+  });
+});
+
 describe('sqlite store: no token at rest', () => {
   test('no token string appears in the database or WAL bytes after a full flow; only digests do', async () => {
     const file = freshFile();

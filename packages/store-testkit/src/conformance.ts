@@ -4,8 +4,10 @@ import { auditSuite } from './suites/audit-suite.js';
 import { bootstrapSuite } from './suites/bootstrap-suite.js';
 import { concurrencySuite } from './suites/concurrency-suite.js';
 import { devicesSuite } from './suites/devices-suite.js';
+import { linksSuite } from './suites/links-suite.js';
 import { pairingSuite } from './suites/pairing-suite.js';
 import { projectSuite } from './suites/project-suite.js';
+import { providerSuite } from './suites/provider-suite.js';
 import { revocationSuite } from './suites/revocation-suite.js';
 import { sessionsSuite } from './suites/sessions-suite.js';
 import { signInSuite } from './suites/sign-in-suite.js';
@@ -37,5 +39,7 @@ export function storeConformance(name: string, factory: StoreFactory): void {
     auditSuite(ctx);
     statsSuite(ctx);
     concurrencySuite(ctx);
+    linksSuite(ctx);
+    providerSuite(ctx);
   });
 }

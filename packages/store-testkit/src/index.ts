@@ -4,3 +4,4 @@ export { type DeviceKey, newDeviceKey } from './fixtures.js';
 export type { StoreFactory } from './harness.js';
 export { type DepsOverrides, makeDeps, TEST_PROJECT_ID } from './make-deps.js';
 export { createMemoryStore, MemoryStore } from './memory-store.js';
+export { createTestProvider, type TestProof, type TestProvider } from './test-provider.js';

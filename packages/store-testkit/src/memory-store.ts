@@ -3,6 +3,7 @@ import {
   type AttemptWindow,
   type AuditEvent,
   type AuditEventDraft,
+  amrText,
   auditPage,
   type BootstrapOutcome,
   type BootstrapTokenState,
@@ -17,13 +18,19 @@ import {
   decideRetiredPresentation,
   decideRotation,
   digestsEqual,
+  type FlowRecord,
   GENESIS_HASH,
   isChallengeConsumable,
+  isCounterAdvance,
+  isFlowConsumable,
   isSessionActive,
   isSessionLive,
+  type LinkRecord,
+  type LinkSessionOutcome,
   type PairingCompletion,
   type PairingIntentRecord,
   REVOKED_DEVICE_REMOVED,
+  REVOKED_LINK_REMOVED,
   REVOKED_REFRESH_REUSED,
   type Realm,
   type RefreshRow,
@@ -68,6 +75,8 @@ interface MemoryData {
   readonly counts: Map<string, number>;
   readonly intents: Map<string, PairingIntentRecord>;
   readonly budgets: Map<string, AttemptWindow>;
+  readonly links: Map<string, LinkRecord>;
+  readonly flows: Map<string, { readonly record: FlowRecord; readonly consumedAt: number | null }>;
 }
 
 const INVALID: RotationOutcome = Object.freeze({ kind: 'invalid' });
@@ -94,6 +103,8 @@ export class MemoryStore implements Store {
       counts: new Map(),
       intents: new Map(),
       budgets: new Map(),
+      links: new Map(),
+      flows: new Map(),
     };
   }
 
@@ -254,6 +265,12 @@ export class MemoryStore implements Store {
   async createSession(session: SessionRecord, pair: TokenPairDigests, event: AuditEventDraft): Promise<boolean> {
     const device = this.#d.devices.get(session.deviceId);
     if (device === undefined || device.removedAt !== null) return false;
+    this.#insertSession(session, pair);
+    this.#append(event);
+    return true;
+  }
+
+  #insertSession(session: SessionRecord, pair: TokenPairDigests): void {
     const expiries = clampPairToSession(pair, session.expiresAt);
     this.#d.sessions.set(session.id, {
       accessDigest: pair.accessDigest,
@@ -272,14 +289,13 @@ export class MemoryStore implements Store {
         revoked_reason: session.revokedReason,
         client_address: session.clientAddress,
         user_agent: session.userAgent,
+        amr: amrText(session.amr),
         refresh_digest: pair.refreshDigest,
         prev_refresh_digest: null,
         prev_rotated_at: null,
         prev_successor: null,
       },
     });
-    this.#append(event);
-    return true;
   }
 
   async findSessionByAccessDigest(sessionId: string, digest: string): Promise<SessionRecord | null> {
@@ -468,6 +484,96 @@ export class MemoryStore implements Store {
       auditLength: last?.seq ?? 0,
       auditHead: last?.hash ?? GENESIS_HASH,
     };
+  }
+
+  #liveLink(realm: Realm, issuer: string, externalSubject: string): LinkRecord | undefined {
+    for (const l of this.#d.links.values()) {
+      if (l.removedAt === null && l.realm === realm && l.issuer === issuer && l.externalSubject === externalSubject) return l;
+    }
+    return undefined;
+  }
+
+  async createLink(link: LinkRecord, event: AuditEventDraft): Promise<'created' | 'already_linked'> {
+    if (this.#liveLink(link.realm, link.issuer, link.externalSubject) !== undefined) return 'already_linked';
+    if (this.#d.links.has(link.id)) throw new Error(`link ${link.id} already exists`);
+    this.#d.links.set(link.id, Object.freeze({ ...link, removedAt: null }));
+    this.#append(event);
+    return 'created';
+  }
+
+  async getLink(id: string): Promise<LinkRecord | null> {
+    return this.#d.links.get(id) ?? null;
+  }
+
+  async findLiveLink(input: {
+    readonly realm: Realm;
+    readonly issuer: string;
+    readonly externalSubject: string;
+  }): Promise<LinkRecord | null> {
+    return this.#liveLink(input.realm, input.issuer, input.externalSubject) ?? null;
+  }
+
+  async listLinks(filter: {
+    readonly realm?: Realm;
+    readonly subject?: string;
+    readonly provider?: string;
+  }): Promise<readonly LinkRecord[]> {
+    return [...this.#d.links.values()]
+      .filter(
+        (l) =>
+          l.removedAt === null &&
+          (filter.realm === undefined || l.realm === filter.realm) &&
+          (filter.subject === undefined || l.subject === filter.subject) &&
+          (filter.provider === undefined || l.provider === filter.provider),
+      )
+      .sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  }
+
+  async removeLink(
+    input: { readonly linkId: string; readonly now: number },
+    event: AuditEventDraft,
+  ): Promise<{ readonly removed: boolean; readonly revokedSessions: number }> {
+    const link = this.#d.links.get(input.linkId);
+    if (link === undefined || link.removedAt !== null) return { removed: false, revokedSessions: 0 };
+    this.#d.links.set(link.id, Object.freeze({ ...link, removedAt: input.now }));
+    let revokedSessions = 0;
+    for (const [id, s] of this.#d.sessions) {
+      if (s.row.device_id !== link.id || !isSessionLive(toSession(s.row), input.now)) continue;
+      this.#d.sessions.set(id, { ...s, row: { ...s.row, revoked_at: input.now, revoked_reason: REVOKED_LINK_REMOVED } });
+      revokedSessions++;
+    }
+    this.#append(event);
+    return { removed: true, revokedSessions };
+  }
+
+  async createLinkSession(
+    input: Parameters<Store['createLinkSession']>[0],
+    events: readonly AuditEventDraft[],
+  ): Promise<LinkSessionOutcome> {
+    const link = this.#d.links.get(input.session.deviceId);
+    if (link === undefined || link.removedAt !== null) return { kind: 'link_removed' };
+    const counter = input.counter === 'unchanged' ? link.counter : input.counter;
+    if (input.counter !== 'unchanged' && !isCounterAdvance(link.counter, input.counter)) {
+      return { kind: 'counter_regressed', stored: link.counter };
+    }
+    this.#d.links.set(link.id, Object.freeze({ ...link, counter, lastUsedAt: input.now }));
+    this.#insertSession(input.session, input.pair);
+    for (const event of events) this.#append(event);
+    return { kind: 'created' };
+  }
+
+  async createFlow(flow: FlowRecord): Promise<void> {
+    // Expired flows can never be consumed, so they are only clutter.
+    for (const [id, f] of this.#d.flows) if (f.record.expiresAt <= flow.createdAt) this.#d.flows.delete(id);
+    if (this.#d.flows.has(flow.id)) throw new Error(`flow ${flow.id} already exists`);
+    this.#d.flows.set(flow.id, { record: Object.freeze({ ...flow }), consumedAt: null });
+  }
+
+  async consumeFlow(input: { readonly id: string; readonly now: number }): Promise<FlowRecord | null> {
+    const f = this.#d.flows.get(input.id);
+    if (f === undefined || !isFlowConsumable({ ...f.record, consumedAt: f.consumedAt }, input.now)) return null;
+    this.#d.flows.set(input.id, { record: f.record, consumedAt: input.now });
+    return f.record;
   }
 
   async reserveAttempts(input: Parameters<Store['reserveAttempts']>[0]): Promise<AttemptReservation> {

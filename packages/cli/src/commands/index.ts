@@ -96,6 +96,16 @@ export const COMMANDS: readonly CommandEntry[] = [
     load: async () => (await import('./auth-devices-remove.js')).authDevicesRemove,
   },
   {
+    path: ['auth', 'links'],
+    summary: 'List the live links (passkeys, OIDC logins) of the subjects, offline on a project.',
+    load: async () => (await import('./auth-links.js')).authLinks,
+  },
+  {
+    path: ['auth', 'links', 'remove'],
+    summary: 'Remove a link and revoke all the sessions it signed in (audited).',
+    load: async () => (await import('./auth-links-remove.js')).authLinksRemove,
+  },
+  {
     path: ['auth', 'sessions'],
     summary: 'List the active sessions, newest first: offline on a project, or over the management API.',
     load: async () => (await import('./auth-sessions.js')).authSessions,

@@ -52,7 +52,7 @@ function principalOf(session: SessionRecord): Principal {
     realm: session.realm,
     session: session.id,
     device: session.deviceId,
-    claims: { amr: ['ed25519'], auth_time: rfc3339(session.createdAt), exp: rfc3339(session.accessExpiresAt) },
+    claims: { amr: session.amr, auth_time: rfc3339(session.createdAt), exp: rfc3339(session.accessExpiresAt) },
   });
   if (Object.isFrozen(session)) principals.set(session, principal);
   return principal;

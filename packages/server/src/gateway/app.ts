@@ -2,6 +2,9 @@ import type { IncomingMessage, Server } from 'node:http';
 import {
   type AuthDeps,
   AuthError,
+  type BrowserCookieNames,
+  canonicalOrigin,
+  csrfRefusal,
   identityHeaderPredicate,
   isPublicPath,
   isSvcCredential,
@@ -21,6 +24,17 @@ import { applicationPrincipal, decoratePrincipal } from '../management/route-opt
 import { sessionRoutes } from '../management/session-routes.js';
 import { signInRoutes } from '../management/sign-in-routes.js';
 import { instrumentHttp, methodLabel, UNMATCHED_ROUTE } from '../metrics/instrument-http.js';
+import { cookieNamesOf, dropForeignSessionCookies, readSessionCookies, stripSessionCookies } from './browser-cookies.js';
+import { browserRoutes } from './browser-routes.js';
+import {
+  applyCookieEffects,
+  type CookieEffects,
+  cookieIdentity,
+  gatewayOriginOf,
+  isBrowserNavigation,
+  loginLocation,
+  upgradeTransport,
+} from './browser-session.js';
 import { installHeaderHygiene, removeHeaders, requestPath } from './hygiene.js';
 import type { GatewayAppOptions, GatewayPolicy } from './options.js';
 import { forwardedClientAddress, trustedPeerPredicate } from './trusted-proxies.js';
@@ -63,6 +77,18 @@ interface IdentityInput {
   readonly authorization: string | undefined;
   /** The client address (`req.ip`: the client behind a trusted proxy). */
   readonly clientAddress: string | undefined;
+  /** The `Cookie` header, and the cookie names of the request's transport (TLS or not). */
+  readonly cookie: string | undefined;
+  readonly cookieNames: BrowserCookieNames;
+  /** What the CSRF rule reads of a cookie-authenticated request. */
+  readonly method: string;
+  readonly origin: string | undefined;
+  readonly secFetchSite: string | undefined;
+  readonly gatewayOrigin: string;
+  /** A websocket upgrade: no transparent refresh (no response to carry new cookies), and the CSRF rule applies. */
+  readonly upgrade: boolean;
+  /** What the cookies changed, for the routed reply: a refreshed pair, or cookies to clear. */
+  readonly effects: CookieEffects;
 }
 
 /** What the identity step settled: nothing for a reserved path (its routes authenticate), else the principal. */
@@ -72,9 +98,18 @@ type IdentityOutcome =
 
 /**
  * The gateway's identity rule, one home for the routed requests and the `upgrade`s:
- * authenticates the application-realm bearer, applies the public paths and the per-path
- * requirements, and says whether the `Authorization` header carried our token (to be removed).
- * Refusals are thrown as {@link AuthError}s (`401 invalid_token`, `403 insufficient_claims`).
+ * authenticates the application-realm bearer, or, when no `Authorization` header is sent at
+ * all, the browser's session cookies (an `Authorization` header always wins: the two are never
+ * mixed); applies the public paths and the per-path requirements, and says whether the
+ * `Authorization` header carried our token (to be removed). Refusals are thrown as
+ * {@link AuthError}s (`401 invalid_token`, `403 insufficient_claims`, `403 csrf_refused`).
+ *
+ * Cookies: an expired or unknown access cookie with a live refresh cookie is refreshed
+ * transparently (`input.effects.refreshed`, set as new cookies on the reply); cookies that
+ * prove nothing are cleared (`input.effects.clear`). A cookie-authenticated request with a
+ * method that changes state (and every cookie-authenticated upgrade) must come from the
+ * gateway's own origin (core's `csrfRefusal`), checked before any refresh; on a public path
+ * such a request just goes on without the principal.
  *
  * A bearer on a public path: a valid application token gives the request its principal; any
  * other credential of ours ({@link isSvcCredential}: expired, revoked, another realm, a refresh
@@ -86,6 +121,10 @@ type IdentityOutcome =
 async function settleIdentity(deps: AuthDeps, policy: GatewayPolicy, input: IdentityInput): Promise<IdentityOutcome> {
   const { path } = input;
   if (isReservedPath(path)) return { reserved: true };
+  if (input.authorization === undefined) {
+    const cookies = readSessionCookies(input.cookie, input.cookieNames);
+    if (cookies.access !== undefined || cookies.refresh !== undefined) return settleCookieIdentity(deps, policy, input, cookies);
+  }
   const token = bearerToken(input.authorization);
   const ours = isSvcCredential(token);
   const requirement = requirementFor(policy.requirements, path);
@@ -102,6 +141,51 @@ async function settleIdentity(deps: AuthDeps, policy: GatewayPolicy, input: Iden
     }
   }
   return { reserved: false, principal, removeAuthorization: ours };
+}
+
+/** {@link settleIdentity} for a request that carries the gateway's session cookies and no `Authorization`. */
+async function settleCookieIdentity(
+  deps: AuthDeps,
+  policy: GatewayPolicy,
+  input: IdentityInput,
+  cookies: ReturnType<typeof readSessionCookies>,
+): Promise<IdentityOutcome> {
+  const requirement = requirementFor(policy.requirements, input.path);
+  const isPublic = requirement === null && isPublicPath(policy.publicPaths, input.path);
+  const forged = csrfRefusal({
+    method: input.method,
+    origin: input.origin,
+    secFetchSite: input.secFetchSite,
+    gatewayOrigin: input.gatewayOrigin,
+    upgrade: input.upgrade,
+  });
+  if (forged !== null) {
+    // On a public path the cookies simply do not count; elsewhere the request is refused,
+    // before a refresh could rotate anything on a forged request's behalf.
+    if (isPublic) return { reserved: false, principal: null, removeAuthorization: false };
+    throw new AuthError('csrf_refused', `${forged}; a request authenticated by session cookies must come from this origin`);
+  }
+  let identity: Awaited<ReturnType<typeof cookieIdentity>>;
+  try {
+    identity = await cookieIdentity(deps, cookies, input.clientAddress, !input.upgrade);
+  } catch (err) {
+    if (isPublic) return { reserved: false, principal: null, removeAuthorization: false };
+    throw err;
+  }
+  input.effects.refreshed = identity.refreshed;
+  input.effects.clear = identity.stale;
+  const principal = identity.principal;
+  if (principal === null) {
+    if (isPublic) return { reserved: false, principal: null, removeAuthorization: false };
+    throw new AuthError('invalid_token', 'the session cookies are expired or revoked; sign in again', { realm: 'application' });
+  }
+  if (requirement !== null) {
+    const unmet = unmetRequirement(requirement, principal, deps.clock.now());
+    if (unmet !== null) {
+      throw new AuthError('insufficient_claims', unmet, { headers: { 'www-authenticate': INSUFFICIENT_SCOPE_CHALLENGE } });
+    }
+  }
+  return { reserved: false, principal, removeAuthorization: false };
 }
 
 /**
@@ -124,21 +208,56 @@ function fixPrincipal(target: object, principal: Principal | null): void {
  * `Authorization` header carrying our token is removed and `request.principal` is defined
  * read-only and non-configurable. Requests under `/.svc/` are left to their own routes.
  */
-function gatewayIdentity(deps: AuthDeps, policy: GatewayPolicy): onRequestAsyncHookHandler {
-  return async (req) => {
+function gatewayIdentity(deps: AuthDeps, policy: GatewayPolicy, browser: BrowserOptions): onRequestAsyncHookHandler {
+  return async (req, reply) => {
     if (settledUpgrades.has(req.raw)) {
       fixPrincipal(req, settledUpgrades.get(req.raw) ?? null);
       return;
     }
-    const outcome = await settleIdentity(deps, policy, {
-      path: requestPath(req.raw),
-      authorization: req.headers.authorization,
-      clientAddress: req.ip,
-    });
+    const effects: CookieEffects = { refreshed: null, clear: false };
+    const path = requestPath(req.raw);
+    let outcome: IdentityOutcome;
+    try {
+      outcome = await settleIdentity(deps, policy, {
+        path,
+        authorization: req.headers.authorization,
+        clientAddress: req.ip,
+        cookie: req.headers.cookie,
+        cookieNames: cookieNamesOf(req),
+        method: req.method,
+        origin: req.headers.origin,
+        secFetchSite: firstValue(req.headers['sec-fetch-site']),
+        gatewayOrigin: gatewayOriginOf(req, browser.publicOrigin),
+        upgrade: false,
+        effects,
+      });
+    } catch (err) {
+      applyCookieEffects(req, reply, effects);
+      // A browser opening a page without a session goes to the sign-in page (when there is
+      // one to offer), and comes back to the page after; everything else keeps the 401.
+      if (browser.signInPage && err instanceof AuthError && err.code === 'invalid_token' && isBrowserNavigation(req)) {
+        return reply.redirect(loginLocation(req.url), 302);
+      }
+      throw err;
+    }
     if (outcome.reserved) return;
+    applyCookieEffects(req, reply, effects);
     if (outcome.removeAuthorization) removeHeaders(req.raw, isAuthorization);
+    stripSessionCookies(req.raw);
     fixPrincipal(req, outcome.principal);
   };
+}
+
+/** The first value of a header that may be repeated. */
+function firstValue(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
+}
+
+/** What the identity step needs to know about browsers. */
+interface BrowserOptions {
+  readonly publicOrigin: string | undefined;
+  /** Whether the gateway has a sign-in page with at least one provider (browsers without a session are sent there). */
+  readonly signInPage: boolean;
 }
 
 /**
@@ -151,15 +270,29 @@ function upgradeIdentity(
   deps: AuthDeps,
   policy: GatewayPolicy,
   trustedPeer: (address: string | undefined) => boolean,
+  publicOrigin: string | undefined,
 ): (req: IncomingMessage) => Promise<AuthError | null> {
   return async (req) => {
     const authorization = req.headers.authorization;
     const forwarded = req.headers['x-forwarded-for'];
     const forwardedFor = Array.isArray(forwarded) ? forwarded.join(',') : forwarded;
     const clientAddress = forwardedClientAddress(req.socket.remoteAddress, forwardedFor, trustedPeer);
+    const transport = upgradeTransport(req, trustedPeer(req.socket.remoteAddress), publicOrigin);
     let outcome: IdentityOutcome;
     try {
-      outcome = await settleIdentity(deps, policy, { path: requestPath(req), authorization, clientAddress });
+      outcome = await settleIdentity(deps, policy, {
+        path: requestPath(req),
+        authorization,
+        clientAddress,
+        cookie: req.headers.cookie,
+        cookieNames: transport.names,
+        method: req.method ?? 'GET',
+        origin: req.headers.origin,
+        secFetchSite: firstValue(req.headers['sec-fetch-site']),
+        gatewayOrigin: transport.origin,
+        upgrade: true,
+        effects: { refreshed: null, clear: false },
+      });
     } catch (err) {
       const refusal = toAuthError(err);
       if (refusal.code !== 'invalid_token') return refusal;
@@ -171,6 +304,7 @@ function upgradeIdentity(
     }
     if (outcome.reserved) return new AuthError('not_found', 'no such route');
     if (outcome.removeAuthorization) removeHeaders(req, isAuthorization);
+    stripSessionCookies(req);
     fixPrincipal(req, outcome.principal);
     settledUpgrades.set(req, outcome.principal);
     return null;
@@ -200,6 +334,8 @@ interface ReservedRouteOptions {
   readonly limiter: FailureLimiter;
   readonly challenges: ChallengeBudget;
   readonly jwks: GatewayAppOptions['jwks'];
+  readonly providers: NonNullable<GatewayAppOptions['providers']>;
+  readonly publicOrigin: string | undefined;
 }
 
 /**
@@ -207,7 +343,10 @@ interface ReservedRouteOptions {
  * API's plugins, in the application realm), the JWK Set, and `404 not_found` for every other
  * path of the prefix, so no `/.svc/` request ever reaches the attach.
  */
-const reservedRoutes: FastifyPluginAsync<ReservedRouteOptions> = async (app, { deps, limiter, challenges, jwks }) => {
+const reservedRoutes: FastifyPluginAsync<ReservedRouteOptions> = async (
+  app,
+  { deps, limiter, challenges, jwks, providers, publicOrigin },
+) => {
   await app.register(signInRoutes, { prefix: APPLICATION_AUTH_PREFIX, realm: 'application', deps, limiter, challenges, guardProblems: [] });
   await app.register(sessionRoutes, {
     prefix: APPLICATION_AUTH_PREFIX,
@@ -216,6 +355,7 @@ const reservedRoutes: FastifyPluginAsync<ReservedRouteOptions> = async (app, { d
     guardProblems: [],
     security: APPLICATION_BEARER,
   });
+  await app.register(browserRoutes, { prefix: APPLICATION_AUTH_PREFIX, deps, providers, limiter, challenges, publicOrigin });
   app.get(JWKS_PATH, async (_req, reply) => {
     const set = jwks === undefined ? { keys: [] } : jwks();
     return reply.type('application/jwk-set+json').send(JSON.stringify(set));
@@ -237,13 +377,17 @@ const reservedRoutes: FastifyPluginAsync<ReservedRouteOptions> = async (app, { d
  *    removed, whatever its case or separators.
  * 2. **Reserved prefix** `/.svc/`: the application-realm sign-in under `/.svc/auth/v1`
  *    (`challenges`, `sessions`, `refresh`, `me`, `revoke`) from the same plugins as the
- *    management API, with its rules, errors, audit and failure limits; `GET /.svc/jwks.json`;
- *    anything else `404 not_found`.
- * 3. **Identity** (every other path): an application-realm bearer, or `401 invalid_token` with
- *    `WWW-Authenticate: Bearer realm="application"`; public paths go on with `principal` null;
- *    a path requirement not met is `403 insufficient_claims`. The `Authorization` header that
- *    carried our token is removed; `request.principal` is defined read-only and
- *    non-configurable.
+ *    management API, with its rules, errors, audit and failure limits; the browser routes
+ *    (`login`, `providers/<name>/{begin,finish,callback}`, `logout`, see {@link browserRoutes});
+ *    `GET /.svc/jwks.json`; anything else `404 not_found`.
+ * 3. **Identity** (every other path): an application-realm bearer, or, with no
+ *    `Authorization` header, the browser's session cookies (refreshed transparently, CSRF
+ *    checked: `403 csrf_refused`), or `401 invalid_token` with
+ *    `WWW-Authenticate: Bearer realm="application"` (a browser opening a page is sent to the
+ *    sign-in page instead when `opts.providers` has one); public paths go on with `principal`
+ *    null; a path requirement not met is `403 insufficient_claims`. The `Authorization` header
+ *    that carried our token and the gateway's cookies are removed; `request.principal` is
+ *    defined read-only and non-configurable.
  * 4. **Attach** (`opts.attach`), in its own encapsulated context; without one, `404 not_found`.
  *    A route the attach registers under `/.svc/` is refused at registration.
  *
@@ -260,6 +404,10 @@ const reservedRoutes: FastifyPluginAsync<ReservedRouteOptions> = async (app, { d
  */
 export async function buildGatewayApp(opts: GatewayAppOptions): Promise<FastifyInstance> {
   const { deps, policy } = opts;
+  if (opts.publicOrigin !== undefined && canonicalOrigin(opts.publicOrigin) === null) {
+    throw new TypeError(`publicOrigin must be an http(s) origin such as https://app.example.com: ${opts.publicOrigin}`);
+  }
+  const publicOrigin = opts.publicOrigin === undefined ? undefined : (canonicalOrigin(opts.publicOrigin) as string);
   const trustedPeer = trustedPeerPredicate(opts.trustedProxies);
   const base = serverOptions(opts.logger);
   const options = {
@@ -276,7 +424,7 @@ export async function buildGatewayApp(opts: GatewayAppOptions): Promise<FastifyI
   const app = Fastify(options as typeof base) as unknown as FastifyInstance;
   const metrics = opts.metrics;
   const hygiene = installHeaderHygiene(app.server as Server, identityHeaderPredicate(policy.identityHeaders), {
-    upgradeGate: upgradeIdentity(deps, policy, trustedPeer),
+    upgradeGate: upgradeIdentity(deps, policy, trustedPeer, publicOrigin),
     // Refused before Fastify (smuggling, ambiguous paths, upgrades): counted like any other answer.
     ...(metrics === undefined
       ? {}
@@ -296,11 +444,12 @@ export async function buildGatewayApp(opts: GatewayAppOptions): Promise<FastifyI
   installConnectionLimits(app, opts.connectionLimits ?? APPLICATION_CONNECTION_LIMITS);
   if (metrics !== undefined) instrumentHttp(app, metrics, 'application');
   decoratePrincipal(app);
-  app.addHook('onRequest', gatewayIdentity(deps, policy));
+  const providers = opts.providers ?? [];
+  app.addHook('onRequest', gatewayIdentity(deps, policy, { publicOrigin, signInPage: providers.length > 0 }));
 
   const limiter = opts.limiter ?? createFailureLimiter({ clock: deps.clock, store: deps.store, scope: 'app-signin' });
   const challenges = opts.challenges ?? createChallengeBudget({ clock: deps.clock });
-  await app.register(reservedRoutes, { deps, limiter, challenges, jwks: opts.jwks });
+  await app.register(reservedRoutes, { deps, limiter, challenges, jwks: opts.jwks, providers, publicOrigin });
 
   // From here on, nothing may claim a reserved path.
   app.addHook('onRoute', (route) => {
@@ -321,6 +470,11 @@ export async function buildGatewayApp(opts: GatewayAppOptions): Promise<FastifyI
       scope.addHook('onRequest', (_req, reply, done) => {
         reply.removeHeader('content-security-policy');
         done();
+      });
+      // The browser's session cookies are the gateway's alone: the application cannot set them.
+      scope.addHook('onSend', (_req, reply, payload, done) => {
+        dropForeignSessionCookies(reply);
+        done(null, payload);
       });
       await attach(scope);
     });

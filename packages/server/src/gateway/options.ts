@@ -47,6 +47,12 @@ export interface GatewayAppOptions {
    * resulting session in cookies (docs/providers.md). Absent or empty: no provider routes.
    */
   readonly providers?: readonly ProviderHandle[];
+  /**
+   * The gateway's public origin as browsers see it (`https://app.example.com`): what the CSRF
+   * rule compares `Origin` with, and what providers are told. Absent: each request's scheme
+   * and `Host` (a trusted proxy's `X-Forwarded-Proto` / `X-Forwarded-Host`).
+   */
+  readonly publicOrigin?: string;
 }
 
 /** What the upstream attach adds to each proxied request, computed once identity is settled. */

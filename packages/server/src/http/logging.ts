@@ -30,13 +30,19 @@ export const LOG_REDACT_PATHS: readonly string[] = Object.freeze([
 
 /**
  * The request as logged: method, URL and peer, never headers or body. Replaces any
- * serializer of the given logger (pino's standard one logs every header).
+ * serializer of the given logger (pino's standard one logs every header). Under the gateway's
+ * reserved `/.svc/` prefix the query is left out: a provider's callback carries an
+ * authorization code and state there.
  *
  * @example
  * pino({ serializers: { req: serializeRequest } });
  */
 export function serializeRequest(req: FastifyRequest): { method: string; url: string; remoteAddress: string | undefined } {
-  return { method: req.method, url: req.url, remoteAddress: req.ip };
+  const url = req.url;
+  // Anything may be logged as `req` (a plain object too): only a string URL is trimmed.
+  const q = typeof url === 'string' ? url.indexOf('?') : -1;
+  const logged = q >= 0 && url.startsWith('/.svc/') ? `${url.slice(0, q)}?[redacted]` : url;
+  return { method: req.method, url: logged, remoteAddress: req.ip };
 }
 
 /**

@@ -1,0 +1,445 @@
+import type { AuditData } from '../audit.js';
+import type { AuthDeps } from '../deps.js';
+import { AuthError } from '../errors.js';
+import { isIdOfKind, newId } from '../ids.js';
+import type { Principal } from '../principal.js';
+import type {
+  ExternalIdentity,
+  ProviderContext,
+  ProviderFinishResult,
+  ProviderHandle,
+  ProviderIntent,
+  ProviderJson,
+  ProviderReply,
+  ProviderRequest,
+  StoredCredential,
+} from '../provider.js';
+import { jitRefusal, PROVIDER_FLOW_TTL_SECONDS, providerAmr, providerStartRefusal } from '../provider-decisions.js';
+import { checkProviderIdentity } from '../provider-policy.js';
+import { isRealm, type Realm } from '../realm.js';
+import { type SessionClientInput, sessionClient } from '../session-client.js';
+import type { FlowRecord, LinkRecord } from '../store.js';
+import { newSessionRecord } from '../store-rules.js';
+import { digestToken, mintSessionToken } from '../tokens.js';
+import type { LinkJson } from '../wire/links.js';
+import type { TokenPairJson } from '../wire/management.js';
+import { tokenPairToJson } from '../wire.js';
+import { auditDraft } from './event.js';
+import { linkToJson } from './links.js';
+
+/** The largest provider `state`, and the largest credential data, kept in the store (JSON text). */
+export const PROVIDER_STATE_MAX_CHARS = 16_384;
+
+const INTENTS: readonly ProviderIntent[] = ['signin', 'link', 'signup'];
+
+/** Where a redirect-based provider sends the browser back. */
+export function providerCallbackUrl(origin: string, name: string): string {
+  return `${origin}/.svc/auth/v1/providers/${encodeURIComponent(name)}/callback`;
+}
+
+/** The gateway's public origin, exactly (`https://host[:port]`, no path): anything else is a bug of the caller. */
+function checkOrigin(origin: unknown): string {
+  let url: URL;
+  try {
+    url = new URL(String(origin));
+  } catch {
+    throw new AuthError('invalid_request', 'origin must be an http(s) origin');
+  }
+  if ((url.protocol !== 'https:' && url.protocol !== 'http:') || url.origin !== origin) {
+    throw new AuthError('invalid_request', 'origin must be an http(s) origin such as https://app.example.com');
+  }
+  return url.origin;
+}
+
+/** JSON text of a provider value, bounded; null when it is not JSON or too large. */
+function boundedJson(value: unknown): string | null {
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(value);
+  } catch {
+    return null;
+  }
+  return text === undefined || text.length > PROVIDER_STATE_MAX_CHARS ? null : text;
+}
+
+function checkReply(reply: unknown): ProviderReply | null {
+  if (typeof reply !== 'object' || reply === null) return null;
+  const r = reply as { kind?: unknown; body?: unknown; location?: unknown };
+  if (r.kind === 'json' && boundedJson(r.body) !== null) return { kind: 'json', body: r.body as ProviderJson };
+  if (r.kind === 'redirect' && typeof r.location === 'string') {
+    try {
+      const url = new URL(r.location);
+      if (url.protocol === 'https:' || url.protocol === 'http:') return { kind: 'redirect', location: url.href };
+    } catch {
+      return null;
+    }
+  }
+  return null;
+}
+
+/** The credential ids the subject already has with this provider (a passkey ceremony excludes them). */
+async function existingCredentials(deps: AuthDeps, provider: ProviderHandle, realm: Realm, subject: string | null): Promise<string[]> {
+  if (subject === null) return [];
+  return (await deps.store.listLinks({ realm, subject, provider: provider.policy.name })).map((l) => l.externalSubject);
+}
+
+/**
+ * Begins a provider ceremony: checks who may begin what (`providerStartRefusal`: the provider
+ * serves the realm; `link` needs a signed-in principal of that realm, so a management-realm link
+ * always needs an existing management principal; `signup` only where just-in-time provisioning
+ * is on, in the application realm), asks the provider to `begin`, and keeps its state in a
+ * single-use flow for {@link PROVIDER_FLOW_TTL_SECONDS}. The flow id goes back to the browser
+ * (the gateway binds it with a cookie); the state never does.
+ *
+ * Linking through a pairing intent (`pairing`) is not available yet: pairing intents are bound
+ * to one device key, and are refused here with `invalid_request`.
+ *
+ * @example
+ * const { flowId, reply } = await startProviderFlow(deps, { provider, realm: 'application', intent: 'signin', principal: null, origin: 'https://app.example.com' });
+ */
+export async function startProviderFlow(
+  deps: AuthDeps,
+  input: {
+    readonly provider: ProviderHandle;
+    readonly realm: Realm;
+    readonly intent: ProviderIntent;
+    readonly principal: Principal | null;
+    readonly pairing?: { readonly intentId: string; readonly code: string };
+    readonly origin: string;
+  },
+): Promise<{ readonly flowId: string; readonly reply: ProviderReply; readonly expiresAt: number }> {
+  const { provider, realm, intent, principal } = input;
+  const name = provider.policy.name;
+  if (!isRealm(realm)) throw new AuthError('invalid_request', 'realm must be "management" or "application"');
+  if (!INTENTS.includes(intent)) throw new AuthError('invalid_request', 'intent must be "signin", "link" or "signup"');
+  const origin = checkOrigin(input.origin);
+  if (input.pairing !== undefined) {
+    throw new AuthError('invalid_request', 'linking through a pairing intent is not available yet; sign in and link instead');
+  }
+  const refused = providerStartRefusal(provider.policy, { realm, intent, principal });
+  switch (refused) {
+    case null:
+      break;
+    case 'realm_not_allowed':
+      throw new AuthError('invalid_request', `the provider ${name} does not serve the ${realm} realm`);
+    case 'signup_not_allowed':
+      throw new AuthError('invalid_request', `the provider ${name} does not provision new subjects in the ${realm} realm`);
+    case 'principal_required':
+    case 'principal_of_other_realm':
+      throw new AuthError('invalid_token', `linking a credential needs a signed-in principal of the ${realm} realm`, { realm });
+  }
+  const subject = intent === 'link' && principal !== null ? principal.subject : null;
+  const ctx: ProviderContext = {
+    realm,
+    intent,
+    origin,
+    callbackUrl: providerCallbackUrl(origin, name),
+    subject,
+    existingCredentials: await existingCredentials(deps, provider, realm, subject),
+  };
+  const begun = await provider.begin(ctx);
+  const state = boundedJson(begun?.state);
+  const reply = checkReply(begun?.reply);
+  if (state === null || reply === null) {
+    deps.log.error({ event: 'provider.begin_invalid', provider: name }, 'the provider answered begin with something unusable');
+    throw new AuthError('internal_error', `the provider ${name} answered begin with something unusable`);
+  }
+  const now = deps.clock.now();
+  const flow: FlowRecord = {
+    id: newId('flow', deps.clock, deps.random),
+    provider: name,
+    realm,
+    intent,
+    subject,
+    pairingIntentId: null,
+    state,
+    createdAt: now,
+    expiresAt: now + PROVIDER_FLOW_TTL_SECONDS * 1000,
+  };
+  await deps.store.createFlow(flow);
+  return { flowId: flow.id, reply, expiresAt: flow.expiresAt };
+}
+
+/** What finishing a provider ceremony led to: a session (sign-in, sign-up), or a new link. */
+export type ProviderFlowOutcome =
+  | { readonly outcome: 'session'; readonly pair: TokenPairJson }
+  | { readonly outcome: 'linked'; readonly link: LinkJson };
+
+function checkCredential(
+  credential: unknown,
+  identity: ExternalIdentity,
+): { credential: StoredCredential | null; data: string | null } | null {
+  if (credential === null || credential === undefined) return { credential: null, data: null };
+  if (typeof credential !== 'object') return null;
+  const c = credential as { id?: unknown; data?: unknown; counter?: unknown };
+  // The link is keyed by the identity's subject: a credential under another id would be kept
+  // under the wrong key.
+  if (c.id !== identity.subject) return null;
+  const counter = c.counter ?? null;
+  if (counter !== null && !(Number.isSafeInteger(counter) && (counter as number) >= 0)) return null;
+  const data = boundedJson(c.data ?? null);
+  if (data === null) return null;
+  return { credential: { id: c.id, data: (c.data ?? null) as ProviderJson, counter: counter as number | null }, data };
+}
+
+/**
+ * Finishes a provider ceremony. Uses up the flow (single use, the same provider, not expired),
+ * hands the provider the stored credential the request names, lets it `finish`, and then checks
+ * its answer before acting on it (`checkProviderIdentity`: allowed issuer, served realm, subject
+ * and claims well formed). Then, by the flow's intent:
+ * - `signin`: the live link of (realm, issuer, subject) signs in: an ordinary session whose
+ *   device is the link id, its `amr` saying how (`providerAmr`), the credential's signature
+ *   counter strictly advancing (a regression, a cloned authenticator, is refused); with no link,
+ *   just-in-time provisioning where the configuration allows it (`jitRefusal`): a new subject,
+ *   its link and the session; otherwise refused;
+ * - `signup`: a new subject, its link and a session, where provisioning is allowed;
+ * - `link`: the identity is linked to the principal who began the flow (who must be the one
+ *   finishing it).
+ * Every refusal after the flow is found is audited as `provider.signin_failed`; a sign-in as
+ * `provider.signin` with `session.created`, a new link as `link.created`.
+ *
+ * @example
+ * const r = await finishProviderFlow(deps, { provider, flowId, request: { query: {}, body }, origin, principal: null });
+ * if (r.outcome === 'session') setCookies(r.pair);
+ */
+export async function finishProviderFlow(
+  deps: AuthDeps,
+  input: {
+    readonly provider: ProviderHandle;
+    readonly flowId: unknown;
+    readonly request: ProviderRequest;
+    readonly origin: string;
+    readonly principal: Principal | null;
+    readonly client?: SessionClientInput;
+  },
+): Promise<ProviderFlowOutcome> {
+  const { provider, principal } = input;
+  const name = provider.policy.name;
+  const origin = checkOrigin(input.origin);
+  if (!isIdOfKind(input.flowId, 'flow')) throw new AuthError('invalid_flow', 'flow_id must be a flow id (flw_...)');
+  const flowId = input.flowId;
+  const now = deps.clock.now();
+  const fail = async (
+    code: 'invalid_credential' | 'invalid_flow' | 'invalid_token' | 'already_linked',
+    reason: string,
+    detail: string,
+    flow: FlowRecord | null,
+    extra: AuditData = {},
+  ): Promise<AuthError> => {
+    await deps.store.appendAuditEvent(
+      auditDraft(deps, 'provider.signin_failed', {
+        realm: flow?.realm ?? null,
+        subject: flow?.subject ?? null,
+        at: now,
+        data: { provider: name, reason, flow_id: flowId, intent: flow?.intent ?? null, ...extra },
+      }),
+    );
+    deps.log.warn({ event: 'provider.signin_failed', provider: name, reason }, 'provider sign-in refused');
+    return new AuthError(code, detail, code === 'invalid_token' && flow !== null ? { realm: flow.realm } : {});
+  };
+
+  const flow = await deps.store.consumeFlow({ id: flowId, now });
+  if (flow === null) throw await fail('invalid_flow', 'flow_unknown_expired_or_used', 'unknown, expired or already finished flow', null);
+  if (flow.provider !== name) throw await fail('invalid_flow', 'flow_of_other_provider', 'the flow was begun with another provider', flow);
+  const { realm, intent } = flow;
+  // The policy may have changed since the flow began: checked again.
+  if (!provider.policy.realms.includes(realm)) {
+    throw await fail('invalid_credential', 'realm_not_allowed', `the provider ${name} does not serve the ${realm} realm`, flow);
+  }
+  if (intent === 'link' && (principal === null || principal.realm !== realm || principal.subject !== flow.subject)) {
+    throw await fail('invalid_token', 'principal_mismatch', 'a link must be finished by the principal who began it', flow);
+  }
+
+  // The stored credential the request names (a passkey assertion's id), under this provider.
+  let stored: LinkRecord | null = null;
+  let credentialId: string | null;
+  try {
+    credentialId = await provider.credentialIdOf(input.request);
+  } catch (error) {
+    deps.log.warn({ event: 'provider.credential_id_failed', provider: name, err: (error as Error)?.message }, 'the provider failed');
+    throw await fail('invalid_credential', 'provider_refused', 'the provider could not read the credential', flow);
+  }
+  if (typeof credentialId === 'string' && credentialId.length >= 1 && credentialId.length <= 255) {
+    for (const issuer of provider.policy.allowedIssuers) {
+      const link = await deps.store.findLiveLink({ realm, issuer, externalSubject: credentialId });
+      if (link !== null && link.provider === name) {
+        stored = link;
+        break;
+      }
+    }
+  }
+  let storedCredential: StoredCredential | null = null;
+  if (stored !== null) {
+    const data = stored.credentialData === null ? null : (JSON.parse(stored.credentialData) as ProviderJson);
+    storedCredential = { id: stored.externalSubject, data, counter: stored.counter };
+  }
+  const ctx: ProviderContext = {
+    realm,
+    intent,
+    origin,
+    callbackUrl: providerCallbackUrl(origin, name),
+    subject: flow.subject,
+    existingCredentials: await existingCredentials(deps, provider, realm, flow.subject),
+  };
+  let result: ProviderFinishResult;
+  try {
+    result = await provider.finish(ctx, {
+      state: JSON.parse(flow.state) as ProviderJson,
+      request: input.request,
+      credential: storedCredential,
+    });
+  } catch (error) {
+    deps.log.warn({ event: 'provider.finish_failed', provider: name, err: (error as Error)?.message }, 'the provider refused the proof');
+    throw await fail('invalid_credential', 'provider_refused', 'the provider could not verify the credential', flow);
+  }
+  const identity = result?.identity;
+  const refused = identity === undefined ? 'no identity' : checkProviderIdentity(provider.policy, realm, identity);
+  if (refused !== null) {
+    throw await fail('invalid_credential', 'identity_refused', `the provider's answer was refused: ${refused}`, flow);
+  }
+  const checked = checkCredential(result.credential, identity);
+  if (checked === null) {
+    throw await fail('invalid_credential', 'credential_malformed', "the provider's credential was refused: malformed or too large", flow);
+  }
+  const facts = { issuer: identity.issuer, external_subject: identity.subject };
+
+  const linked = await deps.store.findLiveLink({ realm, issuer: identity.issuer, externalSubject: identity.subject });
+  const newLink = (subject: string): LinkRecord => ({
+    id: newId('link', deps.clock, deps.random),
+    realm,
+    subject,
+    provider: name,
+    issuer: identity.issuer,
+    externalSubject: identity.subject,
+    credentialData: checked.data,
+    counter: checked.credential?.counter ?? null,
+    name: typeof identity.claims.email === 'string' && identity.claims.email !== '' ? identity.claims.email : name,
+    createdAt: now,
+    lastUsedAt: null,
+    removedAt: null,
+  });
+  const createLink = async (link: LinkRecord, by: Principal | null): Promise<LinkRecord | null> => {
+    const created = await deps.store.createLink(
+      link,
+      auditDraft(deps, 'link.created', {
+        realm,
+        subject: link.subject,
+        deviceId: link.id,
+        at: now,
+        data: {
+          provider: name,
+          ...facts,
+          via: intent === 'link' ? 'principal' : 'jit',
+          by_subject: by?.subject ?? null,
+          by_session: by?.session ?? null,
+        },
+      }),
+    );
+    if (created === 'already_linked') return null;
+    deps.log.info({ event: 'link.created', link_id: link.id, provider: name, realm }, 'identity linked');
+    return link;
+  };
+
+  if (intent === 'link') {
+    if (linked !== null) throw await fail('already_linked', 'already_linked', 'that identity is already linked in this realm', flow, facts);
+    const link = await createLink(newLink(flow.subject as string), principal);
+    if (link === null) throw await fail('already_linked', 'already_linked', 'that identity is already linked in this realm', flow, facts);
+    return { outcome: 'linked', link: linkToJson(link) };
+  }
+
+  let link: LinkRecord | null = linked !== null && linked.provider === name ? linked : null;
+  // The provider verified the credential the request named: the identity it reports must be that credential's.
+  if (stored !== null && link !== null && link.id !== stored.id) {
+    throw await fail('invalid_credential', 'identity_not_credential', "the provider's answer does not match the credential", flow, facts);
+  }
+  if (intent === 'signup' && linked !== null) {
+    throw await fail('already_linked', 'already_linked', 'that identity is already linked in this realm', flow, facts);
+  }
+  let counter: number | null | 'unchanged' = checked.credential?.counter ?? null;
+  if (link === null) {
+    if (linked !== null) throw await fail('invalid_credential', 'linked_with_other_provider', 'the credential is not linked', flow, facts);
+    const jit = jitRefusal(provider.policy, realm, identity);
+    if (jit !== null)
+      throw await fail('invalid_credential', intent === 'signin' ? 'not_linked' : jit, 'the credential is not linked', flow, {
+        ...facts,
+        jit,
+      });
+    link = await createLink(newLink(newId('subject', deps.clock, deps.random)), null);
+    // The counter this ceremony reported was just stored with the new link.
+    if (link !== null) counter = 'unchanged';
+    // A concurrent first sign-in of the same identity linked it first: sign in with that link.
+    link ??= await deps.store.findLiveLink({ realm, issuer: identity.issuer, externalSubject: identity.subject });
+    if (link === null || link.provider !== name)
+      throw await fail('invalid_credential', 'not_linked', 'the credential is not linked', flow, facts);
+  }
+  return {
+    outcome: 'session',
+    pair: await signInWithLink(deps, { provider, link, counter, now, flow, client: input.client, fail, facts }),
+  };
+}
+
+async function signInWithLink(
+  deps: AuthDeps,
+  input: {
+    readonly provider: ProviderHandle;
+    readonly link: LinkRecord;
+    readonly counter: number | null | 'unchanged';
+    readonly now: number;
+    readonly flow: FlowRecord;
+    readonly client: SessionClientInput | undefined;
+    readonly facts: AuditData;
+    readonly fail: (code: 'invalid_credential', reason: string, detail: string, flow: FlowRecord, extra?: AuditData) => Promise<AuthError>;
+  },
+): Promise<TokenPairJson> {
+  const { link, now, provider } = input;
+  const s = deps.settings;
+  const sessionId = newId('session', deps.clock, deps.random);
+  const access = mintSessionToken('access', sessionId, deps.random);
+  const refresh = mintSessionToken('refresh', sessionId, deps.random);
+  const amr = providerAmr(provider.kind);
+  const session = newSessionRecord({
+    id: sessionId,
+    device: link,
+    now,
+    expiresAt: now + s.sessionMaxLifetimeSeconds * 1000,
+    pair: { accessExpiresAt: now + s.accessTokenTtlSeconds * 1000, refreshExpiresAt: now + s.refreshTokenTtlSeconds * 1000 },
+    client: sessionClient(input.client),
+    amr,
+  });
+  const common = { realm: link.realm, subject: link.subject, deviceId: link.id, sessionId, at: now };
+  const outcome = await deps.store.createLinkSession(
+    {
+      session,
+      pair: {
+        accessDigest: digestToken(access),
+        refreshDigest: digestToken(refresh),
+        accessExpiresAt: session.accessExpiresAt,
+        refreshExpiresAt: session.refreshExpiresAt,
+      },
+      counter: input.counter,
+      now,
+    },
+    [
+      auditDraft(deps, 'provider.signin', {
+        ...common,
+        data: { provider: provider.policy.name, ...input.facts, intent: input.flow.intent, flow_id: input.flow.id },
+      }),
+      auditDraft(deps, 'session.created', { ...common, data: { amr: amr.join(' '), link_id: link.id, provider: provider.policy.name } }),
+    ],
+  );
+  switch (outcome.kind) {
+    case 'created':
+      deps.log.info({ event: 'session.created', session_id: sessionId, link_id: link.id, realm: link.realm }, 'session created');
+      return tokenPairToJson(session, access, refresh, now);
+    case 'link_removed':
+      throw await input.fail('invalid_credential', 'link_removed', 'the credential is not linked', input.flow, input.facts);
+    case 'counter_regressed':
+      throw await input.fail(
+        'invalid_credential',
+        'counter_regressed',
+        "the authenticator's signature counter did not advance: it may be cloned",
+        input.flow,
+        { ...input.facts, stored_counter: outcome.stored, presented_counter: input.counter === 'unchanged' ? null : input.counter },
+      );
+  }
+}
