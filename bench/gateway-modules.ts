@@ -50,7 +50,7 @@ interface Round {
  * @example
  * results.gateway_modules = await measureGatewayModules(bare, report);
  */
-export async function measureGatewayModules(bare: Proc, report: (line: string) => void): Promise<Record<string, unknown>> {
+export async function measureGatewayModules(bare: Proc, report: (line: string) => void) {
   const work = mkdtempSync(join(tmpdir(), 'svc-bench-gwm-'));
   const procs: Proc[] = [];
   try {

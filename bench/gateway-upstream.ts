@@ -31,7 +31,7 @@ interface Round {
  * @example
  * results.gateway_upstream = await measureGatewayUpstream(bare, report);
  */
-export async function measureGatewayUpstream(upstream: Proc, report: (line: string) => void): Promise<Record<string, unknown>> {
+export async function measureGatewayUpstream(upstream: Proc, report: (line: string) => void) {
   const work = mkdtempSync(join(tmpdir(), 'svc-bench-gw-'));
   const procs: Proc[] = [];
   try {

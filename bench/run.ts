@@ -13,8 +13,23 @@ import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { measureGatewayModules } from './gateway-modules.js';
 import { measureGatewayUpstream } from './gateway-upstream.js';
-import { anonMiB, type Device, login, PG_URL, type Proc, root, rssMiB, setupProject, start, started, stop, svc } from './harness.js';
+import {
+  anonMiB,
+  costOf,
+  type Device,
+  login,
+  PG_URL,
+  type Proc,
+  root,
+  rssMiB,
+  setupProject,
+  start,
+  started,
+  stop,
+  svc,
+} from './harness.js';
 import { seedSessions } from './seed.js';
+import { ed25519VerifyRate, reportTargets, type TargetFigure } from './targets.js';
 
 const DURATION = Number(process.env.BENCH_SECONDS ?? 6);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
@@ -37,6 +52,10 @@ interface StoreFigures {
   bearer: number;
   logins: number;
   refresh: number;
+  /** Raw Ed25519 verifications per second on one core of the bench process, measured right after the logins. */
+  ed25519_verify: number;
+  /** Server CPU microseconds per bearer check, per complete login, per rotation. */
+  cpu_us: { bearer: number; login: number; refresh: number };
   p99: Record<string, number>;
 }
 
@@ -49,7 +68,8 @@ const median = (xs: readonly number[]): number => {
 /** The round whose bearer ratio is the median, and the median of each figure's ratio over all rounds. */
 interface RoundedFigures {
   rounds: StoreFigures[];
-  ratios: { bearer: number; logins: number; refresh: number };
+  ratios: { bearer: number; logins: number; refresh: number; logins_vs_ed25519: number };
+  cpu: { bearer: number; login: number; refresh: number };
   rates: { baseline: number; bearer: number; logins: number; refresh: number };
 }
 
@@ -60,6 +80,12 @@ function summarize(rounds: StoreFigures[]): RoundedFigures {
       bearer: median(rounds.map((r) => r.bearer / r.baseline)),
       logins: median(rounds.map((r) => r.logins / r.baseline)),
       refresh: median(rounds.map((r) => r.refresh / r.baseline)),
+      logins_vs_ed25519: median(rounds.map((r) => r.logins / r.ed25519_verify)),
+    },
+    cpu: {
+      bearer: median(rounds.map((r) => r.cpu_us.bearer)),
+      login: median(rounds.map((r) => r.cpu_us.login)),
+      refresh: median(rounds.map((r) => r.cpu_us.refresh)),
     },
     rates: {
       baseline: median(rounds.map((r) => r.baseline)),
@@ -77,51 +103,60 @@ async function measure(server: Proc, bare: Proc, devices: Device[]): Promise<Sto
   const session = await login(server.url, first.key, first.pub);
   const bearerHeaders = { authorization: `Bearer ${session.access_token}` };
   const baseline = await cannon({ url: bare.url });
-  const bearer = await cannon({ url: `${server.url}/v1/auth/me`, headers: bearerHeaders });
-  if (bearer.non2xx > 0 || bearer.errors > 0) throw new Error(`bearer run had ${bearer.non2xx} non-2xx, ${bearer.errors} errors`);
+  // Every figure's run also gives what it cost the server in CPU time (harness `costOf`, which throws on any non-2xx).
+  const bearer = await costOf(server, () =>
+    autocannon({ connections: CONNECTIONS, duration: DURATION, url: `${server.url}/v1/auth/me`, headers: bearerHeaders }),
+  );
 
   // Complete logins: a challenge, then the signed session, per connection in sequence.
   let n = 0;
-  const logins = await cannon({
-    url: server.url,
-    requests: [
-      {
-        method: 'POST',
-        path: '/v1/auth/challenges',
-        headers: { 'content-type': 'application/json' },
-        setupRequest: (req, ctx: object) => {
-          const context = ctx as Record<string, unknown>;
-          const d = devices[n++ % devices.length] as Device;
-          context.key = d.key;
-          return { ...req, body: JSON.stringify({ public_key: d.pub }) };
-        },
-        onResponse: (status, body, ctx: object) => {
-          const context = ctx as Record<string, unknown>;
-          if (status === 201) {
-            const c = JSON.parse(body) as { challenge_id: string; challenge: string };
-            context.challenge_id = c.challenge_id;
-            context.challenge = c.challenge;
-          }
-        },
-      },
-      {
-        method: 'POST',
-        path: '/v1/auth/sessions',
-        headers: { 'content-type': 'application/json' },
-        setupRequest: (req, ctx: object) => {
-          const context = ctx as Record<string, unknown>;
-          return {
-            ...req,
-            body: JSON.stringify({
-              challenge_id: context.challenge_id,
-              signature: sign(null, Buffer.from(context.challenge as string), context.key as KeyObject).toString('hex'),
-            }),
-          };
-        },
-      },
-    ],
-  });
-  if (logins.non2xx > 0 || logins.errors > 0) throw new Error(`login run had ${logins.non2xx} non-2xx, ${logins.errors} errors`);
+  const logins = await costOf(
+    server,
+    () =>
+      autocannon({
+        connections: CONNECTIONS,
+        duration: DURATION,
+        url: server.url,
+        requests: [
+          {
+            method: 'POST',
+            path: '/v1/auth/challenges',
+            headers: { 'content-type': 'application/json' },
+            setupRequest: (req, ctx: object) => {
+              const context = ctx as Record<string, unknown>;
+              const d = devices[n++ % devices.length] as Device;
+              context.key = d.key;
+              return { ...req, body: JSON.stringify({ public_key: d.pub }) };
+            },
+            onResponse: (status, body, ctx: object) => {
+              const context = ctx as Record<string, unknown>;
+              if (status === 201) {
+                const c = JSON.parse(body) as { challenge_id: string; challenge: string };
+                context.challenge_id = c.challenge_id;
+                context.challenge = c.challenge;
+              }
+            },
+          },
+          {
+            method: 'POST',
+            path: '/v1/auth/sessions',
+            headers: { 'content-type': 'application/json' },
+            setupRequest: (req, ctx: object) => {
+              const context = ctx as Record<string, unknown>;
+              return {
+                ...req,
+                body: JSON.stringify({
+                  challenge_id: context.challenge_id,
+                  signature: sign(null, Buffer.from(context.challenge as string), context.key as KeyObject).toString('hex'),
+                }),
+              };
+            },
+          },
+        ],
+      }),
+    2,
+  );
+  const verifyRate = ed25519VerifyRate(1000);
 
   // Refresh rotations: every connection rotates its own session's chain. autocannon resets a
   // connection's context when it starts its request list over, so the list is one refresh
@@ -144,14 +179,22 @@ async function measure(server: Proc, bare: Proc, devices: Device[]): Promise<Sto
       if (status === 200) context.rt = (JSON.parse(body) as { refresh_token: string }).refresh_token;
     },
   };
-  const refresh = await cannon({ url: `${server.url}/v1/auth/refresh`, requests: Array.from({ length: 20_000 }, () => rotation) });
-  if (refresh.non2xx > 0 || refresh.errors > 0) throw new Error(`refresh run had ${refresh.non2xx} non-2xx, ${refresh.errors} errors`);
+  const refresh = await costOf(server, () =>
+    autocannon({
+      connections: CONNECTIONS,
+      duration: DURATION,
+      url: `${server.url}/v1/auth/refresh`,
+      requests: Array.from({ length: 20_000 }, () => rotation),
+    }),
+  );
   return {
     baseline: baseline.rps,
     bearer: bearer.rps,
-    logins: logins.rps / 2,
+    logins: logins.rps,
     refresh: refresh.rps,
-    p99: { baseline: baseline.p99, bearer: bearer.p99, login_pair: logins.p99, refresh: refresh.p99 },
+    ed25519_verify: verifyRate,
+    cpu_us: { bearer: bearer.all, login: logins.all, refresh: refresh.all },
+    p99: { baseline: baseline.p99 },
   };
 }
 
@@ -192,7 +235,7 @@ function setBearerCache(dir: string, sessions: number | null): void {
  * store with the cache and those 20,000 tokens, more than it keeps: the worst case, every check
  * a miss. Each figure is a ratio to the bare route driven the same way just before it.
  */
-async function measureScale(bare: Proc, dir: string, report: (line: string) => void): Promise<Record<string, unknown>> {
+async function measureScale(bare: Proc, dir: string, report: (line: string) => void) {
   const { controlDb } = setupProject(dir, 'sqlite', '');
   const serve = () => start([svc, 'auth', 'serve', '--listen', '127.0.0.1:0', dir], /listening on (http:\/\/\S+)/);
   // Like the main figures: ROUNDS rounds, each right after its own baseline; medians.
@@ -280,6 +323,7 @@ async function main(): Promise<void> {
     console.log(line);
   };
   const pgSchema = `svc_bench_${randomBytes(4).toString('hex')}`;
+  const targets: TargetFigure[] = [];
   try {
     const bare = await start(['--import', 'tsx', join(root, 'bench/bare-server.ts')], /listening on (http:\/\/\S+)/);
     report(
@@ -308,18 +352,40 @@ async function main(): Promise<void> {
           : `PostgreSQL ${PG_URL}, synchronous_commit=on`;
       report('');
       report(`store: ${store} (${durability})`);
-      // The issue's targets are for the embedded store; PostgreSQL figures are for comparison.
-      const target = (t: string) => (store === 'sqlite' ? `(target ${t})` : '');
       const spread = (pick: (r: StoreFigures) => number) => (ROUNDS > 1 ? `   rounds ${rounds.map((r) => fmt(pick(r))).join(' / ')}` : '');
+      const cpu = (us: number) => `${us.toFixed(0)} µs CPU`;
       report(`  baseline  bare Fastify route          ${fmt(f.baseline).padStart(8)} req/s   1.00x${spread((r) => r.baseline)}`);
       report(
-        `  bearer    GET /v1/auth/me             ${fmt(f.bearer).padStart(8)} req/s   ${summary.ratios.bearer.toFixed(2)}x   ${target('>= 0.50x')}${spread((r) => r.bearer)}`,
+        `  bearer    GET /v1/auth/me             ${fmt(f.bearer).padStart(8)} req/s   ${summary.ratios.bearer.toFixed(2)}x   ${cpu(summary.cpu.bearer)}${spread((r) => r.bearer)}`,
       );
       report(
-        `  login     challenge + signed session  ${fmt(f.logins).padStart(8)} /s      ${summary.ratios.logins.toFixed(3)}x   ${target('>= 2,000/s')}${spread((r) => r.logins)}`,
+        `  login     challenge + signed session  ${fmt(f.logins).padStart(8)} /s      ${summary.ratios.logins.toFixed(3)}x   ${cpu(summary.cpu.login)}   ${summary.ratios.logins_vs_ed25519.toFixed(3)}x of ${fmt(median(rounds.map((r) => r.ed25519_verify)))} raw Ed25519 verifications/s${spread((r) => r.logins)}`,
       );
       report(
-        `  refresh   rotation                    ${fmt(f.refresh).padStart(8)} /s      ${summary.ratios.refresh.toFixed(3)}x   ${target('>= 4,000/s')}${spread((r) => r.refresh)}`,
+        `  refresh   rotation                    ${fmt(f.refresh).padStart(8)} /s      ${summary.ratios.refresh.toFixed(3)}x   ${cpu(summary.cpu.refresh)}${spread((r) => r.refresh)}`,
+      );
+      targets.push(
+        {
+          id: `${store}.bearer`,
+          what: 'bearer checks (GET /v1/auth/me) / bare Fastify route',
+          ratio: summary.ratios.bearer,
+          goal: store === 'sqlite' ? 0.75 : 0.4,
+          cpuUs: summary.cpu.bearer,
+        },
+        {
+          id: `${store}.logins`,
+          what: 'complete logins / raw Ed25519 verifications (one core)',
+          ratio: summary.ratios.logins_vs_ed25519,
+          goal: store === 'sqlite' ? 0.5 : null,
+          cpuUs: summary.cpu.login,
+        },
+        {
+          id: `${store}.refresh`,
+          what: 'rotations / bare Fastify route',
+          ratio: summary.ratios.refresh,
+          goal: null,
+          cpuUs: summary.cpu.refresh,
+        },
       );
       const figures: Record<string, unknown> = {
         durability,
@@ -331,17 +397,74 @@ async function main(): Promise<void> {
         logins_ratio: summary.ratios.logins,
         refresh_per_s: f.refresh,
         refresh_ratio: summary.ratios.refresh,
+        logins_vs_ed25519: summary.ratios.logins_vs_ed25519,
+        cpu_us: summary.cpu,
         p99_ms: f.p99,
         per_round: rounds,
       };
       results[store] = figures;
       await stop(server);
     }
-    if (runs('scale') && configured.includes('sqlite') && SEED > SMALL_STORE)
-      results.scale = await measureScale(bare, join(work, 'scale'), report);
-    if (runs('gateway-upstream')) results.gateway_upstream = await measureGatewayUpstream(bare, report);
-    if (runs('gateway-modules')) results.gateway_modules = await measureGatewayModules(bare, report);
+    if (runs('scale') && configured.includes('sqlite') && SEED > SMALL_STORE) {
+      const scale = await measureScale(bare, join(work, 'scale'), report);
+      results.scale = scale;
+      targets.push(
+        {
+          id: 'scale.cached',
+          what: `bearer checks with ${fmt(SEED)} sessions / with ${fmt(SMALL_STORE)} (cache on)`,
+          ratio: scale.cached.big_vs_small,
+          goal: 0.9,
+        },
+        {
+          id: 'scale.uncached',
+          what: `bearer checks with ${fmt(SEED)} sessions / with ${fmt(SMALL_STORE)} (cache off)`,
+          ratio: scale.uncached.big_vs_small,
+          goal: null,
+        },
+        {
+          id: 'scale.all-misses',
+          what: `every check a cache miss, ${fmt(SEED)} sessions / cached, ${fmt(SMALL_STORE)}`,
+          ratio: scale.cached_all_misses.vs_small_cached,
+          goal: null,
+        },
+      );
+    }
+    if (runs('gateway-upstream')) {
+      const up = await measureGatewayUpstream(bare, report);
+      results.gateway_upstream = up;
+      targets.push(
+        {
+          id: 'gateway.upstream',
+          what: 'authenticated proxied request / bare @fastify/http-proxy',
+          ratio: up.gateway_ratio,
+          goal: 0.6,
+          cpuUs: up.cpu_us_per_request.gateway,
+        },
+        {
+          id: 'gateway.upstream-signed',
+          what: 'the same with Svc-Assertion / bare @fastify/http-proxy',
+          ratio: up.signed_ratio,
+          goal: null,
+          cpuUs: up.cpu_us_per_request.signed,
+        },
+      );
+    }
+    if (runs('gateway-modules')) {
+      const modules = await measureGatewayModules(bare, report);
+      results.gateway_modules = modules;
+      targets.push({
+        id: 'gateway.modules',
+        what: 'authenticated module route / bare Fastify route',
+        ratio: modules.gateway_ratio,
+        goal: 0.7,
+        cpuUs: modules.cpu_us_per_request.gateway,
+      });
+    }
     await stop(bare);
+    results.regressions = reportTargets(targets, report, {
+      save: process.env.BENCH_SAVE_REFERENCE === '1',
+      startedAt: results.started_at as string,
+    });
   } finally {
     for (const child of started) if (child.exitCode === null) child.kill('SIGKILL');
     rmSync(work, { recursive: true, force: true });

@@ -80,6 +80,8 @@ const ALLOWED: Record<
   '@svc/store-testkit': { imports: ['@svc/core'], testImports: [] },
   'svc-store-sqlite': { imports: ['@svc/core', 'better-sqlite3'], testImports: ['@svc/store-testkit', 'tsx'] },
   'svc-store-postgres': { imports: ['@svc/core', 'pg'], testImports: ['@svc/store-testkit'] },
+  // A provider runs confined and talks JSON over IPC: the contract's types from core, nothing of core at run time.
+  '@svc/provider-webauthn': { imports: ['@simplewebauthn/server'], typeImports: ['@svc/core'], testImports: ['@svc/core'] },
   '@svc/server': {
     // The application gateway's upstream mode: @fastify/http-proxy (reply-from on undici) for HTTP, ws for websockets.
     imports: ['@svc/core', 'fastify', '@fastify/swagger', 'fastify-plugin', 'prom-client', '@fastify/http-proxy', 'ws'],
@@ -95,6 +97,14 @@ const ALLOWED: Record<
     ],
   },
   '@svc/client': { imports: ['@svc/core'], testImports: [] },
+  // The OIDC login provider: openid-client at run time, core's contract types only (it runs
+  // confined, with nothing of svc loaded); its tests run a real OpenID Provider (oidc-provider)
+  // and resolve the client secret with the CLI's secret-reference helper.
+  '@svc/provider-oidc': {
+    imports: ['openid-client'],
+    typeImports: ['@svc/core'],
+    testImports: ['@svc/core', '@svc/cli', 'oidc-provider', '@types/oidc-provider'],
+  },
   '@svc/cli': {
     // The bundled stores ship as addon archives; the CLI imports only their `:config` field tables.
     imports: [
@@ -150,7 +160,7 @@ function bareImports(dir: string): Map<string, string[]> {
 }
 
 test('the dependency table covers exactly the workspace packages, and its package graph has no cycle', () => {
-  assert.equal(manifests.size, 9);
+  assert.equal(manifests.size, 11);
   assert.deepEqual([...manifests.values()].map((m) => m.name).sort(), Object.keys(ALLOWED).sort());
   const visiting = new Set<string>();
   const done = new Set<string>();

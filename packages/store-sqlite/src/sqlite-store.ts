@@ -295,6 +295,14 @@ interface QueuedWrite {
  * sharing the file (CLI and server) serialize on the write lock instead of failing on a
  * lock upgrade, and each single-use credential is consumed by exactly one of them.
  */
+/** A bearer check waiting for its turn's shared freshness read. */
+interface BearerLookup {
+  readonly sessionId: string;
+  readonly digest: string;
+  readonly resolve: (session: SessionRecord | null) => void;
+  readonly reject: (error: unknown) => void;
+}
+
 export class SqliteStore implements Store {
   /** The absolute path of the database file. */
   readonly file: string;
@@ -763,13 +771,47 @@ export class SqliteStore implements Store {
     });
   }
 
-  async findSessionByAccessDigest(sessionId: string, digest: string): Promise<SessionRecord | null> {
-    // NaN (never equal) if the pragma ever answered nothing: the cache is then dropped, never trusted.
-    const version = this.#s.dataVersion.get() ?? Number.NaN;
-    if (version !== this.#accessCacheVersion) {
-      this.#accessCache.clear();
-      this.#accessCacheVersion = version;
+  /**
+   * The bearer check. Checks that arrive in one turn of the event loop wait for its check phase
+   * (`setImmediate`) and share one freshness read (`PRAGMA data_version`, which costs a lock on
+   * the WAL index, two `fcntl` calls, on every read). Still never stale: the read is taken
+   * after every check of the batch was asked for, so after its request was read, and a commit
+   * by any other process before that read empties the cache first.
+   */
+  findSessionByAccessDigest(sessionId: string, digest: string): Promise<SessionRecord | null> {
+    return new Promise((resolve, reject) => {
+      if (this.#bearerBatch.length === 0) setImmediate(this.#answerBearerBatch);
+      this.#bearerBatch.push({ sessionId, digest, resolve, reject });
+    });
+  }
+
+  #bearerBatch: BearerLookup[] = [];
+
+  readonly #answerBearerBatch = (): void => {
+    const batch = this.#bearerBatch;
+    this.#bearerBatch = [];
+    try {
+      // NaN (never equal) if the pragma ever answered nothing: the cache is then dropped, never trusted.
+      const version = this.#s.dataVersion.get() ?? Number.NaN;
+      if (version !== this.#accessCacheVersion) {
+        this.#accessCache.clear();
+        this.#accessCacheVersion = version;
+      }
+    } catch (error) {
+      for (const lookup of batch) lookup.reject(error);
+      return;
     }
+    for (const lookup of batch) {
+      try {
+        lookup.resolve(this.#cachedSession(lookup.sessionId, lookup.digest));
+      } catch (error) {
+        lookup.reject(error);
+      }
+    }
+  };
+
+  /** The session behind an access token, from the cache (fresh: see the batch) or the database. */
+  #cachedSession(sessionId: string, digest: string): SessionRecord | null {
     let entry = this.#accessCache.get(sessionId);
     if (entry !== undefined) this.bearerCache.hits++;
     else {

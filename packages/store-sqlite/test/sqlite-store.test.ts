@@ -246,7 +246,7 @@ for (const bearerCacheSessions of [undefined, 1])
       const deps = makeDeps(cacher, clock);
       const principal = await authenticate(deps, { token: second.access_token, realm: 'management' });
       const other = await openSqliteStore({ file });
-      return { cacher, other, clock, deps, otherDeps: makeDeps(other, clock), key, second, principal };
+      return { file, cacher, other, clock, deps, otherDeps: makeDeps(other, clock), key, second, principal };
     }
     const refused = (deps: ReturnType<typeof makeDeps>, token: string) =>
       assert.rejects(authenticate(deps, { token, realm: 'management' }), (e: unknown) => (e as { code?: string }).code === 'invalid_token');
@@ -260,6 +260,24 @@ for (const bearerCacheSessions of [undefined, 1])
       withCachedSession(async (w) => {
         await revokeSession(w.otherDeps, { principal: w.principal });
         await refused(w.deps, w.second.access_token);
+      }));
+
+    test('checks that share one freshness read still see a revocation another process committed after they were asked for', () =>
+      withCachedSession(async (w) => {
+        // In one turn: a check asked before another process commits a revocation (here a raw
+        // connection that commits synchronously), then one asked after it. Both wait for the
+        // turn's one freshness read, taken after both were asked: the one asked after the commit
+        // must not answer from the cache (the one before may go either way; here it cannot).
+        const before = authenticate(w.deps, { token: w.second.access_token, realm: 'management' });
+        const raw = new Database(w.file);
+        try {
+          raw.prepare("UPDATE sessions SET revoked_at = ?, revoked_reason = 'logout' WHERE id = ?").run(w.clock.now(), w.second.session_id);
+        } finally {
+          raw.close();
+        }
+        const after = authenticate(w.deps, { token: w.second.access_token, realm: 'management' });
+        const invalid = (e: unknown) => (e as { code?: string }).code === 'invalid_token';
+        await Promise.all([assert.rejects(before, invalid), assert.rejects(after, invalid)]);
       }));
 
     test("another connection's rotation retires the cached access token on the very next check", () =>

@@ -54,6 +54,26 @@ export function sessionsSuite(ctx: SuiteContext): void {
         assert.equal((await store.findSessionByAccessDigest(session.id, pair.digests.accessDigest))?.id, session.id);
       }));
 
+    test('bearer checks asked at once are each answered for their own session and digest', () =>
+      ctx.world(async ({ deps, store }) => {
+        const { device } = await enrollDevice(deps, 'application');
+        const made: Awaited<ReturnType<typeof createStoreSession>>[] = [];
+        for (let i = 0; i < 5; i++) made.push(await createStoreSession(deps, device));
+        const unknown = 'ses_01KAQ00000000000000000000Z';
+        // One turn: every session twice with its own digest, once with another's, and an unknown id.
+        const asked = made.flatMap(({ session, pair }, i) => {
+          const other = made[(i + 1) % made.length]?.pair.digests.accessDigest ?? '';
+          return [
+            { expect: session, check: store.findSessionByAccessDigest(session.id, pair.digests.accessDigest) },
+            { expect: null, check: store.findSessionByAccessDigest(session.id, other) },
+            { expect: session, check: store.findSessionByAccessDigest(session.id, pair.digests.accessDigest) },
+          ];
+        });
+        asked.push({ expect: null, check: store.findSessionByAccessDigest(unknown, made[0]?.pair.digests.accessDigest ?? '') });
+        const answers = await Promise.all(asked.map((a) => a.check));
+        answers.forEach((answer, i) => assert.deepEqual(answer, asked[i]?.expect, `check ${i}`));
+      }));
+
     test('listActiveSessions lists live sessions newest first, filtered by realm and device', () =>
       ctx.world(async ({ deps, store, clock }) => {
         const app = await enrollDevice(deps, 'application');
