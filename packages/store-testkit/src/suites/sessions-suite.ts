@@ -71,7 +71,7 @@ export function sessionsSuite(ctx: SuiteContext): void {
         });
         asked.push({ expect: null, check: store.findSessionByAccessDigest(unknown, made[0]?.pair.digests.accessDigest ?? '') });
         const answers = await Promise.all(asked.map((a) => a.check));
-        answers.forEach((answer, i) => assert.deepEqual(answer, asked[i]?.expect, `check ${i}`));
+        for (const [i, answer] of answers.entries()) assert.deepEqual(answer, asked[i]?.expect, `check ${i}`);
       }));
 
     test('listActiveSessions lists live sessions newest first, filtered by realm and device', () =>
