@@ -349,7 +349,7 @@ export async function finishProviderFlow(
 
   let link: LinkRecord | null = linked !== null && linked.provider === name ? linked : null;
   // The provider verified the credential the request named: the identity it reports must be that credential's.
-  if (stored !== null && link !== null && link.id !== stored.id) {
+  if (stored !== null && link?.id !== stored.id) {
     throw await fail('invalid_credential', 'identity_not_credential', "the provider's answer does not match the credential", flow, facts);
   }
   if (intent === 'signup' && linked !== null) {

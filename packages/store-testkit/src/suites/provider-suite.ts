@@ -107,6 +107,27 @@ export function providerSuite(ctx: SuiteContext): void {
         assert.deepEqual(provider.calls.begin.at(-1)?.existingCredentials, ['cred-1']);
       }));
 
+    test('a hostile provider that verifies one stored credential but reports another identity is refused', () =>
+      ctx.world(async ({ deps, store }) => {
+        const provider = createTestProvider({
+          name: 'passkey',
+          kind: 'webauthn',
+          policy: { allowedIssuers: ['webauthn:example.com'], jit: { enabled: true, emailDomains: [] } },
+        });
+        const ann = await appPrincipal(deps);
+        const eve = await appPrincipal(deps);
+        await ceremony(deps, provider, { intent: 'link', principal: ann, proof: { subject: 'cred-ann', counter: 1 } });
+        await ceremony(deps, provider, { intent: 'link', principal: eve, proof: { subject: 'cred-eve', counter: 1 } });
+        for (const subject of ['cred-eve', 'cred-new']) {
+          await rejectsWithCode(
+            ceremony(deps, provider, { proof: { subject, counter: 2, credentialId: 'cred-ann' } }),
+            'invalid_credential',
+          );
+        }
+        assert.equal((await store.listLinks({})).length, 2);
+        assert.deepEqual(await failures(deps), ['identity_not_credential', 'identity_not_credential']);
+      }));
+
     test('cloned authenticator: a signature counter that does not advance is refused, audited, and creates no session', () =>
       ctx.world(async ({ deps, store, clock }) => {
         const provider = createTestProvider({ name: 'passkey', kind: 'webauthn', policy: { allowedIssuers: ['webauthn:example.com'] } });
