@@ -23,8 +23,9 @@ export const PROVIDER_SIGNATURES_DIR = 'signatures';
 export const BUNDLED_PUBLISHER = 'svc';
 
 /**
- * The bundled provider packages of a repository: every `packages/provider-*` directory with a
- * `package.json`, sorted.
+ * The bundled provider packages of a repository: every `packages/provider-*` directory whose
+ * `package.json` ships an `svc-addon.json` (in its `files`), sorted. `provider-host`, the
+ * service's side of the confinement, is not one.
  *
  * @example
  * providerAddonDirs(root); // ['/repo/packages/provider-oidc', '/repo/packages/provider-webauthn']
@@ -32,9 +33,15 @@ export const BUNDLED_PUBLISHER = 'svc';
 export function providerAddonDirs(root: string): string[] {
   const packages = join(root, 'packages');
   return readdirSync(packages)
-    .filter((d) => d.startsWith('provider-') && existsSync(join(packages, d, 'package.json')))
+    .filter((d) => d.startsWith('provider-') && shipsManifest(join(packages, d, 'package.json')))
     .sort()
     .map((d) => join(packages, d));
+}
+
+function shipsManifest(packageJson: string): boolean {
+  if (!existsSync(packageJson)) return false;
+  const files = (JSON.parse(readFileSync(packageJson, 'utf8')) as { files?: unknown }).files;
+  return Array.isArray(files) && files.includes(ADDON_MANIFEST_FILE);
 }
 
 /**

@@ -249,6 +249,12 @@ export const FAILURE_CODES = {
     meaning:
       'a running service stopped shipping the audit trail because the chain no longer continues the one its sinks have (a restored or rewritten store); it logs `audit.ship_stalled` naming the cursor file to remove',
   },
+  provider_failed: {
+    raisedBy: 'ProviderError (@svc/provider-host)',
+    exit: 1,
+    meaning:
+      'a confined provider was refused at start (not a provider, bad `:config`) or a call to it failed: a malformed or oversized answer, a timeout, a crash, an error it threw, or a closed host; `reason` says which',
+  },
 } as const satisfies Record<string, { raisedBy: string; exit: FailureExit; meaning: string }>;
 
 /** A stable code of a failure that is not an HTTP answer. */

@@ -112,6 +112,14 @@ export {
   type ProviderRequest,
   type StoredCredential,
 } from './provider.js';
+export {
+  checkProviderIdentity,
+  MAX_EXTERNAL_SUBJECT_CHARS,
+  MAX_PROVIDER_CLAIM_CHARS,
+  MAX_PROVIDER_CLAIMS,
+  MAX_PROVIDER_CLAIMS_BYTES,
+  PROVIDER_CLAIM_NAME_PATTERN,
+} from './provider-policy.js';
 export { isRealm, type Realm } from './realm.js';
 export { type SessionClientInput, sessionClient, USER_AGENT_MAX_CHARS } from './session-client.js';
 export {

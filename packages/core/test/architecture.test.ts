@@ -93,10 +93,21 @@ const ALLOWED: Record<
       '@seriousme/openapi-schema-validator',
       'canonicalize',
       '@svc/assertion',
+      '@svc/provider-host',
       '@types/ws',
     ],
   },
   '@svc/client': { imports: ['@svc/core'], testImports: [] },
+  // The OIDC login provider: openid-client at run time, core's contract types only (it runs
+  // confined, with nothing of svc loaded); its tests run a real OpenID Provider (oidc-provider)
+  // and resolve the client secret with the CLI's secret-reference helper.
+  '@svc/provider-oidc': {
+    imports: ['openid-client'],
+    typeImports: ['@svc/core'],
+    testImports: ['@svc/core', '@svc/cli', 'oidc-provider', '@types/oidc-provider'],
+  },
+  // Runs provider packages confined; its hostile fixtures try to load the SQLite store and driver (and must fail).
+  '@svc/provider-host': { imports: ['@svc/core'], testImports: ['better-sqlite3', 'svc-store-sqlite'] },
   '@svc/cli': {
     // The bundled stores ship as addon archives; the CLI imports only their `:config` field tables.
     imports: [
@@ -152,7 +163,7 @@ function bareImports(dir: string): Map<string, string[]> {
 }
 
 test('the dependency table covers exactly the workspace packages, and its package graph has no cycle', () => {
-  assert.equal(manifests.size, 10);
+  assert.equal(manifests.size, 12);
   assert.deepEqual([...manifests.values()].map((m) => m.name).sort(), Object.keys(ALLOWED).sort());
   const visiting = new Set<string>();
   const done = new Set<string>();

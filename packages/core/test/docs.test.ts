@@ -37,7 +37,9 @@ function errorClasses(): Map<string, string> {
       }
     }
   };
-  for (const pkg of readdirSync(packages)) walk(join(packages, pkg, 'src'));
+  // Provider packages (provider-webauthn, provider-oidc) run confined in their own process:
+  // their errors never reach the service, which sees only the host's ProviderError.
+  for (const pkg of readdirSync(packages)) if (!pkg.startsWith('provider-') || pkg === 'provider-host') walk(join(packages, pkg, 'src'));
   return found;
 }
 

@@ -64,7 +64,7 @@ export { METRICS_LISTEN_ENV, type MetricsListen, resolveMetricsListen } from './
 export { type BearerCacheCounters, createServiceMetrics, type MetricsSources, type ServiceMetrics } from './metrics/metrics.js';
 // The node surface (may bind a network address).
 export { buildNodeApp, type NodeAppOptions } from './node/app.js';
-export { type ComponentStatus, ed25519KeyProvider, type NodeProvider } from './node/components.js';
+export { type ComponentStatus, ed25519KeyProvider, type NodeProvider, providerPackageOf } from './node/components.js';
 export { createNodeIdentity, type NodeIdentity } from './node/identity.js';
 export { DEFAULT_NODE_LISTEN, NODE_LISTEN_ENV, parseNodeListenAddress, resolveNodeListen } from './node/listen-address.js';
 export { NODE_ROUTES, type NodeRoute, type NodeRouteAuth } from './node/routes.js';

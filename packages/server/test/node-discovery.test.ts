@@ -24,7 +24,17 @@ describe('node surface: discovery', () => {
     const r = await nodeApi(h, 'GET', '/.well-known/edge');
     assert.equal(r.status, 200);
     assert.match(r.headers.get('content-type') ?? '', /^application\/json/);
-    assert.deepEqual(Object.keys(r.body).sort(), ['alg', 'api_version', 'node_id', 'previous_keys', 'public_key', 'routes', 'valid_from']);
+    assert.deepEqual(Object.keys(r.body).sort(), [
+      'alg',
+      'api_version',
+      'node_id',
+      'previous_keys',
+      'providers',
+      'public_key',
+      'routes',
+      'valid_from',
+    ]);
+    assert.deepEqual(r.body.providers, [{ name: 'ed25519', kind: 'device-key' }], 'the providers, as data');
     assert.deepEqual(r.body.previous_keys, [], 'a node that never rotated its key lists no previous keys');
     assert.equal(r.body.api_version, '0-alpha');
     assert.equal(r.body.alg, 'Ed25519');

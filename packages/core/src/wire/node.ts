@@ -103,7 +103,7 @@ export type RetiredNodeKeyJson = WireType<typeof retiredNodeKeySchema>;
 
 export const discoveryResponse = {
   type: 'object',
-  required: ['node_id', 'public_key', 'valid_from', 'previous_keys', 'alg', 'api_version', 'routes'],
+  required: ['node_id', 'public_key', 'valid_from', 'previous_keys', 'alg', 'api_version', 'routes', 'providers'],
   properties: {
     node_id: { type: 'string' },
     public_key: { type: 'string' },
@@ -114,6 +114,14 @@ export const discoveryResponse = {
     alg: { type: 'string', enum: ['Ed25519'] },
     api_version: { type: 'string' },
     routes: { type: 'array', items: nodeRouteSchema },
+    /**
+     * The authentication providers, as data only (the names and kinds health already shows):
+     * a provider package adds no route to this surface, its browser routes are the gateway's.
+     */
+    providers: {
+      type: 'array',
+      items: { type: 'object', required: ['name', 'kind'], properties: { name: { type: 'string' }, kind: { type: 'string' } } },
+    },
   },
 } as const;
 /** The answer of `GET /.well-known/edge`. */
@@ -199,7 +207,21 @@ export const nodeStatusResponse = {
       items: {
         type: 'object',
         required: ['name', 'kind', 'builtin', 'version'],
-        properties: { name: { type: 'string' }, kind: { type: 'string' }, builtin: { type: 'boolean' }, version: nullableString },
+        properties: {
+          /** The built-in provider's name, or a provider package's module alias in `:svc/modules`. */
+          name: { type: 'string' },
+          kind: { type: 'string' },
+          builtin: { type: 'boolean' },
+          version: nullableString,
+          /** A provider package only: its npm name (`version` is its version). */
+          package: { type: 'string' },
+          /** A provider package only: the trusted publisher whose signature it carries. */
+          signer: { type: 'string' },
+          /** A provider package only: `verified`, since only a verified package is started. */
+          verification: { type: 'string', enum: ['verified'] },
+          /** A provider package only: the realms its policy lets it sign in to. */
+          realms: { type: 'array', items: realmSchema },
+        },
       },
     },
     modules: { type: 'array', items: moduleStatusSchema },

@@ -1,4 +1,4 @@
-import type { AuthDeps } from '@svc/core';
+import type { AuthDeps, ProviderHandle } from '@svc/core';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { type ConnectionLimits, installConnectionLimits, NODE_CONNECTION_LIMITS } from '../http/connection-limits.js';
 import { createFailureLimiter } from '../http/failure-limiter.js';
@@ -6,7 +6,7 @@ import { hardenSurface } from '../http/harden.js';
 import { serverOptions } from '../http/server-options.js';
 import { instrumentHttp } from '../metrics/instrument-http.js';
 import type { ServiceMetrics } from '../metrics/metrics.js';
-import { type ComponentStatus, ed25519KeyProvider, type NodeProvider } from './components.js';
+import { type ComponentStatus, ed25519KeyProvider, type NodeProvider, providerPackageOf } from './components.js';
 import type { NodeIdentitySource } from './identity.js';
 import { registerNodeRoutes } from './route-plugins.js';
 import { NODE_ROUTES } from './routes.js';
@@ -21,6 +21,12 @@ export interface NodeAppOptions {
   components: () => ComponentStatus | Promise<ComponentStatus>;
   /** The authentication providers to report and health-check. Default: the built-in Ed25519 provider. */
   providers?: readonly NodeProvider[];
+  /**
+   * The provider packages the service runs confined (`startProviderHost` of `@svc/provider-host`):
+   * listed by status (package, version, signer, verification, realms), health-checked with their
+   * own `health()`, and named in discovery as data. They add no route to this surface.
+   */
+  providerPackages?: readonly ProviderHandle[];
   /** Failed pairing completions allowed per client IP and window. Default: 10 per 60 s. */
   pairingFailureLimit?: { readonly maxFailures?: number; readonly windowSeconds?: number };
   /** How long a health check may take before it counts as failed. Default 2000 ms. */
@@ -51,7 +57,10 @@ export interface NodeAppOptions {
  */
 export async function buildNodeApp(opts: NodeAppOptions): Promise<FastifyInstance> {
   const { deps, identity, components } = opts;
-  const providers = opts.providers ?? [ed25519KeyProvider];
+  const providers = [...(opts.providers ?? [ed25519KeyProvider]), ...(opts.providerPackages ?? []).map(providerPackageOf)];
+  const names = providers.map((p) => p.name);
+  const twice = names.find((n, i) => names.indexOf(n) !== i);
+  if (twice !== undefined) throw new TypeError(`two providers are named ${twice}: status and health could not tell them apart`);
   const app: FastifyInstance = Fastify(serverOptions(opts.logger));
   hardenSurface(app, { loopbackOnly: false });
   installConnectionLimits(app, opts.connectionLimits ?? NODE_CONNECTION_LIMITS);

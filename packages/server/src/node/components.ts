@@ -1,4 +1,4 @@
-import { type ModuleStatusJson, type StoreAddonStatusJson, verifyEd25519 } from '@svc/core';
+import { type ModuleStatusJson, type ProviderHandle, type Realm, type StoreAddonStatusJson, verifyEd25519 } from '@svc/core';
 
 /** What the composition root knows about the installed components, for `GET /edge/0-alpha/status`. */
 export interface ComponentStatus {
@@ -19,6 +19,36 @@ export interface NodeProvider {
   readonly version: string | null;
   /** Resolves when the provider can do its job; rejects (with a reason for the log) when not. */
   check(): Promise<void>;
+  /** A provider package only: what status reports about it (see {@link providerPackageOf}). */
+  readonly package?: { readonly name: string; readonly signer: string; readonly realms: readonly Realm[] };
+}
+
+/**
+ * A provider package the service runs confined (a `ProviderHandle` of `@svc/provider-host`), as
+ * the node surface reports it: its module alias, kind, package, version, signer and realms, and
+ * its own `health()` as the check. A provider that answers `degraded` or `down`, fails or
+ * does not answer in time fails the check; its status and detail go to the log only.
+ *
+ * @example
+ * await buildNodeApp({ deps, identity, components, providerPackages: [passkeys] }); // uses this per handle
+ */
+export function providerPackageOf(handle: ProviderHandle): NodeProvider {
+  return Object.freeze({
+    name: handle.policy.name,
+    // Read per request: the handle learns its kind from the package when it starts.
+    get kind() {
+      return handle.kind;
+    },
+    builtin: false,
+    version: handle.packageVersion,
+    package: Object.freeze({ name: handle.packageName, signer: handle.signer, realms: Object.freeze([...handle.policy.realms]) }),
+    async check() {
+      const health = await handle.health();
+      if (health.status !== 'ok') {
+        throw new Error(`the provider reports ${health.status}${health.detail === undefined ? '' : `: ${health.detail}`}`);
+      }
+    },
+  });
 }
 
 // RFC 8032 §7.1, TEST 2: a known answer, so the check proves verification works, not only that it runs.

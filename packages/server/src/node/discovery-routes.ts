@@ -9,13 +9,15 @@ import { discoveryResponse } from './schemas.js';
  * `GET /.well-known/edge` (public): who this node is (its id and Ed25519 public key, so a
  * person can compare the id and anyone can verify its signed diagnostics), the keys it signed
  * with before a rotation and when each was valid (so older reports still verify), and exactly the
- * routes it serves, each with how it is authorised. Nothing else: no version banner, no
- * component list (that is `status`, behind a management token).
+ * routes it serves, each with how it is authorised, and the names and kinds of its
+ * authentication providers as data (the same ones public health names; a provider package
+ * adds no route). Nothing else: no version banner, no versions or packages (that is `status`,
+ * behind a management token).
  *
  * @example
  * await app.register(discoveryRoutes, { deps, identity, providers });
  */
-export const discoveryRoutes: FastifyPluginAsync<NodeRouteOptions> = async (app, { identity }) => {
+export const discoveryRoutes: FastifyPluginAsync<NodeRouteOptions> = async (app, { identity, providers }) => {
   app.get(
     NODE_PATHS.discovery,
     {
@@ -35,6 +37,8 @@ export const discoveryRoutes: FastifyPluginAsync<NodeRouteOptions> = async (app,
         alg: 'Ed25519',
         api_version: NODE_API_VERSION,
         routes: NODE_ROUTES,
+        // Data only: a provider package never adds a route here (buildNodeApp checks the routes).
+        providers: providers.map((p) => ({ name: p.name, kind: p.kind })),
       };
     },
   );

@@ -9,7 +9,8 @@ import { MANAGEMENT_BEARER, nodeStatusResponse } from './schemas.js';
 /**
  * `GET /edge/0-alpha/status` (management-realm bearer token): the installed components — the
  * service version, the store addon (package, version, pinned digest, verification result), the
- * providers and the modules — as the composition root reports them. Configuration values are
+ * providers (a provider package with its package, version, signer, verification and realms)
+ * and the modules — as the composition root reports them. Configuration values are
  * never included.
  *
  * @example
@@ -29,7 +30,16 @@ export const statusRoutes: FastifyPluginAsync<StatusRouteOptions> = async (app, 
       checked_at: rfc3339(deps.clock.now()),
       service: { name: c.service.name, version: c.service.version },
       store_addon: c.store_addon === null ? null : { ...c.store_addon },
-      providers: providers.map((p) => ({ name: p.name, kind: p.kind, builtin: p.builtin, version: p.version })),
+      providers: providers.map((p) => ({
+        name: p.name,
+        kind: p.kind,
+        builtin: p.builtin,
+        version: p.version,
+        // A provider package: what was verified before it was started, and where it may sign in.
+        ...(p.package === undefined
+          ? {}
+          : { package: p.package.name, signer: p.package.signer, verification: 'verified' as const, realms: [...p.package.realms] }),
+      })),
       modules: c.modules.map((m) => ({ alias: m.alias, module: m.module, package: m.package, activate: [...m.activate] })),
     };
     return body;

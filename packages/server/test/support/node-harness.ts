@@ -2,7 +2,7 @@ import { generateKeyPairSync } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { pairingProofString, type Store } from '@svc/core';
+import { type ProviderHandle, pairingProofString, type Store } from '@svc/core';
 import type { FastifyInstance } from 'fastify';
 import { buildNodeApp, type ComponentStatus, createNodeIdentity, type NodeIdentity, type NodeProvider } from '../../src/index.js';
 import { admin, api, type DeviceKey, type Harness, type HarnessOptions, newDeviceKey, type Reply, startHarness } from './harness.js';
@@ -33,6 +33,7 @@ export interface NodeHarness extends Harness {
 export interface NodeHarnessOptions extends HarnessOptions {
   components?: () => ComponentStatus;
   providers?: readonly NodeProvider[];
+  providerPackages?: readonly ProviderHandle[];
   pairingFailureLimit?: { maxFailures?: number; windowSeconds?: number };
   /** Where the node surface binds (default 127.0.0.1); `nodeBase` then uses this host, or `nodeUrlHost`. */
   nodeHost?: string;
@@ -48,6 +49,7 @@ export async function startNodeHarness(opts: NodeHarnessOptions = {}): Promise<N
     identity,
     components: opts.components ?? (() => TEST_COMPONENTS),
     ...(opts.providers === undefined ? {} : { providers: opts.providers }),
+    ...(opts.providerPackages === undefined ? {} : { providerPackages: opts.providerPackages }),
     ...(opts.pairingFailureLimit === undefined ? {} : { pairingFailureLimit: opts.pairingFailureLimit }),
     healthCheckTimeoutMs: 1000,
     logger: false,
