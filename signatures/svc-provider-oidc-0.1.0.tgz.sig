@@ -1,0 +1,8 @@
+{
+  "schema": 1,
+  "package": "@svc/provider-oidc",
+  "version": "0.1.0",
+  "sha256": "dc05ee5f250362778888c315e8d4ac01b409a99b6c605625d495fe90e29f5399",
+  "publisher_key": "8e28bf57c7cde45f53411513dbe1baeee7a8034c39930273726146176c7ac718",
+  "signature": "f1bec99e284ed096788531a7cbb63b9fd8c31610f4197e8052795128dec815f8b247c2b3f0b5cf554022ccc5af518d6d9494751405c1dfe897ea79bc5db8b506"
+}
