@@ -220,3 +220,54 @@ describe('provider packages are installed and loaded only when signed by a trust
     assert.equal(existsSync(marker), false, 'none of its code ran');
   });
 });
+
+describe('the bundled providers ship signed by the project publisher key (keys/svc-publisher.pub)', () => {
+  const tmp = tempDir('svc-provider-bundled-');
+  const env = cleanEnv({ HOME: tmp.dir });
+  after(() => tmp.cleanup());
+  const root = join(import.meta.dirname, '..', '..', '..');
+
+  const BUNDLED = [
+    {
+      name: 'webauthn',
+      config: '{:webauthn/rp-id "example.com" :webauthn/rp-name "Example" :webauthn/origins ["https://example.com"]}',
+    },
+    {
+      name: 'oidc',
+      config: '{:oidc/issuer "https://login.example.com" :oidc/client-id "svc" :oidc/client-secret #svc/secret "env:OIDC_SECRET"}',
+    },
+  ];
+  for (const { name, config } of BUNDLED) {
+    test(`@svc/provider-${name} installs by name from the bundled archive, signed by "svc", and verifies at start`, async () => {
+      const sums = readFileSync(join(root, 'packages', 'cli', 'addons', 'SHA256SUMS'), 'utf8');
+      const sha = new RegExp(`^([0-9a-f]{64}) {2}svc-provider-${name}-0\\.1\\.0\\.tgz$`, 'm').exec(sums)?.[1];
+      assert.ok(sha !== undefined, sums);
+      const dir = join(tmp.dir, name);
+      await initProject(dir, { env });
+      const key = readFileSync(join(root, 'keys', 'svc-publisher.pub'), 'utf8').trim();
+      const file = join(dir, 'project.edn');
+      writeFileSync(
+        file,
+        readFileSync(file, 'utf8').replace(
+          /^\{:svc\/project( +)("[^"]+")\n/,
+          `{:svc/project$1$2\n :svc/trusted-publishers {"svc" "${key}"}\n`,
+        ),
+      );
+
+      const r = await svc(['package', 'install', `@svc/provider-${name}`, '--sha256', sha, dir, '--json'], { env });
+      assert.equal(r.code, 0, r.stderr);
+      assert.deepEqual((JSON.parse(r.stdout) as { signer: unknown }).signer, { name: 'svc', publicKey: key });
+
+      const text = readFileSync(file, 'utf8');
+      writeFileSync(
+        file,
+        text.replace(
+          ':auth  {:module :svc/auth',
+          `:${name} {:package "@svc/provider-${name}" :activate [:svc/auth-provider] :config ${config}}\n                :auth  {:module :svc/auth`,
+        ),
+      );
+      const server = await startServer(['auth', 'serve', '--listen', '127.0.0.1:0', dir], { env });
+      assert.equal(await server.stop(), 0);
+    });
+  }
+});
