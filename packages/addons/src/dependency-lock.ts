@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { readFile, realpath, stat } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
@@ -60,6 +60,21 @@ interface PackageJson {
 }
 
 /**
+ * The `package.json` of dependency `name` as Node resolves it from the package at `from`: the
+ * first `node_modules/<name>` of Node's lookup paths that has one. Not `require.resolve` of
+ * `<name>/package.json`, which a package's `exports` map may hide (@simplewebauthn/server's
+ * does): the package would then drop out of the closure, unchecked and unreadable when confined.
+ */
+function packageManifestOf(from: string, name: string): string | null {
+  const paths = createRequire(join(from, 'package.json')).resolve.paths(name) ?? [];
+  for (const dir of paths) {
+    const manifest = join(dir, name, 'package.json');
+    if (existsSync(manifest)) return manifest;
+  }
+  return null;
+}
+
+/**
  * Hashes the dependency closure of the package at `fromDir` whose direct dependencies are
  * `roots`: each dependency is resolved exactly as Node will resolve it from the package that
  * declares it, then its own dependencies, transitively. A dependency that does not resolve
@@ -70,12 +85,8 @@ export async function dependencyClosure(fromDir: string, roots: Iterable<string>
   const queue: { from: string; name: string }[] = [...roots].map((name) => ({ from: fromDir, name }));
   while (queue.length > 0) {
     const { from, name } = queue.shift() as { from: string; name: string };
-    let manifest: string;
-    try {
-      manifest = createRequire(join(from, 'package.json')).resolve(`${name}/package.json`);
-    } catch {
-      continue;
-    }
+    const manifest = packageManifestOf(from, name);
+    if (manifest === null) continue;
     const dir = await realpath(join(manifest, '..'));
     if (Object.hasOwn(packages, dir)) continue;
     packages[dir] = await packageDigest(dir);

@@ -60,15 +60,16 @@ describe('passkeys through svc serve: the signed, bundled WebAuthn provider, con
     const edn = readFileSync(file, 'utf8')
       .replace(/^\{/, `{:svc/app-upstream "${app.url}"\n `)
       .replace(
-        ':svc/modules {',
+        ':svc/modules  {',
         `:svc/modules {:passkeys {:package "@svc/provider-webauthn" :activate [:svc/auth-provider]
                            :config {:webauthn/rp-id "localhost" :webauthn/rp-name "Demo"
                                     :webauthn/origins ["${gateway}"] :provider/jit true}}
                 `,
       );
+    assert.ok(edn.includes(':passkeys'), edn);
     writeFileSync(file, edn);
     served = await startUntilReady(
-      ['serve', '--listen', '127.0.0.1:0', '--node-listen', '127.0.0.1:0', '--app-listen', `127.0.0.1:${port}`, dir],
+      ['serve', '--management-listen', '127.0.0.1:0', '--node-listen', '127.0.0.1:0', '--app-listen', `127.0.0.1:${port}`, dir],
       (out) => APP_READY.exec(out)?.[1] ?? null,
       { env: cleanEnv() },
     );
@@ -120,7 +121,10 @@ describe('passkeys through svc serve: the signed, bundled WebAuthn provider, con
     const node = /svc node: node surface listening on (http:\/\/\S+)/.exec(served.stdout())?.[1];
     assert.ok(node, served.stdout());
     const discovery = (await (await fetch(`${node}/.well-known/edge`)).json()) as { providers?: unknown; routes?: unknown };
-    assert.deepEqual(discovery.providers, [{ name: 'passkeys', kind: 'webauthn' }]);
+    assert.deepEqual(discovery.providers, [
+      { name: 'ed25519', kind: 'device-key' },
+      { name: 'passkeys', kind: 'webauthn' },
+    ]);
     assert.ok(!JSON.stringify(discovery.routes ?? discovery).includes('passkeys/'), 'no provider route is advertised');
   });
 });

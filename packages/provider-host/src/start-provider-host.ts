@@ -131,6 +131,7 @@ const within = (dir: string, path: string): boolean => path === dir || path.star
  * control directory would undo the confinement: such a package is not started.
  */
 function escapingLink(name: string, dirs: readonly string[]): string | null {
+  const [packageDir, ...dependencyDirs] = dirs;
   let seen = 0;
   const stack = [...dirs];
   while (stack.length > 0) {
@@ -148,8 +149,13 @@ function escapingLink(name: string, dirs: readonly string[]): string | null {
         } catch {
           continue; // A dangling link leads nowhere.
         }
-        if (!dirs.some((d) => within(d, target))) return path;
-        // A link to a directory inside is walked where it really is.
+        if (dirs.some((d) => within(d, target))) continue;
+        // The one link an installed package has by design: its `node_modules`, to the shared
+        // directory its dependencies are resolved from (svc package install). Through it the
+        // provider can read that directory's npm packages (public code, no secret), never write.
+        const sharedDependencies =
+          path === join(packageDir ?? '', 'node_modules') && dependencyDirs.some((d) => within(target, d) && d !== target);
+        if (!sharedDependencies) return path;
       }
     }
   }
