@@ -41,7 +41,7 @@ export async function startProviderHosts(modules: readonly VerifiedProviderModul
             packageName: verified.name,
             packageVersion: verified.version,
             signer: verified.signer.name,
-            log: log.child({ provider: module.alias }),
+            log,
           }),
         );
       } catch (error) {
