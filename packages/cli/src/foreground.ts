@@ -48,7 +48,8 @@ export async function runForeground(project: Project, surfaces: readonly Surface
   };
   try {
     const deps = await makeDeps(project, store, log);
-    providers = await startProviderHosts(providerModules, log);
+    // Only where a surface serves them: `svc auth serve` alone verifies the packages, starts none.
+    if (surfaces.some((s) => s.usesProviders === true)) providers = await startProviderHosts(providerModules, log);
     for (const surface of surfaces) running.push(await surface.start({ project, deps, log, providers }));
     checkpoints = startCheckpointExport({ project, deps, log });
     shipping = startAuditShipping({ project, deps, log });

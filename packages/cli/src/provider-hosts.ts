@@ -4,7 +4,7 @@ import { providerSettingsJson } from '@svc/core/config';
 import { startProviderHost } from '@svc/provider-host';
 import type { Logger } from 'pino';
 import { CliError } from './cli-error.js';
-import { resolveSecret } from './control.js';
+import { dependenciesDir, resolveSecret } from './control.js';
 import type { VerifiedProviderModule } from './provider-packages.js';
 
 /**
@@ -36,6 +36,7 @@ export async function startProviderHosts(modules: readonly VerifiedProviderModul
             entry: `./${relative(verified.packageDir, verified.entry).split('\\').join('/')}`,
             exportName: verified.exportName,
             dependencyDirs: verified.dependencyDirs,
+            sharedDependencies: dependenciesDir(),
             config,
             policy: module.policy,
             packageName: verified.name,

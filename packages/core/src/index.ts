@@ -127,12 +127,11 @@ export {
 } from './provider.js';
 export { jitRefusal, PROVIDER_FLOW_TTL_SECONDS, providerAmr, providerStartRefusal } from './provider-decisions.js';
 export {
+  CLAIM_NAME_MAX_CHARS,
+  CLAIM_VALUE_MAX_CHARS,
+  CLAIMS_MAX_COUNT,
   checkProviderIdentity,
-  MAX_EXTERNAL_SUBJECT_CHARS,
-  MAX_PROVIDER_CLAIM_CHARS,
-  MAX_PROVIDER_CLAIMS,
-  MAX_PROVIDER_CLAIMS_BYTES,
-  PROVIDER_CLAIM_NAME_PATTERN,
+  IDENTITY_MAX_CHARS,
 } from './provider-policy.js';
 export { isRealm, type Realm } from './realm.js';
 export { type SessionClientInput, sessionClient, USER_AGENT_MAX_CHARS } from './session-client.js';

@@ -1,12 +1,9 @@
-import {
-  MAX_PROVIDER_CLAIM_CHARS,
-  MAX_PROVIDER_CLAIMS,
-  MAX_PROVIDER_CLAIMS_BYTES,
-  type ProviderBeginResult,
-  type ProviderFinishResult,
-  type ProviderHealth,
-  type ProviderJson,
-} from '@svc/core';
+import type { ProviderBeginResult, ProviderFinishResult, ProviderHealth, ProviderJson } from '@svc/core';
+
+/** Shape bounds of the claims an answer may carry (core's `checkProviderIdentity` is stricter on what they mean). */
+const MAX_PROVIDER_CLAIMS = 32;
+const MAX_PROVIDER_CLAIM_CHARS = 1024;
+const MAX_PROVIDER_CLAIMS_BYTES = 4096;
 
 // The shape of every answer a confined provider gives, checked where it crosses the process
 // boundary and before anything of the service sees it. Exact: a key the contract does not name

@@ -35,6 +35,12 @@ export interface ProviderHostOptions {
   readonly exportName: string;
   /** The directories of its dependencies: the child may read them too, and nothing else of the disk. */
   readonly dependencyDirs: readonly string[];
+  /**
+   * The shared directory an installed package's `node_modules` link leads to (`svc package
+   * install` makes it; verification pins its target): that one link is allowed, so the package
+   * resolves its dependencies. Absent: no link may leave the package and its dependencies.
+   */
+  readonly sharedDependencies?: string;
   /** The module's `:config` as JSON, secret references resolved: sent over the pipe, never in arguments or environment. */
   readonly config: ProviderJson;
   readonly policy: ProviderPolicy;
@@ -130,8 +136,8 @@ const within = (dir: string, path: string): boolean => path === dir || path.star
  * permission model follows links (documented), so one link in a readable directory to the
  * control directory would undo the confinement: such a package is not started.
  */
-function escapingLink(name: string, dirs: readonly string[]): string | null {
-  const [packageDir, ...dependencyDirs] = dirs;
+function escapingLink(name: string, dirs: readonly string[], sharedDependencies: string | null): string | null {
+  const packageDir = dirs[0] ?? '';
   let seen = 0;
   const stack = [...dirs];
   while (stack.length > 0) {
@@ -153,9 +159,7 @@ function escapingLink(name: string, dirs: readonly string[]): string | null {
         // The one link an installed package has by design: its `node_modules`, to the shared
         // directory its dependencies are resolved from (svc package install). Through it the
         // provider can read that directory's npm packages (public code, no secret), never write.
-        const sharedDependencies =
-          path === join(packageDir ?? '', 'node_modules') && dependencyDirs.some((d) => within(target, d) && d !== target);
-        if (!sharedDependencies) return path;
+        if (!(path === join(packageDir, 'node_modules') && target === sharedDependencies)) return path;
       }
     }
   }
@@ -247,7 +251,8 @@ export async function startProviderHost(opts: ProviderHostOptions): Promise<Prov
   if (!/^[A-Za-z_$][A-Za-z0-9_$]{0,63}$/.test(opts.exportName)) {
     throw new ProviderError(name, 'start_refused', `the export name ${JSON.stringify(opts.exportName)} is not an identifier`);
   }
-  const link = escapingLink(name, [packageDir, ...dependencyDirs]);
+  const shared = opts.sharedDependencies === undefined ? null : realDir(name, 'the shared dependencies directory', opts.sharedDependencies);
+  const link = escapingLink(name, [packageDir, ...dependencyDirs], shared);
   if (link !== null)
     throw new ProviderError(name, 'start_refused', `${link} is a symbolic link that leads outside the package and its dependencies`);
   const childEntry = childEntryPath();

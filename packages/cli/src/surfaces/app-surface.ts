@@ -147,6 +147,7 @@ export function appSurface(
 ): Surface {
   return {
     name: 'application gateway',
+    usesProviders: true,
     async start(ctx) {
       const { project, deps: base, log } = ctx;
       const config = project.config.app;

@@ -81,6 +81,7 @@ export function nodeSurface(
 ): Surface {
   return {
     name: 'node surface',
+    usesProviders: true,
     async start({ project, deps: base, log, providers }) {
       const metrics = opts.metrics;
       const deps = metrics === undefined ? base : { ...base, store: instrumentStore(base.store, metrics) };

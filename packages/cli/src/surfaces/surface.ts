@@ -24,5 +24,7 @@ export interface RunningSurface {
  */
 export interface Surface {
   readonly name: string;
+  /** Whether it serves the project's provider packages (the gateway's sign-in, the node surface's status): they start only for such a surface. */
+  readonly usesProviders?: boolean;
   start(ctx: SurfaceContext): Promise<RunningSurface>;
 }
