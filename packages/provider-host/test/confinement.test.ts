@@ -140,18 +140,15 @@ test('a provider that returns a disallowed issuer, or signs in to a realm its po
     const { identity } = await h.finish(ctxOf('application'), finishInput());
     assert.equal(checkProviderIdentity(h.policy, 'application', identity), null);
     // The same answer for a ceremony in the management realm: another realm's subject.
-    assert.match(checkProviderIdentity(h.policy, 'management', identity) ?? '', /not allowed in the management realm/);
+    assert.match(checkProviderIdentity(h.policy, 'management', identity) ?? '', /management realm/);
   });
   await withFixture(answer({ issuer: 'https://evil.example', subject: 'alice', claims: {} }), async (h) => {
     const { identity } = await h.finish(ctxOf('application'), finishInput());
-    assert.match(
-      checkProviderIdentity(h.policy, 'application', identity) ?? '',
-      /issuer "https:\/\/evil.example" is not an allowed issuer/,
-    );
+    assert.match(checkProviderIdentity(h.policy, 'application', identity) ?? '', /issuer is not allowed/);
   });
   await withFixture(answer({ issuer: ISSUER, subject: 'admin\u202e', claims: {} }), async (h) => {
     const { identity } = await h.finish(ctxOf('application'), finishInput());
-    assert.match(checkProviderIdentity(h.policy, 'application', identity) ?? '', /unprintable/);
+    assert.match(checkProviderIdentity(h.policy, 'application', identity) ?? '', /subject is not printable/);
   });
   // Malformed rather than refused: a subject that is not a string never leaves the host.
   await withFixture(answer({ issuer: ISSUER, subject: 42, claims: {} }), async (h) => {
