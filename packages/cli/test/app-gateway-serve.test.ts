@@ -1,25 +1,16 @@
 import assert from 'node:assert/strict';
 import { X509Certificate } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { connect } from 'node:tls';
-import { bash, cleanEnv, initProject, type StartedProcess, startUntilReady, svc, tempDir } from './helpers.js';
+import { bash, cleanEnv, freePort, initProject, type StartedProcess, startUntilReady, svc, tempDir } from './helpers.js';
 
 const APP_READY = /svc app: application gateway listening on (https?:\/\/\S+)\n/;
 
 /** Starts `svc <args>` and resolves once the application gateway printed its ready line. */
 function startApp(args: readonly string[], env: NodeJS.ProcessEnv = cleanEnv()): Promise<StartedProcess<string>> {
   return startUntilReady(args, (out) => APP_READY.exec(out)?.[1] ?? null, { env });
-}
-
-async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve));
-  const { port } = s.address() as { port: number };
-  await new Promise((resolve) => s.close(resolve));
-  return port;
 }
 
 /** `project.edn` with `keys` (EDN text) added at the top level, for the duration of `fn`. */

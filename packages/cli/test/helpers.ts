@@ -1,5 +1,6 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer as createNetServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -250,4 +251,13 @@ print(json.dumps({'screen': out.decode('utf8', 'replace'), 'code': os.waitstatus
       return JSON.parse(r.stdout) as { code: number; screen: string };
     },
   );
+}
+
+/** A TCP port free on 127.0.0.1 right now (for a listener whose address must be known before it starts). */
+export async function freePort(): Promise<number> {
+  const s = createNetServer();
+  await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve));
+  const { port } = s.address() as { port: number };
+  await new Promise((resolve) => s.close(resolve));
+  return port;
 }

@@ -1,18 +1,9 @@
 import assert from 'node:assert/strict';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { cleanEnv, initProject, startServer, svc, tempDir } from './helpers.js';
+import { cleanEnv, freePort, initProject, startServer, svc, tempDir } from './helpers.js';
 
 /** A port nothing listens on right now (bound and released). */
-async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve));
-  const { port } = s.address() as { port: number };
-  await new Promise((resolve) => s.close(resolve));
-  return port;
-}
-
 async function nothingListens(port: number): Promise<boolean> {
   try {
     await fetch(`http://127.0.0.1:${port}/health`, { signal: AbortSignal.timeout(5000) });

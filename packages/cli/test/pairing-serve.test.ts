@@ -1,18 +1,9 @@
 import assert from 'node:assert/strict';
 import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { cleanEnv, initProject, svc, tempDir } from './helpers.js';
+import { cleanEnv, freePort, initProject, svc, tempDir } from './helpers.js';
 import { startServe } from './support/node-serve.js';
-
-async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve));
-  const { port } = s.address() as { port: number };
-  await new Promise((resolve) => s.close(resolve));
-  return port;
-}
 
 describe('serving the node surface: svc node serve and svc serve', () => {
   const tmp = tempDir('svc-node-serve-test-');

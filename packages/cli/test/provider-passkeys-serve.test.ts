@@ -7,23 +7,14 @@
 import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import { createServer as createNetServer } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { launchBrowser, pageWithAuthenticator } from '../../../test-support/browser.js';
-import { cleanEnv, initProject, type StartedProcess, startUntilReady, svcOk, tempDir } from './helpers.js';
+import { cleanEnv, freePort, initProject, type StartedProcess, startUntilReady, svcOk, tempDir } from './helpers.js';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const APP_READY = /svc app: application gateway listening on (https?:\/\/\S+)\n/;
-
-async function freePort(): Promise<number> {
-  const s = createNetServer();
-  await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve));
-  const { port } = s.address() as { port: number };
-  await new Promise((resolve) => s.close(resolve));
-  return port;
-}
 
 /** The application behind the gateway: answers with the identity headers it received. */
 async function echoApp(): Promise<{ url: string; close(): Promise<void> }> {
