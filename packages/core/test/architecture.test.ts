@@ -122,7 +122,9 @@ const ALLOWED: Record<
       'svc-store-sqlite',
       'svc-store-postgres',
     ],
-    testImports: ['pg'],
+    // The OIDC end-to-end test runs provider-oidc's test IdP (oidc-provider), imported from
+    // that package's test support rather than copied.
+    testImports: ['pg', 'oidc-provider'],
   },
 };
 
