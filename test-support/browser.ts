@@ -47,6 +47,19 @@ export async function pageWithAuthenticator(browser: Browser): Promise<Authentic
   const page = await context.newPage();
   const cdp = await context.newCDPSession(page);
   await cdp.send('WebAuthn.enable');
+  const authenticatorId = await addAuthenticator(cdp);
+  return { context, page, cdp, authenticatorId };
+}
+
+/**
+ * Adds a virtual authenticator to the page behind `cdp`: a passkey-capable platform one (CTAP2,
+ * resident keys, user verification that says yes), with `overrides` for the odd one a test needs
+ * (a backup-eligible one, a security key that cannot verify users). Returns its id.
+ *
+ * @example
+ * const id = await addAuthenticator(cdp, { defaultBackupEligibility: true, defaultBackupState: false });
+ */
+export async function addAuthenticator(cdp: CDPSession, overrides: Record<string, unknown> = {}): Promise<string> {
   const { authenticatorId } = await cdp.send('WebAuthn.addVirtualAuthenticator', {
     options: {
       protocol: 'ctap2',
@@ -55,7 +68,8 @@ export async function pageWithAuthenticator(browser: Browser): Promise<Authentic
       hasUserVerification: true,
       isUserVerified: true,
       automaticPresenceSimulation: true,
+      ...overrides,
     },
   });
-  return { context, page, cdp, authenticatorId };
+  return authenticatorId;
 }

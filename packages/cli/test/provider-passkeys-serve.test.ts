@@ -91,8 +91,12 @@ describe('passkeys through svc serve: the signed, bundled WebAuthn provider, con
       assert.ok(links.stdout.includes(first['svc-device'] as string));
 
       // Sign out: the session ends; the application is out of reach again.
-      const out = await page.evaluate(async () => (await fetch('/.svc/auth/v1/logout', { method: 'POST' })).status);
-      assert.ok(out < 400, `logout answered ${out}`);
+      const out = await page.evaluate(async () => {
+        const res = await fetch('/.svc/auth/v1/logout', { method: 'POST' });
+        return { status: res.status, body: (await res.json()) as { revoked?: boolean; session_id?: string } };
+      });
+      assert.equal(out.status, 200);
+      assert.deepEqual(out.body, { session_id: first['svc-session'], revoked: true });
       await page.goto(`${gateway}/whoami`);
       assert.match(new URL(page.url()).pathname, /^\/\.svc\/auth\/v1\/login/);
 

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import type { ProviderContext, ProviderJson } from '@svc/core';
 import { createWebAuthnProvider } from '@svc/provider-webauthn';
-import { launchBrowser, pageWithAuthenticator } from '../../../test-support/browser.js';
+import { addAuthenticator, launchBrowser, pageWithAuthenticator } from '../../../test-support/browser.js';
 import { type FinishOutcome, type Harness, startHarness } from './harness.js';
 
 type Browser = Awaited<ReturnType<typeof launchBrowser>>;
@@ -285,9 +285,7 @@ test('user verification required: an assertion without it is refused, even from 
   // A registration without user verification is refused the same way, and nothing is stored:
   // from a security key that cannot verify users (the tampering client also drops the resident key).
   await p.cdp.send('WebAuthn.removeVirtualAuthenticator', { authenticatorId: p.authenticatorId });
-  await p.cdp.send('WebAuthn.addVirtualAuthenticator', {
-    options: { protocol: 'ctap2', transport: 'usb', hasResidentKey: false, hasUserVerification: false, automaticPresenceSimulation: true },
-  });
+  await addAuthenticator(p.cdp, { transport: 'usb', hasResidentKey: false, hasUserVerification: false, isUserVerified: false });
   const unverified = await ceremony(p, 'signup', { userVerification: 'discouraged', residentKey: 'discouraged' });
   assert.equal(unverified.outcome.ok ? '' : unverified.outcome.reason, 'not_verified');
   assert.match(unverified.outcome.ok ? '' : unverified.outcome.message, /user could not be verified/);
@@ -327,18 +325,7 @@ test('backup flags: a passkey that becomes backed up signs in with backed_up upd
   const p = await authPage(h);
   // A synced-passkey provider: backup eligible, not yet backed up.
   await p.cdp.send('WebAuthn.removeVirtualAuthenticator', { authenticatorId: p.authenticatorId });
-  const { authenticatorId } = await p.cdp.send('WebAuthn.addVirtualAuthenticator', {
-    options: {
-      protocol: 'ctap2',
-      transport: 'internal',
-      hasResidentKey: true,
-      hasUserVerification: true,
-      isUserVerified: true,
-      automaticPresenceSimulation: true,
-      defaultBackupEligibility: true,
-      defaultBackupState: false,
-    },
-  });
+  const authenticatorId = await addAuthenticator(p.cdp, { defaultBackupEligibility: true, defaultBackupState: false });
   const signup = await ceremony(p, 'signup');
   assertOk(signup.outcome);
   assert.equal(signup.outcome.claims.device_type, 'multiDevice');
