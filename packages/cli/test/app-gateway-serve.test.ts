@@ -170,6 +170,52 @@ describe('the application gateway listener: svc app serve and svc serve', () => 
     });
   });
 
+  test('with :svc/app-public-origin the CSRF rule trusts only that origin, and a local proxy forwarding its host gets through the DNS-rebinding guard', async () => {
+    /** `curl` POSTs logout (a state-changing browser route) with `Origin` and `Host`; answers the status and the problem's code. */
+    const logout = async (url: string, origin: string, host?: string) => {
+      const r = await bash(
+        `curl -sS -X POST -H "Origin: $O"${host === undefined ? '' : ' -H "Host: $H"'} -w '\n%{http_code}' "$URL/.svc/auth/v1/logout"`,
+        { env: cleanEnv({ O: origin, H: host ?? '', URL: url }) },
+      );
+      assert.equal(r.code, 0, r.stderr);
+      const [body = '', status = ''] = r.stdout.split('\n');
+      return { status: Number(status), code: (JSON.parse(body || '{}') as { code?: string }).code };
+    };
+    const PUBLIC = { origin: 'https://app.example.com', host: 'app.example.com' };
+    // Without the key, the gateway's origin is the Host a request names: on loopback only a
+    // loopback Host and Origin get in, so a proxy on this machine forwarding the public host is refused.
+    const plain = await startApp(['app', 'serve', '--app-listen', '127.0.0.1:0', dir]);
+    try {
+      assert.notEqual((await logout(plain.ready, plain.ready)).code, 'csrf_refused');
+      assert.deepEqual(await logout(plain.ready, PUBLIC.origin, PUBLIC.host), { status: 403, code: 'forbidden_host' });
+    } finally {
+      await plain.stop();
+    }
+    await withProjectKeys(dir, ':svc/app-public-origin "HTTPS://app.example.com/"', async () => {
+      const s = await startApp(['app', 'serve', '--app-listen', '127.0.0.1:0', dir]);
+      try {
+        // The public host and origin, as a local TLS-terminating proxy forwards them: accepted.
+        const own = await logout(s.ready, PUBLIC.origin, PUBLIC.host);
+        assert.notEqual(own.code, 'csrf_refused');
+        assert.notEqual(own.code, 'forbidden_host');
+        assert.ok(own.status < 500, String(own.status));
+        // The Host-derived origin no longer counts as the gateway's own.
+        assert.deepEqual(await logout(s.ready, s.ready), { status: 403, code: 'csrf_refused' });
+        // A rebound hostile page names its own host: still stopped by the guard.
+        assert.deepEqual(await logout(s.ready, 'http://evil.example', 'evil.example'), { status: 403, code: 'forbidden_host' });
+        // The public host with a foreign Origin: not exempt from the guard.
+        assert.deepEqual(await logout(s.ready, 'http://evil.example', PUBLIC.host), { status: 403, code: 'forbidden_host' });
+      } finally {
+        await s.stop();
+      }
+    });
+    await withProjectKeys(dir, ':svc/app-public-origin "https://app.example.com/app"', async () => {
+      const r = await svc(['app', 'serve', '--app-listen', '127.0.0.1:0', dir]);
+      assert.equal(r.code, 1);
+      assert.match(r.stderr, /:svc\/app-public-origin: expected an http:\/\/ or https:\/\/ origin/);
+    });
+  });
+
   test('plain HTTP on a network address warns loudly on stderr and in the log, unless TLS or a trusted proxy terminates it', async () => {
     const exposed = await startApp(['app', 'serve', '--app-listen', '0.0.0.0:0', dir]);
     try {

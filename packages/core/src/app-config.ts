@@ -32,6 +32,12 @@ export interface AppGatewayConfig {
   readonly upstream: string | null;
   /** `:svc/app-audience`: the `aud` of `Svc-Assertion`; null means the upstream's origin. */
   readonly audience: string | null;
+  /**
+   * `:svc/app-public-origin`: the origin browsers reach the gateway at (`https://app.example.com`,
+   * canonical spelling), which browser sign-in and the CSRF rule use; null derives it from each
+   * request's `Host` (or a trusted proxy's `X-Forwarded-Host`/`-Proto`).
+   */
+  readonly publicOrigin: string | null;
   /** `:svc/app-public`: exact paths and prefixes ending in `/*` that need no principal. */
   readonly publicPaths: readonly string[];
   /** `:svc/app-identity-headers`: further inbound header names to strip (lower-cased), beyond the contract's list. */
@@ -49,6 +55,7 @@ export const DEFAULT_APP_GATEWAY_CONFIG: AppGatewayConfig = Object.freeze({
   listen: null,
   upstream: null,
   audience: null,
+  publicOrigin: null,
   publicPaths: Object.freeze([]),
   identityHeaders: Object.freeze([]),
   requirements: Object.freeze([]),

@@ -1,4 +1,5 @@
 import { type AppGatewayConfig, type AppPathRequirement, DEFAULT_APP_GATEWAY_CONFIG } from './app-config.js';
+import { canonicalOrigin } from './browser-policy.js';
 import type { AuthSettings } from './deps.js';
 import { parsePublicKeyHex } from './ed25519.js';
 import { ConfigError, type ConfigProblem } from './errors.js';
@@ -728,6 +729,14 @@ function readAppGatewayConfig(merged: EdnMap, bad: (key: string, message: string
     if (typeof audience !== 'string' || audience.trim() === '' || hasControlCharacter(audience)) {
       expected(':svc/app-audience', audience);
     } else out.audience = audience;
+  }
+
+  const publicOrigin = merged.get(':svc/app-public-origin');
+  if (publicOrigin !== undefined) {
+    // One trailing slash is how origins are often written; a real path is refused.
+    const origin = typeof publicOrigin === 'string' ? canonicalOrigin(publicOrigin.replace(/\/$/, '')) : null;
+    if (origin === null) expected(':svc/app-public-origin', publicOrigin);
+    else out.publicOrigin = origin;
   }
 
   const publicPaths = merged.get(':svc/app-public');

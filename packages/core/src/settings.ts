@@ -196,6 +196,7 @@ export type ProjectKeyType =
   | 'app-listen'
   | 'app-upstream'
   | 'app-audience'
+  | 'app-origin'
   | 'app-paths'
   | 'app-header-names'
   | 'app-require'
@@ -329,6 +330,15 @@ export const PROJECT_KEYS: readonly ProjectKeySpec[] = [
     default: "the upstream's origin",
     inProfile: true,
     meaning: 'the `aud` claim of `Svc-Assertion`, which the application checks',
+  },
+  {
+    key: ':svc/app-public-origin',
+    type: 'app-origin',
+    expected: 'an http:// or https:// origin such as "https://app.example.com" (no user, path, query or fragment)',
+    default: "each request's `Host` (or a trusted proxy's `X-Forwarded-Host` and `-Proto`)",
+    inProfile: true,
+    meaning:
+      'the origin browsers reach the application gateway at: browser sign-in (the WebAuthn origin, the OIDC `redirect_uri`) and the CSRF rule use it, so no request can choose it by the `Host` it names. Set it in production behind a proxy or a load balancer',
   },
   {
     key: ':svc/app-public',

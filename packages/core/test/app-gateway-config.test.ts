@@ -51,6 +51,7 @@ describe('the :svc/app-* keys of project.edn', () => {
       ':svc/app-listen',
       ':svc/app-upstream',
       ':svc/app-audience',
+      ':svc/app-public-origin',
       ':svc/app-public',
       ':svc/app-identity-headers',
       ':svc/app-require',
@@ -67,6 +68,7 @@ describe('the :svc/app-* keys of project.edn', () => {
       ':svc/app-listen': '0.0.0.0:8443',
       ':svc/app-upstream': 'http://127.0.0.1:3000/',
       ':svc/app-audience': 'https://app.example',
+      ':svc/app-public-origin': 'HTTPS://App.Example:443/',
       ':svc/app-public': ['/healthz', '/public/*', '/healthz'],
       ':svc/app-identity-headers': ['X-Tenant-User', 'x_team'],
       ':svc/app-require': m({
@@ -80,6 +82,7 @@ describe('the :svc/app-* keys of project.edn', () => {
       listen: '0.0.0.0:8443',
       upstream: 'http://127.0.0.1:3000',
       audience: 'https://app.example',
+      publicOrigin: 'https://app.example',
       publicPaths: ['/healthz', '/public/*'],
       identityHeaders: ['x-tenant-user', 'x-team'],
       requirements: [
@@ -128,6 +131,29 @@ describe('the :svc/app-* keys of project.edn', () => {
     assert.equal(load({ ':svc/app-audience': 'my-app' }).audience, 'my-app');
     for (const bad of ['', '  ', 'a\nb', 7] as EdnValue[]) {
       assert.match(problemsOf({ ':svc/app-audience': bad })[0] ?? '', /^:svc\/app-audience: expected a non-empty string/);
+    }
+  });
+
+  test(':svc/app-public-origin is an http(s) origin in one spelling: no path, query, user or other scheme', () => {
+    assert.equal(load({ ':svc/app-public-origin': 'https://app.example.com' }).publicOrigin, 'https://app.example.com');
+    assert.equal(load({ ':svc/app-public-origin': 'http://LOCALHOST:8080/' }).publicOrigin, 'http://localhost:8080');
+    assert.equal(load({ ':svc/app-public-origin': 'https://[::1]:8443' }).publicOrigin, 'https://[::1]:8443');
+    for (const bad of [
+      'app.example.com',
+      'https://app.example.com/app',
+      'https://user@app.example.com',
+      'https://app.example.com?x=1',
+      'ftp://app.example.com',
+      'null',
+      'https://app.example.com:99999',
+      '',
+      8443,
+    ] as EdnValue[]) {
+      assert.match(
+        problemsOf({ ':svc/app-public-origin': bad })[0] ?? '',
+        /^:svc\/app-public-origin: expected an http:\/\/ or https:\/\/ origin/,
+        String(bad),
+      );
     }
   });
 

@@ -167,6 +167,7 @@ export function appSurface(
         ...(metrics === undefined ? {} : { metrics }),
         policy: { publicPaths: config.publicPaths, identityHeaders: config.identityHeaders, requirements: config.requirements },
         trustedProxies: config.trustedProxies,
+        ...(config.publicOrigin === null ? {} : { publicOrigin: config.publicOrigin }),
         ...(pair === null ? {} : { https: { cert: pair.cert, key: pair.key } }),
         ...(attachment.jwks === undefined ? {} : { jwks: attachment.jwks }),
         ...(attachment.attach === undefined ? {} : { attach: attachment.attach }),

@@ -12,7 +12,7 @@ import {
   requirementFor,
   unmetRequirement,
 } from '@svc/core';
-import Fastify, { type FastifyInstance, type FastifyPluginAsync, type onRequestAsyncHookHandler } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyPluginAsync, type FastifyRequest, type onRequestAsyncHookHandler } from 'fastify';
 import { bearerChallenge, bearerToken } from '../http/bearer.js';
 import { type ChallengeBudget, createChallengeBudget } from '../http/challenge-budget.js';
 import { APPLICATION_CONNECTION_LIMITS, installConnectionLimits } from '../http/connection-limits.js';
@@ -440,7 +440,14 @@ export async function buildGatewayApp(opts: GatewayAppOptions): Promise<FastifyI
             }),
         }),
   });
-  hardenSurface(app, { loopbackOnly: false, guardExempt: (req) => trustedPeer(req.socket.remoteAddress) });
+  // The DNS-rebinding guard lets through, on a loopback address, a trusted proxy and a request
+  // that names the configured public origin (a proxy on this machine forwarding the public
+  // host): a rebound hostile page names its own host, never the operator's.
+  const namesPublicOrigin = publicOriginPredicate(publicOrigin);
+  hardenSurface(app, {
+    loopbackOnly: false,
+    guardExempt: (req) => trustedPeer(req.socket.remoteAddress) || namesPublicOrigin(req),
+  });
   installConnectionLimits(app, opts.connectionLimits ?? APPLICATION_CONNECTION_LIMITS);
   if (metrics !== undefined) instrumentHttp(app, metrics, 'application');
   decoratePrincipal(app);
@@ -480,4 +487,18 @@ export async function buildGatewayApp(opts: GatewayAppOptions): Promise<FastifyI
     });
   }
   return app;
+}
+
+/**
+ * Whether a request names the configured public origin: its `Host` is that origin's host (and
+ * port), and its `Origin`, when sent, is that origin. Always false without a public origin.
+ */
+function publicOriginPredicate(publicOrigin: string | undefined): (req: FastifyRequest) => boolean {
+  if (publicOrigin === undefined) return () => false;
+  const scheme = publicOrigin.slice(0, publicOrigin.indexOf(':'));
+  return (req) => {
+    const { host, origin } = req.headers;
+    if (host === undefined || canonicalOrigin(`${scheme}://${host}`) !== publicOrigin) return false;
+    return origin === undefined || canonicalOrigin(origin) === publicOrigin;
+  };
 }
