@@ -7,7 +7,7 @@
 // `scale`, `gateway-upstream`, `gateway-modules`; its figures go to bench/results/latest-<names>.{json,txt}.
 import { execFileSync } from 'node:child_process';
 import { type KeyObject, randomBytes, sign } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
@@ -266,6 +266,9 @@ async function measureScale(bare: Proc, dir: string, report: (line: string) => v
   const t0 = Date.now();
   const cold = seedSessions(controlDb, { from: SMALL_STORE, to: SEED }, COLD_TOKENS);
   const seedS = (Date.now() - t0) / 1000;
+  // The control database on disk after the seed (checkpointed: the WAL is empty).
+  const onDisk = (f: string) => (existsSync(f) ? statSync(f).size : 0);
+  const diskMiB = Math.round((onDisk(controlDb) + onDisk(`${controlDb}-wal`)) / 2 ** 20);
   server = await serve();
   const bigUncached = await ratio(server, cold);
   await stop(server);
@@ -286,7 +289,9 @@ async function measureScale(bare: Proc, dir: string, report: (line: string) => v
       `  ${label.padEnd(62)} ${fmt(f.rps).padStart(8)} req/s   ${f.ratio.toFixed(2)}x${vs ? `   (${(f.ratio / vs.ratio).toFixed(2)} of the small store)` : ''}`,
     );
   report('');
-  report(`scale: sqlite, a fresh project; every request checks the next of many tokens (seeded ${fmt(SEED)} in ${seedS.toFixed(0)}s)`);
+  report(
+    `scale: sqlite, a fresh project; every request checks the next of many tokens (seeded ${fmt(SEED)} in ${seedS.toFixed(0)}s; control database ${fmt(diskMiB)} MiB on disk)`,
+  );
   line(`cache on:  ${fmt(SMALL_STORE)} sessions, their ${fmt(SMALL_STORE)} tokens`, smallCached);
   line(`cache on:  ${fmt(SEED)} sessions, the same ${fmt(SMALL_STORE)} tokens`, bigCached, smallCached);
   line(`cache off: ${fmt(SMALL_STORE)} sessions, their ${fmt(SMALL_STORE)} tokens`, smallUncached);
@@ -301,6 +306,7 @@ async function measureScale(bare: Proc, dir: string, report: (line: string) => v
   return {
     sessions: { small: SMALL_STORE, big: SEED },
     seed_s: seedS,
+    disk_mib: diskMiB,
     cached: { small: smallCached, big_same_tokens: bigCached, big_vs_small: bigCached.ratio / smallCached.ratio },
     uncached: {
       small: smallUncached,
