@@ -200,8 +200,15 @@ async function measure(server: Proc, bare: Proc, devices: Device[]): Promise<Sto
 
 /** `GET /v1/auth/me` (or the bare route, which ignores it) with the next token of `tokens` on every request. */
 function cannonOver(url: string, path: string, tokens: readonly string[]) {
+  return cannon(overTokens(url, path, tokens));
+}
+
+/** The autocannon options of {@link cannonOver}. */
+function overTokens(url: string, path: string, tokens: readonly string[]): autocannon.Options {
   let i = 0;
-  return cannon({
+  return {
+    connections: CONNECTIONS,
+    duration: DURATION,
     url,
     requests: [
       {
@@ -210,7 +217,7 @@ function cannonOver(url: string, path: string, tokens: readonly string[]) {
         setupRequest: (req) => ({ ...req, headers: { ...req.headers, authorization: `Bearer ${tokens[i++ % tokens.length]}` } }),
       },
     ],
-  });
+  };
 }
 
 const SMALL_STORE = 1_000;
@@ -243,14 +250,16 @@ async function measureScale(bare: Proc, dir: string, report: (line: string) => v
     await cannonOver(server.url, '/v1/auth/me', tokens.slice(0, 100));
     const rps: number[] = [];
     const ratios: number[] = [];
+    const cpu: number[] = [];
     for (let r = 0; r < ROUNDS; r++) {
       const base = await cannonOver(bare.url, '/', tokens);
-      const run = await cannonOver(server.url, '/v1/auth/me', tokens);
-      if (run.non2xx > 0 || run.errors > 0) throw new Error(`scale run had ${run.non2xx} non-2xx, ${run.errors} errors`);
+      // costOf throws on any error or non-2xx answer.
+      const run = await costOf(server, () => autocannon(overTokens(server.url, '/v1/auth/me', tokens)));
+      cpu.push(run.all);
       rps.push(run.rps);
       ratios.push(run.rps / base.rps);
     }
-    return { rps: median(rps), ratio: median(ratios) };
+    return { rps: median(rps), ratio: median(ratios), cpuUs: median(cpu) };
   };
   const hot = seedSessions(controlDb, { from: 0, to: SMALL_STORE }, SMALL_STORE);
   let server = await serve();
@@ -284,9 +293,9 @@ async function measureScale(bare: Proc, dir: string, report: (line: string) => v
   const anonMisses2 = anonMiB(server);
   await stop(server);
 
-  const line = (label: string, f: { rps: number; ratio: number }, vs?: { ratio: number }) =>
+  const line = (label: string, f: { rps: number; ratio: number; cpuUs: number }, vs?: { ratio: number }) =>
     report(
-      `  ${label.padEnd(62)} ${fmt(f.rps).padStart(8)} req/s   ${f.ratio.toFixed(2)}x${vs ? `   (${(f.ratio / vs.ratio).toFixed(2)} of the small store)` : ''}`,
+      `  ${label.padEnd(62)} ${fmt(f.rps).padStart(8)} req/s   ${f.ratio.toFixed(2)}x   ${f.cpuUs.toFixed(0).padStart(3)} µs CPU${vs ? `   (${(f.ratio / vs.ratio).toFixed(2)} of the small store)` : ''}`,
     );
   report('');
   report(
@@ -420,18 +429,21 @@ async function main(): Promise<void> {
           what: `bearer checks with ${fmt(SEED)} sessions / with ${fmt(SMALL_STORE)} (cache on)`,
           ratio: scale.cached.big_vs_small,
           goal: 0.9,
+          cpuUs: scale.cached.big_same_tokens.cpuUs,
         },
         {
           id: 'scale.uncached',
           what: `bearer checks with ${fmt(SEED)} sessions / with ${fmt(SMALL_STORE)} (cache off)`,
           ratio: scale.uncached.big_vs_small,
           goal: null,
+          cpuUs: scale.uncached.big_spread_tokens.cpuUs,
         },
         {
           id: 'scale.all-misses',
           what: `every check a cache miss, ${fmt(SEED)} sessions / cached, ${fmt(SMALL_STORE)}`,
           ratio: scale.cached_all_misses.vs_small_cached,
           goal: null,
+          cpuUs: scale.cached_all_misses.cpuUs,
         },
       );
     }
