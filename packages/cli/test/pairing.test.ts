@@ -153,6 +153,26 @@ describe('pairing a second device through the real svc CLI', () => {
       assert.equal(r.code, 2, r.stderr);
       assert.match(r.stderr, /--device-key/);
     }
+    const both = await svc(['auth', 'pair', '--node-url', nodeUrl, '--device-key', 'ab'.repeat(32), '--provider', 'passkeys'], {
+      env: adminEnv,
+    });
+    assert.equal(both.code, 2, both.stderr);
+    assert.match(both.stderr, /not both/);
+    const stray = await svc(['auth', 'pair', '--node-url', nodeUrl, '--device-key', 'ab'.repeat(32), '--app-url', 'http://x'], {
+      env: adminEnv,
+    });
+    assert.equal(stray.code, 2, stray.stderr);
+    const badUrl = await svc(['auth', 'pair', '--node-url', nodeUrl, '--provider', 'passkeys', '--app-url', 'ftp://x'], { env: adminEnv });
+    assert.equal(badUrl.code, 2, badUrl.stderr);
+    assert.equal(badUrl.stderr.trim().split('\n').length, 1);
+  });
+
+  test('svc auth pair --provider for a provider this node does not run is refused with one line naming the provider (exit 2, a bad argument)', async () => {
+    const r = await svc(['auth', 'pair', '--node-url', nodeUrl, '--provider', 'passkeys', '--realm', 'application'], { env: adminEnv });
+    assert.equal(r.code, 2, r.stderr);
+    assert.match(r.stderr, /invalid_request/);
+    assert.match(r.stderr, /provider must name a provider this node runs \(none is installed\)/);
+    assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr);
   });
 
   test('a node id that differs from the discovered one is refused (exit 1) and nothing is sent: the intent stays usable', async () => {

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { launchBrowser, pageWithAuthenticator } from '../../../test-support/browser.js';
-import { cleanEnv, freePort, initProject, type StartedProcess, startUntilReady, svcOk, tempDir } from './helpers.js';
+import { cleanEnv, freePort, initProject, keygen, type StartedProcess, startUntilReady, svc, svcOk, tempDir } from './helpers.js';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const APP_READY = /svc app: application gateway listening on (https?:\/\/\S+)\n/;
@@ -34,9 +34,13 @@ describe('passkeys through svc serve: the signed, bundled WebAuthn provider, con
   let app: Awaited<ReturnType<typeof echoApp>>;
   let served: StartedProcess<string>;
   let gateway: string;
+  // The operator's own home: `svc auth login` saves the management session there.
+  const adminEnv = cleanEnv({ HOME: join(tmp.dir, 'admin-home'), SVC_CREDENTIALS: join(tmp.dir, 'admin-home', 'credentials.json') });
+  const adminKey = join(tmp.dir, 'admin.pem');
 
   before(async () => {
-    await initProject(dir);
+    const init = await initProject(dir);
+    await svcOk(['auth', 'enroll', init.bootstrap_token, await keygen(adminKey), dir]);
     app = await echoApp();
     const sums = readFileSync(join(ROOT, 'packages/cli/addons/SHA256SUMS'), 'utf8');
     const digest = /^([0-9a-f]{64}) {2}svc-provider-webauthn-/m.exec(sums)?.[1];
@@ -64,6 +68,9 @@ describe('passkeys through svc serve: the signed, bundled WebAuthn provider, con
       (out) => APP_READY.exec(out)?.[1] ?? null,
       { env: cleanEnv() },
     );
+    const management = /svc auth: management API listening on (http:\/\/\S+)/.exec(served.stdout())?.[1];
+    assert.ok(management, served.stdout());
+    await svcOk(['auth', 'login', '--key', adminKey, '--url', management], { env: adminEnv });
   });
   after(async () => {
     await served?.stop();
@@ -107,6 +114,60 @@ describe('passkeys through svc serve: the signed, bundled WebAuthn provider, con
       assert.equal(second['svc-subject'], first['svc-subject']);
       assert.equal(second['svc-device'], first['svc-device']);
       assert.notEqual(second['svc-session'], first['svc-session']);
+    } finally {
+      await browser.close();
+    }
+  });
+
+  test("an admin's link intent: the invited user types the code on the sign-in page, creates a passkey, and is that subject; the code works once", async () => {
+    const node = /svc node: node surface listening on (http:\/\/\S+)/.exec(served.stdout())?.[1] as string;
+    const prepared = await svcOk(
+      ['auth', 'pair', '--provider', 'passkeys', '--realm', 'application', '--node-url', node, '--app-url', gateway, '--json'],
+      { env: adminEnv },
+    );
+    const intent = JSON.parse(prepared.stdout) as { intent_id: string; code: string; subject: string; sign_in_url: string };
+    assert.equal(intent.sign_in_url, `${gateway}/.svc/auth/v1/login?pairing=${intent.intent_id}`);
+    assert.ok(!intent.sign_in_url.includes(intent.code), 'the code never goes in the link');
+    // The human form names the provider and prints the link.
+    const human = await svc(
+      ['auth', 'pair', '--provider', 'passkeys', '--realm', 'application', '--node-url', node, '--app-url', gateway],
+      {
+        env: adminEnv,
+      },
+    );
+    assert.equal(human.code, 0, human.stderr);
+    assert.match(human.stdout, /^link intent prepared on /);
+    assert.match(human.stdout, /provider: passkeys/);
+    assert.match(human.stdout, /\/\.svc\/auth\/v1\/login\?pairing=int_/);
+
+    const browser = await launchBrowser();
+    try {
+      const { page } = await pageWithAuthenticator(browser);
+      await page.goto(`${intent.sign_in_url}&return=${encodeURIComponent('/whoami')}`);
+      await page.fill('#pairing-code', intent.code);
+      await page.click('button[data-intent="link"]');
+      await page.waitForURL(`${gateway}/whoami`);
+      const seen = JSON.parse((await page.textContent('body')) ?? '') as Record<string, string | null>;
+      assert.equal(seen['svc-subject'], intent.subject, 'signed in as the subject the admin invited');
+      assert.match(seen['svc-device'] ?? '', /^lnk_/);
+      const links = JSON.parse((await svcOk(['auth', 'links', dir, '--subject', intent.subject, '--json'])).stdout) as {
+        links: { id: string }[];
+      };
+      assert.deepEqual(
+        links.links.map((l) => l.id),
+        [seen['svc-device']],
+      );
+
+      // Another browser with the same code: refused, and no second passkey is linked.
+      const other = await pageWithAuthenticator(browser);
+      await other.page.goto(intent.sign_in_url);
+      await other.page.fill('#pairing-code', intent.code);
+      await other.page.click('button[data-intent="link"]');
+      await other.page.waitForFunction("(document.getElementById('status')?.textContent ?? '') !== ''");
+      assert.match((await other.page.textContent('#status')) ?? '', /^Sign-in failed: /);
+      assert.match(new URL(other.page.url()).pathname, /^\/\.svc\/auth\/v1\/login/);
+      const after = JSON.parse((await svcOk(['auth', 'links', dir, '--subject', intent.subject, '--json'])).stdout) as { links: unknown[] };
+      assert.equal(after.links.length, 1);
     } finally {
       await browser.close();
     }

@@ -197,11 +197,14 @@ export { auditDraft } from './use-cases/event.js';
 export { type BootstrapReason, type IssuedBootstrapToken, issueBootstrapToken } from './use-cases/issue-bootstrap-token.js';
 export { linkToJson, listLinks, unlinkIdentity } from './use-cases/links.js';
 export {
+  checkLinkPairing,
   completePairing,
+  type LinkableProvider,
   normalizePairingCode,
   PAIRING_MAX_FAILURES,
   type PreparedPairing,
   pairingProofString,
+  prepareLinkPairing,
   preparePairing,
 } from './use-cases/pairing.js';
 export {

@@ -20,9 +20,10 @@ import type { Realm } from './realm.js';
  * records its client (`clientAddress`, `userAgent`); devices and sessions are listed by subject.
  * 5: provider links and flows (`createLink`, `getLink`, `findLiveLink`, `listLinks`,
  * `removeLink`, `createFlow`, `consumeFlow`, `createLinkSession`); a session records how it was
- * made (`amr`), and its `deviceId` may be a link id.
+ * made (`amr`), and its `deviceId` may be a link id. 6: `createLink` may complete a link
+ * intent (a pairing intent whose code is bound to a provider) in the same transaction.
  */
-export const STORE_CONTRACT_VERSION = 5;
+export const STORE_CONTRACT_VERSION = 6;
 
 /** An enrolled device. `removedAt` is set when an operator removes it. */
 export interface DeviceRecord {
@@ -377,7 +378,17 @@ export interface Store {
    * a live link has the same (realm, issuer, external subject): a unique index decides, also
    * between nodes.
    */
-  createLink(link: LinkRecord, event: AuditEventDraft): Promise<'created' | 'already_linked'>;
+  createLink(
+    link: LinkRecord,
+    event: AuditEventDraft,
+    /**
+     * A link intent this link completes: in the same transaction it is marked completed
+     * (`completedAt = now`, `deviceId = link.id`), only while live (not completed, not burned,
+     * `expiresAt > now`, its code digest equal to `codeDigest`); otherwise `'intent_invalid'`
+     * and nothing written. Of N concurrent links completing one intent, exactly one is created.
+     */
+    pairing?: { readonly id: string; readonly codeDigest: string; readonly now: number },
+  ): Promise<'created' | 'already_linked' | 'intent_invalid'>;
   /** A link by id, removed or not. */
   getLink(id: string): Promise<LinkRecord | null>;
   /** The live link of an external identity in a realm. */

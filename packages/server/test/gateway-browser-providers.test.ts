@@ -10,7 +10,8 @@ import {
   startGateway,
   startGatewayHarness,
 } from './support/gateway-harness.js';
-import { startNodeHarness } from './support/node-harness.js';
+import { newDeviceKey } from './support/harness.js';
+import { adminToken, completion, nodeApi, prepare, startNodeHarness } from './support/node-harness.js';
 import { type TestProvider, testJsonProvider, testRedirectProvider } from './support/test-provider.js';
 
 const FLOW = 'svc-flow';
@@ -246,5 +247,168 @@ describe('begun ceremonies are budgeted', () => {
     } finally {
       await h.close();
     }
+  });
+});
+
+describe('a link intent (svc auth pair --provider): its code stands in for a signed-in principal, once', () => {
+  let h: GatewayHarness;
+  let idp: TestProvider;
+  let other: TestProvider;
+  let admin: string;
+  before(async () => {
+    idp = testRedirectProvider({ name: 'corp', subject: 'erin', jit: false });
+    other = testRedirectProvider({ name: 'other', subject: 'frank', issuer: 'https://other.test', jit: false });
+    h = await startGatewayHarness({
+      attach: echoAttach,
+      providerPackages: [idp, other],
+      gateway: { providers: [idp, other] },
+    });
+    admin = await adminToken(h);
+  });
+  after(() => h.close());
+
+  /** Prepares a link intent over the node surface, as `svc auth pair --provider` does. */
+  async function prepareLink(body: Record<string, unknown>) {
+    const r = await nodeApi(h, 'POST', '/edge/0-alpha/pairing/prepare', { token: admin, body: { realm: 'application', ...body } });
+    assert.equal(r.status, 201, r.text);
+    return r.body as { intent_id: string; code: string; subject: string; provider: string; public_key: null };
+  }
+
+  /** POST begin with the intent and a code, from the gateway's own origin (the sign-in page's script). */
+  function beginWith(provider: string, intentId: string, code: string) {
+    return browserRequest(h, 'POST', `/.svc/auth/v1/providers/${provider}/begin`, {
+      headers: { origin: h.gatewayBase, 'content-type': 'application/json' },
+      body: JSON.stringify({ intent: 'link', pairing_intent_id: intentId, pairing_code: code, return: '/app' }),
+    });
+  }
+
+  async function events(type: string) {
+    return (await h.store.listAuditEvents({ afterSeq: 0, limit: 100_000 })).filter((e) => e.type === type);
+  }
+
+  test('the holder of the code links the credential to the intent subject and is signed in as that subject; the intent is then used up', async () => {
+    const user = await applicationUser(h);
+    const me = await gatewayApi(h, 'GET', '/.svc/auth/v1/me', { token: user.pair.access_token });
+    const intent = await prepareLink({ provider: 'corp', subject: me.body.subject });
+    assert.equal(intent.provider, 'corp');
+    assert.equal(intent.public_key, null);
+    assert.equal(intent.subject, me.body.subject);
+    // No cookie, no bearer: the code alone authorises the link. Case and dashes do not matter.
+    const begun = await beginWith('corp', intent.intent_id, intent.code.toLowerCase().replace('-', ''));
+    assert.equal(begun.status, 200, begun.text);
+    const flow = cookiesSet(begun.setCookies)[FLOW] as string;
+    const done = await browserRequest(h, 'GET', callbackPath(h, begun.body.redirect), { cookies: { [FLOW]: flow } });
+    assert.equal(done.status, 303, done.text);
+    assert.equal(done.headers.get('location'), '/app');
+    const access = cookiesSet(done.setCookies)['svc-access'] as string;
+    const them = await gatewayApi(h, 'GET', '/.svc/auth/v1/me', { token: access });
+    assert.equal(them.status, 200);
+    assert.equal(them.body.subject, me.body.subject);
+    assert.match(them.body.device, /^lnk_/);
+    const created = (await events('link.created')).at(-1);
+    assert.equal(created?.data.via, 'pairing');
+    assert.equal(created?.data.intent_id, intent.intent_id);
+    assert.equal(created?.subject, me.body.subject);
+    // Replaying the same code: the intent is used up.
+    const again = await beginWith('corp', intent.intent_id, intent.code);
+    assert.equal(again.status, 401);
+    assert.equal(again.body.code, 'invalid_pairing_intent');
+    // And from now on the linked identity signs in as that subject.
+    const signin = await beginRedirect(h, 'corp');
+    const back = await browserRequest(h, 'GET', callbackPath(h, signin.location), { cookies: { [FLOW]: signin.flow } });
+    assert.equal(back.status, 303, back.text);
+    const later = await gatewayApi(h, 'GET', '/.svc/auth/v1/me', { token: cookiesSet(back.setCookies)['svc-access'] as string });
+    assert.equal(later.body.subject, me.body.subject);
+  });
+
+  test('guessing the code: each wrong code is counted and audited, the fifth burns the intent, and the right code is then refused', async () => {
+    const intent = await prepareLink({ provider: 'other' });
+    const wrong = intent.code.endsWith('Z') ? `${intent.code.slice(0, -1)}Y` : `${intent.code.slice(0, -1)}Z`;
+    const before = (await events('pairing.failed')).length;
+    for (let i = 0; i < 5; i++) {
+      const r = await beginWith('other', intent.intent_id, wrong);
+      assert.equal(r.status, 401, r.text);
+      assert.equal(r.body.code, 'invalid_pairing_code');
+      assert.equal(r.setCookies.length, 0, 'no flow is begun');
+    }
+    assert.equal((await events('pairing.failed')).length, before + 4);
+    assert.equal((await events('pairing.burned')).at(-1)?.data.intent_id, intent.intent_id);
+    const right = await beginWith('other', intent.intent_id, intent.code);
+    assert.equal(right.status, 401);
+    assert.equal(right.body.code, 'invalid_pairing_intent');
+  });
+
+  test('an intent prepared for one provider cannot be completed with another: the right code counts as a wrong one', async () => {
+    const intent = await prepareLink({ provider: 'corp' });
+    const r = await beginWith('other', intent.intent_id, intent.code);
+    assert.equal(r.status, 401);
+    assert.equal(r.body.code, 'invalid_pairing_code');
+    assert.equal((await h.store.getPairingIntent(intent.intent_id))?.failures, 1);
+  });
+
+  test("a device pairing's code cannot link a credential, and a link intent's code cannot enroll a device", async () => {
+    const device = await prepare(h, admin, { realm: 'application' });
+    const asLink = await beginWith('corp', device.intent_id, device.code);
+    assert.equal(asLink.status, 401);
+    assert.equal(asLink.body.code, 'invalid_pairing_code');
+    const link = await prepareLink({ provider: 'corp' });
+    const key = newDeviceKey();
+    const asDevice = await nodeApi(h, 'POST', '/edge/0-alpha/pairing/complete', {
+      body: completion(h, { intent_id: link.intent_id, code: link.code }, key),
+    });
+    assert.equal(asDevice.status, 401);
+    assert.equal(asDevice.body.code, 'invalid_pairing_code');
+  });
+
+  test('a management-realm link intent cannot be completed at the application gateway', async () => {
+    const r = await nodeApi(h, 'POST', '/edge/0-alpha/pairing/prepare', {
+      token: admin,
+      body: { realm: 'management', provider: 'corp' },
+    });
+    // This node's corp provider serves only the application realm: refused at prepare already.
+    assert.equal(r.status, 400, r.text);
+    assert.equal(r.body.code, 'invalid_request');
+  });
+
+  test('prepare needs a management bearer, a provider this node runs, and not both a key and a provider', async () => {
+    const anon = await nodeApi(h, 'POST', '/edge/0-alpha/pairing/prepare', { body: { realm: 'application', provider: 'corp' } });
+    assert.equal(anon.status, 401);
+    const user = await applicationUser(h);
+    const asApp = await nodeApi(h, 'POST', '/edge/0-alpha/pairing/prepare', {
+      token: user.pair.access_token,
+      body: { realm: 'application', provider: 'corp' },
+    });
+    assert.equal(asApp.status, 401);
+    assert.equal(asApp.body.code, 'invalid_token');
+    for (const body of [
+      { realm: 'application', provider: 'nope' },
+      { realm: 'application', provider: 'ed25519' },
+      { realm: 'application', provider: 'corp', public_key: newDeviceKey().publicKeyHex },
+      { realm: 'application' },
+    ]) {
+      const r = await nodeApi(h, 'POST', '/edge/0-alpha/pairing/prepare', { token: admin, body });
+      assert.equal(r.status, 400, JSON.stringify(body));
+      assert.equal(r.body.code, 'invalid_request');
+    }
+  });
+
+  test('an expired link intent is refused at begin', async () => {
+    const intent = await prepareLink({ provider: 'corp', ttl_seconds: 60 });
+    h.clock.advance(61_000);
+    const r = await beginWith('corp', intent.intent_id, intent.code);
+    assert.equal(r.status, 401);
+    assert.equal(r.body.code, 'invalid_pairing_intent');
+  });
+
+  test('the sign-in page for an intent asks for the code, offers every provider as a link, and never shows the code in the URL', async () => {
+    const intent = await prepareLink({ provider: 'corp' });
+    const r = await browserRequest(h, 'GET', `/.svc/auth/v1/login?pairing=${intent.intent_id}`);
+    assert.equal(r.status, 200);
+    assert.match(r.text, /<input id="pairing-code"/);
+    assert.match(r.text, new RegExp(`data-pairing="${intent.intent_id}"`));
+    assert.match(r.text, /data-provider="corp" data-intent="link"/);
+    assert.doesNotMatch(r.text, new RegExp(intent.code));
+    const bad = await browserRequest(h, 'GET', '/.svc/auth/v1/login?pairing=%22%3E%3Cscript%3E');
+    assert.equal(bad.status, 400);
   });
 });

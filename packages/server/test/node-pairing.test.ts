@@ -35,6 +35,7 @@ describe('node surface: pairing', () => {
       'intent_id',
       'name',
       'node_id',
+      'provider',
       'public_key',
       'realm',
       'subject',

@@ -810,8 +810,22 @@ export class PostgresStore implements Store {
     }
   }
 
-  async createLink(link: LinkRecord, event: AuditEventDraft): Promise<'created' | 'already_linked'> {
-    return this.#tx(async (c) => {
+  async createLink(
+    link: LinkRecord,
+    event: AuditEventDraft,
+    pairing?: Parameters<Store['createLink']>[2],
+  ): Promise<'created' | 'already_linked' | 'intent_invalid'> {
+    return this.#tx(async (c): Promise<'created' | 'already_linked' | 'intent_invalid'> => {
+      if (pairing !== undefined) {
+        // The one conditional update that decides which link completes the intent (device_id
+        // stays null: it names devices only; the link.created event names the intent).
+        const claimed = await changes(
+          c,
+          `UPDATE pairing_intents SET completed_at = $3 WHERE id = $1 AND code_digest = $2 AND ${liveIntentSql('$3')}`,
+          [pairing.id, pairing.codeDigest, pairing.now],
+        );
+        if (claimed === 0) return 'intent_invalid';
+      }
       // The partial unique index decides, also between nodes: a concurrent insert of the same
       // identity waits for this one's commit, then does nothing.
       const inserted = await changes(
@@ -832,7 +846,8 @@ export class PostgresStore implements Store {
           link.lastUsedAt,
         ],
       );
-      if (inserted === 0) return 'already_linked';
+      // With an intent, its completion above goes back too: the code is not wasted.
+      if (inserted === 0) return pairing === undefined ? 'already_linked' : rollback('already_linked' as const);
       await this.#append(c, event);
       return 'created';
     });

@@ -213,6 +213,7 @@ function prepareStatements(db: Db) {
     completeIntent: p<{ id: string; now: number; deviceId: string }>(
       'UPDATE pairing_intents SET completed_at = @now, device_id = @deviceId WHERE id = @id',
     ),
+    completeLinkIntent: p<{ id: string; now: number }>('UPDATE pairing_intents SET completed_at = @now WHERE id = @id'),
 
     insertLink: p<LinkRecord>(
       `INSERT INTO links (${LINK_COLUMNS})
@@ -1020,10 +1021,25 @@ export class SqliteStore implements Store {
     return worker;
   }
 
-  async createLink(link: LinkRecord, event: AuditEventDraft): Promise<'created' | 'already_linked'> {
-    return this.#write(() => {
+  async createLink(
+    link: LinkRecord,
+    event: AuditEventDraft,
+    pairing?: Parameters<Store['createLink']>[2],
+  ): Promise<'created' | 'already_linked' | 'intent_invalid'> {
+    return this.#write((): 'created' | 'already_linked' | 'intent_invalid' => {
+      if (pairing !== undefined) {
+        const intent = this.#s.intentById.get(pairing.id);
+        const decision = decidePairingCompletion(intent && toIntent(intent), {
+          codeDigest: pairing.codeDigest,
+          now: pairing.now,
+          keyTaken: false,
+        });
+        if (decision.kind !== 'complete') return 'intent_invalid';
+      }
       // The partial unique index decides: a live link of the same identity makes this a no-op.
       if (this.#s.insertLink.run(link).changes === 0) return 'already_linked';
+      // `device_id` stays null: it names devices only; the `link.created` event names the intent.
+      if (pairing !== undefined) this.#s.completeLinkIntent.run({ id: pairing.id, now: pairing.now });
       this.#append(event);
       return 'created';
     }, true);

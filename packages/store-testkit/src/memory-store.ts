@@ -493,10 +493,23 @@ export class MemoryStore implements Store {
     return undefined;
   }
 
-  async createLink(link: LinkRecord, event: AuditEventDraft): Promise<'created' | 'already_linked'> {
+  async createLink(
+    link: LinkRecord,
+    event: AuditEventDraft,
+    pairing?: Parameters<Store['createLink']>[2],
+  ): Promise<'created' | 'already_linked' | 'intent_invalid'> {
+    const intent = pairing === undefined ? undefined : this.#d.intents.get(pairing.id);
+    if (pairing !== undefined) {
+      const decision = decidePairingCompletion(intent, { codeDigest: pairing.codeDigest, now: pairing.now, keyTaken: false });
+      if (decision.kind !== 'complete') return 'intent_invalid';
+    }
     if (this.#liveLink(link.realm, link.issuer, link.externalSubject) !== undefined) return 'already_linked';
     if (this.#d.links.has(link.id)) throw new Error(`link ${link.id} already exists`);
     this.#d.links.set(link.id, Object.freeze({ ...link, removedAt: null }));
+    if (pairing !== undefined && intent !== undefined) {
+      // `deviceId` stays null: it names devices only; the `link.created` event names the intent.
+      this.#d.intents.set(intent.id, Object.freeze({ ...intent, completedAt: pairing.now }));
+    }
     this.#append(event);
     return 'created';
   }

@@ -60,12 +60,18 @@ export function completeCommand(nodeUrl: string, prepared: PreparedPairingJson):
 
 const spec = {
   name: 'svc auth pair',
-  summary: 'Prepare a pairing (enrolment intent) for a new device on the node surface; prints the one-time code.',
+  summary:
+    'Prepare a pairing (enrolment intent) for a new device, or a link intent for a passkey or company login, on the node surface; prints the one-time code.',
   usage:
-    'svc auth pair --device-key HEX [--node-url URL] [--realm management|application] [--name NAME] [--subject sub_...] [--ttl SECONDS] [--credentials FILE] [--json]',
+    'svc auth pair (--device-key HEX | --provider NAME [--app-url URL]) [--node-url URL] [--realm management|application] [--name NAME] [--subject sub_...] [--ttl SECONDS] [--credentials FILE] [--json]',
   help: [
     "--device-key HEX      the new device's Ed25519 public key (64 hex, as its `svc auth keygen` printed):",
     '                      only that key can complete the pairing, so a leaked code is useless alone',
+    '--provider NAME       instead of a device key: a link intent for that provider (its name in project.edn);',
+    "                      the code's holder links a credential of it (a passkey, a company login) on the",
+    "                      gateway's sign-in page and is signed in with it",
+    "--app-url URL         with --provider: the gateway's address as browsers reach it, for the printed sign-in",
+    '                      link (default: $SVC_APP_URL, else http://localhost:8080)',
     '--node-url URL        the node surface (default: $SVC_NODE_URL, else http://127.0.0.1:9091)',
     '--realm REALM         the realm the new device joins: management (default) or application',
     "--name NAME           the new device's name (the device may still choose one)",
@@ -78,6 +84,8 @@ const spec = {
   ],
   options: {
     'device-key': { type: 'string' },
+    provider: { type: 'string' },
+    'app-url': { type: 'string' },
     'node-url': { type: 'string' },
     realm: { type: 'string' },
     name: { type: 'string' },
@@ -109,7 +117,15 @@ export const authPair: Command = {
       if (!/^[1-9]\d{0,5}$/.test(args.values.ttl)) throw new UsageError(`${spec.name}: --ttl takes whole seconds, e.g. --ttl 300`);
       ttl = Number(args.values.ttl);
     }
-    const deviceKey = requireOption(args.values['device-key'], '--device-key HEX', spec.name);
+    const provider = args.values.provider;
+    if (provider !== undefined) {
+      if (args.values['device-key'] !== undefined) {
+        throw new UsageError(`${spec.name}: give --device-key (a device) or --provider (a passkey or login), not both`);
+      }
+      return await prepareLinkIntent(args.values, { realm, ttl, provider });
+    }
+    if (args.values['app-url'] !== undefined) throw new UsageError(`${spec.name}: --app-url goes with --provider`);
+    const deviceKey = requireOption(args.values['device-key'], '--device-key HEX (or --provider NAME)', spec.name);
     if (!/^[0-9a-fA-F]{64}$/.test(deviceKey)) {
       throw new UsageError(
         `${spec.name}: --device-key takes the new device's public key, 64 hex digits (its \`svc auth keygen\` or \`svc auth pubkey\` prints it)`,
@@ -155,3 +171,75 @@ export const authPair: Command = {
     return 0;
   },
 };
+
+/** The gateway's address for the printed sign-in link: `--app-url`, else `$SVC_APP_URL`, else `http://localhost:8080`. */
+function appUrlOf(flag: string | undefined): string {
+  const url = flag ?? process.env.SVC_APP_URL ?? '';
+  const chosen = url === '' ? 'http://localhost:8080' : url;
+  let parsed: URL;
+  try {
+    parsed = new URL(chosen);
+  } catch {
+    throw new UsageError(`${spec.name}: --app-url must be the gateway's http(s) address, e.g. https://app.example.com`);
+  }
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
+    throw new UsageError(`${spec.name}: --app-url must be the gateway's http(s) address, e.g. https://app.example.com`);
+  }
+  return parsed.origin;
+}
+
+/**
+ * `svc auth pair --provider NAME`: a link intent on the node surface, then the sign-in link the
+ * user opens and the code they type there (never in the link: it would land in browser history
+ * and proxy logs).
+ */
+async function prepareLinkIntent(
+  values: {
+    readonly 'node-url'?: string;
+    readonly 'app-url'?: string;
+    readonly name?: string;
+    readonly subject?: string;
+    readonly credentials?: string;
+    readonly json?: boolean;
+  },
+  input: { readonly realm: 'management' | 'application'; readonly ttl: number | undefined; readonly provider: string },
+): Promise<number> {
+  const appUrl = appUrlOf(values['app-url']);
+  const nodeUrl = nodeUrlOf(values['node-url']);
+  const session = savedSession(values.credentials);
+  const node = createNodeClient({ baseUrl: nodeUrl });
+  let prepared: PreparedPairingJson;
+  try {
+    prepared = await session.withAccessToken((token) =>
+      node.preparePairing(token, {
+        realm: input.realm,
+        provider: input.provider,
+        ...(values.name === undefined ? {} : { name: values.name }),
+        ...(values.subject === undefined ? {} : { subject: values.subject }),
+        ...(input.ttl === undefined ? {} : { ttl_seconds: input.ttl }),
+      }),
+    );
+  } catch (error) {
+    throw explainNodeFailure('the link intent could not be prepared', error);
+  }
+  if (prepared.provider !== input.provider) {
+    throw new CliError(`the node at ${node.baseUrl} prepared an intent for another provider than --provider; do not use it`);
+  }
+  const signIn = `${appUrl}/.svc/auth/v1/login?pairing=${encodeURIComponent(prepared.intent_id)}`;
+  if (values.json === true) {
+    printJson({ ...prepared, node_url: node.baseUrl, sign_in_url: signIn });
+    return 0;
+  }
+  printLine(`link intent prepared on ${node.baseUrl}`);
+  printLine(`intent:   ${prepared.intent_id}`);
+  printLine(`code:     ${prepared.code}   (single use; ${PAIRING_MAX_FAILURES} wrong codes burn it)`);
+  printLine(`realm:    ${prepared.realm}`);
+  printLine(`subject:  ${prepared.subject}${prepared.name === null ? '' : `  name: ${prepared.name}`}`);
+  printLine(`provider: ${prepared.provider}   (only a credential of this provider can complete it)`);
+  printLine(`expires:  ${prepared.expires_at} (in ${prepared.expires_in} s)`);
+  printLine('');
+  printLine('Give the user this link and, separately, the code:');
+  printLine(`  ${signIn}`);
+  printLine('they type the code on that page and set up their credential; they are then signed in as that subject.');
+  return 0;
+}

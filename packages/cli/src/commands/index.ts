@@ -138,7 +138,8 @@ export const COMMANDS: readonly CommandEntry[] = [
   },
   {
     path: ['auth', 'pair'],
-    summary: 'Prepare a pairing (enrolment intent) for a new device on the node surface; prints the one-time code.',
+    summary:
+      'Prepare a pairing (enrolment intent) for a new device, or a link intent for a passkey or company login, on the node surface; prints the one-time code.',
     load: async () => (await import('./auth-pair.js')).authPair,
   },
   {

@@ -44,6 +44,23 @@ function codeDigest(intentId: string, normalizedCode: string, publicKey: string)
   return sha256Hex(`${PAIRING_DOMAIN} code ${intentId} ${normalizedCode} ${publicKey.toLowerCase()}`);
 }
 
+/** An intent's lifetime in seconds: `ttl_seconds`, by default the longest the settings allow. */
+function parseTtl(deps: AuthDeps, ttlSeconds: unknown): number {
+  const max = deps.settings.pairingMaxTtlSeconds;
+  const ttl = ttlSeconds ?? max;
+  if (typeof ttl !== 'number' || !Number.isInteger(ttl) || ttl < PAIRING_MIN_TTL_SECONDS || ttl > max) {
+    throw new AuthError('invalid_request', `ttl_seconds must be a whole number from ${PAIRING_MIN_TTL_SECONDS} to ${max}`);
+  }
+  return ttl;
+}
+
+/** The subject an intent is for: the one named, or a new one. */
+function parseSubject(deps: AuthDeps, subject: unknown): string {
+  if (subject === undefined || subject === null) return newId('subject', deps.clock, deps.random);
+  if (isIdOfKind(subject, 'subject')) return subject;
+  throw new AuthError('invalid_request', 'subject must be a subject id (sub_...)');
+}
+
 /** The answer to a prepared intent: the code exists only here, the store keeps its digest. */
 export type PreparedPairing = Omit<PreparedPairingJson, 'node_id'>;
 
@@ -79,15 +96,8 @@ export async function preparePairing(
     );
   }
   const publicKey = parsePublicKeyHex(input.publicKey);
-  const max = deps.settings.pairingMaxTtlSeconds;
-  const ttl = input.ttlSeconds ?? max;
-  if (typeof ttl !== 'number' || !Number.isInteger(ttl) || ttl < PAIRING_MIN_TTL_SECONDS || ttl > max) {
-    throw new AuthError('invalid_request', `ttl_seconds must be a whole number from ${PAIRING_MIN_TTL_SECONDS} to ${max}`);
-  }
-  let subject: string;
-  if (input.subject === undefined || input.subject === null) subject = newId('subject', deps.clock, deps.random);
-  else if (isIdOfKind(input.subject, 'subject')) subject = input.subject;
-  else throw new AuthError('invalid_request', 'subject must be a subject id (sub_...)');
+  const ttl = parseTtl(deps, input.ttlSeconds);
+  const subject = parseSubject(deps, input.subject);
   const name = input.name === undefined || input.name === null ? null : parseDeviceName(input.name, '');
   const now = deps.clock.now();
   const id = newId('intent', deps.clock, deps.random);
@@ -128,6 +138,7 @@ export async function preparePairing(
     subject,
     name,
     public_key: publicKey,
+    provider: null,
     code: `${code.slice(0, 4)}-${code.slice(4)}`,
     expires_at: rfc3339(intent.expiresAt),
     expires_in: secondsUntil(intent.expiresAt, now),
@@ -219,4 +230,161 @@ export async function completePairing(
     case 'invalid':
       throw new AuthError('invalid_pairing_intent', 'the enrolment intent was completed, burned or expired meanwhile');
   }
+}
+
+/**
+ * What a link intent's code digest is bound to instead of a device key: the provider the
+ * credential must come from. A device key is 64 hex digits and this never is, so a link
+ * intent's code can never complete a device pairing, nor a device intent's code a link.
+ */
+function linkBinding(provider: string): string {
+  return `link:${provider}`;
+}
+
+/** A provider a link intent may name: its configured name and the realms it serves. */
+export interface LinkableProvider {
+  readonly name: string;
+  readonly realms: readonly string[];
+}
+
+/**
+ * Prepares a link intent: a management principal lets whoever holds the one-time code link one
+ * credential of the provider `provider` (a passkey, a company login) to `subject` of `realm`
+ * (an existing subject, or a new one: an invitation), and be signed in with it. The code has
+ * the same form, lifetime and burn rule as a device pairing's; its digest is bound to the
+ * intent and the provider, so it completes nothing else. Completed through the gateway's
+ * provider routes (`startProviderFlow` with `pairing`), never here.
+ *
+ * @example
+ * const { intent_id, code } = await prepareLinkPairing(deps, { principal, realm: 'application', provider: 'passkeys', providers });
+ */
+export async function prepareLinkPairing(
+  deps: AuthDeps,
+  input: {
+    readonly principal: Principal;
+    readonly realm: unknown;
+    readonly provider: unknown;
+    /** The providers this node runs. */
+    readonly providers: readonly LinkableProvider[];
+    readonly subject?: unknown;
+    readonly name?: unknown;
+    readonly ttlSeconds?: unknown;
+  },
+): Promise<PreparedPairing> {
+  if (input.principal.realm !== 'management') {
+    throw new AuthError('invalid_token', 'pairing needs a management-realm token', { realm: 'management' });
+  }
+  if (!isRealm(input.realm)) throw new AuthError('invalid_request', 'realm must be "management" or "application"');
+  const realm = input.realm;
+  const provider = input.providers.find((p) => p.name === input.provider);
+  if (provider === undefined) {
+    const names = input.providers.map((p) => p.name);
+    throw new AuthError(
+      'invalid_request',
+      `provider must name a provider this node runs${names.length === 0 ? ' (none is installed)' : `: ${names.join(', ')}`}`,
+    );
+  }
+  if (!provider.realms.includes(realm)) {
+    throw new AuthError('invalid_request', `the provider ${provider.name} does not serve the ${realm} realm`);
+  }
+  const ttl = parseTtl(deps, input.ttlSeconds);
+  const subject = parseSubject(deps, input.subject);
+  const name = input.name === undefined || input.name === null ? null : parseDeviceName(input.name, '');
+  const now = deps.clock.now();
+  const id = newId('intent', deps.clock, deps.random);
+  const code = crockfordBase32(deps.random(5), 8);
+  const intent: PairingIntentRecord = {
+    id,
+    realm,
+    subject,
+    name,
+    codeDigest: codeDigest(id, code, linkBinding(provider.name)),
+    createdAt: now,
+    expiresAt: now + ttl * 1000,
+    createdBy: input.principal.subject,
+    failures: 0,
+    completedAt: null,
+    burnedAt: null,
+    deviceId: null,
+  };
+  await deps.store.createPairingIntent(
+    intent,
+    auditDraft(deps, 'pairing.prepared', {
+      realm,
+      subject,
+      at: now,
+      data: {
+        intent_id: id,
+        kind: 'link',
+        provider: provider.name,
+        by_subject: input.principal.subject,
+        by_session: input.principal.session,
+        ttl_seconds: ttl,
+      },
+    }),
+  );
+  deps.log.info({ event: 'pairing.prepared', intent_id: id, realm, kind: 'link', provider: provider.name }, 'link intent prepared');
+  return {
+    intent_id: id,
+    realm,
+    subject,
+    name,
+    public_key: null,
+    provider: provider.name,
+    code: `${code.slice(0, 4)}-${code.slice(4)}`,
+    expires_at: rfc3339(intent.expiresAt),
+    expires_in: secondsUntil(intent.expiresAt, now),
+  };
+}
+
+/**
+ * Checks a link intent's code before a provider ceremony begins: the intent is live, of `realm`,
+ * and the code is right for `provider`, in constant time. A wrong code (or another provider, or
+ * a device intent) counts as a failed attempt, audited, and the fifth burns the intent. The
+ * intent is not used up here: the link that completes it is (`createLink` with `pairing`), so of
+ * two ceremonies begun with one code only one ever links.
+ *
+ * @example
+ * const intent = await checkLinkPairing(deps, { intentId, code, provider: 'passkeys', realm: 'application' });
+ */
+export async function checkLinkPairing(
+  deps: AuthDeps,
+  input: { readonly intentId: unknown; readonly code: unknown; readonly provider: string; readonly realm: string },
+): Promise<PairingIntentRecord> {
+  if (!isIdOfKind(input.intentId, 'intent')) throw new AuthError('invalid_request', 'pairing_intent_id must be an intent id (int_...)');
+  if (typeof input.code !== 'string' || input.code.length === 0 || input.code.length > 32) {
+    throw new AuthError('invalid_request', 'pairing_code must be the pairing code string');
+  }
+  const now = deps.clock.now();
+  const intent = await deps.store.getPairingIntent(input.intentId);
+  if (intent === null || intent.completedAt !== null || intent.burnedAt !== null || intent.expiresAt <= now) {
+    throw new AuthError('invalid_pairing_intent', 'unknown, expired, completed or burned link intent');
+  }
+  const presented = codeDigest(intent.id, normalizePairingCode(input.code), linkBinding(input.provider));
+  if (!digestsEqual(presented, intent.codeDigest)) {
+    const counted = await deps.store.recordPairingFailure({ id: intent.id, now, maxFailures: PAIRING_MAX_FAILURES }, (failures, burned) =>
+      auditDraft(deps, burned ? 'pairing.burned' : 'pairing.failed', {
+        realm: intent.realm,
+        subject: intent.subject,
+        at: now,
+        data: { intent_id: intent.id, failures, kind: 'link', provider: input.provider },
+      }),
+    );
+    deps.log.warn({ event: 'pairing.failed', intent_id: intent.id, failures: counted?.failures ?? null }, 'wrong link code or provider');
+    if (counted === null) throw new AuthError('invalid_pairing_intent', 'unknown, expired, completed or burned link intent');
+    throw new AuthError(
+      'invalid_pairing_code',
+      counted.burned
+        ? 'wrong pairing code, or not the provider the intent was prepared for; the intent is now burned, ask for a new one'
+        : `wrong pairing code, or not the provider the intent was prepared for (${PAIRING_MAX_FAILURES - counted.failures} attempts left)`,
+    );
+  }
+  // The realm is checked after the code: a right code for another realm's intent is no guess.
+  if (intent.realm !== input.realm) {
+    throw new AuthError(
+      'invalid_pairing_intent',
+      `the intent links a credential in the ${intent.realm} realm, not the ${input.realm} realm`,
+    );
+  }
+  return intent;
 }

@@ -18,7 +18,7 @@ import { jitRefusal, PROVIDER_FLOW_TTL_SECONDS, providerAmr, providerStartRefusa
 import { checkProviderIdentity } from '../provider-policy.js';
 import { isRealm, type Realm } from '../realm.js';
 import { type SessionClientInput, sessionClient } from '../session-client.js';
-import type { FlowRecord, LinkRecord } from '../store.js';
+import type { FlowRecord, LinkRecord, PairingIntentRecord } from '../store.js';
 import { newSessionRecord } from '../store-rules.js';
 import { digestToken, mintSessionToken } from '../tokens.js';
 import type { LinkJson } from '../wire/links.js';
@@ -26,6 +26,7 @@ import type { TokenPairJson } from '../wire/management.js';
 import { tokenPairToJson } from '../wire.js';
 import { auditDraft } from './event.js';
 import { linkToJson } from './links.js';
+import { checkLinkPairing } from './pairing.js';
 
 /** The largest provider `state`, and the largest credential data, kept in the store (JSON text). */
 export const PROVIDER_STATE_MAX_CHARS = 16_384;
@@ -91,8 +92,10 @@ async function existingCredentials(deps: AuthDeps, provider: ProviderHandle, rea
  * single-use flow for {@link PROVIDER_FLOW_TTL_SECONDS}. The flow id goes back to the browser
  * (the gateway binds it with a cookie); the state never does.
  *
- * Linking through a pairing intent (`pairing`) is not available yet: pairing intents are bound
- * to one device key, and are refused here with `invalid_request`.
+ * With `pairing` (a link intent an admin prepared: `prepareLinkPairing`), `link` needs no
+ * signed-in principal: the intent's one-time code, checked here (`checkLinkPairing`: wrong codes
+ * counted, the fifth burns it), authorises linking a credential of this provider to the
+ * intent's subject. The flow remembers the intent; finishing it uses the intent up.
  *
  * @example
  * const { flowId, reply } = await startProviderFlow(deps, { provider, realm: 'application', intent: 'signin', principal: null, origin: 'https://app.example.com' });
@@ -113,10 +116,16 @@ export async function startProviderFlow(
   if (!isRealm(realm)) throw new AuthError('invalid_request', 'realm must be "management" or "application"');
   if (!INTENTS.includes(intent)) throw new AuthError('invalid_request', 'intent must be "signin", "link" or "signup"');
   const origin = checkOrigin(input.origin);
+  let paired: PairingIntentRecord | null = null;
   if (input.pairing !== undefined) {
-    throw new AuthError('invalid_request', 'linking through a pairing intent is not available yet; sign in and link instead');
+    if (intent !== 'link') throw new AuthError('invalid_request', 'a pairing intent is completed with intent "link"');
+    if (!provider.policy.realms.includes(realm)) {
+      throw new AuthError('invalid_request', `the provider ${name} does not serve the ${realm} realm`);
+    }
+    paired = await checkLinkPairing(deps, { intentId: input.pairing.intentId, code: input.pairing.code, provider: name, realm });
   }
-  const refused = providerStartRefusal(provider.policy, { realm, intent, principal });
+  // The intent's code stands in for the principal a link otherwise needs.
+  const refused = paired !== null ? null : providerStartRefusal(provider.policy, { realm, intent, principal });
   switch (refused) {
     case null:
       break;
@@ -128,7 +137,7 @@ export async function startProviderFlow(
     case 'principal_of_other_realm':
       throw new AuthError('invalid_token', `linking a credential needs a signed-in principal of the ${realm} realm`, { realm });
   }
-  const subject = intent === 'link' && principal !== null ? principal.subject : null;
+  const subject = paired !== null ? paired.subject : intent === 'link' && principal !== null ? principal.subject : null;
   const ctx: ProviderContext = {
     realm,
     intent,
@@ -151,7 +160,7 @@ export async function startProviderFlow(
     realm,
     intent,
     subject,
-    pairingIntentId: null,
+    pairingIntentId: paired?.id ?? null,
     state,
     createdAt: now,
     expiresAt: now + PROVIDER_FLOW_TTL_SECONDS * 1000,
@@ -220,7 +229,7 @@ export async function finishProviderFlow(
   const flowId = input.flowId;
   const now = deps.clock.now();
   const fail = async (
-    code: 'invalid_credential' | 'invalid_flow' | 'invalid_token' | 'already_linked',
+    code: 'invalid_credential' | 'invalid_flow' | 'invalid_token' | 'already_linked' | 'invalid_pairing_intent',
     reason: string,
     detail: string,
     flow: FlowRecord | null,
@@ -246,7 +255,11 @@ export async function finishProviderFlow(
   if (!provider.policy.realms.includes(realm)) {
     throw await fail('invalid_credential', 'realm_not_allowed', `the provider ${name} does not serve the ${realm} realm`, flow);
   }
-  if (intent === 'link' && (principal === null || principal.realm !== realm || principal.subject !== flow.subject)) {
+  const paired = flow.pairingIntentId === null ? null : await deps.store.getPairingIntent(flow.pairingIntentId);
+  if (flow.pairingIntentId !== null && (paired === null || paired.subject !== flow.subject || paired.realm !== realm)) {
+    throw await fail('invalid_flow', 'pairing_intent_gone', 'the link intent this flow completes is gone', flow);
+  }
+  if (intent === 'link' && paired === null && (principal === null || principal.realm !== realm || principal.subject !== flow.subject)) {
     throw await fail('invalid_token', 'principal_mismatch', 'a link must be finished by the principal who began it', flow);
   }
 
@@ -329,12 +342,17 @@ export async function finishProviderFlow(
         data: {
           provider: name,
           ...facts,
-          via: intent === 'link' ? 'principal' : 'jit',
-          by_subject: by?.subject ?? null,
+          via: paired !== null ? 'pairing' : intent === 'link' ? 'principal' : 'jit',
+          by_subject: paired?.createdBy ?? by?.subject ?? null,
           by_session: by?.session ?? null,
+          ...(paired === null ? {} : { intent_id: paired.id }),
         },
       }),
+      paired === null ? undefined : { id: paired.id, codeDigest: paired.codeDigest, now },
     );
+    if (created === 'intent_invalid') {
+      throw await fail('invalid_pairing_intent', 'pairing_intent_used', 'the link intent was completed, burned or expired meanwhile', flow);
+    }
     if (created === 'already_linked') return null;
     deps.log.info({ event: 'link.created', link_id: link.id, provider: name, realm }, 'identity linked');
     return link;
@@ -342,9 +360,15 @@ export async function finishProviderFlow(
 
   if (intent === 'link') {
     if (linked !== null) throw await fail('already_linked', 'already_linked', 'that identity is already linked in this realm', flow, facts);
-    const link = await createLink(newLink(flow.subject as string), principal);
+    const link = await createLink(newLink(flow.subject as string), paired === null ? principal : null);
     if (link === null) throw await fail('already_linked', 'already_linked', 'that identity is already linked in this realm', flow, facts);
-    return { outcome: 'linked', link: linkToJson(link) };
+    if (paired === null) return { outcome: 'linked', link: linkToJson(link) };
+    // Completing an admin's link intent signs its holder in with the new credential, as a first
+    // sign-in with a new passkey does: the counter the ceremony reported was stored with the link.
+    return {
+      outcome: 'session',
+      pair: await signInWithLink(deps, { provider, link, counter: 'unchanged', now, flow, client: input.client, fail, facts }),
+    };
   }
 
   let link: LinkRecord | null = linked !== null && linked.provider === name ? linked : null;

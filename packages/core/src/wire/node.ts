@@ -30,12 +30,14 @@ export type DiagnosticsBody = WireType<typeof diagnosticsBody>;
 
 export const prepareBody = {
   type: 'object',
-  required: ['realm', 'public_key'],
+  required: ['realm'],
   additionalProperties: false,
   properties: {
     realm: { type: 'string', maxLength: 32 },
     /** The new device's Ed25519 public key (64 hex): only it can complete the intent. */
     public_key: { type: 'string', maxLength: 128 },
+    /** Instead of `public_key`: a link intent, completed by linking a credential of this provider (its configured name) at the gateway. */
+    provider: { type: 'string', maxLength: 128 },
     name: { type: 'string', maxLength: 1024 },
     subject: idString,
     ttl_seconds: { type: 'integer' },
@@ -297,14 +299,16 @@ export type SignedDiagnosticsJson = WireType<typeof signedDiagnosticsResponse>;
 
 export const preparedPairingResponse = {
   type: 'object',
-  required: ['intent_id', 'realm', 'subject', 'name', 'public_key', 'code', 'expires_at', 'expires_in', 'node_id'],
+  required: ['intent_id', 'realm', 'subject', 'name', 'public_key', 'provider', 'code', 'expires_at', 'expires_in', 'node_id'],
   properties: {
     intent_id: { type: 'string' },
     realm: realmSchema,
     subject: { type: 'string' },
     name: nullableString,
-    /** The only device key that can complete the intent. */
-    public_key: { type: 'string' },
+    /** The only device key that can complete the intent; null for a link intent. */
+    public_key: nullableString,
+    /** A link intent: the provider whose credential completes it; null for a device pairing. */
+    provider: nullableString,
     /** The one-time code (`XXXX-XXXX`): give it to the new device's owner, nobody else. */
     code: { type: 'string' },
     expires_at: { type: 'string' },

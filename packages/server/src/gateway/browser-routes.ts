@@ -5,6 +5,7 @@ import {
   type BrowserCookieNames,
   csrfRefusal,
   finishProviderFlow,
+  isIdOfKind,
   type Principal,
   type ProviderHandle,
   type ProviderJson,
@@ -183,12 +184,17 @@ export const browserRoutes: FastifyPluginAsync<BrowserRouteOptions> = async (
   };
   const sameOrigin = sameOriginOnly(publicOrigin);
 
-  app.get<{ Querystring: { return?: string } }>('/login', async (req, reply) => {
+  app.get<{ Querystring: { return?: string; pairing?: string } }>('/login', async (req, reply) => {
     const nonce = randomBytes(18).toString('base64');
+    const pairing = req.query.pairing;
+    if (pairing !== undefined && !isIdOfKind(pairing, 'intent')) {
+      throw new AuthError('invalid_request', 'pairing must be a link intent id (int_...)');
+    }
     const page = renderLoginPage({
       nonce,
       returnPath: safeReturnPath(req.query.return) ?? '/',
       providers: [...byName.values()].map((p) => ({ name: p.policy.name, kind: p.kind, signup: p.policy.jit.enabled })),
+      ...(pairing === undefined ? {} : { pairingIntentId: pairing }),
     });
     return reply
       .header(

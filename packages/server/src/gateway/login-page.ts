@@ -22,6 +22,8 @@ export function escapeHtml(value: string): string {
  */
 const PAGE_SCRIPT = `
 const returnPath = document.body.dataset.return;
+const pairing = document.body.dataset.pairing;
+const codeInput = document.getElementById('pairing-code');
 const status = document.getElementById('status');
 async function post(url, body) {
   const r = await fetch(url, { method: 'POST', credentials: 'same-origin', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
@@ -34,7 +36,9 @@ for (const button of document.querySelectorAll('button[data-provider]')) {
     status.textContent = '';
     const base = '/.svc/auth/v1/providers/' + encodeURIComponent(button.dataset.provider);
     try {
-      const options = await post(base + '/begin', { intent: button.dataset.intent, return: returnPath });
+      const begin = { intent: button.dataset.intent, return: returnPath };
+      if (pairing) { begin.pairing_intent_id = pairing; begin.pairing_code = codeInput.value; }
+      const options = await post(base + '/begin', begin);
       if (typeof options.redirect === 'string') { location.assign(options.redirect); return; }
       const credential = options.user
         ? await navigator.credentials.create({ publicKey: PublicKeyCredential.parseCreationOptionsFromJSON(options) })
@@ -54,6 +58,8 @@ h1 { font-size: 1.4rem; }
 .provider { display: block; width: 100%; box-sizing: border-box; margin: 0.5rem 0; padding: 0.7rem; font-size: 1rem;
   text-align: center; border: 1px solid #555; border-radius: 0.4rem; background: #f4f4f4; color: #111; text-decoration: none; cursor: pointer; }
 #status { color: #a00; min-height: 1.5rem; }
+label, #pairing-code { display: block; width: 100%; box-sizing: border-box; margin: 0.5rem 0; font-size: 1rem; }
+#pairing-code { padding: 0.6rem; letter-spacing: 0.1em; }
 `;
 
 /**
@@ -69,8 +75,11 @@ export function renderLoginPage(input: {
   readonly nonce: string;
   readonly returnPath: string;
   readonly providers: readonly LoginPageProvider[];
+  /** A link intent's id (`?pairing=int_...`): the page asks for its code and offers to set up a credential. */
+  readonly pairingIntentId?: string;
 }): string {
   const nonce = escapeHtml(input.nonce);
+  if (input.pairingIntentId !== undefined) return renderPairingPage({ ...input, pairingIntentId: input.pairingIntentId }, nonce);
   const buttons = input.providers.flatMap((p) => {
     const name = escapeHtml(p.name);
     if (p.kind === 'webauthn') {
@@ -81,18 +90,51 @@ export function renderLoginPage(input: {
     const href = `/.svc/auth/v1/providers/${encodeURIComponent(p.name)}/begin?return=${encodeURIComponent(input.returnPath)}`;
     return [`<a class="provider" href="${escapeHtml(href)}">Sign in with ${name}</a>`];
   });
+  return page(
+    nonce,
+    input.returnPath,
+    '',
+    'Sign in',
+    buttons.length === 0 ? '<p>No sign-in method is configured.</p>' : buttons.join('\n'),
+  );
+}
+
+/**
+ * The page of a link intent an administrator prepared (`svc auth pair --provider`): the user
+ * types the one-time code they were given (never in the URL) and sets up a credential with one
+ * of the providers; the gateway checks the code and the provider against the intent.
+ */
+function renderPairingPage(
+  input: { readonly returnPath: string; readonly providers: readonly LoginPageProvider[]; readonly pairingIntentId: string },
+  nonce: string,
+): string {
+  const buttons = input.providers.map((p) => {
+    const name = escapeHtml(p.name);
+    const what = p.kind === 'webauthn' ? `Set up a passkey (${name})` : `Link your ${name} login`;
+    return `<button type="button" class="provider" data-provider="${name}" data-intent="link">${what}</button>`;
+  });
+  const body = [
+    '<p>Type the code your administrator gave you, then set up your sign-in.</p>',
+    '<label for="pairing-code">Code</label>',
+    '<input id="pairing-code" name="code" autocomplete="one-time-code" autocapitalize="characters" spellcheck="false" maxlength="32" required>',
+    buttons.length === 0 ? '<p>No sign-in method is configured.</p>' : buttons.join('\n'),
+  ].join('\n');
+  return page(nonce, input.returnPath, ` data-pairing="${escapeHtml(input.pairingIntentId)}"`, 'Set up your sign-in', body);
+}
+
+function page(nonce: string, returnPath: string, bodyAttributes: string, title: string, content: string): string {
   return `<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="referrer" content="same-origin">
-<title>Sign in</title>
+<title>${title}</title>
 <style nonce="${nonce}">${PAGE_STYLE}</style>
 </head>
-<body data-return="${escapeHtml(input.returnPath)}">
-<h1>Sign in</h1>
-${buttons.length === 0 ? '<p>No sign-in method is configured.</p>' : buttons.join('\n')}
+<body data-return="${escapeHtml(returnPath)}"${bodyAttributes}>
+<h1>${title}</h1>
+${content}
 <p id="status" role="status"></p>
 <script nonce="${nonce}">${PAGE_SCRIPT}</script>
 </body>

@@ -1,4 +1,4 @@
-import { completePairing, deviceToJson, isIdOfKind, preparePairing } from '@svc/core';
+import { AuthError, completePairing, deviceToJson, isIdOfKind, prepareLinkPairing, preparePairing } from '@svc/core';
 import type { FastifyPluginAsync } from 'fastify';
 import { failureCounting } from '../http/failure-counting.js';
 import { clientAddressKey } from '../http/failure-limiter.js';
@@ -21,8 +21,11 @@ import {
  * Device pairing, the two halves of an enrolment intent:
  *
  * - `POST /edge/0-alpha/pairing/prepare` (management-realm bearer token),
- *   `{"realm", "name"?, "subject"?, "ttl_seconds"?}` → `201` with the intent id, the one-time
- *   code, the realm, subject, name, expiry, and this node's id (for the admin to read out);
+ *   `{"realm", "public_key", "name"?, "subject"?, "ttl_seconds"?}` → `201` with the intent id, the
+ *   one-time code, the realm, subject, name, expiry, and this node's id (for the admin to read
+ *   out); with `"provider"` instead of `"public_key"`, a link intent: its code lets the holder
+ *   link a credential of that provider (a passkey, a company login) to the subject at the
+ *   gateway's sign-in page, and be signed in with it;
  * - `POST /edge/0-alpha/pairing/complete` (no bearer: the code plus a signature by the new key
  *   over `pairingProofString({nodeId, intentId, publicKey})`),
  *   `{"intent_id", "code", "public_key", "signature", "name"?}` → `201 {"device": Device}`.
@@ -36,7 +39,7 @@ import {
  * @example
  * await app.register(pairingRoutes, { deps, identity, providers, limiter: createFailureLimiter({ clock: deps.clock, scope: 'pairing' }) });
  */
-export const pairingRoutes: FastifyPluginAsync<PairingRouteOptions> = async (app, { deps, identity, limiter }) => {
+export const pairingRoutes: FastifyPluginAsync<PairingRouteOptions> = async (app, { deps, identity, limiter, providers }) => {
   await app.register(failureCounting, { limiter });
 
   app.post<{ Body: PrepareBody }>(
@@ -44,7 +47,7 @@ export const pairingRoutes: FastifyPluginAsync<PairingRouteOptions> = async (app
     {
       onRequest: requireManagementPrincipal(deps),
       schema: documented({
-        summary: 'Prepare a pairing intent for one device key',
+        summary: 'Prepare a pairing intent for one device key, or a link intent for one provider',
         security: MANAGEMENT_BEARER,
         body: prepareBody,
         response: {
@@ -54,6 +57,21 @@ export const pairingRoutes: FastifyPluginAsync<PairingRouteOptions> = async (app
       }),
     },
     async (req, reply) => {
+      if (req.body.provider !== undefined) {
+        if (req.body.public_key !== undefined) {
+          throw new AuthError('invalid_request', 'give public_key (a device pairing) or provider (a link intent), not both');
+        }
+        const prepared = await prepareLinkPairing(deps, {
+          principal: principalOf(req),
+          realm: req.body.realm,
+          provider: req.body.provider,
+          providers: providers.flatMap((p) => (p.package === undefined ? [] : [{ name: p.name, realms: p.package.realms }])),
+          subject: req.body.subject,
+          name: req.body.name,
+          ttlSeconds: req.body.ttl_seconds,
+        });
+        return reply.code(201).send({ ...prepared, node_id: identity().nodeId });
+      }
       const prepared = await preparePairing(deps, {
         principal: principalOf(req),
         realm: req.body.realm,

@@ -7,8 +7,10 @@ import {
   type FlowRecord,
   type LinkRecord,
   newId,
+  type PairingIntentRecord,
   type Realm,
   type Store,
+  sha256Hex,
   verifyAuditChain,
 } from '@svc/core';
 import { newSessionRecord } from '@svc/core/store';
@@ -82,6 +84,28 @@ async function racers(w: World): Promise<Store[]> {
   return Array.from({ length: RACERS }, (_, i) => stores[i % stores.length] ?? w.store);
 }
 
+/** A live link intent (a pairing intent whose code is bound to a provider), stored with its event. */
+async function linkIntent(deps: AuthDeps, over: Partial<PairingIntentRecord> = {}): Promise<PairingIntentRecord> {
+  const now = deps.clock.now();
+  const intent: PairingIntentRecord = {
+    id: newId('intent', deps.clock, deps.random),
+    realm: 'application',
+    subject: newId('subject', deps.clock, deps.random),
+    name: null,
+    codeDigest: sha256Hex(`code ${newId('event', deps.clock, deps.random)}`),
+    createdAt: now,
+    expiresAt: now + minutes(15),
+    createdBy: newId('subject', deps.clock, deps.random),
+    failures: 0,
+    completedAt: null,
+    burnedAt: null,
+    deviceId: null,
+    ...over,
+  };
+  await deps.store.createPairingIntent(intent, auditDraft(deps, 'pairing.prepared', { data: { intent_id: intent.id, kind: 'link' } }));
+  return intent;
+}
+
 async function removeLinkAt(deps: AuthDeps, link: LinkRecord, store: Store = deps.store) {
   return store.removeLink(
     { linkId: link.id, now: deps.clock.now() },
@@ -129,6 +153,80 @@ export function linksSuite(ctx: SuiteContext): void {
         assert.equal(await store.createLink(elsewhere, linkedEvent(deps, elsewhere)), 'created');
         assert.deepEqual(await removeLinkAt(deps, link), { removed: true, revokedSessions: 0 });
         assert.equal(await store.createLink(twin, linkedEvent(deps, twin)), 'created');
+      }));
+
+    test('a link that completes a link intent uses it up in the same transaction, and a used, expired, burned or mismatched intent links nothing', () =>
+      ctx.world(async ({ deps, store, clock }) => {
+        const intent = await linkIntent(deps);
+        const pairing = (over: Partial<{ codeDigest: string; now: number }> = {}) => ({
+          id: intent.id,
+          codeDigest: intent.codeDigest,
+          now: clock.now(),
+          ...over,
+        });
+        let before = await auditLength(store);
+        const wrong = linkRecord(deps, { subject: intent.subject });
+        assert.equal(
+          await store.createLink(wrong, linkedEvent(deps, wrong), pairing({ codeDigest: sha256Hex('guess') })),
+          'intent_invalid',
+        );
+        assert.equal(
+          await store.createLink(wrong, linkedEvent(deps, wrong), pairing({ now: intent.expiresAt })),
+          'intent_invalid',
+          'expired',
+        );
+        assert.equal(await store.getLink(wrong.id), null);
+        assert.equal(await auditLength(store), before);
+        // An identity that is already linked: nothing written, and the intent stays live for another credential.
+        const taken = linkRecord(deps);
+        await store.createLink(taken, linkedEvent(deps, taken));
+        before = await auditLength(store);
+        const twin = linkRecord(deps, { subject: intent.subject, externalSubject: taken.externalSubject });
+        assert.equal(await store.createLink(twin, linkedEvent(deps, twin), pairing()), 'already_linked');
+        assert.equal((await store.getPairingIntent(intent.id))?.completedAt, null);
+        assert.equal(await auditLength(store), before);
+        clock.advance(1000);
+        const link = linkRecord(deps, { subject: intent.subject });
+        assert.equal(await store.createLink(link, linkedEvent(deps, link), pairing()), 'created');
+        assert.equal(await auditLength(store), before + 1);
+        assert.equal((await store.getPairingIntent(intent.id))?.completedAt, clock.now());
+        assert.deepEqual(await store.getLink(link.id), link);
+        const again = linkRecord(deps, { subject: intent.subject });
+        assert.equal(await store.createLink(again, linkedEvent(deps, again), pairing()), 'intent_invalid');
+        assert.equal(await store.getLink(again.id), null);
+        // A burned intent links nothing either.
+        const burned = await linkIntent(deps);
+        await store.recordPairingFailure({ id: burned.id, now: clock.now(), maxFailures: 1 }, (failures, isBurned) =>
+          auditDraft(deps, isBurned ? 'pairing.burned' : 'pairing.failed', { data: { intent_id: burned.id, failures } }),
+        );
+        const late = linkRecord(deps, { subject: burned.subject });
+        assert.equal(
+          await store.createLink(late, linkedEvent(deps, late), { id: burned.id, codeDigest: burned.codeDigest, now: clock.now() }),
+          'intent_invalid',
+        );
+        assert.ok(verifyAuditChain(await allEvents(store)).ok);
+      }));
+
+    test(`a link intent completed by ${RACERS} concurrent links of different credentials links exactly one`, () =>
+      ctx.world(async (w) => {
+        const { deps, store, clock } = w;
+        const intent = await linkIntent(deps);
+        const before = await auditLength(store);
+        const links = Array.from({ length: RACERS }, () => linkRecord(deps, { subject: intent.subject }));
+        const { values: outcomes, codes } = await settle(
+          (await racers(w)).map((racer, i) => {
+            const link = links[i] as LinkRecord;
+            return racer.createLink(link, linkedEvent(deps, link), { id: intent.id, codeDigest: intent.codeDigest, now: clock.now() });
+          }),
+        );
+        assert.deepEqual(codes, []);
+        assert.deepEqual(
+          outcomes.filter((o) => o === 'created'),
+          ['created'],
+        );
+        assert.equal(outcomes.filter((o) => o === 'intent_invalid').length, RACERS - 1);
+        assert.equal((await store.listLinks({ subject: intent.subject })).length, 1);
+        assert.equal(await auditLength(store), before + 1);
       }));
 
     test('removing a link revokes its live sessions (link_removed) with the event, once', () =>
