@@ -3,7 +3,7 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { generateKeyPairSync, type KeyObject, sign } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { publicKeyHexOf } from '@svc/core';
 import type autocannon from 'autocannon';
 
@@ -91,6 +91,72 @@ export async function login(url: string, key: KeyObject, pub: string): Promise<{
   };
 }
 
+/**
+ * The autocannon request list of one complete login per pass: a challenge for the next of
+ * `devices`, then the session with its signature (the load generator signs, as a device would).
+ */
+export function loginRequests(devices: readonly Device[]): autocannon.Request[] {
+  let n = 0;
+  return [
+    {
+      method: 'POST',
+      path: '/v1/auth/challenges',
+      headers: { 'content-type': 'application/json' },
+      setupRequest: (req, ctx: object) => {
+        const context = ctx as Record<string, unknown>;
+        const d = devices[n++ % devices.length] as Device;
+        context.key = d.key;
+        return { ...req, body: JSON.stringify({ public_key: d.pub }) };
+      },
+      onResponse: (status, body, ctx: object) => {
+        const context = ctx as Record<string, unknown>;
+        if (status === 201) {
+          const c = JSON.parse(body) as { challenge_id: string; challenge: string };
+          context.challenge_id = c.challenge_id;
+          context.challenge = c.challenge;
+        }
+      },
+    },
+    {
+      method: 'POST',
+      path: '/v1/auth/sessions',
+      headers: { 'content-type': 'application/json' },
+      setupRequest: (req, ctx: object) => {
+        const context = ctx as Record<string, unknown>;
+        return {
+          ...req,
+          body: JSON.stringify({
+            challenge_id: context.challenge_id,
+            signature: sign(null, Buffer.from(context.challenge as string), context.key as KeyObject).toString('hex'),
+          }),
+        };
+      },
+    },
+  ];
+}
+
+/**
+ * One refresh rotation of a connection's own chain: the connection takes the next refresh
+ * token of `chains` and follows its rotations. autocannon resets a connection's context when
+ * it starts its request list over, so a list is this one request repeated many times: a chain
+ * lives as long as the list, and a fresh one starts after.
+ */
+export function rotationRequest(chains: string[]): autocannon.Request {
+  return {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    setupRequest: (req, ctx: object) => {
+      const context = ctx as Record<string, unknown>;
+      context.rt ??= chains.pop();
+      return { ...req, body: JSON.stringify({ refresh_token: context.rt }) };
+    },
+    onResponse: (status, body, ctx: object) => {
+      const context = ctx as Record<string, unknown>;
+      if (status === 200) context.rt = (JSON.parse(body) as { refresh_token: string }).refresh_token;
+    },
+  };
+}
+
 /** A project on `store` with 8 enrolled admin devices, made by the `svc` at `bin` (default: this checkout's installed one). */
 export function setupProject(
   dir: string,
@@ -102,7 +168,9 @@ export function setupProject(
   if (store === 'postgres') {
     // An existing project directory with the PostgreSQL addon pinned and selected.
     cli(['auth', 'init', '--json', dir]);
-    const sums = readFileSync(join(root, 'packages/cli/addons/SHA256SUMS'), 'utf8');
+    // The digest of the archive that svc bundles: another checkout's bin has its own build.
+    const tree = join(dirname(bin), '../..');
+    const sums = readFileSync(join(tree, 'packages/cli/addons/SHA256SUMS'), 'utf8');
     const digest = /^([0-9a-f]{64}) {2}svc-store-postgres-/m.exec(sums)?.[1] as string;
     cli(['package', 'install', 'svc-store-postgres', '--sha256', digest, dir]);
     const edn = readFileSync(join(dir, 'project.edn'), 'utf8')

@@ -21,8 +21,10 @@ import {
   type AccessRow,
   type AttemptReservation,
   type AttemptWindow,
+  type AuditData,
   type AuditEvent,
   type AuditEventDraft,
+  type AuditEventType,
   amrText,
   auditPage,
   type BootstrapOutcome,
@@ -107,6 +109,28 @@ const INVALID: RotationOutcome = Object.freeze({ kind: 'invalid' });
 /** Rows of each kind one retention batch deletes. */
 const PRUNE_BATCH = 1000;
 
+/**
+ * How long after a write its pending audit event waits for the sealer: the writes of these few
+ * milliseconds, of every connection of this node, are chained by one transaction.
+ */
+export const SEAL_DELAY_MS = 5;
+
+/** Pending events one sealing transaction chains at most. */
+const SEAL_BATCH = 1000;
+
+/** A pending audit event: a draft in commit order (`pos`), not yet chained. */
+interface PendingRow {
+  pos: number;
+  id: string;
+  at: number;
+  type: AuditEventType;
+  realm: Realm | null;
+  subject: string | null;
+  device_id: string | null;
+  session_id: string | null;
+  data: string;
+}
+
 /** The bound on a maintenance statement (pruning), far above the request bounds. */
 const MAINTENANCE_TIMEOUT_MS = 300_000;
 
@@ -150,9 +174,12 @@ const REVOKE_SESSION = `UPDATE sessions SET revoked_at = $2, revoked_reason = $3
 /**
  * The multi-node control store on PostgreSQL. Obtain one with `openPostgresStore`. Many nodes
  * (processes, pools) may share one schema; the guarantees hold across all of them:
- * - every state change and its audit event commit in one READ COMMITTED transaction;
- * - the audit chain is serialised by a row lock on the single `audit_head` row, always taken
- *   last in a transaction (its holder never waits for another lock, so it cannot deadlock);
+ * - every state change and its audit event commit in one READ COMMITTED transaction: the
+ *   event as a pending row (`audit_pending`), which takes no shared lock, so the writes of every
+ *   node commit side by side;
+ * - a sealer chains pending events in batches under a row lock on the single `audit_head` row
+ *   (taken first in its own short transaction), within {@link SEAL_DELAY_MS} of their commit
+ *   and always before the trail, its head or its counts are read: one chain, no gaps, no fork;
  * - single-use credentials are used up by one conditional `UPDATE ... WHERE <still unused>`:
  *   a blocked UPDATE re-checks its WHERE against the winner's committed row, so exactly one
  *   of N concurrent attempts matches;
@@ -165,6 +192,9 @@ export class PostgresStore implements Store {
   readonly #pool: Pool;
   #closed = false;
   #reservations = 0;
+  // The background sealing this store's writes asked for, if one is pending or running.
+  #sealTimer: NodeJS.Timeout | undefined;
+  #sealing: Promise<void> | undefined;
 
   /** Wraps an open pool on a migrated schema; use `openPostgresStore` rather than calling this. */
   constructor(pool: Pool, schema: string) {
@@ -215,37 +245,146 @@ export class PostgresStore implements Store {
   }
 
   /**
-   * Seals `draft` after the chain's head and appends it. Call only inside a transaction, and
-   * last: the FOR UPDATE lock on `audit_head` is held until COMMIT and serialises every append
-   * of every node, so sequence numbers have no gaps and the chain never forks.
+   * Records `draft` as a pending event of the transaction `c`: it commits (or rolls back) with
+   * the change it records, and takes no lock another writer waits for. The sealer chains it
+   * shortly after the commit ({@link SEAL_DELAY_MS}), and every read of the trail first.
    */
-  async #append(c: PoolClient, draft: AuditEventDraft): Promise<AuditEvent> {
-    const head = await first<{ seq: number; hash: string }>(c, 'SELECT seq, hash FROM audit_head WHERE singleton FOR UPDATE');
-    if (head === undefined) throw new Error(`the audit_head row of schema ${this.schema} is missing`);
-    const event = sealAuditEvent(draft, head.seq, head.seq === 0 ? GENESIS_HASH : head.hash);
-    await c.query(
-      `WITH appended AS (
-         INSERT INTO audit_events (${EVENT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
-       ), counted AS (
-         INSERT INTO audit_counts (type, n) VALUES ($4, 1) ON CONFLICT (type) DO UPDATE SET n = audit_counts.n + 1
-       )
-       UPDATE audit_head SET seq = $1, hash = $11 WHERE singleton`,
+  async #append(c: PoolClient, draft: AuditEventDraft): Promise<void> {
+    // An id already chained fails the write here, as the chain's own unique id did before
+    // pending rows: a duplicate must never reach the sealer, whose batch it would stop.
+    const added = await changes(
+      c,
+      `INSERT INTO audit_pending (id, at, type, realm, subject, device_id, session_id, data)
+       SELECT $1, $2, $3, $4, $5, $6, $7, $8 WHERE NOT EXISTS (SELECT 1 FROM audit_events WHERE id = $1)`,
       [
-        event.seq,
-        event.id,
-        event.at,
-        event.type,
-        event.realm,
-        event.subject,
-        event.deviceId,
-        event.sessionId,
-        // JSON text, not JSONB: it gives back exactly the values that were hashed.
-        JSON.stringify(event.data),
-        event.prevHash,
-        event.hash,
+        draft.id,
+        draft.at,
+        draft.type,
+        draft.realm,
+        draft.subject,
+        draft.deviceId,
+        draft.sessionId,
+        // JSON text, not JSONB: it gives back exactly the values that are hashed at sealing.
+        JSON.stringify(draft.data),
       ],
     );
-    return event;
+    if (added === 0) throw new Error(`audit event ${draft.id} is already in the chain`);
+    this.#scheduleSeal();
+  }
+
+  /** Asks for a sealing pass soon: the writes of the next few milliseconds share it. */
+  #scheduleSeal(): void {
+    if (this.#sealTimer !== undefined || this.#closed) return;
+    this.#sealTimer = setTimeout(() => {
+      this.#sealTimer = undefined;
+      this.#sealPending().catch((error: unknown) => {
+        // Not lost: the rows stay pending, and the next pass or read chains them.
+        const fault = postgresFault(error);
+        if (fault === null) process.emitWarning(`svc-store-postgres: sealing the audit trail failed: ${(error as Error).message}`);
+      });
+    }, SEAL_DELAY_MS);
+    this.#sealTimer.unref();
+  }
+
+  /**
+   * Chains every pending event committed before the call, of every node: in batches of
+   * {@link SEAL_BATCH}, each one transaction under the `audit_head` lock that reads the pending
+   * rows in `pos` order, seals them after the head with core's `sealAuditEvent`, inserts them,
+   * adds them to the kept counts, deletes them from `audit_pending` and moves the head. Two
+   * sealers (two nodes, or a read and the timer) take turns on the lock; the second finds the
+   * rows the first chained gone. Cheap when there is nothing to do: one indexed read, no lock.
+   */
+  async #sealPending(): Promise<void> {
+    // One pass of this store at a time; a caller arriving meanwhile waits for it, then runs its
+    // own (rows committed after the running pass read the table are chained by the next).
+    const previous = this.#sealing;
+    const pass = (async () => {
+      await previous?.catch(() => undefined);
+      for (;;) {
+        const pending = await first<{ any: boolean }>(this.#pool, 'SELECT EXISTS (SELECT 1 FROM audit_pending) AS any');
+        if (pending?.any !== true) return;
+        const sealed = await this.#tx((c) => this.#sealBatch(c));
+        if (sealed < SEAL_BATCH) return;
+      }
+    })();
+    this.#sealing = pass;
+    try {
+      await pass;
+    } finally {
+      if (this.#sealing === pass) this.#sealing = undefined;
+    }
+  }
+
+  /** One sealing batch inside transaction `c`; answers how many events it chained. */
+  async #sealBatch(c: PoolClient): Promise<number> {
+    const head = await first<{ seq: number; hash: string }>(c, 'SELECT seq, hash FROM audit_head WHERE singleton FOR UPDATE');
+    if (head === undefined) throw new Error(`the audit_head row of schema ${this.schema} is missing`);
+    // Read after the lock is held: a READ COMMITTED statement sees every pending row committed
+    // before it, and none that a sealer before it already chained and deleted.
+    const batch = await rows<PendingRow>(
+      c,
+      'SELECT pos, id, at, type, realm, subject, device_id, session_id, data FROM audit_pending ORDER BY pos LIMIT $1',
+      [SEAL_BATCH],
+    );
+    if (batch.length === 0) return 0;
+    let seq = head.seq;
+    let hash = head.seq === 0 ? GENESIS_HASH : head.hash;
+    const events: AuditEvent[] = [];
+    for (const row of batch) {
+      const event = sealAuditEvent(
+        {
+          id: row.id,
+          at: row.at,
+          type: row.type,
+          realm: row.realm,
+          subject: row.subject,
+          deviceId: row.device_id,
+          sessionId: row.session_id,
+          data: JSON.parse(row.data) as AuditData,
+        },
+        seq,
+        hash,
+      );
+      events.push(event);
+      seq = event.seq;
+      hash = event.hash;
+    }
+    const column = <K extends keyof AuditEvent>(key: K) => events.map((e) => e[key]);
+    const counts = new Map<string, number>();
+    for (const e of events) counts.set(e.type, (counts.get(e.type) ?? 0) + 1);
+    await c.query(
+      `WITH sealed AS (
+         INSERT INTO audit_events (${EVENT_COLUMNS})
+         SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
+                              $9::text[], $10::text[], $11::text[])
+       ), counted AS (
+         INSERT INTO audit_counts (type, n) SELECT * FROM unnest($12::text[], $13::bigint[])
+         ON CONFLICT (type) DO UPDATE SET n = audit_counts.n + EXCLUDED.n
+       ), chained AS (
+         DELETE FROM audit_pending WHERE pos = ANY($14::bigint[])
+       )
+       UPDATE audit_head SET seq = $15, hash = $16 WHERE singleton`,
+      [
+        column('seq'),
+        column('id'),
+        column('at'),
+        column('type'),
+        column('realm'),
+        column('subject'),
+        column('deviceId'),
+        column('sessionId'),
+        // The exact JSON text that was pending, which is what the hash covers.
+        batch.map((r) => r.data),
+        column('prevHash'),
+        column('hash'),
+        [...counts.keys()],
+        [...counts.values()],
+        batch.map((r) => r.pos),
+        seq,
+        hash,
+      ],
+    );
+    return batch.length;
   }
 
   /** Inserts `device` unless an active device has its key (the partial unique index decides, also between nodes). */
@@ -267,6 +406,11 @@ export class PostgresStore implements Store {
 
   async close(): Promise<void> {
     if (this.#closed) return;
+    clearTimeout(this.#sealTimer);
+    this.#sealTimer = undefined;
+    // What this node wrote is chained before it goes (another node's sealer would do it too).
+    await this.#sealing?.catch(() => undefined);
+    await this.#sealPending().catch(() => undefined);
     this.#closed = true;
     await this.#pool.end();
   }
@@ -641,10 +785,16 @@ export class PostgresStore implements Store {
   }
 
   async appendAuditEvent(event: AuditEventDraft): Promise<AuditEvent> {
-    return this.#tx((c) => this.#append(c, event));
+    await this.#tx((c) => this.#append(c, event));
+    // The caller gets the event as chained: sealed now (with whatever else is pending).
+    await this.#sealPending();
+    const row = await first<EventRow>(this.#pool, `SELECT ${EVENT_COLUMNS} FROM audit_events WHERE id = $1`, [event.id]);
+    if (row === undefined) throw new Error(`audit event ${event.id} was not chained`);
+    return toEvent(row);
   }
 
   async listAuditEvents(input: { readonly afterSeq: number; readonly limit: number }): Promise<readonly AuditEvent[]> {
+    await this.#sealPending();
     const page = auditPage(input);
     const list = await rows<EventRow>(this.#pool, `SELECT ${EVENT_COLUMNS} FROM audit_events WHERE seq > $1 ORDER BY seq LIMIT $2`, [
       page.afterSeq,
@@ -654,6 +804,7 @@ export class PostgresStore implements Store {
   }
 
   async auditHead(): Promise<{ readonly seq: number; readonly hash: string } | null> {
+    await this.#sealPending();
     const head = await first<{ seq: number; hash: string }>(this.#pool, 'SELECT seq, hash FROM audit_head');
     return head === undefined || head.seq === 0 ? null : { seq: head.seq, hash: head.hash };
   }
@@ -756,6 +907,7 @@ export class PostgresStore implements Store {
   }
 
   async stats(now: number): Promise<StoreStats> {
+    await this.#sealPending();
     const client = await this.#pool.connect();
     // As in #tx: a checked-out client needs its own 'error' listener.
     let broken: Error | undefined;

@@ -393,3 +393,79 @@ describe('across two nodes (two pools on one schema)', () => {
     );
   });
 });
+
+describe('the audit trail is sealed in batches, off the write path (issue #14)', () => {
+  let n: Awaited<ReturnType<typeof twoNodes>>;
+  before(async () => {
+    n = await twoNodes();
+  });
+  after(() => n.close());
+
+  const pendingRows = async () => Number((await env.admin.query(`SELECT COUNT(*) AS n FROM ${n.a.schema}.audit_pending`)).rows[0]?.n ?? -1);
+
+  test('a write committed on node A is chained and visible to a read on node B at once, counted in its stats', async () => {
+    const before = (await n.b.stats(T0)).events['device.enrolled'] ?? 0;
+    const d = device();
+    const event = draft('device.enrolled', { node: 'a' });
+    assert.equal(await n.a.enrollDevice(d, event), 'enrolled');
+    // No wait for the timer: the read chains what is pending first.
+    const seen = (await n.b.listAuditEvents({ afterSeq: 0, limit: 1e9 })).find((e) => e.id === event.id);
+    assert.equal(seen?.type, 'device.enrolled');
+    assert.equal((await n.b.stats(T0)).events['device.enrolled'], before + 1);
+    assert.equal(await pendingRows(), 0);
+    await assertChainVerifies(n.b);
+  });
+
+  test('reads on both nodes racing the writes of both nodes chain every event exactly once, in one unbroken chain', async () => {
+    const before = (await n.a.auditHead())?.seq ?? 0;
+    const ids: string[] = [];
+    const work: Promise<unknown>[] = [];
+    for (let i = 0; i < 4 * ATTEMPTS; i++) {
+      const node = n.nodes[i % 2] as Store;
+      const event = draft('device.enrolled', { i });
+      ids.push(event.id);
+      work.push(node.enrollDevice(device(), event));
+      // Sealers on both nodes, started by reads, while the writes commit.
+      if (i % 10 === 0) work.push((n.nodes[(i / 10) % 2] as Store).auditHead());
+    }
+    await Promise.all(work);
+    const events = await n.a.listAuditEvents({ afterSeq: before, limit: 1e9 });
+    assert.equal(events.length, ids.length);
+    assert.deepEqual(new Set(events.map((e) => e.id)), new Set(ids));
+    await assertChainVerifies(n.b, before + ids.length);
+    assert.equal(await pendingRows(), 0);
+  });
+
+  test('a change whose event cannot be recorded rolls back with it: no device, no pending event, no chained one', async () => {
+    const event = draft('device.enrolled', { n: 1 });
+    assert.equal(await n.a.enrollDevice(device(), event), 'enrolled');
+    const before = (await n.a.auditHead())?.seq ?? 0;
+    // The same event id again: refused whether the first is still pending or already chained,
+    // after the device row was inserted in the same transaction.
+    const second = device();
+    await assert.rejects(n.b.enrollDevice(second, { ...event, data: { n: 2 } }));
+    assert.equal(await n.a.findDeviceByPublicKey(second.publicKey), null);
+    assert.equal((await n.a.auditHead())?.seq, before);
+    assert.equal(await pendingRows(), 0);
+    await assertChainVerifies(n.a);
+  });
+
+  test('an event id already in the chain fails the write, and the chain and its sealing go on', async () => {
+    const event = draft('signin.failed', { reason: 'first' });
+    const chained = await n.a.appendAuditEvent(event);
+    assert.equal(chained.id, event.id);
+    await assert.rejects(n.b.appendAuditEvent({ ...event, data: { reason: 'again' } }), /already in the chain/);
+    const next = await n.b.appendAuditEvent(draft('signin.failed', { reason: 'next' }));
+    assert.equal(next.seq, chained.seq + 1);
+    assert.equal(await pendingRows(), 0);
+    await assertChainVerifies(n.a);
+  });
+
+  test('editing a chained event is still found by the verifier', async () => {
+    const event = await n.a.appendAuditEvent(draft('signin.failed', { reason: 'original' }));
+    await env.admin.query(`UPDATE ${n.a.schema}.audit_events SET data = '{"reason":"forged"}' WHERE id = $1`, [event.id]);
+    const verdict = verifyAuditChain(await n.b.listAuditEvents({ afterSeq: 0, limit: 1e9 }));
+    assert.equal(verdict.ok, false);
+    assert.equal(verdict.ok ? 0 : verdict.seq, event.seq);
+  });
+});

@@ -136,9 +136,19 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
       await start();
     },
     freeze: () => {
-      frozen = clusterPids(data);
+      // Listed again until nothing new appears: a backend the postmaster forked between the
+      // listing and its own stop (a pool opening a connection just then) is stopped too.
+      const stopped = new Set<number>();
+      for (;;) {
+        const fresh = clusterPids(data).filter((pid) => !stopped.has(pid));
+        if (fresh.length === 0) break;
+        for (const pid of fresh) {
+          process.kill(pid, 'SIGSTOP');
+          stopped.add(pid);
+        }
+      }
+      frozen = [...stopped];
       if (frozen.length === 0) throw new Error('no PostgreSQL processes to freeze');
-      for (const pid of frozen) process.kill(pid, 'SIGSTOP');
     },
     thaw,
     dispose: async () => {
