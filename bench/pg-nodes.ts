@@ -7,7 +7,7 @@
 //   node --import tsx bench/pg-nodes.ts [--bin /path/to/other/checkout/node_modules/.bin/svc]
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
@@ -33,23 +33,42 @@ export interface NodesFigures {
   readonly logins_per_s: number;
   readonly rotations_per_s: number;
   readonly cpu_us: { readonly login: number; readonly rotation: number };
+  /** PostgreSQL's own CPU µs per operation (every postgres process of the machine). */
+  readonly db_cpu_us: { readonly login: number; readonly rotation: number };
   readonly rounds: number;
 }
 
-/** Runs `load(node, connections)` on both nodes at once; answers the total rate and CPU µs per unit on both servers. */
+/** CPU microseconds spent so far by every `postgres` process of this machine (the server and its backends). */
+function postgresMicros(): number {
+  let sum = 0;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (readFileSync(`/proc/${entry}/comm`, 'utf8').trim() !== 'postgres') continue;
+      sum += cpuMicros(`/proc/${entry}/stat`);
+    } catch {
+      // Gone meanwhile: a backend that ended.
+    }
+  }
+  return sum;
+}
+
+/** Runs `load(node, connections)` on both nodes at once; answers the total rate and CPU µs per unit on both servers and on PostgreSQL. */
 async function together(
   nodes: readonly Proc[],
   connections: number,
   load: (node: Proc, connections: number) => Promise<autocannon.Result>,
   perUnit: number,
-): Promise<{ rate: number; cpuUs: number }> {
+): Promise<{ rate: number; cpuUs: number; dbUs: number }> {
   const cpu = () => nodes.reduce((sum, n) => sum + cpuMicros(`/proc/${n.child.pid}/stat`), 0);
   const before = cpu();
+  const db0 = postgresMicros();
   const results = await Promise.all(nodes.map((n) => load(n, Math.max(1, Math.floor(connections / nodes.length)))));
   const spent = cpu() - before;
+  const db = postgresMicros() - db0;
   for (const r of results) if (r.errors > 0 || r.non2xx > 0) throw new Error(`${r.errors} errors, ${r.non2xx} non-2xx`);
   const units = results.reduce((sum, r) => sum + r.requests.total, 0) / perUnit;
-  return { rate: results.reduce((sum, r) => sum + r.requests.average, 0) / perUnit, cpuUs: spent / units };
+  return { rate: results.reduce((sum, r) => sum + r.requests.average, 0) / perUnit, cpuUs: spent / units, dbUs: db / units };
 }
 
 /**
@@ -92,7 +111,8 @@ export async function measurePostgresNodes(
     };
     // Warm-up: both nodes' paths compiled before anything is measured.
     await together(nodes, 4, (n, c) => autocannon({ connections: c, duration: 1, url: n.url, requests: loginRequests(devices) }), 2);
-    const rounds: { logins: { rate: number; cpuUs: number }; rotations: { rate: number; cpuUs: number } }[] = [];
+    type Taken = { rate: number; cpuUs: number; dbUs: number };
+    const rounds: { logins: Taken; rotations: Taken }[] = [];
     for (let r = 0; r < opts.rounds; r++) {
       rounds.push({
         logins: await together(nodes, opts.connections, logins, 2),
@@ -103,16 +123,17 @@ export async function measurePostgresNodes(
       logins_per_s: median(rounds.map((r) => r.logins.rate)),
       rotations_per_s: median(rounds.map((r) => r.rotations.rate)),
       cpu_us: { login: median(rounds.map((r) => r.logins.cpuUs)), rotation: median(rounds.map((r) => r.rotations.cpuUs)) },
+      db_cpu_us: { login: median(rounds.map((r) => r.logins.dbUs)), rotation: median(rounds.map((r) => r.rotations.dbUs)) },
       rounds: opts.rounds,
     };
     const spread = (pick: (r: (typeof rounds)[number]) => number) => rounds.map((r) => fmt(pick(r))).join(' / ');
     report('');
     report(`two nodes on one PostgreSQL schema (${PG_URL}, synchronous_commit=on), the load split between them, at once`);
     report(
-      `  login     challenge + signed session  ${fmt(figures.logins_per_s).padStart(8)} /s   ${figures.cpu_us.login.toFixed(0)} µs CPU (both servers)   rounds ${spread((r) => r.logins.rate)}`,
+      `  login     challenge + signed session  ${fmt(figures.logins_per_s).padStart(8)} /s   ${figures.cpu_us.login.toFixed(0)} µs CPU (both servers) + ${figures.db_cpu_us.login.toFixed(0)} µs (PostgreSQL)   rounds ${spread((r) => r.logins.rate)}`,
     );
     report(
-      `  refresh   rotation                    ${fmt(figures.rotations_per_s).padStart(8)} /s   ${figures.cpu_us.rotation.toFixed(0)} µs CPU (both servers)   rounds ${spread((r) => r.rotations.rate)}`,
+      `  refresh   rotation                    ${fmt(figures.rotations_per_s).padStart(8)} /s   ${figures.cpu_us.rotation.toFixed(0)} µs CPU (both servers) + ${figures.db_cpu_us.rotation.toFixed(0)} µs (PostgreSQL)   rounds ${spread((r) => r.rotations.rate)}`,
     );
     return figures;
   } finally {
