@@ -1,9 +1,10 @@
+import type { AuditData } from '../audit.js';
 import type { AuthDeps } from '../deps.js';
 import { parsePublicKeyHex, parseSignatureHex, verifyEd25519Async } from '../ed25519.js';
 import { AuthError } from '../errors.js';
 import { crockfordBase32, isIdOfKind, newId } from '../ids.js';
 import type { Principal } from '../principal.js';
-import { isRealm } from '../realm.js';
+import { isRealm, type Realm } from '../realm.js';
 import { PAIRING_MAX_FAILURES, PAIRING_MIN_TTL_SECONDS } from '../settings.js';
 import type { DeviceRecord, PairingIntentRecord } from '../store.js';
 import { rfc3339, secondsUntil } from '../time.js';
@@ -96,6 +97,28 @@ export async function preparePairing(
     );
   }
   const publicKey = parsePublicKeyHex(input.publicKey);
+  const prepared = await storeIntent(deps, { ...input, realm: input.realm, binding: publicKey, data: { public_key: publicKey } });
+  deps.log.info({ event: 'pairing.prepared', intent_id: prepared.intent_id, realm: input.realm }, 'pairing intent prepared');
+  return { ...prepared, public_key: publicKey, provider: null };
+}
+
+/**
+ * Stores a new intent of `realm` for `subject` (or a new subject) whose code is bound to
+ * `binding` (a device key, or a provider), with its `pairing.prepared` event (`data` added to
+ * the common facts), and answers it with its code: the code exists only in that answer.
+ */
+async function storeIntent(
+  deps: AuthDeps,
+  input: {
+    readonly principal: Principal;
+    readonly realm: Realm;
+    readonly binding: string;
+    readonly data: AuditData;
+    readonly subject?: unknown;
+    readonly name?: unknown;
+    readonly ttlSeconds?: unknown;
+  },
+): Promise<Omit<PreparedPairing, 'public_key' | 'provider'>> {
   const ttl = parseTtl(deps, input.ttlSeconds);
   const subject = parseSubject(deps, input.subject);
   const name = input.name === undefined || input.name === null ? null : parseDeviceName(input.name, '');
@@ -107,7 +130,7 @@ export async function preparePairing(
     realm: input.realm,
     subject,
     name,
-    codeDigest: codeDigest(id, code, publicKey),
+    codeDigest: codeDigest(id, code, input.binding),
     createdAt: now,
     expiresAt: now + ttl * 1000,
     createdBy: input.principal.subject,
@@ -124,25 +147,54 @@ export async function preparePairing(
       at: now,
       data: {
         intent_id: id,
-        public_key: publicKey,
+        ...input.data,
         by_subject: input.principal.subject,
         by_session: input.principal.session,
         ttl_seconds: ttl,
       },
     }),
   );
-  deps.log.info({ event: 'pairing.prepared', intent_id: id, realm: input.realm }, 'pairing intent prepared');
   return {
     intent_id: id,
     realm: input.realm,
     subject,
     name,
-    public_key: publicKey,
-    provider: null,
     code: `${code.slice(0, 4)}-${code.slice(4)}`,
     expires_at: rfc3339(intent.expiresAt),
     expires_in: secondsUntil(intent.expiresAt, now),
   };
+}
+
+/**
+ * Counts one wrong code (or key, or provider) against `intent`, audited; the fifth burns it.
+ * Always throws: `invalid_pairing_code` with the attempts left, or `invalid_pairing_intent` when
+ * the intent stopped being live meanwhile.
+ */
+async function refuseWrongCode(
+  deps: AuthDeps,
+  intent: PairingIntentRecord,
+  now: number,
+  what: { readonly data: AuditData; readonly mismatch: string },
+): Promise<never> {
+  const counted = await deps.store.recordPairingFailure({ id: intent.id, now, maxFailures: PAIRING_MAX_FAILURES }, (failures, burned) =>
+    auditDraft(deps, burned ? 'pairing.burned' : 'pairing.failed', {
+      realm: intent.realm,
+      subject: intent.subject,
+      at: now,
+      data: { intent_id: intent.id, failures, ...what.data },
+    }),
+  );
+  deps.log.warn(
+    { event: 'pairing.failed', intent_id: intent.id, failures: counted?.failures ?? null },
+    `wrong pairing code or ${what.mismatch}`,
+  );
+  if (counted === null) throw new AuthError('invalid_pairing_intent', 'unknown, expired, completed or burned intent');
+  throw new AuthError(
+    'invalid_pairing_code',
+    counted.burned
+      ? `wrong pairing code, or not the ${what.mismatch} the intent was prepared for; the intent is now burned, prepare a new one`
+      : `wrong pairing code, or not the ${what.mismatch} the intent was prepared for (${PAIRING_MAX_FAILURES - counted.failures} attempts left)`,
+  );
 }
 
 /**
@@ -180,24 +232,7 @@ export async function completePairing(
     throw new AuthError('invalid_pairing_intent', 'unknown, expired, completed or burned enrolment intent');
   }
   const presented = codeDigest(intent.id, normalizePairingCode(input.code), publicKey);
-  if (!digestsEqual(presented, intent.codeDigest)) {
-    const counted = await deps.store.recordPairingFailure({ id: intent.id, now, maxFailures: PAIRING_MAX_FAILURES }, (failures, burned) =>
-      auditDraft(deps, burned ? 'pairing.burned' : 'pairing.failed', {
-        realm: intent.realm,
-        subject: intent.subject,
-        at: now,
-        data: { intent_id: intent.id, failures },
-      }),
-    );
-    deps.log.warn({ event: 'pairing.failed', intent_id: intent.id, failures: counted?.failures ?? null }, 'wrong pairing code or key');
-    if (counted === null) throw new AuthError('invalid_pairing_intent', 'unknown, expired, completed or burned enrolment intent');
-    throw new AuthError(
-      'invalid_pairing_code',
-      counted.burned
-        ? 'wrong pairing code, or not the device key the intent was prepared for; the intent is now burned, prepare a new one'
-        : `wrong pairing code, or not the device key the intent was prepared for (${PAIRING_MAX_FAILURES - counted.failures} attempts left)`,
-    );
-  }
+  if (!digestsEqual(presented, intent.codeDigest)) await refuseWrongCode(deps, intent, now, { data: {}, mismatch: 'device key' });
   const proof = pairingProofString({ nodeId: input.nodeId, intentId: intent.id, publicKey });
   if (!(await verifyEd25519Async(publicKey, Buffer.from(proof, 'utf8'), signature))) {
     throw new AuthError('invalid_signature', 'the signature does not prove possession of that key for this node and intent');
@@ -287,54 +322,17 @@ export async function prepareLinkPairing(
   if (!provider.realms.includes(realm)) {
     throw new AuthError('invalid_request', `the provider ${provider.name} does not serve the ${realm} realm`);
   }
-  const ttl = parseTtl(deps, input.ttlSeconds);
-  const subject = parseSubject(deps, input.subject);
-  const name = input.name === undefined || input.name === null ? null : parseDeviceName(input.name, '');
-  const now = deps.clock.now();
-  const id = newId('intent', deps.clock, deps.random);
-  const code = crockfordBase32(deps.random(5), 8);
-  const intent: PairingIntentRecord = {
-    id,
+  const prepared = await storeIntent(deps, {
+    ...input,
     realm,
-    subject,
-    name,
-    codeDigest: codeDigest(id, code, linkBinding(provider.name)),
-    createdAt: now,
-    expiresAt: now + ttl * 1000,
-    createdBy: input.principal.subject,
-    failures: 0,
-    completedAt: null,
-    burnedAt: null,
-    deviceId: null,
-  };
-  await deps.store.createPairingIntent(
-    intent,
-    auditDraft(deps, 'pairing.prepared', {
-      realm,
-      subject,
-      at: now,
-      data: {
-        intent_id: id,
-        kind: 'link',
-        provider: provider.name,
-        by_subject: input.principal.subject,
-        by_session: input.principal.session,
-        ttl_seconds: ttl,
-      },
-    }),
+    binding: linkBinding(provider.name),
+    data: { kind: 'link', provider: provider.name },
+  });
+  deps.log.info(
+    { event: 'pairing.prepared', intent_id: prepared.intent_id, realm, kind: 'link', provider: provider.name },
+    'link intent prepared',
   );
-  deps.log.info({ event: 'pairing.prepared', intent_id: id, realm, kind: 'link', provider: provider.name }, 'link intent prepared');
-  return {
-    intent_id: id,
-    realm,
-    subject,
-    name,
-    public_key: null,
-    provider: provider.name,
-    code: `${code.slice(0, 4)}-${code.slice(4)}`,
-    expires_at: rfc3339(intent.expiresAt),
-    expires_in: secondsUntil(intent.expiresAt, now),
-  };
+  return { ...prepared, public_key: null, provider: provider.name };
 }
 
 /**
@@ -362,22 +360,7 @@ export async function checkLinkPairing(
   }
   const presented = codeDigest(intent.id, normalizePairingCode(input.code), linkBinding(input.provider));
   if (!digestsEqual(presented, intent.codeDigest)) {
-    const counted = await deps.store.recordPairingFailure({ id: intent.id, now, maxFailures: PAIRING_MAX_FAILURES }, (failures, burned) =>
-      auditDraft(deps, burned ? 'pairing.burned' : 'pairing.failed', {
-        realm: intent.realm,
-        subject: intent.subject,
-        at: now,
-        data: { intent_id: intent.id, failures, kind: 'link', provider: input.provider },
-      }),
-    );
-    deps.log.warn({ event: 'pairing.failed', intent_id: intent.id, failures: counted?.failures ?? null }, 'wrong link code or provider');
-    if (counted === null) throw new AuthError('invalid_pairing_intent', 'unknown, expired, completed or burned link intent');
-    throw new AuthError(
-      'invalid_pairing_code',
-      counted.burned
-        ? 'wrong pairing code, or not the provider the intent was prepared for; the intent is now burned, ask for a new one'
-        : `wrong pairing code, or not the provider the intent was prepared for (${PAIRING_MAX_FAILURES - counted.failures} attempts left)`,
-    );
+    await refuseWrongCode(deps, intent, now, { data: { kind: 'link', provider: input.provider }, mismatch: 'provider' });
   }
   // The realm is checked after the code: a right code for another realm's intent is no guess.
   if (intent.realm !== input.realm) {
