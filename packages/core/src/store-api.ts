@@ -48,6 +48,7 @@ export {
   isLive,
   type LinkRow,
   type RotationRow,
+  rotatedSession,
   type SessionRow,
   toChallenge,
   toDevice,

@@ -147,6 +147,28 @@ export function toSession(r: SessionRow): SessionRecord {
   });
 }
 
+/**
+ * The session a rotation leaves, built from the row the store locked (no re-read): the new
+ * pair's expiries, one more generation, rotated `now`, as the stores' UPDATE writes it. A store
+ * builds the rotation's audit event from it, so the event can be written with the change.
+ *
+ * @example
+ * const session = rotatedSession(row, clampPairToSession(next, row.expires_at), now);
+ */
+export function rotatedSession(
+  r: SessionRow,
+  expiries: { readonly accessExpiresAt: number; readonly refreshExpiresAt: number },
+  now: number,
+): SessionRecord {
+  return toSession({
+    ...r,
+    access_expires_at: expiries.accessExpiresAt,
+    refresh_expires_at: expiries.refreshExpiresAt,
+    generation: r.generation + 1,
+    last_rotated_at: now,
+  });
+}
+
 // The few distinct `amr` texts each get one frozen array, shared by every session row that has
 // it: the bearer path builds no array per request.
 const amrArrays = new Map<string, readonly string[]>();

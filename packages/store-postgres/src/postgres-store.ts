@@ -58,6 +58,7 @@ import {
   type RefreshRow,
   type RotationDecision,
   type RotationOutcome,
+  rotatedSession,
   type SessionRecord,
   type SessionRow,
   STORE_OPERATIONS,
@@ -92,19 +93,84 @@ function rollback(value: unknown): never {
   throw new Rollback(value);
 }
 
-async function rows<R extends QueryResultRow>(db: Queryable, text: string, values: readonly unknown[] = []): Promise<R[]> {
-  return (await db.query<R>(text, values as unknown[])).rows;
+/**
+ * A statement of the hot paths (sign-in, rotation, the attempt budget, the audit trail's writes
+ * and sealing), prepared once per connection under its name: each later execution skips the
+ * server's parse and analysis and reuses its plan, which was most of PostgreSQL's CPU per statement.
+ */
+type Named = Readonly<Omit<QueryConfig, 'values'> & { name: string }>;
+
+/** SQL text (parsed and planned on every execution) or a {@link Named} statement. */
+type Sql = string | Named;
+
+function run<R extends QueryResultRow>(db: Queryable, sql: Sql, values: readonly unknown[]) {
+  return typeof sql === 'string' ? db.query<R>(sql, values as unknown[]) : db.query<R>({ ...sql, values: values as unknown[] });
 }
 
-async function first<R extends QueryResultRow>(db: Queryable, text: string, values: readonly unknown[] = []): Promise<R | undefined> {
-  return (await db.query<R>(text, values as unknown[])).rows[0];
+async function rows<R extends QueryResultRow>(db: Queryable, sql: Sql, values: readonly unknown[] = []): Promise<R[]> {
+  return (await run<R>(db, sql, values)).rows;
 }
 
-async function changes(db: Queryable, text: string, values: readonly unknown[]): Promise<number> {
-  return (await db.query(text, values as unknown[])).rowCount ?? 0;
+async function first<R extends QueryResultRow>(db: Queryable, sql: Sql, values: readonly unknown[] = []): Promise<R | undefined> {
+  return (await run<R>(db, sql, values)).rows[0];
+}
+
+async function changes(db: Queryable, sql: Sql, values: readonly unknown[]): Promise<number> {
+  return (await run(db, sql, values)).rowCount ?? 0;
 }
 
 const INVALID: RotationOutcome = Object.freeze({ kind: 'invalid' });
+
+/** The columns a new session is inserted with, in the order of {@link sessionValues}. */
+const NEW_SESSION_COLUMNS = `id, realm, subject, device_id, created_at, expires_at, access_digest, access_expires_at, refresh_digest,
+  refresh_expires_at, generation, last_rotated_at, revoked_at, revoked_reason, client_address, user_agent, amr`;
+
+/** The 17 values of a new session for {@link NEW_SESSION_COLUMNS}; its pair's expiries clamped to the session's. */
+function sessionValues(session: SessionRecord, pair: TokenPairDigests): unknown[] {
+  const expiries = clampPairToSession(pair, session.expiresAt);
+  return [
+    session.id,
+    session.realm,
+    session.subject,
+    session.deviceId,
+    session.createdAt,
+    session.expiresAt,
+    pair.accessDigest,
+    expiries.accessExpiresAt,
+    pair.refreshDigest,
+    expiries.refreshExpiresAt,
+    session.generation,
+    session.lastRotatedAt,
+    session.revokedAt,
+    session.revokedReason,
+    session.clientAddress,
+    session.userAgent,
+    amrText(session.amr),
+  ];
+}
+
+/** The columns of a pending audit event as a write inserts it (`pos` is the commit order the sequence gives). */
+const PENDING_COLUMNS = 'id, at, type, realm, subject, device_id, session_id, data';
+
+/** The values of `draft` for {@link PENDING_COLUMNS}, in order. */
+function pendingValues(draft: AuditEventDraft): unknown[] {
+  return [
+    draft.id,
+    draft.at,
+    draft.type,
+    draft.realm,
+    draft.subject,
+    draft.deviceId,
+    draft.sessionId,
+    // JSON text, not JSONB: it gives back exactly the values that are hashed at sealing.
+    JSON.stringify(draft.data),
+  ];
+}
+
+/** `$from, $from+1, ...` for the eight values of {@link pendingValues}, as a select list. */
+function pendingParams(from: number): string {
+  return Array.from({ length: 8 }, (_, i) => `$${from + i}`).join(', ');
+}
 
 /** Rows of each kind one retention batch deletes. */
 const PRUNE_BATCH = 1000;
@@ -163,10 +229,11 @@ const INSERT_DEVICE = `INSERT INTO devices (id, public_key, realm, subject, name
   ON CONFLICT (public_key) WHERE removed_at IS NULL DO NOTHING
   RETURNING ${DEVICE_COLUMNS}`;
 
+// A rotation's new pair; the rotation writes it in one statement with its retired token and its event.
 const SET_PAIR = `UPDATE sessions SET access_digest = $2, access_expires_at = $3, refresh_digest = $4, refresh_expires_at = $5,
     prev_refresh_digest = $6, prev_rotated_at = $7, prev_successor = $9, generation = generation + 1, last_rotated_at = $8
   WHERE id = $1
-  RETURNING ${SESSION_COLUMNS}`;
+  RETURNING generation`;
 
 const REVOKE_SESSION = `UPDATE sessions SET revoked_at = $2, revoked_reason = $3 WHERE id = $1 AND revoked_at IS NULL
   RETURNING ${SESSION_COLUMNS}`;
@@ -250,25 +317,11 @@ export class PostgresStore implements Store {
    * shortly after the commit ({@link SEAL_DELAY_MS}), and every read of the trail first.
    */
   async #append(c: PoolClient, draft: AuditEventDraft): Promise<void> {
-    // An id already chained fails the write here, as the chain's own unique id did before
-    // pending rows: a duplicate must never reach the sealer, whose batch it would stop.
-    const added = await changes(
+    await run(
       c,
-      `INSERT INTO audit_pending (id, at, type, realm, subject, device_id, session_id, data)
-       SELECT $1, $2, $3, $4, $5, $6, $7, $8 WHERE NOT EXISTS (SELECT 1 FROM audit_events WHERE id = $1)`,
-      [
-        draft.id,
-        draft.at,
-        draft.type,
-        draft.realm,
-        draft.subject,
-        draft.deviceId,
-        draft.sessionId,
-        // JSON text, not JSONB: it gives back exactly the values that are hashed at sealing.
-        JSON.stringify(draft.data),
-      ],
+      { name: 'svc_audit_pending', text: `INSERT INTO audit_pending (${PENDING_COLUMNS}) VALUES (${pendingParams(1)})` },
+      pendingValues(draft),
     );
-    if (added === 0) throw new Error(`audit event ${draft.id} is already in the chain`);
     this.#scheduleSeal();
   }
 
@@ -301,7 +354,10 @@ export class PostgresStore implements Store {
     const pass = (async () => {
       await previous?.catch(() => undefined);
       for (;;) {
-        const pending = await first<{ any: boolean }>(this.#pool, 'SELECT EXISTS (SELECT 1 FROM audit_pending) AS any');
+        const pending = await first<{ any: boolean }>(this.#pool, {
+          name: 'svc_any_pending',
+          text: 'SELECT EXISTS (SELECT 1 FROM audit_pending) AS any',
+        });
         if (pending?.any !== true) return;
         const sealed = await this.#tx((c) => this.#sealBatch(c));
         if (sealed < SEAL_BATCH) return;
@@ -317,13 +373,19 @@ export class PostgresStore implements Store {
 
   /** One sealing batch inside transaction `c`; answers how many events it chained. */
   async #sealBatch(c: PoolClient): Promise<number> {
-    const head = await first<{ seq: number; hash: string }>(c, 'SELECT seq, hash FROM audit_head WHERE singleton FOR UPDATE');
+    const head = await first<{ seq: number; hash: string }>(c, {
+      name: 'svc_lock_head',
+      text: 'SELECT seq, hash FROM audit_head WHERE singleton FOR UPDATE',
+    });
     if (head === undefined) throw new Error(`the audit_head row of schema ${this.schema} is missing`);
     // Read after the lock is held: a READ COMMITTED statement sees every pending row committed
     // before it, and none that a sealer before it already chained and deleted.
     const batch = await rows<PendingRow>(
       c,
-      'SELECT pos, id, at, type, realm, subject, device_id, session_id, data FROM audit_pending ORDER BY pos LIMIT $1',
+      {
+        name: 'svc_pending_batch',
+        text: 'SELECT pos, id, at, type, realm, subject, device_id, session_id, data FROM audit_pending ORDER BY pos LIMIT $1',
+      },
       [SEAL_BATCH],
     );
     if (batch.length === 0) return 0;
@@ -352,8 +414,11 @@ export class PostgresStore implements Store {
     const column = <K extends keyof AuditEvent>(key: K) => events.map((e) => e[key]);
     const counts = new Map<string, number>();
     for (const e of events) counts.set(e.type, (counts.get(e.type) ?? 0) + 1);
-    await c.query(
-      `WITH sealed AS (
+    await run(
+      c,
+      {
+        name: 'svc_seal_batch',
+        text: `WITH sealed AS (
          INSERT INTO audit_events (${EVENT_COLUMNS})
          SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
                               $9::text[], $10::text[], $11::text[])
@@ -364,6 +429,7 @@ export class PostgresStore implements Store {
          DELETE FROM audit_pending WHERE pos = ANY($14::bigint[])
        )
        UPDATE audit_head SET seq = $15, hash = $16 WHERE singleton`,
+      },
       [
         column('seq'),
         column('id'),
@@ -496,9 +562,11 @@ export class PostgresStore implements Store {
   }
 
   async findDeviceByPublicKey(publicKey: string): Promise<DeviceRecord | null> {
-    const row = await first<DeviceRow>(this.#pool, `SELECT ${DEVICE_COLUMNS} FROM devices WHERE public_key = $1 AND removed_at IS NULL`, [
-      publicKey,
-    ]);
+    const row = await first<DeviceRow>(
+      this.#pool,
+      { name: 'svc_device_by_key', text: `SELECT ${DEVICE_COLUMNS} FROM devices WHERE public_key = $1 AND removed_at IS NULL` },
+      [publicKey],
+    );
     return row === undefined ? null : toDevice(row);
   }
 
@@ -567,14 +635,20 @@ export class PostgresStore implements Store {
 
   async createChallenge(challenge: ChallengeRecord): Promise<void> {
     // Expired challenges can never be consumed again, so they are only clutter. SKIP LOCKED
-    // lets nodes prune side by side without waiting for (or deadlocking on) each other.
-    await this.#pool.query(
-      `WITH pruned AS (
-         DELETE FROM challenges WHERE id IN (
-           SELECT id FROM challenges WHERE expires_at <= $5 ORDER BY expires_at LIMIT 500 FOR UPDATE SKIP LOCKED
+    // lets nodes prune side by side without waiting for (or deadlocking on) each other. The ids
+    // go by value (= ANY(ARRAY(...))), not as a join: its plan is primary-key probes whatever
+    // the statistics say, where a semi-join's cached plan could scan the whole table each time.
+    await run(
+      this.#pool,
+      {
+        name: 'svc_create_challenge',
+        text: `WITH pruned AS (
+           DELETE FROM challenges WHERE id = ANY(ARRAY(
+             SELECT id FROM challenges WHERE expires_at <= $5 ORDER BY expires_at LIMIT 500 FOR UPDATE SKIP LOCKED
+           ))
          )
-       )
-       INSERT INTO challenges (${CHALLENGE_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6)`,
+         INSERT INTO challenges (${CHALLENGE_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6)`,
+      },
       [challenge.id, challenge.publicKey, challenge.realm, challenge.challenge, challenge.createdAt, challenge.expiresAt],
     );
   }
@@ -585,49 +659,46 @@ export class PostgresStore implements Store {
     const row = await first<ChallengeRow>(
       this.#pool,
       // A challenge dated in the future (a clock stepped back) cannot be aged: refused.
-      `UPDATE challenges SET used_at = $2 WHERE id = $1 AND ${consumableChallengeSql('$2', '$3')} RETURNING ${CHALLENGE_COLUMNS}`,
+      {
+        name: 'svc_consume_challenge',
+        text: `UPDATE challenges SET used_at = $2 WHERE id = $1 AND ${consumableChallengeSql('$2', '$3')} RETURNING ${CHALLENGE_COLUMNS}`,
+      },
       [input.id, input.now, latestTrustedTime(input.now)],
     );
     return row === undefined ? null : toChallenge(row);
   }
 
   async createSession(session: SessionRecord, pair: TokenPairDigests, event: AuditEventDraft): Promise<boolean> {
-    return this.#tx(async (c) => {
-      // Lock the device row: a concurrent removeDevice (which updates it) then either waits for
-      // this session and revokes it, or commits first and this sign-in is refused.
-      const device = await c.query('SELECT 1 FROM devices WHERE id = $1 AND removed_at IS NULL FOR SHARE', [session.deviceId]);
-      if (device.rowCount !== 1) return false;
-      await this.#insertSession(c, session, pair);
-      await this.#append(c, event);
-      return true;
-    });
+    // One statement, so one round trip and its own transaction: the device row's share lock, the
+    // session and its pending event commit together or not at all. A concurrent removeDevice
+    // (which updates the device row) either waits for this session and revokes it, or commits
+    // first, and then FOR SHARE re-reads the removed row, selects nothing and nothing is inserted.
+    const created = await first<{ n: number }>(
+      this.#pool,
+      {
+        name: 'svc_create_session',
+        text: `WITH live AS (
+         SELECT id FROM devices WHERE id = $4 AND removed_at IS NULL FOR SHARE
+       ), created AS (
+         INSERT INTO sessions (${NEW_SESSION_COLUMNS})
+         SELECT $1, $2, $3, live.id, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17 FROM live
+         RETURNING id
+       ), audited AS (
+         INSERT INTO audit_pending (${PENDING_COLUMNS}) SELECT ${pendingParams(18)} FROM created
+       )
+       SELECT count(*)::int AS n FROM created`,
+      },
+      [...sessionValues(session, pair), ...pendingValues(event)],
+    );
+    if (created?.n !== 1) return false;
+    this.#scheduleSeal();
+    return true;
   }
 
   async #insertSession(c: PoolClient, session: SessionRecord, pair: TokenPairDigests): Promise<void> {
-    const expiries = clampPairToSession(pair, session.expiresAt);
     await c.query(
-      `INSERT INTO sessions (id, realm, subject, device_id, created_at, expires_at, access_digest, access_expires_at, refresh_digest,
-         refresh_expires_at, generation, last_rotated_at, revoked_at, revoked_reason, client_address, user_agent, amr)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)`,
-      [
-        session.id,
-        session.realm,
-        session.subject,
-        session.deviceId,
-        session.createdAt,
-        session.expiresAt,
-        pair.accessDigest,
-        expiries.accessExpiresAt,
-        pair.refreshDigest,
-        expiries.refreshExpiresAt,
-        session.generation,
-        session.lastRotatedAt,
-        session.revokedAt,
-        session.revokedReason,
-        session.clientAddress,
-        session.userAgent,
-        amrText(session.amr),
-      ],
+      `INSERT INTO sessions (${NEW_SESSION_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)`,
+      sessionValues(session, pair),
     );
   }
 
@@ -703,7 +774,11 @@ export class PostgresStore implements Store {
     return this.#tx(async (c): Promise<RotationOutcome> => {
       // The lock that serialises every presentation of this session's tokens, on every node:
       // a waiter wakes up with the row as the winner committed it and decides on that.
-      const s = await first<RefreshRow>(c, `SELECT ${REFRESH_COLUMNS} FROM sessions WHERE id = $1 FOR UPDATE`, [sessionId]);
+      const s = await first<RefreshRow>(
+        c,
+        { name: 'svc_lock_refresh', text: `SELECT ${REFRESH_COLUMNS} FROM sessions WHERE id = $1 FOR UPDATE` },
+        [sessionId],
+      );
       // The rule is core's; this only applies what it decided.
       let decision: RotationDecision = decideRotation(s, input);
       if (s === undefined) return INVALID;
@@ -723,27 +798,41 @@ export class PostgresStore implements Store {
         case 'check_retired':
           return INVALID;
         case 'rotate': {
-          if (decision.retire !== null) {
-            await c.query('INSERT INTO retired_refresh_tokens (session_id, digest, retired_at) VALUES ($1, $2, $3)', [
-              s.id,
-              decision.retire,
-              now,
-            ]);
-          }
+          // One statement for the whole change: the retired token, the new pair and the event,
+          // which is built from the row this transaction locked (rotatedSession: no re-read).
           const expiries = clampPairToSession(next, s.expires_at);
-          const row = await first<SessionRow>(c, SET_PAIR, [
-            s.id,
-            next.accessDigest,
-            expiries.accessExpiresAt,
-            next.refreshDigest,
-            expiries.refreshExpiresAt,
-            s.refresh_digest,
-            now,
-            now,
-            input.sealedSuccessor,
-          ]);
+          const outcome = Object.freeze({ kind: 'rotated' as const, session: rotatedSession(s, expiries, now) });
+          const row = await first<{ generation: number }>(
+            c,
+            {
+              name: 'svc_rotate',
+              text: `WITH retired AS (
+               INSERT INTO retired_refresh_tokens (session_id, digest, retired_at) SELECT $1, $10::text, $7 WHERE $10::text IS NOT NULL
+             ), rotated AS (${SET_PAIR}), audited AS (
+               INSERT INTO audit_pending (${PENDING_COLUMNS}) SELECT ${pendingParams(11)} FROM rotated
+             )
+             SELECT generation FROM rotated`,
+            },
+            [
+              s.id,
+              next.accessDigest,
+              expiries.accessExpiresAt,
+              next.refreshDigest,
+              expiries.refreshExpiresAt,
+              s.refresh_digest,
+              now,
+              now,
+              input.sealedSuccessor,
+              decision.retire,
+              ...pendingValues(audit(outcome)),
+            ],
+          );
           if (row === undefined) throw new Error(`session ${s.id} vanished while locked`);
-          return finish(Object.freeze({ kind: 'rotated', session: toSession(row) }));
+          if (row.generation !== outcome.session.generation) {
+            throw new Error(`session ${s.id} is at generation ${row.generation}, not ${outcome.session.generation}, after its rotation`);
+          }
+          this.#scheduleSeal();
+          return outcome;
         }
         case 'replay':
           return finish(Object.freeze({ kind: 'rotated_in_grace', session: toSession(s), sealedSuccessor: decision.sealedSuccessor }));
@@ -1095,8 +1184,8 @@ export class PostgresStore implements Store {
     // prune side by side without waiting for each other.
     await this.#pool.query(
       `WITH pruned AS (
-         DELETE FROM flows WHERE id IN (
-           SELECT id FROM flows WHERE expires_at <= $8 ORDER BY expires_at LIMIT 500 FOR UPDATE SKIP LOCKED
+         DELETE FROM flows WHERE id = ANY(ARRAY(
+           SELECT id FROM flows WHERE expires_at <= $8 ORDER BY expires_at LIMIT 500 FOR UPDATE SKIP LOCKED)
          )
        )
        INSERT INTO flows (${FLOW_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
@@ -1124,9 +1213,12 @@ export class PostgresStore implements Store {
       // as the latest commit left them: every node decides on the same numbers.
       const current = await rows<{ key: string; window_start: number; failures: number; pending: number }>(
         c,
-        `INSERT INTO attempt_budget (key, window_start, failures, pending) SELECT k, $2, 0, 0 FROM unnest($1::text[]) AS k ORDER BY k
-         ON CONFLICT (key) DO UPDATE SET key = EXCLUDED.key
-         RETURNING key, window_start, failures, pending`,
+        {
+          name: 'svc_lock_attempts',
+          text: `INSERT INTO attempt_budget (key, window_start, failures, pending) SELECT k, $2, 0, 0 FROM unnest($1::text[]) AS k ORDER BY k
+           ON CONFLICT (key) DO UPDATE SET key = EXCLUDED.key
+           RETURNING key, window_start, failures, pending`,
+        },
         [keys, input.now],
       );
       const byKey = new Map(current.map((r) => [r.key, r]));
@@ -1147,18 +1239,22 @@ export class PostgresStore implements Store {
       }
       if (retryAfterMs > 0) return rollback({ reserved: false, busy: false, retryAfterMs });
       if (busy) return rollback({ reserved: false, busy: true, retryAfterMs: 1000 });
-      await c.query(
-        `INSERT INTO attempt_budget (key, window_start, failures, pending)
-         SELECT * FROM unnest($1::text[], $2::bigint[], $3::int[], $4::int[])
-         ON CONFLICT (key) DO UPDATE SET window_start = EXCLUDED.window_start, failures = EXCLUDED.failures, pending = EXCLUDED.pending`,
+      await run(
+        c,
+        {
+          name: 'svc_reserve_attempts',
+          text: `INSERT INTO attempt_budget (key, window_start, failures, pending)
+           SELECT * FROM unnest($1::text[], $2::bigint[], $3::int[], $4::int[])
+           ON CONFLICT (key) DO UPDATE SET window_start = EXCLUDED.window_start, failures = EXCLUDED.failures, pending = EXCLUDED.pending`,
+        },
         [windows.map((w) => w.key), windows.map((w) => w.start), windows.map((w) => w.failures), windows.map((w) => w.pending)],
       );
       // Windows that ended long ago are clutter: every 64th reservation of this node sweeps a
       // few away, never waiting on a lock.
       if (++this.#reservations % 64 === 0) {
         await c.query(
-          `DELETE FROM attempt_budget WHERE key IN (
-             SELECT key FROM attempt_budget WHERE window_start < $1 ORDER BY window_start LIMIT 500 FOR UPDATE SKIP LOCKED)`,
+          `DELETE FROM attempt_budget WHERE key = ANY(ARRAY(
+             SELECT key FROM attempt_budget WHERE window_start < $1 ORDER BY window_start LIMIT 500 FOR UPDATE SKIP LOCKED))`,
           [input.now - 2 * input.windowMs],
         );
       }
@@ -1169,9 +1265,13 @@ export class PostgresStore implements Store {
   async settleAttempts(input: Parameters<Store['settleAttempts']>[0]): Promise<void> {
     if (input.windows.length === 0) return;
     // Only a window that is still the one reserved in changes; a newer one owes nothing.
-    await this.#pool.query(
-      `UPDATE attempt_budget AS b SET pending = GREATEST(b.pending - 1, 0), failures = b.failures + $3
-       FROM unnest($1::text[], $2::bigint[]) AS w (key, start) WHERE b.key = w.key AND b.window_start = w.start`,
+    await run(
+      this.#pool,
+      {
+        name: 'svc_settle_attempts',
+        text: `UPDATE attempt_budget AS b SET pending = GREATEST(b.pending - 1, 0), failures = b.failures + $3
+         FROM unnest($1::text[], $2::bigint[]) AS w (key, start) WHERE b.key = w.key AND b.window_start = w.start`,
+      },
       [input.windows.map((w) => w.key), input.windows.map((w) => w.start), input.failed ? 1 : 0],
     );
   }

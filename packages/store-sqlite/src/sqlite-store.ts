@@ -56,6 +56,7 @@ import {
   type RefreshRow,
   type RotationDecision,
   type RotationOutcome,
+  rotatedSession,
   type SessionRecord,
   type SessionRow,
   STORE_OPERATIONS,
@@ -544,14 +545,7 @@ export class SqliteStore implements Store {
           prevSuccessor: input.sealedSuccessor,
           now,
         });
-        // The session as the UPDATE leaves it, built from the row in hand (no re-read).
-        const session = toSession({
-          ...s,
-          access_expires_at: accessExpiresAt,
-          refresh_expires_at: refreshExpiresAt,
-          generation: s.generation + 1,
-          last_rotated_at: now,
-        });
+        const session = rotatedSession(s, { accessExpiresAt, refreshExpiresAt }, now);
         const outcome: RotationOutcome = Object.freeze({ kind: 'rotated', session });
         this.#append(audit(outcome));
         return outcome;
