@@ -88,6 +88,11 @@ export function reportTargets(
       ? '  no reference run (bench/reference.json): save one with BENCH_SAVE_REFERENCE=1'
       : `  against the reference run of ${reference.started_at} (${reference.machine}); a ratio more than ${REGRESSION_TOLERANCE * 100}% below it is a REGRESSION`,
   );
+  // A ratio cancels most of a machine's speed, not all of it (another CPU's Ed25519, its
+  // syscalls, its neighbours): say so where the reference ran elsewhere.
+  if (reference !== null && reference.machine !== machineLine()) {
+    report('  the reference ran on another machine: a REGRESSION there may be the machine; rerun both builds here to tell');
+  }
   let regressions = 0;
   for (const t of targets) {
     const status = t.goal === null ? '          ' : t.ratio >= t.goal ? 'met       ' : 'NOT MET   ';

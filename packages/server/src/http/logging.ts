@@ -1,4 +1,5 @@
 import type { FastifyBaseLogger, FastifyRequest } from 'fastify';
+import type { Bindings, ChildLoggerOptions, LogFn, Logger } from 'pino';
 
 /**
  * Log paths that could hold a secret, censored even if a caller or a future change logs them:
@@ -60,4 +61,80 @@ export function safeLogger(logger: FastifyBaseLogger): FastifyBaseLogger {
       serializers: { req: serializeRequest as (value: unknown) => unknown },
     },
   );
+}
+
+type Level = 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal';
+
+/**
+ * Fastify's logger of one request (`req.log`), made only when that request logs something at an
+ * enabled level. Fastify asks for a child logger on every request; with redaction that costs
+ * about 2 µs (pino runs the redaction over the child's bindings), a twentieth of a bearer
+ * check's CPU, and at the default level most requests log nothing. What is logged is exactly
+ * what the child would have logged: the same bindings (the request id), options and redaction.
+ */
+class RequestLogger implements FastifyBaseLogger {
+  readonly #parent: FastifyBaseLogger;
+  readonly #bindings: Bindings;
+  readonly #opts: ChildLoggerOptions;
+  #made: FastifyBaseLogger | undefined;
+
+  constructor(parent: FastifyBaseLogger, bindings: Bindings, opts: ChildLoggerOptions) {
+    this.#parent = parent;
+    this.#bindings = bindings;
+    this.#opts = opts;
+  }
+
+  #logger(): FastifyBaseLogger {
+    this.#made ??= this.#parent.child(this.#bindings, this.#opts);
+    return this.#made;
+  }
+
+  /** Whether `level` is logged, asked of the parent while there is no child (they share the level). */
+  #enabled(level: Level): boolean {
+    return this.#made !== undefined || (this.#parent as Partial<Pick<Logger, 'isLevelEnabled'>>).isLevelEnabled?.(level) !== false;
+  }
+
+  get level(): string {
+    return this.#made?.level ?? this.#parent.level;
+  }
+
+  set level(level: string) {
+    this.#logger().level = level;
+  }
+
+  readonly trace: LogFn = (...args: Parameters<LogFn>) => {
+    if (this.#enabled('trace')) this.#logger().trace(...args);
+  };
+  readonly debug: LogFn = (...args: Parameters<LogFn>) => {
+    if (this.#enabled('debug')) this.#logger().debug(...args);
+  };
+  readonly info: LogFn = (...args: Parameters<LogFn>) => {
+    if (this.#enabled('info')) this.#logger().info(...args);
+  };
+  readonly warn: LogFn = (...args: Parameters<LogFn>) => {
+    if (this.#enabled('warn')) this.#logger().warn(...args);
+  };
+  readonly error: LogFn = (...args: Parameters<LogFn>) => {
+    if (this.#enabled('error')) this.#logger().error(...args);
+  };
+  readonly fatal: LogFn = (...args: Parameters<LogFn>) => {
+    if (this.#enabled('fatal')) this.#logger().fatal(...args);
+  };
+  readonly silent: LogFn = () => undefined;
+
+  child(bindings: Bindings, options?: ChildLoggerOptions): FastifyBaseLogger {
+    return this.#logger().child(bindings, options);
+  }
+}
+
+/**
+ * Fastify's `childLoggerFactory` for every svc surface: a {@link RequestLogger} per request, or
+ * the plain child where a route sets its own level (the level is then the child's, not the
+ * parent's, so nothing can be asked of the parent).
+ *
+ * @example
+ * const app = Fastify({ loggerInstance: safeLogger(logger), childLoggerFactory: requestLogger });
+ */
+export function requestLogger(logger: FastifyBaseLogger, bindings: Bindings, opts: ChildLoggerOptions): FastifyBaseLogger {
+  return opts.level === undefined ? new RequestLogger(logger, bindings, opts) : logger.child(bindings, opts);
 }

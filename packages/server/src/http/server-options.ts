@@ -2,13 +2,14 @@ import type { Server } from 'node:http';
 import type { FastifyBaseLogger, FastifyHttpOptions } from 'fastify';
 import { clientErrorHandler, frameworkErrors } from './error-handling.js';
 import { BODY_LIMIT } from './json-body.js';
-import { safeLogger } from './logging.js';
+import { requestLogger, safeLogger } from './logging.js';
 
 /**
  * The Fastify factory options every svc surface shares: the 64 KiB body limit, prototype
  * poisoning refused, schema validation that never strips or coerces (an extra or ill-typed
  * field is a 400, not silently fixed), problem+json for framework-level errors, no trusted
- * proxy, short head, idle and keep-alive timeouts, and a logger that cannot log secrets (or none).
+ * proxy, short head, idle and keep-alive timeouts, and a logger that cannot log secrets (or none),
+ * whose per-request child is made only when the request logs something.
  *
  * `return503OnClosing` is off on purpose: while `app.close()` drains, a request that still
  * arrives on an open keep-alive connection is answered normally (with `Connection: close`)
@@ -36,5 +37,7 @@ export function serverOptions(logger: FastifyBaseLogger | false | undefined) {
     frameworkErrors,
     clientErrorHandler,
   } satisfies FastifyHttpOptions<Server>;
-  return logger === undefined || logger === false ? { ...base, logger: false as const } : { ...base, loggerInstance: safeLogger(logger) };
+  return logger === undefined || logger === false
+    ? { ...base, logger: false as const }
+    : { ...base, loggerInstance: safeLogger(logger), childLoggerFactory: requestLogger };
 }
