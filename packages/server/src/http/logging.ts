@@ -1,5 +1,5 @@
 import type { FastifyBaseLogger, FastifyRequest } from 'fastify';
-import type { Bindings, ChildLoggerOptions, LogFn, Logger } from 'pino';
+import type { Bindings, ChildLoggerOptions, Logger } from 'pino';
 
 /**
  * Log paths that could hold a secret, censored even if a caller or a future change logs them:
@@ -102,25 +102,32 @@ class RequestLogger implements FastifyBaseLogger {
     this.#logger().level = level;
   }
 
-  readonly trace: LogFn = (...args: Parameters<LogFn>) => {
-    if (this.#enabled('trace')) this.#logger().trace(...args);
-  };
-  readonly debug: LogFn = (...args: Parameters<LogFn>) => {
-    if (this.#enabled('debug')) this.#logger().debug(...args);
-  };
-  readonly info: LogFn = (...args: Parameters<LogFn>) => {
-    if (this.#enabled('info')) this.#logger().info(...args);
-  };
-  readonly warn: LogFn = (...args: Parameters<LogFn>) => {
-    if (this.#enabled('warn')) this.#logger().warn(...args);
-  };
-  readonly error: LogFn = (...args: Parameters<LogFn>) => {
-    if (this.#enabled('error')) this.#logger().error(...args);
-  };
-  readonly fatal: LogFn = (...args: Parameters<LogFn>) => {
-    if (this.#enabled('fatal')) this.#logger().fatal(...args);
-  };
-  readonly silent: LogFn = () => undefined;
+  /** Logs `args` at `level` through the child, made now if this is the first line logged. */
+  #log(level: Level, args: unknown[]): void {
+    if (!this.#enabled(level)) return;
+    const logger = this.#logger();
+    (logger[level] as (...a: unknown[]) => void).apply(logger, args);
+  }
+
+  trace(...args: unknown[]): void {
+    this.#log('trace', args);
+  }
+  debug(...args: unknown[]): void {
+    this.#log('debug', args);
+  }
+  info(...args: unknown[]): void {
+    this.#log('info', args);
+  }
+  warn(...args: unknown[]): void {
+    this.#log('warn', args);
+  }
+  error(...args: unknown[]): void {
+    this.#log('error', args);
+  }
+  fatal(...args: unknown[]): void {
+    this.#log('fatal', args);
+  }
+  silent(): void {}
 
   child(bindings: Bindings, options?: ChildLoggerOptions): FastifyBaseLogger {
     return this.#logger().child(bindings, options);
