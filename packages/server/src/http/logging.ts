@@ -1,5 +1,4 @@
 import type { FastifyBaseLogger, FastifyRequest } from 'fastify';
-import type { Bindings, ChildLoggerOptions, Logger } from 'pino';
 
 /**
  * Log paths that could hold a secret, censored even if a caller or a future change logs them:
@@ -64,6 +63,10 @@ export function safeLogger(logger: FastifyBaseLogger): FastifyBaseLogger {
 }
 
 type Level = 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal';
+type Bindings = Parameters<FastifyBaseLogger['child']>[0];
+type ChildLoggerOptions = NonNullable<Parameters<FastifyBaseLogger['child']>[1]>;
+/** pino's level check, which a Fastify logger need not have. */
+type LevelCheck = { isLevelEnabled?(level: string): boolean };
 
 /**
  * Fastify's logger of one request (`req.log`), made only when that request logs something at an
@@ -91,7 +94,7 @@ class RequestLogger implements FastifyBaseLogger {
 
   /** Whether `level` is logged, asked of the parent while there is no child (they share the level). */
   #enabled(level: Level): boolean {
-    return this.#made !== undefined || (this.#parent as Partial<Pick<Logger, 'isLevelEnabled'>>).isLevelEnabled?.(level) !== false;
+    return this.#made !== undefined || (this.#parent as LevelCheck).isLevelEnabled?.(level) !== false;
   }
 
   get level(): string {
