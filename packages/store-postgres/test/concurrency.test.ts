@@ -80,9 +80,17 @@ function pair(now: number): TokenPairDigests & { readonly access: string; readon
 
 /** An enrolled device with one fresh session; answers the session and its first pair. */
 async function sessionOn(store: Store): Promise<{ session: SessionRecord; first: ReturnType<typeof pair> }> {
+  const session = await newSession(store);
+  const first = pair(T0);
+  await store.createSession(session, first, draft('session.created', {}, session.id));
+  return { session, first };
+}
+
+/** A session record of a device just enrolled on `store`, not yet created. */
+async function newSession(store: Store): Promise<SessionRecord> {
   const d = device();
   assert.equal(await store.enrollDevice(d, draft('device.enrolled')), 'enrolled');
-  const session: SessionRecord = {
+  return {
     id: newId('session', clock, random),
     realm: 'management',
     subject: d.subject,
@@ -99,9 +107,6 @@ async function sessionOn(store: Store): Promise<{ session: SessionRecord; first:
     userAgent: null,
     amr: ['ed25519'],
   };
-  const first = pair(T0);
-  await store.createSession(session, first, draft('session.created', {}, session.id));
-  return { session, first };
 }
 
 function rotationAudit(o: Exclude<RotationOutcome, { kind: 'invalid' }>): AuditEventDraft {
@@ -459,6 +464,42 @@ describe('the audit trail is sealed in batches, off the write path (issue #14)',
     assert.equal(next.seq, chained.seq + 1);
     assert.equal(await pendingRows(), 0);
     await assertChainVerifies(n.a);
+  });
+
+  test('a sign-in or a rotation whose event id is already in the chain is refused whole: no session, no new pair, nothing retired', async () => {
+    // Each is one statement with its event since migration 011: the refusal must still undo the change.
+    const chained = await n.a.appendAuditEvent(draft('signin.failed', { reason: 'taken' }));
+    const session = await newSession(n.a);
+    await assert.rejects(
+      n.b.createSession(session, pair(T0), { ...draft('session.created', {}, session.id), id: chained.id }),
+      /already in the chain/,
+    );
+    assert.equal(await n.a.getSession(session.id), null);
+
+    const { session: live, first } = await sessionOn(n.a);
+    const presentation = (next: ReturnType<typeof pair>) => ({
+      sessionId: live.id,
+      presentedDigest: first.refreshDigest,
+      realm: 'management' as const,
+      now: T0 + 1000,
+      graceMs: 10_000,
+      next,
+      sealedSuccessor: 'sealed',
+    });
+    const refused = pair(T0);
+    await assert.rejects(
+      n.b.rotateRefreshToken(presentation(refused), (o) => ({ ...rotationAudit(o), id: chained.id })),
+      /already in the chain/,
+    );
+    assert.equal((await n.a.getSession(live.id))?.generation, 0);
+    assert.equal(await n.a.findSessionByAccessDigest(live.id, refused.accessDigest), null);
+    // The token was not used up: presented again with an event that can be recorded, it rotates.
+    const rotated = await n.a.rotateRefreshToken(presentation(pair(T0)), rotationAudit);
+    assert.equal(rotated.kind, 'rotated');
+    assert.equal(rotated.kind === 'rotated' ? rotated.session.generation : -1, 1);
+    // A read chains what is pending: nothing of the refused writes was left there.
+    await assertChainVerifies(n.a);
+    assert.equal(await pendingRows(), 0);
   });
 
   test('editing a chained event is still found by the verifier', async () => {
