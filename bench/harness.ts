@@ -203,19 +203,29 @@ export function cpuMicros(statFile: string): number {
   return (Number(fields[11]) + Number(fields[12])) * TICK_US;
 }
 
+/** CPU microseconds the whole machine has spent busy so far (every process, every core: /proc/stat less idle and iowait). */
+export function machineBusyMicros(): number {
+  const fields = (readFileSync('/proc/stat', 'utf8').split('\n')[0] as string).trim().split(/\s+/).slice(1).map(Number);
+  const total = fields.reduce((sum, n) => sum + n, 0);
+  return (total - (fields[3] ?? 0) - (fields[4] ?? 0)) * TICK_US;
+}
+
 /** What a load cost a server process, per request (or per `perUnit` requests). */
 export interface Cost {
   /** Server CPU microseconds per request, every thread. */
   all: number;
   /** Server CPU microseconds per request, the main (event-loop) thread only. */
   main: number;
+  /** This process's CPU microseconds per request: the load generator's share of the machine. */
+  client: number;
   rps: number;
 }
 
 /**
  * Runs `load` against `server` and divides the server process's CPU time (from /proc, before
  * and after) by the requests it answered: what a request costs the server, a figure that moves
- * far less with the machine's load than throughput does. Throws on any error or non-2xx.
+ * far less with the machine's load than throughput does; and this process's own CPU time the
+ * same way (the load generator runs here, on the same cores). Throws on any error or non-2xx.
  *
  * @example
  * const cost = await costOf(server, () => autocannon({ url: server.url, amount: 20_000 }));
@@ -224,12 +234,19 @@ export async function costOf(server: Proc, load: () => Promise<autocannon.Result
   const pid = server.child.pid as number;
   const all0 = cpuMicros(`/proc/${pid}/stat`);
   const main0 = cpuMicros(`/proc/${pid}/task/${pid}/stat`);
+  const client0 = process.cpuUsage();
   const result = await load();
+  const client1 = process.cpuUsage(client0);
   const all1 = cpuMicros(`/proc/${pid}/stat`);
   const main1 = cpuMicros(`/proc/${pid}/task/${pid}/stat`);
   if (result.errors > 0 || result.non2xx > 0) throw new Error(`${result.errors} errors, ${result.non2xx} non-2xx`);
   const units = result.requests.total / perUnit;
-  return { all: (all1 - all0) / units, main: (main1 - main0) / units, rps: result.requests.average / perUnit };
+  return {
+    all: (all1 - all0) / units,
+    main: (main1 - main0) / units,
+    client: (client1.user + client1.system) / units,
+    rps: result.requests.average / perUnit,
+  };
 }
 
 /**

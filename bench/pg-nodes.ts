@@ -7,7 +7,7 @@
 //   node --import tsx bench/pg-nodes.ts [--bin /path/to/other/checkout/node_modules/.bin/svc]
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
@@ -17,6 +17,7 @@ import {
   fmt,
   login,
   loginRequests,
+  machineBusyMicros,
   median,
   PG_URL,
   type Proc,
@@ -36,6 +37,70 @@ export interface NodesFigures {
   /** PostgreSQL's own CPU µs per operation (every postgres process of the machine). */
   readonly db_cpu_us: { readonly login: number; readonly rotation: number };
   readonly rounds: number;
+  /**
+   * PostgreSQL alone doing a login's least writes (pgbench, no server), and the machine's CPU
+   * per login meanwhile (PostgreSQL and pgbench: its backends end with the run, so they cannot
+   * be counted apart), or null without pgbench.
+   */
+  readonly ceiling: { readonly logins_per_s: number; readonly machine_cpu_us: number } | null;
+}
+
+/**
+ * The ceiling of the two-node login figure: PostgreSQL alone, driven by pgbench (a C client,
+ * far cheaper than any Node server) with the least a login must write, on the bench's own
+ * schema and device: the challenge (one commit), then one statement that uses it up, checks
+ * the device and inserts the session and its pending audit event (a second commit). No
+ * HTTP, no signature, no attempt budget, no sealing: no server on this machine can sign more
+ * people in per second than this. Null when pgbench is not installed.
+ */
+function postgresCeiling(
+  schema: string,
+  seconds: number,
+  connections: number,
+  dir: string,
+): { logins_per_s: number; machine_cpu_us: number } | null {
+  try {
+    execFileSync('pgbench', ['--version'], { stdio: 'ignore' });
+  } catch {
+    return null;
+  }
+  const [deviceId, subject] = execFileSync('psql', [PG_URL, '-Atc', `SELECT id || '|' || subject FROM ${schema}.devices LIMIT 1`], {
+    encoding: 'utf8',
+  })
+    .trim()
+    .split('|');
+  const id = (kind: string) => `'${kind}_' || :client_id || '_' || :n`;
+  const statements = [
+    '\\set n random(1, 2000000000)',
+    `INSERT INTO ${schema}.challenges (id, public_key, realm, challenge, created_at, expires_at)
+     VALUES (${id('chl')}, '${'0'.repeat(64)}', 'management', 'svc-auth-v1 challenge prj_ceiling management ' || ${id('chl')} || ' ${'0'.repeat(32)} 9999999999', 1, 9999999999999)
+     ON CONFLICT DO NOTHING;`,
+    `WITH used AS (
+       UPDATE ${schema}.challenges SET used_at = 2 WHERE id = ${id('chl')} AND used_at IS NULL RETURNING id
+     ), live AS (
+       SELECT d.id FROM ${schema}.devices d, used WHERE d.id = '${deviceId}' AND d.removed_at IS NULL FOR SHARE OF d
+     ), created AS (
+       INSERT INTO ${schema}.sessions (id, realm, subject, device_id, created_at, expires_at, access_digest, access_expires_at, refresh_digest, refresh_expires_at)
+       SELECT ${id('ses')}, 'management', '${subject}', live.id, 1, 9999999999999, md5(${id('a')}) || md5(${id('b')}), 9999999999999, md5(${id('c')}) || md5(${id('d')}), 9999999999999 FROM live
+       ON CONFLICT DO NOTHING RETURNING id
+     )
+     INSERT INTO ${schema}.audit_pending (id, at, type, realm, subject, device_id, session_id, data)
+     SELECT 'evt_' || created.id, 1, 'session.created', 'management', '${subject}', '${deviceId}', created.id, '{"amr":"ed25519"}' FROM created;`,
+  ];
+  // pgbench reads one statement per line.
+  const script = join(dir, 'login.pgbench');
+  writeFileSync(script, `${statements.map((st) => st.replace(/\s*\n\s*/g, ' ')).join('\n')}\n`);
+  const busy0 = machineBusyMicros();
+  const out = execFileSync(
+    'pgbench',
+    ['-n', '-M', 'prepared', '-c', String(connections), '-j', '2', '-T', String(seconds), '-f', script, PG_URL],
+    { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  const busy = machineBusyMicros() - busy0;
+  const tps = Number(/tps = ([\d.]+)/.exec(out)?.[1]);
+  const done = Number(/number of transactions actually processed: (\d+)/.exec(out)?.[1]);
+  if (!(tps > 0) || !(done > 0)) throw new Error(`pgbench printed no rate: ${out}`);
+  return { logins_per_s: tps, machine_cpu_us: busy / done };
 }
 
 /** CPU microseconds spent so far by every `postgres` process of this machine (the server and its backends). */
@@ -73,7 +138,8 @@ async function together(
 
 /**
  * Two nodes of the `svc` at `bin` on a fresh schema: logins and rotations driven at both at
- * once, `rounds` times, medians reported.
+ * once, `rounds` times, medians reported; then PostgreSQL alone with a login's least writes
+ * (`postgresCeiling`), what this machine allows any server on it.
  *
  * @example
  * const figures = await measurePostgresNodes({ seconds: 6, connections: 32, rounds: 3 }, console.log);
@@ -125,6 +191,7 @@ export async function measurePostgresNodes(
       cpu_us: { login: median(rounds.map((r) => r.logins.cpuUs)), rotation: median(rounds.map((r) => r.rotations.cpuUs)) },
       db_cpu_us: { login: median(rounds.map((r) => r.logins.dbUs)), rotation: median(rounds.map((r) => r.rotations.dbUs)) },
       rounds: opts.rounds,
+      ceiling: postgresCeiling(schema, seconds, opts.connections, dir),
     };
     const spread = (pick: (r: (typeof rounds)[number]) => number) => rounds.map((r) => fmt(pick(r))).join(' / ');
     report('');
@@ -134,6 +201,11 @@ export async function measurePostgresNodes(
     );
     report(
       `  refresh   rotation                    ${fmt(figures.rotations_per_s).padStart(8)} /s   ${figures.cpu_us.rotation.toFixed(0)} µs CPU (both servers) + ${figures.db_cpu_us.rotation.toFixed(0)} µs (PostgreSQL)   rounds ${spread((r) => r.rotations.rate)}`,
+    );
+    report(
+      figures.ceiling === null
+        ? '  ceiling   PostgreSQL alone: not measured (pgbench is not installed)'
+        : `  ceiling   PostgreSQL alone, a login's least writes (pgbench: 2 statements, 2 commits, no server)  ${fmt(figures.ceiling.logins_per_s)} /s   ${figures.ceiling.machine_cpu_us.toFixed(0)} µs CPU (the machine: PostgreSQL and pgbench)`,
     );
     return figures;
   } finally {

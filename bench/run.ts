@@ -57,8 +57,12 @@ interface StoreFigures {
   refresh: number;
   /** Raw Ed25519 verifications per second on one core of the bench process, measured right after the logins. */
   ed25519_verify: number;
-  /** Server CPU microseconds per bearer check, per complete login, per rotation. */
-  cpu_us: { bearer: number; login: number; refresh: number };
+  /** The same logins against the storage-free login server (bench/login-floor-server.ts), right after. */
+  login_floor: number;
+  /** Server CPU microseconds per bearer check, per complete login, per rotation, per storage-free login. */
+  cpu_us: { bearer: number; login: number; refresh: number; login_floor: number };
+  /** The load generator's (this process's) CPU microseconds per complete login, against each server. */
+  client_us: { login: number; login_floor: number };
   p99: Record<string, number>;
 }
 
@@ -71,8 +75,8 @@ const median = (xs: readonly number[]): number => {
 /** The round whose bearer ratio is the median, and the median of each figure's ratio over all rounds. */
 interface RoundedFigures {
   rounds: StoreFigures[];
-  ratios: { bearer: number; logins: number; refresh: number; logins_vs_ed25519: number };
-  cpu: { bearer: number; login: number; refresh: number };
+  ratios: { bearer: number; logins: number; refresh: number; logins_vs_ed25519: number; floor_vs_ed25519: number };
+  cpu: { bearer: number; login: number; refresh: number; login_floor: number; client_login: number; client_login_floor: number };
   rates: { baseline: number; bearer: number; logins: number; refresh: number };
 }
 
@@ -84,11 +88,15 @@ function summarize(rounds: StoreFigures[]): RoundedFigures {
       logins: median(rounds.map((r) => r.logins / r.baseline)),
       refresh: median(rounds.map((r) => r.refresh / r.baseline)),
       logins_vs_ed25519: median(rounds.map((r) => r.logins / r.ed25519_verify)),
+      floor_vs_ed25519: median(rounds.map((r) => r.login_floor / r.ed25519_verify)),
     },
     cpu: {
       bearer: median(rounds.map((r) => r.cpu_us.bearer)),
       login: median(rounds.map((r) => r.cpu_us.login)),
       refresh: median(rounds.map((r) => r.cpu_us.refresh)),
+      login_floor: median(rounds.map((r) => r.cpu_us.login_floor)),
+      client_login: median(rounds.map((r) => r.client_us.login)),
+      client_login_floor: median(rounds.map((r) => r.client_us.login_floor)),
     },
     rates: {
       baseline: median(rounds.map((r) => r.baseline)),
@@ -99,9 +107,11 @@ function summarize(rounds: StoreFigures[]): RoundedFigures {
   };
 }
 
-/** A project on `store`, with 8 enrolled admin devices. */
-/** Bearer validation, complete logins and refresh rotations against `server`, each beside a fresh baseline. */
-async function measure(server: Proc, bare: Proc, devices: Device[]): Promise<StoreFigures> {
+/**
+ * Bearer validation, complete logins and refresh rotations against `server`, each beside a
+ * fresh baseline; the logins also against `floor`, the storage-free login server.
+ */
+async function measure(server: Proc, bare: Proc, floor: Proc, devices: Device[]): Promise<StoreFigures> {
   const first = devices[0] as Device;
   const session = await login(server.url, first.key, first.pub);
   const bearerHeaders = { authorization: `Bearer ${session.access_token}` };
@@ -118,6 +128,13 @@ async function measure(server: Proc, bare: Proc, devices: Device[]): Promise<Sto
     2,
   );
   const verifyRate = ed25519VerifyRate(1000);
+  // What the machine allows: the same requests from the same load generator, to a server that
+  // stores nothing (the load generator signs each challenge, so it takes a core's share too).
+  const floorLogins = await costOf(
+    floor,
+    () => autocannon({ connections: CONNECTIONS, duration: DURATION, url: floor.url, requests: loginRequests(devices) }),
+    2,
+  );
 
   // Refresh rotations: every connection rotates its own session's chain (harness `rotationRequest`).
   const chains: string[] = [];
@@ -140,7 +157,9 @@ async function measure(server: Proc, bare: Proc, devices: Device[]): Promise<Sto
     logins: logins.rps,
     refresh: refresh.rps,
     ed25519_verify: verifyRate,
-    cpu_us: { bearer: bearer.all, login: logins.all, refresh: refresh.all },
+    login_floor: floorLogins.rps,
+    cpu_us: { bearer: bearer.all, login: logins.all, refresh: refresh.all, login_floor: floorLogins.all },
+    client_us: { login: logins.client, login_floor: floorLogins.client },
     p99: { baseline: baseline.p99 },
   };
 }
@@ -296,6 +315,8 @@ async function main(): Promise<void> {
     );
     const configured = (process.env.BENCH_STORES ?? 'sqlite,postgres').split(',') as ('sqlite' | 'postgres')[];
     const stores = configured.filter(runs);
+    const floor =
+      stores.length > 0 ? await start(['--import', 'tsx', join(root, 'bench/login-floor-server.ts')], /listening on (http:\/\/\S+)/) : null;
     for (const store of stores) {
       const dir = join(work, store);
       const { devices } = setupProject(dir, store, pgSchema);
@@ -305,7 +326,7 @@ async function main(): Promise<void> {
       await cannon({ url: bare.url, duration: 1 });
       await cannon({ url: `${server.url}/v1/auth/me`, headers: { authorization: `Bearer ${warm.access_token}` }, duration: 1 });
       const rounds: StoreFigures[] = [];
-      for (let r = 0; r < ROUNDS; r++) rounds.push(await measure(server, bare, devices));
+      for (let r = 0; r < ROUNDS; r++) rounds.push(await measure(server, bare, floor as Proc, devices));
       const summary = summarize(rounds);
       const f = { ...summary.rates, p99: (rounds[0] as StoreFigures).p99 };
       const durability =
@@ -322,6 +343,12 @@ async function main(): Promise<void> {
       );
       report(
         `  login     challenge + signed session  ${fmt(f.logins).padStart(8)} /s      ${summary.ratios.logins.toFixed(3)}x   ${cpu(summary.cpu.login)}   ${summary.ratios.logins_vs_ed25519.toFixed(3)}x of ${fmt(median(rounds.map((r) => r.ed25519_verify)))} raw Ed25519 verifications/s${spread((r) => r.logins)}`,
+      );
+      report(
+        `  ceiling   the same logins, no storage ${fmt(median(rounds.map((r) => r.login_floor))).padStart(8)} /s              ${cpu(summary.cpu.login_floor)}   ${summary.ratios.floor_vs_ed25519.toFixed(3)}x of raw Ed25519 (bench/login-floor-server.ts)${spread((r) => r.login_floor)}`,
+      );
+      report(
+        `            load generator per login: ${summary.cpu.client_login.toFixed(0)} µs CPU (${summary.cpu.client_login_floor.toFixed(0)} against the storage-free server): it signs every challenge on the same cores`,
       );
       report(
         `  refresh   rotation                    ${fmt(f.refresh).padStart(8)} /s      ${summary.ratios.refresh.toFixed(3)}x   ${cpu(summary.cpu.refresh)}${spread((r) => r.refresh)}`,
@@ -342,6 +369,13 @@ async function main(): Promise<void> {
           cpuUs: summary.cpu.login,
         },
         {
+          id: `${store}.logins.ceiling`,
+          what: 'the same logins to a storage-free Fastify server / raw Ed25519: what this machine allows',
+          ratio: summary.ratios.floor_vs_ed25519,
+          goal: null,
+          cpuUs: summary.cpu.login_floor,
+        },
+        {
           id: `${store}.refresh`,
           what: 'rotations / bare Fastify route',
           ratio: summary.ratios.refresh,
@@ -360,6 +394,7 @@ async function main(): Promise<void> {
         refresh_per_s: f.refresh,
         refresh_ratio: summary.ratios.refresh,
         logins_vs_ed25519: summary.ratios.logins_vs_ed25519,
+        storage_free_logins_vs_ed25519: summary.ratios.floor_vs_ed25519,
         cpu_us: summary.cpu,
         p99_ms: f.p99,
         per_round: rounds,
@@ -367,6 +402,7 @@ async function main(): Promise<void> {
       results[store] = figures;
       await stop(server);
     }
+    if (floor !== null) await stop(floor);
     if (runs('scale') && configured.includes('sqlite') && SEED > SMALL_STORE) {
       const scale = await measureScale(bare, join(work, 'scale'), report);
       results.scale = scale;
@@ -407,6 +443,16 @@ async function main(): Promise<void> {
           goal: 3,
           cpuUs: nodes.cpu_us.login,
         },
+        ...(nodes.ceiling === null
+          ? []
+          : [
+              {
+                id: 'postgres.nodes.ceiling',
+                what: "PostgreSQL alone with a login's least writes (pgbench, no server) / 455: what this machine allows",
+                ratio: nodes.ceiling.logins_per_s / 455,
+                goal: null,
+              },
+            ]),
         {
           id: 'postgres.nodes.refresh',
           what: 'rotations/s of two PostgreSQL nodes at once / 700 (the issue #14 figure)',
