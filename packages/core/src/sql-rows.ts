@@ -105,3 +105,24 @@ export function consumableFlowSql(now: string, latest: string): string {
 export function counterAdvanceSql(presented: string, alias = ''): string {
   return `((${alias}counter IS NULL AND ${presented} IS NULL) OR ${alias}counter < ${presented} OR (${alias}counter = 0 AND ${presented} = 0))`;
 }
+
+/**
+ * `decideAttemptWindow` as SQL, for one more attempt at `now`, over the attempt_budget row
+ * `alias` (its `window_start`, `failures`, `pending` as committed and locked): the select-list
+ * columns `reserve` (the decision is `reserve`), and `new_start`, `new_failures`,
+ * `new_pending` (the window it reserves). A row whose counts are both 0 holds nothing, so its
+ * window starts afresh at `now`, as a missing one does: that is the window the store hands
+ * `decideAttemptWindow` for such a row (`undefined`). PostgreSQL decides and reserves in one
+ * statement with it, so no row lock is held across a round trip; the store runs
+ * `decideAttemptWindow` on the same locked row and refuses to go on if the two differ.
+ *
+ * @example
+ * `SELECT key, ${attemptWindowSql({ now: '$2::bigint', windowMs: '$3::bigint', max: '$4::int' })} FROM attempt_budget ...`
+ */
+export function attemptWindowSql(p: { readonly now: string; readonly windowMs: string; readonly max: string }, alias = ''): string {
+  const fresh = `(${alias}failures + ${alias}pending = 0 OR ${p.now} - ${alias}window_start >= ${p.windowMs})`;
+  return `(${fresh} OR ${alias}failures + ${alias}pending < ${p.max}) AS reserve,
+    CASE WHEN ${fresh} OR ${alias}window_start > ${p.now} THEN ${p.now} ELSE ${alias}window_start END AS new_start,
+    CASE WHEN ${fresh} THEN 0 ELSE ${alias}failures END AS new_failures,
+    CASE WHEN ${fresh} THEN 1 ELSE ${alias}pending + 1 END AS new_pending`;
+}

@@ -16,6 +16,11 @@ export const POSTGRES_STORE_CONFIG = {
     kind: 'string',
     meaning: 'the schema holding the tables (default `svc_auth`; created when missing; refused when another non-superuser role owns it)',
   },
-  ':store/pool-size': { kind: 'integer', min: 1, max: 200, meaning: 'connections per process (default 10)' },
+  ':store/pool-size': {
+    kind: 'integer',
+    min: 1,
+    max: 200,
+    meaning: 'connections per process (default 10), and a quarter as many for the attempt budget',
+  },
   ':store/ssl': { kind: 'boolean', meaning: '`true` to connect with TLS' },
 } as const satisfies Readonly<Record<string, ConfigField>>;

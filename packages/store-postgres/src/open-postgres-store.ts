@@ -181,6 +181,21 @@ function poolConfig(options: PostgresStoreOptions, schema: string, t: PostgresTi
   return config;
 }
 
+/**
+ * The attempt budget's own small pool (a quarter of the node's, at least 1): the same
+ * connection settings, with `synchronous_commit=off`. A budget row is locked until its write
+ * commits, and with a synchronous commit that includes the WAL flush: one busy address (many
+ * sign-ins through one NAT, or an attack) then queues every attempt behind a disk flush, twice
+ * per attempt (reserve, settle). Without the wait, the row is free as soon as the write is
+ * done. What it costs: if PostgreSQL itself crashes, budget writes of its last moments (up to
+ * three `wal_writer_delay`, 600 ms by default) may be lost, so an attacker could get those
+ * few failed attempts again. Never sessions, tokens, the audit trail or a revocation: every
+ * other write uses the main pool and commits synchronously.
+ */
+function budgetPoolConfig(config: pg.PoolConfig): pg.PoolConfig {
+  return { ...config, max: Math.max(1, Math.ceil((config.max ?? 10) / 4)), options: `${config.options} -c synchronous_commit=off` };
+}
+
 function createPool(config: pg.PoolConfig): pg.Pool {
   const pool = new pg.Pool(config);
   // An idle connection the server drops (restart, failover) must not crash the process; the
@@ -258,6 +273,7 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
   const migrations = loadMigrations();
   const config = poolConfig(options, schema, timeouts);
   const pool = createPool(config);
+  const budgetPool = createPool(budgetPoolConfig(config));
   try {
     // Migrations may take longer than a request may wait (a large table, another node holding
     // the migration lock): they run on a connection of their own without the request bounds.
@@ -283,11 +299,12 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
     } finally {
       await client.end().catch(() => undefined);
     }
-    const store = new PostgresStore(pool, schema);
+    const store = new PostgresStore(pool, schema, budgetPool);
     await store.ping();
     return store;
   } catch (err) {
     await pool.end().catch(() => undefined);
+    await budgetPool.end().catch(() => undefined);
     throw err instanceof StoreOpenError ? err : openError(err, options, target);
   }
 }

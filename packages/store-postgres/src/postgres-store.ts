@@ -1,6 +1,7 @@
 import {
   ACCESS_COLUMNS,
   activeSessionSql,
+  attemptWindowSql,
   CHALLENGE_COLUMNS,
   consumableChallengeSql,
   consumableFlowSql,
@@ -258,15 +259,18 @@ export class PostgresStore implements Store {
   /** The schema every table lives in. */
   readonly schema: string;
   readonly #pool: Pool;
+  /** The attempt budget's writes (`reserveAttempts`, `settleAttempts`): see `budgetPoolConfig`. */
+  readonly #budgetPool: Pool;
   #closed = false;
   #reservations = 0;
   // The background sealing this store's writes asked for, if one is pending or running.
   #sealTimer: NodeJS.Timeout | undefined;
   #sealing: Promise<void> | undefined;
 
-  /** Wraps an open pool on a migrated schema; use `openPostgresStore` rather than calling this. */
-  constructor(pool: Pool, schema: string) {
+  /** Wraps open pools on a migrated schema; use `openPostgresStore` rather than calling this. */
+  constructor(pool: Pool, schema: string, budgetPool: Pool = pool) {
     this.#pool = pool;
+    this.#budgetPool = budgetPool;
     this.schema = schema;
   }
 
@@ -480,6 +484,7 @@ export class PostgresStore implements Store {
     await this.#sealPending().catch(() => undefined);
     this.#closed = true;
     await this.#pool.end();
+    if (this.#budgetPool !== this.#pool) await this.#budgetPool.end();
   }
 
   async getProject(): Promise<{ readonly projectId: string; readonly createdAt: number } | null> {
@@ -1208,66 +1213,100 @@ export class PostgresStore implements Store {
   async reserveAttempts(input: Parameters<Store['reserveAttempts']>[0]): Promise<AttemptReservation> {
     const keys = [...new Set(input.keys)].sort();
     if (keys.length === 0) return { reserved: true, shared: true, windows: [] };
-    return this.#tx(async (c): Promise<AttemptReservation> => {
-      // One statement creates the missing rows and locks every row (a no-op update locks it), in
-      // key order (two reservations never wait on each other in a cycle), returning the counts
-      // as the latest commit left them: every node decides on the same numbers.
-      const current = await rows<{ key: string; window_start: number; failures: number; pending: number }>(
-        c,
+    for (let pass = 0; ; pass++) {
+      // One statement decides and reserves (core's `attemptWindowSql`): it locks every row of
+      // `keys` in key order (two reservations never wait on each other in a cycle), reads the
+      // counts as the latest commit left them, and moves every window only when every key
+      // reserves. Its row locks last for this statement alone, never across a round trip, so the
+      // budget of one busy address is not a queue of transactions. It answers the rows as
+      // locked, each with the window it moved it to (null when it moved none).
+      const locked = await rows<{
+        key: string;
+        window_start: number;
+        failures: number;
+        pending: number;
+        moved_start: number | null;
+        moved_failures: number | null;
+        moved_pending: number | null;
+      }>(
+        this.#budgetPool,
         {
-          name: 'svc_lock_attempts',
-          text: `INSERT INTO attempt_budget (key, window_start, failures, pending) SELECT k, $2, 0, 0 FROM unnest($1::text[]) AS k ORDER BY k
-           ON CONFLICT (key) DO UPDATE SET key = EXCLUDED.key
-           RETURNING key, window_start, failures, pending`,
+          name: 'svc_reserve_attempt_windows',
+          text: `WITH locked AS (
+             SELECT key, window_start, failures, pending FROM attempt_budget WHERE key = ANY($1::text[]) ORDER BY key FOR UPDATE
+           ), decided AS (
+             SELECT key, window_start, failures, pending, ${attemptWindowSql({ now: '$2::bigint', windowMs: '$3::bigint', max: '$4::int' })}
+             FROM locked
+           ), moved AS (
+             UPDATE attempt_budget AS b SET window_start = d.new_start, failures = d.new_failures, pending = d.new_pending
+             FROM decided AS d
+             WHERE b.key = d.key AND (SELECT count(*) = cardinality($1::text[]) AND bool_and(reserve) FROM decided)
+             RETURNING b.key, b.window_start, b.failures, b.pending
+           )
+           SELECT d.key, d.window_start, d.failures, d.pending,
+                  m.window_start AS moved_start, m.failures AS moved_failures, m.pending AS moved_pending
+           FROM decided AS d LEFT JOIN moved AS m ON m.key = d.key`,
         },
-        [keys, input.now],
+        [keys, input.now, input.windowMs, input.max],
       );
-      const byKey = new Map(current.map((r) => [r.key, r]));
+      if (locked.length < keys.length) {
+        // A key seen for the first time (or pruned since): its row is created empty, and the
+        // statement runs again. Another node creating it meanwhile is the same row.
+        if (pass >= 2) throw new Error('attempt_budget rows were deleted while they were being reserved');
+        await run(
+          this.#budgetPool,
+          {
+            name: 'svc_open_attempt_windows',
+            text: 'INSERT INTO attempt_budget (key, window_start, failures, pending) SELECT k, $2, 0, 0 FROM unnest($1::text[]) AS k ON CONFLICT (key) DO NOTHING',
+          },
+          [keys, input.now],
+        );
+        continue;
+      }
+      // The rule is core's: decided again here on the rows as the statement locked them.
       const windows: AttemptWindow[] = [];
       let retryAfterMs = 0;
       let busy = false;
-      for (const key of keys) {
-        const r = byKey.get(key);
-        // A row just created holds nothing: a window that starts now (as does one pruned meanwhile).
+      for (const r of locked) {
+        // A row that holds nothing is a window that starts now (as one pruned meanwhile).
         const stored =
-          r === undefined || r.failures + r.pending === 0
-            ? undefined
-            : { key, start: r.window_start, failures: r.failures, pending: r.pending };
-        const d = decideAttemptWindow(key, stored, input);
+          r.failures + r.pending === 0 ? undefined : { key: r.key, start: r.window_start, failures: r.failures, pending: r.pending };
+        const d = decideAttemptWindow(r.key, stored, input);
         if (d.kind === 'refuse') retryAfterMs = Math.max(retryAfterMs, d.retryAfterMs);
         else if (d.kind === 'busy') busy = true;
         else windows.push(d.window);
       }
-      if (retryAfterMs > 0) return rollback({ reserved: false, busy: false, retryAfterMs });
-      if (busy) return rollback({ reserved: false, busy: true, retryAfterMs: 1000 });
-      await run(
-        c,
-        {
-          name: 'svc_reserve_attempts',
-          text: `INSERT INTO attempt_budget (key, window_start, failures, pending)
-           SELECT * FROM unnest($1::text[], $2::bigint[], $3::int[], $4::int[])
-           ON CONFLICT (key) DO UPDATE SET window_start = EXCLUDED.window_start, failures = EXCLUDED.failures, pending = EXCLUDED.pending`,
-        },
-        [windows.map((w) => w.key), windows.map((w) => w.start), windows.map((w) => w.failures), windows.map((w) => w.pending)],
-      );
+      // Fail closed if the SQL form and the rule ever drift apart: no attempt runs on a
+      // reservation the rule would not have made, or whose window settling would not find.
+      const reserved = windows.length === keys.length;
+      const agrees = locked.every((r, i) => {
+        const w = windows[i];
+        return reserved && w !== undefined
+          ? r.moved_start === w.start && r.moved_failures === w.failures && r.moved_pending === w.pending
+          : r.moved_start === null;
+      });
+      if (!agrees) throw new Error('attempt_budget: the reservation statement and decideAttemptWindow disagree');
       // Windows that ended long ago are clutter: every 64th reservation of this node sweeps a
       // few away, never waiting on a lock.
       if (++this.#reservations % 64 === 0) {
-        await c.query(
+        await run(
+          this.#budgetPool,
           `DELETE FROM attempt_budget WHERE key = ANY(ARRAY(
              SELECT key FROM attempt_budget WHERE window_start < $1 ORDER BY window_start LIMIT 500 FOR UPDATE SKIP LOCKED))`,
           [input.now - 2 * input.windowMs],
         );
       }
+      if (retryAfterMs > 0) return { reserved: false, busy: false, retryAfterMs };
+      if (busy) return { reserved: false, busy: true, retryAfterMs: 1000 };
       return { reserved: true, shared: true, windows };
-    });
+    }
   }
 
   async settleAttempts(input: Parameters<Store['settleAttempts']>[0]): Promise<void> {
     if (input.windows.length === 0) return;
     // Only a window that is still the one reserved in changes; a newer one owes nothing.
     await run(
-      this.#pool,
+      this.#budgetPool,
       {
         name: 'svc_settle_attempts',
         text: `UPDATE attempt_budget AS b SET pending = GREATEST(b.pending - 1, 0), failures = b.failures + $3

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { AttemptReservation } from '@svc/core';
+import { decideAttemptWindow } from '@svc/core/store';
 import type { PostgresStore } from '../src/index.js';
 import { createTestEnv } from './pg-test-env.js';
 
@@ -14,8 +15,9 @@ after(() => env.dispose());
 describe('shared attempt budget on PostgreSQL (two nodes, one schema)', () => {
   let a: PostgresStore;
   let b: PostgresStore;
+  let schema: string;
   before(async () => {
-    const schema = env.schema();
+    schema = env.schema();
     a = await env.open(schema);
     b = await env.open(schema);
   });
@@ -79,5 +81,48 @@ describe('shared attempt budget on PostgreSQL (two nodes, one schema)', () => {
     const stepped = await reserve(b, [key], T0 - 3_600_000);
     assert.ok(!stepped.reserved && !stepped.busy, 'stepping the clock back does not reopen the budget');
     assert.equal(stepped.retryAfterMs, WINDOW, 'nor stretch the wait to 61 minutes');
+  });
+
+  test("one statement decides as core does: over every kind of stored window, the reservation and the row it leaves are decideAttemptWindow's", async () => {
+    // The statement carries core's rule as SQL (attemptWindowSql); the store decides again in
+    // TypeScript on the locked row and refuses to go on when the two differ. A drift in either
+    // fails here: a throw, or a row or an answer other than the rule's.
+    const starts = [T0 - WINDOW - 1, T0 - WINDOW, T0 - WINDOW + 1, T0 - 1_000, T0, T0 + 3_600_000];
+    const failures = [0, 1, MAX - 1, MAX, MAX + 1];
+    const pending = [0, 1, MAX - 1, MAX];
+    let n = 0;
+    for (const start of starts) {
+      for (const f of failures) {
+        for (const p of pending) {
+          const key = `grid:${n++}`;
+          await env.admin.query(`INSERT INTO ${schema}.attempt_budget (key, window_start, failures, pending) VALUES ($1, $2, $3, $4)`, [
+            key,
+            start,
+            f,
+            p,
+          ]);
+          const stored = f + p === 0 ? undefined : { key, start, failures: f, pending: p };
+          const expected = decideAttemptWindow(key, stored, { now: T0, windowMs: WINDOW, max: MAX });
+          const got = await reserve(n % 2 === 0 ? a : b, [key]);
+          const row = (await env.admin.query(`SELECT window_start, failures, pending FROM ${schema}.attempt_budget WHERE key = $1`, [key]))
+            .rows[0] as { window_start: string; failures: number; pending: number };
+          const after = { key, start: Number(row.window_start), failures: row.failures, pending: row.pending };
+          const where = `start ${start - T0} ms from now, ${f} failed, ${p} running`;
+          if (expected.kind === 'reserve') {
+            assert.deepEqual(got, { reserved: true, shared: true, windows: [expected.window] }, where);
+            assert.deepEqual(after, expected.window, where);
+          } else {
+            assert.deepEqual(
+              got,
+              expected.kind === 'busy'
+                ? { reserved: false, busy: true, retryAfterMs: 1000 }
+                : { reserved: false, busy: false, retryAfterMs: expected.retryAfterMs },
+              where,
+            );
+            assert.deepEqual(after, { key, start, failures: f, pending: p }, `${where}: nothing moves`);
+          }
+        }
+      }
+    }
   });
 });
