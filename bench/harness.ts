@@ -12,6 +12,29 @@ export const root = new URL('../', import.meta.url).pathname;
 export const svc = join(root, 'node_modules/.bin/svc');
 export const PG_URL = process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 
+/**
+ * The environment psql and pgbench connect with: PG_URL as libpq's variables, so that a
+ * password in it never appears in a process's arguments.
+ */
+export function libpqEnv(): NodeJS.ProcessEnv {
+  const url = new URL(PG_URL);
+  return {
+    ...process.env,
+    PGHOST: url.hostname,
+    PGPORT: url.port === '' ? '5432' : url.port,
+    PGUSER: decodeURIComponent(url.username),
+    PGDATABASE: decodeURIComponent(url.pathname.slice(1)),
+    ...(url.password === '' ? {} : { PGPASSWORD: decodeURIComponent(url.password) }),
+  };
+}
+
+/** PG_URL as a report shows it: without its password. */
+export function shownPgUrl(): string {
+  const url = new URL(PG_URL);
+  if (url.password !== '') url.password = '***';
+  return url.toString();
+}
+
 export interface Device {
   key: KeyObject;
   pub: string;

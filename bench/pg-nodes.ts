@@ -15,14 +15,15 @@ import {
   cpuMicros,
   type Device,
   fmt,
+  libpqEnv,
   login,
   loginRequests,
   machineBusyMicros,
   median,
-  PG_URL,
   type Proc,
   rotationRequest,
   setupProject,
+  shownPgUrl,
   start,
   started,
   stop,
@@ -64,8 +65,9 @@ function postgresCeiling(
   } catch {
     return null;
   }
-  const [deviceId, subject] = execFileSync('psql', [PG_URL, '-Atc', `SELECT id || '|' || subject FROM ${schema}.devices LIMIT 1`], {
+  const [deviceId, subject] = execFileSync('psql', ['-Atc', `SELECT id || '|' || subject FROM ${schema}.devices LIMIT 1`], {
     encoding: 'utf8',
+    env: libpqEnv(),
   })
     .trim()
     .split('|');
@@ -91,11 +93,11 @@ function postgresCeiling(
   const script = join(dir, 'login.pgbench');
   writeFileSync(script, `${statements.map((st) => st.replace(/\s*\n\s*/g, ' ')).join('\n')}\n`);
   const busy0 = machineBusyMicros();
-  const out = execFileSync(
-    'pgbench',
-    ['-n', '-M', 'prepared', '-c', String(connections), '-j', '2', '-T', String(seconds), '-f', script, PG_URL],
-    { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] },
-  );
+  const out = execFileSync('pgbench', ['-n', '-M', 'prepared', '-c', String(connections), '-j', '2', '-T', String(seconds), '-f', script], {
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: libpqEnv(),
+  });
   const busy = machineBusyMicros() - busy0;
   const tps = Number(/tps = ([\d.]+)/.exec(out)?.[1]);
   const done = Number(/number of transactions actually processed: (\d+)/.exec(out)?.[1]);
@@ -195,7 +197,7 @@ export async function measurePostgresNodes(
     };
     const spread = (pick: (r: (typeof rounds)[number]) => number) => rounds.map((r) => fmt(pick(r))).join(' / ');
     report('');
-    report(`two nodes on one PostgreSQL schema (${PG_URL}, synchronous_commit=on), the load split between them, at once`);
+    report(`two nodes on one PostgreSQL schema (${shownPgUrl()}, synchronous_commit=on), the load split between them, at once`);
     report(
       `  login     challenge + signed session  ${fmt(figures.logins_per_s).padStart(8)} /s   ${figures.cpu_us.login.toFixed(0)} µs CPU (both servers) + ${figures.db_cpu_us.login.toFixed(0)} µs (PostgreSQL)   rounds ${spread((r) => r.logins.rate)}`,
     );
@@ -212,7 +214,7 @@ export async function measurePostgresNodes(
     for (const n of nodes) await stop(n).catch(() => undefined);
     rmSync(dir, { recursive: true, force: true });
     try {
-      execFileSync('psql', [PG_URL, '-qc', `DROP SCHEMA IF EXISTS ${schema} CASCADE`], { stdio: 'ignore' });
+      execFileSync('psql', ['-qc', `DROP SCHEMA IF EXISTS ${schema} CASCADE`], { stdio: 'ignore', env: libpqEnv() });
     } catch {
       // No psql or no server: nothing was created there either.
     }

@@ -17,14 +17,15 @@ import {
   anonMiB,
   costOf,
   type Device,
+  libpqEnv,
   login,
   loginRequests,
-  PG_URL,
   type Proc,
   root,
   rotationRequest,
   rssMiB,
   setupProject,
+  shownPgUrl,
   start,
   started,
   stop,
@@ -332,7 +333,7 @@ async function main(): Promise<void> {
       const durability =
         store === 'sqlite'
           ? 'WAL, synchronous=NORMAL; enrollments, revocations, removals, reuse, bootstrap and pairing commits fsynced'
-          : `PostgreSQL ${PG_URL}, synchronous_commit=on`;
+          : `PostgreSQL ${shownPgUrl()}, synchronous_commit=on`;
       report('');
       report(`store: ${store} (${durability})`);
       const spread = (pick: (r: StoreFigures) => number) => (ROUNDS > 1 ? `   rounds ${rounds.map((r) => fmt(pick(r))).join(' / ')}` : '');
@@ -502,7 +503,7 @@ async function main(): Promise<void> {
     for (const child of started) if (child.exitCode === null) child.kill('SIGKILL');
     rmSync(work, { recursive: true, force: true });
     try {
-      execFileSync('psql', [PG_URL, '-qc', `DROP SCHEMA IF EXISTS ${pgSchema} CASCADE`], { stdio: 'ignore' });
+      execFileSync('psql', ['-qc', `DROP SCHEMA IF EXISTS ${pgSchema} CASCADE`], { stdio: 'ignore', env: libpqEnv() });
     } catch {
       // No psql or no server: nothing was created there either.
     }
