@@ -187,10 +187,11 @@ function poolConfig(options: PostgresStoreOptions, schema: string, t: PostgresTi
  * commits, and with a synchronous commit that includes the WAL flush: one busy address (many
  * sign-ins through one NAT, or an attack) then queues every attempt behind a disk flush, twice
  * per attempt (reserve, settle). Without the wait, the row is free as soon as the write is
- * done. What it costs: if PostgreSQL itself crashes, budget writes of its last moments (up to
- * three `wal_writer_delay`, 600 ms by default) may be lost, so an attacker could get those
- * few failed attempts again. Never sessions, tokens, the audit trail or a revocation: every
- * other write uses the main pool and commits synchronously.
+ * done. What it costs: if the database server or its host crashes, or it fails over, budget
+ * writes of its last moments (on a local crash up to three `wal_writer_delay`, 600 ms by
+ * default; nor does the commit wait for a synchronous standby) may be lost, so an attacker
+ * could get those few failed attempts again. Never sessions, tokens, the audit trail or a
+ * revocation: every other write uses the main pool and commits synchronously.
  */
 function budgetPoolConfig(config: pg.PoolConfig): pg.PoolConfig {
   return { ...config, max: Math.max(1, Math.ceil((config.max ?? 10) / 4)), options: `${config.options} -c synchronous_commit=off` };

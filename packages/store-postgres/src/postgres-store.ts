@@ -1245,7 +1245,7 @@ export class PostgresStore implements Store {
            )
            SELECT d.key, d.window_start, d.failures, d.pending,
                   m.window_start AS moved_start, m.failures AS moved_failures, m.pending AS moved_pending
-           FROM decided AS d LEFT JOIN moved AS m ON m.key = d.key`,
+           FROM decided AS d LEFT JOIN moved AS m ON m.key = d.key ORDER BY d.key`,
         },
         [keys, input.now, input.windowMs, input.max],
       );
@@ -1287,14 +1287,16 @@ export class PostgresStore implements Store {
       });
       if (!agrees) throw new Error('attempt_budget: the reservation statement and decideAttemptWindow disagree');
       // Windows that ended long ago are clutter: every 64th reservation of this node sweeps a
-      // few away, never waiting on a lock.
+      // few away, never waiting on a lock. Not awaited: the reservation has committed, and a
+      // sweep that fails (a busy pool, an outage) must not turn it into an error whose windows
+      // the caller could never settle; the next sweep takes over.
       if (++this.#reservations % 64 === 0) {
-        await run(
+        run(
           this.#budgetPool,
           `DELETE FROM attempt_budget WHERE key = ANY(ARRAY(
              SELECT key FROM attempt_budget WHERE window_start < $1 ORDER BY window_start LIMIT 500 FOR UPDATE SKIP LOCKED))`,
           [input.now - 2 * input.windowMs],
-        );
+        ).catch(() => undefined);
       }
       if (retryAfterMs > 0) return { reserved: false, busy: false, retryAfterMs };
       if (busy) return { reserved: false, busy: true, retryAfterMs: 1000 };
@@ -1304,13 +1306,20 @@ export class PostgresStore implements Store {
 
   async settleAttempts(input: Parameters<Store['settleAttempts']>[0]): Promise<void> {
     if (input.windows.length === 0) return;
-    // Only a window that is still the one reserved in changes; a newer one owes nothing.
+    // Only a window that is still the one reserved in changes; a newer one owes nothing. The
+    // rows are locked in key order first, as a reservation locks them, so a settle and a
+    // reservation of the same keys (a refresh: its address and its session) never deadlock.
     await run(
       this.#budgetPool,
       {
         name: 'svc_settle_attempts',
-        text: `UPDATE attempt_budget AS b SET pending = GREATEST(b.pending - 1, 0), failures = b.failures + $3
-         FROM unnest($1::text[], $2::bigint[]) AS w (key, start) WHERE b.key = w.key AND b.window_start = w.start`,
+        text: `WITH settled AS (
+           SELECT b.key FROM attempt_budget AS b JOIN unnest($1::text[], $2::bigint[]) AS w (key, start)
+             ON b.key = w.key AND b.window_start = w.start
+           ORDER BY b.key FOR UPDATE OF b
+         )
+         UPDATE attempt_budget AS b SET pending = GREATEST(b.pending - 1, 0), failures = b.failures + $3
+         FROM settled AS s WHERE b.key = s.key`,
       },
       [input.windows.map((w) => w.key), input.windows.map((w) => w.start), input.failed ? 1 : 0],
     );

@@ -83,6 +83,34 @@ describe('shared attempt budget on PostgreSQL (two nodes, one schema)', () => {
     assert.equal(stepped.retryAfterMs, WINDOW, 'nor stretch the wait to 61 minutes');
   });
 
+  test('a sweep of ended windows that fails does not fail the reservation it follows, nor keep its slot', async () => {
+    // Every 64th reservation of a node sweeps windows that ended long ago, after the
+    // reservation committed. A trigger makes that sweep fail here.
+    await env.admin.query(`
+      CREATE FUNCTION ${schema}.refuse_sweep() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN RAISE EXCEPTION 'sweep refused by the test'; END $$;
+      CREATE TRIGGER refuse_sweep BEFORE DELETE ON ${schema}.attempt_budget FOR EACH ROW EXECUTE FUNCTION ${schema}.refuse_sweep();
+      INSERT INTO ${schema}.attempt_budget (key, window_start, failures, pending) VALUES ('sweep:old', ${T0 - 10 * WINDOW}, 3, 0);`);
+    try {
+      const node = await env.open(schema);
+      try {
+        for (let i = 0; i < 64; i++) {
+          const r = await node.reserveAttempts({ keys: [`sweep:${i}`], now: T0, windowMs: WINDOW, max: MAX });
+          assert.ok(r.reserved, `reservation ${i + 1} is answered, the failing sweep notwithstanding`);
+          await node.settleAttempts({ windows: r.windows, failed: false });
+        }
+      } finally {
+        await node.close();
+      }
+      const left = await env.admin.query(
+        `SELECT count(*)::int AS n FROM ${schema}.attempt_budget WHERE key LIKE 'sweep:%' AND key <> 'sweep:old' AND pending > 0`,
+      );
+      assert.equal((left.rows[0] as { n: number }).n, 0, 'every slot was given back');
+    } finally {
+      await env.admin.query(`DROP TRIGGER refuse_sweep ON ${schema}.attempt_budget`);
+    }
+  });
+
   test("one statement decides as core does: over every kind of stored window, the reservation and the row it leaves are decideAttemptWindow's", async () => {
     // The statement carries core's rule as SQL (attemptWindowSql); the store decides again in
     // TypeScript on the locked row and refuses to go on when the two differ. A drift in either
