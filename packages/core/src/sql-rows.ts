@@ -7,6 +7,8 @@
 // expressions to compare with (a placeholder such as `$2` or `@now`), and an optional table
 // alias with its dot.
 
+import type { AttemptWindow } from './attempt-budget.js';
+
 export const DEVICE_COLUMNS = 'id, public_key, realm, subject, name, created_at, removed_at';
 export const SESSION_COLUMNS =
   'id, realm, subject, device_id, created_at, expires_at, access_expires_at, refresh_expires_at, generation, last_rotated_at, revoked_at, revoked_reason, client_address, user_agent, amr';
@@ -107,12 +109,30 @@ export function counterAdvanceSql(presented: string, alias = ''): string {
 }
 
 /**
+ * The window `decideAttemptWindow` is given for an attempt_budget row: none for a row whose
+ * counts are both 0 (it holds nothing, so its window starts afresh, as a missing one does),
+ * else the row's. `attemptWindowSql` decides on the same terms.
+ *
+ * @example
+ * decideAttemptWindow(row.key, storedAttemptWindow(row), input);
+ */
+export function storedAttemptWindow(row: {
+  readonly key: string;
+  readonly window_start: number;
+  readonly failures: number;
+  readonly pending: number;
+}): AttemptWindow | undefined {
+  return row.failures + row.pending === 0
+    ? undefined
+    : { key: row.key, start: row.window_start, failures: row.failures, pending: row.pending };
+}
+
+/**
  * `decideAttemptWindow` as SQL, for one more attempt at `now`, over the attempt_budget row
  * `alias` (its `window_start`, `failures`, `pending` as committed and locked): the select-list
  * columns `reserve` (the decision is `reserve`), and `new_start`, `new_failures`,
  * `new_pending` (the window it reserves). A row whose counts are both 0 holds nothing, so its
- * window starts afresh at `now`, as a missing one does: that is the window the store hands
- * `decideAttemptWindow` for such a row (`undefined`). PostgreSQL decides and reserves in one
+ * window starts afresh at `now` (see `storedAttemptWindow`). PostgreSQL decides and reserves in one
  * statement with it, so no row lock is held across a round trip; the store runs
  * `decideAttemptWindow` on the same locked row and refuses to go on if the two differ.
  *

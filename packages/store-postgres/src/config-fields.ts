@@ -20,7 +20,7 @@ export const POSTGRES_STORE_CONFIG = {
     kind: 'integer',
     min: 1,
     max: 200,
-    meaning: 'connections per process (default 10), and a quarter as many for the attempt budget',
+    meaning: 'connections per process (default 10), and a quarter as many more (at least 1) for the attempt budget',
   },
   ':store/ssl': { kind: 'boolean', meaning: '`true` to connect with TLS' },
 } as const satisfies Readonly<Record<string, ConfigField>>;

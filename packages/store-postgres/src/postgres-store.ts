@@ -16,6 +16,7 @@ import {
   pairingFailureSql,
   REFRESH_COLUMNS,
   SESSION_COLUMNS,
+  storedAttemptWindow,
   usableBootstrapSql,
 } from '@svc/core/sql-rows';
 import {
@@ -1268,10 +1269,7 @@ export class PostgresStore implements Store {
       let retryAfterMs = 0;
       let busy = false;
       for (const r of locked) {
-        // A row that holds nothing is a window that starts now (as one pruned meanwhile).
-        const stored =
-          r.failures + r.pending === 0 ? undefined : { key: r.key, start: r.window_start, failures: r.failures, pending: r.pending };
-        const d = decideAttemptWindow(r.key, stored, input);
+        const d = decideAttemptWindow(r.key, storedAttemptWindow(r), input);
         if (d.kind === 'refuse') retryAfterMs = Math.max(retryAfterMs, d.retryAfterMs);
         else if (d.kind === 'busy') busy = true;
         else windows.push(d.window);
