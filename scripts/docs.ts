@@ -12,6 +12,8 @@ import {
   formatLimit,
   PROJECT_KEYS,
   PROVIDER_POLICY_SETTINGS,
+  SENDER_CONSTRAINT_KEY,
+  SENDER_CONSTRAINT_MEANING,
   WEAKENING_KEYS,
 } from '@svc/core/config';
 import { POSTGRES_STORE_CONFIG } from 'svc-store-postgres/config-fields';
@@ -66,6 +68,7 @@ export function renderSettingsTable(): string {
     '|---|---|---|---|---|',
     `| \`${AUTH_STORE_KEY}\` | required | a module alias | | ${cell(AUTH_STORE_MEANING)} |`,
     ...AUTH_SETTINGS.map((s) => `| \`${s.key}\` | ${s.default} | ${s.min} – ${s.max} | ${s.unit} | ${cell(s.meaning)} |`),
+    `| \`${SENDER_CONSTRAINT_KEY}\` | \`:refresh\` | \`:refresh\`, \`:required\`, \`:off\`, or a map per realm | | ${cell(SENDER_CONSTRAINT_MEANING)} |`,
     '',
     '### Capabilities (`:activate`)',
     '',

@@ -16,6 +16,8 @@ const HINTS: { readonly [C in ErrorCode]: string | null } = {
   invalid_refresh_token: 'the session has ended; run `svc auth login --key FILE`',
   refresh_token_reused: 'the session was revoked because a refresh token was reused; run `svc auth login --key FILE`',
   invalid_token: 'run `svc auth login --key FILE`',
+  invalid_dpop_proof:
+    'the session is bound to the device key that signed in (DPoP): keep that key file where `svc auth login --key FILE` read it, or set $SVC_DEVICE_KEY to it; else sign in again',
   invalid_pairing_code: null,
   invalid_pairing_intent: null,
   invalid_credential: null,

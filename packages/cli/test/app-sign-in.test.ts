@@ -203,7 +203,16 @@ describe('application-realm sign-in on the gateway, through the real svc CLI and
       echo "me_device=$(j device < me.json)"
       echo "app_status=$(curl -sS -o /dev/null -w '%{http_code}' "$APP/reports" -H "authorization: Bearer $access")"
       echo "mgmt_status=$(curl -sS -o /dev/null -w '%{http_code}' "$MGMT/v1/auth/me" -H "authorization: Bearer $access")"
-      pair2=$(curl -sS -X POST "$APP/.svc/auth/v1/refresh" -H 'content-type: application/json' -d "{\\"refresh_token\\":\\"$refresh\\"}")
+      # A DPoP proof (RFC 9449) by the device key, with openssl alone: the session is bound to it.
+      b64url() { openssl base64 -A | tr '+/' '-_' | tr -d '='; }
+      jwk_x=$(openssl pkey -in device.pem -pubout -outform DER | tail -c 32 | b64url)
+      dpop() {
+        h=$(printf '{"typ":"dpop+jwt","alg":"EdDSA","jwk":{"kty":"OKP","crv":"Ed25519","x":"%s"}}' "$jwk_x" | b64url)
+        p=$(printf '{"htm":"%s","htu":"%s","iat":%s,"jti":"%s"}' "$1" "$2" "$(date +%s)" "$(openssl rand -hex 16)" | b64url)
+        printf %s "$h.$p" > dpop-input.txt
+        printf %s "$h.$p.$(openssl pkeyutl -sign -rawin -inkey device.pem -in dpop-input.txt | b64url)"
+      }
+      pair2=$(curl -sS -X POST "$APP/.svc/auth/v1/refresh" -H 'content-type: application/json' -H "DPoP: $(dpop POST "$APP/.svc/auth/v1/refresh")" -d "{\\"refresh_token\\":\\"$refresh\\"}")
       access2=$(echo "$pair2" | j access_token)
       echo "mgmt_refresh=$(curl -sS -X POST "$MGMT/v1/auth/refresh" -H 'content-type: application/json' -d "{\\"refresh_token\\":\\"$(echo "$pair2" | j refresh_token)\\"}" | j code)"
       echo "old_access_status=$(curl -sS -o /dev/null -w '%{http_code}' "$APP/.svc/auth/v1/me" -H "authorization: Bearer $access")"

@@ -124,7 +124,17 @@ describe('the same flow driven by curl, openssl and xxd, as an outside client wo
       refresh=$(echo "$pair" | j refresh_token)
       echo "me_status=$(curl -sS -o me.json -w '%{http_code}' "$URL/v1/auth/me" -H "authorization: Bearer $access")"
       echo "me_realm=$(j realm < me.json)"
-      pair2=$(curl -sS -X POST "$URL/v1/auth/refresh" -H 'content-type: application/json' -d "{\\"refresh_token\\":\\"$refresh\\"}")
+      # A DPoP proof (RFC 9449) by the device key, with openssl alone: the session is bound to it.
+      b64url() { openssl base64 -A | tr '+/' '-_' | tr -d '='; }
+      jwk_x=$(openssl pkey -in device.pem -pubout -outform DER | tail -c 32 | b64url)
+      dpop() {
+        h=$(printf '{"typ":"dpop+jwt","alg":"EdDSA","jwk":{"kty":"OKP","crv":"Ed25519","x":"%s"}}' "$jwk_x" | b64url)
+        p=$(printf '{"htm":"%s","htu":"%s","iat":%s,"jti":"%s"}' "$1" "$2" "$(date +%s)" "$(openssl rand -hex 16)" | b64url)
+        printf %s "$h.$p" > dpop-input.txt
+        printf %s "$h.$p.$(openssl pkeyutl -sign -rawin -inkey device.pem -in dpop-input.txt | b64url)"
+      }
+      echo "bare_refresh=$(curl -sS -X POST "$URL/v1/auth/refresh" -H 'content-type: application/json' -d "{\\"refresh_token\\":\\"$refresh\\"}" | j code)"
+      pair2=$(curl -sS -X POST "$URL/v1/auth/refresh" -H 'content-type: application/json' -H "DPoP: $(dpop POST "$URL/v1/auth/refresh")" -d "{\\"refresh_token\\":\\"$refresh\\"}")
       access2=$(echo "$pair2" | j access_token)
       echo "old_access_status=$(curl -sS -o /dev/null -w '%{http_code}' "$URL/v1/auth/me" -H "authorization: Bearer $access")"
       echo "new_access_status=$(curl -sS -o /dev/null -w '%{http_code}' "$URL/v1/auth/me" -H "authorization: Bearer $access2")"
@@ -145,6 +155,7 @@ describe('the same flow driven by curl, openssl and xxd, as an outside client wo
     assert.equal(out.enroll_status, '201');
     assert.equal(out.me_status, '200');
     assert.equal(out.me_realm, 'management');
+    assert.equal(out.bare_refresh, 'invalid_dpop_proof', 'the session is bound to the device key: a refresh needs its proof');
     assert.equal(out.old_access_status, '401');
     assert.equal(out.new_access_status, '200');
     assert.equal(out.revoke_status, '200');

@@ -4,7 +4,7 @@ import { readFile } from 'node:fs/promises';
 import { request } from 'node:http';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { createManagementClient, loadDeviceKey, login } from '@svc/client';
+import { createDpopProof, createManagementClient, loadDeviceKey, login } from '@svc/client';
 import { cleanEnv, enrolledProject, type StartedProcess, startUntilReady, svc, tempDir } from './helpers.js';
 
 const MANAGEMENT = /svc auth: management API listening on (http:\/\/\S+)/;
@@ -119,15 +119,17 @@ describe('Prometheus metrics and probes of a real svc serve, scraped over HTTP',
     });
     assert.equal(refused.status, 401);
     assert.equal(((await refused.json()) as { code: string }).code, 'invalid_signature');
-    // a: one rotation, then its first refresh token again within the grace interval.
-    const a1 = await client.refresh(a.refresh_token);
-    await client.refresh(a.refresh_token);
+    // a: one rotation, then its first refresh token again within the grace interval (each with a
+    // DPoP proof by the key: the sessions are bound to it by default).
+    const a1 = await client.refresh(a.refresh_token, key);
+    await client.refresh(a.refresh_token, key);
     // b: two rotations, then its first refresh token (retired, not the previous one): a reuse, which revokes b.
-    const b1 = await client.refresh(b.refresh_token);
-    await client.refresh(b1.refresh_token);
-    const reused = await fetch(`${server.ready.management}/v1/auth/refresh`, {
+    const b1 = await client.refresh(b.refresh_token, key);
+    await client.refresh(b1.refresh_token, key);
+    const refreshUrl = `${server.ready.management}/v1/auth/refresh`;
+    const reused = await fetch(refreshUrl, {
       method: 'POST',
-      headers: { 'content-type': 'application/json' },
+      headers: { 'content-type': 'application/json', dpop: createDpopProof(key, { htm: 'POST', htu: refreshUrl }) },
       body: JSON.stringify({ refresh_token: b.refresh_token }),
     });
     assert.equal(((await reused.json()) as { code: string }).code, 'refresh_token_reused');

@@ -1,10 +1,12 @@
 import assert from 'node:assert/strict';
+import { request as httpRequest } from 'node:http';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { cleanEnv, enrolledProject, problemCode, type ServerProcess, startServer, svcOk, tempDir } from './helpers.js';
 import {
   auditEvents,
   createSchemas,
+  dpopProofFor,
   loginOverHttp,
   me,
   refresh,
@@ -195,5 +197,60 @@ describe('refresh-token reuse detected on one node revokes the session on both (
   test('audit verify passes after the reuse detection', async () => {
     const r = await svcOk(['auth', 'audit', 'verify', c.dir], { env: c.env });
     assert.match(r.stdout, /^audit chain ok: \d+ events/);
+  });
+});
+
+/**
+ * `POST /v1/auth/refresh` to `nodeUrl` as if the client had reached `asUrl` (its `Host`): two
+ * nodes behind one load-balanced address see the same `htu`.
+ */
+function refreshVia(nodeUrl: string, asUrl: string, refreshToken: string, proof: string): Promise<{ status: number; code: string }> {
+  const body = JSON.stringify({ refresh_token: refreshToken });
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(
+      `${nodeUrl}/v1/auth/refresh`,
+      {
+        method: 'POST',
+        headers: { host: new URL(asUrl).host, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), dpop: proof },
+      },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (d: string) => {
+          text += d;
+        });
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, code: (JSON.parse(text) as { code?: string }).code ?? '' }));
+      },
+    );
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+describe('DPoP-bound refresh tokens on two nodes sharing one PostgreSQL store (the default :refresh)', () => {
+  const c = twoNodeCluster('');
+
+  test('replayed proof (same jti) on the second node sharing PostgreSQL: 401 invalid_dpop_proof', async () => {
+    const first = await c.login(c.a);
+    const htu = `${c.a}/v1/auth/refresh`;
+    const proof = dpopProofFor(c.keyFile, 'POST', htu);
+    const onA = await refreshVia(c.a, c.a, first.refresh_token, proof);
+    assert.equal(onA.status, 200, 'the proof is good once');
+    const current = await c.login(c.a);
+    const replayed = await refreshVia(c.b, c.a, current.refresh_token, proof);
+    assert.deepEqual(replayed, { status: 401, code: 'invalid_dpop_proof' }, 'node B remembers the jti node A accepted');
+    const fresh = await refreshVia(c.b, c.a, current.refresh_token, dpopProofFor(c.keyFile, 'POST', htu));
+    assert.equal(fresh.status, 200, 'a fresh proof for the same URL is accepted on node B');
+  });
+
+  test('copied refresh token used without the key on node B: 401, and the session lives on both nodes', async () => {
+    const pair = await c.login(c.a);
+    const stolen = await refresh(c.b, pair.refresh_token, null);
+    assert.equal(stolen.status, 401);
+    assert.equal(await problemCode(stolen), 'invalid_dpop_proof');
+    assert.equal((await me(c.a, pair.access_token)).status, 200, 'the access token still works as a bearer on A');
+    assert.equal((await me(c.b, pair.access_token)).status, 200, 'and on B');
+    const owner = await refresh(c.b, pair.refresh_token);
+    assert.equal(owner.status, 200, 'the holder of the key still refreshes');
   });
 });

@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { cleanEnv, enrolledProject, type ServerProcess, startServer, svcOk, tempDir } from './helpers.js';
+import { dpopProofFor } from './support/store-projects.js';
 
 async function me(url: string, token: string): Promise<number> {
   return (await fetch(`${url}/v1/auth/me`, { headers: { authorization: `Bearer ${token}` } })).status;
@@ -50,7 +51,8 @@ describe('restart persistence', () => {
     // Acknowledged writes, then kill -9: none is lost.
     const r = await fetch(`${server.url}/v1/auth/refresh`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json' },
+      // The session is bound to the device key (DPoP, the default): the refresh carries its proof.
+      headers: { 'content-type': 'application/json', dpop: dpopProofFor(keyFile, 'POST', `${server.url}/v1/auth/refresh`) },
       body: JSON.stringify({ refresh_token: live.refresh_token }),
     });
     assert.equal(r.status, 200);

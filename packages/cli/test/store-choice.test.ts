@@ -4,7 +4,17 @@ import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import pg from 'pg';
 import { cleanEnv, enrolledProject, problemCode, type ServerProcess, startServer, svc, svcOk, tempDir } from './helpers.js';
-import { auditEvents, createSchemas, loginOverHttp, me, PG_URL, refresh, revoke, writePostgresProject } from './support/store-projects.js';
+import {
+  auditEvents,
+  createSchemas,
+  dpopProofFor,
+  loginOverHttp,
+  me,
+  PG_URL,
+  refresh,
+  revoke,
+  writePostgresProject,
+} from './support/store-projects.js';
 
 /** What a client and an operator observe in the short flow: must not depend on the store. */
 interface Observed {
@@ -91,7 +101,10 @@ describe('a project runs on either store with the same behaviour', () => {
       o.adminRevoke = revoked.status;
       await revoked.body?.cancel();
       o.revokedAccess = await status(await me(server.url, second.access_token));
-      o.revokedRefresh = await status(await refresh(server.url, second.refresh_token));
+      // With a proof by the key the CLI signed in with (its session is bound to it): refused as revoked.
+      o.revokedRefresh = await status(
+        await refresh(server.url, second.refresh_token, dpopProofFor(p.keyFile, 'POST', `${server.url}/v1/auth/refresh`)),
+      );
       o.whoamiAfterRevoke = (await svc(['auth', 'whoami'], { env })).code;
       o.logoutAfterRevoke = (await svc(['auth', 'logout'], { env })).code;
 

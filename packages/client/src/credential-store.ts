@@ -16,6 +16,11 @@ export interface Credentials {
   readonly refresh_expires_at: string;
   /** The device key's public half, to tell which key signed in (null when unknown). */
   readonly public_key: string | null;
+  /**
+   * The file of the device key that signed in (never the key itself): a session bound to the key
+   * (DPoP) signs each refresh with it. Absent in files written before the binding existed.
+   */
+  readonly key_path?: string;
 }
 
 /** A file of {@link Credentials}: mode 0600 in a 0700 directory, replaced atomically. */
@@ -60,7 +65,13 @@ export function defaultDeviceKeyPath(env: NodeJS.ProcessEnv = process.env, home:
  * @example
  * store.save(credentialsFromTokenPair(api.baseUrl, pair, Date.now(), key.publicKeyHex));
  */
-export function credentialsFromTokenPair(url: string, pair: TokenPairJson, now: number, publicKey: string | null = null): Credentials {
+export function credentialsFromTokenPair(
+  url: string,
+  pair: TokenPairJson,
+  now: number,
+  publicKey: string | null = null,
+  keyPath?: string,
+): Credentials {
   return {
     url,
     realm: pair.realm,
@@ -70,6 +81,7 @@ export function credentialsFromTokenPair(url: string, pair: TokenPairJson, now: 
     refresh_token: pair.refresh_token,
     refresh_expires_at: new Date(now + pair.refresh_expires_in * 1000).toISOString(),
     public_key: publicKey,
+    ...(keyPath === undefined ? {} : { key_path: keyPath }),
   };
 }
 
@@ -103,6 +115,7 @@ function parseCredentials(text: string, path: string): Credentials {
     refresh_token: v.refresh_token as string,
     refresh_expires_at: v.refresh_expires_at as string,
     public_key: typeof v.public_key === 'string' ? v.public_key : null,
+    ...(typeof v.key_path === 'string' && v.key_path !== '' ? { key_path: v.key_path } : {}),
   };
 }
 

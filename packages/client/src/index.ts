@@ -9,6 +9,7 @@ export {
   defaultDeviceKeyPath,
 } from './credential-store.js';
 export { type DeviceKey, generateDeviceKey, loadDeviceKey } from './device-key.js';
+export { createDpopProof, type DpopProofInput } from './dpop-proof.js';
 export { login } from './login.js';
 export {
   type AuditEventJson,

@@ -16,6 +16,8 @@ import type {
 } from '@svc/core';
 import { ApiError, ApiUnreachableError, problemFromResponse } from './api-error.js';
 import { assertMayCarryBearer } from './bearer-transport.js';
+import type { DeviceKey } from './device-key.js';
+import { createDpopProof } from './dpop-proof.js';
 
 // The answers' types are derived from the schemas the server serializes them with (core's
 // wire shapes): one declaration, so the SDK cannot miss a field the server sends.
@@ -39,7 +41,12 @@ export interface SignInClient {
   readonly realm: Realm;
   createChallenge(publicKeyHex: string): Promise<ChallengeJson>;
   createSession(input: SessionBody): Promise<TokenPairJson>;
-  refresh(refreshToken: string): Promise<TokenPairJson>;
+  /**
+   * Rotates the pair. With the device `key` the request carries a DPoP proof by it, which a
+   * session bound to that key needs (`:auth/sender-constraint`, on by default) and a bearer
+   * session ignores.
+   */
+  refresh(refreshToken: string, key?: DeviceKey): Promise<TokenPairJson>;
   me(accessToken: string): Promise<PrincipalJson>;
   revoke(accessToken: string, sessionId?: string): Promise<RevokedJson>;
 }
@@ -69,7 +76,16 @@ export interface ManagementClientOptions {
   readonly userAgent?: string;
 }
 
-type Call = <T>(method: string, path: string, init?: { body?: unknown; bearer?: string; secret?: true }) => Promise<T>;
+/** Extra options of one call: a bearer token, a body or answer that carries a secret, a DPoP proof signer. */
+interface CallInit {
+  body?: unknown;
+  bearer?: string;
+  secret?: true;
+  /** Signs a DPoP proof for this exact request (its method and URL) and sends it as the `DPoP` header. */
+  dpopKey?: DeviceKey;
+}
+
+type Call = <T>(method: string, path: string, init?: CallInit) => Promise<T>;
 
 /**
  * The request function every call of a client goes through. A bearer token, a body that
@@ -80,11 +96,12 @@ function caller(options: ManagementClientOptions): { baseUrl: string; call: Call
   const baseUrl = options.baseUrl.replace(/\/+$/, '');
   const doFetch = options.fetch ?? globalThis.fetch;
   const userAgent = options.userAgent ?? `svc-client (node ${process.version})`;
-  const call: Call = async <T>(method: string, path: string, init: { body?: unknown; bearer?: string; secret?: true } = {}) => {
+  const call: Call = async <T>(method: string, path: string, init: CallInit = {}) => {
     const headers: Record<string, string> = { accept: 'application/json', 'user-agent': userAgent };
     if (init.body !== undefined) headers['content-type'] = 'application/json';
     if (init.bearer !== undefined || init.secret === true) assertMayCarryBearer(baseUrl);
     if (init.bearer !== undefined) headers.authorization = `Bearer ${init.bearer}`;
+    if (init.dpopKey !== undefined) headers.dpop = createDpopProof(init.dpopKey, { htm: method, htu: `${baseUrl}${path}` });
     let res: Response;
     try {
       res = await doFetch(`${baseUrl}${path}`, {
@@ -110,7 +127,12 @@ function signInCalls<R extends Realm>(baseUrl: string, call: Call, realm: R): Si
     createChallenge: (publicKeyHex) => call<ChallengeJson>('POST', `${prefix}/challenges`, { body: { public_key: publicKeyHex } }),
     // The answer is a token pair: it never comes back over clear text from another machine.
     createSession: (input) => call<TokenPairJson>('POST', `${prefix}/sessions`, { body: input, secret: true }),
-    refresh: (refreshToken) => call<TokenPairJson>('POST', `${prefix}/refresh`, { body: { refresh_token: refreshToken }, secret: true }),
+    refresh: (refreshToken, key) =>
+      call<TokenPairJson>('POST', `${prefix}/refresh`, {
+        body: { refresh_token: refreshToken },
+        secret: true,
+        ...(key === undefined ? {} : { dpopKey: key }),
+      }),
     me: (accessToken) => call<PrincipalJson>('GET', `${prefix}/me`, { bearer: accessToken }),
     revoke: (accessToken, sessionId) =>
       call<RevokedJson>('POST', `${prefix}/revoke`, {

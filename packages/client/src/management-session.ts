@@ -1,6 +1,7 @@
 import { isRealm, type RevokedJson } from '@svc/core';
 import { ApiError } from './api-error.js';
-import { type CredentialStore, type Credentials, credentialsFromTokenPair } from './credential-store.js';
+import { type CredentialStore, type Credentials, credentialsFromTokenPair, defaultDeviceKeyPath } from './credential-store.js';
+import { type DeviceKey, loadDeviceKey } from './device-key.js';
 import { createApplicationClient, createManagementClient, type ManagementClient, type SignInClient } from './management-client.js';
 
 /**
@@ -33,6 +34,31 @@ export interface ManagementSessionOptions {
   readonly fetch?: typeof fetch;
   /** Milliseconds since the epoch; defaults to `Date.now`. */
   readonly now?: () => number;
+  /**
+   * The device key that signs DPoP proofs for a session bound to it. Default: the key file saved
+   * at login (`key_path`), else `$SVC_DEVICE_KEY` or `~/.config/svc/device.pem`, whichever holds
+   * the key the session signed in with; none found, refreshes carry no proof (enough for a
+   * bearer session).
+   */
+  readonly key?: DeviceKey;
+}
+
+/**
+ * The device key of saved credentials, as {@link ManagementSessionOptions.key} says; null when
+ * no readable key file holds the key they signed in with.
+ */
+function savedDeviceKey(creds: Credentials): DeviceKey | null {
+  for (const file of [creds.key_path, defaultDeviceKeyPath()]) {
+    if (file === undefined) continue;
+    let key: DeviceKey;
+    try {
+      key = loadDeviceKey(file);
+    } catch {
+      continue;
+    }
+    if (creds.public_key === null || key.publicKeyHex === creds.public_key) return key;
+  }
+  return null;
 }
 
 /** Seconds before the saved expiry at which a token counts as expired (clock skew, latency). */
@@ -92,9 +118,11 @@ function openWith<C extends SignInClient>(
   const now = options.now ?? Date.now;
   let current: Credentials = loaded;
   const client = makeClient(options.baseUrl ?? loaded.url);
+  let key: DeviceKey | null | undefined = options.key;
   async function refresh(): Promise<Credentials> {
-    const pair = await client.refresh(current.refresh_token);
-    current = credentialsFromTokenPair(client.baseUrl, pair, now(), current.public_key);
+    if (key === undefined) key = savedDeviceKey(current);
+    const pair = await client.refresh(current.refresh_token, key ?? undefined);
+    current = credentialsFromTokenPair(client.baseUrl, pair, now(), current.public_key, current.key_path);
     options.store.save(current);
     return current;
   }

@@ -80,7 +80,7 @@ describe('the management client against a real svc auth serve', () => {
     assert.equal(me.device, device.id);
     assert.equal(me.session, pair.session_id);
 
-    const next = await api.refresh(pair.refresh_token);
+    const next = await api.refresh(pair.refresh_token, key);
     await rejectsWithCode(api.me(pair.access_token), 'invalid_token', 401);
     assert.equal((await api.sessions(next.access_token)).sessions.length, 1);
     assert.equal((await api.devices(next.access_token)).devices[0]?.id, device.id);
@@ -92,7 +92,7 @@ describe('the management client against a real svc auth serve', () => {
 
     assert.deepEqual(await api.revoke(next.access_token), { session_id: pair.session_id, revoked: true });
     await rejectsWithCode(api.me(next.access_token), 'invalid_token', 401);
-    await rejectsWithCode(api.refresh(next.refresh_token), 'invalid_refresh_token', 401);
+    await rejectsWithCode(api.refresh(next.refresh_token, key), 'invalid_refresh_token', 401);
   });
 
   test('an older retired refresh token is refresh_token_reused and revokes the session', async () => {
@@ -104,9 +104,9 @@ describe('the management client against a real svc auth serve', () => {
     ).bootstrap_token;
     await api.enroll({ bootstrap_token: boot, public_key: key.publicKeyHex });
     const p0 = await login(api, key);
-    const p1 = await api.refresh(p0.refresh_token);
-    const p2 = await api.refresh(p1.refresh_token);
-    await rejectsWithCode(api.refresh(p0.refresh_token), 'refresh_token_reused', 401);
+    const p1 = await api.refresh(p0.refresh_token, key);
+    const p2 = await api.refresh(p1.refresh_token, key);
+    await rejectsWithCode(api.refresh(p0.refresh_token, key), 'refresh_token_reused', 401);
     await rejectsWithCode(api.me(p2.access_token), 'invalid_token', 401);
   });
 
@@ -121,7 +121,7 @@ describe('the management client against a real svc auth serve', () => {
     const path = join(dir, 'creds.json');
     const store = createCredentialStore(path);
     store.save({ ...credentialsFromTokenPair(baseUrl, pair, Date.now()), access_token: `svca_${'0'.repeat(26)}${'Z'.repeat(43)}` });
-    const session = openManagementSession({ store });
+    const session = openManagementSession({ store, key });
     const me = await session.withAccessToken((t) => session.client.me(t));
     assert.equal(me.session, pair.session_id);
     const saved = JSON.parse(readFileSync(path, 'utf8'));
@@ -129,6 +129,25 @@ describe('the management client against a real svc auth serve', () => {
     await session.logout();
     assert.equal(store.load(), null);
     await rejectsWithCode(api.me(saved.access_token), 'invalid_token', 401);
+  });
+
+  test('a saved session signs its DPoP proofs with the key file saved at login; without the key its bound refresh token is refused', async () => {
+    const api = createManagementClient({ baseUrl });
+    const { key, pem } = generateDeviceKey();
+    const boot = JSON.parse(
+      execFileSync(process.execPath, [SVC, 'auth', 'init', join(dir, 'p'), '--json', '--recover'], { env: env(), encoding: 'utf8' }),
+    ).bootstrap_token;
+    await api.enroll({ bootstrap_token: boot, public_key: key.publicKeyHex });
+    const keyPath = join(dir, 'bound.pem');
+    writeFileSync(keyPath, pem, { mode: 0o600 });
+    const pair = await login(api, key);
+    await rejectsWithCode(api.refresh(pair.refresh_token), 'invalid_dpop_proof', 401);
+    const store = createCredentialStore(join(dir, 'bound-creds.json'));
+    store.save(credentialsFromTokenPair(baseUrl, pair, Date.now(), key.publicKeyHex, keyPath));
+    const rotated = await openManagementSession({ store }).refresh();
+    assert.equal(rotated.session_id, pair.session_id);
+    assert.equal(rotated.key_path, keyPath, 'the key file stays saved with the rotated pair');
+    assert.notEqual(rotated.refresh_token, pair.refresh_token);
   });
 
   test('a session with nothing saved is a TypeError; an unreachable server is ApiUnreachableError', async () => {

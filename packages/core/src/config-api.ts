@@ -64,6 +64,8 @@ export {
   PROVIDER_CAPABILITY,
   type ProjectKeySpec,
   type ProjectKeyType,
+  SENDER_CONSTRAINT_KEY,
+  SENDER_CONSTRAINT_MEANING,
   type SettingUnit,
   UNSTRIPPABLE_HEADERS,
   WEAKENING_KEYS,

@@ -1,12 +1,14 @@
 import { type AppGatewayConfig, type AppPathRequirement, DEFAULT_APP_GATEWAY_CONFIG } from './app-config.js';
 import { canonicalOrigin } from './browser-policy.js';
 import type { AuthSettings } from './deps.js';
+import { SENDER_CONSTRAINTS, type SenderConstraint, type SenderConstraints } from './dpop.js';
 import { parsePublicKeyHex } from './ed25519.js';
 import { ConfigError, type ConfigProblem } from './errors.js';
 import { normalizeHeaderName } from './gateway-policy.js';
 import { isIdOfKind } from './ids.js';
 import { cidrPrefixLength, ipVersion } from './ip-address.js';
 import { PROVIDER_ALIAS, type ProviderModuleConfig, readProviderModuleConfig } from './provider-config.js';
+import { isRealm, type Realm } from './realm.js';
 import {
   APP_CAPABILITY,
   AUTH_MODULE,
@@ -19,6 +21,7 @@ import {
   PROJECT_KEYS,
   PROVIDER_CAPABILITY,
   type ProjectKeySpec,
+  SENDER_CONSTRAINT_KEY,
   UNSTRIPPABLE_HEADERS,
   WEAKENING_KEYS,
 } from './settings.js';
@@ -56,6 +59,28 @@ export interface ModuleConfig {
 export interface PackagePin {
   readonly version: string;
   readonly sha256: string | null;
+}
+
+/**
+ * `:auth/sender-constraint`: one keyword for both realms, or a map of realm keyword to keyword
+ * (a realm left out keeps the default). A string is the problem to report.
+ */
+function parseSenderConstraint(v: EdnValue | undefined): SenderConstraints | string {
+  const expected = `expected one of ${SENDER_CONSTRAINTS.map((c) => `:${c}`).join(', ')}, or a map {:management ... :application ...} of them`;
+  const one = (x: EdnValue | undefined): SenderConstraint | null =>
+    isKeyword(x) && (SENDER_CONSTRAINTS as readonly string[]).includes(x.keyword) ? (x.keyword as SenderConstraint) : null;
+  const single = one(v);
+  if (single !== null) return Object.freeze({ management: single, application: single });
+  if (!isEdnMap(v)) return `${expected}, found ${describe(v)}`;
+  const result: Record<Realm, SenderConstraint> = { ...DEFAULT_AUTH_SETTINGS.senderConstraint };
+  for (const [realmKey, mode] of v) {
+    const realm = realmKey.startsWith(':') ? realmKey.slice(1) : realmKey;
+    if (!isRealm(realm)) return `${expected}; ${realmKey} is not a realm (management, application)`;
+    const m = one(mode);
+    if (m === null) return `${expected}, found ${describe(mode)} for ${realmKey}`;
+    result[realm] = m;
+  }
+  return Object.freeze(result);
 }
 
 /** A validated, deep-frozen project configuration. */
@@ -172,7 +197,7 @@ const TOP_KEYS = new Set(PROJECT_KEYS.map((k) => k.key));
 const PROFILE_KEYS = new Set(PROJECT_KEYS.filter((k) => k.inProfile).map((k) => k.key));
 const MODULE_KEYS = new Set([':package', ':module', ':activate', ':config']);
 const PACKAGE_KEYS = new Set([':version', ':sha256']);
-const AUTH_CONFIG_KEYS = new Set([AUTH_STORE_KEY, ...AUTH_SETTINGS.map((s) => s.key)]);
+const AUTH_CONFIG_KEYS = new Set([AUTH_STORE_KEY, SENDER_CONSTRAINT_KEY, ...AUTH_SETTINGS.map((s) => s.key)]);
 const CAPABILITY_LIST = CAPABILITIES.map((c) => `:${c.keyword}`).join(', ');
 /** Key names whose value is a credential: a module whose schema svc does not know may still not hold one literally. */
 const SECRET_NAME = /(^|[-/_.:])(password|passphrase|secret|token|api-?key|private-?key|credentials?)$/i;
@@ -412,7 +437,7 @@ function checkProject(merged: EdnMap, opts: ValidateOptions): { config: Omit<Pro
   } else {
     const auth = authModules[0] as ModuleConfig;
     const key = `:svc/modules :${auth.alias} :config`;
-    const values: Record<string, number> = { ...DEFAULT_AUTH_SETTINGS };
+    const values: Record<string, unknown> = { ...DEFAULT_AUTH_SETTINGS };
     for (const [k, v] of auth.config) {
       if (FORBIDDEN_KEYS.has(k)) {
         bad(`${key} ${k}`, 'the management realm is always protected; this setting does not exist');
@@ -420,6 +445,12 @@ function checkProject(merged: EdnMap, opts: ValidateOptions): { config: Omit<Pro
       }
       if (!AUTH_CONFIG_KEYS.has(k)) {
         bad(`${key} ${k}`, `unknown key; expected one of ${[...AUTH_CONFIG_KEYS].join(', ')}`);
+        continue;
+      }
+      if (k === SENDER_CONSTRAINT_KEY) {
+        const parsed = parseSenderConstraint(v);
+        if (typeof parsed === 'string') bad(`${key} ${k}`, parsed);
+        else values.senderConstraint = parsed;
         continue;
       }
       const spec = AUTH_SETTINGS.find((s) => s.key === k);

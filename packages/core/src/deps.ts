@@ -1,3 +1,4 @@
+import type { SenderConstraints } from './dpop.js';
 import type { Store } from './store.js';
 
 /** The source of time. Tests inject a fake one; production uses `Date.now`. */
@@ -25,7 +26,7 @@ export interface Logger {
 /** A logger that drops everything. */
 export const silentLogger: Logger = { info() {}, warn() {}, error() {} };
 
-/** Timing settings of the auth module, all in seconds. */
+/** Settings of the auth module: timings in seconds (retention in days), and the DPoP policy per realm. */
 export interface AuthSettings {
   readonly accessTokenTtlSeconds: number;
   readonly refreshTokenTtlSeconds: number;
@@ -36,6 +37,8 @@ export interface AuthSettings {
   readonly pairingMaxTtlSeconds: number;
   /** How long ended sessions and expired pairing intents are kept before retention deletes them. */
   readonly retentionDays: number;
+  /** `:auth/sender-constraint` of each realm: how the sessions its device keys sign in are bound (DPoP). */
+  readonly senderConstraint: SenderConstraints;
 }
 
 /** The defaults live in the one configuration table ({@link ./settings.ts}); re-exported where they always were. */

@@ -47,6 +47,12 @@ export const ERROR_CODES = {
     title: 'Unauthorized',
     meaning: 'the bearer token is missing, unknown, expired, revoked, or bound to another realm',
   },
+  invalid_dpop_proof: {
+    status: 401,
+    title: 'Unauthorized',
+    meaning:
+      'the DPoP proof (RFC 9449) is missing, malformed, not by the key the session is bound to, for another method or URL, too old, from the future, already used (jti), or not bound to the access token (ath)',
+  },
   invalid_pairing_code: {
     status: 401,
     title: 'Unauthorized',

@@ -72,6 +72,27 @@ export {
   type RandomBytes,
   silentLogger,
 } from './deps.js';
+export {
+  accessTokenHash,
+  bindsRefresh,
+  DPOP_MAX_AGE_SECONDS,
+  DPOP_MAX_FUTURE_SKEW_SECONDS,
+  DPOP_PROOF_CHALLENGE,
+  DPOP_TYP,
+  type DpopExpectation,
+  dpopReplayed,
+  dpopReplayKey,
+  type Ed25519PublicJwk,
+  jwkThumbprint,
+  normalizedHtu,
+  publicJwkOfHex,
+  SENDER_CONSTRAINTS,
+  type SenderConstraint,
+  type SenderConstraints,
+  thumbprintOfPublicKeyHex,
+  type VerifiedDpopProof,
+  verifyDpopProof,
+} from './dpop.js';
 export { parsePublicKeyHex, publicKeyHexOf, verifyEd25519, verifyEd25519Async } from './ed25519.js';
 export {
   AuthError,

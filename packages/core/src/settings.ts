@@ -13,7 +13,7 @@ export type SettingUnit = 'seconds' | 'days' | 'bytes' | 'failures';
 /** One `:auth/...` number of the `:svc/auth` module's `:config`. */
 export interface AuthSettingSpec {
   readonly key: string;
-  readonly field: keyof AuthSettings;
+  readonly field: Exclude<keyof AuthSettings, 'senderConstraint'>;
   readonly unit: 'seconds' | 'days';
   readonly default: number;
   readonly min: number;
@@ -93,6 +93,18 @@ export const AUTH_SETTINGS: readonly AuthSettingSpec[] = [
   },
 ];
 
+/** How old a DPoP proof's `iat` may be: a proof is accepted for at most this long after it was made. */
+export const DPOP_MAX_AGE_SECONDS = 60;
+
+/** How far in the future a DPoP proof's `iat` may lie (the client's clock ahead of ours). */
+export const DPOP_MAX_FUTURE_SKEW_SECONDS = 5;
+
+/** The key of the per-realm DPoP policy in the auth module's `:config`. */
+export const SENDER_CONSTRAINT_KEY = ':auth/sender-constraint';
+
+/** What {@link SENDER_CONSTRAINT_KEY} means, for the generated docs. */
+export const SENDER_CONSTRAINT_MEANING = `sender-constrained sessions (DPoP, RFC 9449) for sessions a device key signs in: \`:refresh\` binds the refresh token to the device key (a refresh needs a DPoP proof by it; the access token stays a bearer token), \`:required\` binds the access token too (\`Authorization: DPoP\` and a proof with \`ath\` on every use), \`:off\` keeps plain bearer tokens. One keyword for both realms, or a map per realm, e.g. \`{:management :required :application :refresh}\` (a realm left out keeps \`:refresh\`). A proof is accepted from ${DPOP_MAX_AGE_SECONDS} s before to ${DPOP_MAX_FUTURE_SKEW_SECONDS} s after its \`iat\`, and each \`jti\` once. Sessions made before the binding, or under \`:off\`, stay bearer sessions until they end`;
+
 /** How long a bootstrap token is valid (the spec fixes 15 minutes; not configurable). */
 export const BOOTSTRAP_TOKEN_TTL_SECONDS = 900;
 
@@ -134,6 +146,18 @@ export interface FixedLimit {
 
 /** Every fixed limit, for the docs. */
 export const FIXED_LIMITS: readonly FixedLimit[] = [
+  {
+    name: 'DPoP proof age',
+    value: DPOP_MAX_AGE_SECONDS,
+    unit: 'seconds',
+    meaning: 'how long after its `iat` a DPoP proof is accepted (and its `jti` remembered, across nodes sharing the store)',
+  },
+  {
+    name: 'DPoP proof clock skew',
+    value: DPOP_MAX_FUTURE_SKEW_SECONDS,
+    unit: 'seconds',
+    meaning: "how far in the future a DPoP proof's `iat` may lie (a client clock ahead of the server's)",
+  },
   {
     name: 'bootstrap token lifetime',
     value: BOOTSTRAP_TOKEN_TTL_SECONDS,
@@ -180,8 +204,12 @@ export const FIXED_LIMITS: readonly FixedLimit[] = [
 
 /** The defaults of {@link AuthSettings}, from {@link AUTH_SETTINGS} and the fixed bootstrap lifetime. */
 export const DEFAULT_AUTH_SETTINGS: AuthSettings = Object.freeze({
-  ...(Object.fromEntries(AUTH_SETTINGS.map((s) => [s.field, s.default])) as Omit<AuthSettings, 'bootstrapTokenTtlSeconds'>),
+  ...(Object.fromEntries(AUTH_SETTINGS.map((s) => [s.field, s.default])) as Omit<
+    AuthSettings,
+    'bootstrapTokenTtlSeconds' | 'senderConstraint'
+  >),
   bootstrapTokenTtlSeconds: BOOTSTRAP_TOKEN_TTL_SECONDS,
+  senderConstraint: Object.freeze({ management: 'refresh', application: 'refresh' } as const),
 });
 
 /** How a top-level `project.edn` value is read. */

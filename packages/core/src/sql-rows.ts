@@ -11,7 +11,7 @@ import type { AttemptWindow } from './attempt-budget.js';
 
 export const DEVICE_COLUMNS = 'id, public_key, realm, subject, name, created_at, removed_at';
 export const SESSION_COLUMNS =
-  'id, realm, subject, device_id, created_at, expires_at, access_expires_at, refresh_expires_at, generation, last_rotated_at, revoked_at, revoked_reason, client_address, user_agent, amr';
+  'id, realm, subject, device_id, created_at, expires_at, access_expires_at, refresh_expires_at, generation, last_rotated_at, revoked_at, revoked_reason, client_address, user_agent, amr, jkt';
 export const ACCESS_COLUMNS = `${SESSION_COLUMNS}, access_digest`;
 export const ROTATION_COLUMNS = `${SESSION_COLUMNS}, refresh_digest, prev_refresh_digest, prev_rotated_at`;
 /** The columns of a `RefreshRow`, for the stores' SELECT before `decideRotation`. */

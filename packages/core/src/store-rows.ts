@@ -36,6 +36,8 @@ export interface SessionRow {
   user_agent: string | null;
   /** The session's `amr`, space-separated (`ed25519`, `hwk user`, `fed`). */
   amr: string;
+  /** The thumbprint of the key the session is bound to (DPoP), or null for a bearer session. */
+  jkt?: string | null;
 }
 
 /** A session row with the digest an access token is checked against. */
@@ -144,6 +146,7 @@ export function toSession(r: SessionRow): SessionRecord {
     clientAddress: r.client_address,
     userAgent: r.user_agent,
     amr: amrOf(r.amr),
+    jkt: r.jkt ?? null,
   });
 }
 

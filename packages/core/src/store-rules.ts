@@ -227,6 +227,8 @@ export function newSessionRecord(input: {
   readonly client?: Pick<SessionRecord, 'clientAddress' | 'userAgent'>;
   /** How it was made (RFC 8176 values); a device key's {@link DEVICE_AMR} when omitted. */
   readonly amr?: readonly string[];
+  /** The thumbprint of the device key its tokens are bound to (DPoP); a bearer session when omitted. */
+  readonly jkt?: string | null;
 }): SessionRecord {
   return {
     id: input.id,
@@ -243,6 +245,7 @@ export function newSessionRecord(input: {
     clientAddress: input.client?.clientAddress ?? null,
     userAgent: input.client?.userAgent ?? null,
     amr: Object.freeze([...(input.amr ?? DEVICE_AMR)]),
+    jkt: input.jkt ?? null,
   };
 }
 

@@ -21,9 +21,10 @@ import type { Realm } from './realm.js';
  * 5: provider links and flows (`createLink`, `getLink`, `findLiveLink`, `listLinks`,
  * `removeLink`, `createFlow`, `consumeFlow`, `createLinkSession`); a session records how it was
  * made (`amr`), and its `deviceId` may be a link id. 6: `createLink` may complete a link
- * intent (a pairing intent whose code is bound to a provider) in the same transaction.
+ * intent (a pairing intent whose code is bound to a provider) in the same transaction. 7: a session
+ * records the key its tokens are bound to (`jkt`); DPoP proofs are used once (`useDpopProof`).
  */
-export const STORE_CONTRACT_VERSION = 6;
+export const STORE_CONTRACT_VERSION = 7;
 
 /** An enrolled device. `removedAt` is set when an operator removes it. */
 export interface DeviceRecord {
@@ -62,6 +63,12 @@ export interface SessionRecord {
    * session, so the principal's `claims.amr` costs no extra query on the bearer path.
    */
   readonly amr: readonly string[];
+  /**
+   * The RFC 7638 thumbprint (`cnf.jkt`) of the device key the session's tokens are bound to
+   * (DPoP, RFC 9449), or null (absent) for a bearer session: one created under
+   * `:auth/sender-constraint :off`, by a provider, or before the binding existed.
+   */
+  readonly jkt?: string | null;
 }
 
 /**
@@ -460,6 +467,15 @@ export interface Store {
    * session is refused like any unknown one. Returns how many of each were deleted.
    */
   pruneEndedRecords(input: { readonly endedBefore: number }): Promise<{ readonly sessions: number; readonly pairingIntents: number }>;
+
+  /**
+   * The DPoP replay cache: records `key` (core's `dpopReplayKey`, 64 hex digits) until
+   * `expiresAt` and answers true, unless a record of `key` with `expiresAt > now` exists
+   * (then false, nothing written). Atomic: of N concurrent calls with one key, on one node or
+   * many sharing the store, exactly one gets true. Records with `expiresAt <= now` count as
+   * absent and are pruned along the way.
+   */
+  useDpopProof(input: { readonly key: string; readonly expiresAt: number; readonly now: number }): Promise<boolean>;
 }
 
 /** The operation set of {@link Store}: what a store addon must declare, exactly. */
@@ -504,6 +520,7 @@ export const STORE_OPERATIONS = [
   'createLinkSession',
   'createFlow',
   'consumeFlow',
+  'useDpopProof',
 ] as const satisfies readonly (keyof Store)[];
 
 /** A name in the operation set. */

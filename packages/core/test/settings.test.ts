@@ -19,7 +19,9 @@ test('the default auth settings are the defaults of the configuration table, and
     assert.ok(s.key.endsWith(`-${s.unit}`), `${s.key} names its unit ${s.unit}`);
   }
   assert.equal(DEFAULT_AUTH_SETTINGS.bootstrapTokenTtlSeconds, BOOTSTRAP_TOKEN_TTL_SECONDS);
-  assert.equal(Object.keys(DEFAULT_AUTH_SETTINGS).length, AUTH_SETTINGS.length + 1);
+  // Sessions a device key signs in are bound to it (DPoP) by default, in both realms.
+  assert.deepEqual(DEFAULT_AUTH_SETTINGS.senderConstraint, { management: 'refresh', application: 'refresh' });
+  assert.equal(Object.keys(DEFAULT_AUTH_SETTINGS).length, AUTH_SETTINGS.length + 2);
   assert.ok(Object.isFrozen(DEFAULT_AUTH_SETTINGS));
 });
 

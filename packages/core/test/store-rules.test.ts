@@ -176,6 +176,7 @@ describe('new sessions and audit pages', () => {
       clientAddress: null,
       userAgent: null,
       amr: ['ed25519'],
+      jkt: null,
     });
     const withClient = newSessionRecord({
       id: 'ses_2',

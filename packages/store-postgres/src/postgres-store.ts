@@ -126,9 +126,9 @@ const INVALID: RotationOutcome = Object.freeze({ kind: 'invalid' });
 
 /** The columns a new session is inserted with, in the order of {@link sessionValues}. */
 const NEW_SESSION_COLUMNS = `id, realm, subject, device_id, created_at, expires_at, access_digest, access_expires_at, refresh_digest,
-  refresh_expires_at, generation, last_rotated_at, revoked_at, revoked_reason, client_address, user_agent, amr`;
+  refresh_expires_at, generation, last_rotated_at, revoked_at, revoked_reason, client_address, user_agent, amr, jkt`;
 
-/** The 17 values of a new session for {@link NEW_SESSION_COLUMNS}; its pair's expiries clamped to the session's. */
+/** The 18 values of a new session for {@link NEW_SESSION_COLUMNS}; its pair's expiries clamped to the session's. */
 function sessionValues(session: SessionRecord, pair: TokenPairDigests): unknown[] {
   const expiries = clampPairToSession(pair, session.expiresAt);
   return [
@@ -149,6 +149,7 @@ function sessionValues(session: SessionRecord, pair: TokenPairDigests): unknown[
     session.clientAddress,
     session.userAgent,
     amrText(session.amr),
+    session.jkt ?? null,
   ];
 }
 
@@ -688,10 +689,10 @@ export class PostgresStore implements Store {
          SELECT id FROM devices WHERE id = $4 AND removed_at IS NULL FOR SHARE
        ), created AS (
          INSERT INTO sessions (${NEW_SESSION_COLUMNS})
-         SELECT $1, $2, $3, live.id, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17 FROM live
+         SELECT $1, $2, $3, live.id, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18 FROM live
          RETURNING id
        ), audited AS (
-         INSERT INTO audit_pending (${PENDING_COLUMNS}) SELECT ${pendingParams(18)} FROM created
+         INSERT INTO audit_pending (${PENDING_COLUMNS}) SELECT ${pendingParams(19)} FROM created
        )
        SELECT count(*)::int AS n FROM created`,
       },
@@ -704,7 +705,7 @@ export class PostgresStore implements Store {
 
   async #insertSession(c: PoolClient, session: SessionRecord, pair: TokenPairDigests): Promise<void> {
     await c.query(
-      `INSERT INTO sessions (${NEW_SESSION_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)`,
+      `INSERT INTO sessions (${NEW_SESSION_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)`,
       sessionValues(session, pair),
     );
   }
@@ -1209,6 +1210,30 @@ export class PostgresStore implements Store {
       [input.id, input.now, latestTrustedTime(input.now)],
     );
     return row === undefined ? null : toFlow(row);
+  }
+
+  async useDpopProof(input: { readonly key: string; readonly expiresAt: number; readonly now: number }): Promise<boolean> {
+    // One statement: the INSERT, or the UPDATE of an expired record of the key, returns a row for
+    // exactly one of N concurrent callers on any node (a loser waits on the winner's row, then its
+    // ON CONFLICT sees a live record and changes nothing). Expired records of other keys are
+    // pruned along the way, SKIP LOCKED so nodes never wait on each other for it.
+    const used = await first<{ n: number }>(
+      this.#pool,
+      {
+        name: 'svc_use_dpop_proof',
+        text: `WITH pruned AS (
+           DELETE FROM dpop_proofs WHERE proof_key = ANY(ARRAY(
+             SELECT proof_key FROM dpop_proofs WHERE expires_at <= $3 AND proof_key <> $1
+             ORDER BY expires_at LIMIT 500 FOR UPDATE SKIP LOCKED
+           ))
+         )
+         INSERT INTO dpop_proofs (proof_key, expires_at) VALUES ($1, $2)
+         ON CONFLICT (proof_key) DO UPDATE SET expires_at = EXCLUDED.expires_at WHERE dpop_proofs.expires_at <= $3
+         RETURNING 1 AS n`,
+      },
+      [input.key, input.expiresAt, input.now],
+    );
+    return used !== undefined;
   }
 
   async reserveAttempts(input: Parameters<Store['reserveAttempts']>[0]): Promise<AttemptReservation> {

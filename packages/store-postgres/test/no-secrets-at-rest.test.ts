@@ -41,7 +41,8 @@ function depsOver(store: Store, clock: { now(): number }): AuthDeps {
     random: (n) => randomBytes(n),
     log: silentLogger,
     projectId: 'prj_01KAQ0000000N0SECRETS00000',
-    settings: DEFAULT_AUTH_SETTINGS,
+    // Bearer sessions: this flow presents refresh tokens bare (the DPoP replay cache holds only digests too).
+    settings: { ...DEFAULT_AUTH_SETTINGS, senderConstraint: { management: 'off', application: 'off' } },
   };
 }
 

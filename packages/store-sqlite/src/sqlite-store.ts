@@ -93,7 +93,8 @@ interface ProjectRow {
 }
 
 /** The named parameters of the session INSERT: the record with its first pair's digests. */
-type SessionInsert = Omit<SessionRecord, 'amr'> & Pick<TokenPairDigests, 'accessDigest' | 'refreshDigest'> & { amr: string };
+type SessionInsert = Omit<SessionRecord, 'amr' | 'jkt'> &
+  Pick<TokenPairDigests, 'accessDigest' | 'refreshDigest'> & { amr: string; jkt: string | null };
 
 /** The named parameters of a rotation's UPDATE. */
 interface PairUpdate {
@@ -161,9 +162,16 @@ function prepareStatements(db: Db) {
 
     insertSession: p<SessionInsert>(
       `INSERT INTO sessions (id, realm, subject, device_id, created_at, expires_at, access_digest, access_expires_at, refresh_digest,
-         refresh_expires_at, generation, last_rotated_at, revoked_at, revoked_reason, client_address, user_agent, amr)
+         refresh_expires_at, generation, last_rotated_at, revoked_at, revoked_reason, client_address, user_agent, amr, jkt)
        VALUES (@id, @realm, @subject, @deviceId, @createdAt, @expiresAt, @accessDigest, @accessExpiresAt, @refreshDigest,
-         @refreshExpiresAt, @generation, @lastRotatedAt, @revokedAt, @revokedReason, @clientAddress, @userAgent, @amr)`,
+         @refreshExpiresAt, @generation, @lastRotatedAt, @revokedAt, @revokedReason, @clientAddress, @userAgent, @amr, @jkt)`,
+    ),
+
+    // The DPoP replay cache: a live record of the key wins; an expired one is replaced.
+    pruneDpopProofs: p<[number]>('DELETE FROM dpop_proofs WHERE expires_at <= ?'),
+    useDpopProof: p<{ key: string; expiresAt: number; now: number }>(
+      `INSERT INTO dpop_proofs (proof_key, expires_at) VALUES (@key, @expiresAt)
+       ON CONFLICT (proof_key) DO UPDATE SET expires_at = excluded.expires_at WHERE dpop_proofs.expires_at <= @now`,
     ),
     sessionForAccess: p<[string], AccessRow>(`SELECT ${ACCESS_COLUMNS} FROM sessions WHERE id = ?`),
     dataVersion: p<[], number>('PRAGMA data_version').pluck(true),
@@ -731,6 +739,15 @@ export class SqliteStore implements Store {
     return row === undefined ? null : toChallenge(row);
   }
 
+  async useDpopProof(input: { readonly key: string; readonly expiresAt: number; readonly now: number }): Promise<boolean> {
+    // One write transaction: the INSERT (or the UPDATE of an expired record) changes a row only
+    // for the first of any number of callers, in this process or another one on the same file.
+    return this.#write(() => {
+      this.#s.pruneDpopProofs.run(input.now);
+      return this.#s.useDpopProof.run({ key: input.key, expiresAt: input.expiresAt, now: input.now }).changes === 1;
+    });
+  }
+
   async createSession(session: SessionRecord, pair: TokenPairDigests, event: AuditEventDraft): Promise<boolean> {
     return this.#write(() => {
       // The device is re-read inside the write transaction: a removal committed after the
@@ -763,6 +780,7 @@ export class SqliteStore implements Store {
       clientAddress: session.clientAddress,
       userAgent: session.userAgent,
       amr: amrText(session.amr),
+      jkt: session.jkt ?? null,
     });
   }
 

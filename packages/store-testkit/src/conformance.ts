@@ -4,6 +4,7 @@ import { auditSuite } from './suites/audit-suite.js';
 import { bootstrapSuite } from './suites/bootstrap-suite.js';
 import { concurrencySuite } from './suites/concurrency-suite.js';
 import { devicesSuite } from './suites/devices-suite.js';
+import { dpopSuite } from './suites/dpop-suite.js';
 import { linksSuite } from './suites/links-suite.js';
 import { pairingSuite } from './suites/pairing-suite.js';
 import { projectSuite } from './suites/project-suite.js';
@@ -41,5 +42,6 @@ export function storeConformance(name: string, factory: StoreFactory): void {
     concurrencySuite(ctx);
     linksSuite(ctx);
     providerSuite(ctx);
+    dpopSuite(ctx);
   });
 }

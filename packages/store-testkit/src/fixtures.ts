@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { generateKeyPairSync, sign } from 'node:crypto';
+import { generateKeyPairSync, randomBytes, sign } from 'node:crypto';
 import {
   type AuditEvent,
   type AuditEventDraft,
@@ -15,6 +15,7 @@ import {
   newId,
   type Principal,
   parseSessionToken,
+  publicJwkOfHex,
   publicKeyHexOf,
   type Realm,
   type RotationOutcome,
@@ -245,3 +246,39 @@ export async function settle<T>(attempts: readonly Promise<T>[]): Promise<{ read
 export const minutes = (n: number): number => n * 60_000;
 /** The number of milliseconds in `n` seconds. */
 export const seconds = (n: number): number => n * 1000;
+
+/** What a test proof is made of; each part can be tampered with (see {@link dpopProof}). */
+export interface TestDpopProof {
+  readonly htm: string;
+  readonly htu: string;
+  /** Milliseconds since the epoch (the proof's `iat` is its whole seconds). */
+  readonly now: number;
+  readonly jti?: string;
+  readonly ath?: string;
+  readonly nonce?: string;
+  /** Merged over the header `{typ, alg, jwk}`. */
+  readonly header?: Record<string, unknown>;
+}
+
+/**
+ * A DPoP proof (RFC 9449) signed by `key`, with a header and claims a test can bend (another
+ * `alg`, a missing `typ`, a private `d` in the `jwk`).
+ *
+ * @example
+ * const proof = dpopProof(key, { htm: 'POST', htu: 'http://127.0.0.1:9090/v1/auth/refresh', now: clock.now() });
+ */
+export function dpopProof(key: DeviceKey, p: TestDpopProof): string {
+  const header: Record<string, unknown> = { typ: 'dpop+jwt', alg: 'EdDSA', jwk: publicJwkOfHex(key.publicKey), ...(p.header ?? {}) };
+  for (const [k, v] of Object.entries(header)) if (v === undefined) delete header[k];
+  const claims = {
+    htm: p.htm,
+    htu: p.htu,
+    iat: Math.floor(p.now / 1000),
+    jti: p.jti ?? randomBytes(16).toString('base64url'),
+    ...(p.ath === undefined ? {} : { ath: p.ath }),
+    ...(p.nonce === undefined ? {} : { nonce: p.nonce }),
+  };
+  const b64 = (v: object) => Buffer.from(JSON.stringify(v), 'utf8').toString('base64url');
+  const input = `${b64(header)}.${b64(claims)}`;
+  return `${input}.${Buffer.from(key.sign(input), 'hex').toString('base64url')}`;
+}

@@ -18,14 +18,14 @@ export interface DepsOverrides {
   readonly random?: RandomBytes;
   readonly log?: Logger;
   readonly projectId?: string;
-  /** Merged over {@link DEFAULT_AUTH_SETTINGS}. */
+  /** Merged over {@link DEFAULT_AUTH_SETTINGS} with bearer sessions (see {@link makeDeps}). */
   readonly settings?: Partial<AuthSettings>;
 }
 
 /**
  * Deps for driving core's use cases against `store`: CSPRNG bytes from `node:crypto`, a
- * silent logger, the default settings (with `overrides.settings` merged in) and a fixed
- * project id.
+ * silent logger, the default settings but bearer sessions (with `overrides.settings` merged
+ * in) and a fixed project id.
  *
  * @example
  * const deps = makeDeps(store, createFakeClock(), { settings: { refreshReuseGraceSeconds: 0 } });
@@ -38,6 +38,12 @@ export function makeDeps(store: Store, clock: Clock, overrides: DepsOverrides = 
     random: overrides.random ?? ((n: number) => randomBytes(n)),
     log: overrides.log ?? silentLogger,
     projectId: overrides.projectId ?? TEST_PROJECT_ID,
-    settings: Object.freeze({ ...DEFAULT_AUTH_SETTINGS, ...(overrides.settings ?? {}) }),
+    // Bearer sessions (`:auth/sender-constraint :off`) unless a test asks otherwise: the suites
+    // drive the store's rotation with bare refresh tokens; the DPoP suite asks for `:refresh`.
+    settings: Object.freeze({
+      ...DEFAULT_AUTH_SETTINGS,
+      senderConstraint: Object.freeze({ management: 'off', application: 'off' } as const),
+      ...(overrides.settings ?? {}),
+    }),
   };
 }

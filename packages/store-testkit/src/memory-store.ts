@@ -77,6 +77,8 @@ interface MemoryData {
   readonly budgets: Map<string, AttemptWindow>;
   readonly links: Map<string, LinkRecord>;
   readonly flows: Map<string, { readonly record: FlowRecord; readonly consumedAt: number | null }>;
+  /** The DPoP replay cache: proof key → when its record expires. */
+  readonly dpopProofs: Map<string, number>;
 }
 
 const INVALID: RotationOutcome = Object.freeze({ kind: 'invalid' });
@@ -105,6 +107,7 @@ export class MemoryStore implements Store {
       budgets: new Map(),
       links: new Map(),
       flows: new Map(),
+      dpopProofs: new Map(),
     };
   }
 
@@ -290,6 +293,7 @@ export class MemoryStore implements Store {
         client_address: session.clientAddress,
         user_agent: session.userAgent,
         amr: amrText(session.amr),
+        jkt: session.jkt ?? null,
         refresh_digest: pair.refreshDigest,
         prev_refresh_digest: null,
         prev_rotated_at: null,
@@ -587,6 +591,13 @@ export class MemoryStore implements Store {
     if (f === undefined || !isFlowConsumable({ ...f.record, consumedAt: f.consumedAt }, input.now)) return null;
     this.#d.flows.set(input.id, { record: f.record, consumedAt: input.now });
     return f.record;
+  }
+
+  async useDpopProof(input: { readonly key: string; readonly expiresAt: number; readonly now: number }): Promise<boolean> {
+    for (const [key, expiresAt] of this.#d.dpopProofs) if (expiresAt <= input.now) this.#d.dpopProofs.delete(key);
+    if (this.#d.dpopProofs.has(input.key)) return false;
+    this.#d.dpopProofs.set(input.key, input.expiresAt);
+    return true;
   }
 
   async reserveAttempts(input: Parameters<Store['reserveAttempts']>[0]): Promise<AttemptReservation> {

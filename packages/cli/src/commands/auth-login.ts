@@ -1,3 +1,4 @@
+import { resolve } from 'node:path';
 import { createSignInClient, credentialsFromTokenPair, defaultDeviceKeyPath, login } from '@svc/client';
 import { isRealm } from '@svc/core';
 import { parseCommandArgs } from '../args.js';
@@ -44,7 +45,8 @@ export const authLogin: Command = {
     if (args === null) return 0;
     const realm = args.values.realm ?? 'management';
     if (!isRealm(realm)) throw new UsageError(`${spec.name}: --realm must be management or application`);
-    const key = readDeviceKey(args.values.key ?? defaultDeviceKeyPath(process.env));
+    const keyPath = resolve(args.values.key ?? defaultDeviceKeyPath(process.env));
+    const key = readDeviceKey(keyPath);
     const baseUrl = args.values.url ?? (realm === 'management' ? defaultManagementUrl() : defaultApplicationUrl());
     const client = createSignInClient({ baseUrl, realm, userAgent: CLI_USER_AGENT });
     const store = credentialStore(args.values.credentials);
@@ -59,7 +61,8 @@ export const authLogin: Command = {
         `sign-in refused: ${client.baseUrl} answered with a ${pair.realm}-realm session where ${realm} was asked for; nothing was saved`,
       );
     }
-    const creds = credentialsFromTokenPair(client.baseUrl, pair, Date.now(), key.publicKeyHex);
+    // The key's file (never the key) is saved too: a session bound to the key (DPoP) signs each refresh with it.
+    const creds = credentialsFromTokenPair(client.baseUrl, pair, Date.now(), key.publicKeyHex, keyPath);
     store.save(creds);
     if (args.values.json === true) {
       printJson({

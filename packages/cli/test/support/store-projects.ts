@@ -2,6 +2,8 @@ import { createPrivateKey, randomBytes, sign } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { createDpopProof, loadDeviceKey } from '@svc/client';
+import { parseSessionToken } from '@svc/core';
 import pg from 'pg';
 import { svcOk } from '../helpers.js';
 
@@ -82,12 +84,29 @@ export interface TokenPair {
   readonly refresh_expires_in: number;
 }
 
-async function postJson(url: string, body: unknown, bearer?: string): Promise<Response> {
+async function postJson(url: string, body: unknown, bearer?: string, dpop?: string): Promise<Response> {
   return fetch(url, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', ...(bearer === undefined ? {} : { authorization: `Bearer ${bearer}` }) },
+    headers: {
+      'content-type': 'application/json',
+      ...(bearer === undefined ? {} : { authorization: `Bearer ${bearer}` }),
+      ...(dpop === undefined ? {} : { dpop }),
+    },
     body: JSON.stringify(body),
   });
+}
+
+/** The key file each session signed in over HTTP with, by session id: what signs its refresh proofs. */
+const sessionKeyFiles = new Map<string, string>();
+
+/**
+ * A DPoP proof (RFC 9449) for one request, signed with the key in `keyFile` by the SDK.
+ *
+ * @example
+ * const proof = dpopProofFor(keyFile, 'POST', `${url}/v1/auth/refresh`);
+ */
+export function dpopProofFor(keyFile: string, htm: string, htu: string): string {
+  return createDpopProof(loadDeviceKey(keyFile), { htm, htu });
 }
 
 /**
@@ -102,7 +121,9 @@ export async function loginOverHttp(baseUrl: string, keyFile: string, publicKey:
   const signature = sign(null, Buffer.from(challenge, 'utf8'), createPrivateKey(readFileSync(keyFile))).toString('hex');
   const ses = await postJson(`${baseUrl}/v1/auth/sessions`, { challenge_id, signature });
   if (ses.status !== 201) throw new Error(`session: ${ses.status} ${await ses.text()}`);
-  return (await ses.json()) as TokenPair;
+  const pair = (await ses.json()) as TokenPair;
+  sessionKeyFiles.set(pair.session_id, keyFile);
+  return pair;
 }
 
 /** `GET /v1/auth/me` with `accessToken`. */
@@ -110,9 +131,17 @@ export function me(baseUrl: string, accessToken: string): Promise<Response> {
   return fetch(`${baseUrl}/v1/auth/me`, { headers: { authorization: `Bearer ${accessToken}` } });
 }
 
-/** `POST /v1/auth/refresh` with `refreshToken`. */
-export function refresh(baseUrl: string, refreshToken: string): Promise<Response> {
-  return postJson(`${baseUrl}/v1/auth/refresh`, { refresh_token: refreshToken });
+/**
+ * `POST /v1/auth/refresh` with `refreshToken` and, as every client of a session bound to its
+ * device key does (the default `:auth/sender-constraint :refresh`), a fresh DPoP proof by the key
+ * it signed in with through {@link loginOverHttp}. `proof` overrides it (`null`: send none).
+ */
+export function refresh(baseUrl: string, refreshToken: string, proof?: string | null): Promise<Response> {
+  const url = `${baseUrl}/v1/auth/refresh`;
+  const sessionId = parseSessionToken(refreshToken, 'refresh')?.sessionId;
+  const keyFile = sessionId === undefined ? undefined : sessionKeyFiles.get(sessionId);
+  const dpop = proof === undefined ? (keyFile === undefined ? undefined : dpopProofFor(keyFile, 'POST', url)) : (proof ?? undefined);
+  return postJson(url, { refresh_token: refreshToken }, undefined, dpop);
 }
 
 /** `POST /v1/auth/revoke`: the bearer's own session (logout), or `sessionId` (admin revocation). */

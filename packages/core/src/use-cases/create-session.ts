@@ -1,4 +1,5 @@
 import type { AuthDeps } from '../deps.js';
+import { bindsRefresh, thumbprintOfPublicKeyHex } from '../dpop.js';
 import { parseSignatureHex, verifyEd25519Async } from '../ed25519.js';
 import { AuthError } from '../errors.js';
 import { isIdOfKind, newId } from '../ids.js';
@@ -14,7 +15,9 @@ import { auditDraft } from './event.js';
  * Signs a device in: uses up the challenge, verifies the Ed25519 signature over its exact
  * string, checks the key is enrolled in `realm`, and creates a session with a fresh opaque
  * token pair. Every refusal after the input is well-formed is audited as `signin.failed`. The
- * session records the `client` it was created from (see `sessionClient`).
+ * session records the `client` it was created from (see `sessionClient`) and, unless the realm's
+ * `:auth/sender-constraint` is `:off`, the thumbprint of the device key (`jkt`) its tokens are
+ * bound to (DPoP).
  *
  * @example
  * const pair = await createSession(deps, { challengeId, signature, realm: 'management', client: { address: req.ip } });
@@ -73,6 +76,8 @@ export async function createSession(
     expiresAt,
     pair: { accessExpiresAt: now + s.accessTokenTtlSeconds * 1000, refreshExpiresAt: now + s.refreshTokenTtlSeconds * 1000 },
     client: sessionClient(input.client),
+    // Bound to the key that signed the challenge (DPoP, `cnf.jkt`) unless the realm is `:off`.
+    jkt: bindsRefresh(s.senderConstraint[realm]) ? thumbprintOfPublicKeyHex(device.publicKey) : null,
   });
   const created = await deps.store.createSession(
     session,

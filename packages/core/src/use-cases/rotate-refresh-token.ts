@@ -7,6 +7,7 @@ import type { RotationOutcome } from '../store.js';
 import { digestToken, mintSessionToken, parseSessionToken } from '../tokens.js';
 import type { TokenPairJson } from '../wire/management.js';
 import { tokenPairToJson } from '../wire.js';
+import { checkDpopProof, type DpopRequest } from './check-dpop-proof.js';
 import { auditDraft } from './event.js';
 
 /**
@@ -46,18 +47,30 @@ export function rotationAuditDraft(
  * outcome that changes state is audited in the same transaction. A token of a session in
  * another realm is refused as unknown and changes nothing (realm binding).
  *
+ * A session bound to a device key (DPoP, its `jkt`) is only refreshed with a valid proof by that
+ * key (`dpop`, see {@link checkDpopProof}), checked BEFORE the token is presented to the store:
+ * a refresh without one is `401 invalid_dpop_proof` and changes nothing (no rotation, no reuse
+ * detection, no revocation), so a copied refresh token without the key can neither use the
+ * session nor end it. A session without a `jkt` (a bearer session) ignores the proof.
+ *
  * @example
  * const pair = await rotateRefreshToken(deps, { refreshToken, realm: 'management' });
  */
 export async function rotateRefreshToken(
   deps: AuthDeps,
-  input: { readonly refreshToken: unknown; readonly realm: Realm },
+  input: { readonly refreshToken: unknown; readonly realm: Realm; readonly dpop?: DpopRequest },
 ): Promise<TokenPairJson> {
   if (typeof input.refreshToken !== 'string') {
     throw new AuthError('invalid_request', 'refresh_token must be a string');
   }
   const presented = parseSessionToken(input.refreshToken, 'refresh');
   if (presented === null) throw new AuthError('invalid_refresh_token', 'unknown refresh token');
+  // The binding never changes after the session is created, so reading it before the store's
+  // rotation transaction is race-free. An unknown session goes on to be refused as unknown.
+  const bound = await deps.store.getSession(presented.sessionId);
+  if (bound !== null && bound.realm === input.realm && typeof bound.jkt === 'string') {
+    await checkDpopProof(deps, input.dpop ?? { proof: undefined, htm: 'POST', htu: '' }, { jkt: bound.jkt, sessionId: bound.id });
+  }
   const now = deps.clock.now();
   const s = deps.settings;
   // The new pair names the same session: its selector never changes.

@@ -347,7 +347,16 @@ const reservedRoutes: FastifyPluginAsync<ReservedRouteOptions> = async (
   app,
   { deps, limiter, challenges, jwks, providers, publicOrigin },
 ) => {
-  await app.register(signInRoutes, { prefix: APPLICATION_AUTH_PREFIX, realm: 'application', deps, limiter, challenges, guardProblems: [] });
+  await app.register(signInRoutes, {
+    prefix: APPLICATION_AUTH_PREFIX,
+    realm: 'application',
+    deps,
+    limiter,
+    challenges,
+    guardProblems: [],
+    // A DPoP proof's `htu` names the origin the client reached: the public one when configured.
+    originOf: (req) => gatewayOriginOf(req, publicOrigin),
+  });
   await app.register(sessionRoutes, {
     prefix: APPLICATION_AUTH_PREFIX,
     deps,

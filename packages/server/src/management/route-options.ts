@@ -27,6 +27,11 @@ export interface SignInRouteOptions {
   readonly challenges: ChallengeBudget;
   /** Statuses the surface's own guards may answer on every route, for the documented responses (the management API: `403 forbidden_host`). */
   readonly guardProblems: readonly number[];
+  /**
+   * The origin a client reaches this surface at, for a DPoP proof's `htu`: the gateway's public
+   * origin; by default the request's own scheme and `Host` (the management API, loopback only).
+   */
+  readonly originOf?: (req: FastifyRequest) => string;
 }
 
 /**

@@ -1,5 +1,5 @@
 import { AuthError, createChallenge, createSession, parseSessionToken, rfc3339, rotateRefreshToken, secondsUntil } from '@svc/core';
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { failureCounting } from '../http/failure-counting.js';
 import { clientAddressKey } from '../http/failure-limiter.js';
 import { documented, problemResponses } from '../http/problem-schema.js';
@@ -29,7 +29,10 @@ import {
  * @example
  * await app.register(signInRoutes, { prefix: '/v1/auth', realm: 'management', deps, limiter, challenges, guardProblems: [403] });
  */
-export const signInRoutes: FastifyPluginAsync<SignInRouteOptions> = async (app, { realm, deps, limiter, challenges, guardProblems }) => {
+export const signInRoutes: FastifyPluginAsync<SignInRouteOptions> = async (
+  app,
+  { realm, deps, limiter, challenges, guardProblems, originOf = requestOrigin },
+) => {
   await app.register(failureCounting, { limiter });
 
   app.post<{ Body: ChallengeBody }>(
@@ -115,6 +118,17 @@ export const signInRoutes: FastifyPluginAsync<SignInRouteOptions> = async (app, 
         },
       }),
     },
-    async (req) => rotateRefreshToken(deps, { refreshToken: req.body.refresh_token, realm }),
+    // A session bound to its device key (DPoP) needs a proof for exactly this request.
+    async (req) =>
+      rotateRefreshToken(deps, {
+        refreshToken: req.body.refresh_token,
+        realm,
+        dpop: { proof: req.headers.dpop, htm: req.method, htu: `${originOf(req)}${req.url.split('?', 1)[0]}` },
+      }),
   );
 };
+
+/** The origin of a request as its own scheme and `Host` name it. */
+function requestOrigin(req: FastifyRequest): string {
+  return `${req.protocol}://${req.host}`;
+}

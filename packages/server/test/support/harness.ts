@@ -45,6 +45,16 @@ export function createFakeClock(start = START): FakeClock {
   };
 }
 
+/**
+ * The harness's one departure from the defaults: sessions are bearer sessions
+ * (`:auth/sender-constraint :off`), so the tests of other properties (rotation, grace, rate
+ * limits) can present a refresh token bare. The DPoP tests ask for `:refresh` or `:required`
+ * themselves; the CLI tests run the real default end to end.
+ */
+export const BEARER_TEST_SETTINGS: Pick<AuthSettings, 'senderConstraint'> = Object.freeze({
+  senderConstraint: Object.freeze({ management: 'off', application: 'off' } as const),
+});
+
 /** A running management API on 127.0.0.1 with a real SQLite control store in a 0700 temp dir. */
 export interface Harness {
   readonly app: FastifyInstance;
@@ -80,7 +90,7 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
     random: (n) => randomBytes(n),
     log: silentLogger,
     projectId: 'prj_01KAQ0000000SERVERTESTPRJ0',
-    settings: Object.freeze({ ...DEFAULT_AUTH_SETTINGS, ...(opts.settings ?? {}) }),
+    settings: Object.freeze({ ...DEFAULT_AUTH_SETTINGS, ...BEARER_TEST_SETTINGS, ...(opts.settings ?? {}) }),
   };
   await store.initProject({ projectId: deps.projectId, createdAt: clock.now() });
   const app = await buildManagementApp({ deps, logger: opts.logger ?? false });

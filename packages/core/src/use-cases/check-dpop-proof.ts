@@ -1,0 +1,48 @@
+import type { AuthDeps } from '../deps.js';
+import { dpopReplayed, dpopReplayKey, type VerifiedDpopProof, verifyDpopProof } from '../dpop.js';
+
+/** The request a DPoP proof was presented with, as the HTTP layer read it. */
+export interface DpopRequest {
+  /** The `DPoP` header's value; undefined when there was none. */
+  readonly proof: unknown;
+  /** The method, upper case. */
+  readonly htm: string;
+  /** The URL as the client reached this server: origin and path (see core's `normalizedHtu`). */
+  readonly htu: string;
+}
+
+/**
+ * Checks a DPoP proof for a session bound to `jkt`: {@link verifyDpopProof} (key, method, URL,
+ * freshness, `ath`, nonce, signature), then the replay cache: the proof's `jti` is used once
+ * across every node sharing the store (`useDpopProof`). `401 invalid_dpop_proof` otherwise;
+ * refusals are logged without the proof.
+ *
+ * @example
+ * await checkDpopProof(deps, { proof: req.headers.dpop, htm: 'POST', htu }, { jkt: session.jkt });
+ */
+export async function checkDpopProof(
+  deps: Pick<AuthDeps, 'store' | 'clock' | 'log'>,
+  request: DpopRequest,
+  bound: { readonly jkt: string; readonly accessToken?: string; readonly nonce?: string; readonly sessionId?: string },
+): Promise<VerifiedDpopProof> {
+  const now = deps.clock.now();
+  let proof: VerifiedDpopProof;
+  try {
+    proof = await verifyDpopProof(request.proof, {
+      htm: request.htm,
+      htu: request.htu,
+      now,
+      jkt: bound.jkt,
+      ...(bound.accessToken === undefined ? {} : { accessToken: bound.accessToken }),
+      ...(bound.nonce === undefined ? {} : { nonce: bound.nonce }),
+    });
+  } catch (err) {
+    deps.log.warn({ event: 'dpop.refused', session_id: bound.sessionId, reason: (err as Error).message }, 'DPoP proof refused');
+    throw err;
+  }
+  if (!(await deps.store.useDpopProof({ key: dpopReplayKey(proof), expiresAt: proof.expiresAt, now }))) {
+    deps.log.warn({ event: 'dpop.refused', session_id: bound.sessionId, reason: 'jti replayed' }, 'DPoP proof refused');
+    throw dpopReplayed();
+  }
+  return proof;
+}
