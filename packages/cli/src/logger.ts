@@ -16,12 +16,15 @@ const SECRET_FIELDS = [
   'refreshToken',
   'signature',
   'private_key',
+  // A DPoP proof (RFC 9449) is single-use and bound to one request, but still a credential.
+  'dpop',
 ];
 
 /** Redaction paths: each secret field at the top level and up to three levels deep. */
 export const REDACT_PATHS: readonly string[] = [
   'req.headers.authorization',
   'req.headers.cookie',
+  'req.headers.dpop',
   'headers.authorization',
   'request.headers.authorization',
   ...SECRET_FIELDS.flatMap((f) => [f, `*.${f}`, `*.*.${f}`, `*.*.*.${f}`]),

@@ -21,6 +21,8 @@ export interface Credentials {
    * (DPoP) signs each refresh with it. Absent in files written before the binding existed.
    */
   readonly key_path?: string;
+  /** `DPoP` when the access token is bound to the device key (`:auth/sender-constraint :required`); absent means `Bearer`. */
+  readonly token_type?: string;
 }
 
 /** A file of {@link Credentials}: mode 0600 in a 0700 directory, replaced atomically. */
@@ -82,6 +84,7 @@ export function credentialsFromTokenPair(
     refresh_expires_at: new Date(now + pair.refresh_expires_in * 1000).toISOString(),
     public_key: publicKey,
     ...(keyPath === undefined ? {} : { key_path: keyPath }),
+    ...(pair.token_type === 'DPoP' ? { token_type: 'DPoP' } : {}),
   };
 }
 
@@ -116,6 +119,7 @@ function parseCredentials(text: string, path: string): Credentials {
     refresh_expires_at: v.refresh_expires_at as string,
     public_key: typeof v.public_key === 'string' ? v.public_key : null,
     ...(typeof v.key_path === 'string' && v.key_path !== '' ? { key_path: v.key_path } : {}),
+    ...(v.token_type === 'DPoP' ? { token_type: 'DPoP' } : {}),
   };
 }
 

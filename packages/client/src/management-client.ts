@@ -74,6 +74,14 @@ export interface ManagementClientOptions {
   readonly fetch?: typeof fetch;
   /** The `User-Agent` sent with every request; a session records the one it was created with. */
   readonly userAgent?: string;
+  /**
+   * The device key that signs DPoP proofs (RFC 9449) for access tokens bound to it: a token this
+   * client received with `token_type: "DPoP"`, or one `isBoundToken` names, is sent as
+   * `Authorization: DPoP <token>` with a proof carrying its `ath`.
+   */
+  readonly dpopKey?: DeviceKey | (() => DeviceKey | null | undefined);
+  /** Whether an access token obtained elsewhere (saved credentials) is DPoP-bound. */
+  readonly isBoundToken?: (accessToken: string) => boolean;
 }
 
 /** Extra options of one call: a bearer token, a body or answer that carries a secret, a DPoP proof signer. */
@@ -96,12 +104,23 @@ function caller(options: ManagementClientOptions): { baseUrl: string; call: Call
   const baseUrl = options.baseUrl.replace(/\/+$/, '');
   const doFetch = options.fetch ?? globalThis.fetch;
   const userAgent = options.userAgent ?? `svc-client (node ${process.version})`;
+  // Access tokens this client received as DPoP-bound (token_type "DPoP"); bounded, they expire anyway.
+  const bound = new Set<string>();
+  const dpopKey = (): DeviceKey | undefined => (typeof options.dpopKey === 'function' ? options.dpopKey() : options.dpopKey) ?? undefined;
   const call: Call = async <T>(method: string, path: string, init: CallInit = {}) => {
     const headers: Record<string, string> = { accept: 'application/json', 'user-agent': userAgent };
     if (init.body !== undefined) headers['content-type'] = 'application/json';
     if (init.bearer !== undefined || init.secret === true) assertMayCarryBearer(baseUrl);
-    if (init.bearer !== undefined) headers.authorization = `Bearer ${init.bearer}`;
-    if (init.dpopKey !== undefined) headers.dpop = createDpopProof(init.dpopKey, { htm: method, htu: `${baseUrl}${path}` });
+    if (init.bearer !== undefined) {
+      const key = bound.has(init.bearer) || options.isBoundToken?.(init.bearer) === true ? dpopKey() : undefined;
+      if (key === undefined) headers.authorization = `Bearer ${init.bearer}`;
+      else {
+        headers.authorization = `DPoP ${init.bearer}`;
+        headers.dpop = createDpopProof(key, { htm: method, htu: `${baseUrl}${path}`, accessToken: init.bearer });
+      }
+    }
+    if (init.dpopKey !== undefined && headers.dpop === undefined)
+      headers.dpop = createDpopProof(init.dpopKey, { htm: method, htu: `${baseUrl}${path}` });
     let res: Response;
     try {
       res = await doFetch(`${baseUrl}${path}`, {
@@ -113,7 +132,13 @@ function caller(options: ManagementClientOptions): { baseUrl: string; call: Call
       throw new ApiUnreachableError(baseUrl, cause);
     }
     if (!res.ok) throw problemFromResponse(res, await res.text().catch(() => ''));
-    return (await res.json()) as T;
+    const answer = (await res.json()) as T;
+    const pair = answer as { token_type?: unknown; access_token?: unknown } | null;
+    if (pair !== null && typeof pair === 'object' && pair.token_type === 'DPoP' && typeof pair.access_token === 'string') {
+      if (bound.size >= 64) bound.clear();
+      bound.add(pair.access_token);
+    }
+    return answer;
   };
   return { baseUrl, call };
 }

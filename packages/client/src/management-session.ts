@@ -2,7 +2,13 @@ import { isRealm, type RevokedJson } from '@svc/core';
 import { ApiError } from './api-error.js';
 import { type CredentialStore, type Credentials, credentialsFromTokenPair, defaultDeviceKeyPath } from './credential-store.js';
 import { type DeviceKey, loadDeviceKey } from './device-key.js';
-import { createApplicationClient, createManagementClient, type ManagementClient, type SignInClient } from './management-client.js';
+import {
+  createApplicationClient,
+  createManagementClient,
+  type ManagementClient,
+  type ManagementClientOptions,
+  type SignInClient,
+} from './management-client.js';
 
 /**
  * A signed-in device's session, in the realm its credentials were saved with: calls with its
@@ -21,6 +27,11 @@ export interface DeviceSession<C extends SignInClient = SignInClient> {
   withAccessToken<T>(fn: (accessToken: string) => Promise<T>): Promise<T>;
   /** Revokes this session on the server and deletes the saved credentials. */
   logout(): Promise<RevokedJson>;
+  /**
+   * How this session's access token is sent to other surfaces (the node client): its device key
+   * and whether the token is bound to it (DPoP). Spread into `createNodeClient`'s options.
+   */
+  readonly dpop: Pick<ManagementClientOptions, 'dpopKey' | 'isBoundToken'>;
 }
 
 /** A signed-in management device's session: its client also has the operator's calls. */
@@ -76,7 +87,7 @@ const EXPIRY_MARGIN_MS = 5_000;
 export function openSession(options: ManagementSessionOptions): DeviceSession {
   const loaded = loadCredentials(options.store);
   if (loaded.realm === 'management') return openManagementSession(options);
-  return openWith(options, loaded, (baseUrl) => createApplicationClient({ baseUrl, ...fetchOption(options) }));
+  return openWith(options, loaded, (baseUrl, dpop) => createApplicationClient({ baseUrl, ...fetchOption(options), ...dpop }));
 }
 
 /**
@@ -95,7 +106,7 @@ export function openManagementSession(options: ManagementSessionOptions): Manage
       `the credentials at ${options.store.path} are of the ${loaded.realm} realm (${loaded.url}), not a management session; run \`svc auth login --key FILE\` against the management API, or use --credentials FILE`,
     );
   }
-  return openWith(options, loaded, (baseUrl) => createManagementClient({ baseUrl, ...fetchOption(options) }));
+  return openWith(options, loaded, (baseUrl, dpop) => createManagementClient({ baseUrl, ...fetchOption(options), ...dpop }));
 }
 
 function fetchOption(options: ManagementSessionOptions): { fetch?: typeof fetch } {
@@ -113,14 +124,23 @@ function loadCredentials(store: CredentialStore): Credentials {
 function openWith<C extends SignInClient>(
   options: ManagementSessionOptions,
   loaded: Credentials,
-  makeClient: (baseUrl: string) => C,
+  makeClient: (baseUrl: string, dpop: Pick<ManagementClientOptions, 'dpopKey' | 'isBoundToken'>) => C,
 ): DeviceSession<C> {
   const now = options.now ?? Date.now;
   let current: Credentials = loaded;
-  const client = makeClient(options.baseUrl ?? loaded.url);
   let key: DeviceKey | null | undefined = options.key;
-  async function refresh(): Promise<Credentials> {
+  const deviceKey = (): DeviceKey | null => {
     if (key === undefined) key = savedDeviceKey(current);
+    return key;
+  };
+  // A saved access token bound to the key (token_type DPoP) is sent with a proof by it.
+  const dpop = Object.freeze({
+    dpopKey: deviceKey,
+    isBoundToken: (token: string) => current.token_type === 'DPoP' && token === current.access_token,
+  });
+  const client = makeClient(options.baseUrl ?? loaded.url, dpop);
+  async function refresh(): Promise<Credentials> {
+    deviceKey();
     const pair = await client.refresh(current.refresh_token, key ?? undefined);
     current = credentialsFromTokenPair(client.baseUrl, pair, now(), current.public_key, current.key_path);
     options.store.save(current);
@@ -140,6 +160,7 @@ function openWith<C extends SignInClient>(
 
   return Object.freeze({
     client,
+    dpop,
     credentials: () => current,
     refresh,
     withAccessToken,

@@ -22,6 +22,7 @@ import {
 import { ApiError, ApiUnreachableError, problemFromResponse } from './api-error.js';
 import { assertMayCarryBearer } from './bearer-transport.js';
 import type { DeviceKey } from './device-key.js';
+import { createDpopProof } from './dpop-proof.js';
 
 // The answers' types are derived from the schemas the node serializes them with (core's wire
 // shapes): one declaration, so the SDK cannot miss a field the server sends.
@@ -53,6 +54,10 @@ export interface NodeClientOptions {
   readonly baseUrl: string;
   /** A `fetch` to use instead of the global one (tests, proxies). */
   readonly fetch?: typeof fetch;
+  /** As for the management client: the device key that signs DPoP proofs for bound access tokens. */
+  readonly dpopKey?: DeviceKey | (() => DeviceKey | null | undefined);
+  /** Whether an access token is DPoP-bound (sent as `Authorization: DPoP` with a proof). */
+  readonly isBoundToken?: (accessToken: string) => boolean;
 }
 
 /** The node surface could not be reached at all (connection refused, DNS, reset). */
@@ -99,7 +104,15 @@ export function createNodeClient(options: NodeClientOptions): NodeClient {
       // Checked per request, before any connection: a management token never leaves this
       // machine in clear text (a fake listener on the network would capture it).
       assertMayCarryBearer(baseUrl);
-      headers.authorization = `Bearer ${init.bearer}`;
+      const key =
+        options.isBoundToken?.(init.bearer) === true
+          ? ((typeof options.dpopKey === 'function' ? options.dpopKey() : options.dpopKey) ?? undefined)
+          : undefined;
+      if (key === undefined) headers.authorization = `Bearer ${init.bearer}`;
+      else {
+        headers.authorization = `DPoP ${init.bearer}`;
+        headers.dpop = createDpopProof(key, { htm: method, htu: `${baseUrl}${path}`, accessToken: init.bearer });
+      }
     }
     let res: Response;
     let text: string;

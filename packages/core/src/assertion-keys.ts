@@ -34,6 +34,8 @@ export interface AssertionClaims {
   readonly htm: string;
   /** The request binding: `scheme://host/path` the gateway received, without query or fragment. */
   readonly htu: string;
+  /** The key the caller proved possession of with a DPoP proof (RFC 9449 / RFC 7800 `cnf.jkt`); absent for a bearer. */
+  readonly cnf?: { readonly jkt: string };
 }
 
 /**
@@ -87,6 +89,8 @@ export function assertionClaims(
     readonly jti: string;
     readonly method: string;
     readonly htu: string;
+    /** The thumbprint of the key the request proved possession of (DPoP), if it did. */
+    readonly jkt?: string | null;
   },
 ): AssertionClaims {
   const iat = Math.floor(at.now / 1000);
@@ -103,6 +107,7 @@ export function assertionClaims(
     jti: at.jti,
     htm: at.method.toUpperCase(),
     htu: at.htu,
+    ...(typeof at.jkt === 'string' ? { cnf: { jkt: at.jkt } } : {}),
   };
 }
 

@@ -210,7 +210,8 @@ export {
   relaysResponseHeader,
   upstreamHeaderName,
 } from './upstream-headers.js';
-export { authenticate } from './use-cases/authenticate.js';
+export { authenticate, principalKeyBinding } from './use-cases/authenticate.js';
+export { checkDpopProof, type DpopRequest } from './use-cases/check-dpop-proof.js';
 export { challengeString, createChallenge } from './use-cases/create-challenge.js';
 export { createSession } from './use-cases/create-session.js';
 export { enrollWithBootstrapToken } from './use-cases/enroll-with-bootstrap-token.js';

@@ -34,12 +34,16 @@ export function sessionToJson(s: SessionRecord): SessionJson {
   };
 }
 
-/** The contract's `TokenPair` for a session that just received `access` and `refresh`. */
-export function tokenPairToJson(s: SessionRecord, access: string, refresh: string, now: number): TokenPairJson {
+/**
+ * The contract's `TokenPair` for a session that just received `access` and `refresh`.
+ * `token_type` is `DPoP` when its access token is bound to the device key (`accessBound`: the
+ * session has a `jkt` and its realm is `:auth/sender-constraint :required`), else `Bearer`.
+ */
+export function tokenPairToJson(s: SessionRecord, access: string, refresh: string, now: number, accessBound = false): TokenPairJson {
   return {
     session_id: s.id,
     realm: s.realm,
-    token_type: 'Bearer',
+    token_type: accessBound && typeof s.jkt === 'string' ? 'DPoP' : 'Bearer',
     access_token: access,
     expires_in: secondsUntil(s.accessExpiresAt, now),
     refresh_token: refresh,

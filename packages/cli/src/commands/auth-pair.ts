@@ -133,7 +133,7 @@ export const authPair: Command = {
     }
     const nodeUrl = nodeUrlOf(args.values['node-url']);
     const session = savedSession(args.values.credentials);
-    const node = createNodeClient({ baseUrl: nodeUrl });
+    const node = createNodeClient({ baseUrl: nodeUrl, ...session.dpop });
     let prepared: PreparedPairingJson;
     try {
       prepared = await session.withAccessToken((token) =>
@@ -207,7 +207,7 @@ async function prepareLinkIntent(
   const appUrl = appUrlOf(values['app-url']);
   const nodeUrl = nodeUrlOf(values['node-url']);
   const session = savedSession(values.credentials);
-  const node = createNodeClient({ baseUrl: nodeUrl });
+  const node = createNodeClient({ baseUrl: nodeUrl, ...session.dpop });
   let prepared: PreparedPairingJson;
   try {
     prepared = await session.withAccessToken((token) =>

@@ -1,4 +1,4 @@
-import type { AuthDeps } from '../deps.js';
+import { type AuthDeps, silentLogger } from '../deps.js';
 import { AuthError } from '../errors.js';
 import { makePrincipal, type Principal } from '../principal.js';
 import type { Realm } from '../realm.js';
@@ -6,6 +6,7 @@ import type { SessionRecord } from '../store.js';
 import { isAccessValid } from '../store-rules.js';
 import { rfc3339 } from '../time.js';
 import { parseSessionToken } from '../tokens.js';
+import { checkDpopProof, type DpopRequest } from './check-dpop-proof.js';
 
 /**
  * Turns a bearer access token into the immutable principal of its session, for one realm.
@@ -14,12 +15,18 @@ import { parseSessionToken } from '../tokens.js';
  * by the session's primary key and a constant-time digest comparison: the hot path of every
  * authenticated request.
  *
+ * Sender constraint (DPoP, RFC 9449): `dpop` is given when the token came as
+ * `Authorization: DPoP <token>`; the session must then be bound to a key (`jkt`) and the proof
+ * must verify for this request with `ath` of this token (see `checkDpopProof`). A bound session
+ * of a realm under `:auth/sender-constraint :required` is only accepted that way: as a bearer,
+ * or without a valid proof, it is `invalid_token` with `WWW-Authenticate: DPoP ...`.
+ *
  * @example
  * const principal = await authenticate(deps, { token, realm: 'management' });
  */
 export async function authenticate(
-  deps: Pick<AuthDeps, 'store' | 'clock'>,
-  input: { readonly token: string | undefined; readonly realm: Realm },
+  deps: Pick<AuthDeps, 'store' | 'clock'> & Partial<Pick<AuthDeps, 'settings' | 'log'>>,
+  input: { readonly token: string | undefined; readonly realm: Realm; readonly dpop?: DpopRequest },
 ): Promise<Principal> {
   const { token, realm } = input;
   if (token === undefined || token === '') {
@@ -37,8 +44,44 @@ export async function authenticate(
   if (session.realm !== realm) {
     throw new AuthError('invalid_token', `the access token is bound to another realm, not ${realm}`, { realm });
   }
+  const jkt = typeof session.jkt === 'string' ? session.jkt : null;
+  if (input.dpop !== undefined) {
+    if (jkt === null) throw dpopTokenRefused(realm, 'the access token is not bound to a key: send it as a Bearer token');
+    try {
+      await checkDpopProof({ store: deps.store, clock: deps.clock, log: deps.log ?? silentLogger }, input.dpop, {
+        jkt,
+        accessToken: token,
+        sessionId: session.id,
+      });
+    } catch (err) {
+      throw dpopTokenRefused(realm, err instanceof AuthError ? err.detail : 'the DPoP proof does not verify');
+    }
+  } else if (jkt !== null && deps.settings?.senderConstraint[realm] === 'required') {
+    throw dpopTokenRefused(realm, 'the access token is bound to a key: send it as `Authorization: DPoP` with a DPoP proof');
+  }
   return principalOf(session);
 }
+
+/** `invalid_token` for a bound token used without its proof, with the DPoP challenge (RFC 9449 §7.1). */
+function dpopTokenRefused(realm: Realm, detail: string): AuthError {
+  return new AuthError('invalid_token', detail, {
+    realm,
+    headers: { 'www-authenticate': `DPoP realm="${realm}", error="invalid_token", algs="EdDSA"` },
+  });
+}
+
+/**
+ * The key thumbprint (`jkt`) the session of `principal` is bound to, or null for a bearer
+ * session: what the gateway passes on as `cnf` when the request proved possession of it.
+ *
+ * @example
+ * const jkt = principalKeyBinding(principal);
+ */
+export function principalKeyBinding(principal: Principal): string | null {
+  return bindings.get(principal) ?? null;
+}
+
+const bindings = new WeakMap<Principal, string>();
 
 // A principal depends only on its (immutable, frozen) session record, so a store that hands
 // out the same record again (a cache) gets the same principal back without rebuilding it.
@@ -54,6 +97,7 @@ function principalOf(session: SessionRecord): Principal {
     device: session.deviceId,
     claims: { amr: session.amr, auth_time: rfc3339(session.createdAt), exp: rfc3339(session.accessExpiresAt) },
   });
+  if (typeof session.jkt === 'string') bindings.set(principal, session.jkt);
   if (Object.isFrozen(session)) principals.set(session, principal);
   return principal;
 }

@@ -98,5 +98,5 @@ export async function createSession(
   );
   if (!created) throw await fail('invalid_signature', 'device_removed', `the key is not enrolled in the ${realm} realm`);
   deps.log.info({ event: 'session.created', session_id: session.id, device_id: device.id, realm }, 'session created');
-  return tokenPairToJson(session, access, refresh, now);
+  return tokenPairToJson(session, access, refresh, now, s.senderConstraint[realm] === 'required');
 }

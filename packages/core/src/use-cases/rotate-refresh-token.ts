@@ -76,6 +76,7 @@ export async function rotateRefreshToken(
   // The new pair names the same session: its selector never changes.
   const access = mintSessionToken('access', presented.sessionId, deps.random);
   const refresh = mintSessionToken('refresh', presented.sessionId, deps.random);
+  const accessBound = s.senderConstraint[input.realm] === 'required';
   const outcome = await deps.store.rotateRefreshToken(
     {
       sessionId: presented.sessionId,
@@ -96,13 +97,13 @@ export async function rotateRefreshToken(
   switch (outcome.kind) {
     case 'rotated':
       deps.log.info({ event: 'session.rotated', session_id: outcome.session.id }, 'token pair rotated');
-      return tokenPairToJson(outcome.session, access, refresh, now);
+      return tokenPairToJson(outcome.session, access, refresh, now, accessBound);
     case 'rotated_in_grace': {
       // The live pair, as its rotation issued it: sealed for exactly the token presented now.
       const live = openSuccessor(input.refreshToken, presented.sessionId, outcome.sealedSuccessor);
       if (live === null) throw new AuthError('invalid_refresh_token', 'unknown or expired refresh token, or its session is revoked');
       deps.log.info({ event: 'session.rotated_in_grace', session_id: outcome.session.id }, 'token pair answered again within grace');
-      return tokenPairToJson(outcome.session, live.access, live.refresh, now);
+      return tokenPairToJson(outcome.session, live.access, live.refresh, now, accessBound);
     }
     case 'reused':
       deps.log.warn({ event: 'session.refresh_reused', session_id: outcome.session.id }, 'refresh token reused: session revoked');

@@ -130,7 +130,7 @@ export const tokenPairResponse = {
   properties: {
     session_id: { type: 'string' },
     realm: realmSchema,
-    token_type: { type: 'string', enum: ['Bearer'] },
+    token_type: { type: 'string', enum: ['Bearer', 'DPoP'] },
     access_token: { type: 'string' },
     expires_in: { type: 'integer' },
     refresh_token: { type: 'string' },

@@ -9,11 +9,12 @@ import {
   isPublicPath,
   isSvcCredential,
   type Principal,
+  principalKeyBinding,
   requirementFor,
   unmetRequirement,
 } from '@svc/core';
 import Fastify, { type FastifyInstance, type FastifyPluginAsync, type FastifyRequest, type onRequestAsyncHookHandler } from 'fastify';
-import { bearerChallenge, bearerToken } from '../http/bearer.js';
+import { accessCredential, bearerChallenge, dpopRequestOf } from '../http/bearer.js';
 import { type ChallengeBudget, createChallengeBudget } from '../http/challenge-budget.js';
 import { APPLICATION_CONNECTION_LIMITS, installConnectionLimits } from '../http/connection-limits.js';
 import { toAuthError } from '../http/error-handling.js';
@@ -36,6 +37,7 @@ import {
   upgradeTransport,
 } from './browser-session.js';
 import { installHeaderHygiene, removeHeaders, requestPath } from './hygiene.js';
+import { markProvenKey } from './key-binding.js';
 import type { GatewayAppOptions, GatewayPolicy } from './options.js';
 import { forwardedClientAddress, trustedPeerPredicate } from './trusted-proxies.js';
 
@@ -65,16 +67,20 @@ export function isReservedPath(path: string): boolean {
   return path === '/.svc' || path.startsWith(RESERVED_PREFIX);
 }
 
-/** Whether `name` is the `Authorization` header. */
+/** Whether `name` is the `Authorization` header, or the `DPoP` proof that went with our token. */
 function isAuthorization(name: string): boolean {
-  return name.length === 13 && name.toLowerCase() === 'authorization';
+  return (name.length === 13 && name.toLowerCase() === 'authorization') || (name.length === 4 && name.toLowerCase() === 'dpop');
 }
 
 /** What the identity step needs of a request, whether Fastify routes it or it is an `upgrade`. */
 interface IdentityInput {
   /** The decoded, unambiguous path ({@link requestPath}). */
   readonly path: string;
+  /** The request target as sent (path and query), for a DPoP proof's `htu`. */
+  readonly target: string;
   readonly authorization: string | undefined;
+  /** The `DPoP` header (RFC 9449), checked when `authorization` uses the `DPoP` scheme. */
+  readonly dpop: string | string[] | undefined;
   /** The client address (`req.ip`: the client behind a trusted proxy). */
   readonly clientAddress: string | undefined;
   /** The `Cookie` header, and the cookie names of the request's transport (TLS or not). */
@@ -94,7 +100,13 @@ interface IdentityInput {
 /** What the identity step settled: nothing for a reserved path (its routes authenticate), else the principal. */
 type IdentityOutcome =
   | { readonly reserved: true }
-  | { readonly reserved: false; readonly principal: Principal | null; readonly removeAuthorization: boolean };
+  | {
+      readonly reserved: false;
+      readonly principal: Principal | null;
+      readonly removeAuthorization: boolean;
+      /** The thumbprint of the key the request proved possession of (DPoP), or null. */
+      readonly provenKey?: string | null;
+    };
 
 /**
  * The gateway's identity rule, one home for the routed requests and the `upgrade`s:
@@ -125,14 +137,17 @@ async function settleIdentity(deps: AuthDeps, policy: GatewayPolicy, input: Iden
     const cookies = readSessionCookies(input.cookie, input.cookieNames);
     if (cookies.access !== undefined || cookies.refresh !== undefined) return settleCookieIdentity(deps, policy, input, cookies);
   }
-  const token = bearerToken(input.authorization);
+  const { token, dpop } = accessCredential(input.authorization);
   const ours = isSvcCredential(token);
+  const proof = dpop
+    ? dpopRequestOf({ method: input.method, url: input.target, headers: { dpop: input.dpop } }, input.gatewayOrigin)
+    : undefined;
   const requirement = requirementFor(policy.requirements, path);
   let principal: Principal | null = null;
   if (requirement === null && isPublicPath(policy.publicPaths, path)) {
-    if (ours) principal = await applicationPrincipal(deps, token, input.clientAddress).catch(() => null);
+    if (ours) principal = await applicationPrincipal(deps, token, input.clientAddress, proof).catch(() => null);
   } else {
-    principal = await applicationPrincipal(deps, token, input.clientAddress);
+    principal = await applicationPrincipal(deps, token, input.clientAddress, proof);
     if (requirement !== null) {
       const unmet = unmetRequirement(requirement, principal, deps.clock.now());
       if (unmet !== null) {
@@ -140,7 +155,8 @@ async function settleIdentity(deps: AuthDeps, policy: GatewayPolicy, input: Iden
       }
     }
   }
-  return { reserved: false, principal, removeAuthorization: ours };
+  const provenKey = proof !== undefined && principal !== null ? principalKeyBinding(principal) : null;
+  return { reserved: false, principal, removeAuthorization: ours, provenKey };
 }
 
 /** {@link settleIdentity} for a request that carries the gateway's session cookies and no `Authorization`. */
@@ -220,7 +236,9 @@ function gatewayIdentity(deps: AuthDeps, policy: GatewayPolicy, browser: Browser
     try {
       outcome = await settleIdentity(deps, policy, {
         path,
+        target: req.url,
         authorization: req.headers.authorization,
+        dpop: req.headers.dpop,
         clientAddress: req.ip,
         cookie: req.headers.cookie,
         cookieNames: cookieNamesOf(req),
@@ -243,6 +261,7 @@ function gatewayIdentity(deps: AuthDeps, policy: GatewayPolicy, browser: Browser
     if (outcome.reserved) return;
     applyCookieEffects(req, reply, effects);
     if (outcome.removeAuthorization) removeHeaders(req.raw, isAuthorization);
+    if (typeof outcome.provenKey === 'string') markProvenKey(req.raw, outcome.provenKey);
     stripSessionCookies(req.raw);
     fixPrincipal(req, outcome.principal);
   };
@@ -282,7 +301,9 @@ function upgradeIdentity(
     try {
       outcome = await settleIdentity(deps, policy, {
         path: requestPath(req),
+        target: req.url ?? '/',
         authorization,
+        dpop: req.headers.dpop,
         clientAddress,
         cookie: req.headers.cookie,
         cookieNames: transport.names,
@@ -304,6 +325,7 @@ function upgradeIdentity(
     }
     if (outcome.reserved) return new AuthError('not_found', 'no such route');
     if (outcome.removeAuthorization) removeHeaders(req, isAuthorization);
+    if (typeof outcome.provenKey === 'string') markProvenKey(req, outcome.provenKey);
     stripSessionCookies(req);
     fixPrincipal(req, outcome.principal);
     settledUpgrades.set(req, outcome.principal);

@@ -11,6 +11,7 @@ import {
   publishedAssertionKeys,
   type RandomBytes,
 } from '@svc/core';
+import { provenKeyOf } from './key-binding.js';
 import type { UpstreamIdentityHeaders } from './options.js';
 
 /**
@@ -25,6 +26,8 @@ export interface AssertionRequest {
   readonly host: string | undefined;
   /** The request target as received (path and query). */
   readonly url: string;
+  /** The thumbprint of the key the request proved possession of (DPoP), passed on as `cnf.jkt`. */
+  readonly jkt?: string | null;
 }
 
 /** Signs `Svc-Assertion`s and publishes the keys that verify them. */
@@ -120,6 +123,7 @@ export function createAssertionSigner(opts: AssertionSignerOptions): AssertionSi
         jti: jti(),
         method: request.method,
         htu: assertionHtu(request.protocol, request.host, request.url),
+        jkt: request.jkt ?? null,
       });
       const input = `${header}.${b64url(JSON.stringify(claims))}`;
       return `${input}.${sign(null, Buffer.from(input), privateKey).toString('base64url')}`;
@@ -146,7 +150,13 @@ export function svcIdentityHeaders(signer: AssertionSigner): UpstreamIdentityHea
       'svc-realm': principal.realm,
       'svc-session': principal.session,
       'svc-device': principal.device,
-      'svc-assertion': signer.sign(principal, req),
+      'svc-assertion': signer.sign(principal, {
+        method: req.method,
+        protocol: req.protocol,
+        host: req.host,
+        url: req.url,
+        jkt: provenKeyOf(req.raw),
+      }),
     };
   };
 }

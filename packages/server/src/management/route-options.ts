@@ -1,6 +1,6 @@
-import { type AuthDeps, AuthError, authenticate, type Principal, type Realm, revokeExposedSession } from '@svc/core';
+import { type AuthDeps, AuthError, authenticate, type DpopRequest, type Principal, type Realm, revokeExposedSession } from '@svc/core';
 import type { FastifyInstance, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
-import { bearerToken } from '../http/bearer.js';
+import { accessCredential, bearerToken, dpopRequestOf } from '../http/bearer.js';
 import type { ChallengeBudget } from '../http/challenge-budget.js';
 import type { FailureLimiter } from '../http/failure-limiter.js';
 import { isLoopbackAddress } from '../http/loopback.js';
@@ -63,7 +63,12 @@ export async function managementPrincipal(deps: AuthDeps, req: FastifyRequest): 
       'management-realm requests are accepted only from this machine (loopback); reach the node through an SSH tunnel',
     );
   }
-  return authenticate(deps, { token: bearerToken(req.headers.authorization), realm: 'management' });
+  const credential = accessCredential(req.headers.authorization);
+  return authenticate(deps, {
+    token: credential.token,
+    realm: 'management',
+    ...(credential.dpop ? { dpop: dpopRequestOf(req, `${req.protocol}://${req.host}`) } : {}),
+  });
 }
 
 /**
@@ -77,7 +82,13 @@ export async function managementPrincipal(deps: AuthDeps, req: FastifyRequest): 
  */
 export function bearerPrincipal(deps: AuthDeps, req: FastifyRequest, realm: Realm): Promise<Principal> {
   if (realm === 'management') return managementPrincipal(deps, req);
-  return applicationPrincipal(deps, bearerToken(req.headers.authorization), req.ip);
+  const credential = accessCredential(req.headers.authorization);
+  return applicationPrincipal(
+    deps,
+    credential.token,
+    req.ip,
+    credential.dpop ? dpopRequestOf(req, `${req.protocol}://${req.host}`) : undefined,
+  );
 }
 
 /**
@@ -94,9 +105,10 @@ export async function applicationPrincipal(
   deps: AuthDeps,
   token: string | undefined,
   clientAddress: string | undefined,
+  dpop?: DpopRequest,
 ): Promise<Principal> {
   try {
-    return await authenticate(deps, { token, realm: 'application' });
+    return await authenticate(deps, { token, realm: 'application', ...(dpop === undefined ? {} : { dpop }) });
   } catch (err) {
     if (
       err instanceof AuthError &&
