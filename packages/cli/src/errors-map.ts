@@ -18,6 +18,7 @@ const HINTS: { readonly [C in ErrorCode]: string | null } = {
   invalid_token: 'run `svc auth login --key FILE`',
   invalid_dpop_proof:
     'the session is bound to the device key that signed in (DPoP): keep that key file where `svc auth login --key FILE` read it, or set $SVC_DEVICE_KEY to it; else sign in again',
+  use_dpop_nonce: 'try again: the server nonce expired',
   invalid_pairing_code: null,
   invalid_pairing_intent: null,
   invalid_credential: null,

@@ -82,6 +82,12 @@ export interface ManagementClientOptions {
   readonly dpopKey?: DeviceKey | (() => DeviceKey | null | undefined);
   /** Whether an access token obtained elsewhere (saved credentials) is DPoP-bound. */
   readonly isBoundToken?: (accessToken: string) => boolean;
+  /**
+   * Put the latest server nonce (`DPoP-Nonce`) in every proof (RFC 9449 §8), so a proof is only
+   * good shortly after the server issued the nonce. Either way a `use_dpop_nonce` refusal is
+   * retried once with the nonce it carries.
+   */
+  readonly dpopNonces?: boolean;
 }
 
 /** Extra options of one call: a bearer token, a body or answer that carries a secret, a DPoP proof signer. */
@@ -107,31 +113,53 @@ function caller(options: ManagementClientOptions): { baseUrl: string; call: Call
   // Access tokens this client received as DPoP-bound (token_type "DPoP"); bounded, they expire anyway.
   const bound = new Set<string>();
   const dpopKey = (): DeviceKey | undefined => (typeof options.dpopKey === 'function' ? options.dpopKey() : options.dpopKey) ?? undefined;
+  // The latest server nonce (`DPoP-Nonce`) an answer carried (RFC 9449 §8).
+  let serverNonce: string | undefined;
   const call: Call = async <T>(method: string, path: string, init: CallInit = {}) => {
     const headers: Record<string, string> = { accept: 'application/json', 'user-agent': userAgent };
     if (init.body !== undefined) headers['content-type'] = 'application/json';
     if (init.bearer !== undefined || init.secret === true) assertMayCarryBearer(baseUrl);
+    let prove: ((nonce: string | undefined) => string) | undefined;
     if (init.bearer !== undefined) {
-      const key = bound.has(init.bearer) || options.isBoundToken?.(init.bearer) === true ? dpopKey() : undefined;
-      if (key === undefined) headers.authorization = `Bearer ${init.bearer}`;
+      const token = init.bearer;
+      const key = bound.has(token) || options.isBoundToken?.(token) === true ? dpopKey() : undefined;
+      if (key === undefined) headers.authorization = `Bearer ${token}`;
       else {
-        headers.authorization = `DPoP ${init.bearer}`;
-        headers.dpop = createDpopProof(key, { htm: method, htu: `${baseUrl}${path}`, accessToken: init.bearer });
+        headers.authorization = `DPoP ${token}`;
+        prove = (nonce) =>
+          createDpopProof(key, { htm: method, htu: `${baseUrl}${path}`, accessToken: token, ...(nonce === undefined ? {} : { nonce }) });
       }
     }
-    if (init.dpopKey !== undefined && headers.dpop === undefined)
-      headers.dpop = createDpopProof(init.dpopKey, { htm: method, htu: `${baseUrl}${path}` });
-    let res: Response;
-    try {
-      res = await doFetch(`${baseUrl}${path}`, {
-        method,
-        headers,
-        ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) }),
-      });
-    } catch (cause) {
-      throw new ApiUnreachableError(baseUrl, cause);
+    const signer = init.dpopKey;
+    if (prove === undefined && signer !== undefined) {
+      prove = (nonce) => createDpopProof(signer, { htm: method, htu: `${baseUrl}${path}`, ...(nonce === undefined ? {} : { nonce }) });
     }
-    if (!res.ok) throw problemFromResponse(res, await res.text().catch(() => ''));
+    const send = async (nonce: string | undefined): Promise<Response> => {
+      if (prove !== undefined) headers.dpop = prove(nonce);
+      try {
+        const res = await doFetch(`${baseUrl}${path}`, {
+          method,
+          headers,
+          ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) }),
+        });
+        serverNonce = res.headers.get('dpop-nonce') ?? serverNonce;
+        return res;
+      } catch (cause) {
+        throw new ApiUnreachableError(baseUrl, cause);
+      }
+    };
+    let res = await send(options.dpopNonces === true ? serverNonce : undefined);
+    if (!res.ok) {
+      let text = await res.text().catch(() => '');
+      // The server asked for (a fresh) nonce: one retry with the one it just sent.
+      const fresh = res.headers.get('dpop-nonce');
+      if (prove !== undefined && res.status === 401 && fresh !== null && problemFromResponse(res, text).code === 'use_dpop_nonce') {
+        res = await send(fresh);
+        if (res.ok) text = '';
+        else text = await res.text().catch(() => '');
+      }
+      if (!res.ok) throw problemFromResponse(res, text);
+    }
     const answer = (await res.json()) as T;
     const pair = answer as { token_type?: unknown; access_token?: unknown } | null;
     if (pair !== null && typeof pair === 'object' && pair.token_type === 'DPoP' && typeof pair.access_token === 'string') {

@@ -150,6 +150,28 @@ describe('the management client against a real svc auth serve', () => {
     assert.notEqual(rotated.refresh_token, pair.refresh_token);
   });
 
+  test('with dpopNonces the client puts the latest DPoP-Nonce in its proofs, and the server accepts them', async () => {
+    const sent: string[] = [];
+    const recording: typeof fetch = async (input, init) => {
+      const dpop = new Headers(init?.headers).get('dpop');
+      if (dpop !== null) sent.push(dpop);
+      return fetch(input, init);
+    };
+    const api = createManagementClient({ baseUrl, fetch: recording, dpopNonces: true });
+    const { key } = generateDeviceKey();
+    const boot = JSON.parse(
+      execFileSync(process.execPath, [SVC, 'auth', 'init', join(dir, 'p'), '--json', '--recover'], { env: env(), encoding: 'utf8' }),
+    ).bootstrap_token;
+    await api.enroll({ bootstrap_token: boot, public_key: key.publicKeyHex });
+    const p0 = await login(api, key);
+    const p1 = await api.refresh(p0.refresh_token, key);
+    await api.refresh(p1.refresh_token, key);
+    const claims = sent.map((p) => JSON.parse(Buffer.from(p.split('.')[1] as string, 'base64url').toString('utf8')));
+    assert.equal(claims.length, 2);
+    assert.equal(claims[0].nonce, undefined, 'no nonce known before the first DPoP answer');
+    assert.match(claims[1].nonce, /^[A-Za-z0-9_-]{32}$/, 'the second proof carries the server nonce');
+  });
+
   test('a session with nothing saved is a TypeError; an unreachable server is ApiUnreachableError', async () => {
     const path = join(dir, 'none.json');
     assert.throws(() => openManagementSession({ store: createCredentialStore(path) }), TypeError);

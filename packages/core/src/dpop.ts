@@ -23,6 +23,7 @@ export { DPOP_MAX_AGE_SECONDS, DPOP_MAX_FUTURE_SKEW_SECONDS } from './settings.j
 export const DPOP_MAX_PROOF_LENGTH = 4096;
 
 const JTI = /^[\x21-\x7e]{16,256}$/;
+const NONCE = /^[A-Za-z0-9_-]{16,128}$/;
 const B64URL = /^[A-Za-z0-9_-]*$/;
 
 /** An Ed25519 public key as a JWK (RFC 8037): what a proof's header carries. */
@@ -112,6 +113,8 @@ export interface VerifiedDpopProof {
   readonly iat: number;
   /** Milliseconds since the epoch after which the proof is refused as too old, so its `jti` need no longer be remembered. */
   readonly expiresAt: number;
+  /** The server nonce the proof carries (RFC 9449 §8), if any: it must be one the server issued. */
+  readonly nonce?: string;
 }
 
 /** The `WWW-Authenticate` of a refused proof (RFC 9449 §7.1). */
@@ -219,7 +222,16 @@ export async function verifyDpopProof(proof: unknown, expect: DpopExpectation): 
   if (!(await verifyEd25519Async(publicKeyHex, Buffer.from(`${h}.${p}`, 'ascii'), signature))) {
     throw refuse('the DPoP proof signature does not verify');
   }
-  return Object.freeze({ jkt, jti: claims.jti, iat, expiresAt: (iat + DPOP_MAX_AGE_SECONDS) * 1000 + 1000 });
+  if (claims.nonce !== undefined && (typeof claims.nonce !== 'string' || !NONCE.test(claims.nonce))) {
+    throw refuse('the DPoP proof nonce is not one this server issues');
+  }
+  return Object.freeze({
+    jkt,
+    jti: claims.jti,
+    iat,
+    expiresAt: (iat + DPOP_MAX_AGE_SECONDS) * 1000 + 1000,
+    ...(typeof claims.nonce === 'string' ? { nonce: claims.nonce } : {}),
+  });
 }
 
 /**
@@ -241,4 +253,34 @@ export function dpopReplayKey(proof: Pick<VerifiedDpopProof, 'jkt' | 'jti'>): st
  */
 export function dpopReplayed(): AuthError {
   return refuse('the DPoP proof was already used (jti)');
+}
+
+/** How long a server nonce (`DPoP-Nonce`) is accepted after it was issued. */
+export const DPOP_NONCE_TTL_SECONDS = 120;
+
+/** How often a node issues a fresh server nonce; the previous ones stay good until they expire. */
+export const DPOP_NONCE_ROTATE_SECONDS = 30;
+
+/**
+ * The replay cache's key of a server nonce: SHA-256 of `nonce <value>`, hex (a different
+ * domain from {@link dpopReplayKey}, in the same store table).
+ *
+ * @example
+ * await store.hasDpopRecord({ key: dpopNonceKey(proof.nonce), now });
+ */
+export function dpopNonceKey(nonce: string): string {
+  return createHash('sha256').update(`nonce ${nonce}`, 'utf8').digest('hex');
+}
+
+/**
+ * The refusal of a proof whose nonce the server does not know (any more): `401 use_dpop_nonce`;
+ * the HTTP layer adds a fresh `DPoP-Nonce`.
+ *
+ * @example
+ * throw useDpopNonce();
+ */
+export function useDpopNonce(): AuthError {
+  return new AuthError('use_dpop_nonce', 'the DPoP proof must carry the nonce of the DPoP-Nonce header', {
+    headers: { 'www-authenticate': 'DPoP error="use_dpop_nonce", algs="EdDSA"' },
+  });
 }

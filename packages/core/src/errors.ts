@@ -53,6 +53,12 @@ export const ERROR_CODES = {
     meaning:
       'the DPoP proof (RFC 9449) is missing, malformed, not by the key the session is bound to, for another method or URL, too old, from the future, already used (jti), or not bound to the access token (ath)',
   },
+  use_dpop_nonce: {
+    status: 401,
+    title: 'Unauthorized',
+    meaning:
+      'the DPoP proof carries a nonce the server no longer (or never) issued: retry with the nonce of the `DPoP-Nonce` header of this answer (RFC 9449 §8)',
+  },
   invalid_pairing_code: {
     status: 401,
     title: 'Unauthorized',

@@ -22,7 +22,8 @@ import type { Realm } from './realm.js';
  * `removeLink`, `createFlow`, `consumeFlow`, `createLinkSession`); a session records how it was
  * made (`amr`), and its `deviceId` may be a link id. 6: `createLink` may complete a link
  * intent (a pairing intent whose code is bound to a provider) in the same transaction. 7: a session
- * records the key its tokens are bound to (`jkt`); DPoP proofs are used once (`useDpopProof`).
+ * records the key its tokens are bound to (`jkt`); DPoP proofs are used once (`useDpopProof`), and
+ * server nonces are looked up (`hasDpopRecord`).
  */
 export const STORE_CONTRACT_VERSION = 7;
 
@@ -476,6 +477,12 @@ export interface Store {
    * absent and are pruned along the way.
    */
   useDpopProof(input: { readonly key: string; readonly expiresAt: number; readonly now: number }): Promise<boolean>;
+  /**
+   * Whether a record of `key` with `expiresAt > now` exists in the DPoP cache (read only): how a
+   * server nonce (`DPoP-Nonce`), recorded with `useDpopProof` by whichever node issued it, is
+   * checked on every node.
+   */
+  hasDpopRecord(input: { readonly key: string; readonly now: number }): Promise<boolean>;
 }
 
 /** The operation set of {@link Store}: what a store addon must declare, exactly. */
@@ -521,6 +528,7 @@ export const STORE_OPERATIONS = [
   'createFlow',
   'consumeFlow',
   'useDpopProof',
+  'hasDpopRecord',
 ] as const satisfies readonly (keyof Store)[];
 
 /** A name in the operation set. */

@@ -99,9 +99,9 @@ test('with an access token, ath must be the base64url SHA-256 of exactly that to
 
 test('a nonce the server asked for must be carried', async () => {
   const key = deviceKey();
-  const expect = { htm: 'POST', htu: HTU, now: NOW, jkt: key.jkt, nonce: 'n-123' };
-  assert.equal(await refusedCode(verifyDpopProof(proof(key, { nonce: 'n-123' }), expect)), 'accepted');
-  assert.equal(await refusedCode(verifyDpopProof(proof(key, { nonce: 'n-124' }), expect)), 'invalid_dpop_proof');
+  const expect = { htm: 'POST', htu: HTU, now: NOW, jkt: key.jkt, nonce: 'nonce-0123456789ab' };
+  assert.equal(await refusedCode(verifyDpopProof(proof(key, { nonce: 'nonce-0123456789ab' }), expect)), 'accepted');
+  assert.equal(await refusedCode(verifyDpopProof(proof(key, { nonce: 'nonce-0123456789ac' }), expect)), 'invalid_dpop_proof');
   assert.equal(await refusedCode(verifyDpopProof(proof(key), expect)), 'invalid_dpop_proof');
 });
 

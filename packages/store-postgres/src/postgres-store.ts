@@ -1236,6 +1236,15 @@ export class PostgresStore implements Store {
     return used !== undefined;
   }
 
+  async hasDpopRecord(input: { readonly key: string; readonly now: number }): Promise<boolean> {
+    const row = await first<{ n: number }>(
+      this.#pool,
+      { name: 'svc_has_dpop_record', text: 'SELECT 1 AS n FROM dpop_proofs WHERE proof_key = $1 AND expires_at > $2' },
+      [input.key, input.now],
+    );
+    return row !== undefined;
+  }
+
   async reserveAttempts(input: Parameters<Store['reserveAttempts']>[0]): Promise<AttemptReservation> {
     const keys = [...new Set(input.keys)].sort();
     if (keys.length === 0) return { reserved: true, shared: true, windows: [] };

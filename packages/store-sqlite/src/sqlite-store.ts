@@ -169,6 +169,7 @@ function prepareStatements(db: Db) {
 
     // The DPoP replay cache: a live record of the key wins; an expired one is replaced.
     pruneDpopProofs: p<[number]>('DELETE FROM dpop_proofs WHERE expires_at <= ?'),
+    hasDpopRecord: p<[string, number], number>('SELECT 1 FROM dpop_proofs WHERE proof_key = ? AND expires_at > ?').pluck(true),
     useDpopProof: p<{ key: string; expiresAt: number; now: number }>(
       `INSERT INTO dpop_proofs (proof_key, expires_at) VALUES (@key, @expiresAt)
        ON CONFLICT (proof_key) DO UPDATE SET expires_at = excluded.expires_at WHERE dpop_proofs.expires_at <= @now`,
@@ -746,6 +747,10 @@ export class SqliteStore implements Store {
       this.#s.pruneDpopProofs.run(input.now);
       return this.#s.useDpopProof.run({ key: input.key, expiresAt: input.expiresAt, now: input.now }).changes === 1;
     });
+  }
+
+  async hasDpopRecord(input: { readonly key: string; readonly now: number }): Promise<boolean> {
+    return this.#s.hasDpopRecord.get(input.key, input.now) !== undefined;
   }
 
   async createSession(session: SessionRecord, pair: TokenPairDigests, event: AuditEventDraft): Promise<boolean> {

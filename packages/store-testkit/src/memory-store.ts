@@ -600,6 +600,11 @@ export class MemoryStore implements Store {
     return true;
   }
 
+  async hasDpopRecord(input: { readonly key: string; readonly now: number }): Promise<boolean> {
+    const expiresAt = this.#d.dpopProofs.get(input.key);
+    return expiresAt !== undefined && expiresAt > input.now;
+  }
+
   async reserveAttempts(input: Parameters<Store['reserveAttempts']>[0]): Promise<AttemptReservation> {
     // Peers share these windows, so the budget is shared as in the multi-node store.
     const windows: AttemptWindow[] = [];

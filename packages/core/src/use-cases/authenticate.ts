@@ -54,6 +54,7 @@ export async function authenticate(
         sessionId: session.id,
       });
     } catch (err) {
+      if (err instanceof AuthError && err.code === 'use_dpop_nonce') throw err;
       throw dpopTokenRefused(realm, err instanceof AuthError ? err.detail : 'the DPoP proof does not verify');
     }
   } else if (jkt !== null && deps.settings?.senderConstraint[realm] === 'required') {

@@ -1,5 +1,5 @@
 import type { AuthDeps } from '../deps.js';
-import { dpopReplayed, dpopReplayKey, type VerifiedDpopProof, verifyDpopProof } from '../dpop.js';
+import { dpopNonceKey, dpopReplayed, dpopReplayKey, useDpopNonce, type VerifiedDpopProof, verifyDpopProof } from '../dpop.js';
 
 /** The request a DPoP proof was presented with, as the HTTP layer read it. */
 export interface DpopRequest {
@@ -13,8 +13,9 @@ export interface DpopRequest {
 
 /**
  * Checks a DPoP proof for a session bound to `jkt`: {@link verifyDpopProof} (key, method, URL,
- * freshness, `ath`, nonce, signature), then the replay cache: the proof's `jti` is used once
- * across every node sharing the store (`useDpopProof`). `401 invalid_dpop_proof` otherwise;
+ * freshness, `ath`, signature), the server nonce when the proof carries one (it must be live in
+ * the store: `401 use_dpop_nonce` otherwise), then the replay cache: the proof's `jti` is used
+ * once across every node sharing the store (`useDpopProof`). `401 invalid_dpop_proof` otherwise;
  * refusals are logged without the proof.
  *
  * @example
@@ -39,6 +40,12 @@ export async function checkDpopProof(
   } catch (err) {
     deps.log.warn({ event: 'dpop.refused', session_id: bound.sessionId, reason: (err as Error).message }, 'DPoP proof refused');
     throw err;
+  }
+  // A client that asked for server nonces (it sends the last `DPoP-Nonce` it got) must send one
+  // that some node issued and that has not expired: the store knows them all.
+  if (proof.nonce !== undefined && !(await deps.store.hasDpopRecord({ key: dpopNonceKey(proof.nonce), now }))) {
+    deps.log.warn({ event: 'dpop.refused', session_id: bound.sessionId, reason: 'unknown or expired nonce' }, 'DPoP proof refused');
+    throw useDpopNonce();
   }
   if (!(await deps.store.useDpopProof({ key: dpopReplayKey(proof), expiresAt: proof.expiresAt, now }))) {
     deps.log.warn({ event: 'dpop.refused', session_id: bound.sessionId, reason: 'jti replayed' }, 'DPoP proof refused');

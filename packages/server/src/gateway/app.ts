@@ -17,6 +17,7 @@ import Fastify, { type FastifyInstance, type FastifyPluginAsync, type FastifyReq
 import { accessCredential, bearerChallenge, dpopRequestOf } from '../http/bearer.js';
 import { type ChallengeBudget, createChallengeBudget } from '../http/challenge-budget.js';
 import { APPLICATION_CONNECTION_LIMITS, installConnectionLimits } from '../http/connection-limits.js';
+import { installDpopNonces } from '../http/dpop-nonce.js';
 import { toAuthError } from '../http/error-handling.js';
 import { createFailureLimiter, type FailureLimiter } from '../http/failure-limiter.js';
 import { hardenSurface } from '../http/harden.js';
@@ -479,6 +480,7 @@ export async function buildGatewayApp(opts: GatewayAppOptions): Promise<FastifyI
     loopbackOnly: false,
     guardExempt: (req) => trustedPeer(req.socket.remoteAddress) || namesPublicOrigin(req),
   });
+  installDpopNonces(app, deps);
   installConnectionLimits(app, opts.connectionLimits ?? APPLICATION_CONNECTION_LIMITS);
   if (metrics !== undefined) instrumentHttp(app, metrics, 'application');
   decoratePrincipal(app);

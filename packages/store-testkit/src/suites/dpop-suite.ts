@@ -44,6 +44,19 @@ export function dpopSuite(ctx: SuiteContext): void {
         assert.equal(await store.useDpopProof({ key: 'b'.repeat(64), expiresAt: now + seconds(61), now }), true);
       }));
 
+    test('hasDpopRecord sees a live record, on a peer connection too, and not an expired or unknown one', () =>
+      ctx.world(async (w) => {
+        const now = w.clock.now();
+        const key = 'c'.repeat(64);
+        assert.equal(await w.store.hasDpopRecord({ key, now }), false);
+        assert.equal(await w.store.useDpopProof({ key, expiresAt: now + seconds(120), now }), true);
+        assert.equal(await w.store.hasDpopRecord({ key, now: now + seconds(119) }), true);
+        assert.equal(await w.store.hasDpopRecord({ key, now: now + seconds(120) }), false, 'expired');
+        const peer = await w.peer();
+        if (peer !== null) assert.equal(await peer.hasDpopRecord({ key, now }), true);
+        assert.equal(await w.store.hasDpopRecord({ key: 'd'.repeat(64), now }), false);
+      }));
+
     test(`of ${RACERS} concurrent uses of one proof key, over peer connections too, exactly one wins`, () =>
       ctx.world(async (w) => {
         const stores: Store[] = [w.store];
