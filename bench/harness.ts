@@ -1,7 +1,7 @@
 // What the benchmarks share: starting and stopping the real `svc` (a separate process, as a
 // user runs it), the sign-in requests, and a project with enrolled devices.
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { generateKeyPairSync, type KeyObject, sign } from 'node:crypto';
+import { createHash, generateKeyPairSync, type KeyObject, randomBytes, sign } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { publicKeyHexOf } from '@svc/core';
@@ -164,20 +164,52 @@ export function loginRequests(devices: readonly Device[]): autocannon.Request[] 
  * it starts its request list over, so a list is this one request repeated many times: a chain
  * lives as long as the list, and a fresh one starts after.
  */
-export function rotationRequest(chains: string[]): autocannon.Request {
+export function rotationRequest(chains: Chain[], url: string): autocannon.Request {
   return {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     setupRequest: (req, ctx: object) => {
       const context = ctx as Record<string, unknown>;
-      context.rt ??= chains.pop();
-      return { ...req, body: JSON.stringify({ refresh_token: context.rt }) };
+      context.chain ??= chains.pop();
+      const chain = context.chain as Chain;
+      // Sessions are bound to their device key by default (DPoP): each rotation carries a fresh proof by it.
+      return {
+        ...req,
+        headers: { ...req.headers, dpop: dpopProof(chain.key, 'POST', url) },
+        body: JSON.stringify({ refresh_token: context.rt ?? chain.token }),
+      };
     },
     onResponse: (status, body, ctx: object) => {
       const context = ctx as Record<string, unknown>;
       if (status === 200) context.rt = (JSON.parse(body) as { refresh_token: string }).refresh_token;
     },
   };
+}
+
+/** A session's refresh chain: its first refresh token and the device key it is bound to. */
+export interface Chain {
+  readonly token: string;
+  readonly key: KeyObject;
+}
+
+/**
+ * A DPoP proof (RFC 9449) by `key` for one request: what every client of a bound session sends.
+ *
+ * @example
+ * headers.dpop = dpopProof(device.key, 'POST', `${url}/v1/auth/refresh`);
+ */
+export function dpopProof(key: KeyObject, htm: string, htu: string, accessToken?: string): string {
+  const b64 = (v: object) => Buffer.from(JSON.stringify(v)).toString('base64url');
+  const x = (key.export({ format: 'jwk' }) as { x: string }).x;
+  const header = b64({ typ: 'dpop+jwt', alg: 'EdDSA', jwk: { kty: 'OKP', crv: 'Ed25519', x } });
+  const claims = b64({
+    htm,
+    htu,
+    iat: Math.floor(Date.now() / 1000),
+    jti: randomBytes(16).toString('base64url'),
+    ...(accessToken === undefined ? {} : { ath: createHash('sha256').update(accessToken).digest('base64url') }),
+  });
+  return `${header}.${claims}.${sign(null, Buffer.from(`${header}.${claims}`), key).toString('base64url')}`;
 }
 
 /** A project on `store` with 8 enrolled admin devices, made by the `svc` at `bin` (default: this checkout's installed one). */

@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 import {
+  type Chain,
   cpuMicros,
   type Device,
   fmt,
@@ -164,12 +165,12 @@ export async function measurePostgresNodes(
       autocannon({ connections, duration: seconds, url: node.url, requests: loginRequests(devices) });
     const rotations = async (node: Proc, connections: number) => {
       // Each connection rotates its own chain, begun on this node.
-      const chains: string[] = [];
+      const chains: Chain[] = [];
       for (let i = 0; i < connections * 4; i++) {
         const d = devices[i % devices.length] as Device;
-        chains.push((await login(node.url, d.key, d.pub)).refresh_token);
+        chains.push({ token: (await login(node.url, d.key, d.pub)).refresh_token, key: d.key });
       }
-      const rotation = rotationRequest(chains);
+      const rotation = rotationRequest(chains, `${node.url}/v1/auth/refresh`);
       return autocannon({
         connections,
         duration: seconds,

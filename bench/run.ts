@@ -4,7 +4,8 @@
 // baseline measured in this same run. Figures are written to bench/results/.
 //
 // BENCH_ONLY=name[,name...] runs only those scenarios: the stores (`sqlite`, `postgres`),
-// `postgres-nodes` (two nodes writing at once), `scale`, `gateway-upstream`, `gateway-modules`; its figures go to bench/results/latest-<names>.{json,txt}.
+// `postgres-nodes` (two nodes writing at once), `scale`, `dpop` (a DPoP-checked request beside a
+// bearer one), `gateway-upstream`, `gateway-modules`; its figures go to bench/results/latest-<names>.{json,txt}.
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -15,8 +16,10 @@ import { measureGatewayModules } from './gateway-modules.js';
 import { measureGatewayUpstream } from './gateway-upstream.js';
 import {
   anonMiB,
+  type Chain,
   costOf,
   type Device,
+  dpopProof,
   libpqEnv,
   login,
   loginRequests,
@@ -138,12 +141,12 @@ async function measure(server: Proc, bare: Proc, floor: Proc, devices: Device[])
   );
 
   // Refresh rotations: every connection rotates its own session's chain (harness `rotationRequest`).
-  const chains: string[] = [];
+  const chains: Chain[] = [];
   for (let i = 0; i < CONNECTIONS * 4; i++) {
     const d = devices[i % devices.length] as Device;
-    chains.push((await login(server.url, d.key, d.pub)).refresh_token);
+    chains.push({ token: (await login(server.url, d.key, d.pub)).refresh_token, key: d.key });
   }
-  const rotation = rotationRequest(chains);
+  const rotation = rotationRequest(chains, `${server.url}/v1/auth/refresh`);
   const refresh = await costOf(server, () =>
     autocannon({
       connections: CONNECTIONS,
@@ -185,6 +188,80 @@ function overTokens(url: string, path: string, tokens: readonly string[]): autoc
       },
     ],
   };
+}
+
+/**
+ * The cost of a DPoP-checked request (RFC 9449) beside a bearer one, on one SQLite server with
+ * the default `:auth/sender-constraint :refresh` (which accepts a bound session's access token
+ * either way): `GET /v1/auth/me` as `Authorization: Bearer`, then as `Authorization: DPoP` with
+ * a fresh proof per request (signed by the load generator: its cost is reported apart). The
+ * check is one Ed25519 verification and one replay-cache insert (a store write) per request.
+ */
+async function measureDpop(bare: Proc, dir: string, report: (line: string) => void) {
+  const { devices } = setupProject(dir, 'sqlite', '');
+  const server = await start([svc, 'auth', 'serve', '--listen', '127.0.0.1:0', dir], /listening on (http:\/\/\S+)/);
+  try {
+    const device = devices[0] as Device;
+    const session = await login(server.url, device.key, device.pub);
+    const me = `${server.url}/v1/auth/me`;
+    const bearerRun = () =>
+      autocannon({ connections: CONNECTIONS, duration: DURATION, url: me, headers: { authorization: `Bearer ${session.access_token}` } });
+    const dpopRun = () =>
+      autocannon({
+        connections: CONNECTIONS,
+        duration: DURATION,
+        url: me,
+        requests: [
+          {
+            method: 'GET',
+            setupRequest: (req) => ({
+              ...req,
+              headers: {
+                ...req.headers,
+                authorization: `DPoP ${session.access_token}`,
+                dpop: dpopProof(device.key, 'GET', me, session.access_token),
+              },
+            }),
+          },
+        ],
+      });
+    await bearerRun();
+    await dpopRun();
+    const rounds: { baseline: number; bearer: Awaited<ReturnType<typeof costOf>>; dpop: Awaited<ReturnType<typeof costOf>> }[] = [];
+    for (let r = 0; r < ROUNDS; r++) {
+      const baseline = (await cannon({ url: bare.url })).rps;
+      rounds.push({ baseline, bearer: await costOf(server, bearerRun), dpop: await costOf(server, dpopRun) });
+    }
+    const m = (pick: (r: (typeof rounds)[number]) => number) => median(rounds.map(pick));
+    const figures = {
+      rounds: ROUNDS,
+      baseline_rps: m((r) => r.baseline),
+      bearer_rps: m((r) => r.bearer.rps),
+      dpop_rps: m((r) => r.dpop.rps),
+      bearer_ratio: m((r) => r.bearer.rps / r.baseline),
+      dpop_ratio: m((r) => r.dpop.rps / r.baseline),
+      dpop_vs_bearer: m((r) => r.dpop.rps / r.bearer.rps),
+      server_cpu_us: { bearer: m((r) => r.bearer.all), dpop: m((r) => r.dpop.all) },
+      client_cpu_us: { bearer: m((r) => r.bearer.client), dpop: m((r) => r.dpop.client) },
+      ed25519_verify_per_s: ed25519VerifyRate(1000),
+    };
+    const cpu = (us: number) => `${us.toFixed(0)} µs server CPU`;
+    report('');
+    report('DPoP (RFC 9449): GET /v1/auth/me on SQLite, bearer vs DPoP-checked (one Ed25519 verification + one replay-cache insert)');
+    report(`  baseline  bare Fastify route          ${fmt(figures.baseline_rps).padStart(8)} req/s   1.00x`);
+    report(
+      `  bearer    Authorization: Bearer       ${fmt(figures.bearer_rps).padStart(8)} req/s   ${figures.bearer_ratio.toFixed(2)}x   ${cpu(figures.server_cpu_us.bearer)}`,
+    );
+    report(
+      `  dpop      Authorization: DPoP + proof ${fmt(figures.dpop_rps).padStart(8)} req/s   ${figures.dpop_ratio.toFixed(2)}x   ${cpu(figures.server_cpu_us.dpop)}   ${figures.dpop_vs_bearer.toFixed(2)}x of bearer`,
+    );
+    report(
+      `            the check costs ${(figures.server_cpu_us.dpop - figures.server_cpu_us.bearer).toFixed(0)} µs server CPU per request; the load generator signs each proof on the same cores (${figures.client_cpu_us.dpop.toFixed(0)} µs per request vs ${figures.client_cpu_us.bearer.toFixed(0)}); raw Ed25519 verifications: ${fmt(figures.ed25519_verify_per_s)}/s on one core`,
+    );
+    return figures;
+  } finally {
+    await stop(server);
+  }
 }
 
 const SMALL_STORE = 1_000;
@@ -462,6 +539,17 @@ async function main(): Promise<void> {
           cpuUs: nodes.cpu_us.rotation,
         },
       );
+    }
+    if (runs('dpop')) {
+      const dpop = await measureDpop(bare, join(work, 'dpop'), report);
+      results.dpop = dpop;
+      targets.push({
+        id: 'dpop.me',
+        what: 'DPoP-checked GET /v1/auth/me / bearer GET /v1/auth/me',
+        ratio: dpop.dpop_vs_bearer,
+        goal: null,
+        cpuUs: dpop.server_cpu_us.dpop,
+      });
     }
     if (runs('gateway-upstream')) {
       const up = await measureGatewayUpstream(bare, report);
