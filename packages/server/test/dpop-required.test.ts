@@ -150,6 +150,22 @@ describe('DPoP-bound application tokens through the gateway (:required), upstrea
     assert.equal(up.requests.length, before, 'nothing reached the upstream');
   });
 
+  test("the gateway's own /.svc/auth/v1/me takes the bound token with its proof, not as a bearer", async () => {
+    const { key, pair } = await applicationUser(h);
+    assertDpopTokenRefused(
+      await gatewayApi(h, 'GET', '/.svc/auth/v1/me', { headers: { authorization: `Bearer ${pair.access_token}` } }),
+      'bearer',
+    );
+    const ok = await gatewayApi(h, 'GET', '/.svc/auth/v1/me', {
+      headers: {
+        authorization: `DPoP ${pair.access_token}`,
+        dpop: proofFor(h, key, `${h.gatewayBase}/.svc/auth/v1/me`, { ath: accessTokenHash(pair.access_token) }),
+      },
+    });
+    assert.equal(ok.status, 200, ok.text);
+    assert.equal(ok.body.session, pair.session_id);
+  });
+
   test('with its proof the request goes on without Authorization and DPoP, and the assertion carries cnf.jkt', async () => {
     const { key, pair } = await applicationUser(h);
     const r = await gatewayApi(h, 'GET', '/reports/8?x=1', {

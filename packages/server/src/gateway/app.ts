@@ -386,6 +386,7 @@ const reservedRoutes: FastifyPluginAsync<ReservedRouteOptions> = async (
     realm: 'application',
     guardProblems: [],
     security: APPLICATION_BEARER,
+    originOf: (req) => gatewayOriginOf(req, publicOrigin),
   });
   await app.register(browserRoutes, { prefix: APPLICATION_AUTH_PREFIX, deps, providers, limiter, challenges, publicOrigin });
   app.get(JWKS_PATH, async (_req, reply) => {

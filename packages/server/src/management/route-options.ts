@@ -80,15 +80,15 @@ export async function managementPrincipal(deps: AuthDeps, req: FastifyRequest): 
  * @example
  * const principal = await bearerPrincipal(deps, req, 'application');
  */
-export function bearerPrincipal(deps: AuthDeps, req: FastifyRequest, realm: Realm): Promise<Principal> {
+export function bearerPrincipal(
+  deps: AuthDeps,
+  req: FastifyRequest,
+  realm: Realm,
+  originOf: (req: FastifyRequest) => string = (r) => `${r.protocol}://${r.host}`,
+): Promise<Principal> {
   if (realm === 'management') return managementPrincipal(deps, req);
   const credential = accessCredential(req.headers.authorization);
-  return applicationPrincipal(
-    deps,
-    credential.token,
-    req.ip,
-    credential.dpop ? dpopRequestOf(req, `${req.protocol}://${req.host}`) : undefined,
-  );
+  return applicationPrincipal(deps, credential.token, req.ip, credential.dpop ? dpopRequestOf(req, originOf(req)) : undefined);
 }
 
 /**
@@ -163,9 +163,13 @@ export function requireManagementPrincipal(deps: AuthDeps): onRequestAsyncHookHa
  * @example
  * app.post('/.svc/auth/v1/revoke', { onRequest: requireBearerPrincipal(deps, 'application') }, handler);
  */
-export function requireBearerPrincipal(deps: AuthDeps, realm: Realm): onRequestAsyncHookHandler {
+export function requireBearerPrincipal(
+  deps: AuthDeps,
+  realm: Realm,
+  originOf?: (req: FastifyRequest) => string,
+): onRequestAsyncHookHandler {
   return async (req) => {
-    req.principal = await bearerPrincipal(deps, req, realm);
+    req.principal = await bearerPrincipal(deps, req, realm, originOf);
   };
 }
 

@@ -1,5 +1,5 @@
 import { type AuthDeps, type Realm, revokeSession } from '@svc/core';
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { documented, problemResponses } from '../http/problem-schema.js';
 import { bearerPrincipal, principalOf, requireBearerPrincipal } from './route-options.js';
 import { BODY_PROBLEMS, principalResponse, type RevokeBody, revokeBody, revokeResponse } from './schemas.js';
@@ -8,6 +8,8 @@ import { BODY_PROBLEMS, principalResponse, type RevokeBody, revokeBody, revokeRe
 export interface SessionRouteOptions {
   readonly deps: AuthDeps;
   readonly realm: Realm;
+  /** The origin clients reach these routes at, for a DPoP proof's `htu` (the gateway's public one); default the request's own. */
+  readonly originOf?: (req: FastifyRequest) => string;
   /** Statuses the surface's own guards may answer on every route, for the documented responses (the management API: `403 forbidden_host`). */
   readonly guardProblems: readonly number[];
   /** The OpenAPI security requirement of the bearer routes. */
@@ -25,7 +27,7 @@ export interface SessionRouteOptions {
  * @example
  * await app.register(sessionRoutes, { prefix: '/v1/auth', deps, realm: 'management', guardProblems: [403], security: MANAGEMENT_BEARER });
  */
-export const sessionRoutes: FastifyPluginAsync<SessionRouteOptions> = async (app, { deps, realm, guardProblems, security }) => {
+export const sessionRoutes: FastifyPluginAsync<SessionRouteOptions> = async (app, { deps, realm, guardProblems, security, originOf }) => {
   app.get(
     '/me',
     {
@@ -35,13 +37,13 @@ export const sessionRoutes: FastifyPluginAsync<SessionRouteOptions> = async (app
         response: { 200: { description: 'The principal', ...principalResponse }, ...problemResponses(...guardProblems, 401, 503) },
       }),
     },
-    (req) => bearerPrincipal(deps, req, realm),
+    (req) => bearerPrincipal(deps, req, realm, originOf),
   );
 
   app.post<{ Body: RevokeBody }>(
     '/revoke',
     {
-      onRequest: requireBearerPrincipal(deps, realm),
+      onRequest: requireBearerPrincipal(deps, realm, originOf),
       // A logout needs nothing but the bearer token: a POST without a body means `{}`.
       preValidation: (req, _reply, done) => {
         if (req.body === undefined) req.body = {};
