@@ -28,13 +28,14 @@ describe('createFakeClock', () => {
 describe('makeDeps', () => {
   const store = {} as Store;
 
-  test('deps carry the store, the clock, CSPRNG bytes, a silent log, the defaults and a valid project id', () => {
+  test('deps carry the store, the clock, CSPRNG bytes, a silent log, the defaults (with bearer sessions) and a valid project id', () => {
     const clock = createFakeClock();
     const deps = makeDeps(store, clock);
     assert.equal(deps.store, store);
     assert.equal(deps.clock, clock);
     assert.equal(deps.log, silentLogger);
-    assert.deepEqual(deps.settings, DEFAULT_AUTH_SETTINGS);
+    // The suites present refresh tokens bare; the DPoP suite asks for :refresh itself.
+    assert.deepEqual(deps.settings, { ...DEFAULT_AUTH_SETTINGS, senderConstraint: { management: 'off', application: 'off' } });
     assert.equal(deps.projectId, TEST_PROJECT_ID);
     assert.ok(isIdOfKind(deps.projectId, 'project'));
     const a = deps.random(32);
