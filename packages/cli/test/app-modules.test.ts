@@ -7,7 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { installAddon, type PackedAddon, packAddon } from '@svc/addons';
 import { silentLogger } from '@svc/core';
-import { buildGatewayApp, moduleAttach } from '@svc/server';
+import { buildGatewayApp, ModuleHostError, moduleHostAttach, startModuleHost } from '@svc/server';
 import { loadAppModules } from '../src/app-modules.js';
 import { bundledSqliteAddon } from '../src/bundled-addons.js';
 import { CliError } from '../src/cli-error.js';
@@ -90,12 +90,13 @@ describe('application modules load only through the verified path', () => {
       ['good-app@1.0.0 (:web)'],
     );
     const store = await openControlStore(project, { create: false });
+    const host = await startModuleHost({ modules, sharedDependencies: dependenciesDir() });
     const app = await buildGatewayApp({
       deps: await makeDeps(project, store, silentLogger),
       logger: false,
       policy: { publicPaths: ['/public/*'], identityHeaders: [], requirements: [] },
       trustedProxies: [],
-      attach: moduleAttach(modules),
+      attach: moduleHostAttach(host),
     });
     try {
       await app.listen({ host: '127.0.0.1', port: 0 });
@@ -111,6 +112,7 @@ describe('application modules load only through the verified path', () => {
       assert.equal(anonymous.headers.get('www-authenticate'), 'Bearer realm="application"');
     } finally {
       await app.close();
+      await host.close();
       await store.close();
     }
   });
@@ -172,12 +174,16 @@ describe('application modules load only through the verified path', () => {
     await assert.rejects(loadAppModules(load(dir)), /application package good-app@1\.0\.0 failed verification \(archive_digest\): /);
   });
 
-  test('an application package whose export is marked skip-override is refused at load, naming the package', async () => {
+  test('an application package whose export is marked skip-override is refused at start, naming the package', async () => {
     const skip = await install('skip-override-app');
     writeProjectEdn(dir, [{ ...skip, alias: 'web' }]);
+    // Verification never imports it; its confined process refuses it before serving anything.
+    const modules = await loadAppModules(load(dir));
     await assert.rejects(
-      loadAppModules(load(dir)),
-      /application package skip-override-app@1\.0\.0 failed verification \(export\): its :svc\/app export "svcApp" is marked skip-override/,
+      startModuleHost({ modules, sharedDependencies: dependenciesDir() }),
+      (err: Error) =>
+        err instanceof ModuleHostError &&
+        /^application module skip-override-app@1\.0\.0 \(:web\): its :svc\/app export "svcApp" is marked skip-override/.test(err.message),
     );
   });
 

@@ -20,7 +20,17 @@ export {
   svcIdentityHeaders,
 } from './gateway/assertion.js';
 // Module mode: application modules behind the gateway, after identity.
-export { type AppModule, isSkipOverride, moduleAttach, SEALED_SERVER_EVENTS, sealServerEvents } from './gateway/modules.js';
+export {
+  type AppModule,
+  MODULE_HOST_DEFAULTS,
+  type ModuleHost,
+  ModuleHostError,
+  type ModuleHostLog,
+  type ModuleHostOptions,
+  moduleHostNodeArgs,
+  startModuleHost,
+} from './gateway/module-host.js';
+export { moduleHostAttach } from './gateway/modules.js';
 export type {
   GatewayAppOptions,
   GatewayAttach,

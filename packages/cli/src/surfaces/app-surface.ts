@@ -172,6 +172,10 @@ export function appSurface(
         ...(attachment.jwks === undefined ? {} : { jwks: attachment.jwks }),
         ...(attachment.attach === undefined ? {} : { attach: attachment.attach }),
         providers: ctx.providers,
+      }).catch(async (error: unknown) => {
+        // The module process is already running: it does not outlive a gateway that failed to build.
+        await attachment.close?.().catch(() => undefined);
+        throw error;
       });
       let url: string;
       try {

@@ -1,4 +1,4 @@
-import type { AppPathRequirement, AuthDeps, Principal, ProviderHandle } from '@svc/core';
+import type { AppPathRequirement, AuthDeps, AuthError, Principal, ProviderHandle } from '@svc/core';
 import type { FastifyBaseLogger, FastifyInstance, FastifyRequest } from 'fastify';
 import type { ChallengeBudget } from '../http/challenge-budget.js';
 import type { ConnectionLimits } from '../http/connection-limits.js';
@@ -9,7 +9,8 @@ import type { ServiceMetrics } from '../metrics/metrics.js';
  * What serves the application once identity is settled: a plugin registered in its own
  * encapsulated context AFTER the gateway's strip and authenticate hooks, so everything it adds
  * runs with `request.principal` already set (the frozen principal, or null on a public path).
- * Upstream mode ({@link UpstreamAttachOptions}) and module mode are the two kinds.
+ * Upstream mode ({@link UpstreamAttachOptions}) and module mode (the same proxy to the confined
+ * module process) are the two kinds.
  */
 export type GatewayAttach = (app: FastifyInstance) => Promise<void>;
 
@@ -64,4 +65,11 @@ export interface UpstreamAttachOptions {
   readonly upstream: URL;
   /** The `Svc-*` headers (and `Svc-Assertion`) to set on the proxied request; they replace anything of the same name. */
   readonly identityHeaders: UpstreamIdentityHeaders;
+  /**
+   * A unix socket to connect to instead of the upstream's host and port (module mode: the
+   * confined module process's private socket). `upstream` then only names the scheme.
+   */
+  readonly socketPath?: string;
+  /** Told of each request the upstream failed (`502`/`504`), after the caller got its answer (module mode checks its child is alive). */
+  readonly onFailure?: (err: AuthError) => void;
 }

@@ -11,6 +11,8 @@ import { upgradePrincipal } from './app.js';
 export interface WebSocketRelayOptions {
   /** The upstream's origin (`http:` or `https:`); websockets go to its `ws:`/`wss:` twin. */
   readonly upstream: URL;
+  /** A unix socket to connect to instead of the upstream's host and port (module mode). */
+  readonly socketPath?: string;
   /** Connect and handshake with the upstream within this many ms, or `504 upstream_timeout`. */
   readonly handshakeMs: number;
   /** The headers of the upstream's handshake for an upgrade whose identity the gateway settled. */
@@ -113,7 +115,9 @@ export function installWebSocketRelay(app: FastifyInstance, opts: WebSocketRelay
       .split(',')
       .map((p) => p.trim())
       .filter((p) => p !== '');
-    const target = new WebSocket(new URL(path, origin), offered, {
+    // ws's unix socket form: `ws+unix:<socket>:<path>`.
+    const address = opts.socketPath === undefined ? new URL(path, origin) : `ws+unix:${opts.socketPath}:${path}`;
+    const target = new WebSocket(address, offered, {
       headers: headers as Record<string, string>,
       followRedirects: false,
       perMessageDeflate: false,

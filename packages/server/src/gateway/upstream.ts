@@ -175,6 +175,7 @@ export function upstreamAttach(opts: UpstreamAttachOptions, timeouts: UpstreamTi
           connect: { timeout: timeouts.connectMs },
           headersTimeout: timeouts.responseMs,
           bodyTimeout: timeouts.idleMs,
+          ...(opts.socketPath === undefined ? {} : { socketPath: opts.socketPath }),
         },
         // A gateway relays; it never replays a request (an upstream's 503 included).
         replyOptions: {
@@ -186,7 +187,9 @@ export function upstreamAttach(opts: UpstreamAttachOptions, timeouts: UpstreamTi
           },
           rewriteHeaders: (headers) => upstreamResponseHeaders(headers as IncomingHttpHeaders),
           onError: (reply, { error }) => {
-            reply.send(upstreamError(error));
+            const failure = upstreamError(error);
+            reply.send(failure);
+            opts.onFailure?.(failure);
           },
         },
       });
@@ -195,6 +198,7 @@ export function upstreamAttach(opts: UpstreamAttachOptions, timeouts: UpstreamTi
       // upgrade through Fastify a second time, after the bearer is already removed).
       installWebSocketRelay(proxy, {
         upstream: opts.upstream,
+        ...(opts.socketPath === undefined ? {} : { socketPath: opts.socketPath }),
         handshakeMs: timeouts.connectMs + timeouts.responseMs,
         headers: (req, principal) => websocketHeaders(req, opts.identityHeaders(req, principal)),
       });
