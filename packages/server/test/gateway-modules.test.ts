@@ -1,7 +1,11 @@
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, realpathSync, symlinkSync } from 'node:fs';
+import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { WebSocket } from 'ws';
 import { ModuleHostError, startModuleHost } from '../src/index.js';
 import { applicationUser, type GatewayHarness, gatewayApi, startGatewayHarness } from './support/gateway-harness.js';
 import { loopbackCertificate } from './support/loopback-cert.js';
@@ -375,6 +379,86 @@ describe('module process faults: a crash or a hang is a 502/504 problem+json, an
       const again = await gatewayApi(h, 'GET', '/public/ok');
       assert.equal(again.status, 200);
       assert.equal(again.body.pid, modules.host.pid);
+    } finally {
+      await h.close();
+      await modules.close();
+      dir.cleanup();
+    }
+  });
+});
+
+describe("the module process's socket serves the gateway only", () => {
+  test('a local process forging a principal on the module socket (no secret, or a wrong one): no answer, the module never runs', async () => {
+    const modules = await moduleModeAttach([fixtureModule('good-app')]);
+    try {
+      const forged = Buffer.from(
+        JSON.stringify({ subject: FORGED, realm: 'application', session: 'ses_x', device: 'dev_x', claims: {} }),
+      ).toString('base64url');
+      const ask = (headers: Record<string, string>) =>
+        new Promise<string>((resolve) => {
+          const req = httpRequest({ socketPath: modules.host.socketPath, path: '/public/hello', headers }, (res) => {
+            res.resume();
+            resolve(`answered ${res.statusCode}`);
+          });
+          req.on('error', (err: NodeJS.ErrnoException) => resolve(`refused: ${err.code}`));
+          req.end();
+        });
+      assert.match(await ask({ 'svc-module-principal': forged }), /^refused: ECONNRESET$/);
+      assert.match(await ask({ 'svc-module-principal': forged, 'svc-module-key': 'x'.repeat(43) }), /^refused: ECONNRESET$/);
+      // The gateway's own forwarding (the right secret) is answered.
+      assert.equal(await ask(modules.host.forwardHeaders(null)), 'answered 200');
+    } finally {
+      await modules.close();
+    }
+  });
+});
+
+describe('module mode websockets', () => {
+  test('a module serving websockets reads the principal on the raw upgrade, never the forged or private headers', async () => {
+    const dir = scratch();
+    const wsDir = realpathSync(dirname(createRequire(import.meta.url).resolve('ws/package.json')));
+    const module = writeModulePackage(
+      dir.dir,
+      'ws-app',
+      `import { WebSocketServer } from 'ws';
+export async function svcApp(app) {
+  const wss = new WebSocketServer({ noServer: true });
+  app.server.on('upgrade', (req, socket, head) => {
+    wss.handleUpgrade(req, socket, head, (ws) => {
+      ws.send(JSON.stringify({
+        subject: req.principal === null ? null : req.principal.subject,
+        frozen: Object.isFrozen(req.principal),
+        forged: req.headers['svc-subject'] ?? null,
+        privateHeaders: Object.keys(req.headers).filter((h) => h.startsWith('svc-')),
+      }));
+      ws.close();
+    });
+  });
+}
+`,
+    );
+    // The package resolves ws through its own node_modules, as an installed package does.
+    mkdirSync(join(module.packageDir, 'node_modules'));
+    symlinkSync(wsDir, join(module.packageDir, 'node_modules', 'ws'));
+    const modules = await moduleModeAttach([{ ...module, dependencyDirs: [wsDir] }]);
+    const h = await startGatewayHarness({ attach: modules.attach });
+    try {
+      const user = await applicationUser(h);
+      const subject = (await gatewayApi(h, 'GET', '/.svc/auth/v1/me', { token: user.pair.access_token })).body.subject;
+      const url = `ws://127.0.0.1:${h.gatewayPort}/socket`;
+      const first = await new Promise<string>((resolve, reject) => {
+        const ws = new WebSocket(url, { headers: { authorization: `Bearer ${user.pair.access_token}`, 'svc-subject': FORGED } });
+        ws.once('message', (data) => resolve(String(data)));
+        ws.once('error', reject);
+      });
+      assert.deepEqual(JSON.parse(first), { subject, frozen: true, forged: null, privateHeaders: [] });
+      const refused = await new Promise<number>((resolve, reject) => {
+        const ws = new WebSocket(url, { headers: { 'svc-subject': FORGED } });
+        ws.once('unexpected-response', (_req, res) => resolve(res.statusCode ?? 0));
+        ws.once('open', () => reject(new Error('an unauthenticated upgrade reached the module')));
+        ws.once('error', () => {});
+      });
+      assert.equal(refused, 401);
     } finally {
       await h.close();
       await modules.close();
