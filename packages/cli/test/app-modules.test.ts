@@ -151,6 +151,31 @@ describe('application modules load only through the verified path', () => {
     );
   });
 
+  test('svc app serve with a module that fails to load stops in one line naming the module, exit 1', async () => {
+    const src = join(tmp.dir, 'broken-app');
+    cpSync(join(FIXTURES, 'good-app'), src, { recursive: true });
+    for (const file of ['package.json', 'svc-addon.json']) {
+      const path = join(src, file);
+      writeFileSync(path, readFileSync(path, 'utf8').replaceAll('good-app', 'broken-app'));
+    }
+    writeFileSync(join(src, 'index.js'), "export async function svcApp() {\n  throw new Error('no database configured');\n}\n");
+    const packed = await packAddon(src, join(tmp.dir, 'packed-broken'));
+    await installAddon({
+      source: packed.archive,
+      sha256: packed.sha256,
+      packagesDir: join(dir, '.svc', 'packages'),
+      dependenciesDir: dependenciesDir(),
+    });
+    writeProjectEdn(dir, [{ name: packed.name, version: packed.version, sha256: packed.sha256, alias: 'web' }]);
+    const r = await svc(['app', 'serve', '--app-listen', '127.0.0.1:0', dir], { env: cleanEnv() });
+    assert.equal(r.code, 1);
+    assert.equal(
+      r.stderr,
+      'svc app serve: application module broken-app@1.0.0 (:web) failed to load: no database configured (no application module was loaded)\n',
+    );
+    assert.equal(r.stdout, '');
+  });
+
   test('an installed application file edited after install is refused before any of its code runs', async () => {
     const good = await install('good-app');
     writeProjectEdn(dir, [{ ...good, alias: 'web' }]);

@@ -273,6 +273,12 @@ export const FAILURE_CODES = {
     meaning:
       'a confined provider was refused at start (not a provider, bad `:config`) or a call to it failed: a malformed or oversized answer, a timeout, a crash, an error it threw, or a closed host; `reason` says which',
   },
+  app_modules_failed: {
+    raisedBy: 'ModuleHostError (@svc/server)',
+    exit: 1,
+    meaning:
+      'the confined process of the application modules (module mode) did not start: a module failed to load or is not a plain Fastify plugin, a package holds a link leading outside what the process may read, or the process did not get ready in time; the message names the module',
+  },
 } as const satisfies Record<string, { raisedBy: string; exit: FailureExit; meaning: string }>;
 
 /** A stable code of a failure that is not an HTTP answer. */

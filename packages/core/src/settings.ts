@@ -447,7 +447,7 @@ export const CAPABILITIES: readonly CapabilitySpec[] = [
   {
     keyword: 'svc/app',
     meaning:
-      "an application module (the package's Fastify plugin) served behind the application gateway, after identity; only from a package pinned by its archive's SHA-256, never from the control store's package",
+      "an application module (the package's Fastify plugin) served behind the application gateway, after identity, in a confined process of its own (no access to the control state, keys or environment); only from a package pinned by its archive's SHA-256, never from the control store's package",
     refusal: null,
   },
   {

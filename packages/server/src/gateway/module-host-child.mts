@@ -15,7 +15,6 @@
 // this gate checks the secret, takes both headers out of the request before any module code can
 // see them, and defines `request.principal` (deep-frozen) read-only and non-configurable.
 import { timingSafeEqual } from 'node:crypto';
-import { EventEmitter } from 'node:events';
 import { createServer, type IncomingMessage, type RequestListener, type Server } from 'node:http';
 import { createInterface } from 'node:readline';
 import type { Duplex } from 'node:stream';
@@ -286,8 +285,6 @@ async function init(msg: InitMessage): Promise<void> {
   );
   if (gated === null) throw new Error('Fastify did not build its server through the factory');
   sealServer(gated);
-  // Node's default listener count warnings are noise for the sealed events.
-  EventEmitter.defaultMaxListeners = Math.max(EventEmitter.defaultMaxListeners, 20);
 
   for (const m of msg.modules) {
     let plugin: unknown;

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { dirname, isAbsolute, join, relative, sep } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { serialize } from 'node:v8';
-import { MAX_REQUEST_BODY_BYTES } from '@svc/core';
+import { type FailureCode, MAX_REQUEST_BODY_BYTES } from '@svc/core';
 
 /**
  * An application module of module mode: the `svc/app` export of a verified package (a Fastify
@@ -75,14 +75,13 @@ export interface ModuleHost {
   checkAlive(): void;
   /** The process id of the current child (for tests and logs); null while it restarts. */
   readonly pid: number | null;
-  /** Resolves once a child is serving (immediately when one is). */
-  whenReady(timeoutMs: number): Promise<void>;
   close(): Promise<void>;
 }
 
 /** Thrown when the modules cannot be started: a module failed to load, or the child did not start. */
 export class ModuleHostError extends Error {
   override readonly name = 'ModuleHostError';
+  readonly code = 'app_modules_failed' as const satisfies FailureCode;
 }
 
 /** The private header names of a forwarded request (the child's gate takes both out). */
@@ -315,7 +314,6 @@ export async function startModuleHost(opts: ModuleHostOptions): Promise<ModuleHo
   let consecutiveCrashes = 0;
   let restartTimer: NodeJS.Timeout | undefined;
   let nextPing = 1;
-  let waiters: (() => void)[] = [];
   let stderrBudget = STDERR_LINES_PER_MINUTE;
   const stderrRefill = setInterval(() => {
     stderrBudget = STDERR_LINES_PER_MINUTE;
@@ -331,8 +329,6 @@ export async function startModuleHost(opts: ModuleHostOptions): Promise<ModuleHo
       launch().then(
         (gen) => {
           current = gen;
-          for (const w of waiters) w();
-          waiters = [];
         },
         (err: unknown) => {
           log.error({ event: 'app_modules.restart_failed', err: (err as Error).message }, 'application module process did not restart');
@@ -452,19 +448,6 @@ export async function startModuleHost(opts: ModuleHostOptions): Promise<ModuleHo
         gen.pongs.delete(id);
       });
       gen.proc.stdin.write(`${JSON.stringify({ op: 'ping', id })}\n`);
-    },
-    whenReady(timeoutMs: number): Promise<void> {
-      if (current !== null && !current.ended) return Promise.resolve();
-      return new Promise<void>((resolve, reject) => {
-        const timer = setTimeout(
-          () => reject(new Error(`the application module process was not serving again within ${timeoutMs} ms`)),
-          timeoutMs,
-        );
-        waiters.push(() => {
-          clearTimeout(timer);
-          resolve();
-        });
-      });
     },
     async close(): Promise<void> {
       if (closed) return;
