@@ -6,7 +6,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { WebSocket } from 'ws';
-import { ModuleHostError, startModuleHost } from '../src/index.js';
+import { type AppModule, ModuleHostError, moduleHostNodeArgs, startModuleHost } from '../src/index.js';
 import { applicationUser, type GatewayHarness, gatewayApi, startGatewayHarness } from './support/gateway-harness.js';
 import { loopbackCertificate } from './support/loopback-cert.js';
 import { fixtureModule, moduleModeAttach, writeModulePackage } from './support/module-host.js';
@@ -151,12 +151,25 @@ describe('module mode: application modules run after identity and cannot replace
   });
 });
 
+/**
+ * The message of the ModuleHostError that `startModuleHost` refuses `modules` with. A host that
+ * starts instead is closed again and the test fails (rather than hang on a live child).
+ */
+async function refusal(modules: AppModule[]): Promise<string> {
+  const outcome = await startModuleHost({ modules }).then(
+    async (host) => {
+      await host.close();
+      return 'started';
+    },
+    (err: unknown) => err,
+  );
+  assert.ok(outcome instanceof ModuleHostError, `expected a ModuleHostError, got: ${String(outcome)}`);
+  return outcome.message;
+}
+
 describe('module mode refuses a module that asks to share the gateway context', () => {
   test('a module exported with skip-override (fastify-plugin) is refused before it serves anything', async () => {
-    await assert.rejects(
-      startModuleHost({ modules: [fixtureModule('skip-override-app')] }),
-      (err: Error) => err instanceof ModuleHostError && /^application module skip-override-app@1\.0\.0: .*skip-override/.test(err.message),
-    );
+    assert.match(await refusal([fixtureModule('skip-override-app')]), /^application module skip-override-app@1\.0\.0: .*skip-override/);
   });
 
   test('a module that fails to load names itself, and its process does not start', async () => {
@@ -167,19 +180,9 @@ describe('module mode refuses a module that asks to share the gateway context', 
         'broken-app',
         "export async function svcApp() { throw new Error('no database configured'); }\n",
       );
-      await assert.rejects(
-        startModuleHost({ modules: [broken] }),
-        (err: Error) =>
-          err instanceof ModuleHostError &&
-          /^application module broken-app@1\.0\.0 failed to load: no database configured$/.test(err.message),
-      );
+      assert.match(await refusal([broken]), /^application module broken-app@1\.0\.0 failed to load: no database configured$/);
       const notPlugin = writeModulePackage(dir.dir, 'object-app', 'export const svcApp = { routes: [] };\n');
-      await assert.rejects(
-        startModuleHost({ modules: [notPlugin] }),
-        (err: Error) =>
-          err instanceof ModuleHostError &&
-          /object-app@1\.0\.0: its svc\/app export "svcApp" is not a Fastify plugin function/.test(err.message),
-      );
+      assert.match(await refusal([notPlugin]), /object-app@1\.0\.0: its svc\/app export "svcApp" is not a Fastify plugin function/);
     } finally {
       dir.cleanup();
     }
@@ -462,6 +465,34 @@ export async function svcApp(app) {
     } finally {
       await h.close();
       await modules.close();
+      dir.cleanup();
+    }
+  });
+});
+
+describe('the module process confinement, as started', () => {
+  test('the child runs under the permission model: reads only where allowed, no write, process, worker, addon or WASI grant', () => {
+    const args = moduleHostNodeArgs(['/srv/app', '/srv/deps/x'], '/svc/dist/gateway/module-host-child.mjs', 512);
+    assert.deepEqual(args, [
+      '--experimental-permission',
+      '--allow-fs-read=/srv/app',
+      '--allow-fs-read=/srv/deps/x',
+      '--allow-fs-read=/svc/dist/gateway/module-host-child.mjs',
+      '--no-addons',
+      '--max-old-space-size=512',
+      '--disable-warning=ExperimentalWarning',
+    ]);
+  });
+
+  test('a module package holding a symbolic link to the control directory is not started (the permission model follows links)', async () => {
+    const dir = scratch();
+    try {
+      const control = join(dir.dir, 'control');
+      mkdirSync(control);
+      const module = writeModulePackage(dir.dir, 'link-app', 'export async function svcApp() {}\n');
+      symlinkSync(control, join(module.packageDir, 'control'));
+      assert.match(await refusal([module]), /link-app\/control is a symbolic link that leads outside/);
+    } finally {
       dir.cleanup();
     }
   });

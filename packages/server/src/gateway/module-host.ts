@@ -263,7 +263,12 @@ export async function startModuleHost(opts: ModuleHostOptions): Promise<ModuleHo
     if (names.has(m.name)) throw new TypeError(`application module ${m.name} is listed twice`);
     names.add(m.name);
     const packageDir = realDir(`application module ${m.name}: the package directory`, m.packageDir);
-    const entry = realpathSync(m.entry);
+    let entry: string;
+    try {
+      entry = realpathSync(m.entry);
+    } catch {
+      throw new ModuleHostError(`application module ${m.name}: the entry ${m.entry} does not exist`);
+    }
     const inside = relative(packageDir, entry);
     if (inside === '' || inside.startsWith(`..${sep}`) || inside === '..' || isAbsolute(inside)) {
       throw new ModuleHostError(`application module ${m.name}: the entry ${m.entry} is not inside the package directory`);
