@@ -497,3 +497,47 @@ describe('the module process confinement, as started', () => {
     }
   });
 });
+
+describe('module mode bad input: problem+json from the module process, never a 500', () => {
+  test('a wrong media type, a poisoned or oversized JSON body, an unknown path: 415, 400, 413, 404 with their codes; a module bug: 500', async () => {
+    const dir = scratch();
+    const modules = await moduleModeAttach([
+      writeModulePackage(
+        dir.dir,
+        'body-app',
+        `export async function svcApp(app) {
+  app.post('/public/body', async (req) => ({ got: req.body }));
+  app.get('/public/bug', async () => { throw new TypeError('a bug'); });
+}
+`,
+      ),
+    ]);
+    const h = await startGatewayHarness({ attach: modules.attach });
+    try {
+      const post = (body: string, type: string) =>
+        fetch(`${h.gatewayBase}/public/body`, { method: 'POST', headers: { 'content-type': type }, body });
+      const ok = await post('{"a":1}', 'application/json');
+      assert.equal(ok.status, 200);
+      assert.deepEqual(await ok.json(), { got: { a: 1 } });
+      const cases: [Response, number, string][] = [
+        [await post('hello', 'text/plain'), 415, 'unsupported_media_type'],
+        [await post('{"__proto__":{"x":1}}', 'application/json'), 400, 'invalid_request'],
+        [await post('{"a":', 'application/json'), 400, 'invalid_request'],
+        [await post(JSON.stringify({ a: 'x'.repeat(70 * 1024) }), 'application/json'), 413, 'payload_too_large'],
+        [await fetch(`${h.gatewayBase}/public/nothing-here`), 404, 'not_found'],
+        [await fetch(`${h.gatewayBase}/public/bug`), 500, 'internal_error'],
+      ];
+      for (const [res, status, code] of cases) {
+        assert.equal(res.status, status, `${res.url} ${code}`);
+        assert.match(res.headers.get('content-type') ?? '', /^application\/problem\+json/);
+        const body = (await res.json()) as { code: string; detail: string };
+        assert.equal(body.code, code);
+        if (status === 500) assert.doesNotMatch(body.detail, /a bug/);
+      }
+    } finally {
+      await h.close();
+      await modules.close();
+      dir.cleanup();
+    }
+  });
+});
