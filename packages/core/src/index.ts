@@ -50,6 +50,17 @@ export {
   signAuditCheckpoint,
 } from './audit-checkpoint.js';
 export {
+  type AccountingEvent,
+  BACKUP_SIGNATURE_TYPE,
+  type BackupSignaturePayload,
+  type BackupSignatureVerdict,
+  type BackupState,
+  checkBackupSignature,
+  type SignedBackup,
+  signBackup,
+  unaccountedState,
+} from './backup.js';
+export {
   type BrowserCookieNames,
   browserCookieNames,
   type CsrfInput,
