@@ -128,12 +128,14 @@ export const COMMANDS: readonly CommandEntry[] = [
   },
   {
     path: ['auth', 'backup'],
-    summary: 'Write a consistent copy of the control database to a new owner-only file, also while the service is serving.',
+    summary:
+      'Write a consistent copy of the control database to a new owner-only file signed by the node key, also while the service is serving.',
     load: async () => (await import('./auth-backup.js')).authBackup,
   },
   {
     path: ['auth', 'restore'],
-    summary: 'Put a backup back as the control database, with the service stopped (checks project, schema and audit chain first).',
+    summary:
+      'Put a backup back as the control database, with the service stopped (checks its signature, project, schema, audit chain and that the trail accounts for every device, link and session first).',
     load: async () => (await import('./auth-restore.js')).authRestore,
   },
   {
