@@ -55,7 +55,9 @@ export function backupSignatureFile(backup: string): string {
  * Transient state a backup leaves out: provider flows in progress (their `state`, `nonce` and
  * PKCE verifier), sign-in challenges, and pairing attempts still open (neither completed nor
  * burned). All are short lived and single use: after a restore they are started again, and a
- * backup file (kept longer and in more places than the database) must not carry them.
+ * backup file (kept longer and in more places than the database) must not carry them. The
+ * sealed grace pairs of sessions go too ({@link dropTransientState}): their grace is long over
+ * by the time a backup is restored.
  */
 const TRANSIENT_STATE: readonly (readonly [table: string, where: string])[] = [
   ['flows', '1 = 1'],
@@ -72,6 +74,7 @@ function dropTransientState(file: string): void {
       for (const [table, where] of TRANSIENT_STATE) {
         if ((has.get(table)?.n ?? 0) > 0) db.exec(`DELETE FROM ${table} WHERE ${where}`);
       }
+      db.exec('UPDATE sessions SET prev_successor = NULL WHERE prev_successor IS NOT NULL');
     })();
     db.exec('VACUUM');
   } finally {

@@ -79,9 +79,12 @@ export async function runForeground(project: Project, surfaces: readonly Surface
     pruning = true;
     const now = Date.now();
     try {
+      // Past grace a sealed grace pair only helps whoever holds a copy of the database and a
+      // retired refresh token: it is erased here, at most one pass after its grace ends.
       const deleted = await store.pruneRetiredRefreshTokens({
         now,
         retiredBefore: now - project.config.auth.refreshTokenTtlSeconds * 1000,
+        graceEndedBefore: now - project.config.auth.refreshReuseGraceSeconds * 1000,
       });
       if (deleted > 0) log.info({ event: 'store.pruned', retired_refresh_tokens: deleted }, 'pruned retired refresh tokens');
       // Retention (:auth/retention-days, default 30): sessions (expired or revoked) and pairing

@@ -176,14 +176,19 @@ describe('svc auth backup and svc auth restore (embedded SQLite store)', () => {
     assert.match((await svcOk(['auth', 'audit', 'verify', dir], { env })).stdout, /^audit chain ok/);
   });
 
-  test('a backup leaves out transient flow state: provider flows (state, nonce, PKCE verifier), challenges and open pairing attempts', async () => {
+  test('a backup leaves out transient flow state: provider flows (state, nonce, PKCE verifier), challenges, open pairing attempts and sealed grace pairs', async () => {
     const root = join(tmp.dir, 'transient');
-    const { dir } = await enrolledProject(root, { env });
+    const { dir, keyFile, publicKey } = await enrolledProject(root, { env });
     const controlDb = join(dir, '.svc', 'control', 'control.db');
+    const server = await serve(dir);
+    const signedIn = await loginOverHttp(server.url, keyFile, publicKey);
+    assert.equal(await server.stop('SIGTERM'), 0);
     const later = Date.now() + 3_600_000;
     const marker = 'Zq7vFlowSecretMarker';
     const live = new Database(controlDb, { fileMustExist: true });
     try {
+      // Stands for the pair a rotation sealed for the previous refresh token (opaque here).
+      live.prepare('UPDATE sessions SET prev_successor = ? WHERE id = ?').run(`${marker}-grace-pair`, signedIn.session_id);
       live
         .prepare(
           "INSERT INTO flows (id, provider, realm, intent, subject, pairing_intent_id, state, created_at, expires_at) VALUES ('flw_01JDTRANSIENT0000000000000', 'corp', 'application', 'signin', NULL, NULL, ?, 1, ?)",
@@ -209,6 +214,12 @@ describe('svc auth backup and svc auth restore (embedded SQLite store)', () => {
       for (const table of ['flows', 'challenges', 'pairing_intents']) {
         assert.equal((copy.prepare(`SELECT COUNT(*) AS n FROM ${table}`).get() as { n: number }).n, 0, `no ${table} row in the backup`);
       }
+      assert.equal(
+        (copy.prepare('SELECT COUNT(*) AS n FROM sessions WHERE prev_successor IS NOT NULL').get() as { n: number }).n,
+        0,
+        'no sealed grace pair in the backup',
+      );
+      assert.equal((copy.prepare('SELECT COUNT(*) AS n FROM sessions').get() as { n: number }).n, 1, 'the session itself is kept');
     } finally {
       copy.close();
     }

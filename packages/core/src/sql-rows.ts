@@ -35,6 +35,16 @@ export function liveSessionSql(now: string, alias = ''): string {
 }
 
 /**
+ * `gracePairEnded` as SQL: a sealed grace pair whose previous token was rotated before `before`.
+ *
+ * @example
+ * `UPDATE sessions SET prev_successor = NULL WHERE ${gracePairEndedSql('@graceEndedBefore')}`
+ */
+export function gracePairEndedSql(before: string, alias = ''): string {
+  return `${alias}prev_successor IS NOT NULL AND ${alias}prev_rotated_at < ${before}`;
+}
+
+/**
  * `isSessionActive` as SQL: live, with a refresh token that has not expired.
  *
  * @example

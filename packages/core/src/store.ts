@@ -336,8 +336,18 @@ export interface Store {
    * sessions that are revoked or have ended (`expiresAt <= now`; presenting them is `invalid`
    * either way), and those retired before `retiredBefore` (pass `now - refresh TTL`: a token is
    * issued before it is retired, so it has expired too). Returns how many were deleted.
+   *
+   * It also erases the sealed grace pair of every session whose previous token was rotated
+   * before `graceEndedBefore` (pass `now - grace`): past grace that token is a reuse, so the
+   * pair serves nothing, and kept it would give the live pair to whoever holds a copy of the
+   * database and that retired token, without the reuse ever being presented. (Revoking a
+   * session erases its pair at once; the next rotation replaces it.)
    */
-  pruneRetiredRefreshTokens(input: { readonly now: number; readonly retiredBefore: number }): Promise<number>;
+  pruneRetiredRefreshTokens(input: {
+    readonly now: number;
+    readonly retiredBefore: number;
+    readonly graceEndedBefore: number;
+  }): Promise<number>;
 
   /** Appends an event that records no state change (e.g. a failed sign-in). */
   appendAuditEvent(event: AuditEventDraft): Promise<AuditEvent>;

@@ -9,6 +9,7 @@ import {
   DEVICE_COLUMNS,
   EVENT_COLUMNS,
   FLOW_COLUMNS,
+  gracePairEndedSql,
   INTENT_COLUMNS,
   LINK_COLUMNS,
   liveIntentSql,
@@ -238,7 +239,8 @@ const SET_PAIR = `UPDATE sessions SET access_digest = $2, access_expires_at = $3
   WHERE id = $1
   RETURNING generation`;
 
-const REVOKE_SESSION = `UPDATE sessions SET revoked_at = $2, revoked_reason = $3 WHERE id = $1 AND revoked_at IS NULL
+// Revoking erases the sealed grace pair too: a revoked session answers no grace, and a restore must not bring it back.
+const REVOKE_SESSION = `UPDATE sessions SET revoked_at = $2, revoked_reason = $3, prev_successor = NULL WHERE id = $1 AND revoked_at IS NULL
   RETURNING ${SESSION_COLUMNS}`;
 
 /**
@@ -632,7 +634,7 @@ export class PostgresStore implements Store {
       if (removed === 0) return { removed: false, revokedSessions: 0 };
       const revokedSessions = await changes(
         c,
-        `UPDATE sessions SET revoked_at = $2, revoked_reason = $3 WHERE device_id = $1 AND ${liveSessionSql('$2')}`,
+        `UPDATE sessions SET revoked_at = $2, revoked_reason = $3, prev_successor = NULL WHERE device_id = $1 AND ${liveSessionSql('$2')}`,
         [input.deviceId, input.now, REVOKED_DEVICE_REMOVED],
       );
       await this.#append(c, event);
@@ -863,11 +865,17 @@ export class PostgresStore implements Store {
     });
   }
 
-  async pruneRetiredRefreshTokens(input: { readonly now: number; readonly retiredBefore: number }): Promise<number> {
+  async pruneRetiredRefreshTokens(input: Parameters<Store['pruneRetiredRefreshTokens']>[0]): Promise<number> {
     return this.#tx(async (c) => {
       // Maintenance over up to 10 minutes of rotations, not a request: it is exempt from the
       // request bounds, or a large backlog would time out on every run and then only grow.
       await c.query(`SET LOCAL statement_timeout = ${MAINTENANCE_TIMEOUT_MS}`);
+      // Found by the partial index sessions_grace_pair (migration 012): only rows still holding a pair.
+      await c.query({
+        text: `UPDATE sessions SET prev_successor = NULL WHERE ${gracePairEndedSql('$1')}`,
+        values: [input.graceEndedBefore],
+        query_timeout: MAINTENANCE_TIMEOUT_MS + 5_000,
+      } as QueryConfig);
       const result = await c.query({
         // Driven by the (small) retired table, one primary-key probe per row, never a scan of sessions.
         text: `DELETE FROM retired_refresh_tokens r WHERE r.retired_at < $2
@@ -1145,7 +1153,7 @@ export class PostgresStore implements Store {
       if (removed === 0) return { removed: false, revokedSessions: 0 };
       const revokedSessions = await changes(
         c,
-        `UPDATE sessions SET revoked_at = $2, revoked_reason = $3 WHERE device_id = $1 AND ${liveSessionSql('$2')}`,
+        `UPDATE sessions SET revoked_at = $2, revoked_reason = $3, prev_successor = NULL WHERE device_id = $1 AND ${liveSessionSql('$2')}`,
         [input.linkId, input.now, REVOKED_LINK_REMOVED],
       );
       await this.#append(c, event);
