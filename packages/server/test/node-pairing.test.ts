@@ -279,7 +279,7 @@ describe('node surface: pairing rate limit', () => {
   });
   after(() => h.close());
 
-  test('failed completions are counted per client: over the limit 429 rate_limited with Retry-After, until the window ends', async () => {
+  test('failed completions are counted per client: over the limit a failure is 429 rate_limited with Retry-After, until the window ends; the right code still completes', async () => {
     const token = await adminToken(h);
     const intent = await prepare(h, token, { realm: 'application' });
     const wrong = intent.code === 'AAAA-AAAA' ? 'BBBB-BBBB' : 'AAAA-AAAA';
@@ -288,16 +288,19 @@ describe('node surface: pairing rate limit', () => {
       assert.equal(r.body.code, 'invalid_pairing_code');
     }
     h.clock.advance(10_000);
-    const limited = await nodeApi(h, 'POST', COMPLETE, { body: completion(h, intent, intent.key) });
+    const other = await prepare(h, token, { realm: 'application' });
+    const limited = await nodeApi(h, 'POST', COMPLETE, { body: completion(h, other, other.key, { code: wrong }) });
     assert.equal(limited.status, 429);
     assert.equal(limited.body.code, 'rate_limited');
     assert.equal(limited.headers.get('retry-after'), '50');
-    // Limited means limited: even the right code waits; prepare (authenticated) does not.
-    assert.equal(
-      (await nodeApi(h, 'POST', PREPARE, { token, body: { realm: 'application', public_key: newDeviceKey().publicKeyHex } })).status,
-      201,
-    );
+    // The budget bounds failures, not proofs: the right code and proof still complete.
+    assert.equal((await nodeApi(h, 'POST', COMPLETE, { body: completion(h, intent, intent.key) })).status, 201);
     h.clock.advance(50_000);
+    assert.equal(
+      (await nodeApi(h, 'POST', COMPLETE, { body: completion(h, other, other.key, { code: wrong }) })).body.code,
+      'invalid_pairing_code',
+      'a new window',
+    );
     const fresh = await prepare(h, await adminToken(h), { realm: 'application' });
     assert.equal((await nodeApi(h, 'POST', COMPLETE, { body: completion(h, fresh, fresh.key) })).status, 201);
   });
