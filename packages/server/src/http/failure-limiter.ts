@@ -68,6 +68,14 @@ export interface FailureLimiterOptions {
   readonly store?: Pick<Store, 'reserveAttempts' | 'settleAttempts'>;
   /** Names the budget in the shared store (e.g. `signin`, `pairing`), so budgets with other limits never share a window. Default `attempts`. */
   readonly scope?: string;
+  /**
+   * How long a reservation in the shared store holds its slot at most, in ms: a node killed
+   * mid-attempt never settles it, and a reservation after the lease reclaims it. An attempt
+   * runs for milliseconds; one still running after the lease (a store outage: each store call
+   * gives up after 6 s) is no longer seen as running, which lets at most a budget's worth more
+   * attempts be counted. Default 10,000.
+   */
+  readonly leaseMs?: number;
 }
 
 function rateLimited(waitMs: number): AuthError {
@@ -157,6 +165,7 @@ export function createFailureLimiter(opts: FailureLimiterOptions): FailureLimite
   const max = opts.maxFailures ?? 30;
   const windowMs = (opts.windowSeconds ?? 60) * 1000;
   const scope = opts.scope ?? 'attempts';
+  const leaseMs = opts.leaseMs ?? 10_000;
   // Failures per key in fixed windows; running attempts per key (exact: nothing here can die
   // without the process).
   const failures = fixedWindows(windowMs, opts.maxKeys ?? 10_000, max);
@@ -194,7 +203,7 @@ export function createFailureLimiter(opts: FailureLimiterOptions): FailureLimite
       try {
         // One decision, never a wait: a window full of attempts running on other nodes makes
         // this one uncounted, as a full one here does.
-        shared = await store.reserveAttempts({ keys: scoped, now: clock.now(), windowMs, max });
+        shared = await store.reserveAttempts({ keys: scoped, now: clock.now(), windowMs, max, leaseMs });
       } catch (error) {
         mine.release();
         throw error;
@@ -211,7 +220,7 @@ export function createFailureLimiter(opts: FailureLimiterOptions): FailureLimite
         if (failed) mine.fail();
         else mine.release();
         // Not awaited: the answer does not wait for the budget's bookkeeping. A settle that
-        // fails (store outage) leaves the attempt running until its window ends.
+        // fails (store outage) leaves the attempt running until its lease ends.
         if (windows.length > 0) store.settleAttempts({ windows, failed }).catch(() => undefined);
       };
       return { counted: true, refusal: () => rateLimited(1000), release: () => settle(false), fail: () => settle(true) };
