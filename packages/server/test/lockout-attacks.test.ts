@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { request as httpRequest } from 'node:http';
 import { describe, test } from 'node:test';
@@ -115,6 +116,53 @@ describe('lockout attacks on the sign-in budgets', () => {
       assert.equal(await auditCount(h, 'signin.failed'), 30, 'the audit trail holds the budget, not the flood');
       h.clock.advance(60_000);
       assert.equal((await postFrom(h, '127.0.0.66', '/v1/auth/sessions', badSignIn())).code, 'invalid_challenge', 'a new window');
+    } finally {
+      await h.close();
+    }
+  });
+
+  test("local-account challenge flood: another local account's 101 unanswered challenges do not keep the administrator from signing in", async (t) => {
+    if (process.getuid?.() !== 0 || process.platform !== 'linux') {
+      t.skip('acting as another local account needs root on Linux');
+      return;
+    }
+    const h = await startHarness();
+    try {
+      const { key } = await admin(h);
+      // Another local account (uid 65534, nobody) floods challenges with curl-like requests.
+      const script = `
+        import { generateKeyPairSync } from 'node:crypto';
+        const statuses = [];
+        for (let i = 0; i < 101; i++) {
+          const spki = generateKeyPairSync('ed25519').publicKey.export({ format: 'der', type: 'spki' });
+          const key = spki.subarray(-32).toString('hex');
+          const r = await fetch('${h.base}/v1/auth/challenges', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ public_key: key }) });
+          statuses.push(r.status);
+        }
+        process.stdout.write(JSON.stringify(statuses));`;
+      const child = spawn(process.execPath, ['--input-type=module', '-e', script], {
+        uid: 65534,
+        gid: 65534,
+        cwd: '/',
+        stdio: ['ignore', 'pipe', 'inherit'],
+      });
+      let out = '';
+      child.stdout.on('data', (c: Buffer) => {
+        out += c.toString('utf8');
+      });
+      const code = await new Promise<number | null>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error('waited 30 s for the other local account to finish its flood')), 30_000);
+        child.once('exit', (c) => {
+          clearTimeout(timer);
+          resolve(c);
+        });
+      });
+      assert.equal(code, 0, 'the flooding child ran');
+      const statuses = JSON.parse(out) as number[];
+      assert.equal(statuses.filter((s) => s === 201).length, 100, "the other account's flood is bounded at 100");
+      assert.equal(statuses.at(-1), 429);
+      const pair = await signIn(h, key);
+      assert.equal(pair.realm, 'management', "the administrator's account is its own source");
     } finally {
       await h.close();
     }

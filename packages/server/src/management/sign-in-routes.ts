@@ -2,6 +2,7 @@ import { AuthError, createChallenge, createSession, parseSessionToken, rfc3339, 
 import type { FastifyPluginAsync } from 'fastify';
 import { failureCounting } from '../http/failure-counting.js';
 import { clientAddressKey } from '../http/failure-limiter.js';
+import { sourceKey } from '../http/local-peer.js';
 import { documented, problemResponses } from '../http/problem-schema.js';
 import type { SignInRouteOptions } from './route-options.js';
 import {
@@ -25,8 +26,9 @@ import {
  * 401). Beyond the budget an attempt still runs: a valid signature or a valid current refresh
  * token goes through whoever spent the budget, while a failure is answered `429 rate_limited`
  * and is neither counted nor audited. Successes are never counted. Challenges left unanswered
- * are bounded per address unit, never per public key (a key's challenges are asked for by
- * anyone, so a bound on them would let anyone lock that device out).
+ * are bounded per source (the address unit, and on loopback the local account: see
+ * `sourceKey`), never per public key (a key's challenges are asked for by anyone, so a bound on
+ * them would let anyone lock that device out).
  *
  * @example
  * await app.register(signInRoutes, { prefix: '/v1/auth', realm: 'management', deps, limiter, challenges, guardProblems: [403] });
@@ -47,7 +49,7 @@ export const signInRoutes: FastifyPluginAsync<SignInRouteOptions> = async (app, 
       }),
     },
     async (req, reply) => {
-      const slot = challenges.reserve(clientAddressKey(req.ip));
+      const slot = challenges.reserve(await sourceKey(req.ip, req.socket));
       let c: Awaited<ReturnType<typeof createChallenge>>;
       try {
         c = await createChallenge(deps, { publicKey: req.body.public_key, realm });
