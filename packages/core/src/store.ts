@@ -454,11 +454,14 @@ export interface Store {
     readonly now: number;
     readonly windowMs: number;
     readonly max: number;
+    /** How long a reservation's running attempt is trusted to run; after it, it is dropped (its node may have died). */
+    readonly leaseMs: number;
   }): Promise<AttemptReservation>;
   /**
    * Settles what `reserveAttempts` reserved: the attempt stops running and, when `failed`,
    * counts as a failure. Only windows that are still the ones reserved in change (a new window
-   * owes an old reservation nothing).
+   * owes an old reservation nothing), and the running count only in the lease period it was
+   * reserved in (a new period no longer holds it).
    */
   settleAttempts(input: { readonly windows: readonly AttemptWindow[]; readonly failed: boolean }): Promise<void>;
 

@@ -639,7 +639,8 @@ export class MemoryStore implements Store {
       if (current === undefined || current.start !== w.start) continue;
       this.#d.budgets.set(w.key, {
         ...current,
-        pending: Math.max(current.pending - 1, 0),
+        // Only the lease period it was reserved in still holds it as running.
+        pending: current.pendingSince === w.pendingSince ? Math.max(current.pending - 1, 0) : current.pending,
         failures: current.failures + (input.failed ? 1 : 0),
       });
     }

@@ -15,7 +15,7 @@ export function nodeUrlOf(flag: string | undefined): string {
 }
 
 const PAIRING_HINTS: Readonly<Record<string, string>> = {
-  invalid_pairing_code: `check the code with the admin; after ${PAIRING_MAX_FAILURES} wrong codes the intent is burned`,
+  invalid_pairing_code: `check the code with the admin, and that --node-id names the node that prepared the intent (the proof is bound to it); after ${PAIRING_MAX_FAILURES} failed attempts the intent is burned`,
   invalid_pairing_intent: 'ask the admin for a new one (`svc auth pair`)',
   invalid_signature: 'the proof of possession did not verify for this node: is --node-url the node that prepared the intent?',
   already_enrolled: 'that key is already enrolled; generate a new one with `svc auth keygen --out FILE`',
