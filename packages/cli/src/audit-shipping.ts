@@ -1,9 +1,32 @@
-import { closeSync, existsSync, fsyncSync, openSync, readFileSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  constants,
+  existsSync,
+  fstatSync,
+  fsyncSync,
+  lstatSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeSync,
+} from 'node:fs';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
-import { type AuditEvent, type AuthDeps, auditEventToJson, type FailureCode, GENESIS_HASH, signAuditCheckpoint } from '@svc/core';
+import {
+  type AuditEvent,
+  type AuthDeps,
+  auditEventToJson,
+  type FailureCode,
+  GENESIS_HASH,
+  signAuditCheckpoint,
+  sinkDirectoryRefusal,
+  sinkFileRefusal,
+} from '@svc/core';
 import type { AuditSinks } from '@svc/core/config';
 import type { NodeIdentity } from '@svc/server';
 import type { Logger } from 'pino';
+import { CliError } from './cli-error.js';
 import { assertOwnerOnly, mkdirOwnerOnly } from './control.js';
 import { writeFileAtomic } from './node-key-history.js';
 import { liveNodeIdentity } from './node-keys.js';
@@ -47,9 +70,29 @@ export function readAuditCursor(file: string): AuditShipCursor {
 }
 
 /**
+ * The audit sink file, or its directory, is not one the service may write the trail to (see
+ * {@link sinkFileRefusal}, {@link sinkDirectoryRefusal}): nothing was written through it.
+ */
+export class AuditSinkError extends CliError {
+  constructor(message: string) {
+    super(message, { code: 'audit_sink_refused' });
+    this.name = 'AuditSinkError';
+  }
+}
+
+// Append-only, created owner-only, and never through a symbolic link at the last component.
+const SINK_OPEN_FLAGS = constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW;
+
+/**
  * A JSON-lines file that rotates by size: before a line would take it past `maxBytes`, `path`
  * becomes `path.1` (`path.1` becomes `path.2`, … up to `keep`; the oldest is deleted) and a new
  * `path` is started. Each {@link JsonLinesFile.append} is fsynced before it returns.
+ *
+ * Every open refuses (with {@link AuditSinkError}, before writing a byte) a path that is a
+ * symbolic link (`O_NOFOLLOW`), not a regular file, owned by another user or readable or
+ * writable by group or others (a file that existed keeps its mode when opened), and a
+ * directory others can write in: the construction checks an existing file at once, so a
+ * service with a bad sink refuses to start.
  */
 export class JsonLinesFile {
   private size: number;
@@ -60,7 +103,16 @@ export class JsonLinesFile {
     private readonly keep: number,
   ) {
     mkdirOwnerOnly(dirname(path));
-    this.size = existsSync(path) ? statSync(path).size : 0;
+    this.checkDirectory();
+    this.size = 0;
+    if (existsSync(path) || isSymlink(path)) {
+      const fd = this.open();
+      try {
+        this.size = fstatSync(fd).size;
+      } finally {
+        closeSync(fd);
+      }
+    }
   }
 
   /** Appends `lines` (one JSON each), rotating first whenever the next line would not fit. */
@@ -81,10 +133,48 @@ export class JsonLinesFile {
     this.write(chunk);
   }
 
+  private refuse(what: string, why: string, fix: string): never {
+    throw new AuditSinkError(`refusing the audit sink ${what} ${this.path}: ${why}; ${fix}`);
+  }
+
+  private checkDirectory(): void {
+    const dir = dirname(this.path);
+    const why = sinkDirectoryRefusal(statSync(dir));
+    if (why !== null) {
+      throw new AuditSinkError(
+        `refusing the audit sink directory ${dir} (for ${this.path}): ${why}; keep the sink in a directory only the service's user can write (\`chmod o-w ${dir}\`, or another :file)`,
+      );
+    }
+  }
+
+  /** Opens the sink for appending after the checks, or throws {@link AuditSinkError} having written nothing. */
+  private open(): number {
+    let fd: number;
+    try {
+      fd = openSync(this.path, SINK_OPEN_FLAGS, 0o600);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ELOOP') {
+        this.refuse('file', 'it is a symbolic link', 'point :file at the real file, not a link to it');
+      }
+      throw error;
+    }
+    try {
+      const why = sinkFileRefusal(fstatSync(fd), process.getuid?.() ?? null);
+      if (why !== null) {
+        this.refuse('file', why, `make it a regular file of the service's user, mode 0600 (\`chmod 600 ${this.path}\`), or remove it`);
+      }
+      return fd;
+    } catch (error) {
+      closeSync(fd);
+      throw error;
+    }
+  }
+
   private write(lines: readonly string[]): void {
     if (lines.length === 0) return;
     const text = `${lines.join('\n')}\n`;
-    const fd = openSync(this.path, 'a', 0o600);
+    this.checkDirectory();
+    const fd = this.open();
     try {
       const buf = Buffer.from(text, 'utf8');
       let off = 0;
@@ -103,6 +193,15 @@ export class JsonLinesFile {
     }
     if (existsSync(this.path)) renameSync(this.path, `${this.path}.1`);
     this.size = 0;
+  }
+}
+
+/** Whether `path` is a symbolic link (dangling ones included, which `existsSync` reports as absent). */
+function isSymlink(path: string): boolean {
+  try {
+    return lstatSync(path).isSymbolicLink();
+  } catch {
+    return false;
   }
 }
 

@@ -1,14 +1,25 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  chownSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { createManagementClient, loadDeviceKey, login } from '@svc/client';
 import { auditDraft } from '@svc/core';
 import { openSqliteStore } from 'svc-store-sqlite';
 import { JsonLinesFile } from '../src/audit-shipping.js';
-import { cleanEnv, enrolledProject, SVC_BIN, startServer, startUntilReady, svcOk, tempDir } from './helpers.js';
+import { cleanEnv, enrolledProject, run, SVC_BIN, startServer, startUntilReady, svcOk, tempDir } from './helpers.js';
 
 /** Adds `:svc/audit-sinks SINKS` to the project's `project.edn`. */
 function withSinks(dir: string, sinks: string): void {
@@ -214,5 +225,86 @@ describe('the JSON-lines sink file', () => {
     assert.deepEqual([...seqs('audit.jsonl.2'), ...seqs('audit.jsonl.1'), ...seqs('audit.jsonl')], [13, 14, 15, 16, 17, 18, 19, 20]);
     for (const name of ['audit.jsonl', 'audit.jsonl.1', 'audit.jsonl.2']) assert.ok(statSync(join(tmp.dir, 'logs', name)).size <= 4096);
     assert.equal(statSync(join(tmp.dir, 'logs')).mode & 0o777, 0o700);
+  });
+});
+
+describe('the audit sink file refuses what others could read or redirect', () => {
+  const tmp = tempDir();
+  after(() => tmp.cleanup());
+  const line = JSON.stringify({ record: 'audit.event', seq: 1 });
+  const refused = (error: unknown) => (error as { code?: unknown }).code === 'audit_sink_refused';
+  let n = 0;
+  /** A fresh owner-only directory for one case. */
+  const dir = () => {
+    const d = join(tmp.dir, `case-${++n}`);
+    mkdirSync(d, { mode: 0o700 });
+    return d;
+  };
+
+  test('audit-sink-symlink: a sink path that is a symbolic link to another file is refused, and nothing is written through it', () => {
+    const d = dir();
+    const victim = join(d, 'victim.txt');
+    writeFileSync(victim, 'precious\n', { mode: 0o600 });
+    symlinkSync(victim, join(d, 'audit.jsonl'));
+    assert.throws(() => new JsonLinesFile(join(d, 'audit.jsonl'), 65_536, 2).append([line]), refused);
+    assert.equal(readFileSync(victim, 'utf8'), 'precious\n');
+  });
+
+  test('audit-sink-symlink-swapped: a sink file replaced by a symbolic link while the service runs is refused at the next append', () => {
+    const d = dir();
+    const victim = join(d, 'victim.txt');
+    writeFileSync(victim, 'precious\n', { mode: 0o600 });
+    const path = join(d, 'audit.jsonl');
+    const file = new JsonLinesFile(path, 65_536, 2);
+    file.append([line]);
+    rmSync(path);
+    symlinkSync(victim, path);
+    assert.throws(() => file.append([line]), refused);
+    assert.equal(readFileSync(victim, 'utf8'), 'precious\n');
+  });
+
+  test('audit-sink-readable-by-others: a pre-existing 0644 sink file is refused, not appended to, and keeps its mode', () => {
+    const d = dir();
+    const path = join(d, 'audit.jsonl');
+    writeFileSync(path, 'old\n');
+    chmodSync(path, 0o644);
+    assert.throws(() => new JsonLinesFile(path, 65_536, 2).append([line]), refused);
+    assert.equal(readFileSync(path, 'utf8'), 'old\n');
+    assert.equal(statSync(path).mode & 0o777, 0o644);
+  });
+
+  const root = process.getuid?.() === 0;
+  test('audit-sink-foreign-owner: a pre-existing sink file owned by another user is refused', {
+    skip: root || process.env.CI ? false : 'needs root to give a file to another user (under CI it fails instead of skipping)',
+  }, () => {
+    assert.ok(root, 'this test needs root to chown a file; CI must run it as root');
+    const d = dir();
+    const path = join(d, 'audit.jsonl');
+    writeFileSync(path, 'theirs\n', { mode: 0o600 });
+    chownSync(path, 65_534, 65_534);
+    assert.throws(() => new JsonLinesFile(path, 65_536, 2).append([line]), refused);
+    assert.equal(readFileSync(path, 'utf8'), 'theirs\n');
+  });
+
+  test('audit-sink-world-writable-dir: a sink in a directory others can write is refused, and no file is created there', () => {
+    const d = join(dir(), 'shared');
+    mkdirSync(d);
+    chmodSync(d, 0o777);
+    assert.throws(() => new JsonLinesFile(join(d, 'audit.jsonl'), 65_536, 2).append([line]), refused);
+    assert.deepEqual(readdirSync(d), []);
+  });
+
+  test('audit-sink-symlink through svc auth serve: the service refuses to start with one line naming the sink, and writes nothing through it', async () => {
+    const root = join(tmp.dir, 'serve');
+    const env = cleanEnv({ HOME: root });
+    const p = await enrolledProject(root, { env });
+    const victim = join(root, 'victim.txt');
+    writeFileSync(victim, 'precious\n', { mode: 0o600 });
+    symlinkSync(victim, join(p.dir, 'audit.jsonl'));
+    withSinks(p.dir, '{:file "audit.jsonl"}');
+    const r = await run(process.execPath, [SVC_BIN, 'auth', 'serve', '--listen', '127.0.0.1:0', p.dir], { env });
+    assert.equal(r.code, 1, r.stderr);
+    assert.match(r.stderr, /audit sink .*audit\.jsonl.*symbolic link/);
+    assert.equal(readFileSync(victim, 'utf8'), 'precious\n');
   });
 });

@@ -267,6 +267,12 @@ export const FAILURE_CODES = {
     meaning:
       'a running service stopped shipping the audit trail because the chain no longer continues the one its sinks have (a restored or rewritten store); it logs `audit.ship_stalled` naming the cursor file to remove',
   },
+  audit_sink_refused: {
+    raisedBy: 'AuditSinkError (@svc/cli)',
+    exit: 1,
+    meaning:
+      'the audit sink file was not written: it is a symbolic link, not a regular file, owned by another user, readable or writable by group or others, or in a directory others can write; the message names the path and the fix',
+  },
   provider_failed: {
     raisedBy: 'ProviderError (@svc/provider-host)',
     exit: 1,
