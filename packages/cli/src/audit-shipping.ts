@@ -15,8 +15,12 @@ import {
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import {
   type AuditEvent,
+  type AuditShippingHealth,
+  type AuditSinkName,
   type AuthDeps,
   auditEventToJson,
+  auditShippingAfter,
+  errorCodeOf,
   type FailureCode,
   GENESIS_HASH,
   signAuditCheckpoint,
@@ -216,11 +220,15 @@ function eventLine(event: AuditEvent): string {
  * last event signed by the node key; the batch is written (and the file fsynced) to every sink
  * before the cursor moves past it, atomically. So delivery is at least once: a crash repeats at
  * most the batch in flight, never an event before the cursor, and loses none. A chain that no
- * longer continues from the cursor (restored from an older backup, or rewritten) is not shipped:
- * the error names the cursor file to remove to ship the whole trail again.
+ * longer continues from the cursor (restored from an older backup, moved to another store, or
+ * rewritten) is not shipped: the error names the cursor file to remove to ship the whole trail
+ * again. After a failed attempt the next one reads the cursor file again, so removing (or
+ * fixing) it resumes shipping without a restart. `health()` says whether the last attempt
+ * failed and why, for readiness, node health and metrics; null when no sink is configured.
  *
  * @example
  * const shipping = startAuditShipping({ project, deps, log });
+ * shipping.health(); // { sinks: ['file'], stalled: false, code: null }
  * await shipping.stop(); // delivers what is left, then returns
  */
 export function startAuditShipping(ctx: {
@@ -228,10 +236,12 @@ export function startAuditShipping(ctx: {
   readonly deps: AuthDeps;
   readonly log: Logger;
   readonly sinks?: AuditSinks;
-}): { stop(): Promise<void> } {
+}): AuditShipping {
   const { project, deps, log } = ctx;
   const sinks = ctx.sinks ?? project.config.auditSinks;
-  if (sinks.file === null && !sinks.stdout) return { stop: async () => undefined };
+  if (sinks.file === null && !sinks.stdout) return { stop: async () => undefined, health: () => null };
+  const names: AuditSinkName[] = [...(sinks.file === null ? [] : (['file'] as const)), ...(sinks.stdout ? (['stdout'] as const) : [])];
+  let health = auditShippingAfter(names, null);
   const file =
     sinks.file === null
       ? null
@@ -255,6 +265,8 @@ export function startAuditShipping(ctx: {
 
   /** Delivers one batch; resolves with how many events it delivered. */
   const deliverBatch = async (): Promise<number> => {
+    // After a failure, the operator may have removed or fixed the cursor file: read it again.
+    if (health.stalled) cursor = readAuditCursor(cursorFile);
     const events = await deps.store.listAuditEvents({ afterSeq: cursor.seq, limit: sinks.batch });
     const first = events[0];
     const last = events.at(-1);
@@ -305,17 +317,27 @@ export function startAuditShipping(ctx: {
       let delivered = 0;
       try {
         delivered = await deliverBatch();
+        if (health.stalled) log.info({ event: 'audit.ship_resumed', cursor_seq: cursor.seq }, 'audit shipping resumed');
+        health = auditShippingAfter(names, null);
         reported = '';
-      } catch (error) {
+      } catch (caught) {
+        const error = errorCodeOf(caught) === null ? new AuditShipError(caught) : caught;
+        health = auditShippingAfter(names, error);
         const why = (error as Error).message;
+        // Once per distinct reason, not once per attempt: the stall itself is in /readyz, health and metrics.
         if (why !== reported) {
           reported = why;
           if (error instanceof ShipStall) {
             log.error(
-              { event: 'audit.ship_stalled', cursor_file: cursorFile },
-              `audit shipping stopped: ${why}; if the control store was restored, remove ${cursorFile} to ship the whole trail again`,
+              { event: 'audit.ship_stalled', code: health.code, cursor_file: cursorFile },
+              `audit shipping stopped: ${why}; if the control store was restored or moved to another store, remove ${cursorFile} to ship the whole trail again (the running service resumes by itself, no restart needed)`,
             );
-          } else log.warn({ err: error, event: 'audit.ship_failed' }, 'delivering audit events failed; will retry');
+          } else {
+            log.error(
+              { err: error, event: 'audit.ship_failed', code: health.code },
+              `delivering audit events failed: ${why}; retrying every ${sinks.pollMilliseconds} ms`,
+            );
+          }
         }
       }
       if (delivered > 0 && delivered === sinks.batch) continue;
@@ -330,6 +352,7 @@ export function startAuditShipping(ctx: {
   })();
 
   return {
+    health: () => health,
     async stop() {
       // One more pass after the last request: what the surfaces appended while closing ships too.
       stopping = true;
@@ -339,8 +362,25 @@ export function startAuditShipping(ctx: {
   };
 }
 
-/** The chain no longer continues from the cursor: delivering would skip or repeat events. */
+/** Running audit shipping: how it is doing, and how to stop it. */
+export interface AuditShipping {
+  /** The outcome of the last delivery attempt; null when no sink is configured. */
+  health(): AuditShippingHealth | null;
+  /** Delivers what is left, then resolves. */
+  stop(): Promise<void>;
+}
+
 /** The chain no longer continues the one the sinks have: shipping stops until the operator decides. */
 class ShipStall extends Error {
   readonly code = 'audit_ship_stalled' satisfies FailureCode;
+}
+
+/** A delivery attempt failed without a stable code of its own (the sink could not be written, the cursor file could not be read). */
+class AuditShipError extends Error {
+  readonly code = 'audit_ship_failed' satisfies FailureCode;
+
+  constructor(cause: unknown) {
+    super(cause instanceof Error ? cause.message : String(cause), { cause });
+    this.name = 'AuditShipError';
+  }
 }

@@ -52,6 +52,23 @@ function waitFor(check: () => boolean, what: string, timeoutMs = 60_000): Promis
   });
 }
 
+/** Polls `check` until it holds; fails naming `what` when it has not within `timeoutMs`. */
+async function waitUntil(check: () => Promise<boolean>, what: string, timeoutMs = 60_000): Promise<void> {
+  const start = Date.now();
+  for (;;) {
+    if (await check()) return;
+    if (Date.now() - start > timeoutMs) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+/** A sample of the Prometheus text at `metricsUrl`/metrics, e.g. `svc_audit_shipping_stalled{sink="file"}`; null when absent. */
+async function sample(metricsUrl: string, series: string): Promise<number | null> {
+  const text = await (await fetch(`${metricsUrl}/metrics`)).text();
+  const line = text.split('\n').find((l) => l.startsWith(`${series} `));
+  return line === undefined ? null : Number(line.slice(series.length + 1));
+}
+
 describe('audit shipping', () => {
   const tmp = tempDir();
   after(() => tmp.cleanup());
@@ -203,6 +220,62 @@ describe('audit shipping', () => {
       shipped().map((l) => l.seq),
       [1, 2, 3, 1, 2, 3],
     );
+  });
+});
+
+describe('a stalled audit shipping is visible and resumes by itself', () => {
+  const tmp = tempDir();
+  after(() => tmp.cleanup());
+
+  test('the cursor left by the SQLite store after the move to a new store stalls shipping: /readyz 503, node health degraded, the stall gauge and its code; removing the cursor resumes without a restart', async () => {
+    const root = join(tmp.dir, 'moved');
+    const env = cleanEnv({ HOME: root });
+    const p = await enrolledProject(root, { env });
+    withSinks(p.dir, '{:file "audit.jsonl" :poll-milliseconds 100}');
+    // The old store had shipped 500 events; the new store's chain is shorter (and another one).
+    const cursorFile = join(p.dir, '.svc', 'control', 'audit-ship-cursor.json');
+    writeFileSync(cursorFile, `${JSON.stringify({ seq: 500, hash: 'ab'.repeat(32) })}\n`, { mode: 0o600 });
+    const server = await startUntilReady(
+      ['serve', '--management-listen', '127.0.0.1:0', '--node-listen', '127.0.0.1:0', '--metrics-listen', '127.0.0.1:0', p.dir],
+      (o) => {
+        const node = /svc node: node surface listening on (http:\/\/\S+)/.exec(o)?.[1];
+        const metrics = /svc: metrics listening on (http:\/\/\S+)\/metrics/.exec(o)?.[1];
+        return node === undefined || metrics === undefined ? null : { node, metrics };
+      },
+      { env },
+    );
+    try {
+      const { node, metrics } = server.ready;
+      await waitUntil(async () => (await fetch(`${metrics}/readyz`)).status === 503, '/readyz to report the stall');
+      const ready = await fetch(`${metrics}/readyz`);
+      assert.deepEqual(await ready.json(), { status: 'not_ready', audit_shipping: { status: 'failed', code: 'audit_ship_stalled' } });
+      const health = await fetch(`${node}/edge/0-alpha/health`);
+      assert.equal(health.status, 503);
+      const body = (await health.json()) as { status: string; store: unknown; audit_shipping: unknown };
+      assert.equal(body.status, 'degraded');
+      assert.deepEqual(body.store, { status: 'ok' });
+      assert.deepEqual(body.audit_shipping, { status: 'failed', code: 'audit_ship_stalled' });
+      assert.equal(await sample(metrics, 'svc_audit_shipping_stalled{sink="file"}'), 1);
+      assert.equal(await sample(metrics, 'svc_audit_shipping_error{sink="file",code="audit_ship_stalled"}'), 1);
+      assert.match(server.stderr(), /remove .*audit-ship-cursor\.json to ship the whole trail again.*no restart/);
+      assert.equal(existsSync(join(p.dir, 'audit.jsonl')), false, 'nothing was shipped while stalled');
+
+      // As the message says: remove the cursor, and the running service ships the whole trail.
+      rmSync(cursorFile);
+      await waitUntil(async () => (await fetch(`${metrics}/readyz`)).status === 200, '/readyz to be ready again');
+      await waitFor(() => existsSync(cursorFile), 'the new cursor');
+      const shipped = sinkLines(p.dir, 'audit.jsonl').filter((l) => l.record === 'audit.event');
+      assert.deepEqual(
+        shipped.map((l) => l.seq),
+        shipped.map((_, i) => i + 1),
+      );
+      assert.ok(shipped.length >= 2, 'the trail so far was shipped');
+      assert.equal((await fetch(`${node}/edge/0-alpha/health`)).status, 200);
+      assert.equal(await sample(metrics, 'svc_audit_shipping_stalled{sink="file"}'), 0);
+      assert.equal(await sample(metrics, 'svc_audit_shipping_error{sink="file",code="audit_ship_stalled"}'), null);
+    } finally {
+      assert.equal(await server.stop(), 0);
+    }
   });
 });
 
