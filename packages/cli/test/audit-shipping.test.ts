@@ -15,6 +15,7 @@ import {
 } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
 import { createManagementClient, loadDeviceKey, login } from '@svc/client';
 import { auditDraft } from '@svc/core';
 import { openSqliteStore } from 'svc-store-sqlite';
@@ -50,6 +51,17 @@ function waitFor(check: () => boolean, what: string, timeoutMs = 60_000): Promis
     };
     poll();
   });
+}
+
+const HEALTHCHECK = fileURLToPath(new URL('../../../docs/docker/healthcheck.mjs', import.meta.url));
+
+/** The container's HEALTHCHECK against this node: through node health, or through /readyz when `metrics` is given. */
+async function containerHealthy(nodeUrl: string, metricsUrl?: string): Promise<boolean> {
+  const env = cleanEnv({
+    SVC_NODE_LISTEN: new URL(nodeUrl).host,
+    ...(metricsUrl === undefined ? {} : { SVC_METRICS_LISTEN: new URL(metricsUrl).host }),
+  });
+  return (await run(process.execPath, [HEALTHCHECK], { env })).code === 0;
 }
 
 /** Polls `check` until it holds; fails naming `what` when it has not within `timeoutMs`. */
@@ -259,6 +271,9 @@ describe('a stalled audit shipping is visible and resumes by itself', () => {
       assert.equal(await sample(metrics, 'svc_audit_shipping_error{sink="file",code="audit_ship_stalled"}'), 1);
       assert.match(server.stderr(), /remove .*audit-ship-cursor\.json to ship the whole trail again.*no restart/);
       assert.equal(existsSync(join(p.dir, 'audit.jsonl')), false, 'nothing was shipped while stalled');
+      // The container HEALTHCHECK agrees with /readyz, whichever it asks.
+      assert.equal(await containerHealthy(node), false, 'the HEALTHCHECK through node health says unhealthy');
+      assert.equal(await containerHealthy(node, metrics), false, 'the HEALTHCHECK through /readyz says unhealthy');
 
       // As the message says: remove the cursor, and the running service ships the whole trail.
       rmSync(cursorFile);
@@ -271,6 +286,8 @@ describe('a stalled audit shipping is visible and resumes by itself', () => {
       );
       assert.ok(shipped.length >= 2, 'the trail so far was shipped');
       assert.equal((await fetch(`${node}/edge/0-alpha/health`)).status, 200);
+      assert.equal(await containerHealthy(node), true);
+      assert.equal(await containerHealthy(node, metrics), true);
       assert.equal(await sample(metrics, 'svc_audit_shipping_stalled{sink="file"}'), 0);
       assert.equal(await sample(metrics, 'svc_audit_shipping_error{sink="file",code="audit_ship_stalled"}'), null);
     } finally {

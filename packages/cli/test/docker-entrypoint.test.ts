@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { after, describe, test } from 'node:test';
+import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { bash, CHILD_TIMEOUT_MS, cleanEnv, keygen, run, SVC_BIN, svcOk, tempDir } from './helpers.js';
 import { bundledSha256, createSchemas, PG_URL } from './support/store-projects.js';
@@ -234,5 +236,63 @@ describe('the container files', () => {
       assert.doesNotMatch(text, /enroll <TOKEN>|enroll svcb_|enroll \$\{?TOKEN/, `${f} shows the positional token form`);
       assert.doesNotMatch(text, /\blogs \S+ *#[^\n]*token|bootstrap token svcb_/i, `${f} sends the operator to the log for the token`);
     }
+  });
+});
+
+describe('the HEALTHCHECK and /readyz agree on what unhealthy means', () => {
+  // A stand-in for the node surface's health route, answering what a real node answers in each case.
+  let answer: { status: number; body: string } = { status: 200, body: '{}' };
+  let server: Server;
+  let listen = '';
+  after(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  before(async () => {
+    server = createServer((req, res) => {
+      if (req.url !== '/edge/0-alpha/health') {
+        res.writeHead(404).end();
+        return;
+      }
+      res.writeHead(answer.status, { 'content-type': 'application/json' }).end(answer.body);
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    listen = `127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  const health = (over: Record<string, unknown>) =>
+    JSON.stringify({
+      status: 'degraded',
+      node_id: 'X',
+      checked_at: '2026-11-27T10:00:00.000Z',
+      store: { status: 'ok' },
+      providers: [
+        { name: 'ed25519', kind: 'device-key', status: 'ok' },
+        { name: 'corp-sso', kind: 'oidc', status: 'ok' },
+      ],
+      ...over,
+    });
+  const check = (status: number, body: string) => {
+    answer = { status, body };
+    return healthcheck({ SVC_NODE_LISTEN: listen });
+  };
+
+  test('idp-outage-unhealthy-container: a provider whose IdP is down (store and shipping ok) leaves the container healthy, as /readyz stays 200, and says which provider', async () => {
+    const r = await check(
+      503,
+      health({
+        providers: [
+          { name: 'ed25519', kind: 'device-key', status: 'ok' },
+          { name: 'corp-sso', kind: 'oidc', status: 'failed' },
+        ],
+      }),
+    );
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout + r.stderr, /corp-sso/);
+  });
+
+  test("the node's own faults are unhealthy: the store, audit shipping, the built-in key provider, an unreadable answer", async () => {
+    assert.equal((await check(503, health({ store: { status: 'failed', reason: 'disk_full' } }))).code, 1);
+    assert.equal((await check(503, health({ audit_shipping: { status: 'failed', code: 'audit_ship_stalled' } }))).code, 1);
+    assert.equal((await check(503, health({ providers: [{ name: 'ed25519', kind: 'device-key', status: 'failed' }] }))).code, 1);
+    assert.equal((await check(503, 'not json')).code, 1);
+    assert.equal((await check(500, health({ status: 'ok' }))).code, 1);
+    assert.equal((await check(200, health({ status: 'ok' }))).code, 0);
   });
 });
