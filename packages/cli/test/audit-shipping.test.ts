@@ -296,6 +296,58 @@ describe('a stalled audit shipping is visible and resumes by itself', () => {
   });
 });
 
+describe('a sink file swapped for a symbolic link while the service runs', () => {
+  const tmp = tempDir();
+  after(() => tmp.cleanup());
+
+  test('audit-sink-symlink-swapped in a running svc serve: nothing is written through the link, the stall says audit_sink_refused, and shipping resumes once the link is gone', async () => {
+    const root = join(tmp.dir, 'swapped');
+    const env = cleanEnv({ HOME: root });
+    const p = await enrolledProject(root, { env });
+    withSinks(p.dir, '{:file "audit.jsonl" :poll-milliseconds 100}');
+    const server = await startUntilReady(
+      ['serve', '--management-listen', '127.0.0.1:0', '--node-listen', '127.0.0.1:0', '--metrics-listen', '127.0.0.1:0', p.dir],
+      (o) => {
+        const management = /svc auth: management API listening on (http:\/\/\S+)/.exec(o)?.[1];
+        const metrics = /svc: metrics listening on (http:\/\/\S+)\/metrics/.exec(o)?.[1];
+        return management === undefined || metrics === undefined ? null : { management, metrics };
+      },
+      { env },
+    );
+    try {
+      const { management, metrics } = server.ready;
+      const sink = join(p.dir, 'audit.jsonl');
+      const cursorFile = join(p.dir, '.svc', 'control', 'audit-ship-cursor.json');
+      const cursorSeq = () => (existsSync(cursorFile) ? (JSON.parse(readFileSync(cursorFile, 'utf8')) as { seq: number }).seq : 0);
+      await waitFor(() => cursorSeq() >= 2, 'the trail so far to be shipped');
+      const victim = join(root, 'victim.txt');
+      writeFileSync(victim, 'precious\n', { mode: 0o600 });
+      rmSync(sink);
+      symlinkSync(victim, sink);
+      // A sign-in appends events to ship; the link must not receive them.
+      await login(createManagementClient({ baseUrl: management }), loadDeviceKey(p.keyFile));
+      await waitUntil(async () => (await fetch(`${metrics}/readyz`)).status === 503, '/readyz to report the refused sink');
+      assert.deepEqual(await (await fetch(`${metrics}/readyz`)).json(), {
+        status: 'not_ready',
+        audit_shipping: { status: 'failed', code: 'audit_sink_refused' },
+      });
+      assert.match(server.stderr(), /refusing the audit sink file .*audit\.jsonl: it is a symbolic link/);
+      assert.equal(readFileSync(victim, 'utf8'), 'precious\n', 'nothing was written through the link');
+
+      rmSync(sink);
+      await waitUntil(async () => (await fetch(`${metrics}/readyz`)).status === 200, '/readyz to be ready once the link is gone');
+      assert.ok(
+        sinkLines(p.dir, 'audit.jsonl').some((l) => l.type === 'session.created'),
+        'the sign-in was shipped to a new file',
+      );
+      assert.equal(statSync(sink).mode & 0o777, 0o600);
+      assert.equal(readFileSync(victim, 'utf8'), 'precious\n');
+    } finally {
+      assert.equal(await server.stop(), 0);
+    }
+  });
+});
+
 describe('the JSON-lines sink file', () => {
   const tmp = tempDir();
   after(() => tmp.cleanup());
