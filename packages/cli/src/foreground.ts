@@ -1,6 +1,6 @@
 import type { ProviderHandle } from '@svc/core';
 import { startCheckpointExport } from './audit-checkpoints.js';
-import { startAuditShipping } from './audit-shipping.js';
+import { type AuditShipping, startAuditShipping } from './audit-shipping.js';
 import { CliError } from './cli-error.js';
 import { makeDeps, openControlStore } from './control.js';
 import { createLogger } from './logger.js';
@@ -33,7 +33,7 @@ export async function runForeground(project: Project, surfaces: readonly Surface
   let stopping = false;
   let pruneTimer: NodeJS.Timeout | undefined;
   let checkpoints: { stop(): Promise<void> } | undefined;
-  let shipping: { stop(): Promise<void> } | undefined;
+  let shipping: AuditShipping | undefined;
   const stop = async () => {
     if (pruneTimer !== undefined) clearInterval(pruneTimer);
     for (const s of running.reverse()) await s.close().catch((error: unknown) => log.error({ err: error }, 'error while closing'));
@@ -50,7 +50,9 @@ export async function runForeground(project: Project, surfaces: readonly Surface
     const deps = await makeDeps(project, store, log);
     // Only where a surface serves them: `svc auth serve` alone verifies the packages, starts none.
     if (surfaces.some((s) => s.usesProviders === true)) providers = await startProviderHosts(providerModules, log);
-    for (const surface of surfaces) running.push(await surface.start({ project, deps, log, providers }));
+    // Shipping starts after the surfaces; readiness, health and metrics read its state per request.
+    const auditShipping = () => shipping?.health() ?? null;
+    for (const surface of surfaces) running.push(await surface.start({ project, deps, log, providers, auditShipping }));
     checkpoints = startCheckpointExport({ project, deps, log });
     shipping = startAuditShipping({ project, deps, log });
   } catch (error) {

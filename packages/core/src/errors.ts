@@ -265,7 +265,19 @@ export const FAILURE_CODES = {
     raisedBy: 'ShipStall (@svc/cli)',
     exit: 1,
     meaning:
-      'a running service stopped shipping the audit trail because the chain no longer continues the one its sinks have (a restored or rewritten store); it logs `audit.ship_stalled` naming the cursor file to remove',
+      'a running service stopped shipping the audit trail because the chain no longer continues the one its sinks have (a restored, moved or rewritten store); it logs `audit.ship_stalled` naming the cursor file to remove, reports the stall in `/readyz`, node health and metrics, and resumes by itself once the file is removed',
+  },
+  audit_ship_failed: {
+    raisedBy: 'AuditShipError (@svc/cli)',
+    exit: 1,
+    meaning:
+      'a running service could not deliver an audit batch for another reason than a stall or a refused sink (the sink could not be written: a full disk, an I/O error; an unreadable cursor file); it retries every `:poll-milliseconds` and reports the stall in `/readyz`, node health and metrics until a delivery succeeds',
+  },
+  audit_sink_refused: {
+    raisedBy: 'AuditSinkError (@svc/cli)',
+    exit: 1,
+    meaning:
+      'the audit sink file was not written: it is a symbolic link, not a regular file, owned by another user, readable or writable by group or others, or in a directory others can write; the message names the path and the fix',
   },
   provider_failed: {
     raisedBy: 'ProviderError (@svc/provider-host)',

@@ -49,6 +49,8 @@ export {
   type SignedAuditCheckpoint,
   signAuditCheckpoint,
 } from './audit-checkpoint.js';
+export { type AuditShippingHealth, type AuditSinkName, auditShippingAfter } from './audit-shipping-health.js';
+export { type SinkPathStat, sinkDirectoryRefusal, sinkFileRefusal } from './audit-sink-rules.js';
 export {
   type AccountingEvent,
   BACKUP_SIGNATURE_TYPE,

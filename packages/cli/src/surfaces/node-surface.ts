@@ -82,7 +82,7 @@ export function nodeSurface(
   return {
     name: 'node surface',
     usesProviders: true,
-    async start({ project, deps: base, log, providers }) {
+    async start({ project, deps: base, log, providers, auditShipping }) {
       const metrics = opts.metrics;
       const deps = metrics === undefined ? base : { ...base, store: instrumentStore(base.store, metrics) };
       assertOwnerOnly(project.nodeKey, 'the node key');
@@ -100,6 +100,7 @@ export function nodeSurface(
         components: () => components,
         providers: [ed25519KeyProvider],
         providerPackages: providers,
+        auditShipping,
         logger: log,
         ...(metrics === undefined ? {} : { metrics }),
       });

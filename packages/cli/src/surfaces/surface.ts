@@ -1,4 +1,4 @@
-import type { AuthDeps, ProviderHandle } from '@svc/core';
+import type { AuditShippingHealth, AuthDeps, ProviderHandle } from '@svc/core';
 import type { Logger } from 'pino';
 import type { Project } from '../project.js';
 
@@ -9,6 +9,8 @@ export interface SurfaceContext {
   readonly log: Logger;
   /** The project's provider packages, each running confined (`startProviderHosts`); empty without any. */
   readonly providers: readonly ProviderHandle[];
+  /** How audit shipping is doing (read per request by readiness, node health and metrics); null when no sink is configured. */
+  readonly auditShipping: () => AuditShippingHealth | null;
 }
 
 /** A listener that is up: where it answers, and how to stop it. */
