@@ -39,6 +39,12 @@ export const MANAGEMENT_CONNECTION_LIMITS: ConnectionLimits = Object.freeze({ ma
 export function installConnectionLimits(app: FastifyInstance, limits: ConnectionLimits): void {
   const server = app.server;
   server.maxConnections = limits.maxConnections;
+  // A client that sends its request and then its FIN (done sending, still reading) must get
+  // the answer: by default Node ends the socket on the FIN, so a request that was still running
+  // (a proxied one, already sent upstream) lost its response. With half-open allowed, Node
+  // answers every request it read and then closes (`_last`, then `destroySoon`). Node has no
+  // public option for it; the property is read on every FIN (lib/_http_server.js socketOnEnd).
+  (server as typeof server & { httpAllowHalfOpen: boolean }).httpAllowHalfOpen = true;
   const perPeer = new Map<string, number>();
   server.on('connection', (socket: Socket) => {
     const peer = socket.remoteAddress ?? '';
