@@ -1,0 +1,126 @@
+import assert from 'node:assert/strict';
+import type { Server } from 'node:http';
+import { connect, type Socket } from 'node:net';
+import { afterEach, describe, test } from 'node:test';
+import { serverOptions } from '../src/http/server-options.js';
+import { until, within } from './support/bounded.js';
+import { startGatewayHarness } from './support/gateway-harness.js';
+import { raw, startHarness } from './support/harness.js';
+import { startNodeHarness } from './support/node-harness.js';
+
+/** The listener's own deadline for a request head: what would free a lingering socket without the fix. */
+const HEAD_TIMEOUT_MS = serverOptions(false).http.headersTimeout;
+
+function openConnections(server: Server): Promise<number> {
+  return new Promise((resolve, reject) => server.getConnections((err, n) => (err ? reject(err) : resolve(n))));
+}
+
+/**
+ * `count` clients from `peers` loopback addresses (127.0.0.2, 127.0.0.3, ...) that each send a
+ * line that is not HTTP and never read a byte of the answer. Resolves once the server has
+ * either answered each one (its `clientError`) or dropped it at its cap.
+ */
+async function garbageFlood(server: Server, port: number, count: number, peers: number): Promise<Socket[]> {
+  let accepted = 0;
+  let dropped = 0;
+  let answered = 0;
+  const onConnection = () => accepted++;
+  const onDrop = () => dropped++;
+  const onClientError = () => answered++;
+  server.on('connection', onConnection);
+  server.on('drop', onDrop);
+  server.on('clientError', onClientError);
+  const sockets: Socket[] = [];
+  try {
+    for (let i = 0; i < count; i++) {
+      const s = connect({ host: '127.0.0.1', port, localAddress: `127.0.0.${2 + (i % peers)}` });
+      s.on('error', () => {});
+      s.on('connect', () => s.write('GARBAGE \x01\x02 NOT-HTTP\r\n\r\n'));
+      // Never read: no 'data' listener, so the socket stays paused.
+      sockets.push(s);
+    }
+    await until(
+      () => accepted + dropped === count && answered === accepted,
+      60_000,
+      `the listener to answer or drop ${count} garbage connections`,
+      () => ({ accepted, dropped, answered }),
+    );
+  } finally {
+    server.off('connection', onConnection);
+    server.off('drop', onDrop);
+    server.off('clientError', onClientError);
+  }
+  return sockets;
+}
+
+describe('connections that never read cannot hold a listener', () => {
+  let sockets: Socket[] = [];
+  let close: (() => Promise<void>) | undefined;
+  afterEach(async () => {
+    for (const s of sockets) s.destroy();
+    sockets = [];
+    await close?.();
+    close = undefined;
+  });
+
+  const surfaces = [
+    {
+      name: 'management API',
+      count: 300,
+      async start() {
+        const h = await startHarness();
+        return { server: h.app.server, port: h.port, health: () => raw(h, { path: '/health' }), close: () => h.close() };
+      },
+    },
+    {
+      name: 'node surface',
+      count: 300,
+      async start() {
+        const h = await startNodeHarness();
+        const port = Number(new URL(h.nodeBase).port);
+        return {
+          server: h.node.server,
+          port,
+          health: () => raw({ port }, { path: '/edge/0-alpha/health' }),
+          close: () => h.close(),
+        };
+      },
+    },
+    {
+      name: 'application gateway',
+      count: 1100,
+      async start() {
+        const h = await startGatewayHarness({
+          attach: async (app) => {
+            app.get('/healthz', async () => ({ ok: true }));
+          },
+        });
+        return {
+          server: h.gateway.server,
+          port: h.gatewayPort,
+          health: () => raw({ port: h.gatewayPort }, { path: '/healthz' }),
+          close: () => h.close(),
+        };
+      },
+    },
+  ];
+
+  for (const surface of surfaces) {
+    test(`garbage-flood-never-read: ${surface.count} clients from 22 addresses that send garbage and never read free their slots once answered (${surface.name})`, async () => {
+      const l = await surface.start();
+      close = l.close;
+      sockets = await garbageFlood(l.server, l.port, surface.count, 22);
+      // Answered with 400, the attack sockets must go at once (reset), not linger half-closed
+      // until the listener's own head timeout: the wait is bounded below that timeout, so only
+      // closing them after the answer can meet it.
+      await until(
+        async () => (await openConnections(l.server)) === 0,
+        HEAD_TIMEOUT_MS / 2,
+        `the ${surface.name} to free the slots of ${surface.count} answered garbage connections`,
+        () => openConnections(l.server),
+      );
+      const r = await within(l.health(), 10_000, `a new client's health request to the ${surface.name}`);
+      assert.equal(r.status, 200, r.text);
+    });
+  }
+});
