@@ -82,7 +82,8 @@ export function nodeSurface(
   return {
     name: 'node surface',
     usesProviders: true,
-    async start({ project, deps: base, log, providers }) {
+    kind: 'node',
+    async start({ project, deps: base, log, providers, connections }) {
       const metrics = opts.metrics;
       const deps = metrics === undefined ? base : { ...base, store: instrumentStore(base.store, metrics) };
       assertOwnerOnly(project.nodeKey, 'the node key');
@@ -101,6 +102,7 @@ export function nodeSurface(
         providers: [ed25519KeyProvider],
         providerPackages: providers,
         logger: log,
+        connectionLimits: connections.node,
         ...(metrics === undefined ? {} : { metrics }),
       });
       const url = await listenOn(app, listen, { what: 'the node surface', flag: opts.flag, env: 'SVC_NODE_LISTEN' });

@@ -9,6 +9,7 @@ import {
   upstreamHeaderName,
 } from '@svc/core';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { DEFAULT_UPSTREAM_CONNECTIONS } from '../http/connection-limits.js';
 import type { GatewayAttach, UpstreamAttachOptions } from './options.js';
 import { installWebSocketRelay } from './upstream-websocket.js';
 
@@ -195,6 +196,8 @@ export function upstreamAttach(opts: UpstreamAttachOptions, timeouts: UpstreamTi
         internalRewriteLocationHeader: false,
         disableRequestLogging: true,
         undici: {
+          // Bounded, so proxied requests can never hold more descriptors than the plan gave them.
+          connections: opts.maxConnections ?? DEFAULT_UPSTREAM_CONNECTIONS,
           connect: { timeout: timeouts.connectMs },
           headersTimeout: timeouts.responseMs,
           bodyTimeout: timeouts.idleMs,

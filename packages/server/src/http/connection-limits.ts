@@ -1,3 +1,4 @@
+import { readdirSync, readFileSync } from 'node:fs';
 import type { Socket } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 
@@ -60,4 +61,158 @@ export function installConnectionLimits(app: FastifyInstance, limits: Connection
       else perPeer.set(peer, left);
     });
   });
+}
+
+/** The process's open-file limit (RLIMIT_NOFILE); `Infinity` for `unlimited`. */
+export interface DescriptorLimit {
+  readonly soft: number;
+  readonly hard: number;
+}
+
+/**
+ * The `Max open files` line of a `/proc/<pid>/limits` text, or null when it has none.
+ *
+ * @example
+ * parseDescriptorLimit('Max open files            1024                 524288               files'); // { soft: 1024, hard: 524288 }
+ */
+export function parseDescriptorLimit(procLimits: string): DescriptorLimit | null {
+  const m = /^Max open files\s+(\d+|unlimited)\s+(\d+|unlimited)/m.exec(procLimits);
+  if (m === null) return null;
+  const value = (v: string | undefined) => (v === 'unlimited' ? Number.POSITIVE_INFINITY : Number(v));
+  return { soft: value(m[1]), hard: value(m[2]) };
+}
+
+/**
+ * This process's descriptor limit, read from `/proc/self/limits` (Linux), or null where there
+ * is none. Node itself raises the soft limit to the hard one when it starts, so the soft value
+ * read here is what the process may really open; a process cannot raise its hard limit.
+ *
+ * @example
+ * readDescriptorLimit()?.soft; // 1048576 in a default container, 524288 under systemd
+ */
+export function readDescriptorLimit(): DescriptorLimit | null {
+  try {
+    return parseDescriptorLimit(readFileSync('/proc/self/limits', 'utf8'));
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * How many descriptors this process has open now (Linux), or null where it cannot tell.
+ *
+ * @example
+ * const reserve = Math.max(DESCRIPTOR_RESERVE, (openDescriptors() ?? 0) + 32);
+ */
+export function openDescriptors(): number | null {
+  try {
+    return readdirSync('/proc/self/fd').length;
+  } catch {
+    return null;
+  }
+}
+
+/** Connections the gateway keeps to its upstream at most by default (reply-from's own default); further proxied requests wait for one. */
+export const DEFAULT_UPSTREAM_CONNECTIONS = 128;
+
+/** Descriptors kept for everything but the listeners' connections: the store, logs, key files, provider pipes, Node's own. */
+export const DESCRIPTOR_RESERVE = 64;
+
+/** The smallest descriptor limit the service starts with: below it not even reduced caps fit. */
+export const MIN_DESCRIPTOR_LIMIT = 128;
+
+/** The caps of each listener and of the gateway's upstream pool, sized to the descriptor limit. */
+export interface ConnectionPlan {
+  /** The limit the plan was made for, or null when unknown (the defaults then). */
+  readonly descriptors: number | null;
+  /** Descriptors set aside for the rest of the process. */
+  readonly reserve: number;
+  readonly management: ConnectionLimits;
+  readonly node: ConnectionLimits;
+  readonly application: ConnectionLimits;
+  /** Connections the gateway keeps to its upstream at most (each proxied request holds one). */
+  readonly upstreamConnections: number;
+  /** Whether the limit made any cap smaller than its default. */
+  readonly reduced: boolean;
+}
+
+/**
+ * The descriptor limit at which every default cap fits, with `reserve` set aside.
+ *
+ * @example
+ * descriptorsForDefaults(); // 1600: 64 + 128 + 256 + 1024 + 128
+ */
+export function descriptorsForDefaults(reserve = DESCRIPTOR_RESERVE): number {
+  return (
+    reserve +
+    MANAGEMENT_CONNECTION_LIMITS.maxConnections +
+    NODE_CONNECTION_LIMITS.maxConnections +
+    APPLICATION_CONNECTION_LIMITS.maxConnections +
+    DEFAULT_UPSTREAM_CONNECTIONS
+  );
+}
+
+/**
+ * Sizes the connection caps of the listeners that run (and the gateway's upstream pool) so
+ * that, all full at once, they fit the descriptor limit with `reserve` left over: the
+ * management API and the node surface get their own shares first (an eighth and a quarter of
+ * what is left, at most their defaults), so no gateway flood can take the descriptors they
+ * need; the gateway's upstream pool gets at most half of the rest (each proxied request holds
+ * one upstream socket while it runs) and its listener the remainder. With an unknown or large
+ * limit, the defaults. Pure.
+ *
+ * @throws {RangeError} when the limit is below {@link MIN_DESCRIPTOR_LIMIT} or leaves no room past `reserve`.
+ * @example
+ * planConnectionLimits(256, { management: true, node: true, application: true }).application.maxConnections; // 60 (and 60 upstream)
+ */
+export function planConnectionLimits(
+  descriptors: number | null,
+  listeners: { readonly management: boolean; readonly node: boolean; readonly application: boolean },
+  reserve = DESCRIPTOR_RESERVE,
+): ConnectionPlan {
+  const defaults = {
+    descriptors,
+    reserve,
+    management: MANAGEMENT_CONNECTION_LIMITS,
+    node: NODE_CONNECTION_LIMITS,
+    application: APPLICATION_CONNECTION_LIMITS,
+    upstreamConnections: DEFAULT_UPSTREAM_CONNECTIONS,
+    reduced: false,
+  };
+  if (descriptors === null || !Number.isFinite(descriptors)) return defaults;
+  if (descriptors < MIN_DESCRIPTOR_LIMIT || descriptors - reserve < MIN_DESCRIPTOR_LIMIT / 2) {
+    throw new RangeError(
+      `the open-file limit is ${descriptors}, too small to serve (at least ${Math.max(MIN_DESCRIPTOR_LIMIT, reserve + MIN_DESCRIPTOR_LIMIT / 2)})`,
+    );
+  }
+  const available = descriptors - reserve;
+  const management = listeners.management ? Math.min(MANAGEMENT_CONNECTION_LIMITS.maxConnections, Math.floor(available / 8)) : 0;
+  const node = listeners.node ? Math.min(NODE_CONNECTION_LIMITS.maxConnections, Math.floor(available / 4)) : 0;
+  const rest = available - management - node;
+  const upstream = Math.min(DEFAULT_UPSTREAM_CONNECTIONS, Math.floor(rest / 2));
+  const application = Math.min(APPLICATION_CONNECTION_LIMITS.maxConnections, rest - upstream);
+  const limits = (max: number, base: ConnectionLimits): ConnectionLimits =>
+    Object.freeze({
+      maxConnections: Math.max(1, max),
+      maxConnectionsPerPeer: Math.max(
+        1,
+        Math.min(base.maxConnectionsPerPeer, Math.floor((max * base.maxConnectionsPerPeer) / base.maxConnections)),
+      ),
+    });
+  const plan = {
+    descriptors,
+    reserve,
+    management: listeners.management ? limits(management, MANAGEMENT_CONNECTION_LIMITS) : MANAGEMENT_CONNECTION_LIMITS,
+    node: listeners.node ? limits(node, NODE_CONNECTION_LIMITS) : NODE_CONNECTION_LIMITS,
+    application: listeners.application ? limits(application, APPLICATION_CONNECTION_LIMITS) : APPLICATION_CONNECTION_LIMITS,
+    upstreamConnections: Math.max(1, upstream),
+  };
+  return {
+    ...plan,
+    reduced:
+      plan.management.maxConnections < MANAGEMENT_CONNECTION_LIMITS.maxConnections ||
+      plan.node.maxConnections < NODE_CONNECTION_LIMITS.maxConnections ||
+      plan.application.maxConnections < APPLICATION_CONNECTION_LIMITS.maxConnections ||
+      plan.upstreamConnections < DEFAULT_UPSTREAM_CONNECTIONS,
+  };
 }
