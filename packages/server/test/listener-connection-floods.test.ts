@@ -2,11 +2,13 @@ import assert from 'node:assert/strict';
 import type { Server } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { afterEach, describe, test } from 'node:test';
+import { DEFAULT_UPSTREAM_TIMEOUTS, proxiedSocketTimeout } from '../src/gateway/upstream.js';
 import { serverOptions } from '../src/http/server-options.js';
 import { until, within } from './support/bounded.js';
 import { startGatewayHarness } from './support/gateway-harness.js';
 import { raw, startHarness } from './support/harness.js';
 import { startNodeHarness } from './support/node-harness.js';
+import { startEchoUpstream, startProxyGateway } from './support/upstream-harness.js';
 
 /** The listener's own deadline for a request head: what would free a lingering socket without the fix. */
 const HEAD_TIMEOUT_MS = serverOptions(false).http.headersTimeout;
@@ -123,4 +125,70 @@ describe('connections that never read cannot hold a listener', () => {
       assert.equal(r.status, 200, r.text);
     });
   }
+});
+
+describe('a client that stops reading is cut', () => {
+  test('never-reading-download: a caller that asks for 64 MiB through the gateway, never reads and keeps sending bytes is cut, freeing its slot', async () => {
+    const up = await startEchoUpstream();
+    const gw = await startProxyGateway(up.url);
+    const socket = connect({ host: '127.0.0.1', port: gw.port, localAddress: '127.0.0.9' });
+    socket.on('error', () => {});
+    let trickle: NodeJS.Timeout | undefined;
+    try {
+      await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+      socket.write(`GET /download?bytes=${64 * 1024 * 1024} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${gw.bearer}\r\n\r\n`);
+      // Bytes keep arriving from the caller (the start of a pipelined request, one byte at a
+      // time), so the socket is never idle on the read side; it never reads a byte of the answer.
+      socket.write('GET /');
+      trickle = setInterval(() => socket.write('a'), 1_000);
+      const server = gw.app.server as Server;
+      await until(() => up.requests.some((r) => r.startsWith('/download')), 10_000, 'the download to reach the upstream');
+      await until(
+        async () => (await openConnections(server)) === 0,
+        proxiedSocketTimeout(DEFAULT_UPSTREAM_TIMEOUTS) + 20_000,
+        'the gateway to cut the caller that never reads',
+        () => openConnections(server),
+      );
+    } finally {
+      clearInterval(trickle);
+      socket.destroy();
+      await gw.close();
+      await up.close();
+    }
+  });
+});
+
+describe('a deadline that fires during a response never writes into it', () => {
+  test('error-answer-inside-a-response: a pipelined head that times out while a response streams cuts the connection without writing a 400 into the body', async () => {
+    const up = await startEchoUpstream();
+    const gw = await startProxyGateway(up.url);
+    const socket = connect({ host: '127.0.0.1', port: gw.port });
+    socket.on('error', () => {});
+    let received = '';
+    socket.on('data', (d: Buffer) => {
+      received += d.toString('latin1');
+    });
+    try {
+      await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+      // `/stall` sends its head and a first chunk, then nothing; the half-sent next request's
+      // head deadline (10 s) fires while that response is still open.
+      socket.write(`GET /stall HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${gw.bearer}\r\n\r\nGET /`);
+      await within(
+        new Promise<void>((resolve) => socket.once('close', () => resolve())),
+        HEAD_TIMEOUT_MS + DEFAULT_UPSTREAM_TIMEOUTS.idleMs + 20_000,
+        'the gateway to close the connection',
+      );
+      assert.match(received, /^HTTP\/1\.1 200 /);
+      assert.match(received, /first chunk/);
+      assert.equal(
+        received.match(/HTTP\/1\.1 /g)?.length,
+        1,
+        `no second status line inside the body: ${JSON.stringify(received.slice(-300))}`,
+      );
+    } finally {
+      socket.destroy();
+      await gw.close();
+      await up.close();
+    }
+  });
 });

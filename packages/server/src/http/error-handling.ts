@@ -190,14 +190,24 @@ export function frameworkErrors(err: FastifyError, req: FastifyRequest, reply: F
 }
 
 /**
- * Fastify's `clientErrorHandler` option: a request Node could not even parse gets a
- * problem+json 400 with the security headers, then the connection is closed.
+ * Fastify's `clientErrorHandler` option: a request Node could not even parse (or whose head
+ * did not arrive in time) gets a problem+json 400 with the security headers, then the
+ * connection is reset ({@link writeRawProblem}); while a response is already being written on
+ * the connection, it is cut without one.
  *
  * @example
  * Fastify({ clientErrorHandler });
  */
 export function clientErrorHandler(err: Error & { code?: string }, socket: Socket): void {
   if (err.code === 'ECONNRESET' || socket.destroyed || !socket.writable) {
+    socket.destroy();
+    return;
+  }
+  // A response already under way on this socket (a pipelined head that broke or timed out
+  // while it streams): a problem written now would land inside its body. Cut the connection,
+  // as Node's own handler does.
+  const inFlight = (socket as Socket & { _httpMessage?: { headersSent?: boolean } | null })._httpMessage;
+  if (inFlight?.headersSent === true) {
     socket.destroy();
     return;
   }
