@@ -3,6 +3,7 @@ import type { Server } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { afterEach, describe, test } from 'node:test';
 import { DEFAULT_UPSTREAM_TIMEOUTS, proxiedSocketTimeout } from '../src/gateway/upstream.js';
+import { UPLOAD_RATE_FLOOR } from '../src/http/connection-limits.js';
 import { serverOptions } from '../src/http/server-options.js';
 import { until, within } from './support/bounded.js';
 import { startGatewayHarness } from './support/gateway-harness.js';
@@ -187,6 +188,78 @@ describe('a deadline that fires during a response never writes into it', () => {
       );
     } finally {
       socket.destroy();
+      await gw.close();
+      await up.close();
+    }
+  });
+});
+
+describe('a request body that barely moves is cut', () => {
+  test('slow-body-upload: a caller that declares 1 MB and sends 10 bytes a second to a public upstream path is cut, freeing its slot', async () => {
+    const up = await startEchoUpstream();
+    const gw = await startProxyGateway(up.url);
+    const server = gw.app.server as Server;
+    const socket = connect({ host: '127.0.0.1', port: gw.port });
+    socket.on('error', () => {});
+    let trickle: NodeJS.Timeout | undefined;
+    try {
+      await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+      socket.write(
+        'POST /public/upload HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/octet-stream\r\nContent-Length: 1000000\r\n\r\n',
+      );
+      // Never silent for long (so the idle timeout never fires), never anywhere near done.
+      trickle = setInterval(() => socket.write('0123456789'), 1_000);
+      await until(() => up.requests.includes('/public/upload'), 10_000, 'the upload to reach the upstream');
+      await within(
+        new Promise<void>((resolve) => socket.once('close', () => resolve())),
+        3 * UPLOAD_RATE_FLOOR.windowMs,
+        `the gateway to cut an upload slower than ${UPLOAD_RATE_FLOOR.bytesPerSecond} bytes/s`,
+      );
+      await until(
+        async () => (await openConnections(server)) === 0,
+        10_000,
+        'the slot to be free',
+        () => openConnections(server),
+      );
+    } finally {
+      clearInterval(trickle);
+      socket.destroy();
+      await gw.close();
+      await up.close();
+    }
+  });
+
+  test('an upload that keeps a modest pace through the gateway is not cut', async () => {
+    const up = await startEchoUpstream();
+    const gw = await startProxyGateway(up.url);
+    try {
+      const chunk = Buffer.alloc(4 * UPLOAD_RATE_FLOOR.bytesPerSecond, 0x61);
+      const chunks = Math.ceil((2.5 * UPLOAD_RATE_FLOOR.windowMs) / 1_000);
+      const body = new ReadableStream<Uint8Array>({
+        async pull(controller) {
+          if (chunks === sent) {
+            controller.close();
+            return;
+          }
+          sent++;
+          await new Promise((resolve) => setTimeout(resolve, 1_000));
+          controller.enqueue(chunk);
+        },
+      });
+      let sent = 0;
+      const r = await within(
+        fetch(`${gw.base}/public/upload`, {
+          method: 'POST',
+          body,
+          duplex: 'half',
+          headers: { 'content-type': 'application/octet-stream' },
+        } as RequestInit),
+        6 * UPLOAD_RATE_FLOOR.windowMs,
+        'the answer to a paced upload',
+      );
+      assert.equal(r.status, 200);
+      assert.equal(((await r.json()) as { bytes: number }).bytes, chunks * chunk.length);
+    } finally {
       await gw.close();
       await up.close();
     }

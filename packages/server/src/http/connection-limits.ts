@@ -1,4 +1,5 @@
 import { readdirSync, readFileSync } from 'node:fs';
+import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 
@@ -26,19 +27,36 @@ export const APPLICATION_CONNECTION_LIMITS: ConnectionLimits = Object.freeze({ m
  */
 export const MANAGEMENT_CONNECTION_LIMITS: ConnectionLimits = Object.freeze({ maxConnections: 128, maxConnectionsPerPeer: 128 });
 
+/** The least pace a request body must keep: averaged over each window, once the body has begun. */
+export interface UploadRateFloor {
+  readonly bytesPerSecond: number;
+  readonly windowMs: number;
+}
+
+/**
+ * 1 KiB/s over every 10 s window. A body that trickles a few bytes at a time is never silent,
+ * so the idle timeout never cuts it, and the gateway sets no deadline on a whole request
+ * (large uploads take as long as they keep moving): without a floor, a caller holds a slot of
+ * the cap (and, proxied, an upstream socket) for as long as it likes.
+ */
+export const UPLOAD_RATE_FLOOR: UploadRateFloor = Object.freeze({ bytesPerSecond: 1024, windowMs: 10_000 });
+
 /**
  * Caps the connections of `app`'s listener in total and per peer address, so idle or slow
  * sockets to one listener cannot starve another listener of the same process (the file
  * descriptors and memory are shared): the `maxConnections` cap is Node's own (a connection
  * accepted beyond it is destroyed at once); the per-peer cap counts the open sockets of each
- * remote address and destroys a new one over the limit before any byte of it is read. The
- * timeouts that close idle and slow sockets are in `serverOptions`. Call before `listen`.
+ * remote address and destroys a new one over the limit before any byte of it is read. A
+ * request body slower than `floor` (default {@link UPLOAD_RATE_FLOOR}) over a whole window has
+ * its connection destroyed. The timeouts that close idle and slow sockets are in
+ * `serverOptions`. Call before `listen`.
  *
  * @example
  * installConnectionLimits(app, NODE_CONNECTION_LIMITS);
  */
-export function installConnectionLimits(app: FastifyInstance, limits: ConnectionLimits): void {
+export function installConnectionLimits(app: FastifyInstance, limits: ConnectionLimits, floor: UploadRateFloor = UPLOAD_RATE_FLOOR): void {
   const server = app.server;
+  installUploadRateFloor(server, floor);
   server.maxConnections = limits.maxConnections;
   // A client that sends its request and then its FIN (done sending, still reading) must get
   // the answer: by default Node ends the socket on the FIN, so a request that was still running
@@ -61,6 +79,49 @@ export function installConnectionLimits(app: FastifyInstance, limits: Connection
       else perPeer.set(peer, left);
     });
   });
+}
+
+/**
+ * Destroys the connection of a request whose body moves slower than `floor` over a whole
+ * window, once its head is in. Counted from the socket's bytes read, checked every second
+ * for each request that is at least a window into its body. A window in which the body's
+ * bytes are waiting to be consumed (the handler or the upstream is the slow side) is not
+ * held against the client.
+ */
+function installUploadRateFloor(server: FastifyInstance['server'], floor: UploadRateFloor): void {
+  const least = (floor.bytesPerSecond * floor.windowMs) / 1000;
+  const uploads = new Map<IncomingMessage, { readonly socket: Socket; bytes: number; since: number }>();
+  server.on('request', (req: IncomingMessage) => {
+    if (req.complete) return;
+    uploads.set(req, { socket: req.socket, bytes: req.socket.bytesRead, since: performance.now() });
+    const done = () => uploads.delete(req);
+    req.once('end', done);
+    req.once('close', done);
+  });
+  let sweep: NodeJS.Timeout | undefined;
+  server.on('listening', () => {
+    clearInterval(sweep);
+    sweep = setInterval(() => {
+      const now = performance.now();
+      for (const [req, u] of uploads) {
+        if (req.complete || u.socket.destroyed) {
+          uploads.delete(req);
+          continue;
+        }
+        if (now - u.since < floor.windowMs) continue;
+        const read = u.socket.bytesRead;
+        const moved = read - u.bytes;
+        u.bytes = read;
+        u.since = now;
+        if (moved < least && req.readableLength === 0) {
+          uploads.delete(req);
+          u.socket.destroy();
+        }
+      }
+    }, 1_000);
+    sweep.unref();
+  });
+  server.on('close', () => clearInterval(sweep));
 }
 
 /** The process's open-file limit (RLIMIT_NOFILE); `Infinity` for `unlimited`. */
