@@ -38,9 +38,14 @@ const READY = {
   app: /svc app: application gateway listening on (http:\/\/\S+)\n/,
 };
 
-/** `svc serve dir` under `ulimit -n <limit>` (soft and hard: the process cannot raise it), once its three listeners are up. */
-function serveUnderUlimit(dir: string, limit: number) {
-  const child = spawn('bash', ['-c', `ulimit -n ${limit} && exec "$0" "$@"`, process.execPath, SVC_BIN, 'serve', dir], {
+/**
+ * `svc serve dir` under `ulimit -n <limit>` (soft and hard: the process cannot raise it), or
+ * with `soft`, `ulimit -Sn <limit>` (the soft limit only, as systemd's default 1024:524288 does),
+ * once its three listeners are up.
+ */
+function serveUnderUlimit(dir: string, limit: number, opts: { readonly soft?: boolean } = {}) {
+  const ulimit = opts.soft === true ? `ulimit -Sn ${limit}` : `ulimit -n ${limit}`;
+  const child = spawn('bash', ['-c', `${ulimit} && exec "$0" "$@"`, process.execPath, SVC_BIN, 'serve', dir], {
     env: cleanEnv({ SVC_MANAGEMENT_LISTEN: '127.0.0.1:0', SVC_NODE_LISTEN: '127.0.0.1:0', SVC_APP_LISTEN: '127.0.0.1:0' }),
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -181,6 +186,25 @@ describe('descriptors: a gateway flood cannot take what the management API and t
       assert.match(plan, /"limit_soft":256/);
     } finally {
       for (const s of sockets) s.destroy();
+      await svc.stop();
+    }
+  });
+
+  const hard = /^Max open files\s+\S+\s+(\d+|unlimited)/m.exec(readFileSync('/proc/self/limits', 'utf8'))?.[1];
+  const noRoom = hard !== undefined && hard !== 'unlimited' && Number(hard) <= 256 ? `the hard open-file limit here is ${hard}` : false;
+  test('a low soft limit under a higher hard one is raised at start (Node raises it)', { skip: noRoom }, async () => {
+    const svc = serveUnderUlimit(dir, 256, { soft: true });
+    try {
+      await svc.ready;
+      const line = svc
+        .stderr()
+        .split('\n')
+        .find((l) => l.includes('"event":"descriptors"'));
+      assert.ok(line !== undefined, 'the plan is logged');
+      const plan = JSON.parse(line) as { limit_soft: number; limit_hard: number; application_max: number };
+      assert.equal(plan.limit_soft, plan.limit_hard, 'the soft limit was raised to the hard one');
+      assert.ok(plan.limit_soft > 256);
+    } finally {
       await svc.stop();
     }
   });
