@@ -92,7 +92,9 @@ function installUploadRateFloor(server: FastifyInstance['server'], floor: Upload
   const least = (floor.bytesPerSecond * floor.windowMs) / 1000;
   const uploads = new Map<IncomingMessage, { readonly socket: Socket; bytes: number; since: number }>();
   server.on('request', (req: IncomingMessage) => {
-    if (req.complete) return;
+    // Only requests that announce a body (no per-request cost on the rest).
+    const length = req.headers['content-length'];
+    if (req.complete || ((length === undefined || length === '0') && req.headers['transfer-encoding'] === undefined)) return;
     uploads.set(req, { socket: req.socket, bytes: req.socket.bytesRead, since: performance.now() });
     const done = () => uploads.delete(req);
     req.once('end', done);
