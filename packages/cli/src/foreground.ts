@@ -1,4 +1,13 @@
 import type { ProviderHandle } from '@svc/core';
+import {
+  type ConnectionPlan,
+  DESCRIPTOR_RESERVE,
+  descriptorsForDefaults,
+  openDescriptors,
+  planConnectionLimits,
+  readDescriptorLimit,
+} from '@svc/server';
+import type { Logger } from 'pino';
 import { startCheckpointExport } from './audit-checkpoints.js';
 import { type AuditShipping, startAuditShipping } from './audit-shipping.js';
 import { CliError } from './cli-error.js';
@@ -52,7 +61,10 @@ export async function runForeground(project: Project, surfaces: readonly Surface
     if (surfaces.some((s) => s.usesProviders === true)) providers = await startProviderHosts(providerModules, log);
     // Shipping starts after the surfaces; readiness, health and metrics read its state per request.
     const auditShipping = () => shipping?.health() ?? null;
-    for (const surface of surfaces) running.push(await surface.start({ project, deps, log, providers, auditShipping }));
+    const connections = connectionPlan(surfaces, log);
+    for (const surface of surfaces) {
+      running.push(await surface.start({ project, deps, log, providers, auditShipping, connections }));
+    }
     checkpoints = startCheckpointExport({ project, deps, log });
     shipping = startAuditShipping({ project, deps, log });
   } catch (error) {
@@ -109,4 +121,57 @@ export async function runForeground(project: Project, surfaces: readonly Surface
   await stop();
   log.info({ event: 'stopped' }, 'stopped');
   return 0;
+}
+
+/** Descriptors kept free beyond those open when the listeners start (log rotation, store reconnects, key reloads). */
+const HEADROOM = 32;
+
+/**
+ * Sizes the listeners' connection caps to this process's descriptor limit, so that all of
+ * them full at once (and the gateway's upstream pool) still leave the management API and the
+ * node surface their share and the rest of the process its descriptors. The soft limit is
+ * read from `/proc/self/limits` after Node raised it to the hard one at start (Node does that
+ * itself; the hard limit is what `ulimit -n` / systemd's `LimitNOFILE=` set). Logged once; a
+ * warning when it made any cap smaller than its default.
+ *
+ * @throws {CliError} when the limit is too small to serve at all.
+ */
+function connectionPlan(surfaces: readonly Surface[], log: Logger): ConnectionPlan {
+  const limit = readDescriptorLimit();
+  const open = openDescriptors();
+  const reserve = Math.max(DESCRIPTOR_RESERVE, (open ?? 0) + HEADROOM);
+  const kinds = new Set(surfaces.map((s) => s.kind));
+  let plan: ConnectionPlan;
+  try {
+    plan = planConnectionLimits(
+      limit?.soft ?? null,
+      { management: kinds.has('management'), node: kinds.has('node'), application: kinds.has('application') },
+      reserve,
+    );
+  } catch (error) {
+    throw new CliError(
+      `${(error as Error).message}; raise it (ulimit -n, or LimitNOFILE= in the systemd unit; ${descriptorsForDefaults(reserve)} fits every default cap)`,
+      { cause: error },
+    );
+  }
+  const fields = {
+    event: 'descriptors',
+    limit_soft: limit?.soft ?? null,
+    limit_hard: limit?.hard ?? null,
+    open,
+    reserve,
+    management_max: plan.management.maxConnections,
+    node_max: plan.node.maxConnections,
+    application_max: plan.application.maxConnections,
+    upstream_max: plan.upstreamConnections,
+  };
+  if (plan.reduced) {
+    log.warn(
+      fields,
+      `the open-file limit (${limit?.soft}) is below ${descriptorsForDefaults(reserve)}: connection caps reduced to fit it; raise it with ulimit -n or LimitNOFILE=`,
+    );
+  } else {
+    log.info(fields, 'connection caps sized to the open-file limit');
+  }
+  return plan;
 }

@@ -53,7 +53,11 @@ export async function appAttachment(ctx: SurfaceContext): Promise<AppAttachment>
       log: ctx.log,
     });
     return {
-      attach: upstreamAttach({ upstream: new URL(app.upstream), identityHeaders: svcIdentityHeaders(signer) }),
+      attach: upstreamAttach({
+        upstream: new URL(app.upstream),
+        identityHeaders: svcIdentityHeaders(signer),
+        maxConnections: ctx.connections.upstreamConnections,
+      }),
       jwks: () => signer.jwks(),
     };
   }

@@ -64,4 +64,10 @@ export interface UpstreamAttachOptions {
   readonly upstream: URL;
   /** The `Svc-*` headers (and `Svc-Assertion`) to set on the proxied request; they replace anything of the same name. */
   readonly identityHeaders: UpstreamIdentityHeaders;
+  /**
+   * Connections to the upstream kept at most (idle ones included); further requests wait for
+   * one. Default 128; the service sizes it to the descriptor limit with the gateway's own cap
+   * (`planConnectionLimits`).
+   */
+  readonly maxConnections?: number;
 }
