@@ -207,7 +207,7 @@ export const FAILURE_CODES = {
     raisedBy: 'StoreOpenError (@svc/core; thrown by svc-store-sqlite and svc-store-postgres)',
     exit: 1,
     meaning:
-      'the control store was not opened: unsafe file permissions, not a control store, an unreachable or refusing server, a failed migration, or a schema newer than the store package; the message names the target and the fix',
+      'the control store was not opened: unsafe file permissions, not a control store, an unreachable or refusing server, a server that lets its role in without a credential (`refusal: "unauthenticated"`), a failed migration, or a schema newer than the store package; the message names the target and the fix',
   },
   store_schema_newer: {
     raisedBy: 'NewerSchemaError (svc-store-postgres)',
@@ -335,11 +335,19 @@ export class StoreOpenError extends Error {
   readonly target: string;
   /** The driver's or server's own code (`ECONNREFUSED`, SQLSTATE `28P01`, ...) when there is one. */
   readonly driverCode: string | undefined;
+  /**
+   * Why the store refused to open although it could: `unauthenticated` when its server lets
+   * anyone connect as the store's role without a credential (so any process on the host,
+   * a confined provider included, could write the control state) and the operator did not
+   * accept that. Undefined for every other failure.
+   */
+  readonly refusal: 'unauthenticated' | undefined;
 
-  constructor(target: string, message: string, options: { cause?: unknown; driverCode?: string } = {}) {
+  constructor(target: string, message: string, options: { cause?: unknown; driverCode?: string; refusal?: 'unauthenticated' } = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'StoreOpenError';
     this.target = target;
     this.driverCode = options.driverCode;
+    this.refusal = options.refusal;
   }
 }

@@ -91,6 +91,26 @@ test('a provider that starts a worker thread is denied', async () => {
   });
 });
 
+test('a provider learns none of the PostgreSQL store’s credentials (PGPASSWORD, the store password’s variable, the parent’s environ), so it cannot connect as the store', async () => {
+  // #24.7: the service resolves `:store/password #svc/secret "env:NAME"` from its own
+  // environment, and libpq-style variables may be set for it: none may reach a provider child.
+  const password = `pg-password-${randomBytes(8).toString('hex')}`;
+  const names = ['PGPASSWORD', 'SVC_PG_PASSWORD', 'PGUSER', 'PGPASSFILE'] as const;
+  for (const name of names) process.env[name] = name === 'PGUSER' ? 'svc_store_role' : password;
+  try {
+    await withFixture(startFixture('reads-the-environment', {}), async (h) => {
+      const { identity } = await h.finish(ctxOf(), finishInput());
+      const seen = JSON.stringify(identity.claims);
+      assert.ok(!seen.includes(password), 'a store credential reached the provider');
+      assert.ok(!seen.includes('svc_store_role'), 'the store role reached the provider');
+      assert.equal(identity.claims.env, '{}');
+      assert.match(String(identity.claims.parent_env), /^denied: ERR_ACCESS_DENIED/);
+    });
+  } finally {
+    for (const name of names) delete process.env[name];
+  }
+});
+
 test('a provider that reads the environment, its arguments or the parent’s /proc environ learns no secret', async () => {
   const parentSecret = `parent-secret-${randomBytes(8).toString('hex')}`;
   const configSecret = `config-secret-${randomBytes(8).toString('hex')}`;

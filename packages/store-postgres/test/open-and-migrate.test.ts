@@ -61,7 +61,7 @@ test('two processes opening one fresh schema at once both succeed and migrate it
   const entry = fileURLToPath(new URL('../src/index.ts', import.meta.url));
   const script = `
     const { openPostgresStore } = await import(${JSON.stringify(entry)});
-    const store = await openPostgresStore({ connectionString: process.env.PG_URL, schema: process.env.SCHEMA, max: 2 });
+    const store = await openPostgresStore({ connectionString: process.env.PG_URL, schema: process.env.SCHEMA, max: 2, allowUnauthenticated: true });
     await store.ping();
     await store.close();
     console.log('opened');
@@ -310,7 +310,7 @@ test('a connection string whose own options replace the search_path is refused b
   const schema = env.schema();
   const url = new URL(PG_URL);
   url.searchParams.set('options', '-c search_path=public');
-  await assert.rejects(openPostgresStore({ connectionString: url.href, schema }), StoreOpenError);
+  await assert.rejects(openPostgresStore({ connectionString: url.href, schema, allowUnauthenticated: true }), StoreOpenError);
   const created = await env.admin.query('SELECT 1 FROM information_schema.schemata WHERE schema_name = $1', [schema]);
   assert.equal(created.rowCount, 0);
   const leaked = await env.admin.query(
