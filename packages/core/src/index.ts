@@ -138,7 +138,14 @@ export {
   type ProviderRequest,
   type StoredCredential,
 } from './provider.js';
-export { jitRefusal, PROVIDER_FLOW_TTL_SECONDS, providerAmr, providerStartRefusal } from './provider-decisions.js';
+export {
+  BUNDLED_PASSKEY_PACKAGE,
+  jitRefusal,
+  PROVIDER_FLOW_TTL_SECONDS,
+  providerAmr,
+  providerStartRefusal,
+  SVC_PUBLISHER_KEY,
+} from './provider-decisions.js';
 export {
   CLAIM_NAME_MAX_CHARS,
   CLAIM_VALUE_MAX_CHARS,

@@ -63,13 +63,28 @@ export function jitRefusal(
 }
 
 /**
- * What a provider session's `amr` says (RFC 8176): a passkey is a hardware-bound key with a
- * user gesture (`["hwk", "user"]`); any other provider vouches for an identity at an external
- * issuer (`["fed"]`).
+ * The project's own publisher key (`keys/svc-publisher.pub`, 64 lowercase hex digits): the key
+ * that signs the bundled provider packages. A test keeps it equal to the file.
+ */
+export const SVC_PUBLISHER_KEY = '8e28bf57c7cde45f53411513dbe1baeee7a8034c39930273726146176c7ac718';
+
+/** The bundled passkey provider: the one package whose sessions may say they used a hardware key. */
+export const BUNDLED_PASSKEY_PACKAGE = '@svc/provider-webauthn';
+
+/**
+ * What a provider session's `amr` says (RFC 8176), decided from what the operator trusted, never
+ * from what the provider says at run time (its `kind`): a passkey of the bundled WebAuthn
+ * provider, whose package is signed by the project's own publisher key, is a hardware-bound
+ * key with a user gesture (`["hwk", "user"]`). Any other provider, a third party's that
+ * declares `webauthn` included, only vouches for an identity it established on its own
+ * (`["fed"]`): svc cannot know how it checked it, so it never passes a passkey-only rule.
+ * The package name and signer key come from the package verification (`verifyProviderPackage`).
  *
  * @example
- * providerAmr('webauthn'); // ['hwk', 'user']
+ * providerAmr({ packageName: '@svc/provider-webauthn', signerKey: SVC_PUBLISHER_KEY }); // ['hwk', 'user']
+ * providerAmr({ packageName: 'acme-passkeys', signerKey: acmeKey }); // ['fed']
  */
-export function providerAmr(kind: string): readonly string[] {
-  return kind === 'webauthn' ? ['hwk', 'user'] : ['fed'];
+export function providerAmr(provider: { readonly packageName: string; readonly signerKey: string | null }): readonly string[] {
+  const bundled = provider.packageName === BUNDLED_PASSKEY_PACKAGE && provider.signerKey?.toLowerCase() === SVC_PUBLISHER_KEY;
+  return bundled ? ['hwk', 'user'] : ['fed'];
 }

@@ -48,6 +48,8 @@ export interface ProviderHostOptions {
   readonly packageVersion: string;
   /** Who signed the package (the trusted publisher's name). */
   readonly signer: string;
+  /** The verified signer's public key (64 hex); absent, the handle's `signerKey` is null (no trusted method). */
+  readonly signerKey?: string;
   /** How long one call may take. Default 10 000 ms. */
   readonly callTimeoutMs?: number;
   /** How long the process may take to load the package and check its configuration. Default 15 000 ms. */
@@ -533,6 +535,7 @@ export async function startProviderHost(opts: ProviderHostOptions): Promise<Prov
     packageName: opts.packageName,
     packageVersion: opts.packageVersion,
     signer: opts.signer,
+    signerKey: opts.signerKey ?? null,
     get kind() {
       return kind;
     },

@@ -420,7 +420,7 @@ async function signInWithLink(
   const sessionId = newId('session', deps.clock, deps.random);
   const access = mintSessionToken('access', sessionId, deps.random);
   const refresh = mintSessionToken('refresh', sessionId, deps.random);
-  const amr = providerAmr(provider.kind);
+  const amr = providerAmr(provider);
   const session = newSessionRecord({
     id: sessionId,
     device: link,
