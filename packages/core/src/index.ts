@@ -140,9 +140,13 @@ export {
 } from './provider.js';
 export {
   BUNDLED_PASSKEY_PACKAGE,
+  IDENTITY_PROVIDER_FAILURE_CODES,
+  IDENTITY_PROVIDER_RETRY_SECONDS,
   jitRefusal,
   PROVIDER_FLOW_TTL_SECONDS,
+  PROVIDER_UNAVAILABLE_RETRY_SECONDS,
   providerAmr,
+  providerOutageOf,
   providerStartRefusal,
   SVC_PUBLISHER_KEY,
 } from './provider-decisions.js';

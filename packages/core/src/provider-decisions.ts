@@ -3,7 +3,8 @@ import type { ExternalIdentity, ProviderIntent, ProviderPolicy } from './provide
 import type { Realm } from './realm.js';
 
 // The service's rules for provider ceremonies, pure: who may begin which ceremony in which
-// realm, when just-in-time provisioning applies, and what a provider session's `amr` says.
+// realm, when just-in-time provisioning applies, what a provider session's `amr` says, and
+// which provider failures are outages rather than refusals.
 // The use cases (use-cases/provider-flow.ts) read the store and call these.
 
 /** How long a provider ceremony may take, from `begin` to `finish`: 10 minutes. */
@@ -87,4 +88,44 @@ export const BUNDLED_PASSKEY_PACKAGE = '@svc/provider-webauthn';
 export function providerAmr(provider: { readonly packageName: string; readonly signerKey: string | null }): readonly string[] {
   const bundled = provider.packageName === BUNDLED_PASSKEY_PACKAGE && provider.signerKey?.toLowerCase() === SVC_PUBLISHER_KEY;
   return bundled ? ['hwk', 'user'] : ['fed'];
+}
+
+/** `Retry-After` of `503 provider_unavailable`: a crashed or stopped provider process is restarted within seconds. */
+export const PROVIDER_UNAVAILABLE_RETRY_SECONDS = 5;
+
+/** `Retry-After` of `502 identity_provider_unavailable`: an identity provider's outage lasts longer. */
+export const IDENTITY_PROVIDER_RETRY_SECONDS = 30;
+
+/**
+ * The error codes a provider throws to say that its identity provider cannot be used (not that
+ * the user's proof is wrong): the bundled OIDC provider's `discovery_failed` (the issuer is
+ * unreachable, does not answer in time, or its discovery document names another issuer).
+ */
+export const IDENTITY_PROVIDER_FAILURE_CODES: readonly string[] = Object.freeze(['discovery_failed']);
+
+/** The host's failures that mean the provider's process cannot answer now (`ProviderError.reason` of @svc/provider-host). */
+const UNAVAILABLE_REASONS: ReadonlySet<string> = new Set(['crashed', 'timeout', 'closed', 'oversized']);
+
+/**
+ * Whether an error thrown by a provider call is an outage rather than a refusal of the user's
+ * proof: `unavailable` when the confined process ended, did not answer in time, is being
+ * restarted or was closed (the host's `provider_failed` with those reasons); `identity_provider`
+ * when the provider says its identity provider cannot be used
+ * ({@link IDENTITY_PROVIDER_FAILURE_CODES}); null for anything else (the provider refused the
+ * proof, or answered malformed). An outage is answered 503 or 502 with `Retry-After`, and is
+ * neither audited as a refusal nor counted as a failed attempt: the user did nothing wrong.
+ * Read from the error's stable fields (`code`, `reason`, `providerCode`), never its message.
+ *
+ * @example
+ * providerOutageOf(new ProviderError('passkeys', 'timeout', 'finish did not answer within 10000 ms')); // 'unavailable'
+ */
+export function providerOutageOf(error: unknown): 'unavailable' | 'identity_provider' | null {
+  if (typeof error !== 'object' || error === null) return null;
+  const e = error as { code?: unknown; reason?: unknown; providerCode?: unknown };
+  if (e.code !== 'provider_failed' || typeof e.reason !== 'string') return null;
+  if (UNAVAILABLE_REASONS.has(e.reason)) return 'unavailable';
+  if (e.reason === 'provider_error' && typeof e.providerCode === 'string' && IDENTITY_PROVIDER_FAILURE_CODES.includes(e.providerCode)) {
+    return 'identity_provider';
+  }
+  return null;
 }

@@ -3,7 +3,14 @@ import { readFileSync } from 'node:fs';
 import { describe, test } from 'node:test';
 import { makePrincipal, type Principal } from '../src/principal.js';
 import type { ExternalIdentity, ProviderPolicy } from '../src/provider.js';
-import { BUNDLED_PASSKEY_PACKAGE, jitRefusal, providerAmr, providerStartRefusal, SVC_PUBLISHER_KEY } from '../src/provider-decisions.js';
+import {
+  BUNDLED_PASSKEY_PACKAGE,
+  jitRefusal,
+  providerAmr,
+  providerOutageOf,
+  providerStartRefusal,
+  SVC_PUBLISHER_KEY,
+} from '../src/provider-decisions.js';
 import { checkProviderIdentity } from '../src/provider-policy.js';
 import { isCounterAdvance, isFlowConsumable } from '../src/store-rules.js';
 
@@ -178,6 +185,19 @@ describe('session amr and the counter and flow rules', () => {
     assert.deepEqual(providerAmr({ packageName: BUNDLED_PASSKEY_PACKAGE, signerKey: other }), ['fed']);
     assert.deepEqual(providerAmr({ packageName: BUNDLED_PASSKEY_PACKAGE, signerKey: null }), ['fed']);
     assert.deepEqual(providerAmr({ packageName: 'acme-passkeys', signerKey: other }), ['fed']);
+  });
+
+  test('a provider process that ended, hangs or was closed is an outage; its identity provider down is one of the identity provider; a refusal is not', () => {
+    const failed = (reason: string, providerCode?: string) => ({ code: 'provider_failed', reason, providerCode });
+    for (const reason of ['crashed', 'timeout', 'closed', 'oversized'])
+      assert.equal(providerOutageOf(failed(reason)), 'unavailable', reason);
+    assert.equal(providerOutageOf(failed('provider_error', 'discovery_failed')), 'identity_provider');
+    assert.equal(providerOutageOf(failed('provider_error', 'response_refused')), null);
+    assert.equal(providerOutageOf(failed('provider_error')), null);
+    assert.equal(providerOutageOf(failed('malformed_answer')), null);
+    assert.equal(providerOutageOf(new Error('timeout')), null, 'only the stable fields count, never a message');
+    assert.equal(providerOutageOf({ code: 'store_unavailable', reason: 'timeout' }), null);
+    assert.equal(providerOutageOf(null), null);
   });
 
   test("the project publisher key in core is keys/svc-publisher.pub, the key the bundled providers' signatures verify with", () => {

@@ -205,7 +205,7 @@ interface Generation {
   broken: boolean;
 }
 
-type Answer = { id: number; ok: true; value: unknown } | { id: number; ok: false; error?: unknown; refused?: unknown };
+type Answer = { id: number; ok: true; value: unknown } | { id: number; ok: false; error?: unknown; code?: unknown; refused?: unknown };
 
 function isAnswer(value: unknown): value is Answer {
   if (typeof value !== 'object' || value === null) return false;
@@ -512,10 +512,15 @@ export async function startProviderHost(opts: ProviderHostOptions): Promise<Prov
     const answer = await send(gen, nextId++, op, { args: callArgs }, Math.max(1, callTimeoutMs - (Date.now() - started)), callTimeoutMs);
     if (!answer.ok) {
       const text = typeof answer.error === 'string' ? answer.error : 'an error';
+      // The error's own code, as the child checked it (a short identifier): core reads it to
+      // tell an outage of the provider's identity provider from a refused proof.
+      const code = typeof answer.code === 'string' && /^[a-z][a-z0-9_]{0,63}$/.test(answer.code) ? answer.code : undefined;
       throw new ProviderError(
         name,
         'provider_error',
         `${op} failed: the provider answered ${JSON.stringify(redact(printable(text, 300)))}`,
+        [],
+        code,
       );
     }
     const checked = check(answer.value);
