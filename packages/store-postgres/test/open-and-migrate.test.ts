@@ -348,3 +348,28 @@ test('an operation whose statements fail on the server rejects with that error, 
     await store.close();
   }
 });
+
+test('a least-privilege role that owns only its schema, without CREATE on the database, opens, migrates and writes it (docs/deployment.md)', async () => {
+  const schema = env.schema();
+  const role = `svc_least_${schema.slice(-12)}`;
+  await env.admin.query(`CREATE ROLE ${role} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE`);
+  try {
+    const database = new URL(PG_URL).pathname.slice(1);
+    const may = await env.admin.query<{ create: boolean }>(`SELECT has_database_privilege($1, $2, 'CREATE') AS create`, [role, database]);
+    assert.equal(may.rows[0]?.create, false, 'the role has no CREATE on the database');
+    await env.admin.query(`CREATE SCHEMA ${schema} AUTHORIZATION ${role}`);
+    const url = new URL(PG_URL);
+    url.username = role;
+    const store = await openPostgresStore({ connectionString: url.href, schema, max: 2, allowUnauthenticated: true });
+    try {
+      assert.deepEqual(await migrationRows(schema), expectedMigrations());
+      await store.initProject({ projectId: 'prj_01KAQ0000000LEASTPRIVILEGE', createdAt: T0 });
+      assert.equal((await store.getProject())?.projectId, 'prj_01KAQ0000000LEASTPRIVILEGE');
+    } finally {
+      await store.close();
+    }
+  } finally {
+    await env.drop(schema);
+    await env.admin.query(`DROP ROLE ${role}`);
+  }
+});
