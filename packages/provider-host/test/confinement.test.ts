@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { checkProviderIdentity, type ProviderHandle } from '@svc/core';
 import { ProviderError } from '@svc/provider-host';
+import { startPrivatePostgres } from '../../store-postgres/test/private-postgres.js';
 import {
   type ControlProject,
   captureLog,
@@ -108,6 +109,35 @@ test('a provider learns none of the PostgreSQL store’s credentials (PGPASSWORD
     });
   } finally {
     for (const name of names) delete process.env[name];
+  }
+});
+
+test('a confined provider reaches PostgreSQL over the network: a trust server lets it in as the store role, a scram one asks it for the password it cannot have', async () => {
+  // Why the store refuses a trust server (#24.7, store-postgres/test/unauthenticated-role.test.ts):
+  // the permission model does not stop this connection; only the server's authentication does.
+  const shared = new URL(process.env.SVC_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test');
+  const password = `pg-${randomBytes(8).toString('hex')}`;
+  const scram = await startPrivatePostgres({ password });
+  process.env.PGPASSWORD = password;
+  try {
+    const target = (host: string, port: number, database: string) => ({
+      'pg/host': host,
+      'pg/port': port,
+      'pg/user': 'postgres',
+      'pg/database': database,
+    });
+    await withFixture(
+      startFixture('connects-to-postgres', target(shared.hostname, Number(shared.port || 5432), shared.pathname.slice(1))),
+      async (h) => {
+        assert.deepEqual(await h.health(), { status: 'ok', detail: 'trusted' });
+      },
+    );
+    await withFixture(startFixture('connects-to-postgres', target('127.0.0.1', scram.port, 'postgres')), async (h) => {
+      assert.deepEqual(await h.health(), { status: 'ok', detail: 'password required (10)' });
+    });
+  } finally {
+    delete process.env.PGPASSWORD;
+    await scram.dispose();
   }
 });
 
