@@ -35,6 +35,9 @@ const HINTS: { readonly [C in ErrorCode]: string | null } = {
   management_bearer_not_loopback: null,
   upstream_unavailable: 'is the application behind the gateway (`:svc/app-upstream`) running?',
   upstream_timeout: 'is the application behind the gateway (`:svc/app-upstream`) answering?',
+  provider_unavailable: 'check the provider module named in the detail: `svc` logs `provider.unavailable` and restarts its process',
+  identity_provider_unavailable:
+    "check that the provider module's identity provider (`:oidc/issuer`) is reachable and its discovery document names that issuer",
 };
 
 /** How {@link explainFailure} reads an `invalid_request`. */

@@ -36,7 +36,7 @@ export async function runForeground(project: Project, surfaces: readonly Surface
   // Provider packages are verified (pin, signature, trusted signer, files, capability) on every
   // start, before the control store opens and before any of their code could run.
   const providerModules = await verifyProviderModules(project);
-  const store = await openControlStore(project, { create: false });
+  const store = await openControlStore(project, { create: false, log });
   let providers: ProviderHandle[] = [];
   const running: RunningSurface[] = [];
   let stopping = false;

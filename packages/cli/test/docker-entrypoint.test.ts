@@ -189,6 +189,8 @@ describe('the container entrypoint with nodes on one PostgreSQL (compose.postgre
       template
         .replace('"postgres://svc@postgres:5432/svc"', JSON.stringify(PG_URL))
         .replace('"svc_auth"', JSON.stringify(schemas.fresh()))
+        // The test server trusts local connections (the compose one does not): accepted here only.
+        .replace(':store/pool-size 10', ':store/pool-size 10 :store/allow-unauthenticated true')
         .replace('file:/run/secrets/pg_password', `file:${passwordFile}`),
     );
     const project = join(tmp.dir, 'srv', 'project');
