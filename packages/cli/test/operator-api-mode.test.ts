@@ -178,7 +178,7 @@ describe('devices, sessions and audit over the management API with the saved ses
   test('a printed follow-up command quotes a project path with spaces', async () => {
     const spaced = join(tmp.dir, 'my project');
     mkdirSync(spaced);
-    const r = await svc(['package', 'install', 'x.tgz', '--sha256', 'a'.repeat(64), spaced], { env });
+    const r = await svc(['auth', 'devices', spaced], { env });
     assert.equal(r.code, 1);
     assert.ok(r.stderr.includes(`run \`svc auth init '${spaced}'\` first`), r.stderr);
   });
