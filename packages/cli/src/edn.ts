@@ -262,6 +262,10 @@ function checkEdnSyntax(text: string): { at: number; message: string } | null {
         'this looks like JSON, not EDN: project.edn is written {:svc/project "demo" :svc/modules {...}} (keywords for keys, no : between key and value)',
       );
     }
+    skip();
+    if (i < n && text[i] !== '{') {
+      throw new EdnSyntaxError(i, 'expected the map that holds the whole file, {:svc/project "demo" ...}, to start here');
+    }
     readForm();
     skip();
     if (i < n) throw new EdnSyntaxError(i, 'more after the top-level map; the file holds one map');

@@ -142,6 +142,7 @@ describe('what svc says to an operator (issue #26.11)', () => {
       ['{:svc/project "demo"\n :svc/modules }\n', /project\.edn:1:1: the map opened here has a key without a value/],
       ['{:svc/project "demo\n', /project\.edn:1:15: the string that starts here is never closed/],
       ['{:svc/project "demo"\n :svc/modules {:a 1}\n', /project\.edn:1:1: the map opened here is never closed/],
+      [';; a fragment, not a map\n:svc/project "demo"\n', /project\.edn:2:1: expected the map that holds the whole file/],
     ];
     for (const [i, [text, expected]] of cases.entries()) {
       const dir = join(tmp.dir, `syntax-${i}`);
