@@ -50,12 +50,12 @@ describe("the spec's bootstrap order: package install, activation, auth init, au
     assert.match(devices.stdout, new RegExp(device.id));
   });
 
-  test('install before init with a wrong digest leaves no project behind', async () => {
+  test('install before init with a wrong digest leaves no project, not even its directory, behind', async () => {
     const dir = join(tmp.dir, 'wrong');
     const wrong = SQLITE_SHA256.replace(/^./, (c) => (c === '0' ? '1' : '0'));
     const r = await svc(['package', 'install', SQLITE_ARCHIVE, '--sha256', wrong, dir]);
     assert.equal(r.code, 1);
     assert.match(r.stderr, /archive_digest/);
-    assert.throws(() => statSync(join(dir, 'project.edn')), { code: 'ENOENT' });
+    assert.throws(() => statSync(dir), { code: 'ENOENT' }, 'the directory made for the new project is gone again');
   });
 });

@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { AddonVerificationError, installAddon, setPackagePin } from '@svc/addons';
 import { ADDON_MANIFEST_FILE } from '@svc/core';
@@ -108,6 +108,8 @@ export const packageInstall: Command = {
       }
     }
     // Owner-only, explicitly (as `svc auth init` makes it): what the service loads must not be writable by others.
+    // A directory made here for a new project is removed again if the install is refused.
+    const made = fresh && !existsSync(dir);
     if (fresh) mkdirSync(dir, { recursive: true, mode: 0o700 });
     let installed: Awaited<ReturnType<typeof installAddon>>;
     try {
@@ -120,6 +122,7 @@ export const packageInstall: Command = {
         ...(args.values.signature === undefined ? {} : { signatureFile: resolve(args.values.signature) }),
       });
     } catch (error) {
+      if (made) rmSync(dir, { recursive: true, force: true });
       if (error instanceof AddonVerificationError) throw new CliError(error.message, { cause: error });
       throw new CliError(`cannot install ${sourceArg}: ${(error as Error).message}`, { cause: error });
     }
