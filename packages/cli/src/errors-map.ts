@@ -26,7 +26,7 @@ const HINTS: { readonly [C in ErrorCode]: string | null } = {
   csrf_refused: null,
   not_found: 'check the id with `svc auth devices` or `svc auth sessions`',
   method_not_allowed: null,
-  already_enrolled: 'that key is already enrolled; sign in with `svc auth login --key FILE`',
+  already_enrolled: 'sign in with it: `svc auth login --key FILE`',
   payload_too_large: null,
   unsupported_media_type: null,
   rate_limited: 'wait and try again',

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import pg from 'pg';
 import { cleanEnv, enrolledProject, problemCode, type ServerProcess, startServer, svc, svcOk, tempDir } from './helpers.js';
+import { currentCredentials } from './support/credentials-file.js';
 import { auditEvents, createSchemas, loginOverHttp, me, PG_URL, refresh, revoke, writePostgresProject } from './support/store-projects.js';
 
 /** What a client and an operator observe in the short flow: must not depend on the store. */
@@ -71,11 +72,11 @@ describe('a project runs on either store with the same behaviour', () => {
       const status = async (res: Response): Promise<[number, string]> => [res.status, await problemCode(res)];
 
       await svcOk(['auth', 'login', '--key', p.keyFile, '--url', server.url], { env });
-      const first = JSON.parse(readFileSync(creds, 'utf8')) as { session_id: string; access_token: string; refresh_token: string };
+      const first = currentCredentials(creds) as { session_id: string; access_token: string; refresh_token: string };
       const whoami = JSON.parse((await svcOk(['auth', 'whoami', '--json'], { env })).stdout) as { realm: string; session: string };
 
       await svcOk(['auth', 'refresh'], { env });
-      const second = JSON.parse(readFileSync(creds, 'utf8')) as { session_id: string; access_token: string; refresh_token: string };
+      const second = currentCredentials(creds) as { session_id: string; access_token: string; refresh_token: string };
 
       const o: Partial<Observed> = {
         whoamiRealm: whoami.realm,

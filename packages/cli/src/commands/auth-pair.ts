@@ -132,7 +132,7 @@ export const authPair: Command = {
       );
     }
     const nodeUrl = nodeUrlOf(args.values['node-url']);
-    const session = savedSession(args.values.credentials);
+    const session = savedSession(args.values.credentials, args.values.context);
     const node = createNodeClient({ baseUrl: nodeUrl });
     let prepared: PreparedPairingJson;
     try {
@@ -200,13 +200,14 @@ async function prepareLinkIntent(
     readonly name?: string;
     readonly subject?: string;
     readonly credentials?: string;
+    readonly context?: string;
     readonly json?: boolean;
   },
   input: { readonly realm: 'management' | 'application'; readonly ttl: number | undefined; readonly provider: string },
 ): Promise<number> {
   const appUrl = appUrlOf(values['app-url']);
   const nodeUrl = nodeUrlOf(values['node-url']);
-  const session = savedSession(values.credentials);
+  const session = savedSession(values.credentials, values.context);
   const node = createNodeClient({ baseUrl: nodeUrl });
   let prepared: PreparedPairingJson;
   try {

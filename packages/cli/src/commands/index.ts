@@ -82,8 +82,18 @@ export const COMMANDS: readonly CommandEntry[] = [
   },
   {
     path: ['auth', 'logout'],
-    summary: 'Revoke the saved session on the server and delete the credentials file.',
+    summary: 'Revoke the saved session on the server and forget it (the file goes with its last context).',
     load: async () => (await import('./auth-logout.js')).authLogout,
+  },
+  {
+    path: ['auth', 'contexts'],
+    summary: 'List the saved sign-ins (one context per service URL and realm) and which one is current.',
+    load: async () => (await import('./auth-contexts.js')).authContexts,
+  },
+  {
+    path: ['auth', 'contexts', 'use'],
+    summary: 'Make a saved sign-in (context) the current one, used when a command names no --context.',
+    load: async () => (await import('./auth-contexts-use.js')).authContextsUse,
   },
   {
     path: ['auth', 'devices'],
