@@ -56,6 +56,13 @@ function writeProjectEdn(
 
 const load = (dir: string) => loadProject(dir, { profile: null, env: {} });
 
+/** stderr without the service's JSON log lines (a serve command logs its connection plan first): what the operator reads. */
+const withoutLogLines = (stderr: string): string =>
+  stderr
+    .split(/(?<=\n)/)
+    .filter((line) => !line.startsWith('{"level":'))
+    .join('');
+
 describe('application modules load only through the verified path', () => {
   const tmp = tempDir('svc-app-modules-');
   const dir = join(tmp.dir, 'project');
@@ -146,7 +153,7 @@ describe('application modules load only through the verified path', () => {
     const r = await svc(['app', 'serve', '--app-listen', '127.0.0.1:0', dir], { env: cleanEnv() });
     assert.equal(r.code, 1);
     assert.match(
-      r.stderr,
+      withoutLogLines(r.stderr),
       /^svc app serve: application package good-app@1\.0\.0 failed verification \(installed_files\): index\.js was edited since install; .*\(no application module was loaded\)\n$/,
     );
   });
@@ -170,7 +177,7 @@ describe('application modules load only through the verified path', () => {
     const r = await svc(['app', 'serve', '--app-listen', '127.0.0.1:0', dir], { env: cleanEnv() });
     assert.equal(r.code, 1);
     assert.equal(
-      r.stderr,
+      withoutLogLines(r.stderr),
       'svc app serve: application module broken-app@1.0.0 (:web) failed to load: no database configured (no application module was loaded)\n',
     );
     assert.equal(r.stdout, '');

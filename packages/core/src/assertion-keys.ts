@@ -221,6 +221,7 @@ export type AssertionKeyRotation =
       readonly outcome: 'rotated';
       readonly set: AssertionKeySetJson;
       readonly next: AssertionKeyJson;
+      /** The key that signed until this rotation (withdrawn already when `immediate`), or null when none did. */
       readonly previous: AssertionKeyJson | null;
     }
   | { readonly outcome: 'pending'; readonly pending: AssertionKeyJson };
@@ -276,7 +277,9 @@ export function rotateAssertionKeySet(
     return k;
   });
   const pruned = pruneAssertionKeySet({ version: 1, keys: [...kept, next] }, now);
-  const previous = current === null ? null : (pruned.keys.find((k) => k.kid === current.kid) ?? null);
+  // The key that signed until this rotation, as the rotation left it: an immediate rotation
+  // withdraws it, so it is no longer in the pruned set, but it is still the one it replaced.
+  const previous = current === null ? null : (kept.find((k) => k.kid === current.kid) ?? null);
   return { outcome: 'rotated', set: pruned, next, previous };
 }
 

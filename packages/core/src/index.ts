@@ -49,6 +49,19 @@ export {
   type SignedAuditCheckpoint,
   signAuditCheckpoint,
 } from './audit-checkpoint.js';
+export { type AuditShippingHealth, type AuditSinkName, auditShippingAfter } from './audit-shipping-health.js';
+export { type SinkPathStat, sinkDirectoryRefusal, sinkFileRefusal } from './audit-sink-rules.js';
+export {
+  type AccountingEvent,
+  BACKUP_SIGNATURE_TYPE,
+  type BackupSignaturePayload,
+  type BackupSignatureVerdict,
+  type BackupState,
+  checkBackupSignature,
+  type SignedBackup,
+  signBackup,
+  unaccountedState,
+} from './backup.js';
 export {
   type BrowserCookieNames,
   browserCookieNames,
@@ -125,7 +138,18 @@ export {
   type ProviderRequest,
   type StoredCredential,
 } from './provider.js';
-export { jitRefusal, PROVIDER_FLOW_TTL_SECONDS, providerAmr, providerStartRefusal } from './provider-decisions.js';
+export {
+  BUNDLED_PASSKEY_PACKAGE,
+  IDENTITY_PROVIDER_FAILURE_CODES,
+  IDENTITY_PROVIDER_RETRY_SECONDS,
+  jitRefusal,
+  PROVIDER_FLOW_TTL_SECONDS,
+  PROVIDER_UNAVAILABLE_RETRY_SECONDS,
+  providerAmr,
+  providerOutageOf,
+  providerStartRefusal,
+  SVC_PUBLISHER_KEY,
+} from './provider-decisions.js';
 export {
   CLAIM_NAME_MAX_CHARS,
   CLAIM_VALUE_MAX_CHARS,

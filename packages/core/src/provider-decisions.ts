@@ -3,7 +3,8 @@ import type { ExternalIdentity, ProviderIntent, ProviderPolicy } from './provide
 import type { Realm } from './realm.js';
 
 // The service's rules for provider ceremonies, pure: who may begin which ceremony in which
-// realm, when just-in-time provisioning applies, and what a provider session's `amr` says.
+// realm, when just-in-time provisioning applies, what a provider session's `amr` says, and
+// which provider failures are outages rather than refusals.
 // The use cases (use-cases/provider-flow.ts) read the store and call these.
 
 /** How long a provider ceremony may take, from `begin` to `finish`: 10 minutes. */
@@ -63,13 +64,68 @@ export function jitRefusal(
 }
 
 /**
- * What a provider session's `amr` says (RFC 8176): a passkey is a hardware-bound key with a
- * user gesture (`["hwk", "user"]`); any other provider vouches for an identity at an external
- * issuer (`["fed"]`).
+ * The project's own publisher key (`keys/svc-publisher.pub`, 64 lowercase hex digits): the key
+ * that signs the bundled provider packages. A test keeps it equal to the file.
+ */
+export const SVC_PUBLISHER_KEY = '8e28bf57c7cde45f53411513dbe1baeee7a8034c39930273726146176c7ac718';
+
+/** The bundled passkey provider: the one package whose sessions may say they used a hardware key. */
+export const BUNDLED_PASSKEY_PACKAGE = '@svc/provider-webauthn';
+
+/**
+ * What a provider session's `amr` says (RFC 8176), decided from what the operator trusted, never
+ * from what the provider says at run time (its `kind`): a passkey of the bundled WebAuthn
+ * provider, whose package is signed by the project's own publisher key, is a hardware-bound
+ * key with a user gesture (`["hwk", "user"]`). Any other provider, a third party's that
+ * declares `webauthn` included, only vouches for an identity it established on its own
+ * (`["fed"]`): svc cannot know how it checked it, so it never passes a passkey-only rule.
+ * The package name and signer key come from the package verification (`verifyProviderPackage`).
  *
  * @example
- * providerAmr('webauthn'); // ['hwk', 'user']
+ * providerAmr({ packageName: '@svc/provider-webauthn', signerKey: SVC_PUBLISHER_KEY }); // ['hwk', 'user']
+ * providerAmr({ packageName: 'acme-passkeys', signerKey: acmeKey }); // ['fed']
  */
-export function providerAmr(kind: string): readonly string[] {
-  return kind === 'webauthn' ? ['hwk', 'user'] : ['fed'];
+export function providerAmr(provider: { readonly packageName: string; readonly signerKey: string | null }): readonly string[] {
+  const bundled = provider.packageName === BUNDLED_PASSKEY_PACKAGE && provider.signerKey?.toLowerCase() === SVC_PUBLISHER_KEY;
+  return bundled ? ['hwk', 'user'] : ['fed'];
+}
+
+/** `Retry-After` of `503 provider_unavailable`: a crashed or stopped provider process is restarted within seconds. */
+export const PROVIDER_UNAVAILABLE_RETRY_SECONDS = 5;
+
+/** `Retry-After` of `502 identity_provider_unavailable`: an identity provider's outage lasts longer. */
+export const IDENTITY_PROVIDER_RETRY_SECONDS = 30;
+
+/**
+ * The error codes a provider throws to say that its identity provider cannot be used (not that
+ * the user's proof is wrong): the bundled OIDC provider's `discovery_failed` (the issuer is
+ * unreachable, does not answer in time, or its discovery document names another issuer).
+ */
+export const IDENTITY_PROVIDER_FAILURE_CODES: readonly string[] = Object.freeze(['discovery_failed']);
+
+/** The host's failures that mean the provider's process cannot answer now (`ProviderError.reason` of @svc/provider-host). */
+const UNAVAILABLE_REASONS: ReadonlySet<string> = new Set(['crashed', 'timeout', 'closed', 'oversized']);
+
+/**
+ * Whether an error thrown by a provider call is an outage rather than a refusal of the user's
+ * proof: `unavailable` when the confined process ended, did not answer in time, is being
+ * restarted or was closed (the host's `provider_failed` with those reasons); `identity_provider`
+ * when the provider says its identity provider cannot be used
+ * ({@link IDENTITY_PROVIDER_FAILURE_CODES}); null for anything else (the provider refused the
+ * proof, or answered malformed). An outage is answered 503 or 502 with `Retry-After`, and is
+ * neither audited as a refusal nor counted as a failed attempt: the user did nothing wrong.
+ * Read from the error's stable fields (`code`, `reason`, `providerCode`), never its message.
+ *
+ * @example
+ * providerOutageOf(new ProviderError('passkeys', 'timeout', 'finish did not answer within 10000 ms')); // 'unavailable'
+ */
+export function providerOutageOf(error: unknown): 'unavailable' | 'identity_provider' | null {
+  if (typeof error !== 'object' || error === null) return null;
+  const e = error as { code?: unknown; reason?: unknown; providerCode?: unknown };
+  if (e.code !== 'provider_failed' || typeof e.reason !== 'string') return null;
+  if (UNAVAILABLE_REASONS.has(e.reason)) return 'unavailable';
+  if (e.reason === 'provider_error' && typeof e.providerCode === 'string' && IDENTITY_PROVIDER_FAILURE_CODES.includes(e.providerCode)) {
+    return 'identity_provider';
+  }
+  return null;
 }

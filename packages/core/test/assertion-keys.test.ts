@@ -18,6 +18,7 @@ import {
   makePrincipal,
   parseAssertionKeySet,
   publishedAssertionKeys,
+  rfc3339,
   rotateAssertionKeySet,
 } from '@svc/core';
 
@@ -97,7 +98,12 @@ describe('assertion key set rules', () => {
   test('an immediate rotation (leaked key) signs with the new key now and withdraws every old key now', () => {
     const { set } = rotated(firstAssertionKeySet(fresh(), T0), T0 + S);
     const now = T0 + 2 * S;
-    const { set: after, next } = rotated(set, now, true);
+    const leaked = assertionSigningKey(set, now);
+    const { set: after, next, previous } = rotated(set, now, true);
+    // The rotation names the key it withdrew (the audit event records it), though it is no longer in the set.
+    assert.equal(previous?.kid, leaked?.kid);
+    assert.equal(previous?.signs_until, rfc3339(now));
+    assert.equal(previous?.published_until, rfc3339(now));
     assert.equal(assertionSigningKey(after, now)?.kid, next.kid);
     assert.deepEqual(kids(after, now), [next.kid]);
     assert.ok(

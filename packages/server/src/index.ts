@@ -43,8 +43,17 @@ export { DEFAULT_UPSTREAM_TIMEOUTS, type UpstreamTimeouts, upstreamAttach } from
 export {
   APPLICATION_CONNECTION_LIMITS,
   type ConnectionLimits,
+  type ConnectionPlan,
+  DEFAULT_UPSTREAM_CONNECTIONS,
+  DESCRIPTOR_RESERVE,
+  type DescriptorLimit,
+  descriptorsForDefaults,
   MANAGEMENT_CONNECTION_LIMITS,
   NODE_CONNECTION_LIMITS,
+  openDescriptors,
+  parseDescriptorLimit,
+  planConnectionLimits,
+  readDescriptorLimit,
 } from './http/connection-limits.js';
 export { parseIPv4 } from './http/loopback.js';
 // Listeners that may bind a network address (the node surface, the application gateway).

@@ -55,7 +55,11 @@ export async function appAttachment(ctx: SurfaceContext): Promise<AppAttachment>
       log: ctx.log,
     });
     return {
-      attach: upstreamAttach({ upstream: new URL(app.upstream), identityHeaders: svcIdentityHeaders(signer) }),
+      attach: upstreamAttach({
+        upstream: new URL(app.upstream),
+        identityHeaders: svcIdentityHeaders(signer),
+        maxConnections: ctx.connections.upstreamConnections,
+      }),
       jwks: () => signer.jwks(),
     };
   }
@@ -71,5 +75,8 @@ export async function appAttachment(ctx: SurfaceContext): Promise<AppAttachment>
     if (error instanceof ModuleHostError) throw new CliError(`${error.message} (no application module was loaded)`, { cause: error });
     throw error;
   }
-  return { attach: moduleHostAttach(host), close: () => host.close() };
+  return {
+    attach: moduleHostAttach(host, undefined, ctx.connections.upstreamConnections),
+    close: () => host.close(),
+  };
 }

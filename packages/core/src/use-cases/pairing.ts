@@ -199,9 +199,10 @@ async function refuseWrongCode(
 
 /**
  * Completes an enrolment intent: checks the one-time code together with the device key the
- * intent was prepared for, in constant time (5 wrong attempts burn the intent), verifies the new device's signature over
- * {@link pairingProofString} (proof of possession), then enrolls the device, once: of N
- * concurrent completions exactly one wins.
+ * intent was prepared for, in constant time, and the new device's signature over
+ * {@link pairingProofString} (proof of possession); a failure of either is one wrong attempt,
+ * answered alike (`invalid_pairing_code`) and counted (5 burn the intent). Then it enrolls the
+ * device, once: of N concurrent completions exactly one wins.
  *
  * @example
  * const device = await completePairing(deps, { nodeId, intentId, code, publicKey, signature });
@@ -231,12 +232,15 @@ export async function completePairing(
   if (intent === null || intent.completedAt !== null || intent.burnedAt !== null || intent.expiresAt <= now) {
     throw new AuthError('invalid_pairing_intent', 'unknown, expired, completed or burned enrolment intent');
   }
+  // The code and the proof of possession are one credential: both are checked, always, and a
+  // failure of either is answered and counted the same way (a wrong code). Answering a right
+  // code with a bad signature differently would tell a guesser the code is right, and leave
+  // that guess uncounted.
   const presented = codeDigest(intent.id, normalizePairingCode(input.code), publicKey);
-  if (!digestsEqual(presented, intent.codeDigest)) await refuseWrongCode(deps, intent, now, { data: {}, mismatch: 'device key' });
+  const codeRight = digestsEqual(presented, intent.codeDigest);
   const proof = pairingProofString({ nodeId: input.nodeId, intentId: intent.id, publicKey });
-  if (!(await verifyEd25519Async(publicKey, Buffer.from(proof, 'utf8'), signature))) {
-    throw new AuthError('invalid_signature', 'the signature does not prove possession of that key for this node and intent');
-  }
+  const proven = await verifyEd25519Async(publicKey, Buffer.from(proof, 'utf8'), signature);
+  if (!(codeRight && proven)) await refuseWrongCode(deps, intent, now, { data: {}, mismatch: 'device key' });
   const device: DeviceRecord = {
     id: newId('device', deps.clock, deps.random),
     publicKey,

@@ -18,13 +18,20 @@ import { DEFAULT_UPSTREAM_TIMEOUTS, type UpstreamTimeouts, upstreamAttach } from
  * answer within `timeouts.responseMs` answers `504 upstream_timeout`, and the host is asked to
  * check it is alive (a child whose event loop is stuck is killed and restarted).
  *
+ * `maxConnections` bounds the connections to the module process, as upstream mode's (default 128).
+ *
  * @example
  * const host = await startModuleHost({ modules });
  * const app = await buildGatewayApp({ deps, policy, trustedProxies: [], attach: moduleHostAttach(host) });
  */
-export function moduleHostAttach(host: ModuleHost, timeouts: UpstreamTimeouts = DEFAULT_UPSTREAM_TIMEOUTS): GatewayAttach {
+export function moduleHostAttach(
+  host: ModuleHost,
+  timeouts: UpstreamTimeouts = DEFAULT_UPSTREAM_TIMEOUTS,
+  maxConnections?: number,
+): GatewayAttach {
   return upstreamAttach(
     {
+      ...(maxConnections === undefined ? {} : { maxConnections }),
       // The host name is never resolved: the connection goes to the socket.
       upstream: new URL('http://svc-modules.invalid'),
       socketPath: host.socketPath,

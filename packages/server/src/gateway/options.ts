@@ -72,4 +72,10 @@ export interface UpstreamAttachOptions {
   readonly socketPath?: string;
   /** Told of each request the upstream failed (`502`/`504`), after the caller got its answer (module mode checks its child is alive). */
   readonly onFailure?: (err: AuthError) => void;
+  /**
+   * Connections to the upstream kept at most (idle ones included); further requests wait for
+   * one. Default 128; the service sizes it to the descriptor limit with the gateway's own cap
+   * (`planConnectionLimits`).
+   */
+  readonly maxConnections?: number;
 }

@@ -1,7 +1,7 @@
 import type { AuthDeps } from '@svc/core';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { type ChallengeBudget, createChallengeBudget } from '../http/challenge-budget.js';
-import { installConnectionLimits, MANAGEMENT_CONNECTION_LIMITS } from '../http/connection-limits.js';
+import { type ConnectionLimits, installConnectionLimits, MANAGEMENT_CONNECTION_LIMITS } from '../http/connection-limits.js';
 import { createFailureLimiter, type FailureLimiter } from '../http/failure-limiter.js';
 import { hardenSurface } from '../http/harden.js';
 import { serverOptions } from '../http/server-options.js';
@@ -22,6 +22,8 @@ export interface ManagementAppOptions {
   limiter?: FailureLimiter;
   /** The budget of unanswered challenges. Default: 100 per address unit and 20 per public key per 60 s. */
   challenges?: ChallengeBudget;
+  /** Connection caps of this listener. Default {@link MANAGEMENT_CONNECTION_LIMITS}: 128; smaller under a low descriptor limit (`planConnectionLimits`). */
+  connectionLimits?: ConnectionLimits;
 }
 
 /**
@@ -42,7 +44,7 @@ export async function buildManagementApp(opts: ManagementAppOptions): Promise<Fa
   const app: FastifyInstance = Fastify(serverOptions(opts.logger));
   // The management API is loopback-only: the DNS-rebinding guard runs before any parser.
   hardenSurface(app, { loopbackOnly: true });
-  installConnectionLimits(app, MANAGEMENT_CONNECTION_LIMITS);
+  installConnectionLimits(app, opts.connectionLimits ?? MANAGEMENT_CONNECTION_LIMITS);
   if (opts.metrics !== undefined) instrumentHttp(app, opts.metrics, 'management');
 
   const limiter = opts.limiter ?? createFailureLimiter({ clock: deps.clock, store: deps.store, scope: 'signin' });
