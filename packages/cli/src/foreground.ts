@@ -171,7 +171,8 @@ function connectionPlan(surfaces: readonly Surface[], log: Logger): ConnectionPl
       `the open-file limit (${limit?.soft}) is below ${descriptorsForDefaults(reserve)}: connection caps reduced to fit it; raise it with ulimit -n or LimitNOFILE=`,
     );
   } else {
-    log.info(fields, 'connection caps sized to the open-file limit');
+    // Nothing to act on when every default cap fits: debug, so a start (or a refused one) stays quiet.
+    log.debug(fields, 'connection caps sized to the open-file limit');
   }
   return plan;
 }

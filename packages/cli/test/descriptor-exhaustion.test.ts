@@ -46,7 +46,13 @@ const READY = {
 function serveUnderUlimit(dir: string, limit: number, opts: { readonly soft?: boolean } = {}) {
   const ulimit = opts.soft === true ? `ulimit -Sn ${limit}` : `ulimit -n ${limit}`;
   const child = spawn('bash', ['-c', `${ulimit} && exec "$0" "$@"`, process.execPath, SVC_BIN, 'serve', dir], {
-    env: cleanEnv({ SVC_MANAGEMENT_LISTEN: '127.0.0.1:0', SVC_NODE_LISTEN: '127.0.0.1:0', SVC_APP_LISTEN: '127.0.0.1:0' }),
+    // debug: the plan is logged at debug when every default cap fits (warn when reduced).
+    env: cleanEnv({
+      SVC_MANAGEMENT_LISTEN: '127.0.0.1:0',
+      SVC_NODE_LISTEN: '127.0.0.1:0',
+      SVC_APP_LISTEN: '127.0.0.1:0',
+      SVC_LOG_LEVEL: 'debug',
+    }),
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
