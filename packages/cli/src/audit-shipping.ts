@@ -85,7 +85,9 @@ export class AuditSinkError extends CliError {
 }
 
 // Append-only, created owner-only, and never through a symbolic link at the last component.
-const SINK_OPEN_FLAGS = constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW;
+// O_NONBLOCK: a FIFO (or device) put at the path must not block the open before fstat refuses it
+// (a FIFO with no reader fails with ENXIO); it changes nothing for a regular file.
+const SINK_OPEN_FLAGS = constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW | constants.O_NONBLOCK;
 
 /**
  * A JSON-lines file that rotates by size: before a line would take it past `maxBytes`, `path`
@@ -159,6 +161,9 @@ export class JsonLinesFile {
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'ELOOP') {
         this.refuse('file', 'it is a symbolic link', 'point :file at the real file, not a link to it');
+      }
+      if ((error as NodeJS.ErrnoException).code === 'ENXIO') {
+        this.refuse('file', 'it is not a regular file (a FIFO or device)', 'point :file at a regular file');
       }
       throw error;
     }

@@ -323,6 +323,12 @@ function readAccountedState(file: string): BackupState {
       sessions: db
         .prepare('SELECT id, realm, subject, device_id AS deviceId, revoked_at AS revokedAt FROM sessions')
         .all() as BackupState['sessions'],
+      bootstrapTokens: db
+        .prepare('SELECT id, expires_at AS expiresAt, used_at AS usedAt, superseded_at AS supersededAt FROM bootstrap_tokens')
+        .all() as NonNullable<BackupState['bootstrapTokens']>,
+      pairingIntents: db
+        .prepare('SELECT id, realm, subject, completed_at AS completedAt, burned_at AS burnedAt FROM pairing_intents')
+        .all() as NonNullable<BackupState['pairingIntents']>,
     };
   } finally {
     db.close();

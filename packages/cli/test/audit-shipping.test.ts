@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import {
   chmodSync,
@@ -426,6 +426,29 @@ describe('the audit sink file refuses what others could read or redirect', () =>
     chownSync(path, 65_534, 65_534);
     assert.throws(() => new JsonLinesFile(path, 65_536, 2).append([line]), refused);
     assert.equal(readFileSync(path, 'utf8'), 'theirs\n');
+  });
+
+  test('audit-sink-fifo: a FIFO at the sink path is refused at once, never blocking the service on its open', () => {
+    const d = dir();
+    const path = join(d, 'audit.jsonl');
+    execFileSync('mkfifo', [path]);
+    // In a child: before the fix the open blocks the whole process (no reader), so the bound is
+    // only a hang guard, and the verdict is the child's output, never its timing.
+    const child = spawnSync(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        '-e',
+        `import('${fileURLToPath(new URL('../src/audit-shipping.ts', import.meta.url))}').then(({ JsonLinesFile }) => {
+          try { new JsonLinesFile(${JSON.stringify(path)}, 65536, 2); console.log('accepted'); }
+          catch (e) { console.log(e.code); }
+        })`,
+      ],
+      { encoding: 'utf8', timeout: 60_000 },
+    );
+    assert.equal(child.signal, null, 'the open of the FIFO blocked the process');
+    assert.equal(child.stdout.trim(), 'audit_sink_refused');
   });
 
   test('audit-sink-world-writable-dir: a sink in a directory others can write is refused, and no file is created there', () => {

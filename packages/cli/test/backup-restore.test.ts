@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, type KeyObject, sign } from 'node:crypto';
+import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, type KeyObject, randomBytes, sign } from 'node:crypto';
 import { appendFileSync, copyFileSync, existsSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
@@ -403,6 +403,36 @@ describe('svc auth backup and svc auth restore (embedded SQLite store)', () => {
       await refusedUntouched(
         derived('resigned-session.db', insertSession),
         /^svc auth restore: restore refused: .* holds state its audit trail does not account for: session ses_01JDMALLORY/,
+      );
+    });
+
+    test('a backup signed with the node key but holding a bootstrap token its audit trail never issued is refused (it would enrol an admin after the restore)', async () => {
+      await fresh();
+      const token = `svcb_${randomBytes(32).toString('base64url')}`;
+      const planted = derived('resigned-bootstrap.db', (db) =>
+        db
+          .prepare('INSERT INTO bootstrap_tokens (id, digest, created_at, expires_at) VALUES (?, ?, ?, ?)')
+          .run('bt_01JDMALLORY00000000000000', digestToken(token), Date.now(), Date.now() + 86_400_000),
+      );
+      await refusedUntouched(
+        planted,
+        /^svc auth restore: restore refused: .* holds state its audit trail does not account for: bootstrap token bt_01JDMALLORY/,
+      );
+    });
+
+    test('a backup signed with the node key but holding an open pairing intent its audit trail never prepared is refused', async () => {
+      await fresh();
+      const planted = derived('resigned-intent.db', (db) =>
+        db
+          .prepare(
+            `INSERT INTO pairing_intents (id, realm, subject, code_digest, created_at, expires_at, created_by)
+             VALUES ('int_01JDMALLORY00000000000000', 'management', 'mallory', ?, 1, ?, 'mallory')`,
+          )
+          .run('ab'.repeat(32), Date.now() + 86_400_000),
+      );
+      await refusedUntouched(
+        planted,
+        /^svc auth restore: restore refused: .* holds state its audit trail does not account for: pairing intent int_01JDMALLORY/,
       );
     });
 

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
+import { request as httpRequest } from 'node:http';
 import { type AddressInfo, connect, createServer, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -43,7 +44,7 @@ const READY = {
  * with `soft`, `ulimit -Sn <limit>` (the soft limit only, as systemd's default 1024:524288 does),
  * once its three listeners are up.
  */
-function serveUnderUlimit(dir: string, limit: number, opts: { readonly soft?: boolean } = {}) {
+function serveUnderUlimit(dir: string, limit: number, opts: { readonly soft?: boolean; readonly env?: NodeJS.ProcessEnv } = {}) {
   const ulimit = opts.soft === true ? `ulimit -Sn ${limit}` : `ulimit -n ${limit}`;
   const child = spawn('bash', ['-c', `${ulimit} && exec "$0" "$@"`, process.execPath, SVC_BIN, 'serve', dir], {
     // debug: the plan is logged at debug when every default cap fits (warn when reduced).
@@ -52,6 +53,7 @@ function serveUnderUlimit(dir: string, limit: number, opts: { readonly soft?: bo
       SVC_NODE_LISTEN: '127.0.0.1:0',
       SVC_APP_LISTEN: '127.0.0.1:0',
       SVC_LOG_LEVEL: 'debug',
+      ...opts.env,
     }),
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -84,6 +86,11 @@ function serveUnderUlimit(dir: string, limit: number, opts: { readonly soft?: bo
   return {
     ready,
     stderr: () => err,
+    /** The stdout so far, once it matches `pattern`. */
+    async stdoutWhen(pattern: RegExp): Promise<string> {
+      while (!pattern.test(out)) await new Promise((resolve) => child.stdout.once('data', resolve));
+      return out;
+    },
     async stop() {
       child.kill('SIGKILL');
       await exited;
@@ -190,6 +197,47 @@ describe('descriptors: a gateway flood cannot take what the management API and t
         .find((l) => l.includes('"event":"descriptors"'));
       assert.ok(plan !== undefined, 'the plan is logged');
       assert.match(plan, /"limit_soft":256/);
+    } finally {
+      for (const s of sockets) s.destroy();
+      await svc.stop();
+    }
+  });
+
+  test('descriptor-exhaustion-via-metrics-listener: under ulimit -n 256, 400 half-sent requests to the metrics listener from 22 addresses leave a new management connection answered', async () => {
+    const svc = serveUnderUlimit(dir, 256, { env: { SVC_METRICS_LISTEN: '127.0.0.1:0' } });
+    const sockets: Socket[] = [];
+    try {
+      const urls = await svc.ready;
+      const metrics = /metrics listening on http:\/\/127\.0\.0\.1:(\d+)\/metrics/.exec(await svc.stdoutWhen(/metrics listening on/))?.[1];
+      assert.ok(metrics !== undefined, 'the metrics listener is up');
+      // Each holds its connection for the 10 s head deadline: a head that never ends.
+      const opened = Array.from(
+        { length: 400 },
+        (_, i) =>
+          new Promise<void>((resolve) => {
+            const s = connect({ host: '127.0.0.1', port: Number(metrics), localAddress: `127.0.0.${2 + (i % 22)}` });
+            sockets.push(s);
+            s.on('connect', () => s.write('GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n', () => resolve()));
+            s.on('error', () => resolve());
+            s.on('close', () => resolve());
+          }),
+      );
+      await bounded(Promise.all(opened), 10_000, 'the flood of the metrics listener to be sent');
+      // A new connection (no keep-alive reuse): the management API must still accept and answer it.
+      const status = await bounded(
+        new Promise<string>((resolve) => {
+          const u = new URL(`${urls.management}/health`);
+          httpRequest({ host: u.hostname, port: u.port, path: u.pathname, agent: false }, (r) => {
+            r.resume();
+            resolve(`status ${r.statusCode}`);
+          })
+            .on('error', (e: NodeJS.ErrnoException) => resolve(`error ${e.code}`))
+            .end();
+        }),
+        10_000,
+        'the management /health on a new connection under the metrics flood',
+      );
+      assert.equal(status, 'status 200');
     } finally {
       for (const s of sockets) s.destroy();
       await svc.stop();

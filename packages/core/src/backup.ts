@@ -165,6 +165,21 @@ export interface BackupState {
     readonly deviceId: string;
     readonly revokedAt: number | null;
   }[];
+  /** Bootstrap tokens neither used nor superseded: each a way to enrol a management device. */
+  readonly bootstrapTokens?: readonly {
+    readonly id: string;
+    readonly expiresAt: number;
+    readonly usedAt: number | null;
+    readonly supersededAt: number | null;
+  }[];
+  /** Pairing intents neither completed nor burned: each a way to enrol a device. */
+  readonly pairingIntents?: readonly {
+    readonly id: string;
+    readonly realm: string;
+    readonly subject: string;
+    readonly completedAt: number | null;
+    readonly burnedAt: number | null;
+  }[];
 }
 
 /** The facts of an audit event {@link unaccountedState} reads (an `AuditEvent` has them). */
@@ -183,7 +198,10 @@ export interface AccountingEvent {
  * (`device.enrolled` or `pairing.completed`) naming that id, realm, subject and public key; a
  * link without its `link.created` naming that id, realm, subject, issuer and external subject;
  * a session without its `session.created` naming that id, realm, subject and device or link;
- * and a device, link or session the trail removed or revoked that is live again. Every one of
+ * a bootstrap token neither used nor superseded without its `bootstrap.issued` (same id and
+ * expiry); a pairing intent neither completed nor burned without its `pairing.prepared` (same id,
+ * realm and subject); and a device, link or session the trail removed or revoked that is live
+ * again. Every one of
  * these rows is written in the transaction that appends its event, and audit events are never
  * pruned, so a row the trail does not explain was put there by hand.
  *
@@ -196,8 +214,12 @@ export function unaccountedState(state: BackupState, events: Iterable<Accounting
   const created = new Map<string, AccountingEvent>();
   const removed = new Set<string>();
   const revoked = new Set<string>();
+  const issued = new Map<string, AccountingEvent>();
+  const prepared = new Map<string, AccountingEvent>();
   for (const e of events) {
-    if ((e.type === 'device.enrolled' || e.type === 'pairing.completed') && e.deviceId !== null) enrolled.set(e.deviceId, e);
+    if (e.type === 'bootstrap.issued' && typeof e.data.bootstrap_id === 'string') issued.set(e.data.bootstrap_id, e);
+    else if (e.type === 'pairing.prepared' && typeof e.data.intent_id === 'string') prepared.set(e.data.intent_id, e);
+    else if ((e.type === 'device.enrolled' || e.type === 'pairing.completed') && e.deviceId !== null) enrolled.set(e.deviceId, e);
     else if (e.type === 'link.created' && e.deviceId !== null) linked.set(e.deviceId, e);
     else if (e.type === 'session.created' && e.sessionId !== null) created.set(e.sessionId, e);
     else if ((e.type === 'device.removed' || e.type === 'link.removed') && e.deviceId !== null) removed.add(e.deviceId);
@@ -232,6 +254,22 @@ export function unaccountedState(state: BackupState, events: Iterable<Accounting
       problems.push(`session ${s.id} has no session.created event with its realm, subject and device`);
     } else if (revoked.has(s.id) && s.revokedAt === null) {
       problems.push(`session ${s.id} was revoked but is live`);
+    }
+  }
+  // A live bootstrap token or pairing intent enrols a device later, with an enrolment event of
+  // its own: one the trail never issued would put an attacker's device in, accounted for.
+  for (const t of state.bootstrapTokens ?? []) {
+    if (t.usedAt !== null || t.supersededAt !== null) continue;
+    const e = issued.get(t.id);
+    if (e === undefined || e.data.expires_at !== new Date(t.expiresAt).toISOString()) {
+      problems.push(`bootstrap token ${t.id} has no bootstrap.issued event with its expiry`);
+    }
+  }
+  for (const i of state.pairingIntents ?? []) {
+    if (i.completedAt !== null || i.burnedAt !== null) continue;
+    const e = prepared.get(i.id);
+    if (e === undefined || e.realm !== i.realm || e.subject !== i.subject) {
+      problems.push(`pairing intent ${i.id} has no pairing.prepared event with its realm and subject`);
     }
   }
   return problems;

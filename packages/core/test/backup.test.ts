@@ -161,3 +161,40 @@ test('a device, link or session the audit trail never recorded, or one changed o
     assert.match(problems[0] as string, pattern, name);
   }
 });
+
+test('a live bootstrap token or open pairing intent the audit trail never issued is named (each would enrol a device later)', () => {
+  const expiresAt = Date.parse('2026-11-20T12:15:00Z');
+  const trail = [
+    ...TRAIL,
+    event({ type: 'bootstrap.issued', data: { bootstrap_id: 'bt_1', reason: 'init', expires_at: new Date(expiresAt).toISOString() } }),
+    event({ type: 'pairing.prepared', realm: 'application', subject: 'u1', data: { intent_id: 'int_1' } }),
+  ];
+  const token = { id: 'bt_1', expiresAt, usedAt: null, supersededAt: null };
+  const intent = { id: 'int_1', realm: 'application', subject: 'u1', completedAt: null, burnedAt: null };
+  const state: BackupState = { ...STATE, bootstrapTokens: [token], pairingIntents: [intent] };
+  assert.deepEqual(unaccountedState(state, trail), [], 'the issued token and the prepared intent are accounted for');
+  const cases: [string, BackupState, RegExp][] = [
+    ['planted token', { ...state, bootstrapTokens: [token, { ...token, id: 'bt_9' }] }, /^bootstrap token bt_9 /],
+    ['token made to last', { ...state, bootstrapTokens: [{ ...token, expiresAt: expiresAt + 86_400_000 }] }, /^bootstrap token bt_1 /],
+    ['planted intent', { ...state, pairingIntents: [intent, { ...intent, id: 'int_9' }] }, /^pairing intent int_9 /],
+    ['intent for another subject', { ...state, pairingIntents: [{ ...intent, subject: 'mallory' }] }, /^pairing intent int_1 /],
+  ];
+  for (const [name, s, pattern] of cases) {
+    const problems = unaccountedState(s, trail);
+    assert.equal(problems.length, 1, `${name}: ${problems.join('; ')}`);
+    assert.match(problems[0] as string, pattern, name);
+  }
+  // Used, superseded, completed or burned ones enrol nothing more.
+  const spent: BackupState = {
+    ...STATE,
+    bootstrapTokens: [
+      { ...token, id: 'bt_8', usedAt: 1 },
+      { ...token, id: 'bt_7', supersededAt: 1 },
+    ],
+    pairingIntents: [
+      { ...intent, id: 'int_8', completedAt: 1 },
+      { ...intent, id: 'int_7', burnedAt: 1 },
+    ],
+  };
+  assert.deepEqual(unaccountedState(spent, trail), []);
+});

@@ -49,6 +49,7 @@ export {
   type DescriptorLimit,
   descriptorsForDefaults,
   MANAGEMENT_CONNECTION_LIMITS,
+  METRICS_CONNECTION_LIMITS,
   NODE_CONNECTION_LIMITS,
   openDescriptors,
   parseDescriptorLimit,

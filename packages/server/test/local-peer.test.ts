@@ -44,6 +44,31 @@ describe('the source of a loopback peer is its local account', () => {
     });
   }
 
+  test('on a dual-stack [::] listener, an IPv4 loopback peer (seen as ::ffff:127.0.0.1) is still told by its local account', async (t) => {
+    if (process.platform !== 'linux') {
+      t.skip('the local account is read from /proc/net on Linux only');
+      return;
+    }
+    const server = createServer();
+    const accepted = new Promise<Socket>((resolve) => server.once('connection', resolve));
+    try {
+      await new Promise<void>((resolve, reject) => server.once('error', reject).listen(0, '::', resolve));
+    } catch {
+      t.skip('no dual-stack [::] on this machine');
+      return;
+    }
+    const client = connect((server.address() as { port: number }).port, '127.0.0.1');
+    const socket = await accepted;
+    try {
+      assert.equal(socket.remoteAddress, '::ffff:127.0.0.1');
+      assert.equal(await sourceKey(socket.remoteAddress as string, socket), `addr:loopback|uid:${process.getuid?.()}`);
+    } finally {
+      client.destroy();
+      socket.destroy();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+
   test('a client behind a proxy (its address is not the socket peer) keeps its address unit', async () => {
     const conn = await acceptedFrom('127.0.0.1');
     try {

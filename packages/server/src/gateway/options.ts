@@ -38,7 +38,7 @@ export interface GatewayAppOptions {
   readonly attach?: GatewayAttach;
   /** The budget of failed sign-in proofs. Default: 30 failures per address unit (or per session, for refresh) per 60 s. */
   readonly limiter?: FailureLimiter;
-  /** The budget of unanswered challenges. Default: 100 per address unit and 20 per public key per 60 s. */
+  /** The budget of unanswered challenges. Default: 100 per source (address unit; on loopback, local account) per 60 s, never per public key. */
   readonly challenges?: ChallengeBudget;
   /** Connection caps of this listener. Default {@link APPLICATION_CONNECTION_LIMITS}. */
   readonly connectionLimits?: ConnectionLimits;

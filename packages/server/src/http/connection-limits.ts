@@ -27,6 +27,14 @@ export const APPLICATION_CONNECTION_LIMITS: ConnectionLimits = Object.freeze({ m
  */
 export const MANAGEMENT_CONNECTION_LIMITS: ConnectionLimits = Object.freeze({ maxConnections: 128, maxConnectionsPerPeer: 128 });
 
+/**
+ * The metrics listener: a scraper or two, and it may face the network. It has no share in
+ * {@link planConnectionLimits}: its few connections fit in the reserve (at least the 32
+ * descriptors kept beyond those open at start), so a flood of it cannot take the descriptors of
+ * the management API and the node surface.
+ */
+export const METRICS_CONNECTION_LIMITS: ConnectionLimits = Object.freeze({ maxConnections: 16, maxConnectionsPerPeer: 8 });
+
 /** The least pace a request body must keep: averaged over each window, once the body has begun. */
 export interface UploadRateFloor {
   readonly bytesPerSecond: number;

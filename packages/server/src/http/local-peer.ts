@@ -46,20 +46,37 @@ async function lookUpPeerUid(socket: Socket): Promise<number | null> {
   if (process.platform !== 'linux') return null;
   const { remoteAddress, remotePort, localAddress, localPort } = socket;
   if (remoteAddress === undefined || remotePort === undefined || localAddress === undefined || localPort === undefined) return null;
-  const v4 = isIPv4(remoteAddress);
-  const peer = procEndpoint(remoteAddress, remotePort);
-  const self = procEndpoint(localAddress, localPort);
-  if (peer === null || self === null) return null;
-  const table = await readFile(v4 ? '/proc/net/tcp' : '/proc/net/tcp6', 'utf8');
-  // The peer's own socket: its local end is our remote end, and its remote end is ours.
-  for (const line of table.split('\n')) {
-    const fields = line.trim().split(/\s+/);
-    if (fields[1] === peer && fields[2] === self) {
-      const uid = Number(fields[7]);
-      return Number.isInteger(uid) ? uid : null;
+  // On a dual-stack listener an IPv4 peer shows as `::ffff:a.b.c.d`, but its own socket is an
+  // IPv4 one, listed in /proc/net/tcp with plain addresses (an IPv6 socket connecting to a mapped
+  // address is listed in tcp6): both are looked in.
+  const remote4 = unmappedIPv4(remoteAddress);
+  const local4 = unmappedIPv4(localAddress);
+  const tables: [file: string, peer: string | null, self: string | null][] = [];
+  if (isIPv4(remoteAddress)) tables.push(['/proc/net/tcp', procEndpoint(remoteAddress, remotePort), procEndpoint(localAddress, localPort)]);
+  else {
+    if (remote4 !== null && local4 !== null)
+      tables.push(['/proc/net/tcp', procEndpoint(remote4, remotePort), procEndpoint(local4, localPort)]);
+    tables.push(['/proc/net/tcp6', procEndpoint(remoteAddress, remotePort), procEndpoint(localAddress, localPort)]);
+  }
+  for (const [file, peer, self] of tables) {
+    if (peer === null || self === null) continue;
+    const table = await readFile(file, 'utf8');
+    // The peer's own socket: its local end is our remote end, and its remote end is ours.
+    for (const line of table.split('\n')) {
+      const fields = line.trim().split(/\s+/);
+      if (fields[1] === peer && fields[2] === self) {
+        const uid = Number(fields[7]);
+        return Number.isInteger(uid) ? uid : null;
+      }
     }
   }
   return null;
+}
+
+/** The IPv4 address inside an IPv4-mapped IPv6 address (`::ffff:127.0.0.1`), or null. */
+function unmappedIPv4(address: string): string | null {
+  const m = /^::ffff:(\d{1,3}(?:\.\d{1,3}){3})$/i.exec(address);
+  return m === null ? null : (m[1] as string);
 }
 
 /** An address and port as /proc/net/tcp{,6} print them: the address in 32-bit words of host byte order, the port big-endian, in upper-case hex. */

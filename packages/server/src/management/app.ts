@@ -20,7 +20,7 @@ export interface ManagementAppOptions {
   metrics?: ServiceMetrics;
   /** The budget of failed proofs. Default: 30 failures per address unit (or per session, for refresh) per 60 s. */
   limiter?: FailureLimiter;
-  /** The budget of unanswered challenges. Default: 100 per address unit and 20 per public key per 60 s. */
+  /** The budget of unanswered challenges. Default: 100 per source (address unit; on loopback, local account) per 60 s, never per public key. */
   challenges?: ChallengeBudget;
   /** Connection caps of this listener. Default {@link MANAGEMENT_CONNECTION_LIMITS}: 128; smaller under a low descriptor limit (`planConnectionLimits`). */
   connectionLimits?: ConnectionLimits;

@@ -1,5 +1,6 @@
 import { type AuditShippingHealth, AuthError, type Store } from '@svc/core';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import { installConnectionLimits, METRICS_CONNECTION_LIMITS } from '../http/connection-limits.js';
 import { hardenSurface } from '../http/harden.js';
 import { serverOptions } from '../http/server-options.js';
 import type { ServiceMetrics } from './metrics.js';
@@ -49,6 +50,8 @@ export async function buildMetricsApp(opts: MetricsAppOptions): Promise<FastifyI
   const timeoutMs = opts.readinessTimeoutMs ?? 2000;
   const app: FastifyInstance = Fastify(serverOptions(opts.logger));
   hardenSurface(app, { loopbackOnly: !opts.exposed });
+  // Capped like every listener: uncapped, a flood of it took every descriptor of the process.
+  installConnectionLimits(app, METRICS_CONNECTION_LIMITS);
   app.get('/metrics', async (_req, reply) => {
     const text = await metrics.registry.metrics();
     return reply.type(metrics.registry.contentType).send(text);
