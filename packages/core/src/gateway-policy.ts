@@ -10,15 +10,28 @@ import { AuthError } from './errors.js';
 import type { Principal } from './principal.js';
 import { TOKEN_PREFIXES } from './tokens.js';
 
-/** Identity-header name prefixes of the contract (compared after {@link normalizeHeaderName}). */
+/**
+ * Identity-header name prefixes of the contract (compared after {@link normalizeHeaderName}):
+ * our own, and those of the identity-aware proxies an application may have been written for
+ * (oauth2-proxy, Pomerium, Cloudflare Access, Azure App Service, Google IAP, AWS ALB,
+ * Authelia and Grafana's `Remote-*`, mod_auth_openidc's `OIDC-Claim-*`, Gitea/Grafana's
+ * `X-WEBAUTH-*`): a forged one must never reach an application that trusts it.
+ */
 export const IDENTITY_HEADER_PREFIXES: readonly string[] = Object.freeze([
   'svc-',
   'x-svc-',
+  'remote-',
+  'x-remote-',
   'x-auth-request-',
   'x-pomerium-',
   'cf-access-',
   'x-ms-client-principal',
+  'x-ms-token-aad-',
   'x-goog-authenticated-user-',
+  'x-goog-iap-',
+  'x-amzn-oidc-',
+  'oidc-claim-',
+  'x-webauth-',
 ]);
 
 /** Identity-header names of the contract (compared after {@link normalizeHeaderName}). */
@@ -28,10 +41,9 @@ export const IDENTITY_HEADER_NAMES: readonly string[] = Object.freeze([
   'x-forwarded-preferred-username',
   'x-forwarded-groups',
   'x-forwarded-access-token',
-  'remote-user',
-  'x-remote-user',
   'x-user',
   'x-email',
+  'x-webauth-user',
 ]);
 
 /**
@@ -218,6 +230,37 @@ export function unambiguousPath(target: string): string {
   } catch {
     return refuse('a percent escape is malformed or not UTF-8');
   }
+}
+
+/** The gateway's reserved path prefix, as its own routes are written. */
+export const RESERVED_PREFIX = '/.svc/';
+
+/**
+ * Whether a (decoded) path is under the reserved prefix `/.svc/` (`/.svc` itself included), in
+ * any letter case: `/.SVC/x` is reserved too, since an application that folds case would serve
+ * it as `/.svc/x`, and it must never reach the application.
+ *
+ * @example
+ * isReservedPath('/.Svc/jwks.json'); // true
+ * isReservedPath('/.svcx'); // false
+ */
+export function isReservedPath(path: string): boolean {
+  const head = path.slice(0, RESERVED_PREFIX.length).toLowerCase();
+  return head === RESERVED_PREFIX || (path.length === RESERVED_PREFIX.length - 1 && head === '/.svc');
+}
+
+/**
+ * Whether a request target (as received) names the reserved prefix exactly as the gateway's own
+ * routes are written: lower case and unescaped. A reserved path in any other spelling (`/.SVC/`,
+ * `/.sv%63/`) is answered `404` by the gateway: the router matches case-sensitively, so it
+ * would otherwise fall through to the application.
+ *
+ * @example
+ * isCanonicalReservedTarget('/.svc/jwks.json?x=1'); // true
+ * isCanonicalReservedTarget('/.SVC/jwks.json'); // false
+ */
+export function isCanonicalReservedTarget(target: string): boolean {
+  return target.startsWith(RESERVED_PREFIX) || target === '/.svc' || target.startsWith('/.svc?');
 }
 
 /**

@@ -41,6 +41,41 @@ describe('identity headers', () => {
     for (const spelled of spellings('x-ms-client-principal')) assert.equal(isIdentity(spelled), true, spelled);
   });
 
+  test('forged identity headers of other proxies (Remote-Groups, X-Webauth-User, X-Amzn-Oidc-*, IAP, AAD, mod_auth_openidc) are identity headers in every spelling', () => {
+    // The contract's full list (Application gateway, step 1 "Strip"): one example per name and prefix.
+    const contract = [
+      'svc-subject',
+      'x-svc-subject',
+      'x-forwarded-user',
+      'x-forwarded-email',
+      'x-forwarded-preferred-username',
+      'x-forwarded-groups',
+      'x-forwarded-access-token',
+      'x-user',
+      'x-email',
+      'x-webauth-user',
+      'remote-user',
+      'remote-groups',
+      'remote-email',
+      'remote-name',
+      'x-remote-user',
+      'x-remote-groups',
+      'x-auth-request-email',
+      'x-pomerium-jwt-assertion',
+      'cf-access-jwt-assertion',
+      'x-ms-client-principal',
+      'x-ms-client-principal-name',
+      'x-ms-token-aad-id-token',
+      'x-goog-authenticated-user-email',
+      'x-goog-iap-jwt-assertion',
+      'x-amzn-oidc-data',
+      'x-amzn-oidc-identity',
+      'oidc-claim-email',
+      'x-webauth-groups',
+    ];
+    for (const name of contract) for (const spelled of spellings(name)) assert.equal(isIdentity(spelled), true, spelled);
+  });
+
   test("the project's own names are stripped the same way", () => {
     for (const spelled of spellings('x-tenant')) assert.equal(isIdentity(spelled), true, spelled);
     assert.equal(isIdentityHeader('x_tenant'), false, 'not without the project list');

@@ -6,9 +6,12 @@ import {
   canonicalOrigin,
   csrfRefusal,
   identityHeaderPredicate,
+  isCanonicalReservedTarget,
   isPublicPath,
+  isReservedPath,
   isSvcCredential,
   type Principal,
+  RESERVED_PREFIX,
   requirementFor,
   unmetRequirement,
 } from '@svc/core';
@@ -39,8 +42,8 @@ import { installHeaderHygiene, removeHeaders, requestPath } from './hygiene.js';
 import type { GatewayAppOptions, GatewayPolicy } from './options.js';
 import { forwardedClientAddress, trustedPeerPredicate } from './trusted-proxies.js';
 
-/** The reserved path prefix of the gateway: never reaches the application. */
-export const RESERVED_PREFIX = '/.svc/';
+/** The reserved path prefix of the gateway (core's rule): never reaches the application, in any letter case. */
+export { isReservedPath, RESERVED_PREFIX } from '@svc/core';
 
 /** Where the application-realm sign-in lives (the same plugin as the management API's `/v1/auth`). */
 export const APPLICATION_AUTH_PREFIX = '/.svc/auth/v1';
@@ -54,17 +57,6 @@ export const INSUFFICIENT_SCOPE_CHALLENGE = 'Bearer realm="application", error="
 /** The OpenAPI security requirement of the application-realm bearer routes. */
 const APPLICATION_BEARER = [{ applicationBearer: [] }];
 
-/**
- * Whether a (decoded) path is under the reserved prefix (`/.svc` itself included).
- *
- * @example
- * isReservedPath('/.svc/jwks.json'); // true
- * isReservedPath('/.svcx'); // false
- */
-export function isReservedPath(path: string): boolean {
-  return path === '/.svc' || path.startsWith(RESERVED_PREFIX);
-}
-
 /** Whether `name` is the `Authorization` header. */
 function isAuthorization(name: string): boolean {
   return name.length === 13 && name.toLowerCase() === 'authorization';
@@ -74,6 +66,8 @@ function isAuthorization(name: string): boolean {
 interface IdentityInput {
   /** The decoded, unambiguous path ({@link requestPath}). */
   readonly path: string;
+  /** The request target as received (`req.url`). */
+  readonly target: string;
   readonly authorization: string | undefined;
   /** The client address (`req.ip`: the client behind a trusted proxy). */
   readonly clientAddress: string | undefined;
@@ -120,7 +114,11 @@ type IdentityOutcome =
  */
 async function settleIdentity(deps: AuthDeps, policy: GatewayPolicy, input: IdentityInput): Promise<IdentityOutcome> {
   const { path } = input;
-  if (isReservedPath(path)) return { reserved: true };
+  if (isReservedPath(path)) {
+    // Any other spelling of the prefix would miss the gateway's own (case-sensitive) routes.
+    if (!isCanonicalReservedTarget(input.target)) throw new AuthError('not_found', 'no such route');
+    return { reserved: true };
+  }
   if (input.authorization === undefined) {
     const cookies = readSessionCookies(input.cookie, input.cookieNames);
     if (cookies.access !== undefined || cookies.refresh !== undefined) return settleCookieIdentity(deps, policy, input, cookies);
@@ -220,6 +218,7 @@ function gatewayIdentity(deps: AuthDeps, policy: GatewayPolicy, browser: Browser
     try {
       outcome = await settleIdentity(deps, policy, {
         path,
+        target: req.raw.url ?? '',
         authorization: req.headers.authorization,
         clientAddress: req.ip,
         cookie: req.headers.cookie,
@@ -282,6 +281,7 @@ function upgradeIdentity(
     try {
       outcome = await settleIdentity(deps, policy, {
         path: requestPath(req),
+        target: req.url ?? '',
         authorization,
         clientAddress,
         cookie: req.headers.cookie,
