@@ -184,8 +184,10 @@ function canonicalName(lower: string): string {
   return lower.replace(/(^|-)([a-z])/g, (_m, sep: string, c: string) => sep + c.toUpperCase());
 }
 
-/** A percent-encoded `.`, `/`, `\` or `%` (double encoding), or a percent-encoded control character. */
-const ENCODED_AMBIGUOUS = /%(2e|2f|5c|25|0[0-9a-f]|1[0-9a-f]|7f)/i;
+/** A percent-encoded `.`, `/`, `;`, `\` or `%` (double encoding), or a percent-encoded control character. */
+const ENCODED_AMBIGUOUS = /%(2e|2f|3b|5c|25|0[0-9a-f]|1[0-9a-f]|7f)/i;
+/** A character outside ASCII (only such a path can change under Unicode compatibility folding). */
+const NON_ASCII = /[\u0080-\u{10ffff}]/u;
 
 /**
  * The path of a request target, percent-decoded, when the target is unambiguous: every proxy,
@@ -193,16 +195,21 @@ const ENCODED_AMBIGUOUS = /%(2e|2f|5c|25|0[0-9a-f]|1[0-9a-f]|7f)/i;
  * is the match the application sees. An ambiguous target is refused (`400 invalid_request`),
  * never normalised: anything but an origin-form target starting with `/` (absolute form, `*`);
  * a fragment; a backslash; an empty segment (`//`); a dot segment (`/./`, `/../`, also with a
- * `;parameter`, as in `/..;/`); a percent-encoded `.`, `/`, `\`, `%` (double encoding) or
- * control character; a malformed escape or one that is not UTF-8. These are the classic
- * path-confusion bypasses of identity-aware proxies (a public prefix walked out of with
- * `/public/../admin`, `/public/%2e%2e/admin`, `/public/..;/admin`, `/public%2fadmin`,
- * `/public\..\admin`).
+ * `;parameter`, as in `/..;/`); a path parameter (`;`, raw or `%3b`: Tomcat and Jetty read
+ * `/admin;x/y` as `/admin/y`); a segment ending in a dot or a space (IIS and Windows read
+ * `/admin./x` and `/admin%20/x` as `/admin/x`); a percent-encoded `.`, `/`, `\`, `%` (double
+ * encoding) or control character; a malformed escape or one that is not UTF-8; a path that
+ * Unicode compatibility folding (NFKC) changes (a fullwidth `／` or `ａ` that a best-fit
+ * decoder reads as ASCII). These are the classic path-confusion bypasses of identity-aware
+ * proxies (a public prefix walked out of with `/public/../admin`, `/public/%2e%2e/admin`,
+ * `/public/..;/admin`, `/public%2fadmin`, `/public\..\admin`; a requirement stepped around with
+ * `/admin;x/y`).
  *
  * @throws {AuthError} `invalid_request` naming what is ambiguous.
  * @example
  * unambiguousPath('/docs/a%20b?x=1'); // '/docs/a b'
  * unambiguousPath('/public/../admin'); // throws invalid_request
+ * unambiguousPath('/admin;x/y'); // throws invalid_request
  */
 export function unambiguousPath(target: string): string {
   const q = target.indexOf('?');
@@ -215,21 +222,35 @@ export function unambiguousPath(target: string): string {
   if (raw.includes('\\')) refuse('it holds a backslash');
   if (raw.includes('//')) refuse('it holds an empty segment (//)');
   // Every request's path comes through here: the checks below that can only find something in
-  // a path holding a `%` or a `.` are skipped for one that holds neither (the common case).
+  // a path holding a `%`, a `.` or a `;` are skipped for one that holds none (the common case).
   const escaped = raw.includes('%');
-  if (escaped && ENCODED_AMBIGUOUS.test(raw)) refuse('it percent-encodes a dot, slash, backslash, percent sign or control character');
+  if (escaped && ENCODED_AMBIGUOUS.test(raw)) {
+    refuse('it percent-encodes a dot, slash, semicolon, backslash, percent sign or control character');
+  }
   if (raw.includes('.')) {
     for (const segment of raw.split('/')) {
       const name = segment.split(';', 1)[0];
       if (name === '.' || name === '..') refuse('it holds a dot segment (. or ..)');
     }
   }
-  if (!escaped) return raw;
-  try {
-    return decodeURIComponent(raw);
-  } catch {
-    return refuse('a percent escape is malformed or not UTF-8');
+  if (raw.includes(';')) refuse('it holds a path parameter (;), which servlet containers cut off the segment');
+  let path = raw;
+  if (escaped) {
+    try {
+      path = decodeURIComponent(raw);
+    } catch {
+      return refuse('a percent escape is malformed or not UTF-8');
+    }
+    if (NON_ASCII.test(path) && path.normalize('NFKC') !== path) {
+      refuse('it holds characters that Unicode compatibility folding (NFKC) changes');
+    }
   }
+  if (path.includes('.') || path.includes(' ')) {
+    for (const segment of path.split('/')) {
+      if (segment.endsWith('.') || segment.endsWith(' ')) refuse('a segment ends in a dot or a space, which some servers drop');
+    }
+  }
+  return path;
 }
 
 /** The gateway's reserved path prefix, as its own routes are written. */
@@ -293,19 +314,43 @@ export function isPublicPath(publicPaths: readonly string[], path: string): bool
 }
 
 /**
+ * Whether a requirement pattern of `:svc/app-require` covers `path`, as the application will
+ * read it: case-insensitively (a case-insensitive application serves `/Admin` as `/admin`); a
+ * prefix `/admin/*` covers every path below it and the bare `/admin` itself (with a trailing `/`
+ * too); an exact `/admin` covers `/admin` and `/admin/`; and both cover the bare path with a
+ * format suffix on its last segment (`/admin.json`: Rails and Spring's suffix pattern matching
+ * serve it as `/admin`). A requirement only ever grows by these rules, never shrinks.
+ *
+ * @example
+ * requirementCovers('/admin/*', '/admin'); // true
+ * requirementCovers('/admin/*', '/Admin.json'); // true
+ * requirementCovers('/admin/*', '/administrator'); // false
+ */
+export function requirementCovers(pattern: string, path: string): boolean {
+  const prefix = pattern.endsWith('/*');
+  const base = (prefix ? pattern.slice(0, -2) : pattern).toLowerCase();
+  const s = path.toLowerCase();
+  if (!s.startsWith(base)) return false;
+  const rest = s.slice(base.length);
+  if (rest === '' || rest === '/') return true;
+  if (prefix && rest.startsWith('/')) return true;
+  return rest.startsWith('.') && !rest.includes('/');
+}
+
+/**
  * The requirement of `:svc/app-require` that applies to `path`, or null: the most specific
- * match, where an exact pattern beats every prefix and a longer prefix beats a shorter one.
- * Matched case-insensitively (a requirement on `/admin/*` also covers `/Admin/x`, which a
- * case-insensitive application would serve as the same resource).
+ * one that covers it ({@link requirementCovers}), where an exact pattern beats every prefix and
+ * a longer prefix beats a shorter one.
  *
  * @example
  * requirementFor([{ path: '/admin/*', ... }, { path: '/admin/audit/*', ... }], '/admin/audit/x').path; // '/admin/audit/*'
+ * requirementFor([{ path: '/admin/*', ... }], '/admin').path; // '/admin/*'
  */
 export function requirementFor(requirements: readonly AppPathRequirement[], path: string): AppPathRequirement | null {
   let best: AppPathRequirement | null = null;
   let bestRank = -1;
   for (const r of requirements) {
-    if (!pathMatches(r.path, path, true)) continue;
+    if (!requirementCovers(r.path, path)) continue;
     // Exact patterns outrank any prefix; among prefixes, the longer one is more specific.
     const rank = r.path.endsWith('/*') ? r.path.length : Number.MAX_SAFE_INTEGER;
     if (rank > bestRank) {

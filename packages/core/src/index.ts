@@ -103,6 +103,7 @@ export {
   normalizeHeaderName,
   pathMatches,
   RESERVED_PREFIX,
+  requirementCovers,
   requirementFor,
   unambiguousPath,
   unmetRequirement,

@@ -198,6 +198,22 @@ describe('ambiguous request paths', () => {
     for (const t of ['/public/%252e%252e/admin', '/a%25', '/a%00', '/a%0a', '/a%7F', '/a%zz', '/a%c3', '/a%']) refusedPath(t);
   });
 
+  test('path parameters get past a requirement: a ; raw or encoded anywhere in the path is refused (Tomcat, Jetty read /admin;x/y as /admin/y)', () => {
+    for (const t of ['/admin;x/y', '/admin;/y', '/admin%3b/y', '/admin%3B/y', '/a/b;jsessionid=1', '/;', '/admin;']) refusedPath(t);
+    assert.equal(unambiguousPath('/a/b?x=1;y=2'), '/a/b', 'a ; in the query is not a path parameter');
+  });
+
+  test('a segment an upstream reads without its trailing dot or space is refused (IIS, Windows: /admin./x is /admin/x)', () => {
+    for (const t of ['/admin./x', '/admin.', '/admin%20/x', '/admin%20', '/a/b%2E%20', '/a /b', '/a/b.../c']) refusedPath(t);
+    assert.equal(unambiguousPath('/a.b/c.d'), '/a.b/c.d');
+    assert.equal(unambiguousPath('/a%20b/c'), '/a b/c', 'a space inside a segment is the same for everyone');
+  });
+
+  test('a path that Unicode compatibility folding (NFKC) changes is refused (fullwidth / and letters read as ASCII by some upstreams)', () => {
+    for (const t of ['/admin%EF%BC%8Fx', '/%EF%BD%81dmin/x', '/a/%EF%BC%8E%EF%BC%8E/b', '/%E2%84%AA']) refusedPath(t);
+    assert.equal(unambiguousPath('/caf%C3%A9'), '/café', 'an ordinary composed letter stays');
+  });
+
   test('anything but origin form: absolute form, asterisk, fragment', () => {
     for (const t of ['http://evil/admin', '*', 'admin', '', '/a#b']) refusedPath(t);
   });
@@ -237,6 +253,19 @@ describe('public paths and requirements', () => {
     assert.equal(requirementFor(list, '/other')?.path, '/*');
     assert.equal(requirementFor([...list].reverse(), '/admin/audit/x')?.path, '/admin/audit/*');
     assert.equal(requirementFor([req('/admin/*')], '/other'), null);
+  });
+
+  test('a requirement covers the bare prefix and the forms an upstream serves as it: /admin/* covers /admin, /admin/, /admin.json', () => {
+    const list = [req('/admin/*'), req('/reports')];
+    for (const path of ['/admin', '/admin/', '/admin/x', '/ADMIN', '/admin.json', '/Admin.html']) {
+      assert.equal(requirementFor(list, path)?.path, '/admin/*', path);
+    }
+    for (const path of ['/reports', '/reports/', '/reports.csv', '/REPORTS'])
+      assert.equal(requirementFor(list, path)?.path, '/reports', path);
+    for (const path of ['/administrator', '/adminx/y', '/reports/2026', '/reportsx', '/x/admin']) {
+      assert.equal(requirementFor(list, path), null, path);
+    }
+    assert.equal(requirementFor([req('/admin/*'), req('/admin')], '/admin')?.path, '/admin', 'an exact pattern still wins');
   });
 
   test('a requirement covers case variants of its path (a case-insensitive application serves /Admin as /admin)', () => {
