@@ -253,6 +253,43 @@ export function unambiguousPath(target: string): string {
   return path;
 }
 
+/** The `Sec-WebSocket-Key` of RFC 6455 §4.1: 16 bytes in base64 (24 characters, ending `==`). */
+const WEBSOCKET_KEY = /^[A-Za-z0-9+/]{21}[AQgw]==$/;
+
+/** What {@link upgradeRefusal} reads of a request that asks to switch protocols. */
+export interface UpgradeRequestHead {
+  readonly method: string;
+  readonly httpVersion: string;
+  /** Header names lower-cased, as Node parses them (a repeated header joined with `, `). */
+  readonly headers: Readonly<Record<string, string | readonly string[] | undefined>>;
+}
+
+/**
+ * Why a request that asks to switch protocols (`Upgrade`) is refused, or null when it is a valid
+ * websocket opening handshake (RFC 6455 §4.1): `GET`, HTTP/1.1, `Upgrade: websocket` alone,
+ * `Connection` naming `upgrade`, one `Sec-WebSocket-Key` of 16 base64 bytes and
+ * `Sec-WebSocket-Version: 13`. The gateway relays websockets and nothing else (`h2c` included):
+ * any other upgrade is refused before anything is sent upstream, so the upstream never sees a
+ * handshake the caller did not validly make.
+ *
+ * @example
+ * upgradeRefusal({ method: 'POST', httpVersion: '1.1', headers: { upgrade: 'websocket' } }); // 'an upgrade must be a GET ...'
+ */
+export function upgradeRefusal(req: UpgradeRequestHead): string | null {
+  const one = (name: string): string | undefined => {
+    const v = req.headers[name];
+    return typeof v === 'string' ? v.trim() : undefined;
+  };
+  if (req.method !== 'GET') return `an upgrade must be a GET (RFC 6455 section 4.1), not ${req.method}`;
+  if (req.httpVersion !== '1.1') return 'an upgrade needs HTTP/1.1';
+  if (one('upgrade')?.toLowerCase() !== 'websocket') return 'the gateway upgrades only to websocket (Upgrade: websocket alone)';
+  const connection = one('connection')?.toLowerCase().split(',') ?? [];
+  if (!connection.some((t) => t.trim() === 'upgrade')) return 'a websocket handshake needs Connection: Upgrade';
+  if (!WEBSOCKET_KEY.test(one('sec-websocket-key') ?? '')) return 'Sec-WebSocket-Key must be 16 bytes in base64, sent once';
+  if (one('sec-websocket-version') !== '13') return 'Sec-WebSocket-Version must be 13';
+  return null;
+}
+
 /** The gateway's reserved path prefix, as its own routes are written. */
 export const RESERVED_PREFIX = '/.svc/';
 

@@ -105,8 +105,10 @@ export {
   RESERVED_PREFIX,
   requirementCovers,
   requirementFor,
+  type UpgradeRequestHead,
   unambiguousPath,
   unmetRequirement,
+  upgradeRefusal,
 } from './gateway-policy.js';
 export { type IdKind, isIdOfKind, newId } from './ids.js';
 export { cidrPrefixLength, ipVersion, isIpOrCidr } from './ip-address.js';

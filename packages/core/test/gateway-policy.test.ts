@@ -16,6 +16,7 @@ import {
   requirementFor,
   unambiguousPath,
   unmetRequirement,
+  upgradeRefusal,
 } from '../src/index.js';
 
 /** Every spelling a forged header arrives in: as listed, upper, lower, mixed case, `_` for `-`, and both. */
@@ -146,6 +147,40 @@ describe('framing refusal (request smuggling)', () => {
   test('Host or Authorization twice (two parsers may pick different ones)', () => {
     refused(['Host', 'a', 'Host', 'b'], /Host is sent more than once/);
     refused(['Authorization', 'Bearer a', 'authorization', 'Bearer b'], /Authorization is sent more than once/);
+  });
+});
+
+describe('upgrades (websocket handshakes)', () => {
+  const valid = {
+    method: 'GET',
+    httpVersion: '1.1',
+    headers: {
+      connection: 'keep-alive, Upgrade',
+      upgrade: 'WebSocket',
+      'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==',
+      'sec-websocket-version': '13',
+    },
+  };
+  const refused = (over: Partial<typeof valid>, headers: Record<string, string | undefined> = {}) =>
+    assert.notEqual(
+      upgradeRefusal({ ...valid, ...over, headers: { ...valid.headers, ...headers } }),
+      null,
+      JSON.stringify([over, headers]),
+    );
+
+  test('a valid websocket opening handshake passes', () => {
+    assert.equal(upgradeRefusal(valid), null);
+  });
+
+  test('an invalid upgrade reaches the upstream: anything but a valid GET websocket handshake is refused', () => {
+    for (const method of ['POST', 'PUT', 'HEAD', 'OPTIONS', 'get']) refused({ method });
+    refused({ httpVersion: '1.0' });
+    for (const upgrade of ['h2c', 'websocket, h2c', 'h2c, websocket', 'TLS/1.2', '', undefined]) refused({}, { upgrade });
+    for (const connection of ['keep-alive', 'close', undefined]) refused({}, { connection });
+    for (const key of ['short', 'dGhlIHNhbXBsZSBub25jZQ', 'dGhlIHNhbXBsZSBub25jZQ==, dGhlIHNhbXBsZSBub25jZQ==', '', undefined]) {
+      refused({}, { 'sec-websocket-key': key });
+    }
+    for (const version of ['8', '12', '13, 8', '', undefined]) refused({}, { 'sec-websocket-version': version });
   });
 });
 
