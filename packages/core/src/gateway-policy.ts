@@ -8,6 +8,7 @@
 import type { AppPathRequirement } from './app-config.js';
 import { AuthError } from './errors.js';
 import type { Principal } from './principal.js';
+import type { SessionRecord } from './store.js';
 import { TOKEN_PREFIXES } from './tokens.js';
 
 /**
@@ -435,4 +436,45 @@ export function isSvcCredential(token: string | undefined): boolean {
   if (token === undefined) return false;
   for (const prefix of Object.values(TOKEN_PREFIXES)) if (token.startsWith(prefix)) return true;
   return false;
+}
+
+/**
+ * How often, by default, the gateway re-checks the session of every websocket it relays: a
+ * session that ends (logout, revocation on any node sharing the store, device removal, refresh
+ * reuse) or an access token that expires closes the websocket within this bound.
+ */
+export const WEBSOCKET_SESSION_CHECK_SECONDS = 5;
+
+/**
+ * Why a relayed websocket is closed (its close reason, with code 1008): its session was
+ * revoked (logout, revocation, device removal, refresh reuse), it ended or no longer exists,
+ * or the access token that opened the websocket expired.
+ */
+export type RelayedSessionEnd = 'session_revoked' | 'session_ended' | 'token_expired';
+
+/**
+ * Why a relayed websocket must be closed now, or null while it may go on: the session of the
+ * principal it was opened with must still be the same live session (not revoked, not past its
+ * absolute end, as `session`, read from the store now, says), and the access token it was opened
+ * with must not have expired (`principal.claims.exp`): a websocket lives no longer than the
+ * credential that opened it. `session` undefined means the store could not be read: only the
+ * token's expiry is judged then. The gateway closes the websocket with code 1008 (policy
+ * violation) and this as its reason.
+ *
+ * @example
+ * relayedSessionEnd(principal, await store.getSession(principal.session), clock.now()); // null, or 'session_revoked'
+ */
+export function relayedSessionEnd(
+  principal: Principal,
+  session: Pick<SessionRecord, 'id' | 'revokedAt' | 'expiresAt'> | null | undefined,
+  now: number,
+): RelayedSessionEnd | null {
+  if (session !== undefined) {
+    if (session === null || session.id !== principal.session) return 'session_ended';
+    if (session.revokedAt !== null) return 'session_revoked';
+    if (session.expiresAt <= now) return 'session_ended';
+  }
+  const exp = Date.parse(principal.claims.exp);
+  if (!Number.isFinite(exp) || exp <= now) return 'token_expired';
+  return null;
 }

@@ -103,12 +103,15 @@ export {
   normalizeHeaderName,
   pathMatches,
   RESERVED_PREFIX,
+  type RelayedSessionEnd,
+  relayedSessionEnd,
   requirementCovers,
   requirementFor,
   type UpgradeRequestHead,
   unambiguousPath,
   unmetRequirement,
   upgradeRefusal,
+  WEBSOCKET_SESSION_CHECK_SECONDS,
 } from './gateway-policy.js';
 export { type IdKind, isIdOfKind, newId } from './ids.js';
 export { cidrPrefixLength, ipVersion, isIpOrCidr } from './ip-address.js';

@@ -13,6 +13,7 @@ import {
   makePrincipal,
   normalizeHeaderName,
   pathMatches,
+  relayedSessionEnd,
   requirementFor,
   unambiguousPath,
   unmetRequirement,
@@ -325,6 +326,32 @@ describe('public paths and requirements', () => {
     assert.match(unmetRequirement(req('/a', { amr: ['hwk'] }), principal, signedIn) ?? '', /hwk/);
     assert.equal(unmetRequirement(req('/a', { maxAuthAgeSeconds: 60 }), principal, signedIn + 60_000), null);
     assert.match(unmetRequirement(req('/a', { maxAuthAgeSeconds: 60 }), principal, signedIn + 60_001) ?? '', /sign in again/);
+  });
+});
+
+describe('relayed websockets and their session', () => {
+  const principal = makePrincipal({
+    subject: 'sub_a',
+    realm: 'application',
+    session: 'ses_a',
+    device: 'dev_a',
+    claims: { amr: ['ed25519'], auth_time: '2026-11-22T10:00:00.000Z', exp: '2026-11-22T10:15:00.000Z' },
+  });
+  const exp = Date.parse('2026-11-22T10:15:00.000Z');
+  const live = { id: 'ses_a', revokedAt: null, expiresAt: exp + 3600_000 };
+
+  test('a websocket outlives its session: revoked, ended, unknown or another session closes it; a live one goes on', () => {
+    assert.equal(relayedSessionEnd(principal, live, exp - 1), null);
+    assert.equal(relayedSessionEnd(principal, { ...live, revokedAt: exp - 10 }, exp - 1), 'session_revoked');
+    assert.equal(relayedSessionEnd(principal, { ...live, expiresAt: exp - 1 }, exp - 1), 'session_ended');
+    assert.equal(relayedSessionEnd(principal, null, exp - 1), 'session_ended');
+    assert.equal(relayedSessionEnd(principal, { ...live, id: 'ses_b' }, exp - 1), 'session_ended');
+  });
+
+  test('a websocket outlives its access token: the token that opened it expiring closes it, even with the store unreadable', () => {
+    assert.equal(relayedSessionEnd(principal, live, exp), 'token_expired');
+    assert.equal(relayedSessionEnd(principal, undefined, exp - 1), null, 'store unreadable: only expiry is judged');
+    assert.equal(relayedSessionEnd(principal, undefined, exp), 'token_expired');
   });
 });
 

@@ -134,7 +134,7 @@ describe('gateway upstream mode, websockets', () => {
     test(`an invalid upgrade reaches the upstream: ${attack} is refused before the gateway contacts the upstream`, async () => {
       const upgrades = up.upgrades.length;
       const requests = up.requests.length;
-      const r = await within(10_000, `the gateway's answer to ${attack}`, rawText(gw.port, request(gw.bearer)));
+      const r = await within(rawText(gw.port, request(gw.bearer)), 10_000, `the gateway's answer to ${attack}`);
       // The refusal is the gateway's answer: whatever it did before answering has happened.
       assert.equal(up.upgrades.length, upgrades, `${attack}: a handshake reached the upstream`);
       assert.equal(up.requests.length, requests, `${attack}: a request reached the upstream`);

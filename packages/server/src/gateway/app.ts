@@ -14,6 +14,7 @@ import {
   RESERVED_PREFIX,
   requirementFor,
   unmetRequirement,
+  WEBSOCKET_SESSION_CHECK_SECONDS,
 } from '@svc/core';
 import Fastify, { type FastifyInstance, type FastifyPluginAsync, type FastifyRequest, type onRequestAsyncHookHandler } from 'fastify';
 import { bearerChallenge, bearerToken } from '../http/bearer.js';
@@ -40,6 +41,7 @@ import {
 } from './browser-session.js';
 import { installHeaderHygiene, removeHeaders, requestPath } from './hygiene.js';
 import type { GatewayAppOptions, GatewayPolicy } from './options.js';
+import { createSessionWatcher, type SessionWatcher } from './session-watch.js';
 import { forwardedClientAddress, trustedPeerPredicate } from './trusted-proxies.js';
 
 /** The reserved path prefix of the gateway (core's rule): never reaches the application, in any letter case. */
@@ -270,6 +272,7 @@ function upgradeIdentity(
   policy: GatewayPolicy,
   trustedPeer: (address: string | undefined) => boolean,
   publicOrigin: string | undefined,
+  sessions: SessionWatcher,
 ): (req: IncomingMessage) => Promise<AuthError | null> {
   return async (req) => {
     const authorization = req.headers.authorization;
@@ -307,6 +310,8 @@ function upgradeIdentity(
     stripSessionCookies(req);
     fixPrincipal(req, outcome.principal);
     settledUpgrades.set(req, outcome.principal);
+    // The upgrade lives no longer than its session: re-checked until its socket closes.
+    if (outcome.principal !== null) sessions.watch(req, outcome.principal);
     return null;
   };
 }
@@ -389,6 +394,10 @@ const reservedRoutes: FastifyPluginAsync<ReservedRouteOptions> = async (
  *    that carried our token and the gateway's cookies are removed; `request.principal` is
  *    defined read-only and non-configurable.
  * 4. **Attach** (`opts.attach`), in its own encapsulated context; without one, `404 not_found`.
+ *    An upgrade let through with a principal is watched: its session is re-checked against the
+ *    store every `opts.websocketSessionCheckMs` (default 5 s), and when it ends (or the access
+ *    token that opened it expires) its `upgrade` listener is told (`onUpgradeSessionEnd`, the
+ *    relay closes with 1008) and the connection is destroyed.
  *    A route the attach registers under `/.svc/` is refused at registration.
  *
  * With the shared hardening of every surface (problem+json errors, `Cache-Control: no-store`,
@@ -423,8 +432,15 @@ export async function buildGatewayApp(opts: GatewayAppOptions): Promise<FastifyI
   // The https overload gives an https.Server-typed instance; the surface code is server-agnostic.
   const app = Fastify(options as typeof base) as unknown as FastifyInstance;
   const metrics = opts.metrics;
+  const checkMs = opts.websocketSessionCheckMs ?? WEBSOCKET_SESSION_CHECK_SECONDS * 1000;
+  if (!Number.isInteger(checkMs) || checkMs < 1) throw new TypeError(`websocketSessionCheckMs must be a positive integer: ${checkMs}`);
+  const sessions = createSessionWatcher(deps, checkMs);
+  app.addHook('onClose', (_app, done) => {
+    sessions.close();
+    done();
+  });
   const hygiene = installHeaderHygiene(app.server as Server, identityHeaderPredicate(policy.identityHeaders), {
-    upgradeGate: upgradeIdentity(deps, policy, trustedPeer, publicOrigin),
+    upgradeGate: upgradeIdentity(deps, policy, trustedPeer, publicOrigin, sessions),
     // Refused before Fastify (smuggling, ambiguous paths, upgrades): counted like any other answer.
     ...(metrics === undefined
       ? {}
