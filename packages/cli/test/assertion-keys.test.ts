@@ -38,6 +38,22 @@ describe('the assertion key set in the control directory', () => {
     assert.deepEqual(again.jwks(), signer.jwks());
   });
 
+  test("htu follows Host: the gateway's signer binds htu to :svc/app-public-origin whatever Host the caller named", () => {
+    const project = { controlDir: join(tmp.dir, 'public-origin', '.svc', 'control') };
+    const log = { info() {}, error() {} };
+    const signer = gatewayAssertionSigner(project, {
+      app: { ...app, publicOrigin: 'https://app.example.com' },
+      issuer: 'NODE-A',
+      clock: { now: Date.now },
+      log,
+    });
+    for (const host of ['app.example.com', 'internal-alias.lan:8443', '10.0.0.5']) {
+      const token = signer.sign(principal, { method: 'GET', protocol: 'http', host, url: '/orders/7?page=2' });
+      const claims = JSON.parse(Buffer.from(token.split('.')[1] as string, 'base64url').toString()) as { htu: string };
+      assert.equal(claims.htu, 'https://app.example.com/orders/7', host);
+    }
+  });
+
   test('without an upstream there is no assertion to sign', () => {
     const project = { controlDir: join(tmp.dir, 'module-mode') };
     const log = { info() {}, error() {} };

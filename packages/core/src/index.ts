@@ -108,14 +108,23 @@ export {
   IDENTITY_HEADER_NAMES,
   IDENTITY_HEADER_PREFIXES,
   identityHeaderPredicate,
+  isCanonicalReservedTarget,
   isIdentityHeader,
   isPublicPath,
+  isReservedPath,
   isSvcCredential,
   normalizeHeaderName,
   pathMatches,
+  RESERVED_PREFIX,
+  type RelayedSessionEnd,
+  relayedSessionEnd,
+  requirementCovers,
   requirementFor,
+  type UpgradeRequestHead,
   unambiguousPath,
   unmetRequirement,
+  upgradeRefusal,
+  WEBSOCKET_SESSION_CHECK_SECONDS,
 } from './gateway-policy.js';
 export { type IdKind, isIdOfKind, newId } from './ids.js';
 export { cidrPrefixLength, ipVersion, isIpOrCidr } from './ip-address.js';

@@ -365,7 +365,7 @@ export const PROJECT_KEYS: readonly ProjectKeySpec[] = [
     default: '`{}`',
     inProfile: true,
     meaning:
-      'per-path requirements beyond being signed in: `:subjects` (one of these `sub_...`), `:amr` (one of these methods), `:max-auth-age-seconds` (signed in at most this long ago); the most specific pattern applies',
+      'per-path requirements beyond being signed in: `:subjects` (one of these `sub_...`), `:amr` (one of these methods), `:max-auth-age-seconds` (signed in at most this long ago); the most specific pattern applies. Patterns are matched as the application reads the path: case-insensitively, a prefix `/admin/*` also covers the bare `/admin`, and both `/admin/*` and `/admin` cover `/admin/` and `/admin.json` (docs/gateway.md section 3)',
   },
   {
     key: ':svc/app-tls',

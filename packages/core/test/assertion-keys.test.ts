@@ -179,6 +179,15 @@ describe('assertion claims and request binding', () => {
     assert.equal(assertionHtu('http', '[::1]:8080', '/'), 'http://[::1]:8080/');
   });
 
+  test('htu follows Host no more once :svc/app-public-origin is set: the public origin plus the path, without the query', () => {
+    const origin = 'https://app.example.com';
+    assert.equal(assertionHtu('http', '10.0.0.5:8080', '/orders/7?page=2', origin), 'https://app.example.com/orders/7');
+    assert.equal(assertionHtu('https', 'evil.example', '/a/../b#f', origin), 'https://app.example.com/b');
+    assert.equal(assertionHtu('http', undefined, '//evil.example/x', origin), 'https://app.example.com//evil.example/x');
+    assert.equal(assertionHtu('http', 'app.example', 'http://other.example/p?q', 'HTTPS://App.Example.com:443'), `${origin}/p`);
+    assert.equal(assertionHtu('http', 'app.example', '/p', null), 'http://app.example/p', 'null: the request origin');
+  });
+
   test('a request without a usable Host cannot be bound', () => {
     assert.throws(() => assertionHtu('http', undefined, '/'), TypeError);
     assert.throws(() => assertionHtu('http', '', '/'), TypeError);

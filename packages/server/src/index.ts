@@ -38,6 +38,7 @@ export type {
   UpstreamAttachOptions,
   UpstreamIdentityHeaders,
 } from './gateway/options.js';
+export { onUpgradeSessionEnd, SESSION_END_CLOSE_GRACE_MS } from './gateway/session-watch.js';
 // Upstream mode: every authenticated request proxied to the application.
 export { DEFAULT_UPSTREAM_TIMEOUTS, type UpstreamTimeouts, upstreamAttach } from './gateway/upstream.js';
 export {

@@ -117,6 +117,8 @@ describe('module mode: application modules run after identity and cannot replace
       headers: [
         ['Upgrade', 'websocket'],
         ['Connection', 'Upgrade'],
+        ['Sec-WebSocket-Key', 'dGhlIHNhbXBsZSBub25jZQ=='],
+        ['Sec-WebSocket-Version', '13'],
         ['Svc-Subject', FORGED],
       ],
     });

@@ -40,6 +40,13 @@ export interface GatewayAppOptions {
   readonly limiter?: FailureLimiter;
   /** The budget of unanswered challenges. Default: 100 per source (address unit; on loopback, local account) per 60 s, never per public key. */
   readonly challenges?: ChallengeBudget;
+  /**
+   * How often (ms) the session of every relayed websocket is re-checked against the store: a
+   * websocket whose session ended (logout, revocation on any node, device removal, refresh
+   * reuse) or whose access token expired is closed (1008) within this bound plus one store
+   * read. Default `WEBSOCKET_SESSION_CHECK_SECONDS` (5 s).
+   */
+  readonly websocketSessionCheckMs?: number;
   /** Connection caps of this listener. Default {@link APPLICATION_CONNECTION_LIMITS}. */
   readonly connectionLimits?: ConnectionLimits;
   /**

@@ -6,6 +6,7 @@ import { type RawData, WebSocket, WebSocketServer } from 'ws';
 import { writeRawProblem } from '../http/error-handling.js';
 import { internalError } from '../http/problem.js';
 import { upgradePrincipal } from './app.js';
+import { onUpgradeSessionEnd } from './session-watch.js';
 
 /** What the websocket relay needs from the upstream attach. */
 export interface WebSocketRelayOptions {
@@ -73,7 +74,8 @@ function closeWith(ws: WebSocket, code: number, reason: Buffer): void {
  * accepted (with the subprotocol the upstream chose): an upstream that refuses, is down or is
  * slow is an HTTP `502 upstream_unavailable` / `504 upstream_timeout` to the caller, like any
  * other request. Messages are relayed both ways as they are (text or binary), closes with
- * their code and reason.
+ * their code and reason. When the gateway sees the session that opened the websocket end
+ * ({@link onUpgradeSessionEnd}), relaying stops and both sides are closed with 1008.
  *
  * @example
  * installWebSocketRelay(app, { upstream: new URL('http://127.0.0.1:3000'), handshakeMs: 35_000, headers });
@@ -158,8 +160,20 @@ export function installWebSocketRelay(app: FastifyInstance, opts: WebSocketRelay
         client = accepted;
         open.add(accepted);
         accepted.once('close', () => open.delete(accepted));
-        accepted.on('message', (data: RawData, binary: boolean) => target.send(data, { binary }));
-        target.on('message', (data: RawData, binary: boolean) => accepted.send(data, { binary }));
+        // When the session that opened it ends, nothing more is relayed either way, and both
+        // sides are closed with 1008 (policy violation).
+        let ended = false;
+        onUpgradeSessionEnd(raw, (reason) => {
+          ended = true;
+          closeWith(accepted, 1008, Buffer.from(reason));
+          closeWith(target, 1008, Buffer.from(reason));
+        });
+        accepted.on('message', (data: RawData, binary: boolean) => {
+          if (!ended) target.send(data, { binary });
+        });
+        target.on('message', (data: RawData, binary: boolean) => {
+          if (!ended) accepted.send(data, { binary });
+        });
         accepted.once('close', (code, reason) => closeWith(target, code, reason));
         target.once('close', (code, reason) => closeWith(accepted, code, reason));
         accepted.on('error', () => target.terminate());
