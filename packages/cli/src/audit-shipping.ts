@@ -148,7 +148,7 @@ export class JsonLinesFile {
     const why = sinkDirectoryRefusal(statSync(dir));
     if (why !== null) {
       throw new AuditSinkError(
-        `refusing the audit sink directory ${dir} (for ${this.path}): ${why}; keep the sink in a directory only the service's user can write (\`chmod o-w ${dir}\`, or another :file)`,
+        `refusing the audit sink directory ${dir} (for ${this.path}): ${why}; keep the sink in a dedicated directory only the service's user can write, such as /var/log/svc (\`install -d -m 0750 -o <service user> /var/log/svc\`, or \`chmod go-w ${dir}\`)`,
       );
     }
   }

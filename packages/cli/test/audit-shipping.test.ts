@@ -459,6 +459,22 @@ describe('the audit sink file refuses what others could read or redirect', () =>
     assert.deepEqual(readdirSync(d), []);
   });
 
+  test("audit-sink-group-writable-dir: a sink in a directory its group can write (0775, like Ubuntu's /var/log) is refused, and no file is created there", () => {
+    const d = join(dir(), 'group');
+    mkdirSync(d);
+    chmodSync(d, 0o775);
+    assert.throws(() => new JsonLinesFile(join(d, 'audit.jsonl'), 65_536, 2).append([line]), refused);
+    assert.deepEqual(readdirSync(d), []);
+  });
+
+  test('a sink in a dedicated directory of mode 0750 is written', () => {
+    const d = join(dir(), 'svc');
+    mkdirSync(d);
+    chmodSync(d, 0o750);
+    new JsonLinesFile(join(d, 'audit.jsonl'), 65_536, 2).append([line]);
+    assert.equal(readFileSync(join(d, 'audit.jsonl'), 'utf8'), `${line}\n`);
+  });
+
   test('audit-sink-symlink through svc auth serve: the service refuses to start with one line naming the sink, and writes nothing through it', async () => {
     const root = join(tmp.dir, 'serve');
     const env = cleanEnv({ HOME: root });
