@@ -97,7 +97,7 @@ const SINK_OPEN_FLAGS = constants.O_WRONLY | constants.O_APPEND | constants.O_CR
  * Every open refuses (with {@link AuditSinkError}, before writing a byte) a path that is a
  * symbolic link (`O_NOFOLLOW`), not a regular file, owned by another user or readable or
  * writable by group or others (a file that existed keeps its mode when opened), and a
- * directory others can write in: the construction checks an existing file at once, so a
+ * directory its group or others can write in: the construction checks an existing file at once, so a
  * service with a bad sink refuses to start.
  */
 export class JsonLinesFile {
