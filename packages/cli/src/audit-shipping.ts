@@ -97,7 +97,7 @@ const SINK_OPEN_FLAGS = constants.O_WRONLY | constants.O_APPEND | constants.O_CR
  * Every open refuses (with {@link AuditSinkError}, before writing a byte) a path that is a
  * symbolic link (`O_NOFOLLOW`), not a regular file, owned by another user or readable or
  * writable by group or others (a file that existed keeps its mode when opened), and a
- * directory others can write in: the construction checks an existing file at once, so a
+ * directory its group or others can write in: the construction checks an existing file at once, so a
  * service with a bad sink refuses to start.
  */
 export class JsonLinesFile {
@@ -148,7 +148,7 @@ export class JsonLinesFile {
     const why = sinkDirectoryRefusal(statSync(dir));
     if (why !== null) {
       throw new AuditSinkError(
-        `refusing the audit sink directory ${dir} (for ${this.path}): ${why}; keep the sink in a directory only the service's user can write (\`chmod o-w ${dir}\`, or another :file)`,
+        `refusing the audit sink directory ${dir} (for ${this.path}): ${why}; keep the sink in a dedicated directory only the service's user can write, such as /var/log/svc (\`install -d -m 0750 -o <service user> /var/log/svc\`, or \`chmod go-w ${dir}\`)`,
       );
     }
   }

@@ -443,6 +443,11 @@ export async function restoreProject(project: Project, backup: string, opts: Res
         throw new CliError(`restore refused: ${backupSignatureFile(backup)} is ${verdict.detail}; use another backup`);
       }
       if (verdict.problem === 'untrusted') throw new CliError(`restore refused: ${backup} is ${verdict.detail}`);
+      if (verdict.problem === 'retired_key') {
+        throw new CliError(
+          `restore refused: ${backup} is ${verdict.detail} (${nodeKeyHistoryFile(project.nodeKey)} lists this project's retired node keys)`,
+        );
+      }
       throw new CliError(`restore refused: the signature of ${backup} does not hold: ${verdict.detail}; use another backup`);
     }
 

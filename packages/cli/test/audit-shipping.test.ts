@@ -17,7 +17,7 @@ import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { createManagementClient, loadDeviceKey, login } from '@svc/client';
-import { auditDraft } from '@svc/core';
+import { auditDraft, type NodeHealthFacts, nodeHealthVerdict } from '@svc/core';
 import { openSqliteStore } from 'svc-store-sqlite';
 import { JsonLinesFile } from '../src/audit-shipping.js';
 import { cleanEnv, enrolledProject, run, SVC_BIN, startServer, startUntilReady, svcOk, tempDir } from './helpers.js';
@@ -296,6 +296,60 @@ describe('a stalled audit shipping is visible and resumes by itself', () => {
   });
 });
 
+describe('the HEALTHCHECK and /readyz of a real svc serve agree on what unhealthy means', () => {
+  const tmp = tempDir();
+  after(() => tmp.cleanup());
+
+  for (const stalled of [false, true]) {
+    test(`${stalled ? 'a node whose audit shipping is stalled' : 'a healthy node'}: /readyz, node health under the rule and the HEALTHCHECK through either say ${stalled ? 'unhealthy' : 'healthy'}`, async () => {
+      const root = join(tmp.dir, stalled ? 'stalled' : 'healthy');
+      const env = cleanEnv({ HOME: root });
+      const p = await enrolledProject(root, { env });
+      withSinks(p.dir, '{:file "audit.jsonl" :poll-milliseconds 100}');
+      if (stalled) {
+        // A cursor the chain does not continue (as after a move to another store): shipping stalls.
+        writeFileSync(
+          join(p.dir, '.svc', 'control', 'audit-ship-cursor.json'),
+          `${JSON.stringify({ seq: 500, hash: 'ab'.repeat(32) })}\n`,
+          {
+            mode: 0o600,
+          },
+        );
+      }
+      const server = await startUntilReady(
+        ['serve', '--management-listen', '127.0.0.1:0', '--node-listen', '127.0.0.1:0', '--metrics-listen', '127.0.0.1:0', p.dir],
+        (o) => {
+          const node = /svc node: node surface listening on (http:\/\/\S+)/.exec(o)?.[1];
+          const metrics = /svc: metrics listening on (http:\/\/\S+)\/metrics/.exec(o)?.[1];
+          return node === undefined || metrics === undefined ? null : { node, metrics };
+        },
+        { env },
+      );
+      try {
+        const { node, metrics } = server.ready;
+        // Shipping decides after its first delivery attempt: wait for that, not for a verdict.
+        await waitUntil(
+          async () => (stalled ? (await fetch(`${metrics}/readyz`)).status === 503 : existsSync(join(p.dir, 'audit.jsonl'))),
+          stalled ? 'the first delivery attempt to stall' : 'the first delivery to the sink file',
+        );
+        const ready = (await fetch(`${metrics}/readyz`)).status;
+        const health = await fetch(`${node}/edge/0-alpha/health`);
+        const verdict = nodeHealthVerdict((await health.json()) as NodeHealthFacts);
+        assert.equal(ready, stalled ? 503 : 200);
+        assert.equal(
+          verdict.healthy,
+          ready === 200,
+          `node health under the rule (${JSON.stringify(verdict)}) agrees with /readyz (${ready})`,
+        );
+        assert.equal(await containerHealthy(node, metrics), ready === 200, 'the HEALTHCHECK through /readyz agrees with /readyz');
+        assert.equal(await containerHealthy(node), ready === 200, 'the HEALTHCHECK through node health agrees with /readyz');
+      } finally {
+        assert.equal(await server.stop(), 0);
+      }
+    });
+  }
+});
+
 describe('a sink file swapped for a symbolic link while the service runs', () => {
   const tmp = tempDir();
   after(() => tmp.cleanup());
@@ -457,6 +511,22 @@ describe('the audit sink file refuses what others could read or redirect', () =>
     chmodSync(d, 0o777);
     assert.throws(() => new JsonLinesFile(join(d, 'audit.jsonl'), 65_536, 2).append([line]), refused);
     assert.deepEqual(readdirSync(d), []);
+  });
+
+  test("audit-sink-group-writable-dir: a sink in a directory its group can write (0775, like Ubuntu's /var/log) is refused, and no file is created there", () => {
+    const d = join(dir(), 'group');
+    mkdirSync(d);
+    chmodSync(d, 0o775);
+    assert.throws(() => new JsonLinesFile(join(d, 'audit.jsonl'), 65_536, 2).append([line]), refused);
+    assert.deepEqual(readdirSync(d), []);
+  });
+
+  test('a sink in a dedicated directory of mode 0750 is written', () => {
+    const d = join(dir(), 'svc');
+    mkdirSync(d);
+    chmodSync(d, 0o750);
+    new JsonLinesFile(join(d, 'audit.jsonl'), 65_536, 2).append([line]);
+    assert.equal(readFileSync(join(d, 'audit.jsonl'), 'utf8'), `${line}\n`);
   });
 
   test('audit-sink-symlink through svc auth serve: the service refuses to start with one line naming the sink, and writes nothing through it', async () => {

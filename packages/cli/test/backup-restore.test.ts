@@ -48,7 +48,7 @@ function contentDigest(file: string): string {
 }
 
 /** Writes `<file>.sig` as `svc auth backup` would, signed by `key`: a re-signed or forged backup. */
-function signAs(file: string, key: KeyObject): void {
+function signAs(file: string, key: KeyObject, now = Date.now()): void {
   const db = new Database(file, { fileMustExist: true, readonly: true });
   let project: string;
   let schemaVersion: number;
@@ -59,7 +59,7 @@ function signAs(file: string, key: KeyObject): void {
     db.close();
   }
   const signer = { publicKeyHex: publicKeyHexOf(createPublicKey(key)), sign: (m: Uint8Array) => sign(null, m, key) };
-  const signed = signBackup({ project, sha256: digest(file), schemaVersion, now: Date.now() }, signer);
+  const signed = signBackup({ project, sha256: digest(file), schemaVersion, now }, signer);
   writeFileSync(`${file}.sig`, `${JSON.stringify(signed)}\n`);
 }
 
@@ -230,7 +230,7 @@ describe('svc auth backup and svc auth restore (embedded SQLite store)', () => {
     );
   });
 
-  test('a backup signed by the node key before a key rotation restores: the key history vouches for it', async () => {
+  test('a backup signed by the node key before a key rotation restores with --trusted-key naming that key, and is refused without it', async () => {
     const root = join(tmp.dir, 'rotated');
     const { dir } = await enrolledProject(root, { env });
     const file = join(root, 'backup.db');
@@ -239,8 +239,44 @@ describe('svc auth backup and svc auth restore (embedded SQLite store)', () => {
     await svcOk(['node', 'rotate-key', dir], { env });
     const now = createPublicKey(createPrivateKey(readFileSync(join(dir, '.svc', 'control', 'node-key.pem'), 'utf8')));
     assert.notEqual(publicKeyHexOf(now), made.node_public_key, 'the node key was rotated');
-    const restored = JSON.parse((await svcOk(['auth', 'restore', dir, file, '--json'], { env })).stdout) as { signed_by: string };
+    const refused = await svc(['auth', 'restore', dir, file], { env });
+    assert.equal(refused.code, 1, refused.stderr);
+    assert.ok(
+      refused.stderr.includes(`retired node key ${made.node_public_key}`) &&
+        refused.stderr.includes(`--trusted-key ${made.node_public_key}`),
+      `the refusal names the retired key and how to accept it: ${refused.stderr}`,
+    );
+    const restored = JSON.parse(
+      (await svcOk(['auth', 'restore', dir, file, '--trusted-key', made.node_public_key, '--json'], { env })).stdout,
+    ) as { signed_by: string };
     assert.equal(restored.signed_by, made.node_public_key);
+  });
+
+  test('backup-backdated-by-leaked-retired-key: a file signed by a retired node key with `at` inside its window is refused without --trusted-key', async () => {
+    const root = join(tmp.dir, 'backdated');
+    const { dir } = await enrolledProject(root, { env });
+    const keyFile = join(dir, '.svc', 'control', 'node-key.pem');
+    const leaked = createPrivateKey(readFileSync(keyFile, 'utf8'));
+    const file = join(root, 'backup.db');
+    await svcOk(['auth', 'backup', dir, file], { env });
+    const signedAt = Date.parse((JSON.parse(readFileSync(`${file}.sig`, 'utf8')) as { payload: { at: string } }).payload.at);
+    await svcOk(['node', 'rotate-key', dir], { env });
+    const controlDb = join(dir, '.svc', 'control', 'control.db');
+    const before = contentDigest(controlDb);
+    // After the rotation, the holder of the leaked old key makes another file and dates it inside the key's window.
+    const forged = join(root, 'forged.db');
+    copyFileSync(file, forged);
+    const db = new Database(forged);
+    try {
+      db.prepare("UPDATE devices SET name = 'mallory'").run();
+    } finally {
+      db.close();
+    }
+    signAs(forged, leaked, signedAt);
+    const r = await svc(['auth', 'restore', dir, forged], { env });
+    assert.equal(r.code, 1, r.stderr);
+    assert.match(r.stderr, /^svc auth restore: restore refused: .* is signed by the retired node key [0-9a-f]{64} /);
+    assert.equal(contentDigest(controlDb), before, 'the control database is untouched');
   });
 
   test('a restore refused by a damaged store install names the project directory in its reinstall hint, not <PROJECT>', async () => {

@@ -6,6 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { type NodeHealthFacts, nodeHealthVerdict } from '@svc/core';
 import { bash, CHILD_TIMEOUT_MS, cleanEnv, keygen, run, SVC_BIN, svcOk, tempDir } from './helpers.js';
 import { bundledSha256, createSchemas, PG_URL } from './support/store-projects.js';
 
@@ -241,8 +242,9 @@ describe('the container files', () => {
   });
 });
 
-describe('the HEALTHCHECK and /readyz agree on what unhealthy means', () => {
-  // A stand-in for the node surface's health route, answering what a real node answers in each case.
+describe("the HEALTHCHECK applies core's nodeHealthVerdict to node health (a real /readyz: audit-shipping.test.ts, readiness-rule.test.ts)", () => {
+  // A stand-in for the node surface's health route, answering what a real node answers in each
+  // case; the verdict is compared with core's rule, which /readyz applies.
   let answer: { status: number; body: string } = { status: 200, body: '{}' };
   let server: Server;
   let listen = '';
@@ -290,11 +292,32 @@ describe('the HEALTHCHECK and /readyz agree on what unhealthy means', () => {
   });
 
   test("the node's own faults are unhealthy: the store, audit shipping, the built-in key provider, an unreadable answer", async () => {
-    assert.equal((await check(503, health({ store: { status: 'failed', reason: 'disk_full' } }))).code, 1);
-    assert.equal((await check(503, health({ audit_shipping: { status: 'failed', code: 'audit_ship_stalled' } }))).code, 1);
-    assert.equal((await check(503, health({ providers: [{ name: 'ed25519', kind: 'device-key', status: 'failed' }] }))).code, 1);
     assert.equal((await check(503, 'not json')).code, 1);
     assert.equal((await check(500, health({ status: 'ok' }))).code, 1);
     assert.equal((await check(200, health({ status: 'ok' }))).code, 0);
+    const failed = { status: 'failed' } as const;
+    const cases: Record<string, unknown>[] = [
+      { store: { status: 'failed', reason: 'disk_full' } },
+      { audit_shipping: { status: 'failed', code: 'audit_ship_stalled' } },
+      { audit_shipping: { status: 'ok' }, providers: [{ name: 'corp-sso', kind: 'oidc', ...failed }] },
+      { providers: [{ name: 'ed25519', kind: 'device-key', ...failed }] },
+      {
+        providers: [
+          { name: 'ed25519', kind: 'device-key', ...failed },
+          { name: 'corp-sso', kind: 'oidc', ...failed },
+        ],
+      },
+      { store: failed, providers: [{ name: 'corp-sso', kind: 'oidc', ...failed }] },
+    ];
+    for (const over of cases) {
+      const body = health(over);
+      const verdict = nodeHealthVerdict(JSON.parse(body) as NodeHealthFacts);
+      const r = await check(503, body);
+      assert.equal(
+        r.code,
+        verdict.healthy ? 0 : 1,
+        `${body}: the rule says ${JSON.stringify(verdict)}; the HEALTHCHECK: ${r.stderr}${r.stdout}`,
+      );
+    }
   });
 });

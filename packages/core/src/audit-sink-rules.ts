@@ -31,16 +31,18 @@ export function sinkFileRefusal(stat: SinkPathStat, uid: number | null): string 
 
 /**
  * Why the directory of the audit sink must not hold it, or null when it may: it must be a
- * directory that others cannot write. In a directory others can write, anyone could replace
- * the file (or a rotated one) between two appends, with a link to a file of their choice. A
- * sticky world-writable directory such as `/tmp` is refused too: keep the sink somewhere the
- * service owns.
+ * directory that neither its group nor others can write (no bit of `0o022`), like the file
+ * rule, which refuses any group access. In a directory someone else can write, they could
+ * replace the file (or a rotated one) between two appends, with a link to a file of their
+ * choice. So the sink belongs in a dedicated directory such as `/var/log/svc` (0750 or 0700):
+ * a shared one is refused, a sticky world-writable `/tmp` and a group-writable `/var/log`
+ * (Ubuntu's is 0775, group `syslog`) included, by design.
  *
  * @example
  * sinkDirectoryRefusal(statSync('/var/log/svc')); // null
  */
 export function sinkDirectoryRefusal(stat: SinkPathStat): string | null {
   if (!stat.isDirectory()) return 'it is not a directory';
-  if ((stat.mode & 0o002) !== 0) return `its mode ${(stat.mode & 0o7777).toString(8)} lets others write in it`;
+  if ((stat.mode & 0o022) !== 0) return `its mode ${(stat.mode & 0o7777).toString(8)} lets group or others write in it`;
   return null;
 }

@@ -1,7 +1,6 @@
 import { canonicalJson } from './canonical-json.js';
 import { verifyEd25519 } from './ed25519.js';
 import { nodeIdOf } from './node-id.js';
-import { nodeKeyValidAt } from './node-keys.js';
 import { rfc3339 } from './time.js';
 import { digestsEqual } from './tokens.js';
 import type { RetiredNodeKeyJson } from './wire/node.js';
@@ -63,8 +62,12 @@ export type BackupSignatureVerdict =
   | { readonly ok: true; readonly publicKey: string; readonly at: string }
   | {
       readonly ok: false;
-      /** `malformed`: not a backup signature; `untrusted`: by a key not trusted; `bad_signature`: does not verify; `other_file`: made for other bytes; `other_project`: of another project. */
-      readonly problem: 'malformed' | 'untrusted' | 'bad_signature' | 'other_file' | 'other_project';
+      /**
+       * `malformed`: not a backup signature; `untrusted`: by a key not trusted; `retired_key`: by
+       * a retired node key, which only `operatorKeys` can vouch for; `bad_signature`: does not
+       * verify; `other_file`: made for other bytes; `other_project`: of another project.
+       */
+      readonly problem: 'malformed' | 'untrusted' | 'retired_key' | 'bad_signature' | 'other_file' | 'other_project';
       readonly detail: string;
     };
 
@@ -72,10 +75,12 @@ const HEX64 = /^[0-9a-f]{64}$/;
 
 /**
  * Checks a backup signature (parsed JSON) against the backup file's SHA-256 `sha256` and the
- * project id the file holds. It is trusted when it is by the node key `nodeKey` (null when the
- * project has none), by one of `previousKeys` made inside that key's window, or by one of
- * `operatorKeys` (public keys the operator named); it must verify over its payload, and the
- * payload must name exactly this file's digest and project.
+ * project id the file holds. It is trusted when it is by the current node key `nodeKey` (null
+ * when the project has none) or by one of `operatorKeys` (public keys the operator named). A
+ * retired key of `previousKeys` is never trusted on its own, whatever the signed `at` says (the
+ * signer chooses it): it is refused as `retired_key`, naming the key, so the operator can name
+ * it if the backup is theirs. It must verify over its payload, and the payload must name exactly
+ * this file's digest and project.
  *
  * @example
  * const verdict = checkBackupSignature(JSON.parse(sigText), { sha256, project, nodeKey, previousKeys, operatorKeys: [] });
@@ -118,15 +123,24 @@ export function checkBackupSignature(
     at: p.at,
   };
   const key = sig.public_key;
-  const byNode =
-    backup.nodeKey !== null && nodeKeyValidAt({ public_key: backup.nodeKey, previous_keys: backup.previousKeys }, key, payload.at);
-  const byPrevious = backup.nodeKey === null && nodeKeyValidAt({ public_key: '', previous_keys: backup.previousKeys }, key, payload.at);
+  // Only the current node key is trusted without being named. The signer chooses `at`, so a
+  // retired key's window proves nothing: whoever holds a leaked retired key could back-date a
+  // forged backup into it. Any other key, a retired node key included, must be named.
+  const byNode = backup.nodeKey !== null && backup.nodeKey.toLowerCase() === key;
   const byOperator = backup.operatorKeys.some((k) => k.toLowerCase() === key);
-  if (!byNode && !byPrevious && !byOperator) {
+  if (!byNode && !byOperator) {
+    const retired = backup.previousKeys.find((k) => k.public_key.toLowerCase() === key);
+    if (retired !== undefined) {
+      return {
+        ok: false,
+        problem: 'retired_key',
+        detail: `signed by the retired node key ${key} (node ${retired.node_id}, retired ${retired.valid_until}), which restore does not trust on its own; if this backup is yours, run again with --trusted-key ${key}`,
+      };
+    }
     return {
       ok: false,
       problem: 'untrusted',
-      detail: `signed by the key ${key} (node ${nodeIdOf(key)}), which is neither this project's node key nor a previous one within its window nor a key named with --trusted-key`,
+      detail: `signed by the key ${key} (node ${nodeIdOf(key)}), which is neither this project's node key nor a key named with --trusted-key`,
     };
   }
   if (!verifyEd25519(key, Buffer.from(canonicalJson({ ...payload }), 'utf8'), Buffer.from(sig.signature, 'hex'))) {

@@ -296,7 +296,7 @@ export const FAILURE_CODES = {
     raisedBy: 'AuditSinkError (@svc/cli)',
     exit: 1,
     meaning:
-      'the audit sink file was not written: it is a symbolic link, not a regular file, owned by another user, readable or writable by group or others, or in a directory others can write; the message names the path and the fix',
+      'the audit sink file was not written: it is a symbolic link, not a regular file, owned by another user, readable or writable by group or others, or in a directory its group or others can write; the message names the path and the fix',
   },
   provider_failed: {
     raisedBy: 'ProviderError (@svc/provider-host)',

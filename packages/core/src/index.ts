@@ -128,6 +128,7 @@ export {
 } from './gateway-policy.js';
 export { type IdKind, isIdOfKind, newId } from './ids.js';
 export { cidrPrefixLength, ipVersion, isIpOrCidr } from './ip-address.js';
+export { DEVICE_KEY_PROVIDER_KIND, type NodeHealthFacts, type NodeHealthVerdict, nodeHealthVerdict } from './node-health-verdict.js';
 export { isValidNodeId, NODE_ID_PATTERN, nodeIdOf, normalizeNodeId } from './node-id.js';
 export { type NodeKeySetJson, nodeKeyValidAt } from './node-keys.js';
 export { makePrincipal, type Principal, type PrincipalClaims } from './principal.js';

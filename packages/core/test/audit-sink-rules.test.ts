@@ -26,11 +26,13 @@ describe('audit sink file rules', () => {
     assert.match(sinkFileRefusal({ ...file(0o600), isFile: () => false }, 1000) ?? '', /not a regular file/);
   });
 
-  test('a directory others can write is refused, sticky or not; group-writable and owner-only ones are not', () => {
-    assert.match(sinkDirectoryRefusal(directory(0o777)) ?? '', /lets others write/);
+  test('a directory its group or others can write is refused, sticky or not (0775 included); 0755, 0750 and 0700 are not', () => {
+    assert.match(sinkDirectoryRefusal(directory(0o777)) ?? '', /lets group or others write/);
     assert.match(sinkDirectoryRefusal(directory(0o1777)) ?? '', /1777/);
-    assert.equal(sinkDirectoryRefusal(directory(0o700)), null);
-    assert.equal(sinkDirectoryRefusal(directory(0o775)), null);
+    for (const mode of [0o775, 0o770, 0o2775, 0o757]) {
+      assert.match(sinkDirectoryRefusal(directory(mode)) ?? '', new RegExp(`mode ${mode.toString(8)}`), mode.toString(8));
+    }
+    for (const mode of [0o755, 0o750, 0o700]) assert.equal(sinkDirectoryRefusal(directory(mode)), null, mode.toString(8));
     assert.match(sinkDirectoryRefusal({ ...directory(0o700), isDirectory: () => false }) ?? '', /not a directory/);
   });
 });

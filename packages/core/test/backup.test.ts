@@ -11,24 +11,40 @@ function signer() {
 const SHA = 'ab'.repeat(32);
 const AT = Date.parse('2026-11-20T12:00:00Z');
 
-test('a backup signed by the node key verifies; by a retired key only inside its window; by an unknown key never', () => {
+test('a backup signed by the current node key verifies; by a retired node key only when the operator names it; by an unknown key never', () => {
   const old = signer();
   const current = signer();
   const previousKeys = [{ node_id: 'x', public_key: old.publicKeyHex, valid_from: null, valid_until: '2026-11-21T00:00:00.000Z' }];
   const trust = { sha256: SHA, project: 'prj_a', nodeKey: current.publicKeyHex, previousKeys, operatorKeys: [] };
   assert.equal(checkBackupSignature(signBackup({ project: 'prj_a', sha256: SHA, schemaVersion: 9, now: AT }, current), trust).ok, true);
-  assert.equal(checkBackupSignature(signBackup({ project: 'prj_a', sha256: SHA, schemaVersion: 9, now: AT }, old), trust).ok, true);
-  const afterRetirement = checkBackupSignature(
-    signBackup({ project: 'prj_a', sha256: SHA, schemaVersion: 9, now: Date.parse('2026-11-22T00:00:00Z') }, old),
-    trust,
-  );
-  assert.equal(
-    afterRetirement.ok === false && afterRetirement.problem,
-    'untrusted',
-    'a retired key cannot vouch for a backup after its retirement',
-  );
+  const byOld = signBackup({ project: 'prj_a', sha256: SHA, schemaVersion: 9, now: AT }, old);
+  const refused = checkBackupSignature(byOld, trust);
+  assert.equal(refused.ok ? 'ok' : refused.problem, 'retired_key', 'a retired key is not trusted on its own, even inside its window');
+  assert.ok(!refused.ok && refused.detail.includes(`--trusted-key ${old.publicKeyHex}`), 'the refusal says how to accept it');
+  assert.equal(checkBackupSignature(byOld, { ...trust, operatorKeys: [old.publicKeyHex] }).ok, true);
   const stranger = checkBackupSignature(signBackup({ project: 'prj_a', sha256: SHA, schemaVersion: 9, now: AT }, signer()), trust);
   assert.equal(stranger.ok === false && stranger.problem, 'untrusted');
+});
+
+test('backup-backdated-by-leaked-retired-key: a retired node key signing another file with `at` inside its window is refused', () => {
+  const leaked = signer();
+  const current = signer();
+  const previousKeys = [
+    { node_id: 'x', public_key: leaked.publicKeyHex, valid_from: '2026-11-01T00:00:00.000Z', valid_until: '2026-11-21T00:00:00.000Z' },
+  ];
+  const forgedSha = 'ef'.repeat(32);
+  // Made after the key was retired, but dated inside its window: the signer chooses `at`.
+  const forged = signBackup({ project: 'prj_a', sha256: forgedSha, schemaVersion: 9, now: Date.parse('2026-11-10T00:00:00Z') }, leaked);
+  const verdict = checkBackupSignature(forged, {
+    sha256: forgedSha,
+    project: 'prj_a',
+    nodeKey: current.publicKeyHex,
+    previousKeys,
+    operatorKeys: [],
+  });
+  assert.equal(verdict.ok ? 'ok' : verdict.problem, 'retired_key');
+  const noNodeKey = checkBackupSignature(forged, { sha256: forgedSha, project: 'prj_a', nodeKey: null, previousKeys, operatorKeys: [] });
+  assert.equal(noNodeKey.ok ? 'ok' : noNodeKey.problem, 'retired_key', 'without a node key file, the history vouches for nothing either');
 });
 
 test('a backup signed by a key the operator names verifies without any node key (disaster recovery)', () => {

@@ -305,6 +305,29 @@ describe('node surface: pairing rate limit', () => {
     assert.equal((await nodeApi(h, 'POST', COMPLETE, { body: completion(h, fresh, fresh.key) })).status, 201);
   });
 
+  test('pairing-audit-flood-beyond-budget: failed completions past the budget are 429, write no audit event and are not counted', async () => {
+    h.clock.advance(120_000);
+    const token = await adminToken(h);
+    const intent = await prepare(h, token, { realm: 'application' });
+    const wrong = intent.code === 'AAAA-AAAA' ? 'BBBB-BBBB' : 'AAAA-AAAA';
+    const failedEvents = async () => (await auditTypes(h)).filter((t) => t === 'pairing.failed' || t === 'pairing.burned').length;
+    const before = await failedEvents();
+    for (let i = 0; i < 3; i++) {
+      const r = await nodeApi(h, 'POST', COMPLETE, { body: completion(h, intent, intent.key, { code: wrong }) });
+      assert.equal(r.body.code, 'invalid_pairing_code', `attempt ${i + 1} is within the budget`);
+    }
+    assert.equal(await failedEvents(), before + 3, 'the failures within the budget are audited');
+    const other = await prepare(h, token, { realm: 'application' });
+    for (let i = 0; i < 8; i++) {
+      const r = await nodeApi(h, 'POST', COMPLETE, { body: completion(h, other, other.key, { code: wrong }) });
+      assert.equal(r.status, 429, `attempt ${i + 1} past the budget`);
+      assert.equal(r.body.code, 'rate_limited');
+    }
+    assert.equal(await failedEvents(), before + 3, 'no pairing.failed (or pairing.burned) event past the budget');
+    // Uncounted: 8 wrong codes past the budget did not burn the other intent (5 would).
+    assert.equal((await nodeApi(h, 'POST', COMPLETE, { body: completion(h, other, other.key) })).status, 201);
+  });
+
   test('invalid input (400) is not counted as a failed completion', async () => {
     h.clock.advance(120_000);
     for (let i = 0; i < 10; i++) {

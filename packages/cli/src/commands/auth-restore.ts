@@ -15,7 +15,7 @@ const spec = {
   help: [
     '<PROJECT>             the project directory (its control database may be missing: disaster recovery)',
     '<FILE>                a file written by `svc auth backup`, with its signature <FILE>.sig beside it',
-    '--trusted-key HEX     also trust backups signed by this Ed25519 public key (64 hex digits; repeatable): the node key of a project whose control directory was lost, as `svc auth backup` printed it',
+    '--trusted-key HEX     also trust backups signed by this Ed25519 public key (64 hex digits; repeatable): the node key of a project whose control directory was lost, as `svc auth backup` printed it, or a retired node key for a backup made before `svc node rotate-key` (only the current node key is trusted without it)',
     '--json                print {"control_db","project_id","schema_version","audit_events","pre_restore","node_key_created","signed_by"}',
     PROJECT_HELP,
   ],
@@ -25,8 +25,8 @@ const spec = {
 
 /**
  * `svc auth restore <PROJECT> <FILE>`: refuses while the control database is in use, a backup
- * of another project, one without a signature by a trusted key (the project's node key, a key
- * before it, or one named with `--trusted-key`), a newer schema, a broken audit chain or state
+ * of another project, one without a signature by a trusted key (the project's current node key,
+ * or one named with `--trusted-key`: a retired node key only so), a newer schema, a broken audit chain or state
  * the audit trail does not account for; otherwise replaces the control
  * database atomically and keeps the old one as `control.db.pre-restore-<UTC time>`.
  *

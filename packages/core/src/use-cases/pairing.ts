@@ -204,6 +204,12 @@ async function refuseWrongCode(
  * answered alike (`invalid_pairing_code`) and counted (5 burn the intent). Then it enrolls the
  * device, once: of N concurrent completions exactly one wins.
  *
+ * `countFailure: false` is an attempt beyond its failure budget (see the server's failure
+ * counting): it still runs, so the right code and proof complete, but its failure writes
+ * nothing, neither a count against the intent nor an audit event (it is answered `429`). Only
+ * the holder of the device key the intent names can ever complete it, so those uncounted
+ * guesses help no one else; the budget and the 5 counted failures bound the audit trail.
+ *
  * @example
  * const device = await completePairing(deps, { nodeId, intentId, code, publicKey, signature });
  */
@@ -216,6 +222,8 @@ export async function completePairing(
     readonly publicKey: unknown;
     readonly signature: unknown;
     readonly name?: unknown;
+    /** False beyond the failure budget: a failure is then neither counted nor audited. Default true. */
+    readonly countFailure?: boolean;
   },
 ): Promise<DeviceRecord> {
   if (typeof input.intentId !== 'string' || input.intentId.length > 64) {
@@ -240,7 +248,12 @@ export async function completePairing(
   const codeRight = digestsEqual(presented, intent.codeDigest);
   const proof = pairingProofString({ nodeId: input.nodeId, intentId: intent.id, publicKey });
   const proven = await verifyEd25519Async(publicKey, Buffer.from(proof, 'utf8'), signature);
-  if (!(codeRight && proven)) await refuseWrongCode(deps, intent, now, { data: {}, mismatch: 'device key' });
+  if (!(codeRight && proven)) {
+    if (input.countFailure === false) {
+      throw new AuthError('invalid_pairing_code', 'wrong pairing code, or not the device key the intent was prepared for');
+    }
+    await refuseWrongCode(deps, intent, now, { data: {}, mismatch: 'device key' });
+  }
   const device: DeviceRecord = {
     id: newId('device', deps.clock, deps.random),
     publicKey,

@@ -33,8 +33,8 @@ import {
  * The core checks the code in constant time, burns the intent after 5 wrong codes, lets one
  * of N concurrent completions win, and audits every step. Here, completions are counted by
  * {@link failureCounting}: reserved before they run, per client address unit and per intent,
- * and kept when they fail (401s); beyond the limit an attempt still runs, and its failure is
- * answered `429 rate_limited`.
+ * and kept when they fail (401s); beyond the limit an attempt still runs (the right code and
+ * proof complete), and its failure is answered `429 rate_limited`, uncounted and unaudited.
  *
  * @example
  * await app.register(pairingRoutes, { deps, identity, providers, limiter: createFailureLimiter({ clock: deps.clock, scope: 'pairing' }) });
@@ -93,8 +93,8 @@ export const pairingRoutes: FastifyPluginAsync<PairingRouteOptions> = async (app
           const intentId = (req.body as CompleteBody).intent_id;
           return [clientAddressKey(req.ip), ...(isIdOfKind(intentId, 'intent') ? [`pairing:${intentId}`] : [])];
         },
-        // The right code and proof complete whoever spent the budget; an intent's own wrong
-        // attempts stay bounded by its 5 (it burns), whatever the budget.
+        // The right code and proof complete whoever spent the budget; a failure beyond it is
+        // neither counted against the intent nor audited (see completePairing's countFailure).
         beyondBudget: 'evaluate',
       },
       schema: documented({
@@ -115,6 +115,8 @@ export const pairingRoutes: FastifyPluginAsync<PairingRouteOptions> = async (app
         publicKey: public_key,
         signature,
         name,
+        // Beyond the budget a failure is answered 429 and writes nothing: no count, no audit event.
+        countFailure: req.attempt?.counted !== false,
       });
       return reply.code(201).send({ device: deviceToJson(device) });
     },
