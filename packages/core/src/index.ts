@@ -150,6 +150,7 @@ export {
 } from './provider.js';
 export {
   BUNDLED_PASSKEY_PACKAGE,
+  DEFINITE_REFUSAL_CODES,
   IDENTITY_PROVIDER_FAILURE_CODES,
   IDENTITY_PROVIDER_RETRY_SECONDS,
   jitRefusal,
@@ -158,6 +159,8 @@ export {
   providerAmr,
   providerOutageOf,
   providerStartRefusal,
+  refusalMayBeOutage,
+  refusalOutageOf,
   SVC_PUBLISHER_KEY,
 } from './provider-decisions.js';
 export {

@@ -1,5 +1,5 @@
 import type { Principal } from './principal.js';
-import type { ExternalIdentity, ProviderIntent, ProviderPolicy } from './provider.js';
+import type { ExternalIdentity, ProviderHealth, ProviderIntent, ProviderPolicy } from './provider.js';
 import type { Realm } from './realm.js';
 
 // The service's rules for provider ceremonies, pure: who may begin which ceremony in which
@@ -128,4 +128,50 @@ export function providerOutageOf(error: unknown): 'unavailable' | 'identity_prov
     return 'identity_provider';
   }
   return null;
+}
+
+/**
+ * The refusal codes that definitely say the user's proof or ceremony is wrong, whatever the
+ * state of the provider's identity provider: the bundled OIDC provider's `provider_error` (the
+ * IdP sent the browser back with an error), `code_refused` (the IdP's token endpoint answered
+ * and refused the code or the client) and `invalid_flow_state` (the flow is not one it began).
+ * A refusal with any other code, or none (`response_refused`: the callback or the token
+ * response failed a check, which is also what a token request to an IdP that went down after
+ * its discovery document was cached ends in), may be an outage in disguise.
+ */
+export const DEFINITE_REFUSAL_CODES: readonly string[] = Object.freeze(['provider_error', 'code_refused', 'invalid_flow_state']);
+
+/**
+ * Whether a provider's refused `finish` may be its identity provider's outage rather than the
+ * user's wrong proof, so that the provider's `health()` must be asked before answering
+ * ({@link refusalOutageOf}): a provider error (the host's `provider_failed` with reason
+ * `provider_error`) whose `providerCode` is not one of {@link DEFINITE_REFUSAL_CODES}. An
+ * outage already known (`providerOutageOf`), a malformed answer, or any other error is not.
+ * Read from the error's stable fields, never its message.
+ *
+ * @example
+ * refusalMayBeOutage({ code: 'provider_failed', reason: 'provider_error', providerCode: 'response_refused' }); // true
+ * refusalMayBeOutage({ code: 'provider_failed', reason: 'provider_error', providerCode: 'code_refused' }); // false
+ */
+export function refusalMayBeOutage(error: unknown): boolean {
+  if (typeof error !== 'object' || error === null) return false;
+  const e = error as { code?: unknown; reason?: unknown; providerCode?: unknown };
+  if (e.code !== 'provider_failed' || e.reason !== 'provider_error') return false;
+  return !(typeof e.providerCode === 'string' && DEFINITE_REFUSAL_CODES.includes(e.providerCode));
+}
+
+/**
+ * What a refusal that may be an outage ({@link refusalMayBeOutage}) is, given what the
+ * provider's own `health()` answered just after (a fresh check: the OIDC provider fetches its
+ * issuer's discovery document anew): `identity_provider` when it reports `down` (answered `502
+ * identity_provider_unavailable` with `Retry-After`, neither audited as a refusal nor counted
+ * as a failed attempt); null otherwise (`ok`, `degraded`, or the health call itself failed or
+ * timed out: `health` is then null), and the refusal stands.
+ *
+ * @example
+ * refusalOutageOf({ status: 'down', detail: 'discovery failed' }); // 'identity_provider'
+ * refusalOutageOf(null); // null: the health check failed, the refusal stands
+ */
+export function refusalOutageOf(health: ProviderHealth | null): 'identity_provider' | null {
+  return typeof health === 'object' && health !== null && health.status === 'down' ? 'identity_provider' : null;
 }

@@ -148,6 +148,11 @@ export interface ProviderHandle {
     ctx: ProviderContext,
     input: { readonly state: ProviderJson; readonly request: ProviderRequest; readonly credential: StoredCredential | null },
   ): Promise<ProviderFinishResult>;
+  /**
+   * The provider's own health check, run now (the OIDC provider fetches its issuer's discovery
+   * document anew). Bounded like every call: the host gives up after its call timeout. Core asks
+   * it after a refusal that may be an outage (`refusalMayBeOutage`).
+   */
   health(): Promise<ProviderHealth>;
   close(): Promise<void>;
 }

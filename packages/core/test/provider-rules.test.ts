@@ -9,6 +9,8 @@ import {
   providerAmr,
   providerOutageOf,
   providerStartRefusal,
+  refusalMayBeOutage,
+  refusalOutageOf,
   SVC_PUBLISHER_KEY,
 } from '../src/provider-decisions.js';
 import { checkProviderIdentity } from '../src/provider-policy.js';
@@ -198,6 +200,25 @@ describe('session amr and the counter and flow rules', () => {
     assert.equal(providerOutageOf(new Error('timeout')), null, 'only the stable fields count, never a message');
     assert.equal(providerOutageOf({ code: 'store_unavailable', reason: 'timeout' }), null);
     assert.equal(providerOutageOf(null), null);
+  });
+
+  test("a refusal not marked as the user's fault may be an identity provider's outage: the provider's health decides; a definite refusal never", () => {
+    const refused = (providerCode?: string) => ({ code: 'provider_failed', reason: 'provider_error', providerCode });
+    // The OIDC provider's token request to an IdP that went down ends in response_refused.
+    assert.equal(refusalMayBeOutage(refused('response_refused')), true);
+    assert.equal(refusalMayBeOutage(refused('not_verified')), true, "any code the provider does not mark as the user's");
+    assert.equal(refusalMayBeOutage(refused()), true, 'no code at all');
+    for (const definite of ['provider_error', 'code_refused', 'invalid_flow_state']) {
+      assert.equal(refusalMayBeOutage(refused(definite)), false, definite);
+    }
+    assert.equal(refusalMayBeOutage({ code: 'provider_failed', reason: 'malformed_answer' }), false, 'a malformed answer is no outage');
+    assert.equal(refusalMayBeOutage({ code: 'provider_failed', reason: 'timeout' }), false, 'an outage already known is not asked again');
+    assert.equal(refusalMayBeOutage(new Error('response_refused')), false, 'only the stable fields count, never a message');
+    assert.equal(refusalMayBeOutage(null), false);
+    assert.equal(refusalOutageOf({ status: 'down', detail: 'discovery failed' }), 'identity_provider');
+    assert.equal(refusalOutageOf({ status: 'degraded' }), null);
+    assert.equal(refusalOutageOf({ status: 'ok' }), null);
+    assert.equal(refusalOutageOf(null), null, 'a health call that failed or timed out leaves the refusal');
   });
 
   test("the project publisher key in core is keys/svc-publisher.pub, the key the bundled providers' signatures verify with", () => {

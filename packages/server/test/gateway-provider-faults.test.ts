@@ -84,6 +84,8 @@ describe('provider faults at the gateway', () => {
 
   /** One browser request to the gateway's provider routes: same origin, with the cookies so far. */
   async function post(path: string, body: unknown, cookies: Map<string, string>): Promise<Answer> {
+    // Bounded: a request the service lets hang fails here, naming what it waited for.
+    const signal = AbortSignal.timeout(10 * CALL_TIMEOUT_MS);
     const res = await fetch(`${h.gatewayBase}/.svc/auth/v1/providers/passkeys/${path}`, {
       method: 'POST',
       headers: {
@@ -92,6 +94,11 @@ describe('provider faults at the gateway', () => {
         cookie: [...cookies].map(([k, v]) => `${k}=${v}`).join('; '),
       },
       body: JSON.stringify(body),
+      signal,
+    }).catch((err: unknown) => {
+      throw signal.aborted
+        ? new Error(`${path} did not answer within ${10 * CALL_TIMEOUT_MS} ms (the host bounds a call by ${CALL_TIMEOUT_MS} ms)`)
+        : err;
     });
     for (const line of res.headers.getSetCookie()) {
       const [pair = ''] = line.split(';');
@@ -163,5 +170,51 @@ describe('provider faults at the gateway', () => {
     assert.equal(await refusals(), before, 'no provider.signin_failed refusal for an outage');
     await serving();
     await assertNoFailedAttemptCounted();
+  });
+
+  /** Begins a ceremony and finishes it with `body`: the finish's answer. */
+  async function beginAndFinish(body: Record<string, unknown>): Promise<Answer> {
+    const cookies = new Map<string, string>();
+    const begun = await post('begin', { intent: 'signup' }, cookies);
+    assert.equal(begun.status, 200, JSON.stringify(begun.body));
+    return post('finish', body, cookies);
+  }
+
+  test("a refusal not marked as the user's (response_refused) while the provider's health reports down: 502 identity_provider_unavailable naming it, not audited, no failed attempt counted", async () => {
+    const before = await refusals();
+    const a = await beginAndFinish({ refuse: true, code: 'response_refused', health: 'down' });
+    assert.equal(a.status, 502, JSON.stringify(a.body));
+    assert.equal(a.body.code, 'identity_provider_unavailable');
+    assert.match(a.retryAfter ?? '', /^[1-9][0-9]*$/, 'Retry-After');
+    assert.match(String(a.body.detail), /\bpasskeys\b/, 'the detail names the provider');
+    assert.equal(await refusals(), before, 'no provider.signin_failed refusal for an outage');
+    await assertNoFailedAttemptCounted();
+  });
+
+  test('control: the same refusal while the health reports ok is a 401 refusal, audited and counted', async () => {
+    const before = await refusals();
+    const a = await beginAndFinish({ refuse: true, code: 'response_refused' });
+    assert.equal(a.status, 401, JSON.stringify(a.body));
+    assert.equal(a.body.code, 'invalid_credential');
+    assert.equal(await refusals(), before + 1, 'the refusal is audited');
+    // Counted: the budget (one failure) is spent, the next attempt is 429.
+    const b = await beginAndFinish({ refuse: true });
+    assert.equal(b.status, 429, JSON.stringify(b.body));
+  });
+
+  test('a definite refusal (code_refused) while the health reports down is a 401 refusal, not an outage', async () => {
+    const before = await refusals();
+    const a = await beginAndFinish({ refuse: true, code: 'code_refused', health: 'down' });
+    assert.equal(a.status, 401, JSON.stringify(a.body));
+    assert.equal(a.body.code, 'invalid_credential');
+    assert.equal(await refusals(), before + 1, 'the refusal is audited');
+  });
+
+  test("a refusal whose health check then hangs is answered as the refusal it was, once the host's call bound ends the health call", async () => {
+    const before = await refusals();
+    const a = await beginAndFinish({ refuse: true, code: 'response_refused', health: 'hang' });
+    assert.equal(a.status, 401, JSON.stringify(a.body));
+    assert.equal(a.body.code, 'invalid_credential');
+    assert.equal(await refusals(), before + 1, 'the refusal is audited');
   });
 });

@@ -9,6 +9,7 @@ import type {
   ProviderContext,
   ProviderFinishResult,
   ProviderHandle,
+  ProviderHealth,
   ProviderIntent,
   ProviderJson,
   ProviderReply,
@@ -23,6 +24,8 @@ import {
   providerAmr,
   providerOutageOf,
   providerStartRefusal,
+  refusalMayBeOutage,
+  refusalOutageOf,
 } from '../provider-decisions.js';
 import { checkProviderIdentity } from '../provider-policy.js';
 import { isRealm, type Realm } from '../realm.js';
@@ -110,6 +113,24 @@ function providerOutage(deps: AuthDeps, name: string, op: string, error: unknown
   return new AuthError('provider_unavailable', `the sign-in provider ${name} is unavailable now; try again shortly`, {
     headers: { 'retry-after': String(PROVIDER_UNAVAILABLE_RETRY_SECONDS) },
   });
+}
+
+/**
+ * The provider's own health, asked after a refusal that may be an outage (`refusalMayBeOutage`),
+ * or null when the health call fails. Bounded by the handle: the provider host gives up on any
+ * call, this one included, after its call timeout (10 s by default), so a hanging check never
+ * hangs the request; the refusal then stands.
+ */
+async function freshHealth(deps: AuthDeps, provider: ProviderHandle): Promise<ProviderHealth | null> {
+  try {
+    return await provider.health();
+  } catch (error) {
+    deps.log.warn(
+      { event: 'provider.health_failed', provider: provider.policy.name, err: error instanceof Error ? error.message : String(error) },
+      'the provider health check after a refusal failed',
+    );
+    return null;
+  }
 }
 
 /** The credential ids the subject already has with this provider (a passkey ceremony excludes them). */
@@ -250,7 +271,11 @@ function checkCredential(
  * `provider.signin` with `session.created`, a new link as `link.created`. A provider outage
  * (`providerOutageOf`: its process ended or hangs, its identity provider cannot be used) is
  * `503 provider_unavailable` or `502 identity_provider_unavailable`, not a refusal; the flow is
- * used up all the same, so the browser begins again.
+ * used up all the same, so the browser begins again. A refused `finish` that may be an outage
+ * in disguise (`refusalMayBeOutage`: a code not marked as the user's fault, such as the OIDC
+ * provider's `response_refused` when the IdP went down after its discovery document was cached)
+ * asks the provider's `health()` (bounded by the host's call timeout): `down` makes it `502
+ * identity_provider_unavailable` (`refusalOutageOf`), anything else leaves it the refusal.
  *
  * @example
  * const r = await finishProviderFlow(deps, { provider, flowId, request: { query: {}, body }, origin, principal: null });
@@ -351,7 +376,7 @@ export async function finishProviderFlow(
   } catch (error) {
     // An outage (the process ended or hangs, the identity provider is down) is not the user's
     // wrong proof: no refusal audited, no failed attempt counted (a 5xx never is).
-    const outage = providerOutageOf(error);
+    const outage = providerOutageOf(error) ?? (refusalMayBeOutage(error) ? refusalOutageOf(await freshHealth(deps, provider)) : null);
     if (outage !== null) throw providerOutage(deps, name, 'finish', error, outage);
     deps.log.warn({ event: 'provider.finish_failed', provider: name, err: (error as Error)?.message }, 'the provider refused the proof');
     throw await fail('invalid_credential', 'provider_refused', 'the provider could not verify the credential', flow);
