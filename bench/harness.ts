@@ -13,6 +13,13 @@ export const svc = join(root, 'node_modules/.bin/svc');
 export const PG_URL = process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 
 /**
+ * The bench's server (the local one of scripts/ensure-postgres.sh) trusts local connections,
+ * which the store refuses unless the project accepts it; harmless on a server that asks for a
+ * password (the store then neither needs nor warns about it).
+ */
+const PG_ALLOW_UNAUTHENTICATED = ' :store/allow-unauthenticated true';
+
+/**
  * The environment psql and pgbench connect with: PG_URL as libpq's variables, so that a
  * password in it never appears in a process's arguments.
  */
@@ -231,7 +238,7 @@ export function setupProject(
     const edn = readFileSync(join(dir, 'project.edn'), 'utf8')
       .replace(
         ':store {:package "svc-store-sqlite" :activate [:svc/store]}',
-        `:store {:package "svc-store-sqlite" :activate [:svc/store]}\n                :pg {:package "svc-store-postgres" :activate [:svc/store] :config {:store/url "${PG_URL}" :store/schema "${pgSchema}"}}`,
+        `:store {:package "svc-store-sqlite" :activate [:svc/store]}\n                :pg {:package "svc-store-postgres" :activate [:svc/store] :config {:store/url "${PG_URL}" :store/schema "${pgSchema}"${PG_ALLOW_UNAUTHENTICATED}}}`,
       )
       .replace(':auth/store :store', ':auth/store :pg');
     writeFileSync(join(dir, 'project.edn'), edn);

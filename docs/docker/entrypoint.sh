@@ -3,11 +3,14 @@
 #
 #   (no arguments)  On the first start, when the control directory is empty, initialise: run
 #                   `svc auth init` on the project once, which creates the project (project.edn,
-#                   the pinned store addon), the control database and the node key, and print
-#                   the one-time bootstrap token (single use, valid 15 minutes) on one line of
-#                   stdout, that is the container log. Later starts find the control directory
-#                   populated, skip this and never print a token again. Then replace this shell
-#                   with `svc serve` (exec: svc is the container's main process and gets SIGTERM).
+#                   the pinned store addon), the control database and the node key, and write the
+#                   one-time bootstrap token (single use, valid 15 minutes) to the owner-only file
+#                   $SVC_CONTROL_DIR/bootstrap-token. The token is never printed: the container
+#                   log is read by more people and kept longer than the token deserves. Enroll
+#                   with it from standard input (`svc auth enroll - ...`), never as an argument.
+#                   Later starts find the control directory populated, skip this and issue no
+#                   token. Then replace this shell with `svc serve` (exec: svc is the
+#                   container's main process and gets SIGTERM).
 #   init            Only the initialisation, whatever the control directory holds, then exit:
 #                   the explicit first-run step for nodes that share a PostgreSQL store.
 #   anything else   Run it, e.g. `svc auth enroll ...`.
@@ -47,20 +50,26 @@ initialise() {
     cp "$SVC_PROJECT_EDN" "$project/project.edn" || return 1
     say "copied $SVC_PROJECT_EDN to $project/project.edn"
   fi
+  token_file="$SVC_CONTROL_DIR/bootstrap-token"
+  # Only the JSON goes through this shell (printf is a builtin: no process arguments); the token
+  # goes from it to the file, never to stdout or stderr.
   if ! init=$("$svc" auth init "$project" --json); then
     say "svc auth init $project failed" >&2
     return 1
   fi
-  # The token goes to stdout (the container log) this once, on one line; svc never logs it.
   printf '%s' "$init" | node -e '
-    const j = JSON.parse(require("node:fs").readFileSync(0, "utf8"));
-    const p = process.argv[1];
+    const fs = require("node:fs");
+    const j = JSON.parse(fs.readFileSync(0, "utf8"));
+    const [p, file] = process.argv.slice(1);
+    // A fresh owner-only file: an old one (a link included) is removed, then O_EXCL creates it.
+    fs.rmSync(file, { force: true });
+    fs.writeFileSync(file, `${j.bootstrap_token}\n`, { mode: 0o600, flag: "wx" });
     const say = (s) => console.log(`svc entrypoint: ${s}`);
     say(`initialised project ${j.project}, control store ${j.control_db}`);
-    say(`bootstrap token ${j.bootstrap_token} (single use, expires ${j.expires_at}); shown this once`);
-    say(`enroll the first admin device: docker exec -it <container> svc auth enroll <TOKEN> <PUBHEX> ${p}`);
-    say(`a new token before that enrollment: docker exec -it <container> svc auth init ${p}`);
-  ' "$project"
+    say(`the one-time bootstrap token (single use, expires ${j.expires_at}) is in ${file} (mode 0600); it is not printed`);
+    say(`enroll the first admin device: docker exec -i <container> sh -c '"'"'svc auth enroll - <PUBHEX> ${p} < ${file}'"'"'`);
+    say(`a new token before that enrollment: docker exec <container> svc auth init ${p} --token-only | docker exec -i <container> svc auth enroll - <PUBHEX> ${p}`);
+  ' "$project" "$token_file"
 }
 
 case "${1-}" in

@@ -38,7 +38,7 @@ export class AddonVerificationError extends Error {
     addon: string,
     problem: string,
     remedy: string,
-    what: 'store addon' | 'application package' | 'provider package' = 'store addon',
+    what: 'store addon' | 'application package' | 'provider package' | 'addon archive' = 'store addon',
   ) {
     super(`${what} ${addon} failed verification (${check}): ${problem}; ${remedy}`);
     this.name = 'AddonVerificationError';

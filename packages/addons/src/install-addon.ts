@@ -94,11 +94,15 @@ export async function installAddon(opts: InstallAddonOptions): Promise<Installed
   const data = await obtainArchive(opts.source);
   const digest = sha256Hex(data);
   if (digest !== pin) {
+    // Nothing of an archive that fails its pin is read, not even its manifest: what it is can
+    // only be told by the signature a provider package always comes with.
+    const signed = opts.signatureFile !== undefined || (await stat(signatureFileOf(opts.source)).catch(() => null))?.isFile() === true;
     throw new AddonVerificationError(
       'archive_digest',
       opts.source,
       `the archive's SHA-256 is ${digest}, not the pinned ${pin}`,
       'nothing was installed; check that the archive and the digest are the ones you meant',
+      signed ? 'provider package' : 'addon archive',
     );
   }
   let archive: Awaited<ReturnType<typeof readAddonArchive>>;

@@ -1,54 +1,56 @@
-import { pathToFileURL } from 'node:url';
+import { resolve } from 'node:path';
 import { AddonVerificationError } from './errors.js';
-import type { VerifiedAddon } from './verify-addon.js';
+import { type VerifyAddonOptions, verifyInstalled } from './verify-addon.js';
 
-/** The `svc/app` export of a verified application package: a Fastify plugin, typed loosely so this package needs no Fastify. */
-export type AppPluginExport = (instance: never, opts: never, done?: never) => unknown;
-
-/** A loaded application package: its `name@version` and the plugin it exports. */
-export interface LoadedAppAddon {
+/** A verified application package: what the confined module process needs to load its `svc/app` plugin. */
+export interface VerifiedAppPackage {
   readonly name: string;
-  readonly plugin: AppPluginExport;
+  readonly version: string;
+  /** The install directory, absolute. */
+  readonly packageDir: string;
+  /** The absolute path of the `svc/app` entry file. */
+  readonly entry: string;
+  /** The JavaScript name the entry exports the Fastify plugin under. */
+  readonly exportName: string;
+  /**
+   * The real (absolute) directories of the dependency closure it loads from outside its install:
+   * with `packageDir`, everything of its own the confined process needs to read.
+   */
+  readonly dependencyDirs: readonly string[];
 }
 
 /**
- * Imports a verified application package (`verifyAddon` with `exportName: 'svc/app'`: pin,
- * archive, installed files, dependencies and manifest checked before any of its code runs) and
- * returns its `svc/app` export, which must be a plain Fastify plugin function: one marked with
- * fastify-plugin's `skip-override` asks to share the gateway's own context and is refused.
+ * Verifies an installed application package (`svc/app`) before any of its code runs, and does
+ * NOT import it: an application module runs only in the confined module process (the server's
+ * `startModuleHost`), never in the service's. The checks are the store addon's (pin, archive,
+ * installed files, ownership and permissions, dependencies, manifest: no store operations, no
+ * native module, no privileged export); the first failure throws an `AddonVerificationError`
+ * whose one-line message names the package and the check. Whether the export is a plain Fastify
+ * plugin is checked where it is loaded, in the confined process.
  *
  * @example
- * const app = await loadAppAddon(await verifyAddon({ packagesDir, name, pin, exportName: 'svc/app', dependenciesDir }));
- * attach: moduleAttach([{ name: app.name, plugin: app.plugin }]);
+ * const app = await verifyAppPackage({ packagesDir, name: 'acme-web', pin, dependenciesDir });
+ * const host = await startModuleHost({ modules: [{ name: `${app.name}@${app.version}`, ...app }] });
  */
-export async function loadAppAddon(verified: VerifiedAddon): Promise<LoadedAppAddon> {
+export async function verifyAppPackage(opts: Omit<VerifyAddonOptions, 'exportName'>): Promise<VerifiedAppPackage> {
+  const verified = await verifyInstalled({ ...opts, exportName: 'svc/app', trustedPublishers: null });
   const { manifest } = verified;
-  const label = `${manifest.name}@${manifest.version}`;
-  const fail = (problem: string, remedy: string): never => {
-    throw new AddonVerificationError('export', label, problem, remedy, 'application package');
-  };
   const declared = manifest.exports['svc/app'];
-  if (verified.exportKey !== 'svc/app' || declared === undefined) {
-    return fail('it does not export :svc/app', 'activate :svc/app only for an application package');
-  }
-  let mod: Record<string, unknown>;
-  try {
-    mod = (await import(pathToFileURL(verified.entry).href)) as Record<string, unknown>;
-  } catch (error) {
-    return fail(`importing ${declared.entry} failed (${(error as Error).message})`, 'fix the package and install it again');
-  }
-  const plugin = mod[declared.export];
-  if (typeof plugin !== 'function') {
-    return fail(
-      `${declared.entry} has no Fastify plugin function "${declared.export}"`,
-      'export the plugin under the name svc-addon.json gives',
+  if (declared === undefined) {
+    throw new AddonVerificationError(
+      'export',
+      `${manifest.name}@${manifest.version}`,
+      'it does not export :svc/app',
+      'activate :svc/app only for an application package',
+      'application package',
     );
   }
-  if ((plugin as unknown as Record<symbol, unknown>)[Symbol.for('skip-override')] === true) {
-    return fail(
-      `its :svc/app export "${declared.export}" is marked skip-override (fastify-plugin), which asks to share the gateway's own context`,
-      'export the plain plugin, not the fastify-plugin wrapper',
-    );
-  }
-  return { name: label, plugin: plugin as AppPluginExport };
+  return {
+    name: manifest.name,
+    version: manifest.version,
+    packageDir: resolve(verified.dir),
+    entry: resolve(verified.entry),
+    exportName: declared.export,
+    dependencyDirs: verified.dependencyDirs,
+  };
 }

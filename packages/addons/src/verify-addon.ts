@@ -1,6 +1,6 @@
 import { lstat, readdir, readFile, realpath, stat } from 'node:fs/promises';
 import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { STORE_CONTRACT_VERSION, STORE_OPERATIONS } from '@svc/core';
 import { type AddonArchive, AddonArchiveError, isSafePackageName, isSafeVersion, readAddonArchive, sha256Hex } from './archive.js';
 import { type DependencyLock, dependencyClosure, lockFileOf } from './dependency-lock.js';
@@ -176,6 +176,16 @@ export interface VerifiedInstall extends VerifiedAddon {
 }
 
 /**
+ * The project directory of `<project>/.svc/packages` as one POSIX shell word (quoted only when
+ * it needs it), so a printed command can be pasted as is; `<PROJECT>` for another layout.
+ */
+function projectWord(packagesDir: string): string {
+  if (basename(packagesDir) !== 'packages' || basename(dirname(packagesDir)) !== '.svc') return '<PROJECT>';
+  const dir = dirname(dirname(packagesDir));
+  return /^[A-Za-z0-9_@%+=:,./-]+$/.test(dir) ? dir : `'${dir.replace(/'/g, `'\\''`)}'`;
+}
+
+/**
  * The checks of {@link verifyAddon}, for any export. With `exportName` `svc/auth-provider`,
  * right after the archive digest the package's signature (`<archive>.sig` beside the kept
  * archive) must verify over that digest and be by one of `trustedPublishers` (`unsigned`,
@@ -198,7 +208,7 @@ export async function verifyInstalled(
   const fail: (check: AddonCheck, problem: string, remedy: string) => never = (check, problem, remedy) => {
     throw new AddonVerificationError(check, label, problem, remedy, what);
   };
-  const installCmd = (source: string, sha: string) => `\`svc package install ${source} --sha256 ${sha} <PROJECT>\``;
+  const installCmd = (source: string, sha: string) => `\`svc package install ${source} --sha256 ${sha} ${projectWord(opts.packagesDir)}\``;
   if (!isSafePackageName(name) || !isSafeVersion(pin.version)) {
     fail('not_installed', `"${name}" "${pin.version}" is not a valid package name and version`, 'fix :svc/packages in project.edn');
   }

@@ -8,10 +8,10 @@ import {
   type AddonManifest,
   AddonVerificationError,
   installAddon,
-  loadAppAddon,
   packAddon,
   serializeAddonManifest,
   verifyAddon,
+  verifyAppPackage,
 } from '../src/index.js';
 import { DEPENDENCIES_DIR, packFixtureAddon, tempDir } from './fixture.js';
 
@@ -77,11 +77,21 @@ async function refusedBy(promise: Promise<unknown>, check: AddonCheck): Promise<
   return error;
 }
 
-test('a pinned application package verifies and loads its svc/app plugin', async () => {
-  const packed = await packApp();
-  const app = await loadAppAddon(await verifyApp(await installed(packed), packed));
-  assert.equal(app.name, 'acme-web@1.0.0');
-  assert.equal(typeof app.plugin, 'function');
+test('a pinned application package verifies without its code running, and names its svc/app entry and export', async () => {
+  const packed = await packApp({ source: 'globalThis.__svcAppVerifyRan = true;\nexport async function svcApp() {}\n' });
+  const packagesDir = await installed(packed);
+  const app = await verifyAppPackage({
+    packagesDir,
+    name: packed.name,
+    pin: { version: packed.version, sha256: packed.sha256 },
+    dependenciesDir: DEPENDENCIES_DIR,
+  });
+  assert.equal(app.name, 'acme-web');
+  assert.equal(app.version, '1.0.0');
+  assert.equal(app.entry, join(app.packageDir, 'index.js'));
+  assert.equal(app.exportName, 'svcApp');
+  // Verification never imports it: it runs only in the confined module process.
+  assert.equal((globalThis as { __svcAppVerifyRan?: boolean }).__svcAppVerifyRan, undefined);
 });
 
 test('an application package declaring store operations is refused (operation_set)', async () => {
@@ -121,7 +131,7 @@ test('a store addon activated as :svc/app is refused before any of its code runs
   assert.match(error.message, /^application package svc-store-fixture@0\.1\.0 failed verification/);
 });
 
-test('an application package whose svc/app export is not a function is refused at load (export)', async () => {
-  const packed = await packApp({ source: 'export const svcApp = { routes: [] };\n' });
-  await refusedBy(loadAppAddon(await verifyApp(await installed(packed), packed)), 'export');
+test('an application package whose svc/app entry is not in the archive is refused (export)', async () => {
+  const packed = await packApp({ manifest: { exports: { 'svc/app': { entry: './missing.js', export: 'svcApp' } } } });
+  await refusedBy(verifyApp(await installed(packed), packed), 'export');
 });

@@ -1,4 +1,4 @@
-import { AddonVerificationError, loadAppAddon, verifyAddon } from '@svc/addons';
+import { AddonVerificationError, verifyAppPackage } from '@svc/addons';
 import { APP_CAPABILITY, PRIVILEGED_EXPORTS } from '@svc/core/settings';
 import type { AppModule } from '@svc/server';
 import { CliError } from './cli-error.js';
@@ -8,20 +8,20 @@ import type { Project } from './project.js';
 /**
  * The application modules of a project (module mode of the gateway), in `project.edn` order:
  * every module that activates `:svc/app`. Each comes from a package pinned by the SHA-256 of its
- * archive and goes through the same verification as the store addon BEFORE any of its code is
- * imported: archive digest against the pin, installed files against the archive, ownership and
- * permissions, the dependency closure against the install's lock, and the manifest (an
- * application package declares `svc/app`, no store operations, no native module, and neither
- * `svc/store` nor a privileged export). Its `svc/app` export must be a plain Fastify plugin.
+ * archive and goes through the same verification as the store addon (archive digest against the
+ * pin, installed files against the archive, ownership and permissions, the dependency closure
+ * against the install's lock, and the manifest: an application package declares `svc/app`, no
+ * store operations, no native module, and neither `svc/store` nor a privileged export).
  * Configuration validation has already refused a package activating a privileged export
- * (`:svc/auth`, `:svc/auth-provider`) or claiming the control store; this checks again, since
- * it is the last step before code runs. Any failure is one line naming the package and the
- * check, and nothing is loaded. An empty list means no module mode. Each plugin is given
- * `{ config }`, its module's frozen `:config` map (EDN keys as written, e.g. `:web/title`).
+ * (`:svc/auth`, `:svc/auth-provider`) or claiming the control store; this checks again. Nothing
+ * of a module is imported here: the result goes to `startModuleHost`, which loads each plugin in
+ * the confined module process, with `{ config }` (its module's `:config` map, EDN keys as
+ * written, e.g. `:web/title`) as its options. Any failure is one line naming the package and the
+ * check, and nothing is loaded. An empty list means no module mode.
  *
  * @example
- * const modules = await loadAppModules(project);
- * const app = await buildGatewayApp({ ...opts, attach: moduleAttach(modules) });
+ * const host = await startModuleHost({ modules: await loadAppModules(project), sharedDependencies: dependenciesDir() });
+ * const app = await buildGatewayApp({ ...opts, attach: moduleHostAttach(host) });
  */
 export async function loadAppModules(project: Project): Promise<AppModule[]> {
   const apps = Object.values(project.config.modules).filter((m) => m.activate.includes(APP_CAPABILITY));
@@ -42,18 +42,14 @@ export async function loadAppModules(project: Project): Promise<AppModule[]> {
       );
     }
     try {
-      const verified = await verifyAddon({
-        packagesDir: packagesDirOf(project),
-        name,
-        pin,
-        exportName: 'svc/app',
-        dependenciesDir: dependenciesDir(),
-      });
-      const loaded = await loadAppAddon(verified);
+      const verified = await verifyAppPackage({ packagesDir: packagesDirOf(project), name, pin, dependenciesDir: dependenciesDir() });
       modules.push({
-        name: `${loaded.name} (:${m.alias})`,
-        plugin: loaded.plugin as unknown as AppModule['plugin'],
-        options: Object.freeze({ config: m.config }),
+        name: `${verified.name}@${verified.version} (:${m.alias})`,
+        packageDir: verified.packageDir,
+        entry: verified.entry,
+        exportName: verified.exportName,
+        dependencyDirs: verified.dependencyDirs,
+        options: { config: m.config },
       });
     } catch (error) {
       if (error instanceof AddonVerificationError) {

@@ -56,6 +56,14 @@ export function parseCommandArgs<O extends Options>(
       `${spec.name}: expected ${expected || 'no arguments'}, got ${count} argument${count === 1 ? '' : 's'}; usage: ${spec.usage}`,
     );
   }
+  // `svc auth init ""` must not quietly mean the current directory (resolve('') is the cwd).
+  const empty = parsed.positionals.indexOf('');
+  if (empty !== -1) {
+    const name = count === spec.positionals.length ? spec.positionals[empty] : undefined;
+    const what = name === undefined ? 'an argument is empty' : `<${name}> is empty`;
+    const fix = name === 'PROJECT' ? '; give the project directory (`.` for this one)' : '';
+    throw new UsageError(`${spec.name}: ${what}${fix}; usage: ${spec.usage}`);
+  }
   return { values: parsed.values, positionals: parsed.positionals };
 }
 

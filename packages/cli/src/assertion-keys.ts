@@ -165,7 +165,8 @@ export function liveAssertionKeys(file: string, onReloadError: (error: unknown) 
 export function gatewayAssertionSigner(
   project: Pick<Project, 'controlDir'>,
   opts: {
-    readonly app: Pick<AppGatewayConfig, 'audience' | 'upstream'>;
+    /** `publicOrigin` (`:svc/app-public-origin`), when set, is the origin of every assertion's `htu`. */
+    readonly app: Pick<AppGatewayConfig, 'audience' | 'upstream'> & Partial<Pick<AppGatewayConfig, 'publicOrigin'>>;
     readonly issuer: string | (() => string);
     readonly clock: Clock;
     readonly random?: RandomBytes;
@@ -191,6 +192,7 @@ export function gatewayAssertionSigner(
     keys,
     issuer: opts.issuer,
     audience,
+    publicOrigin: opts.app.publicOrigin ?? null,
     clock: opts.clock,
     ...(opts.random === undefined ? {} : { random: opts.random }),
   });

@@ -1,9 +1,36 @@
-import { closeSync, existsSync, fsyncSync, openSync, readFileSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  constants,
+  existsSync,
+  fstatSync,
+  fsyncSync,
+  lstatSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeSync,
+} from 'node:fs';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
-import { type AuditEvent, type AuthDeps, auditEventToJson, type FailureCode, GENESIS_HASH, signAuditCheckpoint } from '@svc/core';
+import {
+  type AuditEvent,
+  type AuditShippingHealth,
+  type AuditSinkName,
+  type AuthDeps,
+  auditEventToJson,
+  auditShippingAfter,
+  errorCodeOf,
+  type FailureCode,
+  GENESIS_HASH,
+  signAuditCheckpoint,
+  sinkDirectoryRefusal,
+  sinkFileRefusal,
+} from '@svc/core';
 import type { AuditSinks } from '@svc/core/config';
 import type { NodeIdentity } from '@svc/server';
 import type { Logger } from 'pino';
+import { CliError } from './cli-error.js';
 import { assertOwnerOnly, mkdirOwnerOnly } from './control.js';
 import { writeFileAtomic } from './node-key-history.js';
 import { liveNodeIdentity } from './node-keys.js';
@@ -47,9 +74,31 @@ export function readAuditCursor(file: string): AuditShipCursor {
 }
 
 /**
+ * The audit sink file, or its directory, is not one the service may write the trail to (see
+ * {@link sinkFileRefusal}, {@link sinkDirectoryRefusal}): nothing was written through it.
+ */
+export class AuditSinkError extends CliError {
+  constructor(message: string) {
+    super(message, { code: 'audit_sink_refused' });
+    this.name = 'AuditSinkError';
+  }
+}
+
+// Append-only, created owner-only, and never through a symbolic link at the last component.
+// O_NONBLOCK: a FIFO (or device) put at the path must not block the open before fstat refuses it
+// (a FIFO with no reader fails with ENXIO); it changes nothing for a regular file.
+const SINK_OPEN_FLAGS = constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW | constants.O_NONBLOCK;
+
+/**
  * A JSON-lines file that rotates by size: before a line would take it past `maxBytes`, `path`
  * becomes `path.1` (`path.1` becomes `path.2`, … up to `keep`; the oldest is deleted) and a new
  * `path` is started. Each {@link JsonLinesFile.append} is fsynced before it returns.
+ *
+ * Every open refuses (with {@link AuditSinkError}, before writing a byte) a path that is a
+ * symbolic link (`O_NOFOLLOW`), not a regular file, owned by another user or readable or
+ * writable by group or others (a file that existed keeps its mode when opened), and a
+ * directory its group or others can write in: the construction checks an existing file at once, so a
+ * service with a bad sink refuses to start.
  */
 export class JsonLinesFile {
   private size: number;
@@ -60,7 +109,16 @@ export class JsonLinesFile {
     private readonly keep: number,
   ) {
     mkdirOwnerOnly(dirname(path));
-    this.size = existsSync(path) ? statSync(path).size : 0;
+    this.checkDirectory();
+    this.size = 0;
+    if (existsSync(path) || isSymlink(path)) {
+      const fd = this.open();
+      try {
+        this.size = fstatSync(fd).size;
+      } finally {
+        closeSync(fd);
+      }
+    }
   }
 
   /** Appends `lines` (one JSON each), rotating first whenever the next line would not fit. */
@@ -81,10 +139,51 @@ export class JsonLinesFile {
     this.write(chunk);
   }
 
+  private refuse(what: string, why: string, fix: string): never {
+    throw new AuditSinkError(`refusing the audit sink ${what} ${this.path}: ${why}; ${fix}`);
+  }
+
+  private checkDirectory(): void {
+    const dir = dirname(this.path);
+    const why = sinkDirectoryRefusal(statSync(dir));
+    if (why !== null) {
+      throw new AuditSinkError(
+        `refusing the audit sink directory ${dir} (for ${this.path}): ${why}; keep the sink in a dedicated directory only the service's user can write, such as /var/log/svc (\`install -d -m 0750 -o <service user> /var/log/svc\`, or \`chmod go-w ${dir}\`)`,
+      );
+    }
+  }
+
+  /** Opens the sink for appending after the checks, or throws {@link AuditSinkError} having written nothing. */
+  private open(): number {
+    let fd: number;
+    try {
+      fd = openSync(this.path, SINK_OPEN_FLAGS, 0o600);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ELOOP') {
+        this.refuse('file', 'it is a symbolic link', 'point :file at the real file, not a link to it');
+      }
+      if ((error as NodeJS.ErrnoException).code === 'ENXIO') {
+        this.refuse('file', 'it is not a regular file (a FIFO or device)', 'point :file at a regular file');
+      }
+      throw error;
+    }
+    try {
+      const why = sinkFileRefusal(fstatSync(fd), process.getuid?.() ?? null);
+      if (why !== null) {
+        this.refuse('file', why, `make it a regular file of the service's user, mode 0600 (\`chmod 600 ${this.path}\`), or remove it`);
+      }
+      return fd;
+    } catch (error) {
+      closeSync(fd);
+      throw error;
+    }
+  }
+
   private write(lines: readonly string[]): void {
     if (lines.length === 0) return;
     const text = `${lines.join('\n')}\n`;
-    const fd = openSync(this.path, 'a', 0o600);
+    this.checkDirectory();
+    const fd = this.open();
     try {
       const buf = Buffer.from(text, 'utf8');
       let off = 0;
@@ -106,6 +205,15 @@ export class JsonLinesFile {
   }
 }
 
+/** Whether `path` is a symbolic link (dangling ones included, which `existsSync` reports as absent). */
+function isSymlink(path: string): boolean {
+  try {
+    return lstatSync(path).isSymbolicLink();
+  } catch {
+    return false;
+  }
+}
+
 /** The line of an event in the sinks: the API's event form, marked so a log pipeline can pick it out. */
 function eventLine(event: AuditEvent): string {
   return JSON.stringify({ record: 'audit.event', ...auditEventToJson(event) });
@@ -117,11 +225,15 @@ function eventLine(event: AuditEvent): string {
  * last event signed by the node key; the batch is written (and the file fsynced) to every sink
  * before the cursor moves past it, atomically. So delivery is at least once: a crash repeats at
  * most the batch in flight, never an event before the cursor, and loses none. A chain that no
- * longer continues from the cursor (restored from an older backup, or rewritten) is not shipped:
- * the error names the cursor file to remove to ship the whole trail again.
+ * longer continues from the cursor (restored from an older backup, moved to another store, or
+ * rewritten) is not shipped: the error names the cursor file to remove to ship the whole trail
+ * again. After a failed attempt the next one reads the cursor file again, so removing (or
+ * fixing) it resumes shipping without a restart. `health()` says whether the last attempt
+ * failed and why, for readiness, node health and metrics; null when no sink is configured.
  *
  * @example
  * const shipping = startAuditShipping({ project, deps, log });
+ * shipping.health(); // { sinks: ['file'], stalled: false, code: null }
  * await shipping.stop(); // delivers what is left, then returns
  */
 export function startAuditShipping(ctx: {
@@ -129,10 +241,12 @@ export function startAuditShipping(ctx: {
   readonly deps: AuthDeps;
   readonly log: Logger;
   readonly sinks?: AuditSinks;
-}): { stop(): Promise<void> } {
+}): AuditShipping {
   const { project, deps, log } = ctx;
   const sinks = ctx.sinks ?? project.config.auditSinks;
-  if (sinks.file === null && !sinks.stdout) return { stop: async () => undefined };
+  if (sinks.file === null && !sinks.stdout) return { stop: async () => undefined, health: () => null };
+  const names: AuditSinkName[] = [...(sinks.file === null ? [] : (['file'] as const)), ...(sinks.stdout ? (['stdout'] as const) : [])];
+  let health = auditShippingAfter(names, null);
   const file =
     sinks.file === null
       ? null
@@ -156,6 +270,8 @@ export function startAuditShipping(ctx: {
 
   /** Delivers one batch; resolves with how many events it delivered. */
   const deliverBatch = async (): Promise<number> => {
+    // After a failure, the operator may have removed or fixed the cursor file: read it again.
+    if (health.stalled) cursor = readAuditCursor(cursorFile);
     const events = await deps.store.listAuditEvents({ afterSeq: cursor.seq, limit: sinks.batch });
     const first = events[0];
     const last = events.at(-1);
@@ -206,17 +322,27 @@ export function startAuditShipping(ctx: {
       let delivered = 0;
       try {
         delivered = await deliverBatch();
+        if (health.stalled) log.info({ event: 'audit.ship_resumed', cursor_seq: cursor.seq }, 'audit shipping resumed');
+        health = auditShippingAfter(names, null);
         reported = '';
-      } catch (error) {
+      } catch (caught) {
+        const error = errorCodeOf(caught) === null ? new AuditShipError(caught) : caught;
+        health = auditShippingAfter(names, error);
         const why = (error as Error).message;
+        // Once per distinct reason, not once per attempt: the stall itself is in /readyz, health and metrics.
         if (why !== reported) {
           reported = why;
           if (error instanceof ShipStall) {
             log.error(
-              { event: 'audit.ship_stalled', cursor_file: cursorFile },
-              `audit shipping stopped: ${why}; if the control store was restored, remove ${cursorFile} to ship the whole trail again`,
+              { event: 'audit.ship_stalled', code: health.code, cursor_file: cursorFile },
+              `audit shipping stopped: ${why}; if the control store was restored or moved to another store, remove ${cursorFile} to ship the whole trail again (the running service resumes by itself, no restart needed)`,
             );
-          } else log.warn({ err: error, event: 'audit.ship_failed' }, 'delivering audit events failed; will retry');
+          } else {
+            log.error(
+              { err: error, event: 'audit.ship_failed', code: health.code },
+              `delivering audit events failed: ${why}; retrying every ${sinks.pollMilliseconds} ms`,
+            );
+          }
         }
       }
       if (delivered > 0 && delivered === sinks.batch) continue;
@@ -231,6 +357,7 @@ export function startAuditShipping(ctx: {
   })();
 
   return {
+    health: () => health,
     async stop() {
       // One more pass after the last request: what the surfaces appended while closing ships too.
       stopping = true;
@@ -240,8 +367,25 @@ export function startAuditShipping(ctx: {
   };
 }
 
-/** The chain no longer continues from the cursor: delivering would skip or repeat events. */
+/** Running audit shipping: how it is doing, and how to stop it. */
+export interface AuditShipping {
+  /** The outcome of the last delivery attempt; null when no sink is configured. */
+  health(): AuditShippingHealth | null;
+  /** Delivers what is left, then resolves. */
+  stop(): Promise<void>;
+}
+
 /** The chain no longer continues the one the sinks have: shipping stops until the operator decides. */
 class ShipStall extends Error {
   readonly code = 'audit_ship_stalled' satisfies FailureCode;
+}
+
+/** A delivery attempt failed without a stable code of its own (the sink could not be written, the cursor file could not be read). */
+class AuditShipError extends Error {
+  readonly code = 'audit_ship_failed' satisfies FailureCode;
+
+  constructor(cause: unknown) {
+    super(cause instanceof Error ? cause.message : String(cause), { cause });
+    this.name = 'AuditShipError';
+  }
 }

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import {
   chmodSync,
   closeSync,
@@ -6,19 +7,22 @@ import {
   fsyncSync,
   linkSync,
   openSync,
+  readFileSync,
   readSync,
   renameSync,
   rmSync,
   statSync,
   writeSync,
 } from 'node:fs';
-import { dirname } from 'node:path';
-import { verifyAuditChain } from '@svc/core';
+import { basename, dirname } from 'node:path';
+import { type AuditEvent, type BackupState, checkBackupSignature, signBackup, unaccountedState, verifyAuditChain } from '@svc/core';
 import Database from 'better-sqlite3';
 import { allAuditEvents } from './audit-events.js';
 import { installBundledStoreIfPinned } from './bundled-addons.js';
 import { CliError } from './cli-error.js';
 import { embeddedStoreFile, ensureControlDir, ensureNodeKey, openControlStore } from './control.js';
+import { nodeKeyHistoryFile, readNodeKeyHistory } from './node-key-history.js';
+import { loadNodeIdentity } from './node-keys.js';
 import type { Project } from './project.js';
 
 /** `PRAGMA application_id` of a svc auth control store ("svca"), as svc-store-sqlite writes it. */
@@ -28,6 +32,70 @@ const CONTROL_STORE_APPLICATION_ID = 0x73766361;
 export interface BackupInfo {
   readonly projectId: string;
   readonly schemaVersion: number;
+}
+
+/** What {@link backupProject} wrote: the backup's facts, its signature file and the node key that signed it. */
+export interface BackupResult extends BackupInfo {
+  readonly signatureFile: string;
+  readonly nodePublicKey: string;
+  readonly nodeId: string;
+}
+
+/**
+ * The signature file of a backup: `<FILE>.sig` beside it (see core's `signBackup`).
+ *
+ * @example
+ * backupSignatureFile('/backups/demo.db'); // "/backups/demo.db.sig"
+ */
+export function backupSignatureFile(backup: string): string {
+  return `${backup}.sig`;
+}
+
+/**
+ * Transient state a backup leaves out: provider flows in progress (their `state`, `nonce` and
+ * PKCE verifier), sign-in challenges, and pairing attempts still open (neither completed nor
+ * burned). All are short lived and single use: after a restore they are started again, and a
+ * backup file (kept longer and in more places than the database) must not carry them. The
+ * sealed grace pairs of sessions go too ({@link dropTransientState}): their grace is long over
+ * by the time a backup is restored.
+ */
+const TRANSIENT_STATE: readonly (readonly [table: string, where: string])[] = [
+  ['flows', '1 = 1'],
+  ['challenges', '1 = 1'],
+  ['pairing_intents', 'completed_at IS NULL AND burned_at IS NULL'],
+];
+
+/** Deletes {@link TRANSIENT_STATE} from the copy `file`, then rebuilds it so no freed page keeps a byte of it. */
+function dropTransientState(file: string): void {
+  const db = new Database(file, { fileMustExist: true });
+  try {
+    const has = db.prepare<[string], { n: number }>("SELECT COUNT(*) AS n FROM sqlite_schema WHERE type = 'table' AND name = ?");
+    db.transaction(() => {
+      for (const [table, where] of TRANSIENT_STATE) {
+        if ((has.get(table)?.n ?? 0) > 0) db.exec(`DELETE FROM ${table} WHERE ${where}`);
+      }
+      db.exec('UPDATE sessions SET prev_successor = NULL WHERE prev_successor IS NOT NULL');
+    })();
+    db.exec('VACUUM');
+  } finally {
+    db.close();
+  }
+}
+
+function sha256File(path: string): string {
+  const hash = createHash('sha256');
+  const fd = openSync(path, 'r');
+  try {
+    const buf = Buffer.allocUnsafe(1 << 20);
+    for (;;) {
+      const n = readSync(fd, buf, 0, buf.length, null);
+      if (n === 0) break;
+      hash.update(buf.subarray(0, n));
+    }
+  } finally {
+    closeSync(fd);
+  }
+  return hash.digest('hex');
 }
 
 /** The embedded store's file, or a refusal naming the PostgreSQL path for an external store. */
@@ -112,17 +180,29 @@ function settle(file: string): void {
  * Writes a consistent copy of the project's embedded control database to `target`, created
  * owner-only (0600) before any data is in it; the service may be serving meanwhile. The copy is
  * one `VACUUM INTO` (a single read transaction: a snapshot as of one commit, not blocking
- * writers), written beside `target` and linked into place, so `target` is complete or absent.
- * It refuses to replace an existing file. The node key is not in the backup.
+ * writers), written beside `target`; transient flow state is dropped from it
+ * ({@link TRANSIENT_STATE}), and the node key signs the SHA-256 of the whole file into
+ * `<target>.sig` (core's `signBackup`). Both are linked into place, so `target` is complete or
+ * absent. It refuses to replace an existing file. The node key is not in the backup.
  *
  * @example
  * const info = await backupProject(project, '/backups/demo-2026-11-23.db');
  */
-export async function backupProject(project: Project, target: string): Promise<BackupInfo> {
+export async function backupProject(project: Project, target: string, now: () => number = Date.now): Promise<BackupResult> {
   const source = sqliteFileOf(project, 'backup refused');
   if (!existsSync(source)) throw new CliError(`backup refused: no control database at ${source}; nothing to back up`);
-  if (existsSync(target)) throw new CliError(`backup refused: ${target} exists; svc never overwrites a file, choose a new name`);
+  const sigTarget = backupSignatureFile(target);
+  for (const file of [target, sigTarget]) {
+    if (existsSync(file)) throw new CliError(`backup refused: ${file} exists; svc never overwrites a file, choose a new name`);
+  }
+  if (!existsSync(project.nodeKey)) {
+    throw new CliError(
+      `backup refused: no node key at ${project.nodeKey} to sign the backup with; start the service once, or run \`svc auth init\``,
+    );
+  }
+  const identity = loadNodeIdentity(project.nodeKey);
   const partial = `${target}.partial-${process.pid}`;
+  const sigPartial = `${sigTarget}.partial-${process.pid}`;
   try {
     createOwnerOnlyFile(partial);
   } catch (error) {
@@ -136,6 +216,7 @@ export async function backupProject(project: Project, target: string): Promise<B
     } finally {
       db.close();
     }
+    dropTransientState(partial);
     settle(partial);
     chmodSync(partial, 0o600);
     const check = new Database(partial, { fileMustExist: true, readonly: true });
@@ -145,18 +226,40 @@ export async function backupProject(project: Project, target: string): Promise<B
     } finally {
       check.close();
     }
+    const signed = signBackup(
+      { project: info.projectId, sha256: sha256File(partial), schemaVersion: info.schemaVersion, now: now() },
+      identity,
+    );
+    createOwnerOnlyFile(sigPartial);
+    copyTextInto(sigPartial, `${JSON.stringify(signed, null, 2)}\n`);
+    let linked = false;
     try {
       linkSync(partial, target);
+      linked = true;
+      linkSync(sigPartial, sigTarget);
     } catch (error) {
+      // A backup without its signature would only be refused at restore: none is left.
+      if (linked) rmSync(target, { force: true });
       throw new CliError(`backup failed: cannot write ${target}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
     }
     fsyncPath(dirname(target));
-    return info;
+    return { ...info, signatureFile: sigTarget, nodePublicKey: identity.publicKeyHex, nodeId: identity.nodeId };
   } catch (error) {
     if (error instanceof CliError) throw error;
     throw new CliError(`backup failed: ${(error as Error).message}`, { cause: error });
   } finally {
     for (const suffix of ['', '-wal', '-shm', '-journal']) rmSync(partial + suffix, { force: true });
+    rmSync(sigPartial, { force: true });
+  }
+}
+
+function copyTextInto(path: string, text: string): void {
+  const fd = openSync(path, 'w');
+  try {
+    writeSync(fd, text);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
   }
 }
 
@@ -168,6 +271,68 @@ export interface RestoreResult extends BackupInfo {
   readonly preRestore: string | null;
   /** Whether restore had to create a node key (the project had none: a new node identity). */
   readonly nodeKeyCreated: boolean;
+  /** The public key (hex) whose signature over the backup verified. */
+  readonly signedBy: string;
+}
+
+/** What restore accepts a backup signature from, beyond the project's node key and its key history. */
+export interface RestoreOptions {
+  readonly now?: Date;
+  /** Public keys (hex) the operator names as trusted (`--trusted-key`), e.g. the node key of a project whose control directory was lost. */
+  readonly trustedKeys?: readonly string[];
+}
+
+/** Reads the signature file of `backup` as JSON, or refuses: a backup is only restored with its signature. */
+function readSignature(backup: string): unknown {
+  const file = backupSignatureFile(backup);
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
+      throw new CliError(
+        `restore refused: ${backup} is not signed: no ${basename(file)} beside it (\`svc auth backup\` writes one; keep the two files together)`,
+      );
+    }
+    throw new CliError(`restore refused: cannot read ${file}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+  }
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return null;
+  }
+}
+
+/** The keys the project itself trusts for a backup: its node key (null when it has none) and the keys before it. */
+function projectBackupKeys(project: Project): { nodeKey: string | null; previousKeys: ReturnType<typeof readNodeKeyHistory>['previous'] } {
+  const previousKeys = readNodeKeyHistory(nodeKeyHistoryFile(project.nodeKey)).previous;
+  return { nodeKey: existsSync(project.nodeKey) ? loadNodeIdentity(project.nodeKey).publicKeyHex : null, previousKeys };
+}
+
+/** The rows of a control database the audit trail must account for (see core's `unaccountedState`). */
+function readAccountedState(file: string): BackupState {
+  const db = new Database(file, { fileMustExist: true, readonly: true });
+  try {
+    return {
+      devices: db
+        .prepare('SELECT id, public_key AS publicKey, realm, subject, removed_at AS removedAt FROM devices')
+        .all() as BackupState['devices'],
+      links: db
+        .prepare('SELECT id, realm, subject, issuer, external_subject AS externalSubject, removed_at AS removedAt FROM links')
+        .all() as BackupState['links'],
+      sessions: db
+        .prepare('SELECT id, realm, subject, device_id AS deviceId, revoked_at AS revokedAt FROM sessions')
+        .all() as BackupState['sessions'],
+      bootstrapTokens: db
+        .prepare('SELECT id, expires_at AS expiresAt, used_at AS usedAt, superseded_at AS supersededAt FROM bootstrap_tokens')
+        .all() as NonNullable<BackupState['bootstrapTokens']>,
+      pairingIntents: db
+        .prepare('SELECT id, realm, subject, completed_at AS completedAt, burned_at AS burnedAt FROM pairing_intents')
+        .all() as NonNullable<BackupState['pairingIntents']>,
+    };
+  } finally {
+    db.close();
+  }
 }
 
 function unreadable(target: string, error: unknown): CliError {
@@ -175,6 +340,22 @@ function unreadable(target: string, error: unknown): CliError {
     `restore refused: the current control database ${target} cannot be read (${(error as Error).message}); move it away (keep it) and run the restore again`,
     { cause: error },
   );
+}
+
+/**
+ * Hard-links `file` to `name`, or to `name-2`, `name-3`... when a restore in the same second
+ * already kept one there: an earlier replaced database is never lost nor overwritten.
+ */
+function keepAside(file: string, name: string): string {
+  for (let n = 1; ; n += 1) {
+    const candidate = n === 1 ? name : `${name}-${n}`;
+    try {
+      linkSync(file, candidate);
+      return candidate;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    }
+  }
 }
 
 /** A UTC timestamp for file names: 20261123T131500Z. */
@@ -199,7 +380,8 @@ function stamp(now: Date): string {
  * @example
  * const result = await restoreProject(project, '/backups/demo-2026-11-23.db');
  */
-export async function restoreProject(project: Project, backup: string, now: Date = new Date()): Promise<RestoreResult> {
+export async function restoreProject(project: Project, backup: string, opts: RestoreOptions = {}): Promise<RestoreResult> {
+  const now = opts.now ?? new Date();
   const target = sqliteFileOf(project, 'restore refused');
   if (!existsSync(backup) || !statSync(backup).isFile()) throw new CliError(`restore refused: no backup file at ${backup}`);
   // Disaster recovery: a project whose .svc/ is gone gets its pinned bundled store back first.
@@ -232,7 +414,9 @@ export async function restoreProject(project: Project, backup: string, now: Date
       }
     }
 
-    // 2. A private, owner-only copy of the backup beside the control database.
+    // 2. A private, owner-only copy of the backup beside the control database, checked against
+    //    its signature by a key the project (or the operator) trusts.
+    const signature = readSignature(backup);
     createOwnerOnlyFile(staging);
     copyInto(backup, staging);
     const raw = new Database(staging, { fileMustExist: true });
@@ -246,6 +430,25 @@ export async function restoreProject(project: Project, backup: string, now: Date
       throw new CliError(
         `restore refused: ${backup} is a backup of project ${info.projectId}, but this project's control database belongs to ${currentProject}`,
       );
+    }
+    // The signature covers the bytes copied here, so nothing read below can differ from what was signed.
+    const verdict = checkBackupSignature(signature, {
+      sha256: sha256File(staging),
+      project: info.projectId,
+      ...projectBackupKeys(project),
+      operatorKeys: opts.trustedKeys ?? [],
+    });
+    if (!verdict.ok) {
+      if (verdict.problem === 'malformed') {
+        throw new CliError(`restore refused: ${backupSignatureFile(backup)} is ${verdict.detail}; use another backup`);
+      }
+      if (verdict.problem === 'untrusted') throw new CliError(`restore refused: ${backup} is ${verdict.detail}`);
+      if (verdict.problem === 'retired_key') {
+        throw new CliError(
+          `restore refused: ${backup} is ${verdict.detail} (${nodeKeyHistoryFile(project.nodeKey)} lists this project's retired node keys)`,
+        );
+      }
+      throw new CliError(`restore refused: the signature of ${backup} does not hold: ${verdict.detail}; use another backup`);
     }
 
     // 3. Open the copy with the project's verified store (refuses a newer schema, migrates an
@@ -262,18 +465,27 @@ export async function restoreProject(project: Project, backup: string, now: Date
       }
       throw error;
     }
+    const events: AuditEvent[] = [];
     try {
-      const events = [];
       for await (const event of allAuditEvents(store)) events.push(event);
-      const verdict = verifyAuditChain(events);
-      if (!verdict.ok) {
+      const chain = verifyAuditChain(events);
+      if (!chain.ok) {
         throw new CliError(
-          `restore refused: the audit chain of ${backup} is broken at event #${verdict.seq} (${verdict.problem}); the backup was altered, use another one`,
+          `restore refused: the audit chain of ${backup} is broken at event #${chain.seq} (${chain.problem}); the backup was altered, use another one`,
         );
       }
-      auditEvents = verdict.length;
+      auditEvents = chain.length;
     } finally {
       await store.close();
+    }
+    // 3b. Every device, link and session must be one the audit trail recorded: a signature only
+    //     says which key made the file, and the chain only covers the audit table.
+    const unaccounted = unaccountedState(readAccountedState(staging), events);
+    if (unaccounted.length > 0) {
+      const more = unaccounted.length > 1 ? ` (and ${unaccounted.length - 1} more)` : '';
+      throw new CliError(
+        `restore refused: ${backup} holds state its audit trail does not account for: ${unaccounted[0]}${more}; the backup was altered, use another one`,
+      );
     }
     settle(staging);
     chmodSync(staging, 0o600);
@@ -288,8 +500,7 @@ export async function restoreProject(project: Project, backup: string, now: Date
     // 4. Keep the old file, then replace it atomically.
     let preRestore: string | null = null;
     if (existsSync(target)) {
-      preRestore = `${target}.pre-restore-${stamp(now)}`;
-      linkSync(target, preRestore);
+      preRestore = keepAside(target, `${target}.pre-restore-${stamp(now)}`);
       chmodSync(preRestore, 0o600);
     }
     for (const side of ['-wal', '-shm', '-journal']) rmSync(target + side, { force: true });
@@ -297,7 +508,7 @@ export async function restoreProject(project: Project, backup: string, now: Date
     stagingInPlace = true;
     fsyncPath(dirname(target));
     const nodeKeyCreated = ensureNodeKey(project.nodeKey);
-    return { ...info, file: target, auditEvents, preRestore, nodeKeyCreated };
+    return { ...info, file: target, auditEvents, preRestore, nodeKeyCreated, signedBy: verdict.publicKey };
   } finally {
     current?.close();
     if (!stagingInPlace) for (const suffix of ['', '-wal', '-shm', '-journal']) rmSync(staging + suffix, { force: true });

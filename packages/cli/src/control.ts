@@ -6,6 +6,7 @@ import { AddonVerificationError, loadStoreAddon, verifyAddon } from '@svc/addons
 import { type AuthDeps, ConfigError, errorCodeOf, type Logger, newId, publicKeyHexOf, type Store, type StoreAddonExport } from '@svc/core';
 import type { SecretRef } from '@svc/core/config';
 import { CliError } from './cli-error.js';
+import { createLogger } from './logger.js';
 import { recordNewNodeKey } from './node-key-history.js';
 import { shellQuote } from './output.js';
 import { createRandomPool } from './random.js';
@@ -164,7 +165,10 @@ export function embeddedStoreFile(project: Project): string | null {
  * @example
  * const store = await openControlStore(project, { create: false });
  */
-export async function openControlStore(project: Project, opts: { readonly create: boolean; readonly sqliteFile?: string }): Promise<Store> {
+export async function openControlStore(
+  project: Project,
+  opts: { readonly create: boolean; readonly sqliteFile?: string; readonly log?: Logger },
+): Promise<Store> {
   // What decides which code runs (project.edn, and the directory that holds it) must not be
   // writable by anyone but its owner; the addon's own files are checked by verifyAddon.
   assertNotWritableByOthers(project.dir, 'the project directory');
@@ -196,6 +200,9 @@ export async function openControlStore(project: Project, opts: { readonly create
       configFile: project.file,
       configKey: `:svc/modules :${module.alias} :config`,
       resolveSecret: (ref) => resolveSecret(ref),
+      // A weakened protection the operator accepted (a PostgreSQL role let in without a
+      // password): logged at warn on every open, whatever command opened the store.
+      warn: (event, message) => (opts.log ?? createLogger({ env: process.env, fallback: 'warn' })).warn({ event }, message),
     });
   } catch (error) {
     if (error instanceof ConfigError) {

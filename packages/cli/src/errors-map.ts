@@ -29,7 +29,7 @@ const HINTS: { readonly [C in ErrorCode]: string | null } = {
   csrf_refused: null,
   not_found: 'check the id with `svc auth devices` or `svc auth sessions`',
   method_not_allowed: null,
-  already_enrolled: 'that key is already enrolled; sign in with `svc auth login --key FILE`',
+  already_enrolled: 'sign in with it: `svc auth login --key FILE`',
   payload_too_large: null,
   unsupported_media_type: null,
   rate_limited: 'wait and try again',
@@ -38,6 +38,9 @@ const HINTS: { readonly [C in ErrorCode]: string | null } = {
   management_bearer_not_loopback: null,
   upstream_unavailable: 'is the application behind the gateway (`:svc/app-upstream`) running?',
   upstream_timeout: 'is the application behind the gateway (`:svc/app-upstream`) answering?',
+  provider_unavailable: 'check the provider module named in the detail: `svc` logs `provider.unavailable` and restarts its process',
+  identity_provider_unavailable:
+    "check that the provider module's identity provider (`:oidc/issuer`) is reachable and its discovery document names that issuer",
 };
 
 /** How {@link explainFailure} reads an `invalid_request`. */

@@ -1,6 +1,15 @@
 import type { ProviderHandle } from '@svc/core';
+import {
+  type ConnectionPlan,
+  DESCRIPTOR_RESERVE,
+  descriptorsForDefaults,
+  openDescriptors,
+  planConnectionLimits,
+  readDescriptorLimit,
+} from '@svc/server';
+import type { Logger } from 'pino';
 import { startCheckpointExport } from './audit-checkpoints.js';
-import { startAuditShipping } from './audit-shipping.js';
+import { type AuditShipping, startAuditShipping } from './audit-shipping.js';
 import { CliError } from './cli-error.js';
 import { makeDeps, openControlStore } from './control.js';
 import { createLogger } from './logger.js';
@@ -27,13 +36,13 @@ export async function runForeground(project: Project, surfaces: readonly Surface
   // Provider packages are verified (pin, signature, trusted signer, files, capability) on every
   // start, before the control store opens and before any of their code could run.
   const providerModules = await verifyProviderModules(project);
-  const store = await openControlStore(project, { create: false });
+  const store = await openControlStore(project, { create: false, log });
   let providers: ProviderHandle[] = [];
   const running: RunningSurface[] = [];
   let stopping = false;
   let pruneTimer: NodeJS.Timeout | undefined;
   let checkpoints: { stop(): Promise<void> } | undefined;
-  let shipping: { stop(): Promise<void> } | undefined;
+  let shipping: AuditShipping | undefined;
   const stop = async () => {
     if (pruneTimer !== undefined) clearInterval(pruneTimer);
     for (const s of running.reverse()) await s.close().catch((error: unknown) => log.error({ err: error }, 'error while closing'));
@@ -50,7 +59,12 @@ export async function runForeground(project: Project, surfaces: readonly Surface
     const deps = await makeDeps(project, store, log);
     // Only where a surface serves them: `svc auth serve` alone verifies the packages, starts none.
     if (surfaces.some((s) => s.usesProviders === true)) providers = await startProviderHosts(providerModules, log);
-    for (const surface of surfaces) running.push(await surface.start({ project, deps, log, providers }));
+    // Shipping starts after the surfaces; readiness, health and metrics read its state per request.
+    const auditShipping = () => shipping?.health() ?? null;
+    const connections = connectionPlan(surfaces, log);
+    for (const surface of surfaces) {
+      running.push(await surface.start({ project, deps, log, providers, auditShipping, connections }));
+    }
     checkpoints = startCheckpointExport({ project, deps, log });
     shipping = startAuditShipping({ project, deps, log });
   } catch (error) {
@@ -79,9 +93,12 @@ export async function runForeground(project: Project, surfaces: readonly Surface
     pruning = true;
     const now = Date.now();
     try {
+      // Past grace a sealed grace pair only helps whoever holds a copy of the database and a
+      // retired refresh token: it is erased here, at most one pass after its grace ends.
       const deleted = await store.pruneRetiredRefreshTokens({
         now,
         retiredBefore: now - project.config.auth.refreshTokenTtlSeconds * 1000,
+        graceEndedBefore: now - project.config.auth.refreshReuseGraceSeconds * 1000,
       });
       if (deleted > 0) log.info({ event: 'store.pruned', retired_refresh_tokens: deleted }, 'pruned retired refresh tokens');
       // Retention (:auth/retention-days, default 30): sessions (expired or revoked) and pairing
@@ -104,4 +121,58 @@ export async function runForeground(project: Project, surfaces: readonly Surface
   await stop();
   log.info({ event: 'stopped' }, 'stopped');
   return 0;
+}
+
+/** Descriptors kept free beyond those open when the listeners start (log rotation, store reconnects, key reloads). */
+const HEADROOM = 32;
+
+/**
+ * Sizes the listeners' connection caps to this process's descriptor limit, so that all of
+ * them full at once (and the gateway's upstream pool) still leave the management API and the
+ * node surface their share and the rest of the process its descriptors. The soft limit is
+ * read from `/proc/self/limits` after Node raised it to the hard one at start (Node does that
+ * itself; the hard limit is what `ulimit -n` / systemd's `LimitNOFILE=` set). Logged once; a
+ * warning when it made any cap smaller than its default.
+ *
+ * @throws {CliError} when the limit is too small to serve at all.
+ */
+function connectionPlan(surfaces: readonly Surface[], log: Logger): ConnectionPlan {
+  const limit = readDescriptorLimit();
+  const open = openDescriptors();
+  const reserve = Math.max(DESCRIPTOR_RESERVE, (open ?? 0) + HEADROOM);
+  const kinds = new Set(surfaces.map((s) => s.kind));
+  let plan: ConnectionPlan;
+  try {
+    plan = planConnectionLimits(
+      limit?.soft ?? null,
+      { management: kinds.has('management'), node: kinds.has('node'), application: kinds.has('application') },
+      reserve,
+    );
+  } catch (error) {
+    throw new CliError(
+      `${(error as Error).message}; raise it (ulimit -n, or LimitNOFILE= in the systemd unit; ${descriptorsForDefaults(reserve)} fits every default cap)`,
+      { cause: error },
+    );
+  }
+  const fields = {
+    event: 'descriptors',
+    limit_soft: limit?.soft ?? null,
+    limit_hard: limit?.hard ?? null,
+    open,
+    reserve,
+    management_max: plan.management.maxConnections,
+    node_max: plan.node.maxConnections,
+    application_max: plan.application.maxConnections,
+    upstream_max: plan.upstreamConnections,
+  };
+  if (plan.reduced) {
+    log.warn(
+      fields,
+      `the open-file limit (${limit?.soft}) is below ${descriptorsForDefaults(reserve)}: connection caps reduced to fit it; raise it with ulimit -n or LimitNOFILE=`,
+    );
+  } else {
+    // Nothing to act on when every default cap fits: debug, so a start (or a refused one) stays quiet.
+    log.debug(fields, 'connection caps sized to the open-file limit');
+  }
+  return plan;
 }

@@ -1,6 +1,7 @@
+import { ERROR_CODES, isErrorCode, type SvcErrorCode } from '@svc/core';
 import { CliError, EXIT, UsageError } from './cli-error.js';
 import { COMMANDS, type CommandEntry } from './commands/index.js';
-import { printError, printLine } from './output.js';
+import { jsonText, OutputClosedError, outputClosed, printError, printLine } from './output.js';
 import { closest } from './suggest.js';
 import { VERSION } from './version.js';
 
@@ -45,6 +46,33 @@ function printUsage(prefix: readonly string[]): void {
     printLine('\nOptions:\n  -h, --help            show this help\n  -v, --version         print the version');
     printLine('\nEnvironment: SVC_LOG_LEVEL (fatal, error, warn, info, debug, trace, silent); see docs/cli.md for the rest');
   }
+}
+
+/** The commands one word below `prefix` (`svc help auth pair` lists `pair complete`). */
+function printSubcommands(prefix: readonly string[]): void {
+  printLine('\nSub-commands:');
+  for (const c of COMMANDS) {
+    if (c.path.length === prefix.length + 1 && prefix.every((w, i) => c.path[i] === w)) {
+      printLine(`  svc ${c.path.join(' ').padEnd(22)} ${c.summary}`);
+    }
+  }
+}
+
+/** Whether the arguments ask for JSON (`--json` before any `--`): errors are then JSON too. */
+function wantsJson(argv: readonly string[]): boolean {
+  const end = argv.indexOf('--');
+  return (end === -1 ? argv : argv.slice(0, end)).includes('--json');
+}
+
+/**
+ * An error as the problem object of the contract (RFC 9457's members), on one line of stderr:
+ * `status` only when the failure is an HTTP refusal; `title` is the registry's for those, else
+ * the code in words.
+ */
+function printProblem(code: SvcErrorCode, detail: string): void {
+  const http = isErrorCode(code) ? ERROR_CODES[code] : null;
+  const title = http?.title ?? `${code.charAt(0).toUpperCase()}${code.slice(1).replace(/_/g, ' ')}`;
+  printError(jsonText({ type: 'about:blank', title, ...(http === null ? {} : { status: http.status }), code, detail }));
 }
 
 /** One clear line for words that name no command, with the closest command when it looks like a typo. */
@@ -104,8 +132,13 @@ export async function main(argv: readonly string[]): Promise<number> {
         return EXIT.ok;
       }
       const found = findCommand(asked);
-      if (found !== null && found.rest.length === 0 && !isGroup(asked)) return await (await found.entry.load()).run(['--help']);
-      if (isGroup(asked) || (found !== null && found.rest.length === 0)) {
+      if (found !== null && found.rest.length === 0) {
+        // `svc help auth pair`: the command's own options, then the commands under it.
+        const code = await (await found.entry.load()).run(['--help']);
+        if (isGroup(asked)) printSubcommands(asked);
+        return code;
+      }
+      if (isGroup(asked)) {
         printUsage(asked);
         return EXIT.ok;
       }
@@ -143,15 +176,24 @@ export async function main(argv: readonly string[]): Promise<number> {
       throw error;
     }
   } catch (error) {
+    // The reader of stdout went away (`| head -1`): what failed since is of no interest to it.
+    if (error instanceof OutputClosedError || outputClosed()) return EXIT.ok;
+    const json = wantsJson(argv);
     if (error instanceof CliError) {
+      const message = error.message.startsWith('svc') ? error.message : `${prefix}: ${error.message}`;
+      if (json) {
+        printProblem(error.code, [...error.details, message].join('; '));
+        return error.exitCode;
+      }
       for (const line of error.details) printError(line);
-      printError(error.message.startsWith('svc') ? error.message : `${prefix}: ${error.message}`);
+      printError(message);
       return error.exitCode;
     }
     const e = error as Error;
     // One line for the user; the stack only when asked for (SVC_LOG_LEVEL=debug).
     const detail = process.env.SVC_LOG_LEVEL === 'debug' ? (e?.stack ?? String(error)) : (e?.message ?? String(error)).split('\n')[0];
-    printError(`${prefix}: unexpected error (a bug, please report it): ${detail}`);
+    if (json) printProblem('internal_error', `${prefix}: unexpected error (a bug, please report it): ${detail}`);
+    else printError(`${prefix}: unexpected error (a bug, please report it): ${detail}`);
     return EXIT.failure;
   }
 }

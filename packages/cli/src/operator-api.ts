@@ -7,12 +7,13 @@ import {
   openSession,
 } from '@svc/client';
 import { CliError, EXIT, UsageError } from './cli-error.js';
-import { credentialStore } from './credentials.js';
+import { CONTEXT_HELP, credentialStore } from './credentials.js';
 import { explainFailure } from './errors-map.js';
 
 /** Options of the commands that use the saved session: which credentials, which API, JSON. */
 export const SESSION_OPTIONS = {
   credentials: { type: 'string' },
+  context: { type: 'string' },
   url: { type: 'string' },
   json: { type: 'boolean' },
 } as const;
@@ -20,12 +21,14 @@ export const SESSION_OPTIONS = {
 /** Help lines of {@link SESSION_OPTIONS} (without `--json`, which each command describes). */
 export const SESSION_HELP = [
   '--credentials FILE    the credentials file (default: $SVC_CREDENTIALS, else ~/.config/svc/credentials.json)',
+  CONTEXT_HELP,
   '--url URL             the management API (default: the URL saved by `svc auth login`)',
 ];
 
 /** Help lines of the commands that work in either realm (whoami, refresh, logout): `--url` is the saved session's API. */
 export const DEVICE_SESSION_HELP = [
   '--credentials FILE    the credentials file (default: $SVC_CREDENTIALS, else ~/.config/svc/credentials.json)',
+  CONTEXT_HELP,
   '--url URL             the management API or application gateway of the saved session (default: the URL saved by',
   '                      `svc auth login`); the routes are those of the realm it signed in to',
 ];
@@ -39,8 +42,12 @@ export const DEVICE_SESSION_HELP = [
  * const session = openSavedDeviceSession(args.values);
  * const me = await session.withAccessToken((t) => session.client.me(t));
  */
-export function openSavedDeviceSession(values: { readonly credentials?: string; readonly url?: string }): DeviceSession {
-  const store = credentialStore(values.credentials);
+export function openSavedDeviceSession(values: {
+  readonly credentials?: string;
+  readonly context?: string;
+  readonly url?: string;
+}): DeviceSession {
+  const store = credentialStore(values.credentials, values.context);
   try {
     return openSession({ store, ...(values.url === undefined || values.url === '' ? {} : { baseUrl: values.url }) });
   } catch (error) {
@@ -55,8 +62,11 @@ export function openSavedDeviceSession(values: { readonly credentials?: string; 
  * @example
  * const session = openSavedSession(args.values);
  */
-export function openSavedSession(values: { readonly credentials?: string; readonly url?: string }, hint = ''): ManagementSession {
-  const store = credentialStore(values.credentials);
+export function openSavedSession(
+  values: { readonly credentials?: string; readonly context?: string; readonly url?: string },
+  hint = '',
+): ManagementSession {
+  const store = credentialStore(values.credentials, values.context);
   try {
     return openManagementSession({ store, ...(values.url === undefined || values.url === '' ? {} : { baseUrl: values.url }) });
   } catch (error) {
@@ -75,7 +85,7 @@ const NO_TARGET_HINT = '; or give the <PROJECT> directory to work offline on the
  * const { devices } = await viaApi(args.values, 'listing devices failed', (api, token) => api.devices(token));
  */
 export async function viaApi<T>(
-  values: { readonly credentials?: string; readonly url?: string },
+  values: { readonly credentials?: string; readonly context?: string; readonly url?: string },
   what: string,
   fn: (api: ManagementClient, accessToken: string) => Promise<T>,
   options: Parameters<typeof explainFailure>[2] = {},
@@ -102,12 +112,14 @@ export async function viaApi<T>(
 export function checkMode(
   command: string,
   dir: string | undefined,
-  values: { readonly profile?: string; readonly credentials?: string; readonly url?: string },
+  values: { readonly profile?: string; readonly credentials?: string; readonly context?: string; readonly url?: string },
 ): void {
   if (dir === undefined && values.profile !== undefined) {
     throw new UsageError(`${command}: --profile applies to a <PROJECT>; see \`${command} --help\``);
   }
-  if (dir !== undefined && (values.url !== undefined || values.credentials !== undefined)) {
-    throw new UsageError(`${command}: --url and --credentials are for the management API, without a <PROJECT>; see \`${command} --help\``);
+  if (dir !== undefined && (values.url !== undefined || values.credentials !== undefined || values.context !== undefined)) {
+    throw new UsageError(
+      `${command}: --url, --credentials and --context are for the management API, without a <PROJECT>; see \`${command} --help\``,
+    );
   }
 }

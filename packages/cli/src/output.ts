@@ -98,15 +98,48 @@ export function jsonText(value: unknown): string {
   return JSON.stringify(value).replace(UNSAFE_IN_JSON, (c) => `\\u${hex(c, 4)}`);
 }
 
+/**
+ * Thrown by a print to a standard output whose reader has gone (`svc auth audit P | head -1`):
+ * the command stops there, and `svc` exits 0 without a word, as `cat` or `grep` do. Not an
+ * `Error` (and so not a failure with a code of the registry): it is no failure, and it never
+ * leaves `main`.
+ */
+export class OutputClosedError {
+  readonly name = 'OutputClosedError';
+  readonly message = 'standard output was closed by its reader';
+}
+
+let stdoutClosed = false;
+
+/**
+ * Whether a print found standard output closed by its reader (EPIPE): whatever the command
+ * made of the {@link OutputClosedError} since, its output was no longer wanted.
+ *
+ * @example
+ * if (outputClosed()) return 0;
+ */
+export function outputClosed(): boolean {
+  return stdoutClosed;
+}
+
 function writeAll(fd: number, text: string): void {
+  if (fd === 1 && stdoutClosed) throw new OutputClosedError();
   const buf = Buffer.from(text, 'utf8');
   let off = 0;
   while (off < buf.length) {
     try {
       off += writeSync(fd, buf, off);
     } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
       // A non-blocking pipe that is momentarily full: try again.
-      if ((error as NodeJS.ErrnoException).code !== 'EAGAIN') throw error;
+      if (code === 'EAGAIN') continue;
+      if (code === 'EPIPE') {
+        // Nobody reads any more: stdout stops the command; a lost stderr line is dropped.
+        if (fd !== 1) return;
+        stdoutClosed = true;
+        throw new OutputClosedError();
+      }
+      throw error;
     }
   }
 }

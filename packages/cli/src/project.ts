@@ -13,7 +13,7 @@ import {
 import { POSTGRES_STORE_CONFIG } from 'svc-store-postgres/config-fields';
 import { SQLITE_STORE_CONFIG } from 'svc-store-sqlite/config-fields';
 import { CliError } from './cli-error.js';
-import { parseEdn } from './edn.js';
+import { formatProblem, parseEdn } from './edn.js';
 import { shellQuote } from './output.js';
 
 /** A loaded project: where it is, its validated configuration and its control paths. */
@@ -91,7 +91,7 @@ export function chosenProfile(flag: string | undefined, env: NodeJS.ProcessEnv):
 
 /** One line per problem; a single problem is the one line itself (file, key, expected). */
 function configFailure(problems: readonly ConfigProblem[], file: string): CliError {
-  const lines = problems.map((p) => `${p.file}: ${p.key}: ${p.message}`);
+  const lines = problems.map(formatProblem);
   if (lines.length === 1) return new CliError(lines[0] as string);
   return new CliError(
     `invalid configuration in ${file} (${problems.length} problem${problems.length === 1 ? '' : 's'}); fix it and try again`,

@@ -42,6 +42,7 @@ export async function startProviderHosts(modules: readonly VerifiedProviderModul
             packageName: verified.name,
             packageVersion: verified.version,
             signer: verified.signer.name,
+            signerKey: verified.signer.publicKey,
             log,
           }),
         );

@@ -22,7 +22,7 @@ export interface OpenProject {
 export async function withProject<T>(dir: string, profileFlag: string | undefined, fn: (open: OpenProject) => Promise<T>): Promise<T> {
   const project = loadProject(dir, { profile: chosenProfile(profileFlag, process.env), env: process.env });
   const log = createLogger({ env: process.env, fallback: 'warn' });
-  const store = await openControlStore(project, { create: false });
+  const store = await openControlStore(project, { create: false, log });
   try {
     const deps = await makeDeps(project, store, log);
     return await fn({ project, store, deps, log });

@@ -7,7 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { installAddon, type PackedAddon, packAddon } from '@svc/addons';
 import { silentLogger } from '@svc/core';
-import { buildGatewayApp, moduleAttach } from '@svc/server';
+import { buildGatewayApp, ModuleHostError, moduleHostAttach, startModuleHost } from '@svc/server';
 import { loadAppModules } from '../src/app-modules.js';
 import { bundledSqliteAddon } from '../src/bundled-addons.js';
 import { CliError } from '../src/cli-error.js';
@@ -56,6 +56,13 @@ function writeProjectEdn(
 
 const load = (dir: string) => loadProject(dir, { profile: null, env: {} });
 
+/** stderr without the service's JSON log lines (a serve command logs its connection plan first): what the operator reads. */
+const withoutLogLines = (stderr: string): string =>
+  stderr
+    .split(/(?<=\n)/)
+    .filter((line) => !line.startsWith('{"level":'))
+    .join('');
+
 describe('application modules load only through the verified path', () => {
   const tmp = tempDir('svc-app-modules-');
   const dir = join(tmp.dir, 'project');
@@ -90,12 +97,13 @@ describe('application modules load only through the verified path', () => {
       ['good-app@1.0.0 (:web)'],
     );
     const store = await openControlStore(project, { create: false });
+    const host = await startModuleHost({ modules, sharedDependencies: dependenciesDir() });
     const app = await buildGatewayApp({
       deps: await makeDeps(project, store, silentLogger),
       logger: false,
       policy: { publicPaths: ['/public/*'], identityHeaders: [], requirements: [] },
       trustedProxies: [],
-      attach: moduleAttach(modules),
+      attach: moduleHostAttach(host),
     });
     try {
       await app.listen({ host: '127.0.0.1', port: 0 });
@@ -111,6 +119,7 @@ describe('application modules load only through the verified path', () => {
       assert.equal(anonymous.headers.get('www-authenticate'), 'Bearer realm="application"');
     } finally {
       await app.close();
+      await host.close();
       await store.close();
     }
   });
@@ -144,9 +153,34 @@ describe('application modules load only through the verified path', () => {
     const r = await svc(['app', 'serve', '--app-listen', '127.0.0.1:0', dir], { env: cleanEnv() });
     assert.equal(r.code, 1);
     assert.match(
-      r.stderr,
+      withoutLogLines(r.stderr),
       /^svc app serve: application package good-app@1\.0\.0 failed verification \(installed_files\): index\.js was edited since install; .*\(no application module was loaded\)\n$/,
     );
+  });
+
+  test('svc app serve with a module that fails to load stops in one line naming the module, exit 1', async () => {
+    const src = join(tmp.dir, 'broken-app');
+    cpSync(join(FIXTURES, 'good-app'), src, { recursive: true });
+    for (const file of ['package.json', 'svc-addon.json']) {
+      const path = join(src, file);
+      writeFileSync(path, readFileSync(path, 'utf8').replaceAll('good-app', 'broken-app'));
+    }
+    writeFileSync(join(src, 'index.js'), "export async function svcApp() {\n  throw new Error('no database configured');\n}\n");
+    const packed = await packAddon(src, join(tmp.dir, 'packed-broken'));
+    await installAddon({
+      source: packed.archive,
+      sha256: packed.sha256,
+      packagesDir: join(dir, '.svc', 'packages'),
+      dependenciesDir: dependenciesDir(),
+    });
+    writeProjectEdn(dir, [{ name: packed.name, version: packed.version, sha256: packed.sha256, alias: 'web' }]);
+    const r = await svc(['app', 'serve', '--app-listen', '127.0.0.1:0', dir], { env: cleanEnv() });
+    assert.equal(r.code, 1);
+    assert.equal(
+      withoutLogLines(r.stderr),
+      'svc app serve: application module broken-app@1.0.0 (:web) failed to load: no database configured (no application module was loaded)\n',
+    );
+    assert.equal(r.stdout, '');
   });
 
   test('an installed application file edited after install is refused before any of its code runs', async () => {
@@ -172,12 +206,22 @@ describe('application modules load only through the verified path', () => {
     await assert.rejects(loadAppModules(load(dir)), /application package good-app@1\.0\.0 failed verification \(archive_digest\): /);
   });
 
-  test('an application package whose export is marked skip-override is refused at load, naming the package', async () => {
+  test('an application package whose export is marked skip-override is refused at start, naming the package', async () => {
     const skip = await install('skip-override-app');
     writeProjectEdn(dir, [{ ...skip, alias: 'web' }]);
-    await assert.rejects(
-      loadAppModules(load(dir)),
-      /application package skip-override-app@1\.0\.0 failed verification \(export\): its :svc\/app export "svcApp" is marked skip-override/,
+    // Verification never imports it; its confined process refuses it before serving anything.
+    const modules = await loadAppModules(load(dir));
+    const outcome = await startModuleHost({ modules, sharedDependencies: dependenciesDir() }).then(
+      async (host) => {
+        await host.close();
+        return 'started';
+      },
+      (err: unknown) => err,
+    );
+    assert.ok(outcome instanceof ModuleHostError, String(outcome));
+    assert.match(
+      outcome.message,
+      /^application module skip-override-app@1\.0\.0 \(:web\): its :svc\/app export "svcApp" is marked skip-override/,
     );
   });
 

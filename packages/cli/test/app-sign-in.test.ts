@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
 import { type AddressInfo, createServer } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { bash, cleanEnv, enrolledProject, keygen, type StartedProcess, SVC_BIN, startUntilReady, svc, svcOk, tempDir } from './helpers.js';
+import { currentCredentials } from './support/credentials-file.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: CLI JSON output is inspected field by field
 type Json = any;
@@ -94,7 +94,7 @@ describe('application-realm sign-in on the gateway, through the real svc CLI and
     );
     assert.equal(login.realm, 'application');
     assert.equal(login.credentials, appCreds);
-    const saved = JSON.parse(readFileSync(appCreds, 'utf8'));
+    const saved = currentCredentials(appCreds);
     assert.equal(saved.realm, 'application');
     assert.equal(saved.url, server.ready.app);
 
@@ -104,13 +104,13 @@ describe('application-realm sign-in on the gateway, through the real svc CLI and
     assert.equal(me.subject, device.subject);
 
     // The application token opens the application (404: nothing attached, but past authentication) ...
-    const appToken = JSON.parse(readFileSync(appCreds, 'utf8')).access_token as string;
+    const appToken = currentCredentials(appCreds).access_token as string;
     const through = await fetch(`${server.ready.app}/dashboard`, { headers: { authorization: `Bearer ${appToken}` } });
     assert.equal(through.status, 404);
     // ... and no management route; the management token opens nothing on the gateway.
     const onManagement = await fetch(`${server.ready.management}/v1/auth/me`, { headers: { authorization: `Bearer ${appToken}` } });
     assert.equal(onManagement.status, 401);
-    const adminToken = JSON.parse(readFileSync(join(tmp.dir, 'admin-home', 'credentials.json'), 'utf8')).access_token as string;
+    const adminToken = currentCredentials(join(tmp.dir, 'admin-home', 'credentials.json')).access_token as string;
     for (const path of ['/dashboard', '/.svc/auth/v1/me']) {
       const r = await fetch(`${server.ready.app}${path}`, { headers: { authorization: `Bearer ${adminToken}` } });
       assert.equal(r.status, 401, path);
@@ -123,7 +123,7 @@ describe('application-realm sign-in on the gateway, through the real svc CLI and
 
     const refreshed = JSON.parse((await svcOk(['auth', 'refresh', '--json'], { env: deviceEnv })).stdout);
     assert.equal(refreshed.session_id, login.session_id);
-    const rotated = JSON.parse(readFileSync(appCreds, 'utf8')).access_token as string;
+    const rotated = currentCredentials(appCreds).access_token as string;
     assert.notEqual(rotated, appToken);
 
     const out = JSON.parse((await svcOk(['auth', 'logout', '--json'], { env: deviceEnv })).stdout);

@@ -38,6 +38,22 @@ describe('the assertion key set in the control directory', () => {
     assert.deepEqual(again.jwks(), signer.jwks());
   });
 
+  test("htu follows Host: the gateway's signer binds htu to :svc/app-public-origin whatever Host the caller named", () => {
+    const project = { controlDir: join(tmp.dir, 'public-origin', '.svc', 'control') };
+    const log = { info() {}, error() {} };
+    const signer = gatewayAssertionSigner(project, {
+      app: { ...app, publicOrigin: 'https://app.example.com' },
+      issuer: 'NODE-A',
+      clock: { now: Date.now },
+      log,
+    });
+    for (const host of ['app.example.com', 'internal-alias.lan:8443', '10.0.0.5']) {
+      const token = signer.sign(principal, { method: 'GET', protocol: 'http', host, url: '/orders/7?page=2' });
+      const claims = JSON.parse(Buffer.from(token.split('.')[1] as string, 'base64url').toString()) as { htu: string };
+      assert.equal(claims.htu, 'https://app.example.com/orders/7', host);
+    }
+  });
+
   test('without an upstream there is no assertion to sign', () => {
     const project = { controlDir: join(tmp.dir, 'module-mode') };
     const log = { info() {}, error() {} };
@@ -109,7 +125,11 @@ describe('svc app rotate-key', () => {
     assert.equal(again.code, 1);
     assert.match(again.stderr, /a rotation is already under way: key \S+ signs from/);
 
-    const leaked = JSON.parse((await svcOk(['app', 'rotate-key', dir, '--immediate', '--json'], { env })).stdout) as { kid: string };
+    const leaked = JSON.parse((await svcOk(['app', 'rotate-key', dir, '--immediate', '--json'], { env })).stdout) as Rotated;
+    // The key that was signing when it leaked (the pending one never signed) is the one withdrawn and recorded.
+    assert.equal(leaked.previous?.kid, created.kid);
+    assert.equal(leaked.previous?.signs_until, leaked.signs_from);
+    assert.equal(leaked.previous?.published_until, leaked.signs_from);
     const set = JSON.parse(readFileSync(file, 'utf8')) as AssertionKeySetJson;
     const live = set.keys.filter((k) => k.published_until === null || Date.parse(k.published_until) > Date.now());
     assert.deepEqual(
@@ -127,11 +147,11 @@ describe('svc app rotate-key', () => {
       .map((l) => JSON.parse(l) as { type: string; data: Record<string, unknown> })
       .filter((e) => e.type === 'app.assertion_key_rotated');
     assert.deepEqual(
-      trail.map((e) => [e.data.kid, e.data.immediate]),
+      trail.map((e) => [e.data.kid, e.data.previous_kid, e.data.immediate]),
       [
-        [created.kid, false],
-        [first.kid, false],
-        [leaked.kid, true],
+        [created.kid, null, false],
+        [first.kid, created.kid, false],
+        [leaked.kid, created.kid, true],
       ],
     );
     assert.match((await svcOk(['auth', 'audit', 'verify', dir], { env })).stdout, /^audit chain ok/);

@@ -1,14 +1,26 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  chownSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
 import { createManagementClient, loadDeviceKey, login } from '@svc/client';
-import { auditDraft } from '@svc/core';
+import { auditDraft, type NodeHealthFacts, nodeHealthVerdict } from '@svc/core';
 import { openSqliteStore } from 'svc-store-sqlite';
 import { JsonLinesFile } from '../src/audit-shipping.js';
-import { cleanEnv, enrolledProject, SVC_BIN, startServer, startUntilReady, svcOk, tempDir } from './helpers.js';
+import { cleanEnv, enrolledProject, run, SVC_BIN, startServer, startUntilReady, svcOk, tempDir } from './helpers.js';
 
 /** Adds `:svc/audit-sinks SINKS` to the project's `project.edn`. */
 function withSinks(dir: string, sinks: string): void {
@@ -39,6 +51,34 @@ function waitFor(check: () => boolean, what: string, timeoutMs = 60_000): Promis
     };
     poll();
   });
+}
+
+const HEALTHCHECK = fileURLToPath(new URL('../../../docs/docker/healthcheck.mjs', import.meta.url));
+
+/** The container's HEALTHCHECK against this node: through node health, or through /readyz when `metrics` is given. */
+async function containerHealthy(nodeUrl: string, metricsUrl?: string): Promise<boolean> {
+  const env = cleanEnv({
+    SVC_NODE_LISTEN: new URL(nodeUrl).host,
+    ...(metricsUrl === undefined ? {} : { SVC_METRICS_LISTEN: new URL(metricsUrl).host }),
+  });
+  return (await run(process.execPath, [HEALTHCHECK], { env })).code === 0;
+}
+
+/** Polls `check` until it holds; fails naming `what` when it has not within `timeoutMs`. */
+async function waitUntil(check: () => Promise<boolean>, what: string, timeoutMs = 60_000): Promise<void> {
+  const start = Date.now();
+  for (;;) {
+    if (await check()) return;
+    if (Date.now() - start > timeoutMs) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+/** A sample of the Prometheus text at `metricsUrl`/metrics, e.g. `svc_audit_shipping_stalled{sink="file"}`; null when absent. */
+async function sample(metricsUrl: string, series: string): Promise<number | null> {
+  const text = await (await fetch(`${metricsUrl}/metrics`)).text();
+  const line = text.split('\n').find((l) => l.startsWith(`${series} `));
+  return line === undefined ? null : Number(line.slice(series.length + 1));
 }
 
 describe('audit shipping', () => {
@@ -195,6 +235,173 @@ describe('audit shipping', () => {
   });
 });
 
+describe('a stalled audit shipping is visible and resumes by itself', () => {
+  const tmp = tempDir();
+  after(() => tmp.cleanup());
+
+  test('the cursor left by the SQLite store after the move to a new store stalls shipping: /readyz 503, node health degraded, the stall gauge and its code; removing the cursor resumes without a restart', async () => {
+    const root = join(tmp.dir, 'moved');
+    const env = cleanEnv({ HOME: root });
+    const p = await enrolledProject(root, { env });
+    withSinks(p.dir, '{:file "audit.jsonl" :poll-milliseconds 100}');
+    // The old store had shipped 500 events; the new store's chain is shorter (and another one).
+    const cursorFile = join(p.dir, '.svc', 'control', 'audit-ship-cursor.json');
+    writeFileSync(cursorFile, `${JSON.stringify({ seq: 500, hash: 'ab'.repeat(32) })}\n`, { mode: 0o600 });
+    const server = await startUntilReady(
+      ['serve', '--management-listen', '127.0.0.1:0', '--node-listen', '127.0.0.1:0', '--metrics-listen', '127.0.0.1:0', p.dir],
+      (o) => {
+        const node = /svc node: node surface listening on (http:\/\/\S+)/.exec(o)?.[1];
+        const metrics = /svc: metrics listening on (http:\/\/\S+)\/metrics/.exec(o)?.[1];
+        return node === undefined || metrics === undefined ? null : { node, metrics };
+      },
+      { env },
+    );
+    try {
+      const { node, metrics } = server.ready;
+      await waitUntil(async () => (await fetch(`${metrics}/readyz`)).status === 503, '/readyz to report the stall');
+      const ready = await fetch(`${metrics}/readyz`);
+      assert.deepEqual(await ready.json(), { status: 'not_ready', audit_shipping: { status: 'failed', code: 'audit_ship_stalled' } });
+      const health = await fetch(`${node}/edge/0-alpha/health`);
+      assert.equal(health.status, 503);
+      const body = (await health.json()) as { status: string; store: unknown; audit_shipping: unknown };
+      assert.equal(body.status, 'degraded');
+      assert.deepEqual(body.store, { status: 'ok' });
+      assert.deepEqual(body.audit_shipping, { status: 'failed', code: 'audit_ship_stalled' });
+      assert.equal(await sample(metrics, 'svc_audit_shipping_stalled{sink="file"}'), 1);
+      assert.equal(await sample(metrics, 'svc_audit_shipping_error{sink="file",code="audit_ship_stalled"}'), 1);
+      assert.match(server.stderr(), /remove .*audit-ship-cursor\.json to ship the whole trail again.*no restart/);
+      assert.equal(existsSync(join(p.dir, 'audit.jsonl')), false, 'nothing was shipped while stalled');
+      // The container HEALTHCHECK agrees with /readyz, whichever it asks.
+      assert.equal(await containerHealthy(node), false, 'the HEALTHCHECK through node health says unhealthy');
+      assert.equal(await containerHealthy(node, metrics), false, 'the HEALTHCHECK through /readyz says unhealthy');
+
+      // As the message says: remove the cursor, and the running service ships the whole trail.
+      rmSync(cursorFile);
+      await waitUntil(async () => (await fetch(`${metrics}/readyz`)).status === 200, '/readyz to be ready again');
+      await waitFor(() => existsSync(cursorFile), 'the new cursor');
+      const shipped = sinkLines(p.dir, 'audit.jsonl').filter((l) => l.record === 'audit.event');
+      assert.deepEqual(
+        shipped.map((l) => l.seq),
+        shipped.map((_, i) => i + 1),
+      );
+      assert.ok(shipped.length >= 2, 'the trail so far was shipped');
+      assert.equal((await fetch(`${node}/edge/0-alpha/health`)).status, 200);
+      assert.equal(await containerHealthy(node), true);
+      assert.equal(await containerHealthy(node, metrics), true);
+      assert.equal(await sample(metrics, 'svc_audit_shipping_stalled{sink="file"}'), 0);
+      assert.equal(await sample(metrics, 'svc_audit_shipping_error{sink="file",code="audit_ship_stalled"}'), null);
+    } finally {
+      assert.equal(await server.stop(), 0);
+    }
+  });
+});
+
+describe('the HEALTHCHECK and /readyz of a real svc serve agree on what unhealthy means', () => {
+  const tmp = tempDir();
+  after(() => tmp.cleanup());
+
+  for (const stalled of [false, true]) {
+    test(`${stalled ? 'a node whose audit shipping is stalled' : 'a healthy node'}: /readyz, node health under the rule and the HEALTHCHECK through either say ${stalled ? 'unhealthy' : 'healthy'}`, async () => {
+      const root = join(tmp.dir, stalled ? 'stalled' : 'healthy');
+      const env = cleanEnv({ HOME: root });
+      const p = await enrolledProject(root, { env });
+      withSinks(p.dir, '{:file "audit.jsonl" :poll-milliseconds 100}');
+      if (stalled) {
+        // A cursor the chain does not continue (as after a move to another store): shipping stalls.
+        writeFileSync(
+          join(p.dir, '.svc', 'control', 'audit-ship-cursor.json'),
+          `${JSON.stringify({ seq: 500, hash: 'ab'.repeat(32) })}\n`,
+          {
+            mode: 0o600,
+          },
+        );
+      }
+      const server = await startUntilReady(
+        ['serve', '--management-listen', '127.0.0.1:0', '--node-listen', '127.0.0.1:0', '--metrics-listen', '127.0.0.1:0', p.dir],
+        (o) => {
+          const node = /svc node: node surface listening on (http:\/\/\S+)/.exec(o)?.[1];
+          const metrics = /svc: metrics listening on (http:\/\/\S+)\/metrics/.exec(o)?.[1];
+          return node === undefined || metrics === undefined ? null : { node, metrics };
+        },
+        { env },
+      );
+      try {
+        const { node, metrics } = server.ready;
+        // Shipping decides after its first delivery attempt: wait for that, not for a verdict.
+        await waitUntil(
+          async () => (stalled ? (await fetch(`${metrics}/readyz`)).status === 503 : existsSync(join(p.dir, 'audit.jsonl'))),
+          stalled ? 'the first delivery attempt to stall' : 'the first delivery to the sink file',
+        );
+        const ready = (await fetch(`${metrics}/readyz`)).status;
+        const health = await fetch(`${node}/edge/0-alpha/health`);
+        const verdict = nodeHealthVerdict((await health.json()) as NodeHealthFacts);
+        assert.equal(ready, stalled ? 503 : 200);
+        assert.equal(
+          verdict.healthy,
+          ready === 200,
+          `node health under the rule (${JSON.stringify(verdict)}) agrees with /readyz (${ready})`,
+        );
+        assert.equal(await containerHealthy(node, metrics), ready === 200, 'the HEALTHCHECK through /readyz agrees with /readyz');
+        assert.equal(await containerHealthy(node), ready === 200, 'the HEALTHCHECK through node health agrees with /readyz');
+      } finally {
+        assert.equal(await server.stop(), 0);
+      }
+    });
+  }
+});
+
+describe('a sink file swapped for a symbolic link while the service runs', () => {
+  const tmp = tempDir();
+  after(() => tmp.cleanup());
+
+  test('audit-sink-symlink-swapped in a running svc serve: nothing is written through the link, the stall says audit_sink_refused, and shipping resumes once the link is gone', async () => {
+    const root = join(tmp.dir, 'swapped');
+    const env = cleanEnv({ HOME: root });
+    const p = await enrolledProject(root, { env });
+    withSinks(p.dir, '{:file "audit.jsonl" :poll-milliseconds 100}');
+    const server = await startUntilReady(
+      ['serve', '--management-listen', '127.0.0.1:0', '--node-listen', '127.0.0.1:0', '--metrics-listen', '127.0.0.1:0', p.dir],
+      (o) => {
+        const management = /svc auth: management API listening on (http:\/\/\S+)/.exec(o)?.[1];
+        const metrics = /svc: metrics listening on (http:\/\/\S+)\/metrics/.exec(o)?.[1];
+        return management === undefined || metrics === undefined ? null : { management, metrics };
+      },
+      { env },
+    );
+    try {
+      const { management, metrics } = server.ready;
+      const sink = join(p.dir, 'audit.jsonl');
+      const cursorFile = join(p.dir, '.svc', 'control', 'audit-ship-cursor.json');
+      const cursorSeq = () => (existsSync(cursorFile) ? (JSON.parse(readFileSync(cursorFile, 'utf8')) as { seq: number }).seq : 0);
+      await waitFor(() => cursorSeq() >= 2, 'the trail so far to be shipped');
+      const victim = join(root, 'victim.txt');
+      writeFileSync(victim, 'precious\n', { mode: 0o600 });
+      rmSync(sink);
+      symlinkSync(victim, sink);
+      // A sign-in appends events to ship; the link must not receive them.
+      await login(createManagementClient({ baseUrl: management }), loadDeviceKey(p.keyFile));
+      await waitUntil(async () => (await fetch(`${metrics}/readyz`)).status === 503, '/readyz to report the refused sink');
+      assert.deepEqual(await (await fetch(`${metrics}/readyz`)).json(), {
+        status: 'not_ready',
+        audit_shipping: { status: 'failed', code: 'audit_sink_refused' },
+      });
+      assert.match(server.stderr(), /refusing the audit sink file .*audit\.jsonl: it is a symbolic link/);
+      assert.equal(readFileSync(victim, 'utf8'), 'precious\n', 'nothing was written through the link');
+
+      rmSync(sink);
+      await waitUntil(async () => (await fetch(`${metrics}/readyz`)).status === 200, '/readyz to be ready once the link is gone');
+      assert.ok(
+        sinkLines(p.dir, 'audit.jsonl').some((l) => l.type === 'session.created'),
+        'the sign-in was shipped to a new file',
+      );
+      assert.equal(statSync(sink).mode & 0o777, 0o600);
+      assert.equal(readFileSync(victim, 'utf8'), 'precious\n');
+    } finally {
+      assert.equal(await server.stop(), 0);
+    }
+  });
+});
+
 describe('the JSON-lines sink file', () => {
   const tmp = tempDir();
   after(() => tmp.cleanup());
@@ -214,5 +421,125 @@ describe('the JSON-lines sink file', () => {
     assert.deepEqual([...seqs('audit.jsonl.2'), ...seqs('audit.jsonl.1'), ...seqs('audit.jsonl')], [13, 14, 15, 16, 17, 18, 19, 20]);
     for (const name of ['audit.jsonl', 'audit.jsonl.1', 'audit.jsonl.2']) assert.ok(statSync(join(tmp.dir, 'logs', name)).size <= 4096);
     assert.equal(statSync(join(tmp.dir, 'logs')).mode & 0o777, 0o700);
+  });
+});
+
+describe('the audit sink file refuses what others could read or redirect', () => {
+  const tmp = tempDir();
+  after(() => tmp.cleanup());
+  const line = JSON.stringify({ record: 'audit.event', seq: 1 });
+  const refused = (error: unknown) => (error as { code?: unknown }).code === 'audit_sink_refused';
+  let n = 0;
+  /** A fresh owner-only directory for one case. */
+  const dir = () => {
+    const d = join(tmp.dir, `case-${++n}`);
+    mkdirSync(d, { mode: 0o700 });
+    return d;
+  };
+
+  test('audit-sink-symlink: a sink path that is a symbolic link to another file is refused, and nothing is written through it', () => {
+    const d = dir();
+    const victim = join(d, 'victim.txt');
+    writeFileSync(victim, 'precious\n', { mode: 0o600 });
+    symlinkSync(victim, join(d, 'audit.jsonl'));
+    assert.throws(() => new JsonLinesFile(join(d, 'audit.jsonl'), 65_536, 2).append([line]), refused);
+    assert.equal(readFileSync(victim, 'utf8'), 'precious\n');
+  });
+
+  test('audit-sink-symlink-swapped: a sink file replaced by a symbolic link while the service runs is refused at the next append', () => {
+    const d = dir();
+    const victim = join(d, 'victim.txt');
+    writeFileSync(victim, 'precious\n', { mode: 0o600 });
+    const path = join(d, 'audit.jsonl');
+    const file = new JsonLinesFile(path, 65_536, 2);
+    file.append([line]);
+    rmSync(path);
+    symlinkSync(victim, path);
+    assert.throws(() => file.append([line]), refused);
+    assert.equal(readFileSync(victim, 'utf8'), 'precious\n');
+  });
+
+  test('audit-sink-readable-by-others: a pre-existing 0644 sink file is refused, not appended to, and keeps its mode', () => {
+    const d = dir();
+    const path = join(d, 'audit.jsonl');
+    writeFileSync(path, 'old\n');
+    chmodSync(path, 0o644);
+    assert.throws(() => new JsonLinesFile(path, 65_536, 2).append([line]), refused);
+    assert.equal(readFileSync(path, 'utf8'), 'old\n');
+    assert.equal(statSync(path).mode & 0o777, 0o644);
+  });
+
+  const root = process.getuid?.() === 0;
+  test('audit-sink-foreign-owner: a pre-existing sink file owned by another user is refused', {
+    skip: root || process.env.CI ? false : 'needs root to give a file to another user (under CI it fails instead of skipping)',
+  }, () => {
+    assert.ok(root, 'this test needs root to chown a file; CI must run it as root');
+    const d = dir();
+    const path = join(d, 'audit.jsonl');
+    writeFileSync(path, 'theirs\n', { mode: 0o600 });
+    chownSync(path, 65_534, 65_534);
+    assert.throws(() => new JsonLinesFile(path, 65_536, 2).append([line]), refused);
+    assert.equal(readFileSync(path, 'utf8'), 'theirs\n');
+  });
+
+  test('audit-sink-fifo: a FIFO at the sink path is refused at once, never blocking the service on its open', () => {
+    const d = dir();
+    const path = join(d, 'audit.jsonl');
+    execFileSync('mkfifo', [path]);
+    // In a child: before the fix the open blocks the whole process (no reader), so the bound is
+    // only a hang guard, and the verdict is the child's output, never its timing.
+    const child = spawnSync(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        '-e',
+        `import('${fileURLToPath(new URL('../src/audit-shipping.ts', import.meta.url))}').then(({ JsonLinesFile }) => {
+          try { new JsonLinesFile(${JSON.stringify(path)}, 65536, 2); console.log('accepted'); }
+          catch (e) { console.log(e.code); }
+        })`,
+      ],
+      { encoding: 'utf8', timeout: 60_000 },
+    );
+    assert.equal(child.signal, null, 'the open of the FIFO blocked the process');
+    assert.equal(child.stdout.trim(), 'audit_sink_refused');
+  });
+
+  test('audit-sink-world-writable-dir: a sink in a directory others can write is refused, and no file is created there', () => {
+    const d = join(dir(), 'shared');
+    mkdirSync(d);
+    chmodSync(d, 0o777);
+    assert.throws(() => new JsonLinesFile(join(d, 'audit.jsonl'), 65_536, 2).append([line]), refused);
+    assert.deepEqual(readdirSync(d), []);
+  });
+
+  test("audit-sink-group-writable-dir: a sink in a directory its group can write (0775, like Ubuntu's /var/log) is refused, and no file is created there", () => {
+    const d = join(dir(), 'group');
+    mkdirSync(d);
+    chmodSync(d, 0o775);
+    assert.throws(() => new JsonLinesFile(join(d, 'audit.jsonl'), 65_536, 2).append([line]), refused);
+    assert.deepEqual(readdirSync(d), []);
+  });
+
+  test('a sink in a dedicated directory of mode 0750 is written', () => {
+    const d = join(dir(), 'svc');
+    mkdirSync(d);
+    chmodSync(d, 0o750);
+    new JsonLinesFile(join(d, 'audit.jsonl'), 65_536, 2).append([line]);
+    assert.equal(readFileSync(join(d, 'audit.jsonl'), 'utf8'), `${line}\n`);
+  });
+
+  test('audit-sink-symlink through svc auth serve: the service refuses to start with one line naming the sink, and writes nothing through it', async () => {
+    const root = join(tmp.dir, 'serve');
+    const env = cleanEnv({ HOME: root });
+    const p = await enrolledProject(root, { env });
+    const victim = join(root, 'victim.txt');
+    writeFileSync(victim, 'precious\n', { mode: 0o600 });
+    symlinkSync(victim, join(p.dir, 'audit.jsonl'));
+    withSinks(p.dir, '{:file "audit.jsonl"}');
+    const r = await run(process.execPath, [SVC_BIN, 'auth', 'serve', '--listen', '127.0.0.1:0', p.dir], { env });
+    assert.equal(r.code, 1, r.stderr);
+    assert.match(r.stderr, /audit sink .*audit\.jsonl.*symbolic link/);
+    assert.equal(readFileSync(victim, 'utf8'), 'precious\n');
   });
 });

@@ -32,7 +32,7 @@ describe('configuration errors are refused at load with the file and the key (ex
     ['dangling-alias', GOOD.replace(':auth/store :store}', ':auth/store :db}'), ':auth/store'],
     ['weakening-key', GOOD.replace(':auth/store :store}', ':auth/store :store :auth/dev-mode true}'), ':auth/dev-mode'],
     ['project-not-a-string', GOOD.replace('{:svc/project "demo"', '{:svc/project 42'), ':svc/project'],
-    ['truncated', GOOD.slice(0, -3), '(top level)'],
+    ['truncated', GOOD.slice(0, -3), 'project.edn:4:22: the map opened here is never closed'],
     ['unpinned-store-package', GOOD.replace(':store {:package "svc-store-sqlite"', ':store {:package "svc-store-other"'), ':package'],
   ];
   for (const [name, edn, key] of cases) {

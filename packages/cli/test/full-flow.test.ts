@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { bash, cleanEnv, initProject, type ServerProcess, SVC_BIN, startServer, svc, svcOk, tempDir } from './helpers.js';
+import { currentCredentials, writeCurrentCredentials } from './support/credentials-file.js';
 
 describe('the bootstrap → enroll → challenge → session → me → refresh → revoke flow through the real svc CLI', () => {
   const tmp = tempDir();
@@ -35,7 +36,7 @@ describe('the bootstrap → enroll → challenge → session → me → refresh 
 
     server = await startServer(['auth', 'serve', '--listen', '127.0.0.1:0', dir], { env });
     await svcOk(['auth', 'login', '--key', keyFile, '--url', server.url], { env });
-    const saved = JSON.parse(readFileSync(creds, 'utf8'));
+    const saved = currentCredentials(creds);
     assert.match(saved.access_token, /^svca_/);
 
     const me = JSON.parse((await svcOk(['auth', 'whoami', '--json'], { env })).stdout);
@@ -45,7 +46,7 @@ describe('the bootstrap → enroll → challenge → session → me → refresh 
     assert.equal(me.session, saved.session_id);
 
     await svcOk(['auth', 'refresh'], { env });
-    const rotated = JSON.parse(readFileSync(creds, 'utf8'));
+    const rotated = currentCredentials(creds);
     assert.equal(rotated.session_id, saved.session_id);
     assert.notEqual(rotated.refresh_token, saved.refresh_token);
     assert.notEqual(rotated.access_token, saved.access_token);
@@ -66,20 +67,20 @@ describe('the bootstrap → enroll → challenge → session → me → refresh 
   test('whoami refreshes an expired access token automatically and saves the rotated pair', async () => {
     assert.ok(server);
     await svcOk(['auth', 'login', '--key', join(tmp.dir, 'device.pem'), '--url', server.url], { env });
-    const saved = JSON.parse(readFileSync(creds, 'utf8'));
-    writeFileSync(creds, JSON.stringify({ ...saved, access_expires_at: new Date(Date.now() - 60_000).toISOString() }));
+    const saved = currentCredentials(creds);
+    writeCurrentCredentials(creds, { ...saved, access_expires_at: new Date(Date.now() - 60_000).toISOString() });
     await svcOk(['auth', 'whoami'], { env });
-    const now = JSON.parse(readFileSync(creds, 'utf8'));
+    const now = currentCredentials(creds);
     assert.notEqual(now.refresh_token, saved.refresh_token);
     assert.equal(now.session_id, saved.session_id);
   });
 
   test('whoami refreshes and retries once when the server refuses the access token', async () => {
-    const saved = JSON.parse(readFileSync(creds, 'utf8'));
-    writeFileSync(creds, JSON.stringify({ ...saved, access_token: `svca_${'0'.repeat(26)}${'A'.repeat(43)}` }));
+    const saved = currentCredentials(creds);
+    writeCurrentCredentials(creds, { ...saved, access_token: `svca_${'0'.repeat(26)}${'A'.repeat(43)}` });
     const me = JSON.parse((await svcOk(['auth', 'whoami', '--json'], { env })).stdout);
     assert.equal(me.session, saved.session_id);
-    assert.notEqual(JSON.parse(readFileSync(creds, 'utf8')).refresh_token, saved.refresh_token);
+    assert.notEqual(currentCredentials(creds).refresh_token, saved.refresh_token);
   });
 });
 

@@ -160,6 +160,23 @@ describe('failed sign-ins spread over two nodes on one PostgreSQL store share on
       assert.ok(Number(r.headers.get('retry-after')) >= 1);
     }
   });
+
+  test('two-node loopback lockout: with the shared budget spent by bad sign-ins, the administrator still signs in and refreshes on both nodes', async () => {
+    const bad = (url: string, i: number) =>
+      fetch(`${url}/v1/auth/sessions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ challenge_id: `chl_01M81B5H80VQ6PF8VXZGD3${String(i).padStart(4, '0')}`, signature: 'ab'.repeat(64) }),
+      });
+    for (let i = 0; i < 35; i++) await (await bad(i % 2 === 0 ? c.a : c.b, i)).arrayBuffer();
+    assert.equal(await problemCode(await bad(c.b, 99)), 'rate_limited', 'the flood is bounded on the shared budget');
+    for (const url of [c.a, c.b]) {
+      const pair = await c.login(url);
+      assert.equal(pair.realm, 'management', url === c.a ? 'node A' : 'node B');
+      const rotated = await refresh(url === c.a ? c.b : c.a, pair.refresh_token);
+      assert.equal(rotated.status, 200, 'a valid current refresh token rotates on the other node too');
+    }
+  });
 });
 
 describe('refresh-token reuse detected on one node revokes the session on both (grace 0)', () => {

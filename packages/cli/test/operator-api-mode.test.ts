@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
-import { mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { cleanEnv, enrolledProject, initProject, keygen, type ServerProcess, startServer, svc, svcOk, tempDir } from './helpers.js';
+import { currentCredentials } from './support/credentials-file.js';
 
 /** The `code` in a CLI error line `... (code): ...`. */
 function codeOf(stderr: string): string | undefined {
@@ -49,7 +50,7 @@ describe('devices, sessions and audit over the management API with the saved ses
     // Columns line up: the NAME column starts at the same offset in the header and the row.
     assert.equal(devices[0]?.indexOf('NAME'), devices[1]?.lastIndexOf('admin'));
 
-    const saved = JSON.parse(readFileSync(creds, 'utf8')) as { session_id: string };
+    const saved = currentCredentials(creds) as { session_id: string };
     const sessions = (await svcOk(['auth', 'sessions'], { env })).stdout.trimEnd().split('\n');
     assert.match(sessions[0] ?? '', /^ID\s+REALM\s+SUBJECT\s+DEVICE\s+CREATED\s+EXPIRES\s+GENERATION\s+ADDRESS\s+USER AGENT$/);
     assert.match(sessions[1] ?? '', /\s127\.0\.0\.1\s+svc\/\d+\.\d+\.\d+ \(node v\d+/, 'the address and the CLI it signed in with');
@@ -67,14 +68,14 @@ describe('devices, sessions and audit over the management API with the saved ses
     ).device as { id: string };
     const otherCreds = join(tmp.dir, 'other-creds.json');
     await svcOk(['auth', 'login', '--key', other, '--url', server.url, '--credentials', otherCreds], { env });
-    const otherSession = (JSON.parse(readFileSync(otherCreds, 'utf8')) as { session_id: string }).session_id;
+    const otherSession = (currentCredentials(otherCreds) as { session_id: string }).session_id;
 
     const revoked = JSON.parse((await svcOk(['auth', 'sessions', 'revoke', otherSession, '--json'], { env })).stdout);
     assert.deepEqual(revoked, { session_id: otherSession, revoked: true });
     const last = JSON.parse((await svcOk(['auth', 'audit', '--json'], { env })).stdout.trimEnd().split('\n').at(-1) ?? '{}');
     assert.equal(last.type, 'session.revoked');
     assert.equal(last.data.reason, 'revoked_by_admin');
-    assert.equal(last.data.by_session, (JSON.parse(readFileSync(creds, 'utf8')) as { session_id: string }).session_id);
+    assert.equal(last.data.by_session, (currentCredentials(creds) as { session_id: string }).session_id);
 
     const removed = JSON.parse((await svcOk(['auth', 'devices', 'remove', device.id, '--json'], { env })).stdout);
     assert.equal(removed.device_id, device.id);
@@ -137,11 +138,11 @@ describe('devices, sessions and audit over the management API with the saved ses
 
   test('--mine lists the signed-in subject’s own sessions and devices; revoke --others signs out everywhere else and keeps this session', async () => {
     assert.ok(server);
-    const saved = (JSON.parse(readFileSync(creds, 'utf8')) as { session_id: string }).session_id;
+    const saved = (currentCredentials(creds) as { session_id: string }).session_id;
     // The same key signed in a second time (another terminal), with its own credentials file.
     const secondCreds = join(tmp.dir, 'second-creds.json');
     await svcOk(['auth', 'login', '--key', p.keyFile, '--url', server.url, '--credentials', secondCreds], { env });
-    const second = (JSON.parse(readFileSync(secondCreds, 'utf8')) as { session_id: string }).session_id;
+    const second = (currentCredentials(secondCreds) as { session_id: string }).session_id;
 
     const mine = JSON.parse((await svcOk(['auth', 'sessions', '--mine', '--json'], { env })).stdout).sessions as {
       id: string;
@@ -178,7 +179,7 @@ describe('devices, sessions and audit over the management API with the saved ses
   test('a printed follow-up command quotes a project path with spaces', async () => {
     const spaced = join(tmp.dir, 'my project');
     mkdirSync(spaced);
-    const r = await svc(['package', 'install', 'x.tgz', '--sha256', 'a'.repeat(64), spaced], { env });
+    const r = await svc(['auth', 'devices', spaced], { env });
     assert.equal(r.code, 1);
     assert.ok(r.stderr.includes(`run \`svc auth init '${spaced}'\` first`), r.stderr);
   });

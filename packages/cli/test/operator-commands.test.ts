@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { cleanEnv, enrolledProject, initProject, keygen, type ServerProcess, startServer, svc, svcOk, tempDir } from './helpers.js';
+import { currentCredentials } from './support/credentials-file.js';
 
 describe('operator commands on the project (offline, while the server runs)', () => {
   const tmp = tempDir();
@@ -23,7 +23,7 @@ describe('operator commands on the project (offline, while the server runs)', ()
   test('sessions revoke by the operator takes effect immediately in the running server, audited as revoked_by_admin', async () => {
     assert.ok(server);
     await svcOk(['auth', 'login', '--key', p.keyFile, '--url', server.url], { env });
-    const saved = JSON.parse(readFileSync(creds, 'utf8'));
+    const saved = currentCredentials(creds);
     const listed = JSON.parse((await svcOk(['auth', 'sessions', p.dir, '--json'], { env })).stdout).sessions;
     assert.deepEqual(
       listed.map((s: { id: string }) => s.id),
@@ -58,7 +58,7 @@ describe('operator commands on the project (offline, while the server runs)', ()
     ).device;
     assert.ok(server);
     await svcOk(['auth', 'login', '--key', secondKey, '--url', server.url], { env });
-    const saved = JSON.parse(readFileSync(creds, 'utf8'));
+    const saved = currentCredentials(creds);
     const listed = JSON.parse((await svcOk(['auth', 'devices', p.dir, '--json', '--realm', 'management'], { env })).stdout).devices;
     assert.equal(listed.length, 2);
 

@@ -53,7 +53,7 @@ describe('passkeys through svc serve: the signed, bundled WebAuthn provider, con
     const port = await freePort();
     gateway = `http://localhost:${port}`;
     const edn = readFileSync(file, 'utf8')
-      .replace(/^\{/, `{:svc/app-upstream "${app.url}"\n `)
+      .replace(/^\{/, `{:svc/app-upstream "${app.url}"\n :svc/app-require {"/hardware/*" {:amr ["hwk"]}}\n `)
       .replace(
         ':svc/modules  {',
         `:svc/modules {:passkeys {:package "@svc/provider-webauthn" :activate [:svc/auth-provider]
@@ -92,6 +92,9 @@ describe('passkeys through svc serve: the signed, bundled WebAuthn provider, con
       assert.match(first['svc-subject'] ?? '', /^sub_/);
       assert.match(first['svc-device'] ?? '', /^lnk_/, 'the session was made from the passkey link');
       assert.equal(first.cookie, null, "the gateway's session cookies never reach the application");
+      // The bundled package, signed by the project key, is trusted to say hwk: a passkey-only path lets it in.
+      await page.goto(`${gateway}/hardware/keys`);
+      assert.equal((JSON.parse((await page.textContent('body')) ?? '') as { path?: string }).path, '/hardware/keys');
 
       // The operator sees the link.
       const links = await svcOk(['auth', 'links', dir, '--json']);

@@ -15,6 +15,11 @@ function healthcheck(metricsUrl: string) {
   return run(process.execPath, [HEALTHCHECK], { env: cleanEnv({ SVC_METRICS_LISTEN: `127.0.0.1:${new URL(metricsUrl).port}` }) });
 }
 
+/** The same HEALTHCHECK without the metrics listener: it asks the node surface's health at `nodeUrl` and applies the rule. */
+function nodeHealthcheck(nodeUrl: string) {
+  return run(process.execPath, [HEALTHCHECK], { env: cleanEnv({ SVC_NODE_LISTEN: new URL(nodeUrl).host }) });
+}
+
 /**
  * A TCP path to the test PostgreSQL that the test can cut and restore, as a network partition
  * between the node and its database would: cutting closes every connection and refuses new ones.
@@ -101,13 +106,19 @@ describe('readiness follows the PostgreSQL control store', () => {
   });
 
   test('a PostgreSQL cut off from the node makes /readyz answer 503 store_unavailable while /livez stays 200, and ready again once it is back', async () => {
+    const node = /svc node: node surface listening on (http:\/\/\S+)/.exec(server.stdout())?.[1];
+    assert.ok(node !== undefined, 'the node surface listens');
     assert.deepEqual(await readyz(server.ready), { status: 200, code: undefined });
     assert.equal((await healthcheck(server.ready)).code, 0);
+    assert.equal((await nodeHealthcheck(node)).code, 0, 'the HEALTHCHECK through node health agrees with /readyz: healthy');
     await path.cut();
     assert.deepEqual(await readyz(server.ready), { status: 503, code: 'store_unavailable' });
     const unhealthy = await healthcheck(server.ready);
     assert.equal(unhealthy.code, 1);
     assert.match(unhealthy.stderr, /unhealthy: http:\/\/127\.0\.0\.1:\d+\/readyz answered 503/);
+    const viaNode = await nodeHealthcheck(node);
+    assert.equal(viaNode.code, 1, 'the HEALTHCHECK through node health agrees with /readyz: unhealthy');
+    assert.match(viaNode.stderr, /answered 503 \(store failed\)/, 'for the same reason: the store');
     const live = await fetch(`${server.ready}/livez`);
     assert.equal(live.status, 200);
     await path.restore();

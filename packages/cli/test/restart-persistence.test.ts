@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { cleanEnv, enrolledProject, type ServerProcess, startServer, svcOk, tempDir } from './helpers.js';
+import { currentCredentials } from './support/credentials-file.js';
 import { dpopProofFor } from './support/store-projects.js';
 
 async function me(url: string, token: string): Promise<number> {
@@ -35,11 +35,11 @@ describe('restart persistence', () => {
 
     // A session that stays, and one that is revoked.
     await svcOk(['auth', 'login', '--key', keyFile, '--url', server.url], { env });
-    const revoked = JSON.parse(readFileSync(creds, 'utf8'));
+    const revoked = currentCredentials(creds);
     await svcOk(['auth', 'logout'], { env });
     await svcOk(['auth', 'login', '--key', keyFile, '--url', server.url], { env });
     await svcOk(['auth', 'refresh'], { env });
-    const live = JSON.parse(readFileSync(creds, 'utf8'));
+    const live = currentCredentials(creds);
     const eventsBefore = await auditLength(dir, env);
 
     assert.equal(await server.stop('SIGTERM'), 0, 'graceful shutdown exits 0');
@@ -58,7 +58,7 @@ describe('restart persistence', () => {
     assert.equal(r.status, 200);
     const rotated = (await r.json()) as { access_token: string; refresh_token: string };
     await svcOk(['auth', 'login', '--key', keyFile, '--url', server.url], { env });
-    const second = JSON.parse(readFileSync(creds, 'utf8'));
+    const second = currentCredentials(creds);
     const revoke = await fetch(`${server.url}/v1/auth/revoke`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', authorization: `Bearer ${second.access_token}` },

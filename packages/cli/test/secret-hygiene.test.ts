@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { cleanEnv, enrolledProject, type ServerProcess, startServer, svcOk, tempDir } from './helpers.js';
+import { currentCredentials } from './support/credentials-file.js';
 
 function contains(haystack: Buffer, needle: string): boolean {
   return haystack.includes(Buffer.from(needle, 'utf8'));
@@ -24,11 +25,11 @@ describe('secret hygiene', () => {
     server = await startServer(['auth', 'serve', '--listen', '127.0.0.1:0', dir], { env });
     const tokens = [bootstrapToken];
     await svcOk(['auth', 'login', '--key', keyFile, '--url', server.url], { env });
-    const first = JSON.parse(readFileSync(creds, 'utf8'));
+    const first = currentCredentials(creds);
     tokens.push(first.access_token, first.refresh_token);
     await svcOk(['auth', 'whoami'], { env });
     await svcOk(['auth', 'refresh'], { env });
-    const second = JSON.parse(readFileSync(creds, 'utf8'));
+    const second = currentCredentials(creds);
     tokens.push(second.access_token, second.refresh_token);
     // A refused presentation of a retired token must not be logged either.
     await fetch(`${server.url}/v1/auth/me`, { headers: { authorization: `Bearer ${first.access_token}` } });

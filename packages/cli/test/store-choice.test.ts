@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import pg from 'pg';
 import { cleanEnv, enrolledProject, problemCode, type ServerProcess, startServer, svc, svcOk, tempDir } from './helpers.js';
+import { currentCredentials } from './support/credentials-file.js';
 import {
   auditEvents,
   createSchemas,
@@ -81,11 +82,11 @@ describe('a project runs on either store with the same behaviour', () => {
       const status = async (res: Response): Promise<[number, string]> => [res.status, await problemCode(res)];
 
       await svcOk(['auth', 'login', '--key', p.keyFile, '--url', server.url], { env });
-      const first = JSON.parse(readFileSync(creds, 'utf8')) as { session_id: string; access_token: string; refresh_token: string };
+      const first = currentCredentials(creds) as { session_id: string; access_token: string; refresh_token: string };
       const whoami = JSON.parse((await svcOk(['auth', 'whoami', '--json'], { env })).stdout) as { realm: string; session: string };
 
       await svcOk(['auth', 'refresh'], { env });
-      const second = JSON.parse(readFileSync(creds, 'utf8')) as { session_id: string; access_token: string; refresh_token: string };
+      const second = currentCredentials(creds) as { session_id: string; access_token: string; refresh_token: string };
 
       const o: Partial<Observed> = {
         whoamiRealm: whoami.realm,
@@ -191,5 +192,35 @@ describe('store secrets in project.edn are references, never values', () => {
     // The server trusts local connections, so any value works: the reference was the only problem.
     await svcOk(['auth', 'init', dir], { env: cleanEnv({ HOME: root, [variable]: 'any-value' }) });
     assert.equal(await schemaExists(schema), true);
+  });
+
+  test('a PostgreSQL server that lets the store role in without a password is refused (exit 1, one line) unless :store/allow-unauthenticated, then warned about on every command', async () => {
+    const root = join(tmp.dir, 'trust');
+    const schema = schemas.fresh();
+    const env = cleanEnv({ HOME: root });
+    const dir = await writePostgresProject(root, { schema, env });
+    const file = join(dir, 'project.edn');
+    const accepted = readFileSync(file, 'utf8');
+    writeFileSync(file, accepted.replace(':store/allow-unauthenticated true', ''));
+    const refused = await svc(['auth', 'init', dir], { env });
+    assert.equal(refused.code, 1, refused.stderr);
+    assert.equal(refused.stderr.trim().split('\n').length, 1, refused.stderr);
+    assert.match(refused.stderr, /:store\/allow-unauthenticated/);
+    assert.equal(await schemaExists(schema), false, 'nothing was created on the refused server');
+    writeFileSync(file, accepted);
+    for (const args of [
+      ['auth', 'init', '--json', dir],
+      ['auth', 'devices', dir],
+    ]) {
+      const r = await svcOk(args, { env });
+      const warnings = r.stderr
+        .split('\n')
+        .filter((line) => line.startsWith('{'))
+        .map((line) => JSON.parse(line) as { event?: string; level?: number });
+      assert.ok(
+        warnings.some((w) => w.event === 'store.unauthenticated_role' && w.level === 40),
+        `${args.join(' ')} logs the acceptance at warn: ${r.stderr}`,
+      );
+    }
   });
 });

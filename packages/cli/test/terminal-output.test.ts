@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -9,6 +9,7 @@ import { auditDraft } from '@svc/core';
 import Database from 'better-sqlite3';
 import { openSqliteStore } from 'svc-store-sqlite';
 import { cleanEnv, enrolledProject, initProject, keygen, type ServerProcess, startServer, svc, svcOk, tempDir } from './helpers.js';
+import { currentCredentials } from './support/credentials-file.js';
 
 /** Characters that must never reach the terminal raw. */
 // biome-ignore lint/suspicious/noControlCharactersInRegex: finding raw control characters is the point
@@ -162,7 +163,7 @@ describe('nothing stored or received writes into the operator terminal', () => {
       // Credentials saved against that server (a login to the wrong URL, or a server turned hostile).
       const url = `http://127.0.0.1:${(hostile.address() as AddressInfo).port}`;
       const hostileCreds = join(tmp.dir, 'hostile-creds.json');
-      writeFileSync(hostileCreds, JSON.stringify({ ...JSON.parse(readFileSync(creds, 'utf8')), url }), { mode: 0o600 });
+      writeFileSync(hostileCreds, JSON.stringify({ ...currentCredentials(creds), url }), { mode: 0o600 });
       const r = await svc(['auth', 'whoami', '--credentials', hostileCreds], { env });
       assert.equal(r.code, 1);
       assert.doesNotMatch(r.stderr, RAW_CONTROL);

@@ -1,12 +1,15 @@
 export { ApiError, ApiUnreachableError } from './api-error.js';
 export { assertMayCarryBearer, InsecureBearerUrlError, mayCarryBearer } from './bearer-transport.js';
 export {
+  type CredentialContext,
   type CredentialStore,
   type Credentials,
+  contextNameFor,
   createCredentialStore,
   credentialsFromTokenPair,
   defaultCredentialsPath,
   defaultDeviceKeyPath,
+  isContextName,
 } from './credential-store.js';
 export { type DeviceKey, generateDeviceKey, loadDeviceKey } from './device-key.js';
 export { createDpopProof, type DpopProofInput } from './dpop-proof.js';

@@ -100,13 +100,23 @@ export function openSession(options: ManagementSessionOptions): DeviceSession {
  * const me = await session.withAccessToken((t) => session.client.me(t));
  */
 export function openManagementSession(options: ManagementSessionOptions): ManagementSession {
-  const loaded = loadCredentials(options.store);
+  let store = options.store;
+  let loaded = loadCredentials(store);
+  if (loaded.realm !== 'management' && store.context === null) {
+    // The current context is an application sign-in: a management command uses the file's
+    // management context when there is exactly one, instead of failing.
+    const management = store.contexts().filter((c) => c.credentials.realm === 'management');
+    if (management.length === 1) {
+      store = store.select((management[0] as { name: string }).name);
+      loaded = loadCredentials(store);
+    }
+  }
   if (loaded.realm !== 'management') {
     throw new TypeError(
-      `the credentials at ${options.store.path} are of the ${loaded.realm} realm (${loaded.url}), not a management session; run \`svc auth login --key FILE\` against the management API, or use --credentials FILE`,
+      `the credentials at ${store.path}${store.context === null ? '' : ` (context ${store.context})`} are of the ${loaded.realm} realm (${loaded.url}), not a management session; run \`svc auth login --key FILE\` against the management API, or choose a management context with --context NAME (\`svc auth contexts\` lists them)`,
     );
   }
-  return openWith(options, loaded, (baseUrl, dpop) => createManagementClient({ baseUrl, ...fetchOption(options), ...dpop }));
+  return openWith({ ...options, store }, loaded, (baseUrl, dpop) => createManagementClient({ baseUrl, ...fetchOption(options), ...dpop }));
 }
 
 function fetchOption(options: ManagementSessionOptions): { fetch?: typeof fetch } {
@@ -115,6 +125,14 @@ function fetchOption(options: ManagementSessionOptions): { fetch?: typeof fetch 
 
 function loadCredentials(store: CredentialStore): Credentials {
   const loaded = store.load();
+  if (loaded === null && store.context !== null) {
+    throw new TypeError(`no context ${JSON.stringify(store.context)} in ${store.path}; \`svc auth contexts\` lists them`);
+  }
+  if (loaded === null && store.contexts().length > 1) {
+    throw new TypeError(
+      `${store.path} holds several contexts and none is current; choose one with --context NAME or \`svc auth contexts use NAME\``,
+    );
+  }
   if (loaded === null) throw new TypeError(`not signed in (no credentials at ${store.path}); run \`svc auth login --key FILE\``);
   if (!isRealm(loaded.realm))
     throw new TypeError(`${store.path} names an unknown realm ${JSON.stringify(loaded.realm)}; delete it and sign in again`);

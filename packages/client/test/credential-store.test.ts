@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
-import { createCredentialStore, credentialsFromTokenPair, defaultCredentialsPath } from '../src/index.js';
+import { contextNameFor, createCredentialStore, credentialsFromTokenPair, defaultCredentialsPath } from '../src/index.js';
 
 const PAIR = {
   session_id: 'ses_01JD0000000000000000000000',
@@ -42,6 +42,63 @@ describe('credential store', () => {
     assert.throws(() => createCredentialStore(path).load(), TypeError);
     writeFileSync(path, '{"url": "x"}');
     assert.throws(() => createCredentialStore(path).load(), TypeError);
+  });
+
+  test('one context per service URL and realm: a second sign-in is added, not written over the first', () => {
+    const path = join(root, 'contexts', 'credentials.json');
+    const admin = credentialsFromTokenPair('http://127.0.0.1:9090', PAIR, Date.parse('2026-01-01T00:00:00Z'));
+    const app = credentialsFromTokenPair('https://app.example', { ...PAIR, realm: 'application' }, Date.parse('2026-01-01T00:00:00Z'));
+    assert.equal(contextNameFor(admin), 'management@127.0.0.1:9090');
+    assert.equal(contextNameFor(app), 'application@app.example');
+    const store = createCredentialStore(path);
+    store.select(contextNameFor(admin)).save(admin);
+    store.select(contextNameFor(app)).save(app);
+    assert.deepEqual(store.load(), admin, 'the first context saved is current until another is chosen');
+    store.use('application@app.example');
+    assert.deepEqual(store.load(), app);
+    assert.deepEqual(createCredentialStore(path, { context: 'management@127.0.0.1:9090' }).load(), admin);
+    assert.deepEqual(
+      store.contexts().map((c) => [c.name, c.current]),
+      [
+        ['application@app.example', true],
+        ['management@127.0.0.1:9090', false],
+      ],
+    );
+    assert.equal(store.remove(), true, 'removes the current context only');
+    assert.deepEqual(store.load(), admin, 'the only one left is used');
+    assert.throws(() => store.use('nope'), TypeError);
+    assert.throws(() => createCredentialStore(path, { context: '../x' }), TypeError);
+  });
+
+  test('a file from before contexts (one sign-in) loads as the current context and is kept at the next save', () => {
+    const path = join(root, 'legacy.json');
+    const admin = credentialsFromTokenPair('http://127.0.0.1:9090', PAIR, Date.parse('2026-01-01T00:00:00Z'), 'ab'.repeat(32));
+    writeFileSync(path, JSON.stringify(admin));
+    const store = createCredentialStore(path);
+    assert.deepEqual(store.load(), admin);
+    const app = credentialsFromTokenPair('https://app.example', { ...PAIR, realm: 'application' }, Date.parse('2026-01-01T00:00:00Z'));
+    store.select('application@app.example').save(app);
+    assert.deepEqual(store.load(), admin);
+    assert.deepEqual(store.select('application@app.example').load(), app);
+    assert.equal(JSON.parse(readFileSync(path, 'utf8')).version, 2);
+  });
+
+  test('saves go through <file>.lock, removed after; a lock left by a crashed command is taken over', () => {
+    const dir = join(root, 'locking');
+    const path = join(dir, 'credentials.json');
+    const store = createCredentialStore(path);
+    const creds = credentialsFromTokenPair('http://127.0.0.1:9090', PAIR, Date.parse('2026-01-01T00:00:00Z'));
+    store.save(creds);
+    assert.deepEqual(readdirSync(dir), ['credentials.json']);
+    writeFileSync(`${path}.lock`, '');
+    const longAgo = new Date(Date.now() - 3_600_000);
+    utimesSync(`${path}.lock`, longAgo, longAgo);
+    store.select('other').save(creds);
+    assert.deepEqual(readdirSync(dir), ['credentials.json']);
+    assert.deepEqual(
+      store.contexts().map((c) => c.name),
+      ['management@127.0.0.1:9090', 'other'],
+    );
   });
 
   test('the default path is $SVC_CREDENTIALS, else ~/.config/svc/credentials.json', () => {

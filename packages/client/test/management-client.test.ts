@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -124,7 +124,8 @@ describe('the management client against a real svc auth serve', () => {
     const session = openManagementSession({ store, key });
     const me = await session.withAccessToken((t) => session.client.me(t));
     assert.equal(me.session, pair.session_id);
-    const saved = JSON.parse(readFileSync(path, 'utf8'));
+    const saved = store.load();
+    assert.ok(saved);
     assert.notEqual(saved.refresh_token, pair.refresh_token);
     await session.logout();
     assert.equal(store.load(), null);

@@ -11,6 +11,12 @@ export interface StoreAddonContext {
   readonly configKey: string;
   /** Resolves a deployment-time secret reference to its value (never logged). */
   resolveSecret(ref: SecretRef): string;
+  /**
+   * Reports a setting that weakens the store's protection and that the operator accepted
+   * explicitly (e.g. a PostgreSQL server that does not authenticate the store's role): the
+   * caller logs it loudly on every open. `event` is a stable name, `message` one line.
+   */
+  warn?(event: string, message: string): void;
 }
 
 /**

@@ -32,24 +32,27 @@ export interface AssertionClaims {
   readonly jti: string;
   /** The request binding (as DPoP, RFC 9449): the method the gateway received. */
   readonly htm: string;
-  /** The request binding: `scheme://host/path` the gateway received, without query or fragment. */
+  /** The request binding: `:svc/app-public-origin` (else the origin the gateway received) plus the path, without query or fragment. */
   readonly htu: string;
   /** The key the caller proved possession of with a DPoP proof (RFC 9449 / RFC 7800 `cnf.jkt`); absent for a bearer. */
   readonly cnf?: { readonly jkt: string };
 }
 
 /**
- * The `htu` of a request as the gateway received it: its scheme, its `Host` (with the port, if
- * any) and the path of its request target, without query and fragment, normalised as a WHATWG
- * URL (lower-case scheme and host, no default port, dot segments resolved), so the gateway and
- * a verifier that normalise the same way agree. A request target in absolute form keeps only
- * its path. Throws a TypeError for a request without a usable `Host`.
+ * The `htu` of a request (the contract's "Attach"): `publicOrigin` (`:svc/app-public-origin`)
+ * when set, else the request's scheme and `Host` (with the port, if any), plus the path of its
+ * request target, without query and fragment, normalised as a WHATWG URL (lower-case scheme and
+ * host, no default port, dot segments resolved), so the gateway and a verifier that normalise
+ * the same way agree. With a public origin, the `Host` a caller names plays no part: an
+ * application checks the assertion against the one URL its callers use, whatever name (an
+ * internal alias, an address) reached the gateway. A request target in absolute form keeps
+ * only its path. Throws a TypeError for a request without a usable `Host` and no public origin.
  *
  * @example
  * assertionHtu('https', 'App.Example:443', '/orders/7?page=2'); // "https://app.example/orders/7"
+ * assertionHtu('http', '10.0.0.5:8080', '/orders/7', 'https://app.example'); // "https://app.example/orders/7"
  */
-export function assertionHtu(protocol: string, host: string | undefined, requestTarget: string): string {
-  if (host === undefined || host === '') throw new TypeError('a request without a Host cannot be bound into an assertion');
+export function assertionHtu(protocol: string, host: string | undefined, requestTarget: string, publicOrigin?: string | null): string {
   let path = requestTarget.split(/[?#]/, 1)[0] as string;
   if (!path.startsWith('/')) {
     // absolute-form (`GET http://host/path HTTP/1.1`): only its path; `*` and the like: the root.
@@ -59,6 +62,13 @@ export function assertionHtu(protocol: string, host: string | undefined, request
       path = '/';
     }
   }
+  if (publicOrigin !== undefined && publicOrigin !== null) {
+    const origin = new URL(publicOrigin).origin;
+    // Joined as text: resolving the path against the origin would read `//x/y` as an authority.
+    const joined = new URL(`${origin}${path}`);
+    return `${joined.origin}${joined.pathname}`;
+  }
+  if (host === undefined || host === '') throw new TypeError('a request without a Host cannot be bound into an assertion');
   let url: URL;
   try {
     url = new URL(`${protocol}://${host}`);
@@ -226,6 +236,7 @@ export type AssertionKeyRotation =
       readonly outcome: 'rotated';
       readonly set: AssertionKeySetJson;
       readonly next: AssertionKeyJson;
+      /** The key that signed until this rotation (withdrawn already when `immediate`), or null when none did. */
       readonly previous: AssertionKeyJson | null;
     }
   | { readonly outcome: 'pending'; readonly pending: AssertionKeyJson };
@@ -281,7 +292,9 @@ export function rotateAssertionKeySet(
     return k;
   });
   const pruned = pruneAssertionKeySet({ version: 1, keys: [...kept, next] }, now);
-  const previous = current === null ? null : (pruned.keys.find((k) => k.kid === current.kid) ?? null);
+  // The key that signed until this rotation, as the rotation left it: an immediate rotation
+  // withdraws it, so it is no longer in the pruned set, but it is still the one it replaced.
+  const previous = current === null ? null : (kept.find((k) => k.kid === current.kid) ?? null);
   return { outcome: 'rotated', set: pruned, next, previous };
 }
 

@@ -130,6 +130,18 @@ export const ERROR_CODES = {
     meaning:
       'the application gateway could not reach its upstream (`:svc/app-upstream`): connection refused or reset, or an answer that is not HTTP; nothing of it reached the caller',
   },
+  provider_unavailable: {
+    status: 503,
+    title: 'Service Unavailable',
+    meaning:
+      'a provider package (a passkey or OIDC login) cannot serve the ceremony now: its confined process ended, does not answer in time, or is restarting; the detail names the provider module; Retry-After says when to try again; never counted as a failed attempt',
+  },
+  identity_provider_unavailable: {
+    status: 502,
+    title: 'Bad Gateway',
+    meaning:
+      'a provider package cannot use its identity provider: it is unreachable or does not answer in time, or its discovery document does not hold together (it names another issuer); the detail names the provider module; Retry-After says when to try again; never counted as a failed attempt',
+  },
   upstream_timeout: {
     status: 504,
     title: 'Gateway Timeout',
@@ -149,6 +161,13 @@ export type ErrorCode = keyof typeof ERROR_CODES;
 export function isErrorCode(value: unknown): value is ErrorCode {
   return typeof value === 'string' && Object.hasOwn(ERROR_CODES, value);
 }
+
+/**
+ * The 5xx codes whose detail the caller sees: a provider outage names the provider module (an
+ * alias of `project.edn`, in a sentence core writes; never the provider's own text), so a user
+ * knows which login is down. Every other 5xx shows only the registry's meaning.
+ */
+const DETAILED_SERVER_ERRORS: ReadonlySet<ErrorCode> = new Set<ErrorCode>(['provider_unavailable', 'identity_provider_unavailable']);
 
 /**
  * A refusal with a stable code. `detail` is safe to show the caller: it never contains a
@@ -172,7 +191,7 @@ export class AuthError extends Error {
     this.name = 'AuthError';
     this.code = code;
     this.status = ERROR_CODES[code].status;
-    this.expose = this.status < 500;
+    this.expose = this.status < 500 || DETAILED_SERVER_ERRORS.has(code);
     this.detail = detail;
     this.headers = Object.freeze({ ...(options.headers ?? {}) });
     this.realm = options.realm;
@@ -219,7 +238,7 @@ export const FAILURE_CODES = {
     raisedBy: 'StoreOpenError (@svc/core; thrown by svc-store-sqlite and svc-store-postgres)',
     exit: 1,
     meaning:
-      'the control store was not opened: unsafe file permissions, not a control store, an unreachable or refusing server, a failed migration, or a schema newer than the store package; the message names the target and the fix',
+      'the control store was not opened: unsafe file permissions, not a control store, an unreachable or refusing server, a server that lets its role in without a credential (`refusal: "unauthenticated"`), a failed migration, or a schema newer than the store package; the message names the target and the fix',
   },
   store_schema_newer: {
     raisedBy: 'NewerSchemaError (svc-store-postgres)',
@@ -277,13 +296,31 @@ export const FAILURE_CODES = {
     raisedBy: 'ShipStall (@svc/cli)',
     exit: 1,
     meaning:
-      'a running service stopped shipping the audit trail because the chain no longer continues the one its sinks have (a restored or rewritten store); it logs `audit.ship_stalled` naming the cursor file to remove',
+      'a running service stopped shipping the audit trail because the chain no longer continues the one its sinks have (a restored, moved or rewritten store); it logs `audit.ship_stalled` naming the cursor file to remove, reports the stall in `/readyz`, node health and metrics, and resumes by itself once the file is removed',
+  },
+  audit_ship_failed: {
+    raisedBy: 'AuditShipError (@svc/cli)',
+    exit: 1,
+    meaning:
+      'a running service could not deliver an audit batch for another reason than a stall or a refused sink (the sink could not be written: a full disk, an I/O error; an unreadable cursor file); it retries every `:poll-milliseconds` and reports the stall in `/readyz`, node health and metrics until a delivery succeeds',
+  },
+  audit_sink_refused: {
+    raisedBy: 'AuditSinkError (@svc/cli)',
+    exit: 1,
+    meaning:
+      'the audit sink file was not written: it is a symbolic link, not a regular file, owned by another user, readable or writable by group or others, or in a directory its group or others can write; the message names the path and the fix',
   },
   provider_failed: {
     raisedBy: 'ProviderError (@svc/provider-host)',
     exit: 1,
     meaning:
       'a confined provider was refused at start (not a provider, bad `:config`) or a call to it failed: a malformed or oversized answer, a timeout, a crash, an error it threw, or a closed host; `reason` says which',
+  },
+  app_modules_failed: {
+    raisedBy: 'ModuleHostError (@svc/server)',
+    exit: 1,
+    meaning:
+      'the confined process of the application modules (module mode) did not start: a module failed to load or is not a plain Fastify plugin, a package holds a link leading outside what the process may read, or the process did not get ready in time; the message names the module',
   },
 } as const satisfies Record<string, { raisedBy: string; exit: FailureExit; meaning: string }>;
 
@@ -335,11 +372,19 @@ export class StoreOpenError extends Error {
   readonly target: string;
   /** The driver's or server's own code (`ECONNREFUSED`, SQLSTATE `28P01`, ...) when there is one. */
   readonly driverCode: string | undefined;
+  /**
+   * Why the store refused to open although it could: `unauthenticated` when its server lets
+   * anyone connect as the store's role without a credential (so any process on the host,
+   * a confined provider included, could write the control state) and the operator did not
+   * accept that. Undefined for every other failure.
+   */
+  readonly refusal: 'unauthenticated' | undefined;
 
-  constructor(target: string, message: string, options: { cause?: unknown; driverCode?: string } = {}) {
+  constructor(target: string, message: string, options: { cause?: unknown; driverCode?: string; refusal?: 'unauthenticated' } = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'StoreOpenError';
     this.target = target;
     this.driverCode = options.driverCode;
+    this.refusal = options.refusal;
   }
 }

@@ -8,17 +8,31 @@
 import type { AppPathRequirement } from './app-config.js';
 import { AuthError } from './errors.js';
 import type { Principal } from './principal.js';
+import type { SessionRecord } from './store.js';
 import { TOKEN_PREFIXES } from './tokens.js';
 
-/** Identity-header name prefixes of the contract (compared after {@link normalizeHeaderName}). */
+/**
+ * Identity-header name prefixes of the contract (compared after {@link normalizeHeaderName}):
+ * our own, and those of the identity-aware proxies an application may have been written for
+ * (oauth2-proxy, Pomerium, Cloudflare Access, Azure App Service, Google IAP, AWS ALB,
+ * Authelia and Grafana's `Remote-*`, mod_auth_openidc's `OIDC-Claim-*`, Gitea/Grafana's
+ * `X-WEBAUTH-*`): a forged one must never reach an application that trusts it.
+ */
 export const IDENTITY_HEADER_PREFIXES: readonly string[] = Object.freeze([
   'svc-',
   'x-svc-',
+  'remote-',
+  'x-remote-',
   'x-auth-request-',
   'x-pomerium-',
   'cf-access-',
   'x-ms-client-principal',
+  'x-ms-token-aad-',
   'x-goog-authenticated-user-',
+  'x-goog-iap-',
+  'x-amzn-oidc-',
+  'oidc-claim-',
+  'x-webauth-',
 ]);
 
 /** Identity-header names of the contract (compared after {@link normalizeHeaderName}). */
@@ -28,10 +42,9 @@ export const IDENTITY_HEADER_NAMES: readonly string[] = Object.freeze([
   'x-forwarded-preferred-username',
   'x-forwarded-groups',
   'x-forwarded-access-token',
-  'remote-user',
-  'x-remote-user',
   'x-user',
   'x-email',
+  'x-webauth-user',
 ]);
 
 /**
@@ -172,8 +185,10 @@ function canonicalName(lower: string): string {
   return lower.replace(/(^|-)([a-z])/g, (_m, sep: string, c: string) => sep + c.toUpperCase());
 }
 
-/** A percent-encoded `.`, `/`, `\` or `%` (double encoding), or a percent-encoded control character. */
-const ENCODED_AMBIGUOUS = /%(2e|2f|5c|25|0[0-9a-f]|1[0-9a-f]|7f)/i;
+/** A percent-encoded `.`, `/`, `;`, `\` or `%` (double encoding), or a percent-encoded control character. */
+const ENCODED_AMBIGUOUS = /%(2e|2f|3b|5c|25|0[0-9a-f]|1[0-9a-f]|7f)/i;
+/** A character outside ASCII (only such a path can change under Unicode compatibility folding). */
+const NON_ASCII = /[\u0080-\u{10ffff}]/u;
 
 /**
  * The path of a request target, percent-decoded, when the target is unambiguous: every proxy,
@@ -181,16 +196,21 @@ const ENCODED_AMBIGUOUS = /%(2e|2f|5c|25|0[0-9a-f]|1[0-9a-f]|7f)/i;
  * is the match the application sees. An ambiguous target is refused (`400 invalid_request`),
  * never normalised: anything but an origin-form target starting with `/` (absolute form, `*`);
  * a fragment; a backslash; an empty segment (`//`); a dot segment (`/./`, `/../`, also with a
- * `;parameter`, as in `/..;/`); a percent-encoded `.`, `/`, `\`, `%` (double encoding) or
- * control character; a malformed escape or one that is not UTF-8. These are the classic
- * path-confusion bypasses of identity-aware proxies (a public prefix walked out of with
- * `/public/../admin`, `/public/%2e%2e/admin`, `/public/..;/admin`, `/public%2fadmin`,
- * `/public\..\admin`).
+ * `;parameter`, as in `/..;/`); a path parameter (`;`, raw or `%3b`: Tomcat and Jetty read
+ * `/admin;x/y` as `/admin/y`); a segment ending in a dot or a space (IIS and Windows read
+ * `/admin./x` and `/admin%20/x` as `/admin/x`); a percent-encoded `.`, `/`, `\`, `%` (double
+ * encoding) or control character; a malformed escape or one that is not UTF-8; a path that
+ * Unicode compatibility folding (NFKC) changes (a fullwidth `／` or `ａ` that a best-fit
+ * decoder reads as ASCII). These are the classic path-confusion bypasses of identity-aware
+ * proxies (a public prefix walked out of with `/public/../admin`, `/public/%2e%2e/admin`,
+ * `/public/..;/admin`, `/public%2fadmin`, `/public\..\admin`; a requirement stepped around with
+ * `/admin;x/y`).
  *
  * @throws {AuthError} `invalid_request` naming what is ambiguous.
  * @example
  * unambiguousPath('/docs/a%20b?x=1'); // '/docs/a b'
  * unambiguousPath('/public/../admin'); // throws invalid_request
+ * unambiguousPath('/admin;x/y'); // throws invalid_request
  */
 export function unambiguousPath(target: string): string {
   const q = target.indexOf('?');
@@ -203,21 +223,103 @@ export function unambiguousPath(target: string): string {
   if (raw.includes('\\')) refuse('it holds a backslash');
   if (raw.includes('//')) refuse('it holds an empty segment (//)');
   // Every request's path comes through here: the checks below that can only find something in
-  // a path holding a `%` or a `.` are skipped for one that holds neither (the common case).
+  // a path holding a `%`, a `.` or a `;` are skipped for one that holds none (the common case).
   const escaped = raw.includes('%');
-  if (escaped && ENCODED_AMBIGUOUS.test(raw)) refuse('it percent-encodes a dot, slash, backslash, percent sign or control character');
+  if (escaped && ENCODED_AMBIGUOUS.test(raw)) {
+    refuse('it percent-encodes a dot, slash, semicolon, backslash, percent sign or control character');
+  }
   if (raw.includes('.')) {
     for (const segment of raw.split('/')) {
       const name = segment.split(';', 1)[0];
       if (name === '.' || name === '..') refuse('it holds a dot segment (. or ..)');
     }
   }
-  if (!escaped) return raw;
-  try {
-    return decodeURIComponent(raw);
-  } catch {
-    return refuse('a percent escape is malformed or not UTF-8');
+  if (raw.includes(';')) refuse('it holds a path parameter (;), which servlet containers cut off the segment');
+  let path = raw;
+  if (escaped) {
+    try {
+      path = decodeURIComponent(raw);
+    } catch {
+      return refuse('a percent escape is malformed or not UTF-8');
+    }
+    if (NON_ASCII.test(path) && path.normalize('NFKC') !== path) {
+      refuse('it holds characters that Unicode compatibility folding (NFKC) changes');
+    }
   }
+  if (path.includes('.') || path.includes(' ')) {
+    for (const segment of path.split('/')) {
+      if (segment.endsWith('.') || segment.endsWith(' ')) refuse('a segment ends in a dot or a space, which some servers drop');
+    }
+  }
+  return path;
+}
+
+/** The `Sec-WebSocket-Key` of RFC 6455 §4.1: 16 bytes in base64 (24 characters, ending `==`). */
+const WEBSOCKET_KEY = /^[A-Za-z0-9+/]{21}[AQgw]==$/;
+
+/** What {@link upgradeRefusal} reads of a request that asks to switch protocols. */
+export interface UpgradeRequestHead {
+  readonly method: string;
+  readonly httpVersion: string;
+  /** Header names lower-cased, as Node parses them (a repeated header joined with `, `). */
+  readonly headers: Readonly<Record<string, string | readonly string[] | undefined>>;
+}
+
+/**
+ * Why a request that asks to switch protocols (`Upgrade`) is refused, or null when it is a valid
+ * websocket opening handshake (RFC 6455 §4.1): `GET`, HTTP/1.1, `Upgrade: websocket` alone,
+ * `Connection` naming `upgrade`, one `Sec-WebSocket-Key` of 16 base64 bytes and
+ * `Sec-WebSocket-Version: 13`. The gateway relays websockets and nothing else (`h2c` included):
+ * any other upgrade is refused before anything is sent upstream, so the upstream never sees a
+ * handshake the caller did not validly make.
+ *
+ * @example
+ * upgradeRefusal({ method: 'POST', httpVersion: '1.1', headers: { upgrade: 'websocket' } }); // 'an upgrade must be a GET ...'
+ */
+export function upgradeRefusal(req: UpgradeRequestHead): string | null {
+  const one = (name: string): string | undefined => {
+    const v = req.headers[name];
+    return typeof v === 'string' ? v.trim() : undefined;
+  };
+  if (req.method !== 'GET') return `an upgrade must be a GET (RFC 6455 section 4.1), not ${req.method}`;
+  if (req.httpVersion !== '1.1') return 'an upgrade needs HTTP/1.1';
+  if (one('upgrade')?.toLowerCase() !== 'websocket') return 'the gateway upgrades only to websocket (Upgrade: websocket alone)';
+  const connection = one('connection')?.toLowerCase().split(',') ?? [];
+  if (!connection.some((t) => t.trim() === 'upgrade')) return 'a websocket handshake needs Connection: Upgrade';
+  if (!WEBSOCKET_KEY.test(one('sec-websocket-key') ?? '')) return 'Sec-WebSocket-Key must be 16 bytes in base64, sent once';
+  if (one('sec-websocket-version') !== '13') return 'Sec-WebSocket-Version must be 13';
+  return null;
+}
+
+/** The gateway's reserved path prefix, as its own routes are written. */
+export const RESERVED_PREFIX = '/.svc/';
+
+/**
+ * Whether a (decoded) path is under the reserved prefix `/.svc/` (`/.svc` itself included), in
+ * any letter case: `/.SVC/x` is reserved too, since an application that folds case would serve
+ * it as `/.svc/x`, and it must never reach the application.
+ *
+ * @example
+ * isReservedPath('/.Svc/jwks.json'); // true
+ * isReservedPath('/.svcx'); // false
+ */
+export function isReservedPath(path: string): boolean {
+  const head = path.slice(0, RESERVED_PREFIX.length).toLowerCase();
+  return head === RESERVED_PREFIX || (path.length === RESERVED_PREFIX.length - 1 && head === '/.svc');
+}
+
+/**
+ * Whether a request target (as received) names the reserved prefix exactly as the gateway's own
+ * routes are written: lower case and unescaped. A reserved path in any other spelling (`/.SVC/`,
+ * `/.sv%63/`) is answered `404` by the gateway: the router matches case-sensitively, so it
+ * would otherwise fall through to the application.
+ *
+ * @example
+ * isCanonicalReservedTarget('/.svc/jwks.json?x=1'); // true
+ * isCanonicalReservedTarget('/.SVC/jwks.json'); // false
+ */
+export function isCanonicalReservedTarget(target: string): boolean {
+  return target.startsWith(RESERVED_PREFIX) || target === '/.svc' || target.startsWith('/.svc?');
 }
 
 /**
@@ -250,19 +352,43 @@ export function isPublicPath(publicPaths: readonly string[], path: string): bool
 }
 
 /**
+ * Whether a requirement pattern of `:svc/app-require` covers `path`, as the application will
+ * read it: case-insensitively (a case-insensitive application serves `/Admin` as `/admin`); a
+ * prefix `/admin/*` covers every path below it and the bare `/admin` itself (with a trailing `/`
+ * too); an exact `/admin` covers `/admin` and `/admin/`; and both cover the bare path with a
+ * format suffix on its last segment (`/admin.json`: Rails and Spring's suffix pattern matching
+ * serve it as `/admin`). A requirement only ever grows by these rules, never shrinks.
+ *
+ * @example
+ * requirementCovers('/admin/*', '/admin'); // true
+ * requirementCovers('/admin/*', '/Admin.json'); // true
+ * requirementCovers('/admin/*', '/administrator'); // false
+ */
+export function requirementCovers(pattern: string, path: string): boolean {
+  const prefix = pattern.endsWith('/*');
+  const base = (prefix ? pattern.slice(0, -2) : pattern).toLowerCase();
+  const s = path.toLowerCase();
+  if (!s.startsWith(base)) return false;
+  const rest = s.slice(base.length);
+  if (rest === '' || rest === '/') return true;
+  if (prefix && rest.startsWith('/')) return true;
+  return rest.startsWith('.') && !rest.includes('/');
+}
+
+/**
  * The requirement of `:svc/app-require` that applies to `path`, or null: the most specific
- * match, where an exact pattern beats every prefix and a longer prefix beats a shorter one.
- * Matched case-insensitively (a requirement on `/admin/*` also covers `/Admin/x`, which a
- * case-insensitive application would serve as the same resource).
+ * one that covers it ({@link requirementCovers}), where an exact pattern beats every prefix and
+ * a longer prefix beats a shorter one.
  *
  * @example
  * requirementFor([{ path: '/admin/*', ... }, { path: '/admin/audit/*', ... }], '/admin/audit/x').path; // '/admin/audit/*'
+ * requirementFor([{ path: '/admin/*', ... }], '/admin').path; // '/admin/*'
  */
 export function requirementFor(requirements: readonly AppPathRequirement[], path: string): AppPathRequirement | null {
   let best: AppPathRequirement | null = null;
   let bestRank = -1;
   for (const r of requirements) {
-    if (!pathMatches(r.path, path, true)) continue;
+    if (!requirementCovers(r.path, path)) continue;
     // Exact patterns outrank any prefix; among prefixes, the longer one is more specific.
     const rank = r.path.endsWith('/*') ? r.path.length : Number.MAX_SAFE_INTEGER;
     if (rank > bestRank) {
@@ -310,4 +436,45 @@ export function isSvcCredential(token: string | undefined): boolean {
   if (token === undefined) return false;
   for (const prefix of Object.values(TOKEN_PREFIXES)) if (token.startsWith(prefix)) return true;
   return false;
+}
+
+/**
+ * How often, by default, the gateway re-checks the session of every websocket it relays: a
+ * session that ends (logout, revocation on any node sharing the store, device removal, refresh
+ * reuse) or an access token that expires closes the websocket within this bound.
+ */
+export const WEBSOCKET_SESSION_CHECK_SECONDS = 5;
+
+/**
+ * Why a relayed websocket is closed (its close reason, with code 1008): its session was
+ * revoked (logout, revocation, device removal, refresh reuse), it ended or no longer exists,
+ * or the access token that opened the websocket expired.
+ */
+export type RelayedSessionEnd = 'session_revoked' | 'session_ended' | 'token_expired';
+
+/**
+ * Why a relayed websocket must be closed now, or null while it may go on: the session of the
+ * principal it was opened with must still be the same live session (not revoked, not past its
+ * absolute end, as `session`, read from the store now, says), and the access token it was opened
+ * with must not have expired (`principal.claims.exp`): a websocket lives no longer than the
+ * credential that opened it. `session` undefined means the store could not be read: only the
+ * token's expiry is judged then. The gateway closes the websocket with code 1008 (policy
+ * violation) and this as its reason.
+ *
+ * @example
+ * relayedSessionEnd(principal, await store.getSession(principal.session), clock.now()); // null, or 'session_revoked'
+ */
+export function relayedSessionEnd(
+  principal: Principal,
+  session: Pick<SessionRecord, 'id' | 'revokedAt' | 'expiresAt'> | null | undefined,
+  now: number,
+): RelayedSessionEnd | null {
+  if (session !== undefined) {
+    if (session === null || session.id !== principal.session) return 'session_ended';
+    if (session.revokedAt !== null) return 'session_revoked';
+    if (session.expiresAt <= now) return 'session_ended';
+  }
+  const exp = Date.parse(principal.claims.exp);
+  if (!Number.isFinite(exp) || exp <= now) return 'token_expired';
+  return null;
 }

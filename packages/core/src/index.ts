@@ -49,6 +49,19 @@ export {
   type SignedAuditCheckpoint,
   signAuditCheckpoint,
 } from './audit-checkpoint.js';
+export { type AuditShippingHealth, type AuditSinkName, auditShippingAfter } from './audit-shipping-health.js';
+export { type SinkPathStat, sinkDirectoryRefusal, sinkFileRefusal } from './audit-sink-rules.js';
+export {
+  type AccountingEvent,
+  BACKUP_SIGNATURE_TYPE,
+  type BackupSignaturePayload,
+  type BackupSignatureVerdict,
+  type BackupState,
+  checkBackupSignature,
+  type SignedBackup,
+  signBackup,
+  unaccountedState,
+} from './backup.js';
 export {
   type BrowserCookieNames,
   browserCookieNames,
@@ -120,17 +133,27 @@ export {
   IDENTITY_HEADER_NAMES,
   IDENTITY_HEADER_PREFIXES,
   identityHeaderPredicate,
+  isCanonicalReservedTarget,
   isIdentityHeader,
   isPublicPath,
+  isReservedPath,
   isSvcCredential,
   normalizeHeaderName,
   pathMatches,
+  RESERVED_PREFIX,
+  type RelayedSessionEnd,
+  relayedSessionEnd,
+  requirementCovers,
   requirementFor,
+  type UpgradeRequestHead,
   unambiguousPath,
   unmetRequirement,
+  upgradeRefusal,
+  WEBSOCKET_SESSION_CHECK_SECONDS,
 } from './gateway-policy.js';
 export { type IdKind, isIdOfKind, newId } from './ids.js';
 export { cidrPrefixLength, ipVersion, isIpOrCidr } from './ip-address.js';
+export { DEVICE_KEY_PROVIDER_KIND, type NodeHealthFacts, type NodeHealthVerdict, nodeHealthVerdict } from './node-health-verdict.js';
 export { isValidNodeId, NODE_ID_PATTERN, nodeIdOf, normalizeNodeId } from './node-id.js';
 export { type NodeKeySetJson, nodeKeyValidAt } from './node-keys.js';
 export { makePrincipal, type Principal, type PrincipalClaims } from './principal.js';
@@ -150,7 +173,21 @@ export {
   type ProviderRequest,
   type StoredCredential,
 } from './provider.js';
-export { jitRefusal, PROVIDER_FLOW_TTL_SECONDS, providerAmr, providerStartRefusal } from './provider-decisions.js';
+export {
+  BUNDLED_PASSKEY_PACKAGE,
+  DEFINITE_REFUSAL_CODES,
+  IDENTITY_PROVIDER_FAILURE_CODES,
+  IDENTITY_PROVIDER_RETRY_SECONDS,
+  jitRefusal,
+  PROVIDER_FLOW_TTL_SECONDS,
+  PROVIDER_UNAVAILABLE_RETRY_SECONDS,
+  providerAmr,
+  providerOutageOf,
+  providerStartRefusal,
+  refusalMayBeOutage,
+  refusalOutageOf,
+  SVC_PUBLISHER_KEY,
+} from './provider-decisions.js';
 export {
   CLAIM_NAME_MAX_CHARS,
   CLAIM_VALUE_MAX_CHARS,

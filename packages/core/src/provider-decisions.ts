@@ -1,9 +1,10 @@
 import type { Principal } from './principal.js';
-import type { ExternalIdentity, ProviderIntent, ProviderPolicy } from './provider.js';
+import type { ExternalIdentity, ProviderHealth, ProviderIntent, ProviderPolicy } from './provider.js';
 import type { Realm } from './realm.js';
 
 // The service's rules for provider ceremonies, pure: who may begin which ceremony in which
-// realm, when just-in-time provisioning applies, and what a provider session's `amr` says.
+// realm, when just-in-time provisioning applies, what a provider session's `amr` says, and
+// which provider failures are outages rather than refusals.
 // The use cases (use-cases/provider-flow.ts) read the store and call these.
 
 /** How long a provider ceremony may take, from `begin` to `finish`: 10 minutes. */
@@ -63,13 +64,114 @@ export function jitRefusal(
 }
 
 /**
- * What a provider session's `amr` says (RFC 8176): a passkey is a hardware-bound key with a
- * user gesture (`["hwk", "user"]`); any other provider vouches for an identity at an external
- * issuer (`["fed"]`).
+ * The project's own publisher key (`keys/svc-publisher.pub`, 64 lowercase hex digits): the key
+ * that signs the bundled provider packages. A test keeps it equal to the file.
+ */
+export const SVC_PUBLISHER_KEY = '8e28bf57c7cde45f53411513dbe1baeee7a8034c39930273726146176c7ac718';
+
+/** The bundled passkey provider: the one package whose sessions may say they used a hardware key. */
+export const BUNDLED_PASSKEY_PACKAGE = '@svc/provider-webauthn';
+
+/**
+ * What a provider session's `amr` says (RFC 8176), decided from what the operator trusted, never
+ * from what the provider says at run time (its `kind`): a passkey of the bundled WebAuthn
+ * provider, whose package is signed by the project's own publisher key, is a hardware-bound
+ * key with a user gesture (`["hwk", "user"]`). Any other provider, a third party's that
+ * declares `webauthn` included, only vouches for an identity it established on its own
+ * (`["fed"]`): svc cannot know how it checked it, so it never passes a passkey-only rule.
+ * The package name and signer key come from the package verification (`verifyProviderPackage`).
  *
  * @example
- * providerAmr('webauthn'); // ['hwk', 'user']
+ * providerAmr({ packageName: '@svc/provider-webauthn', signerKey: SVC_PUBLISHER_KEY }); // ['hwk', 'user']
+ * providerAmr({ packageName: 'acme-passkeys', signerKey: acmeKey }); // ['fed']
  */
-export function providerAmr(kind: string): readonly string[] {
-  return kind === 'webauthn' ? ['hwk', 'user'] : ['fed'];
+export function providerAmr(provider: { readonly packageName: string; readonly signerKey: string | null }): readonly string[] {
+  const bundled = provider.packageName === BUNDLED_PASSKEY_PACKAGE && provider.signerKey?.toLowerCase() === SVC_PUBLISHER_KEY;
+  return bundled ? ['hwk', 'user'] : ['fed'];
+}
+
+/** `Retry-After` of `503 provider_unavailable`: a crashed or stopped provider process is restarted within seconds. */
+export const PROVIDER_UNAVAILABLE_RETRY_SECONDS = 5;
+
+/** `Retry-After` of `502 identity_provider_unavailable`: an identity provider's outage lasts longer. */
+export const IDENTITY_PROVIDER_RETRY_SECONDS = 30;
+
+/**
+ * The error codes a provider throws to say that its identity provider cannot be used (not that
+ * the user's proof is wrong): the bundled OIDC provider's `discovery_failed` (the issuer is
+ * unreachable, does not answer in time, or its discovery document names another issuer).
+ */
+export const IDENTITY_PROVIDER_FAILURE_CODES: readonly string[] = Object.freeze(['discovery_failed']);
+
+/** The host's failures that mean the provider's process cannot answer now (`ProviderError.reason` of @svc/provider-host). */
+const UNAVAILABLE_REASONS: ReadonlySet<string> = new Set(['crashed', 'timeout', 'closed', 'oversized']);
+
+/**
+ * Whether an error thrown by a provider call is an outage rather than a refusal of the user's
+ * proof: `unavailable` when the confined process ended, did not answer in time, is being
+ * restarted or was closed (the host's `provider_failed` with those reasons); `identity_provider`
+ * when the provider says its identity provider cannot be used
+ * ({@link IDENTITY_PROVIDER_FAILURE_CODES}); null for anything else (the provider refused the
+ * proof, or answered malformed). An outage is answered 503 or 502 with `Retry-After`, and is
+ * neither audited as a refusal nor counted as a failed attempt: the user did nothing wrong.
+ * Read from the error's stable fields (`code`, `reason`, `providerCode`), never its message.
+ *
+ * @example
+ * providerOutageOf(new ProviderError('passkeys', 'timeout', 'finish did not answer within 10000 ms')); // 'unavailable'
+ */
+export function providerOutageOf(error: unknown): 'unavailable' | 'identity_provider' | null {
+  if (typeof error !== 'object' || error === null) return null;
+  const e = error as { code?: unknown; reason?: unknown; providerCode?: unknown };
+  if (e.code !== 'provider_failed' || typeof e.reason !== 'string') return null;
+  if (UNAVAILABLE_REASONS.has(e.reason)) return 'unavailable';
+  if (e.reason === 'provider_error' && typeof e.providerCode === 'string' && IDENTITY_PROVIDER_FAILURE_CODES.includes(e.providerCode)) {
+    return 'identity_provider';
+  }
+  return null;
+}
+
+/**
+ * The refusal codes that definitely say the user's proof or ceremony is wrong, whatever the
+ * state of the provider's identity provider: the bundled OIDC provider's `provider_error` (the
+ * IdP sent the browser back with an error), `code_refused` (the IdP's token endpoint answered
+ * and refused the code or the client) and `invalid_flow_state` (the flow is not one it began).
+ * A refusal with any other code, or none (`response_refused`: the callback or the token
+ * response failed a check, which is also what a token request to an IdP that went down after
+ * its discovery document was cached ends in), may be an outage in disguise.
+ */
+export const DEFINITE_REFUSAL_CODES: readonly string[] = Object.freeze(['provider_error', 'code_refused', 'invalid_flow_state']);
+
+/**
+ * Whether a provider's refused `finish` may be its identity provider's outage rather than the
+ * user's wrong proof, so that the provider's `health()` must be asked before answering
+ * ({@link refusalOutageOf}): a provider error (the host's `provider_failed` with reason
+ * `provider_error`) whose `providerCode` is not one of {@link DEFINITE_REFUSAL_CODES}. An
+ * outage already known (`providerOutageOf`), a malformed answer, or any other error is not.
+ * Read from the error's stable fields, never its message.
+ *
+ * @example
+ * refusalMayBeOutage({ code: 'provider_failed', reason: 'provider_error', providerCode: 'response_refused' }); // true
+ * refusalMayBeOutage({ code: 'provider_failed', reason: 'provider_error', providerCode: 'code_refused' }); // false
+ */
+export function refusalMayBeOutage(error: unknown): boolean {
+  if (typeof error !== 'object' || error === null) return false;
+  const e = error as { code?: unknown; reason?: unknown; providerCode?: unknown };
+  if (e.code !== 'provider_failed' || e.reason !== 'provider_error') return false;
+  return !(typeof e.providerCode === 'string' && DEFINITE_REFUSAL_CODES.includes(e.providerCode));
+}
+
+/**
+ * What a refusal that may be an outage ({@link refusalMayBeOutage}) is, given what the
+ * provider's own `health()` answered just after (a fresh check: the OIDC provider fetches its
+ * issuer's discovery document anew): `identity_provider` when it reports `down` (answered `502
+ * identity_provider_unavailable` with `Retry-After`, neither audited as a refusal nor counted
+ * as a failed attempt); null otherwise (`ok`, `degraded`, or the health call itself failed or
+ * timed out: `health` is then null), and the refusal stands.
+ *
+ * @example
+ * refusalOutageOf({ status: 'down', detail: 'discovery failed' }); // 'identity_provider'
+ * refusalOutageOf(null); // null: the health check failed, the refusal stands
+ */
+export function refusalOutageOf(health: ProviderHealth | null): 'identity_provider' | null {
+  return typeof health === 'object' && health !== null && health.status === 'down' ? 'identity_provider' : null;
 }

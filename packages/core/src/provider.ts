@@ -135,6 +135,12 @@ export interface ProviderHandle {
   readonly packageName: string;
   readonly packageVersion: string;
   readonly signer: string;
+  /**
+   * The Ed25519 public key (64 hex) that signed the verified package, or null when none was
+   * verified: with `packageName`, what decides the `amr` of its sessions (`providerAmr`).
+   */
+  readonly signerKey: string | null;
+  /** What the provider says it is, at run time: a label for pages and status, never trusted for a decision. */
   readonly kind: string;
   begin(ctx: ProviderContext): Promise<ProviderBeginResult>;
   credentialIdOf(request: ProviderRequest): Promise<string | null>;
@@ -142,6 +148,11 @@ export interface ProviderHandle {
     ctx: ProviderContext,
     input: { readonly state: ProviderJson; readonly request: ProviderRequest; readonly credential: StoredCredential | null },
   ): Promise<ProviderFinishResult>;
+  /**
+   * The provider's own health check, run now (the OIDC provider fetches its issuer's discovery
+   * document anew). Bounded like every call: the host gives up after its call timeout. Core asks
+   * it after a refusal that may be an outage (`refusalMayBeOutage`).
+   */
   health(): Promise<ProviderHealth>;
   close(): Promise<void>;
 }

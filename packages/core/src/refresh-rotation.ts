@@ -95,6 +95,20 @@ export function withinGrace(rotatedAt: number | null, now: number, graceMs: numb
   return elapsed >= -CLOCK_SKEW_TOLERANCE_MS && elapsed <= graceMs;
 }
 
+/**
+ * Whether a session row's sealed grace pair is to be erased by a sweep: its previous token was
+ * rotated before `graceEndedBefore` (the sweep passes `now - grace`). Past grace that token is a
+ * reuse and the pair answers nothing; kept, it would hand the live pair to whoever holds a copy
+ * of the database and that retired token, without the reuse ever reaching the service. The SQL
+ * stores apply `gracePairEndedSql` (`@svc/core/sql-rows`), its SQL form.
+ *
+ * @example
+ * if (gracePairEnded(row, now - graceMs)) row.prev_successor = null;
+ */
+export function gracePairEnded(row: Pick<RefreshRow, 'prev_successor' | 'prev_rotated_at'>, graceEndedBefore: number): boolean {
+  return row.prev_successor !== null && row.prev_rotated_at !== null && row.prev_rotated_at < graceEndedBefore;
+}
+
 const SEAL_INFO = Buffer.from('svc-auth-v1 refresh-successor', 'utf8');
 
 function successorKey(refreshToken: string, sessionId: string): Buffer {

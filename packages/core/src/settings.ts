@@ -393,7 +393,7 @@ export const PROJECT_KEYS: readonly ProjectKeySpec[] = [
     default: '`{}`',
     inProfile: true,
     meaning:
-      'per-path requirements beyond being signed in: `:subjects` (one of these `sub_...`), `:amr` (one of these methods), `:max-auth-age-seconds` (signed in at most this long ago); the most specific pattern applies',
+      'per-path requirements beyond being signed in: `:subjects` (one of these `sub_...`), `:amr` (one of these methods), `:max-auth-age-seconds` (signed in at most this long ago); the most specific pattern applies. Patterns are matched as the application reads the path: case-insensitively, a prefix `/admin/*` also covers the bare `/admin`, and both `/admin/*` and `/admin` cover `/admin/` and `/admin.json` (docs/gateway.md section 3)',
   },
   {
     key: ':svc/app-tls',
@@ -475,7 +475,7 @@ export const CAPABILITIES: readonly CapabilitySpec[] = [
   {
     keyword: 'svc/app',
     meaning:
-      "an application module (the package's Fastify plugin) served behind the application gateway, after identity; only from a package pinned by its archive's SHA-256, never from the control store's package",
+      "an application module (the package's Fastify plugin) served behind the application gateway, after identity, in a confined process of its own (no access to the control state, keys or environment); only from a package pinned by its archive's SHA-256, never from the control store's package",
     refusal: null,
   },
   {

@@ -35,6 +35,16 @@ export function liveSessionSql(now: string, alias = ''): string {
 }
 
 /**
+ * `gracePairEnded` as SQL: a sealed grace pair whose previous token was rotated before `before`.
+ *
+ * @example
+ * `UPDATE sessions SET prev_successor = NULL WHERE ${gracePairEndedSql('@graceEndedBefore')}`
+ */
+export function gracePairEndedSql(before: string, alias = ''): string {
+  return `${alias}prev_successor IS NOT NULL AND ${alias}prev_rotated_at < ${before}`;
+}
+
+/**
  * `isSessionActive` as SQL: live, with a refresh token that has not expired.
  *
  * @example
@@ -121,28 +131,36 @@ export function storedAttemptWindow(row: {
   readonly window_start: number;
   readonly failures: number;
   readonly pending: number;
+  readonly pending_since: number;
 }): AttemptWindow | undefined {
   return row.failures + row.pending === 0
     ? undefined
-    : { key: row.key, start: row.window_start, failures: row.failures, pending: row.pending };
+    : { key: row.key, start: row.window_start, failures: row.failures, pending: row.pending, pendingSince: row.pending_since };
 }
 
 /**
  * `decideAttemptWindow` as SQL, for one more attempt at `now`, over the attempt_budget row
- * `alias` (its `window_start`, `failures`, `pending` as committed and locked): the select-list
- * columns `reserve` (the decision is `reserve`), and `new_start`, `new_failures`,
- * `new_pending` (the window it reserves). A row whose counts are both 0 holds nothing, so its
- * window starts afresh at `now` (see `storedAttemptWindow`). PostgreSQL decides and reserves in one
- * statement with it, so no row lock is held across a round trip; the store runs
- * `decideAttemptWindow` on the same locked row and refuses to go on if the two differ.
+ * `alias` (its `window_start`, `failures`, `pending`, `pending_since` as committed and locked):
+ * the select-list columns `reserve` (the decision is `reserve`), and `new_start`,
+ * `new_failures`, `new_pending`, `new_pending_since` (the window it reserves). A row whose
+ * counts are both 0 holds nothing, so its window starts afresh at `now` (see
+ * `storedAttemptWindow`); running attempts count only within their lease (`leaseMs` after
+ * `pending_since`). PostgreSQL decides and reserves in one statement with it, so no row lock is
+ * held across a round trip; the store runs `decideAttemptWindow` on the same locked row and
+ * refuses to go on if the two differ.
  *
  * @example
- * `SELECT key, ${attemptWindowSql({ now: '$2::bigint', windowMs: '$3::bigint', max: '$4::int' })} FROM attempt_budget ...`
+ * `SELECT key, ${attemptWindowSql({ now: '$2::bigint', windowMs: '$3::bigint', max: '$4::int', leaseMs: '$5::bigint' })} FROM attempt_budget ...`
  */
-export function attemptWindowSql(p: { readonly now: string; readonly windowMs: string; readonly max: string }, alias = ''): string {
+export function attemptWindowSql(
+  p: { readonly now: string; readonly windowMs: string; readonly max: string; readonly leaseMs: string },
+  alias = '',
+): string {
   const fresh = `(${alias}failures + ${alias}pending = 0 OR ${p.now} - ${alias}window_start >= ${p.windowMs})`;
-  return `(${fresh} OR ${alias}failures + ${alias}pending < ${p.max}) AS reserve,
+  const leased = `(${alias}pending > 0 AND ${p.now} - ${alias}pending_since < ${p.leaseMs})`;
+  return `(${fresh} OR ${alias}failures + CASE WHEN ${leased} THEN ${alias}pending ELSE 0 END < ${p.max}) AS reserve,
     CASE WHEN ${fresh} OR ${alias}window_start > ${p.now} THEN ${p.now} ELSE ${alias}window_start END AS new_start,
     CASE WHEN ${fresh} THEN 0 ELSE ${alias}failures END AS new_failures,
-    CASE WHEN ${fresh} THEN 1 ELSE ${alias}pending + 1 END AS new_pending`;
+    CASE WHEN ${fresh} OR NOT ${leased} THEN 1 ELSE ${alias}pending + 1 END AS new_pending,
+    CASE WHEN ${fresh} OR NOT ${leased} OR ${alias}pending_since > ${p.now} THEN ${p.now} ELSE ${alias}pending_since END AS new_pending_since`;
 }

@@ -11,6 +11,7 @@ export type { Realm } from './realm.js';
 export {
   decideRetiredPresentation,
   decideRotation,
+  gracePairEnded,
   openSuccessor,
   type RefreshRow,
   type RotationDecision,

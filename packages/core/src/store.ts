@@ -344,8 +344,18 @@ export interface Store {
    * sessions that are revoked or have ended (`expiresAt <= now`; presenting them is `invalid`
    * either way), and those retired before `retiredBefore` (pass `now - refresh TTL`: a token is
    * issued before it is retired, so it has expired too). Returns how many were deleted.
+   *
+   * It also erases the sealed grace pair of every session whose previous token was rotated
+   * before `graceEndedBefore` (pass `now - grace`): past grace that token is a reuse, so the
+   * pair serves nothing, and kept it would give the live pair to whoever holds a copy of the
+   * database and that retired token, without the reuse ever being presented. (Revoking a
+   * session erases its pair at once; the next rotation replaces it.)
    */
-  pruneRetiredRefreshTokens(input: { readonly now: number; readonly retiredBefore: number }): Promise<number>;
+  pruneRetiredRefreshTokens(input: {
+    readonly now: number;
+    readonly retiredBefore: number;
+    readonly graceEndedBefore: number;
+  }): Promise<number>;
 
   /** Appends an event that records no state change (e.g. a failed sign-in). */
   appendAuditEvent(event: AuditEventDraft): Promise<AuditEvent>;
@@ -452,11 +462,14 @@ export interface Store {
     readonly now: number;
     readonly windowMs: number;
     readonly max: number;
+    /** How long a reservation's running attempt is trusted to run; after it, it is dropped (its node may have died). */
+    readonly leaseMs: number;
   }): Promise<AttemptReservation>;
   /**
    * Settles what `reserveAttempts` reserved: the attempt stops running and, when `failed`,
    * counts as a failure. Only windows that are still the ones reserved in change (a new window
-   * owes an old reservation nothing).
+   * owes an old reservation nothing), and the running count only in the lease period it was
+   * reserved in (a new period no longer holds it).
    */
   settleAttempts(input: { readonly windows: readonly AttemptWindow[]; readonly failed: boolean }): Promise<void>;
 

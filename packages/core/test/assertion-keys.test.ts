@@ -18,6 +18,7 @@ import {
   makePrincipal,
   parseAssertionKeySet,
   publishedAssertionKeys,
+  rfc3339,
   rotateAssertionKeySet,
 } from '@svc/core';
 
@@ -97,7 +98,12 @@ describe('assertion key set rules', () => {
   test('an immediate rotation (leaked key) signs with the new key now and withdraws every old key now', () => {
     const { set } = rotated(firstAssertionKeySet(fresh(), T0), T0 + S);
     const now = T0 + 2 * S;
-    const { set: after, next } = rotated(set, now, true);
+    const leaked = assertionSigningKey(set, now);
+    const { set: after, next, previous } = rotated(set, now, true);
+    // The rotation names the key it withdrew (the audit event records it), though it is no longer in the set.
+    assert.equal(previous?.kid, leaked?.kid);
+    assert.equal(previous?.signs_until, rfc3339(now));
+    assert.equal(previous?.published_until, rfc3339(now));
     assert.equal(assertionSigningKey(after, now)?.kid, next.kid);
     assert.deepEqual(kids(after, now), [next.kid]);
     assert.ok(
@@ -171,6 +177,15 @@ describe('assertion claims and request binding', () => {
     assert.equal(assertionHtu('http', '127.0.0.1:8080', '//evil.example/x'), 'http://127.0.0.1:8080//evil.example/x');
     assert.equal(assertionHtu('http', 'app.example', 'http://other.example/p?q'), 'http://app.example/p');
     assert.equal(assertionHtu('http', '[::1]:8080', '/'), 'http://[::1]:8080/');
+  });
+
+  test('htu follows Host no more once :svc/app-public-origin is set: the public origin plus the path, without the query', () => {
+    const origin = 'https://app.example.com';
+    assert.equal(assertionHtu('http', '10.0.0.5:8080', '/orders/7?page=2', origin), 'https://app.example.com/orders/7');
+    assert.equal(assertionHtu('https', 'evil.example', '/a/../b#f', origin), 'https://app.example.com/b');
+    assert.equal(assertionHtu('http', undefined, '//evil.example/x', origin), 'https://app.example.com//evil.example/x');
+    assert.equal(assertionHtu('http', 'app.example', 'http://other.example/p?q', 'HTTPS://App.Example.com:443'), `${origin}/p`);
+    assert.equal(assertionHtu('http', 'app.example', '/p', null), 'http://app.example/p', 'null: the request origin');
   });
 
   test('a request without a usable Host cannot be bound', () => {

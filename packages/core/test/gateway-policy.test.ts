@@ -13,9 +13,11 @@ import {
   makePrincipal,
   normalizeHeaderName,
   pathMatches,
+  relayedSessionEnd,
   requirementFor,
   unambiguousPath,
   unmetRequirement,
+  upgradeRefusal,
 } from '../src/index.js';
 
 /** Every spelling a forged header arrives in: as listed, upper, lower, mixed case, `_` for `-`, and both. */
@@ -39,6 +41,41 @@ describe('identity headers', () => {
     const examples = [...IDENTITY_HEADER_NAMES, ...IDENTITY_HEADER_PREFIXES.map((p) => (p.endsWith('-') ? `${p}anything` : `${p}-id`))];
     for (const name of examples) for (const spelled of spellings(name)) assert.equal(isIdentity(spelled), true, spelled);
     for (const spelled of spellings('x-ms-client-principal')) assert.equal(isIdentity(spelled), true, spelled);
+  });
+
+  test('forged identity headers of other proxies (Remote-Groups, X-Webauth-User, X-Amzn-Oidc-*, IAP, AAD, mod_auth_openidc) are identity headers in every spelling', () => {
+    // The contract's full list (Application gateway, step 1 "Strip"): one example per name and prefix.
+    const contract = [
+      'svc-subject',
+      'x-svc-subject',
+      'x-forwarded-user',
+      'x-forwarded-email',
+      'x-forwarded-preferred-username',
+      'x-forwarded-groups',
+      'x-forwarded-access-token',
+      'x-user',
+      'x-email',
+      'x-webauth-user',
+      'remote-user',
+      'remote-groups',
+      'remote-email',
+      'remote-name',
+      'x-remote-user',
+      'x-remote-groups',
+      'x-auth-request-email',
+      'x-pomerium-jwt-assertion',
+      'cf-access-jwt-assertion',
+      'x-ms-client-principal',
+      'x-ms-client-principal-name',
+      'x-ms-token-aad-id-token',
+      'x-goog-authenticated-user-email',
+      'x-goog-iap-jwt-assertion',
+      'x-amzn-oidc-data',
+      'x-amzn-oidc-identity',
+      'oidc-claim-email',
+      'x-webauth-groups',
+    ];
+    for (const name of contract) for (const spelled of spellings(name)) assert.equal(isIdentity(spelled), true, spelled);
   });
 
   test("the project's own names are stripped the same way", () => {
@@ -114,6 +151,40 @@ describe('framing refusal (request smuggling)', () => {
   });
 });
 
+describe('upgrades (websocket handshakes)', () => {
+  const valid = {
+    method: 'GET',
+    httpVersion: '1.1',
+    headers: {
+      connection: 'keep-alive, Upgrade',
+      upgrade: 'WebSocket',
+      'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==',
+      'sec-websocket-version': '13',
+    },
+  };
+  const refused = (over: Partial<typeof valid>, headers: Record<string, string | undefined> = {}) =>
+    assert.notEqual(
+      upgradeRefusal({ ...valid, ...over, headers: { ...valid.headers, ...headers } }),
+      null,
+      JSON.stringify([over, headers]),
+    );
+
+  test('a valid websocket opening handshake passes', () => {
+    assert.equal(upgradeRefusal(valid), null);
+  });
+
+  test('an invalid upgrade reaches the upstream: anything but a valid GET websocket handshake is refused', () => {
+    for (const method of ['POST', 'PUT', 'HEAD', 'OPTIONS', 'get']) refused({ method });
+    refused({ httpVersion: '1.0' });
+    for (const upgrade of ['h2c', 'websocket, h2c', 'h2c, websocket', 'TLS/1.2', '', undefined]) refused({}, { upgrade });
+    for (const connection of ['keep-alive', 'close', undefined]) refused({}, { connection });
+    for (const key of ['short', 'dGhlIHNhbXBsZSBub25jZQ', 'dGhlIHNhbXBsZSBub25jZQ==, dGhlIHNhbXBsZSBub25jZQ==', '', undefined]) {
+      refused({}, { 'sec-websocket-key': key });
+    }
+    for (const version of ['8', '12', '13, 8', '', undefined]) refused({}, { 'sec-websocket-version': version });
+  });
+});
+
 describe('ambiguous request paths', () => {
   const refusedPath = (target: string) =>
     assert.throws(
@@ -163,6 +234,22 @@ describe('ambiguous request paths', () => {
     for (const t of ['/public/%252e%252e/admin', '/a%25', '/a%00', '/a%0a', '/a%7F', '/a%zz', '/a%c3', '/a%']) refusedPath(t);
   });
 
+  test('path parameters get past a requirement: a ; raw or encoded anywhere in the path is refused (Tomcat, Jetty read /admin;x/y as /admin/y)', () => {
+    for (const t of ['/admin;x/y', '/admin;/y', '/admin%3b/y', '/admin%3B/y', '/a/b;jsessionid=1', '/;', '/admin;']) refusedPath(t);
+    assert.equal(unambiguousPath('/a/b?x=1;y=2'), '/a/b', 'a ; in the query is not a path parameter');
+  });
+
+  test('a segment an upstream reads without its trailing dot or space is refused (IIS, Windows: /admin./x is /admin/x)', () => {
+    for (const t of ['/admin./x', '/admin.', '/admin%20/x', '/admin%20', '/a/b%2E%20', '/a /b', '/a/b.../c']) refusedPath(t);
+    assert.equal(unambiguousPath('/a.b/c.d'), '/a.b/c.d');
+    assert.equal(unambiguousPath('/a%20b/c'), '/a b/c', 'a space inside a segment is the same for everyone');
+  });
+
+  test('a path that Unicode compatibility folding (NFKC) changes is refused (fullwidth / and letters read as ASCII by some upstreams)', () => {
+    for (const t of ['/admin%EF%BC%8Fx', '/%EF%BD%81dmin/x', '/a/%EF%BC%8E%EF%BC%8E/b', '/%E2%84%AA']) refusedPath(t);
+    assert.equal(unambiguousPath('/caf%C3%A9'), '/café', 'an ordinary composed letter stays');
+  });
+
   test('anything but origin form: absolute form, asterisk, fragment', () => {
     for (const t of ['http://evil/admin', '*', 'admin', '', '/a#b']) refusedPath(t);
   });
@@ -204,6 +291,19 @@ describe('public paths and requirements', () => {
     assert.equal(requirementFor([req('/admin/*')], '/other'), null);
   });
 
+  test('a requirement covers the bare prefix and the forms an upstream serves as it: /admin/* covers /admin, /admin/, /admin.json', () => {
+    const list = [req('/admin/*'), req('/reports')];
+    for (const path of ['/admin', '/admin/', '/admin/x', '/ADMIN', '/admin.json', '/Admin.html']) {
+      assert.equal(requirementFor(list, path)?.path, '/admin/*', path);
+    }
+    for (const path of ['/reports', '/reports/', '/reports.csv', '/REPORTS'])
+      assert.equal(requirementFor(list, path)?.path, '/reports', path);
+    for (const path of ['/administrator', '/adminx/y', '/reports/2026', '/reportsx', '/x/admin']) {
+      assert.equal(requirementFor(list, path), null, path);
+    }
+    assert.equal(requirementFor([req('/admin/*'), req('/admin')], '/admin')?.path, '/admin', 'an exact pattern still wins');
+  });
+
   test('a requirement covers case variants of its path (a case-insensitive application serves /Admin as /admin)', () => {
     assert.equal(requirementFor([req('/admin/*')], '/ADMIN/x')?.path, '/admin/*');
   });
@@ -226,6 +326,32 @@ describe('public paths and requirements', () => {
     assert.match(unmetRequirement(req('/a', { amr: ['hwk'] }), principal, signedIn) ?? '', /hwk/);
     assert.equal(unmetRequirement(req('/a', { maxAuthAgeSeconds: 60 }), principal, signedIn + 60_000), null);
     assert.match(unmetRequirement(req('/a', { maxAuthAgeSeconds: 60 }), principal, signedIn + 60_001) ?? '', /sign in again/);
+  });
+});
+
+describe('relayed websockets and their session', () => {
+  const principal = makePrincipal({
+    subject: 'sub_a',
+    realm: 'application',
+    session: 'ses_a',
+    device: 'dev_a',
+    claims: { amr: ['ed25519'], auth_time: '2026-11-22T10:00:00.000Z', exp: '2026-11-22T10:15:00.000Z' },
+  });
+  const exp = Date.parse('2026-11-22T10:15:00.000Z');
+  const live = { id: 'ses_a', revokedAt: null, expiresAt: exp + 3600_000 };
+
+  test('a websocket outlives its session: revoked, ended, unknown or another session closes it; a live one goes on', () => {
+    assert.equal(relayedSessionEnd(principal, live, exp - 1), null);
+    assert.equal(relayedSessionEnd(principal, { ...live, revokedAt: exp - 10 }, exp - 1), 'session_revoked');
+    assert.equal(relayedSessionEnd(principal, { ...live, expiresAt: exp - 1 }, exp - 1), 'session_ended');
+    assert.equal(relayedSessionEnd(principal, null, exp - 1), 'session_ended');
+    assert.equal(relayedSessionEnd(principal, { ...live, id: 'ses_b' }, exp - 1), 'session_ended');
+  });
+
+  test('a websocket outlives its access token: the token that opened it expiring closes it, even with the store unreadable', () => {
+    assert.equal(relayedSessionEnd(principal, live, exp), 'token_expired');
+    assert.equal(relayedSessionEnd(principal, undefined, exp - 1), null, 'store unreadable: only expiry is judged');
+    assert.equal(relayedSessionEnd(principal, undefined, exp), 'token_expired');
   });
 });
 

@@ -1,8 +1,18 @@
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { describe, test } from 'node:test';
 import { makePrincipal, type Principal } from '../src/principal.js';
 import type { ExternalIdentity, ProviderPolicy } from '../src/provider.js';
-import { jitRefusal, providerAmr, providerStartRefusal } from '../src/provider-decisions.js';
+import {
+  BUNDLED_PASSKEY_PACKAGE,
+  jitRefusal,
+  providerAmr,
+  providerOutageOf,
+  providerStartRefusal,
+  refusalMayBeOutage,
+  refusalOutageOf,
+  SVC_PUBLISHER_KEY,
+} from '../src/provider-decisions.js';
 import { checkProviderIdentity } from '../src/provider-policy.js';
 import { isCounterAdvance, isFlowConsumable } from '../src/store-rules.js';
 
@@ -166,9 +176,54 @@ describe('jitRefusal: just-in-time provisioning only where the configuration exp
 });
 
 describe('session amr and the counter and flow rules', () => {
-  test('a passkey session says hwk user, any other provider fed (RFC 8176)', () => {
-    assert.deepEqual(providerAmr('webauthn'), ['hwk', 'user']);
-    assert.deepEqual(providerAmr('oidc'), ['fed']);
+  test('a passkey session of the bundled WebAuthn package signed by the project key says hwk user, any other provider fed (RFC 8176)', () => {
+    assert.deepEqual(providerAmr({ packageName: BUNDLED_PASSKEY_PACKAGE, signerKey: SVC_PUBLISHER_KEY }), ['hwk', 'user']);
+    assert.deepEqual(providerAmr({ packageName: BUNDLED_PASSKEY_PACKAGE, signerKey: SVC_PUBLISHER_KEY.toUpperCase() }), ['hwk', 'user']);
+    assert.deepEqual(providerAmr({ packageName: '@svc/provider-oidc', signerKey: SVC_PUBLISHER_KEY }), ['fed']);
+  });
+
+  test('a provider cannot choose its amr: the bundled package name signed by another key, or no verified signer, is fed', () => {
+    const other = 'ab'.repeat(32);
+    assert.deepEqual(providerAmr({ packageName: BUNDLED_PASSKEY_PACKAGE, signerKey: other }), ['fed']);
+    assert.deepEqual(providerAmr({ packageName: BUNDLED_PASSKEY_PACKAGE, signerKey: null }), ['fed']);
+    assert.deepEqual(providerAmr({ packageName: 'acme-passkeys', signerKey: other }), ['fed']);
+  });
+
+  test('a provider process that ended, hangs or was closed is an outage; its identity provider down is one of the identity provider; a refusal is not', () => {
+    const failed = (reason: string, providerCode?: string) => ({ code: 'provider_failed', reason, providerCode });
+    for (const reason of ['crashed', 'timeout', 'closed', 'oversized'])
+      assert.equal(providerOutageOf(failed(reason)), 'unavailable', reason);
+    assert.equal(providerOutageOf(failed('provider_error', 'discovery_failed')), 'identity_provider');
+    assert.equal(providerOutageOf(failed('provider_error', 'response_refused')), null);
+    assert.equal(providerOutageOf(failed('provider_error')), null);
+    assert.equal(providerOutageOf(failed('malformed_answer')), null);
+    assert.equal(providerOutageOf(new Error('timeout')), null, 'only the stable fields count, never a message');
+    assert.equal(providerOutageOf({ code: 'store_unavailable', reason: 'timeout' }), null);
+    assert.equal(providerOutageOf(null), null);
+  });
+
+  test("a refusal not marked as the user's fault may be an identity provider's outage: the provider's health decides; a definite refusal never", () => {
+    const refused = (providerCode?: string) => ({ code: 'provider_failed', reason: 'provider_error', providerCode });
+    // The OIDC provider's token request to an IdP that went down ends in response_refused.
+    assert.equal(refusalMayBeOutage(refused('response_refused')), true);
+    assert.equal(refusalMayBeOutage(refused('not_verified')), true, "any code the provider does not mark as the user's");
+    assert.equal(refusalMayBeOutage(refused()), true, 'no code at all');
+    for (const definite of ['provider_error', 'code_refused', 'invalid_flow_state']) {
+      assert.equal(refusalMayBeOutage(refused(definite)), false, definite);
+    }
+    assert.equal(refusalMayBeOutage({ code: 'provider_failed', reason: 'malformed_answer' }), false, 'a malformed answer is no outage');
+    assert.equal(refusalMayBeOutage({ code: 'provider_failed', reason: 'timeout' }), false, 'an outage already known is not asked again');
+    assert.equal(refusalMayBeOutage(new Error('response_refused')), false, 'only the stable fields count, never a message');
+    assert.equal(refusalMayBeOutage(null), false);
+    assert.equal(refusalOutageOf({ status: 'down', detail: 'discovery failed' }), 'identity_provider');
+    assert.equal(refusalOutageOf({ status: 'degraded' }), null);
+    assert.equal(refusalOutageOf({ status: 'ok' }), null);
+    assert.equal(refusalOutageOf(null), null, 'a health call that failed or timed out leaves the refusal');
+  });
+
+  test("the project publisher key in core is keys/svc-publisher.pub, the key the bundled providers' signatures verify with", () => {
+    const file = new URL('../../../keys/svc-publisher.pub', import.meta.url);
+    assert.equal(readFileSync(file, 'utf8').trim().toLowerCase(), SVC_PUBLISHER_KEY);
   });
 
   test('cloned authenticator: the counter must strictly increase, unless both are 0; a credential without one stays without', () => {

@@ -5,6 +5,7 @@ import {
   CLOCK_SKEW_TOLERANCE_MS,
   decideRetiredPresentation,
   decideRotation,
+  gracePairEnded,
   openSuccessor,
   type RefreshRow,
   sealSuccessor,
@@ -126,5 +127,14 @@ describe('the sealed successor', () => {
       assert.equal(text.includes(token.slice(31)), false);
       assert.equal(sealed.includes(token.slice(31)), false);
     }
+  });
+});
+
+describe('gracePairEnded: which sealed grace pairs a sweep erases', () => {
+  test('a pair rotated before the cut-off (now - grace) goes; one at or after it, or no pair at all, stays', () => {
+    assert.equal(gracePairEnded({ prev_successor: 'sealed', prev_rotated_at: 999 }, 1000), true);
+    assert.equal(gracePairEnded({ prev_successor: 'sealed', prev_rotated_at: 1000 }, 1000), false);
+    assert.equal(gracePairEnded({ prev_successor: 'sealed', prev_rotated_at: 5000 }, 1000), false);
+    assert.equal(gracePairEnded({ prev_successor: null, prev_rotated_at: 1 }, 1000), false);
   });
 });

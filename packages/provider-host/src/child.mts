@@ -7,7 +7,7 @@
 //   -> {"id": 1, "op": "init", "entry": "file:///…/index.mjs", "exportName": "default", "config": {…}}
 //   <- {"id": 1, "ok": true, "value": {"kind": "webauthn"}}  or  {"id": 1, "ok": false, "refused": ["…"]}
 //   -> {"id": 2, "op": "begin", "args": [ctx]}
-//   <- {"id": 2, "ok": true, "value": {…}}  or  {"id": 2, "ok": false, "error": "…"}
+//   <- {"id": 2, "ok": true, "value": {…}}  or  {"id": 2, "ok": false, "error": "…", "code"?: "discovery_failed"}
 // The parent checks every answer; nothing here is trusted by it. The configuration (with its
 // secrets resolved) arrives on stdin, never in the arguments or the environment.
 import { createInterface } from 'node:readline';
@@ -40,6 +40,12 @@ function send(message: Record<string, unknown>): void {
     line = JSON.stringify({ id: message.id, ok: false, error: `the answer is not JSON: ${describe(err)}` });
   }
   protocolWrite(`${line}\n`);
+}
+
+/** The error's own stable `code` (e.g. the OIDC provider's `discovery_failed`), when it is a short identifier. */
+function codeOf(err: unknown): { code?: string } {
+  const code = typeof err === 'object' && err !== null ? (err as { code?: unknown }).code : undefined;
+  return typeof code === 'string' && /^[a-z][a-z0-9_]{0,63}$/.test(code) ? { code } : {};
 }
 
 function describe(err: unknown): string {
@@ -114,7 +120,7 @@ async function call(id: number, op: string, args: Json[]): Promise<void> {
     else throw new Error(`unknown operation ${op}`);
     send({ id, ok: true, value: value === undefined ? null : value });
   } catch (err) {
-    send({ id, ok: false, error: describe(err) });
+    send({ id, ok: false, error: describe(err), ...codeOf(err) });
   }
 }
 

@@ -25,12 +25,18 @@ export class ProviderError extends Error {
   readonly provider: string;
   /** For `start_refused`: every problem, one line each (the provider's `validateConfig` lines included). */
   readonly problems: readonly string[];
+  /**
+   * For `provider_error`: the `code` of the error the provider threw, when it is a short
+   * identifier (the OIDC provider's `discovery_failed`...). Core's `providerOutageOf` reads it.
+   */
+  readonly providerCode: string | undefined;
 
-  constructor(provider: string, reason: ProviderFailure, message: string, problems: readonly string[] = []) {
+  constructor(provider: string, reason: ProviderFailure, message: string, problems: readonly string[] = [], providerCode?: string) {
     super(`provider ${provider}: ${message}`);
     this.name = 'ProviderError';
     this.provider = provider;
     this.reason = reason;
     this.problems = problems;
+    this.providerCode = providerCode;
   }
 }

@@ -48,6 +48,8 @@ export interface ProviderHostOptions {
   readonly packageVersion: string;
   /** Who signed the package (the trusted publisher's name). */
   readonly signer: string;
+  /** The verified signer's public key (64 hex); absent, the handle's `signerKey` is null (no trusted method). */
+  readonly signerKey?: string;
   /** How long one call may take. Default 10 000 ms. */
   readonly callTimeoutMs?: number;
   /** How long the process may take to load the package and check its configuration. Default 15 000 ms. */
@@ -203,7 +205,7 @@ interface Generation {
   broken: boolean;
 }
 
-type Answer = { id: number; ok: true; value: unknown } | { id: number; ok: false; error?: unknown; refused?: unknown };
+type Answer = { id: number; ok: true; value: unknown } | { id: number; ok: false; error?: unknown; code?: unknown; refused?: unknown };
 
 function isAnswer(value: unknown): value is Answer {
   if (typeof value !== 'object' || value === null) return false;
@@ -510,10 +512,15 @@ export async function startProviderHost(opts: ProviderHostOptions): Promise<Prov
     const answer = await send(gen, nextId++, op, { args: callArgs }, Math.max(1, callTimeoutMs - (Date.now() - started)), callTimeoutMs);
     if (!answer.ok) {
       const text = typeof answer.error === 'string' ? answer.error : 'an error';
+      // The error's own code, as the child checked it (a short identifier): core reads it to
+      // tell an outage of the provider's identity provider from a refused proof.
+      const code = typeof answer.code === 'string' && /^[a-z][a-z0-9_]{0,63}$/.test(answer.code) ? answer.code : undefined;
       throw new ProviderError(
         name,
         'provider_error',
         `${op} failed: the provider answered ${JSON.stringify(redact(printable(text, 300)))}`,
+        [],
+        code,
       );
     }
     const checked = check(answer.value);
@@ -533,6 +540,7 @@ export async function startProviderHost(opts: ProviderHostOptions): Promise<Prov
     packageName: opts.packageName,
     packageVersion: opts.packageVersion,
     signer: opts.signer,
+    signerKey: opts.signerKey ?? null,
     get kind() {
       return kind;
     },

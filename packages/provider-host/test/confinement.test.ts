@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { checkProviderIdentity, type ProviderHandle } from '@svc/core';
 import { ProviderError } from '@svc/provider-host';
+import { startPrivatePostgres } from '../../store-postgres/test/private-postgres.js';
 import {
   type ControlProject,
   captureLog,
@@ -89,6 +90,55 @@ test('a provider that starts a worker thread is denied', async () => {
   await withFixture(startFixture('starts-a-worker', {}), async (h) => {
     await refused(h.finish(ctxOf(), finishInput()), 'provider_error', /ERR_ACCESS_DENIED|restricted/);
   });
+});
+
+test('a provider learns none of the PostgreSQL store’s credentials (PGPASSWORD, the store password’s variable, the parent’s environ), so it cannot connect as the store', async () => {
+  // #24.7: the service resolves `:store/password #svc/secret "env:NAME"` from its own
+  // environment, and libpq-style variables may be set for it: none may reach a provider child.
+  const password = `pg-password-${randomBytes(8).toString('hex')}`;
+  const names = ['PGPASSWORD', 'SVC_PG_PASSWORD', 'PGUSER', 'PGPASSFILE'] as const;
+  for (const name of names) process.env[name] = name === 'PGUSER' ? 'svc_store_role' : password;
+  try {
+    await withFixture(startFixture('reads-the-environment', {}), async (h) => {
+      const { identity } = await h.finish(ctxOf(), finishInput());
+      const seen = JSON.stringify(identity.claims);
+      assert.ok(!seen.includes(password), 'a store credential reached the provider');
+      assert.ok(!seen.includes('svc_store_role'), 'the store role reached the provider');
+      assert.equal(identity.claims.env, '{}');
+      assert.match(String(identity.claims.parent_env), /^denied: ERR_ACCESS_DENIED/);
+    });
+  } finally {
+    for (const name of names) delete process.env[name];
+  }
+});
+
+test('a confined provider reaches PostgreSQL over the network: a trust server lets it in as the store role, a scram one asks it for the password it cannot have', async () => {
+  // Why the store refuses a trust server (#24.7, store-postgres/test/unauthenticated-role.test.ts):
+  // the permission model does not stop this connection; only the server's authentication does.
+  const shared = new URL(process.env.SVC_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test');
+  const password = `pg-${randomBytes(8).toString('hex')}`;
+  const scram = await startPrivatePostgres({ password });
+  process.env.PGPASSWORD = password;
+  try {
+    const target = (host: string, port: number, database: string) => ({
+      'pg/host': host,
+      'pg/port': port,
+      'pg/user': 'postgres',
+      'pg/database': database,
+    });
+    await withFixture(
+      startFixture('connects-to-postgres', target(shared.hostname, Number(shared.port || 5432), shared.pathname.slice(1))),
+      async (h) => {
+        assert.deepEqual(await h.health(), { status: 'ok', detail: 'trusted' });
+      },
+    );
+    await withFixture(startFixture('connects-to-postgres', target('127.0.0.1', scram.port, 'postgres')), async (h) => {
+      assert.deepEqual(await h.health(), { status: 'ok', detail: 'password required (10)' });
+    });
+  } finally {
+    delete process.env.PGPASSWORD;
+    await scram.dispose();
+  }
 });
 
 test('a provider that reads the environment, its arguments or the parent’s /proc environ learns no secret', async () => {

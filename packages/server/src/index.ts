@@ -20,7 +20,17 @@ export {
   svcIdentityHeaders,
 } from './gateway/assertion.js';
 // Module mode: application modules behind the gateway, after identity.
-export { type AppModule, isSkipOverride, moduleAttach, SEALED_SERVER_EVENTS, sealServerEvents } from './gateway/modules.js';
+export {
+  type AppModule,
+  MODULE_HOST_DEFAULTS,
+  type ModuleHost,
+  ModuleHostError,
+  type ModuleHostLog,
+  type ModuleHostOptions,
+  moduleHostNodeArgs,
+  startModuleHost,
+} from './gateway/module-host.js';
+export { moduleHostAttach } from './gateway/modules.js';
 export type {
   GatewayAppOptions,
   GatewayAttach,
@@ -28,13 +38,24 @@ export type {
   UpstreamAttachOptions,
   UpstreamIdentityHeaders,
 } from './gateway/options.js';
+export { onUpgradeSessionEnd, SESSION_END_CLOSE_GRACE_MS } from './gateway/session-watch.js';
 // Upstream mode: every authenticated request proxied to the application.
 export { DEFAULT_UPSTREAM_TIMEOUTS, type UpstreamTimeouts, upstreamAttach } from './gateway/upstream.js';
 export {
   APPLICATION_CONNECTION_LIMITS,
   type ConnectionLimits,
+  type ConnectionPlan,
+  DEFAULT_UPSTREAM_CONNECTIONS,
+  DESCRIPTOR_RESERVE,
+  type DescriptorLimit,
+  descriptorsForDefaults,
   MANAGEMENT_CONNECTION_LIMITS,
+  METRICS_CONNECTION_LIMITS,
   NODE_CONNECTION_LIMITS,
+  openDescriptors,
+  parseDescriptorLimit,
+  planConnectionLimits,
+  readDescriptorLimit,
 } from './http/connection-limits.js';
 export { parseIPv4 } from './http/loopback.js';
 // Listeners that may bind a network address (the node surface, the application gateway).

@@ -263,6 +263,41 @@ describe('Svc-Assertion signing and verification', () => {
     }
   });
 
+  test('htu follows Host: with :svc/app-public-origin set, a caller naming another host name still gets an assertion bound to the public origin', async () => {
+    const publicOrigin = 'https://app.example.com';
+    const pinned = createAssertionSigner({ keys: () => set, issuer: 'NODE-A', audience: AUD, clock, publicOrigin });
+    const app = Fastify({ trustProxy: false });
+    app.all('/*', async (req) => ({ token: pinned.sign(principal, req) }));
+    const address = await app.listen({ port: 0, host: '127.0.0.1' });
+    try {
+      // The same request, once by the listener's address and once through another name for it.
+      for (const host of [new URL(address).host, 'internal-alias.lan:8443']) {
+        const res = await fetch(`${address}/orders/7?page=2`, { method: 'POST', headers: { host } });
+        const { token } = (await res.json()) as { token: string };
+        assert.equal(parts(token).payload.htu, `${publicOrigin}/orders/7`, host);
+        // The documented check: the application verifies against the URL its callers use.
+        const verified = await verifySvcAssertion(token, {
+          jwks: pinned.jwks(),
+          audience: AUD,
+          request: { method: 'POST', url: `${publicOrigin}/orders/7?page=2` },
+          currentDate: at(clock.t),
+        });
+        assert.equal(verified.subject, principal.subject);
+        await refused(
+          verifySvcAssertion(token, {
+            jwks: pinned.jwks(),
+            audience: AUD,
+            request: { method: 'POST', url: `http://${host}/orders/7` },
+            currentDate: at(clock.t),
+          }),
+          'request_mismatch',
+        );
+      }
+    } finally {
+      await app.close();
+    }
+  });
+
   test('the upstream identity headers: the Svc-* facts and the assertion; none without a principal', async () => {
     const headers = svcIdentityHeaders(signer);
     const fake = REQ as unknown as Parameters<typeof headers>[0];

@@ -274,6 +274,31 @@ describe('the reserved prefix and the principal', () => {
     }
   });
 
+  test('the reserved prefix in another letter case (/.SVC/, /.Svc/) never reaches the application, and no attach may claim it', async () => {
+    const h = await startGatewayHarness({ attach: echoAttach });
+    try {
+      const user = await applicationUser(h);
+      for (const path of ['/.SVC/auth/v1/me', '/.Svc/jwks.json', '/.SVC', '/.sVc/anything', '/.sv%63/auth/v1/me', '/.SV%43/x']) {
+        for (const token of [user.pair.access_token, undefined]) {
+          const r = await gatewayApi(h, 'GET', path, token === undefined ? {} : { token });
+          assert.equal(r.status, 404, `${path} ${token === undefined ? 'without' : 'with'} a bearer`);
+          assert.equal(r.body.code, 'not_found', path);
+          assert.equal(r.body.attach, undefined, `${path} reached the application`);
+        }
+      }
+      await assert.rejects(
+        startGateway(h, {
+          attach: async (app) => {
+            app.get('/.SVC/jwks.json', async () => ({ keys: ['forged'] }));
+          },
+        }),
+        /reserved/,
+      );
+    } finally {
+      await h.close();
+    }
+  });
+
   test('without an attach, an authenticated request gets 404 problem+json and jwks is an empty set', async () => {
     const h = await startGatewayHarness();
     try {

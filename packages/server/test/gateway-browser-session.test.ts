@@ -4,9 +4,8 @@ import { connect } from 'node:net';
 import { type Duplex, Writable } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
 import { DEFAULT_AUTH_SETTINGS } from '@svc/core';
-import type { FastifyPluginAsync } from 'fastify';
 import pino from 'pino';
-import { buildGatewayApp, type GatewayAttach, moduleAttach, upgradePrincipal } from '../src/index.js';
+import { buildGatewayApp, type GatewayAttach, upgradePrincipal } from '../src/index.js';
 import { browserRequest, cookiesSet } from './support/browser-http.js';
 import {
   ATTACH_MODES,
@@ -19,6 +18,7 @@ import {
   testPolicy,
 } from './support/gateway-harness.js';
 import type { Pair } from './support/harness.js';
+import { fixtureModule, moduleModeAttach } from './support/module-host.js';
 import { testRedirectProvider } from './support/test-provider.js';
 
 // The gateway listens on 127.0.0.1, where the DNS-rebinding guard already refuses any
@@ -87,7 +87,9 @@ describe("the application cannot set the gateway's cookies", () => {
           return { ok: true };
         });
       };
-      const attach = mode === 'module mode' ? moduleAttach([{ name: 'plant@1.0.0', plugin: plant as FastifyPluginAsync }]) : plant;
+      // Module mode: the same route from fixtures/app-modules/plant-app, in its confined process.
+      const modules = mode === 'module mode' ? await moduleModeAttach([fixtureModule('plant-app')]) : null;
+      const attach = modules === null ? plant : modules.attach;
       const h = await startGatewayHarness({ attach });
       try {
         const user = await applicationUser(h);
@@ -102,6 +104,7 @@ describe("the application cannot set the gateway's cookies", () => {
         assert.match(set['svc-access'] ?? '', /^svca_/);
       } finally {
         await h.close();
+        await modules?.close();
       }
     });
   }

@@ -1,6 +1,13 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { applicationUser, type GatewayHarness, startGatewayHarness, testPolicy } from './support/gateway-harness.js';
+import {
+  ATTACH_MODES,
+  applicationUser,
+  type GatewayHarness,
+  requirement,
+  startGatewayHarness,
+  testPolicy,
+} from './support/gateway-harness.js';
 import { type RawResponse, rawRequest, rawText } from './support/raw-http.js';
 
 function assertRefused(r: RawResponse, what: string): void {
@@ -122,3 +129,60 @@ describe('request smuggling and ambiguous paths at the gateway', () => {
     assert.equal(encodedPrefix.status, 200, 'decoded to /public/x: public for the gateway as for the application');
   });
 });
+
+// #24.5: a requirement on /admin/* must hold for every form of the path an upstream reads as
+// /admin/...: Tomcat and Jetty drop path parameters (`/admin;x/y` is `/admin/y`), IIS and Windows
+// drop a trailing dot or space of a segment, and `/admin` is the prefix itself.
+for (const mode of ATTACH_MODES) {
+  describe(`path parameters get past :svc/app-require (${mode.name})`, () => {
+    let h: GatewayHarness;
+    let token: string;
+    let closeAttach: () => Promise<void> = async () => {};
+    before(async () => {
+      const started = await mode.start();
+      closeAttach = started.close;
+      h = await startGatewayHarness({
+        attach: started.attach,
+        policy: testPolicy({ requirements: [requirement('/admin/*', { subjects: ['sub_nobody'] })] }),
+      });
+      token = (await applicationUser(h)).pair.access_token;
+    });
+    after(async () => {
+      await h?.close();
+      await closeAttach();
+    });
+
+    const BYPASSES: readonly (readonly [string, string])[] = [
+      ['Tomcat path parameter on the prefix', '/admin;x/y'],
+      ['empty path parameter on the prefix', '/admin;/y'],
+      ['percent-encoded path parameter separator', '/admin%3b/y'],
+      ['mixed-case encoded separator', '/admin%3B/y'],
+      ['path parameter on a segment below', '/admin/y;jsessionid=1'],
+      ['trailing dot on the segment (IIS, Windows)', '/admin./x'],
+      ['trailing encoded space on the segment', '/admin%20/x'],
+      ['bare prefix', '/admin'],
+      ['bare prefix with a trailing dot', '/admin.'],
+      ['bare prefix with a format suffix (Rails, Spring suffix match)', '/admin.json'],
+      ['bare prefix in another case', '/ADMIN'],
+      ['fullwidth solidus that NFKC folds to /', '/admin%EF%BC%8Fx'],
+      ['fullwidth letters that NFKC folds to /admin', '/%EF%BD%81dmin/x'],
+    ];
+    for (const [attack, target] of BYPASSES) {
+      test(`a path an upstream reads as /admin/... never reaches it past the requirement: ${attack} (${target})`, async () => {
+        const r = await rawRequest(h.gatewayPort, { target, headers: [['Authorization', `Bearer ${token}`]] });
+        assert.ok(
+          (r.status === 400 && r.body?.code === 'invalid_request') || (r.status === 403 && r.body?.code === 'insufficient_claims'),
+          `${attack}: ${r.status} ${r.text}`,
+        );
+        assert.equal(r.body?.attach, undefined, `${attack}: reached the application`);
+      });
+    }
+
+    test('paths the requirement does not cover still reach the application', async () => {
+      for (const target of ['/administrator', '/adminx/y', '/other/admin', '/public/admin.json']) {
+        const r = await rawRequest(h.gatewayPort, { target, headers: [['Authorization', `Bearer ${token}`]] });
+        assert.equal(r.status, 200, `${target}: ${r.text}`);
+      }
+    });
+  });
+}

@@ -104,7 +104,12 @@ describe('websocket upgrades go through the same identity step', () => {
     const user = await applicationUser(h);
     const before = seen.length;
     assert.match(await upgrade('/.svc/ws', `Authorization: Bearer ${user.pair.access_token}\r\n`), /^HTTP\/1\.1 404 /);
+    // The reserved prefix in another letter case is reserved too.
+    for (const path of ['/.SVC/ws', '/.Svc/ws', '/.sv%63/ws']) {
+      assert.match(await upgrade(path, `Authorization: Bearer ${user.pair.access_token}\r\n`), /^HTTP\/1\.1 404 /, path);
+    }
     assert.match(await upgrade('/public/../ws'), /^HTTP\/1\.1 400 /);
+    assert.match(await upgrade('/public;x/ws'), /^HTTP\/1\.1 400 /, 'a path parameter');
     assert.equal(seen.length, before);
   });
 });

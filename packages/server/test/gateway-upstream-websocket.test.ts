@@ -4,6 +4,8 @@ import assert from 'node:assert/strict';
 import type { IncomingHttpHeaders } from 'node:http';
 import { after, before, describe, test } from 'node:test';
 import { WebSocket } from 'ws';
+import { within } from './support/bounded.js';
+import { rawText } from './support/raw-http.js';
 import {
   type ProxyGateway,
   startEchoUpstream,
@@ -87,6 +89,59 @@ describe('gateway upstream mode, websockets', () => {
     }
     assert.equal(up.upgrades.length, 1);
   });
+
+  // #24.11: a request that is not a valid websocket handshake made the gateway open a GET
+  // handshake upstream (with the identity headers), then answer the caller 405/400.
+  const KEY = 'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n';
+  const WS = `Connection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\n`;
+  const INVALID_UPGRADES: readonly (readonly [string, (bearer: string) => string])[] = [
+    [
+      'POST with Upgrade: websocket',
+      (b) => `POST /socket HTTP/1.1\r\nHost: x\r\n${WS}${KEY}Authorization: ${b}\r\nContent-Length: 0\r\n\r\n`,
+    ],
+    [
+      'PUT with Upgrade: websocket',
+      (b) => `PUT /socket HTTP/1.1\r\nHost: x\r\n${WS}${KEY}Authorization: ${b}\r\nContent-Length: 0\r\n\r\n`,
+    ],
+    [
+      'GET with Upgrade: h2c',
+      (b) =>
+        `GET /socket HTTP/1.1\r\nHost: x\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\nAuthorization: ${b}\r\n\r\n`,
+    ],
+    [
+      'POST with Upgrade: h2c',
+      (b) =>
+        `POST /socket HTTP/1.1\r\nHost: x\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\nAuthorization: ${b}\r\nContent-Length: 0\r\n\r\n`,
+    ],
+    [
+      'Upgrade naming two protocols',
+      (b) =>
+        `GET /socket HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket, h2c\r\nSec-WebSocket-Version: 13\r\n${KEY}Authorization: ${b}\r\n\r\n`,
+    ],
+    ['websocket without Sec-WebSocket-Key', (b) => `GET /socket HTTP/1.1\r\nHost: x\r\n${WS}Authorization: ${b}\r\n\r\n`],
+    [
+      'websocket with a malformed Sec-WebSocket-Key',
+      (b) => `GET /socket HTTP/1.1\r\nHost: x\r\n${WS}Sec-WebSocket-Key: short\r\nAuthorization: ${b}\r\n\r\n`,
+    ],
+    [
+      'websocket with another Sec-WebSocket-Version',
+      (b) =>
+        `GET /socket HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 12\r\n${KEY}Authorization: ${b}\r\n\r\n`,
+    ],
+    ['websocket in HTTP/1.0', (b) => `GET /socket HTTP/1.0\r\nHost: x\r\n${WS}${KEY}Authorization: ${b}\r\n\r\n`],
+  ];
+  for (const [attack, request] of INVALID_UPGRADES) {
+    test(`an invalid upgrade reaches the upstream: ${attack} is refused before the gateway contacts the upstream`, async () => {
+      const upgrades = up.upgrades.length;
+      const requests = up.requests.length;
+      const r = await within(rawText(gw.port, request(gw.bearer)), 10_000, `the gateway's answer to ${attack}`);
+      // The refusal is the gateway's answer: whatever it did before answering has happened.
+      assert.equal(up.upgrades.length, upgrades, `${attack}: a handshake reached the upstream`);
+      assert.equal(up.requests.length, requests, `${attack}: a request reached the upstream`);
+      assert.equal(r.status, 400, `${attack}: ${r.text}`);
+      assert.equal(r.body?.code, 'invalid_request', attack);
+    });
+  }
 
   test('an upstream that refuses the websocket is 502 upstream_unavailable to the caller, whose handshake never completed', async () => {
     const refused = await connect(`ws://127.0.0.1:${gw.port}/ws-refuse`, { authorization: gw.bearer }).then(

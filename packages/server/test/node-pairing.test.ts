@@ -185,21 +185,40 @@ describe('node surface: pairing', () => {
     }
   });
 
-  test('a signature by another key is invalid_signature and enrolls nothing', async () => {
+  test('a signature by another key is answered as a wrong code, counted, and enrolls nothing', async () => {
     const intent = await prepare(h, token, { realm: 'application' });
     const key = intent.key;
     const r = await nodeApi(h, 'POST', COMPLETE, { body: completion(h, intent, key, { signer: newDeviceKey() }) });
     assert.equal(r.status, 401);
-    assert.equal(r.body.code, 'invalid_signature');
+    assert.equal(r.body.code, 'invalid_pairing_code');
     assert.equal(await h.store.findDeviceByPublicKey(key.publicKeyHex), null);
+    assert.equal((await h.store.getPairingIntent(intent.intent_id))?.failures, 1);
   });
 
-  test('a proof made for another node id is invalid_signature: a relayed proof is useless elsewhere', async () => {
+  test('pairing-code oracle: the right code with a bad signature x5 burns the intent, each answer byte-identical to a wrong code', async () => {
+    const probed = await prepare(h, token, { realm: 'application' });
+    const control = await prepare(h, token, { realm: 'application' });
+    const wrong = (code: string) => (code === 'AAAA-AAAA' ? 'BBBB-BBBB' : 'AAAA-AAAA');
+    for (let i = 1; i <= 5; i++) {
+      const rightCodeBadSig = await nodeApi(h, 'POST', COMPLETE, { body: completion(h, probed, probed.key, { signer: newDeviceKey() }) });
+      const wrongCode = await nodeApi(h, 'POST', COMPLETE, { body: completion(h, control, control.key, { code: wrong(control.code) }) });
+      assert.equal(rightCodeBadSig.status, wrongCode.status, `attempt ${i}: status`);
+      assert.equal(rightCodeBadSig.headers.get('content-type'), wrongCode.headers.get('content-type'), `attempt ${i}: type`);
+      assert.equal(JSON.stringify(rightCodeBadSig.body), JSON.stringify(wrongCode.body), `attempt ${i}: body`);
+      assert.equal(rightCodeBadSig.body.code, 'invalid_pairing_code', `attempt ${i}`);
+    }
+    assert.equal((await h.store.getPairingIntent(probed.intent_id))?.burnedAt !== null, true, 'five bad proofs burned the intent');
+    const right = await nodeApi(h, 'POST', COMPLETE, { body: completion(h, probed, probed.key) });
+    assert.equal(right.body.code, 'invalid_pairing_intent', 'even the right code and proof are refused once burned');
+    assert.equal(await h.store.findDeviceByPublicKey(probed.key.publicKeyHex), null);
+  });
+
+  test('a proof made for another node id is answered as a wrong code: a relayed proof is useless elsewhere', async () => {
     const intent = await prepare(h, token, { realm: 'application' });
     const key = intent.key;
     const elsewhere = '0000-0000-0000-0000-0000-0000-0000-0000-0';
     const r = await nodeApi(h, 'POST', COMPLETE, { body: completion(h, intent, key, { nodeId: elsewhere }) });
-    assert.equal(r.body.code, 'invalid_signature');
+    assert.equal(r.body.code, 'invalid_pairing_code');
     assert.equal(
       pairingProofString({ nodeId: h.identity.nodeId, intentId: intent.intent_id, publicKey: key.publicKeyHex }),
       `svc-auth-v1 pairing ${h.identity.nodeId} ${intent.intent_id} ${key.publicKeyHex}`,
@@ -260,7 +279,7 @@ describe('node surface: pairing rate limit', () => {
   });
   after(() => h.close());
 
-  test('failed completions are counted per client: over the limit 429 rate_limited with Retry-After, until the window ends', async () => {
+  test('failed completions are counted per client: over the limit a failure is 429 rate_limited with Retry-After, until the window ends; the right code still completes', async () => {
     const token = await adminToken(h);
     const intent = await prepare(h, token, { realm: 'application' });
     const wrong = intent.code === 'AAAA-AAAA' ? 'BBBB-BBBB' : 'AAAA-AAAA';
@@ -269,18 +288,44 @@ describe('node surface: pairing rate limit', () => {
       assert.equal(r.body.code, 'invalid_pairing_code');
     }
     h.clock.advance(10_000);
-    const limited = await nodeApi(h, 'POST', COMPLETE, { body: completion(h, intent, intent.key) });
+    const other = await prepare(h, token, { realm: 'application' });
+    const limited = await nodeApi(h, 'POST', COMPLETE, { body: completion(h, other, other.key, { code: wrong }) });
     assert.equal(limited.status, 429);
     assert.equal(limited.body.code, 'rate_limited');
     assert.equal(limited.headers.get('retry-after'), '50');
-    // Limited means limited: even the right code waits; prepare (authenticated) does not.
-    assert.equal(
-      (await nodeApi(h, 'POST', PREPARE, { token, body: { realm: 'application', public_key: newDeviceKey().publicKeyHex } })).status,
-      201,
-    );
+    // The budget bounds failures, not proofs: the right code and proof still complete.
+    assert.equal((await nodeApi(h, 'POST', COMPLETE, { body: completion(h, intent, intent.key) })).status, 201);
     h.clock.advance(50_000);
+    assert.equal(
+      (await nodeApi(h, 'POST', COMPLETE, { body: completion(h, other, other.key, { code: wrong }) })).body.code,
+      'invalid_pairing_code',
+      'a new window',
+    );
     const fresh = await prepare(h, await adminToken(h), { realm: 'application' });
     assert.equal((await nodeApi(h, 'POST', COMPLETE, { body: completion(h, fresh, fresh.key) })).status, 201);
+  });
+
+  test('pairing-audit-flood-beyond-budget: failed completions past the budget are 429, write no audit event and are not counted', async () => {
+    h.clock.advance(120_000);
+    const token = await adminToken(h);
+    const intent = await prepare(h, token, { realm: 'application' });
+    const wrong = intent.code === 'AAAA-AAAA' ? 'BBBB-BBBB' : 'AAAA-AAAA';
+    const failedEvents = async () => (await auditTypes(h)).filter((t) => t === 'pairing.failed' || t === 'pairing.burned').length;
+    const before = await failedEvents();
+    for (let i = 0; i < 3; i++) {
+      const r = await nodeApi(h, 'POST', COMPLETE, { body: completion(h, intent, intent.key, { code: wrong }) });
+      assert.equal(r.body.code, 'invalid_pairing_code', `attempt ${i + 1} is within the budget`);
+    }
+    assert.equal(await failedEvents(), before + 3, 'the failures within the budget are audited');
+    const other = await prepare(h, token, { realm: 'application' });
+    for (let i = 0; i < 8; i++) {
+      const r = await nodeApi(h, 'POST', COMPLETE, { body: completion(h, other, other.key, { code: wrong }) });
+      assert.equal(r.status, 429, `attempt ${i + 1} past the budget`);
+      assert.equal(r.body.code, 'rate_limited');
+    }
+    assert.equal(await failedEvents(), before + 3, 'no pairing.failed (or pairing.burned) event past the budget');
+    // Uncounted: 8 wrong codes past the budget did not burn the other intent (5 would).
+    assert.equal((await nodeApi(h, 'POST', COMPLETE, { body: completion(h, other, other.key) })).status, 201);
   });
 
   test('invalid input (400) is not counted as a failed completion', async () => {

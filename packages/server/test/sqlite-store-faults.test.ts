@@ -94,11 +94,20 @@ describe('SQLite store faults: clear 503s, honest health, the event loop keeps s
     }
   });
 
+  // The test mounts the small file system it fills, which needs root. A developer's unprivileged
+  // run skips it, saying so; under CI (which runs as root) it never skips: it fails instead.
+  const root = process.getuid?.() === 0;
   test('a full disk (SQLITE_FULL on a real, small tmpfs) is 503 store_unavailable with health degraded disk_full, reads still served, and recovery once space is freed', {
-    skip: process.getuid?.() === 0 ? false : 'needs root to mount a tmpfs',
+    skip: root || process.env.CI ? false : 'needs root to mount a tmpfs (under CI it fails instead of skipping)',
   }, async () => {
+    assert.ok(root, 'the disk-full test needs root to mount its tmpfs; CI must run it as root');
     const mount = mkdtempSync(join(tmpdir(), 'svc-full-disk-'));
-    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=4m,mode=0700', 'tmpfs', mount]);
+    try {
+      execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=4m,mode=0700', 'tmpfs', mount], { stdio: 'pipe' });
+    } catch (error) {
+      rmSync(mount, { recursive: true, force: true });
+      throw new Error(`mounting a 4 MiB tmpfs on ${mount} failed (the test needs root with CAP_SYS_ADMIN): ${(error as Error).message}`);
+    }
     let h: NodeHarness | undefined;
     try {
       const dir = join(mount, 'control');

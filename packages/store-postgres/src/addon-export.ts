@@ -9,7 +9,8 @@ import { POSTGRES_STORE_OPERATIONS } from './operations.js';
  * (`postgres://user@host:port/db`, never with a password in it) or the discrete `:store/host`,
  * `:store/port`, `:store/database`, `:store/user`; `:store/password` as a secret reference
  * (`#svc/secret "env:PGPASSWORD"` or `#svc/secret "file:/run/secrets/pg"`); `:store/schema`
- * (default `svc_auth`), `:store/pool-size` (default 10), `:store/ssl`.
+ * (default `svc_auth`), `:store/pool-size` (default 10), `:store/ssl`, `:store/allow-unauthenticated`
+ * (accept a server that does not authenticate the role; development only, warned on every open).
  *
  * @example
  * const store = await svcStore.open(config.store.config, ctx);
@@ -51,6 +52,8 @@ export const svcStore: StoreAddonExport = {
       ...(v[':store/schema'] !== undefined ? { schema: v[':store/schema'] as string } : {}),
       ...(v[':store/pool-size'] !== undefined ? { max: v[':store/pool-size'] as number } : {}),
       ...(v[':store/ssl'] !== undefined ? { ssl: v[':store/ssl'] as boolean } : {}),
+      ...(v[':store/allow-unauthenticated'] !== undefined ? { allowUnauthenticated: v[':store/allow-unauthenticated'] as boolean } : {}),
+      ...(ctx.warn !== undefined ? { warn: (event: string, message: string) => ctx.warn?.(event, message) } : {}),
     };
     return openPostgresStore(options);
   },

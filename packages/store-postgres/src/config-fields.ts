@@ -23,4 +23,9 @@ export const POSTGRES_STORE_CONFIG = {
     meaning: 'connections per process (default 10), and a quarter as many more (at least 1) for the attempt budget',
   },
   ':store/ssl': { kind: 'boolean', meaning: '`true` to connect with TLS' },
+  ':store/allow-unauthenticated': {
+    kind: 'boolean',
+    meaning:
+      '`true` accepts a server that lets the role connect without a password (trust authentication), with a warning on every start; development only: otherwise refused at open, since any process on the host could write the control state',
+  },
 } as const satisfies Readonly<Record<string, ConfigField>>;

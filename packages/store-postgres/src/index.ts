@@ -6,6 +6,7 @@ export {
   openPostgresStore,
   type PostgresStoreOptions,
   type PostgresTimeouts,
+  UNAUTHENTICATED_STORE_EVENT,
 } from './open-postgres-store.js';
 export { POSTGRES_STORE_OPERATIONS } from './operations.js';
 export { PostgresStore } from './postgres-store.js';

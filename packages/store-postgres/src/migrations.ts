@@ -92,8 +92,12 @@ export async function migrate(client: PoolClient, schema: string, migrations: re
   await client.query('BEGIN');
   try {
     await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`svc-store-postgres migrate ${schema}`]);
-    // The schema name was validated as a plain lowercase identifier, so it needs no quoting.
-    await client.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
+    // Created only when missing: PostgreSQL checks CREATE on the database even for an existing
+    // schema with IF NOT EXISTS, and a least-privilege role that owns only its (DBA-made)
+    // schema has no such right. The schema name was validated as a plain lowercase identifier,
+    // so it needs no quoting; IF NOT EXISTS still guards against a DBA creating it meanwhile.
+    const present = await client.query('SELECT 1 FROM pg_namespace WHERE nspname = $1', [schema]);
+    if (present.rowCount === 0) await client.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
     await client.query(CREATE_TRACKING_TABLE);
     const done = await appliedVersions(client);
     refuseNewer(done, latest);

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { StoreOpenError } from '@svc/core';
 import pg, { type PoolClient } from 'pg';
 import { loadMigrations, migrate, NewerSchemaError } from './migrations.js';
@@ -24,6 +25,15 @@ export interface PostgresStoreOptions {
    * store_unavailable`, in milliseconds (see {@link DEFAULT_TIMEOUTS}).
    */
   readonly timeouts?: Partial<PostgresTimeouts>;
+  /**
+   * Accept a server that lets anyone connect as the store's role without a credential
+   * (`trust` in pg_hba.conf): every process on a host that can reach it, a confined provider
+   * included, can then read and write the control state. Refused at open unless this is true;
+   * when it is, `warn` is called on every open. For development and tests only.
+   */
+  readonly allowUnauthenticated?: boolean;
+  /** Where the loud warning of an accepted unauthenticated role goes (`event`, one-line `message`). */
+  readonly warn?: (event: string, message: string) => void;
 }
 
 /** The bounds that make a slow, frozen or unreachable database fail fast instead of hanging requests. */
@@ -154,6 +164,24 @@ function openError(err: unknown, options: PostgresStoreOptions, target: string):
 }
 
 /**
+ * The connection string with the separately given password in it. The driver lets every field
+ * of a connection string, an absent password included, replace the discrete options, so
+ * `:store/url` with `:store/password` would otherwise connect with no password at all.
+ */
+function withPassword(connectionString: string, password: string | undefined): string {
+  if (password === undefined || password === '') return connectionString;
+  let url: URL;
+  try {
+    url = new URL(connectionString);
+  } catch {
+    return connectionString; // The driver reports it; the message never shows it (see secretsOf).
+  }
+  if (url.password !== '') return connectionString;
+  url.password = encodeURIComponent(password);
+  return url.href;
+}
+
+/**
  * Creates the pool: its own BIGINT parser, and `search_path` fixed to the schema as a startup
  * parameter, so every connection (including ones the pool opens later) is in the schema
  * before its first query, with no race against a `connect` handler.
@@ -171,7 +199,7 @@ function poolConfig(options: PostgresStoreOptions, schema: string, t: PostgresTi
     options: `-c search_path=${schema} -c idle_in_transaction_session_timeout=${IDLE_IN_TRANSACTION_TIMEOUT_MS} -c statement_timeout=${t.statementMs} -c lock_timeout=${t.lockMs}`,
     types: pgTypes(),
   };
-  if (options.connectionString !== undefined) config.connectionString = options.connectionString;
+  if (options.connectionString !== undefined) config.connectionString = withPassword(options.connectionString, options.password);
   if (options.host !== undefined) config.host = options.host;
   if (options.port !== undefined) config.port = options.port;
   if (options.database !== undefined) config.database = options.database;
@@ -243,6 +271,52 @@ async function refuseForeignOwner(client: pg.PoolClient, schema: string, target:
   );
 }
 
+/** The `event` of the warning an accepted unauthenticated role gives on every open. */
+export const UNAUTHENTICATED_STORE_EVENT = 'store.unauthenticated_role';
+
+/**
+ * Whether the server lets the store's role in without its credential: one connection with the
+ * same host, port, user, database and TLS setting and a random password nobody holds. A server
+ * that authenticates the role (scram-sha-256, md5, password, ldap, ...) refuses it (28P01,
+ * 28000); one that `trust`s the connection lets it in, and so would let in any process on a
+ * host that can reach it. Any other failure (the server went away meanwhile) is no evidence
+ * either way: the open goes on and fails or succeeds on its own connections.
+ */
+async function letsAnyoneIn(config: pg.PoolConfig): Promise<boolean> {
+  // A password of our own, never the configured one nor PGPASSWORD or ~/.pgpass (which the
+  // driver would fall back to without one). A password in the connection string would win
+  // over the field, so it is replaced there too.
+  const password = randomBytes(32).toString('base64url');
+  let connectionString = config.connectionString;
+  if (connectionString !== undefined) {
+    try {
+      const url = new URL(connectionString);
+      if (url.password !== '') {
+        url.password = password;
+        connectionString = url.href;
+      }
+    } catch {
+      return false; // The open itself reports an unparsable string.
+    }
+  }
+  const probe = new pg.Client({
+    ...config,
+    ...(connectionString === undefined ? {} : { connectionString }),
+    password,
+    application_name: 'svc-auth-auth-probe',
+    query_timeout: undefined,
+  } as pg.ClientConfig);
+  probe.on('error', () => undefined);
+  try {
+    await probe.connect();
+    return true;
+  } catch {
+    return false;
+  } finally {
+    await probe.end().catch(() => undefined);
+  }
+}
+
 /**
  * Opens the PostgreSQL control store: connects, creates the schema if missing, applies the
  * migrations (serialised across nodes by a transaction-scoped advisory lock) and checks that
@@ -286,6 +360,19 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
     client.on('error', () => undefined);
     await client.connect();
     try {
+      if (await letsAnyoneIn(config)) {
+        if (options.allowUnauthenticated !== true) {
+          throw new StoreOpenError(
+            target,
+            `refusing the PostgreSQL store at ${target}: the server lets anyone connect as its role without a password (trust authentication), so any process on a host that reaches it could read and rewrite the control state; require a password for the role (scram-sha-256 in pg_hba.conf, see docs/deployment.md), or accept it for development with :store/allow-unauthenticated true`,
+            { refusal: 'unauthenticated' },
+          );
+        }
+        options.warn?.(
+          UNAUTHENTICATED_STORE_EVENT,
+          `WARNING: the PostgreSQL store at ${target} lets anyone connect as its role without a password (trust authentication), accepted by :store/allow-unauthenticated: any process on a host that reaches the server can read and rewrite the control state; never use this in production`,
+        );
+      }
       // A connection string with its own `options` replaces ours; tables must never land in
       // whatever schema that names (or in public).
       const path = await client.query<{ p: string }>("SELECT current_setting('search_path') AS p");

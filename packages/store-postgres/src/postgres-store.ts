@@ -9,6 +9,7 @@ import {
   DEVICE_COLUMNS,
   EVENT_COLUMNS,
   FLOW_COLUMNS,
+  gracePairEndedSql,
   INTENT_COLUMNS,
   LINK_COLUMNS,
   liveIntentSql,
@@ -239,7 +240,8 @@ const SET_PAIR = `UPDATE sessions SET access_digest = $2, access_expires_at = $3
   WHERE id = $1
   RETURNING generation`;
 
-const REVOKE_SESSION = `UPDATE sessions SET revoked_at = $2, revoked_reason = $3 WHERE id = $1 AND revoked_at IS NULL
+// Revoking erases the sealed grace pair too: a revoked session answers no grace, and a restore must not bring it back.
+const REVOKE_SESSION = `UPDATE sessions SET revoked_at = $2, revoked_reason = $3, prev_successor = NULL WHERE id = $1 AND revoked_at IS NULL
   RETURNING ${SESSION_COLUMNS}`;
 
 /**
@@ -633,7 +635,7 @@ export class PostgresStore implements Store {
       if (removed === 0) return { removed: false, revokedSessions: 0 };
       const revokedSessions = await changes(
         c,
-        `UPDATE sessions SET revoked_at = $2, revoked_reason = $3 WHERE device_id = $1 AND ${liveSessionSql('$2')}`,
+        `UPDATE sessions SET revoked_at = $2, revoked_reason = $3, prev_successor = NULL WHERE device_id = $1 AND ${liveSessionSql('$2')}`,
         [input.deviceId, input.now, REVOKED_DEVICE_REMOVED],
       );
       await this.#append(c, event);
@@ -864,11 +866,17 @@ export class PostgresStore implements Store {
     });
   }
 
-  async pruneRetiredRefreshTokens(input: { readonly now: number; readonly retiredBefore: number }): Promise<number> {
+  async pruneRetiredRefreshTokens(input: Parameters<Store['pruneRetiredRefreshTokens']>[0]): Promise<number> {
     return this.#tx(async (c) => {
       // Maintenance over up to 10 minutes of rotations, not a request: it is exempt from the
       // request bounds, or a large backlog would time out on every run and then only grow.
       await c.query(`SET LOCAL statement_timeout = ${MAINTENANCE_TIMEOUT_MS}`);
+      // Found by the partial index sessions_grace_pair (migration 012): only rows still holding a pair.
+      await c.query({
+        text: `UPDATE sessions SET prev_successor = NULL WHERE ${gracePairEndedSql('$1')}`,
+        values: [input.graceEndedBefore],
+        query_timeout: MAINTENANCE_TIMEOUT_MS + 5_000,
+      } as QueryConfig);
       const result = await c.query({
         // Driven by the (small) retired table, one primary-key probe per row, never a scan of sessions.
         text: `DELETE FROM retired_refresh_tokens r WHERE r.retired_at < $2
@@ -1146,7 +1154,7 @@ export class PostgresStore implements Store {
       if (removed === 0) return { removed: false, revokedSessions: 0 };
       const revokedSessions = await changes(
         c,
-        `UPDATE sessions SET revoked_at = $2, revoked_reason = $3 WHERE device_id = $1 AND ${liveSessionSql('$2')}`,
+        `UPDATE sessions SET revoked_at = $2, revoked_reason = $3, prev_successor = NULL WHERE device_id = $1 AND ${liveSessionSql('$2')}`,
         [input.linkId, input.now, REVOKED_LINK_REMOVED],
       );
       await this.#append(c, event);
@@ -1260,29 +1268,34 @@ export class PostgresStore implements Store {
         window_start: number;
         failures: number;
         pending: number;
+        pending_since: number;
         moved_start: number | null;
         moved_failures: number | null;
         moved_pending: number | null;
+        moved_pending_since: number | null;
       }>(
         this.#budgetPool,
         {
           name: 'svc_reserve_attempt_windows',
           text: `WITH locked AS (
-             SELECT key, window_start, failures, pending FROM attempt_budget WHERE key = ANY($1::text[]) ORDER BY key FOR UPDATE
+             SELECT key, window_start, failures, pending, pending_since FROM attempt_budget WHERE key = ANY($1::text[]) ORDER BY key FOR UPDATE
            ), decided AS (
-             SELECT key, window_start, failures, pending, ${attemptWindowSql({ now: '$2::bigint', windowMs: '$3::bigint', max: '$4::int' })}
+             SELECT key, window_start, failures, pending, pending_since,
+                    ${attemptWindowSql({ now: '$2::bigint', windowMs: '$3::bigint', max: '$4::int', leaseMs: '$5::bigint' })}
              FROM locked
            ), moved AS (
-             UPDATE attempt_budget AS b SET window_start = d.new_start, failures = d.new_failures, pending = d.new_pending
+             UPDATE attempt_budget AS b
+             SET window_start = d.new_start, failures = d.new_failures, pending = d.new_pending, pending_since = d.new_pending_since
              FROM decided AS d
              WHERE b.key = d.key AND (SELECT count(*) = cardinality($1::text[]) AND bool_and(reserve) FROM decided)
-             RETURNING b.key, b.window_start, b.failures, b.pending
+             RETURNING b.key, b.window_start, b.failures, b.pending, b.pending_since
            )
-           SELECT d.key, d.window_start, d.failures, d.pending,
-                  m.window_start AS moved_start, m.failures AS moved_failures, m.pending AS moved_pending
+           SELECT d.key, d.window_start, d.failures, d.pending, d.pending_since,
+                  m.window_start AS moved_start, m.failures AS moved_failures, m.pending AS moved_pending,
+                  m.pending_since AS moved_pending_since
            FROM decided AS d LEFT JOIN moved AS m ON m.key = d.key ORDER BY d.key`,
         },
-        [keys, input.now, input.windowMs, input.max],
+        [keys, input.now, input.windowMs, input.max, input.leaseMs],
       );
       if (locked.length < keys.length) {
         // A key seen for the first time (or pruned since): its row is created empty, and the
@@ -1292,7 +1305,7 @@ export class PostgresStore implements Store {
           this.#budgetPool,
           {
             name: 'svc_open_attempt_windows',
-            text: 'INSERT INTO attempt_budget (key, window_start, failures, pending) SELECT k, $2, 0, 0 FROM unnest($1::text[]) AS k ON CONFLICT (key) DO NOTHING',
+            text: 'INSERT INTO attempt_budget (key, window_start, failures, pending, pending_since) SELECT k, $2, 0, 0, $2 FROM unnest($1::text[]) AS k ON CONFLICT (key) DO NOTHING',
           },
           [keys, input.now],
         );
@@ -1314,7 +1327,10 @@ export class PostgresStore implements Store {
       const agrees = locked.every((r, i) => {
         const w = windows[i];
         return reserved && w !== undefined
-          ? r.moved_start === w.start && r.moved_failures === w.failures && r.moved_pending === w.pending
+          ? r.moved_start === w.start &&
+              r.moved_failures === w.failures &&
+              r.moved_pending === w.pending &&
+              r.moved_pending_since === w.pendingSince
           : r.moved_start === null;
       });
       if (!agrees) throw new Error('attempt_budget: the reservation statement and decideAttemptWindow disagree');
@@ -1346,14 +1362,16 @@ export class PostgresStore implements Store {
       {
         name: 'svc_settle_attempts',
         text: `WITH settled AS (
-           SELECT b.key FROM attempt_budget AS b JOIN unnest($1::text[], $2::bigint[]) AS w (key, start)
+           SELECT b.key, w.since FROM attempt_budget AS b JOIN unnest($1::text[], $2::bigint[], $4::bigint[]) AS w (key, start, since)
              ON b.key = w.key AND b.window_start = w.start
            ORDER BY b.key FOR UPDATE OF b
          )
-         UPDATE attempt_budget AS b SET pending = GREATEST(b.pending - 1, 0), failures = b.failures + $3
+         UPDATE attempt_budget AS b
+         SET pending = CASE WHEN b.pending_since = s.since THEN GREATEST(b.pending - 1, 0) ELSE b.pending END,
+             failures = b.failures + $3
          FROM settled AS s WHERE b.key = s.key`,
       },
-      [input.windows.map((w) => w.key), input.windows.map((w) => w.start), input.failed ? 1 : 0],
+      [input.windows.map((w) => w.key), input.windows.map((w) => w.start), input.failed ? 1 : 0, input.windows.map((w) => w.pendingSince)],
     );
   }
 }

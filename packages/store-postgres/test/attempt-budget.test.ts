@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { after, before, describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
 import type { AttemptReservation } from '@svc/core';
 import { decideAttemptWindow } from '@svc/core/store';
 import type { PostgresStore } from '../src/index.js';
@@ -8,6 +10,7 @@ import { createTestEnv } from './pg-test-env.js';
 const T0 = Date.UTC(2026, 10, 22, 10, 0, 0, 0);
 const WINDOW = 60_000;
 const MAX = 30;
+const LEASE = 30_000;
 
 const env = createTestEnv();
 after(() => env.dispose());
@@ -27,7 +30,7 @@ describe('shared attempt budget on PostgreSQL (two nodes, one schema)', () => {
   });
 
   const reserve = (node: PostgresStore, keys: readonly string[], now = T0): Promise<AttemptReservation> =>
-    node.reserveAttempts({ keys, now, windowMs: WINDOW, max: MAX });
+    node.reserveAttempts({ keys, now, windowMs: WINDOW, max: MAX, leaseMs: LEASE });
   const failAll = async (node: PostgresStore, reservations: readonly AttemptReservation[]) => {
     for (const r of reservations) if (r.reserved) await node.settleAttempts({ windows: r.windows, failed: true });
   };
@@ -56,7 +59,7 @@ describe('shared attempt budget on PostgreSQL (two nodes, one schema)', () => {
     await b.settleAttempts({ windows: first.windows, failed: false });
     assert.equal((await reserve(b, [key])).reserved, true, 'the slot came back');
     await failAll(a, rest);
-    assert.equal((await reserve(a, [key], T0 + 30_000)).reserved, false);
+    assert.equal((await reserve(a, [key], T0 + LEASE - 1)).reserved, false, '29 failed and 1 running, within its lease');
     assert.equal((await reserve(a, [key], T0 + WINDOW)).reserved, true, 'a new window');
     // Settling a reservation of the window that ended changes nothing in the new one.
     await a.settleAttempts({ windows: first.windows, failed: true });
@@ -90,12 +93,12 @@ describe('shared attempt budget on PostgreSQL (two nodes, one schema)', () => {
       CREATE FUNCTION ${schema}.refuse_sweep() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN RAISE EXCEPTION 'sweep refused by the test'; END $$;
       CREATE TRIGGER refuse_sweep BEFORE DELETE ON ${schema}.attempt_budget FOR EACH ROW EXECUTE FUNCTION ${schema}.refuse_sweep();
-      INSERT INTO ${schema}.attempt_budget (key, window_start, failures, pending) VALUES ('sweep:old', ${T0 - 10 * WINDOW}, 3, 0);`);
+      INSERT INTO ${schema}.attempt_budget (key, window_start, failures, pending, pending_since) VALUES ('sweep:old', ${T0 - 10 * WINDOW}, 3, 0, 0);`);
     try {
       const node = await env.open(schema);
       try {
         for (let i = 0; i < 64; i++) {
-          const r = await node.reserveAttempts({ keys: [`sweep:${i}`], now: T0, windowMs: WINDOW, max: MAX });
+          const r = await node.reserveAttempts({ keys: [`sweep:${i}`], now: T0, windowMs: WINDOW, max: MAX, leaseMs: LEASE });
           assert.ok(r.reserved, `reservation ${i + 1} is answered, the failing sweep notwithstanding`);
           await node.settleAttempts({ windows: r.windows, failed: false });
         }
@@ -111,6 +114,55 @@ describe('shared attempt budget on PostgreSQL (two nodes, one schema)', () => {
     }
   });
 
+  test('a node killed with SIGKILL while holding 29 of 30 slots: the survivor reclaims them after the lease, long before the window ends', async () => {
+    const key = 'addr:killed-node';
+    const child = spawn(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        fileURLToPath(new URL('./fixtures/reserve-and-hang.ts', import.meta.url)),
+        schema,
+        `signin|${key}`,
+        '29',
+        String(T0),
+      ],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    try {
+      await new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error('waited 20 s for the child node to reserve its 29 slots')), 20_000);
+        child.stdout?.on('data', (chunk: Buffer) => {
+          if (chunk.toString('utf8').includes('reserved')) {
+            clearTimeout(timer);
+            resolve();
+          }
+        });
+        child.once('exit', (code) => {
+          clearTimeout(timer);
+          reject(new Error(`the child node exited (${code}) before reserving`));
+        });
+      });
+    } finally {
+      child.kill('SIGKILL');
+      await exited;
+    }
+    const k = `signin|${key}`;
+    // Held: the survivor gets the one slot left, then the window is full of the dead node's.
+    const one = await reserve(a, [k], T0 + 1_000);
+    assert.ok(one.reserved, 'the 30th slot');
+    const busy = await reserve(a, [k], T0 + 2_000);
+    assert.ok(!busy.reserved && busy.busy, "the dead node's 29 slots are still leased");
+    // After the lease (and 30 s before the window ends) they are reclaimed: the survivor's
+    // attempts are counted again, 30 of them, with no wait for the window.
+    for (let i = 0; i < MAX; i++) {
+      const r = await reserve(b, [k], T0 + LEASE + 1_000);
+      assert.ok(r.reserved, `survivor attempt ${i + 1} after the lease`);
+    }
+    assert.equal((await reserve(b, [k], T0 + LEASE + 1_000)).reserved, false, 'the budget still holds: 30 running');
+  });
+
   test("one statement decides as core does: over every kind of stored window, the reservation and the row it leaves are decideAttemptWindow's", async () => {
     // The statement carries core's rule as SQL (attemptWindowSql); the store decides again in
     // TypeScript on the locked row and refuses to go on when the two differ. A drift in either
@@ -118,36 +170,46 @@ describe('shared attempt budget on PostgreSQL (two nodes, one schema)', () => {
     const starts = [T0 - WINDOW - 1, T0 - WINDOW, T0 - WINDOW + 1, T0 - 1_000, T0, T0 + 3_600_000];
     const failures = [0, 1, MAX - 1, MAX, MAX + 1];
     const pending = [0, 1, MAX - 1, MAX];
+    const leases = [T0 - LEASE - 1, T0 - LEASE, T0 - LEASE + 1, T0, T0 + 3_600_000];
     let n = 0;
     for (const start of starts) {
       for (const f of failures) {
         for (const p of pending) {
-          const key = `grid:${n++}`;
-          await env.admin.query(`INSERT INTO ${schema}.attempt_budget (key, window_start, failures, pending) VALUES ($1, $2, $3, $4)`, [
-            key,
-            start,
-            f,
-            p,
-          ]);
-          const stored = f + p === 0 ? undefined : { key, start, failures: f, pending: p };
-          const expected = decideAttemptWindow(key, stored, { now: T0, windowMs: WINDOW, max: MAX });
-          const got = await reserve(n % 2 === 0 ? a : b, [key]);
-          const row = (await env.admin.query(`SELECT window_start, failures, pending FROM ${schema}.attempt_budget WHERE key = $1`, [key]))
-            .rows[0] as { window_start: string; failures: number; pending: number };
-          const after = { key, start: Number(row.window_start), failures: row.failures, pending: row.pending };
-          const where = `start ${start - T0} ms from now, ${f} failed, ${p} running`;
-          if (expected.kind === 'reserve') {
-            assert.deepEqual(got, { reserved: true, shared: true, windows: [expected.window] }, where);
-            assert.deepEqual(after, expected.window, where);
-          } else {
-            assert.deepEqual(
-              got,
-              expected.kind === 'busy'
-                ? { reserved: false, busy: true, retryAfterMs: 1000 }
-                : { reserved: false, busy: false, retryAfterMs: expected.retryAfterMs },
-              where,
+          for (const since of leases) {
+            const key = `grid:${n++}`;
+            await env.admin.query(
+              `INSERT INTO ${schema}.attempt_budget (key, window_start, failures, pending, pending_since) VALUES ($1, $2, $3, $4, $5)`,
+              [key, start, f, p, since],
             );
-            assert.deepEqual(after, { key, start, failures: f, pending: p }, `${where}: nothing moves`);
+            const stored = f + p === 0 ? undefined : { key, start, failures: f, pending: p, pendingSince: since };
+            const expected = decideAttemptWindow(key, stored, { now: T0, windowMs: WINDOW, max: MAX, leaseMs: LEASE });
+            const got = await reserve(n % 2 === 0 ? a : b, [key]);
+            const row = (
+              await env.admin.query(`SELECT window_start, failures, pending, pending_since FROM ${schema}.attempt_budget WHERE key = $1`, [
+                key,
+              ])
+            ).rows[0] as { window_start: string; failures: number; pending: number; pending_since: string };
+            const after = {
+              key,
+              start: Number(row.window_start),
+              failures: row.failures,
+              pending: row.pending,
+              pendingSince: Number(row.pending_since),
+            };
+            const where = `start ${start - T0} ms from now, ${f} failed, ${p} running since ${since - T0} ms from now`;
+            if (expected.kind === 'reserve') {
+              assert.deepEqual(got, { reserved: true, shared: true, windows: [expected.window] }, where);
+              assert.deepEqual(after, expected.window, where);
+            } else {
+              assert.deepEqual(
+                got,
+                expected.kind === 'busy'
+                  ? { reserved: false, busy: true, retryAfterMs: 1000 }
+                  : { reserved: false, busy: false, retryAfterMs: expected.retryAfterMs },
+                where,
+              );
+              assert.deepEqual(after, { key, start, failures: f, pending: p, pendingSince: since }, `${where}: nothing moves`);
+            }
           }
         }
       }

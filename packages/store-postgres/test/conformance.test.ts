@@ -23,4 +23,12 @@ storeConformance('postgres', {
     await pg.close();
     if (primaries.delete(pg)) await env.drop(pg.schema);
   },
+  // What a dump of the schema holds: read with the admin connection, beside the store.
+  async storedGracePairs(store) {
+    const { schema } = store as PostgresStore;
+    const { rows } = await env.admin.query<{ id: string; prev_successor: string }>(
+      `SELECT id, prev_successor FROM ${schema}.sessions WHERE prev_successor IS NOT NULL`,
+    );
+    return new Map(rows.map((r) => [r.id, r.prev_successor]));
+  },
 });

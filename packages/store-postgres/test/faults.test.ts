@@ -59,7 +59,7 @@ describe('PostgreSQL faults (a private server, started and stopped by this file)
   });
 
   test('a PostgreSQL restart under load does not crash the node: operations fail with store_unavailable, then recover', async () => {
-    const store = await openPostgresStore({ connectionString: pg.url, schema: 'restart_test', max: 10 });
+    const store = await openPostgresStore({ connectionString: pg.url, schema: 'restart_test', max: 10, allowUnauthenticated: true });
     try {
       let seq = 0;
       let running = true;
@@ -108,6 +108,7 @@ describe('PostgreSQL faults (a private server, started and stopped by this file)
       connectionString: pg.url,
       schema: 'freeze_test',
       max: 4,
+      allowUnauthenticated: true,
       timeouts: { connectMs: 1000, statementMs: 1000, lockMs: 1000, queryMs: 1500 },
     });
     try {
@@ -144,7 +145,7 @@ describe('PostgreSQL faults (a private server, started and stopped by this file)
   });
 
   test('a stopped PostgreSQL server makes operations fail with store_unavailable (connection), and a restarted one serves again', async () => {
-    const store = await openPostgresStore({ connectionString: pg.url, schema: 'stop_test', max: 4 });
+    const store = await openPostgresStore({ connectionString: pg.url, schema: 'stop_test', max: 4, allowUnauthenticated: true });
     try {
       await store.ping();
       await pg.stop();

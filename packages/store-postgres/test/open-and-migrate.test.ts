@@ -61,7 +61,7 @@ test('two processes opening one fresh schema at once both succeed and migrate it
   const entry = fileURLToPath(new URL('../src/index.ts', import.meta.url));
   const script = `
     const { openPostgresStore } = await import(${JSON.stringify(entry)});
-    const store = await openPostgresStore({ connectionString: process.env.PG_URL, schema: process.env.SCHEMA, max: 2 });
+    const store = await openPostgresStore({ connectionString: process.env.PG_URL, schema: process.env.SCHEMA, max: 2, allowUnauthenticated: true });
     await store.ping();
     await store.close();
     console.log('opened');
@@ -310,7 +310,7 @@ test('a connection string whose own options replace the search_path is refused b
   const schema = env.schema();
   const url = new URL(PG_URL);
   url.searchParams.set('options', '-c search_path=public');
-  await assert.rejects(openPostgresStore({ connectionString: url.href, schema }), StoreOpenError);
+  await assert.rejects(openPostgresStore({ connectionString: url.href, schema, allowUnauthenticated: true }), StoreOpenError);
   const created = await env.admin.query('SELECT 1 FROM information_schema.schemata WHERE schema_name = $1', [schema]);
   assert.equal(created.rowCount, 0);
   const leaked = await env.admin.query(
@@ -346,5 +346,30 @@ test('an operation whose statements fail on the server rejects with that error, 
     await assert.rejects(store.findSessionByAccessDigest('ses_01KAQ00000000000000000000Z', '00'.repeat(32)));
   } finally {
     await store.close();
+  }
+});
+
+test('a least-privilege role that owns only its schema, without CREATE on the database, opens, migrates and writes it (docs/deployment.md)', async () => {
+  const schema = env.schema();
+  const role = `svc_least_${schema.slice(-12)}`;
+  await env.admin.query(`CREATE ROLE ${role} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE`);
+  try {
+    const database = new URL(PG_URL).pathname.slice(1);
+    const may = await env.admin.query<{ create: boolean }>(`SELECT has_database_privilege($1, $2, 'CREATE') AS create`, [role, database]);
+    assert.equal(may.rows[0]?.create, false, 'the role has no CREATE on the database');
+    await env.admin.query(`CREATE SCHEMA ${schema} AUTHORIZATION ${role}`);
+    const url = new URL(PG_URL);
+    url.username = role;
+    const store = await openPostgresStore({ connectionString: url.href, schema, max: 2, allowUnauthenticated: true });
+    try {
+      assert.deepEqual(await migrationRows(schema), expectedMigrations());
+      await store.initProject({ projectId: 'prj_01KAQ0000000LEASTPRIVILEGE', createdAt: T0 });
+      assert.equal((await store.getProject())?.projectId, 'prj_01KAQ0000000LEASTPRIVILEGE');
+    } finally {
+      await store.close();
+    }
+  } finally {
+    await env.drop(schema);
+    await env.admin.query(`DROP ROLE ${role}`);
   }
 });

@@ -32,10 +32,13 @@ export function createTestEnv() {
       schemas.add(name);
       return name;
     },
-    /** Opens a store (a "node") on `schema`. */
+    /**
+     * Opens a store (a "node") on `schema`. The test server trusts local connections, which the
+     * store refuses unless accepted: accepted here (unauthenticated-role.test.ts tests the refusal).
+     */
     open(schema: string, extra: Partial<PostgresStoreOptions> = {}): Promise<PostgresStore> {
       schemas.add(schema);
-      return openPostgresStore({ connectionString: PG_URL, schema, max: TEST_POOL_SIZE, ...extra });
+      return openPostgresStore({ connectionString: PG_URL, schema, max: TEST_POOL_SIZE, allowUnauthenticated: true, ...extra });
     },
     async drop(schema: string): Promise<void> {
       await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);

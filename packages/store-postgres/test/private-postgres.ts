@@ -1,5 +1,5 @@
 import { execFile, execFileSync } from 'node:child_process';
-import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -69,10 +69,12 @@ function asPostgres(file: string, args: readonly string[]): Promise<unknown> {
 }
 
 /**
- * Creates and starts a private cluster (trust authentication on 127.0.0.1 only, fsync off:
- * it is thrown away). Needs root (it runs the server as `postgres` with runuser).
+ * Creates and starts a private cluster (on 127.0.0.1 only, fsync off: it is thrown away): with
+ * trust authentication, or, given `password`, with scram-sha-256 for every connection and that
+ * password for the `postgres` role (`url` then holds no password). Needs root (it runs the server
+ * as `postgres` with runuser).
  */
-export async function startPrivatePostgres(): Promise<PrivatePostgres> {
+export async function startPrivatePostgres(opts: { readonly password?: string } = {}): Promise<PrivatePostgres> {
   const root = mkdtempSync(join(tmpdir(), 'svc-private-pg-'));
   const { uid, gid } = await run('id', ['-u', 'postgres']).then(async (u) => ({
     uid: Number(u.stdout.trim()),
@@ -87,7 +89,14 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
   let frozen: number[] = [];
   let disposed = false;
   try {
-    await asPostgres(join(PG_BIN, 'initdb'), ['-D', data, '-A', 'trust', '-U', 'postgres', '--no-sync', '-E', 'UTF8']);
+    const auth = ['-A', 'trust'];
+    if (opts.password !== undefined) {
+      const pwfile = join(root, 'pwfile');
+      writeFileSync(pwfile, `${opts.password}\n`, { mode: 0o600 });
+      chownSync(pwfile, uid, gid);
+      auth.splice(0, 2, '-A', 'scram-sha-256', `--pwfile=${pwfile}`);
+    }
+    await asPostgres(join(PG_BIN, 'initdb'), ['-D', data, ...auth, '-U', 'postgres', '--no-sync', '-E', 'UTF8']);
     await start();
   } catch (err) {
     rmSync(root, { recursive: true, force: true });

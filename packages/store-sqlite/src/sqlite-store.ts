@@ -11,6 +11,7 @@ import {
   DEVICE_COLUMNS,
   EVENT_COLUMNS,
   FLOW_COLUMNS,
+  gracePairEndedSql,
   INTENT_COLUMNS,
   LINK_COLUMNS,
   liveSessionSql,
@@ -147,7 +148,7 @@ function prepareStatements(db: Db) {
     countDevices: p<[Realm], { n: number }>('SELECT COUNT(*) AS n FROM devices WHERE realm = ? AND removed_at IS NULL'),
     removeDevice: p<[number, string]>('UPDATE devices SET removed_at = ? WHERE id = ? AND removed_at IS NULL'),
     revokeDeviceSessions: p<{ now: number; deviceId: string; reason: string }>(
-      `UPDATE sessions SET revoked_at = @now, revoked_reason = @reason WHERE device_id = @deviceId AND ${liveSessionSql('@now')}`,
+      `UPDATE sessions SET revoked_at = @now, revoked_reason = @reason, prev_successor = NULL WHERE device_id = @deviceId AND ${liveSessionSql('@now')}`,
     ),
 
     // Used-up and expired challenges can never be consumed again, so they are only clutter.
@@ -195,6 +196,7 @@ function prepareStatements(db: Db) {
       `DELETE FROM retired_refresh_tokens WHERE retired_at < @retiredBefore
          OR EXISTS (SELECT 1 FROM sessions s WHERE s.id = retired_refresh_tokens.session_id AND NOT (${liveSessionSql('@now', 's.')}))`,
     ),
+    eraseEndedGracePairs: p<[number]>(`UPDATE sessions SET prev_successor = NULL WHERE ${gracePairEndedSql('?')}`),
     setPair: p<PairUpdate>(
       `UPDATE sessions SET access_digest = @accessDigest, access_expires_at = @accessExpiresAt, refresh_digest = @refreshDigest,
          refresh_expires_at = @refreshExpiresAt, prev_refresh_digest = @prevRefreshDigest, prev_rotated_at = @prevRotatedAt,
@@ -202,7 +204,7 @@ function prepareStatements(db: Db) {
        WHERE id = @id`,
     ),
     revokeSession: p<{ id: string; now: number; reason: string }>(
-      'UPDATE sessions SET revoked_at = @now, revoked_reason = @reason WHERE id = @id AND revoked_at IS NULL',
+      'UPDATE sessions SET revoked_at = @now, revoked_reason = @reason, prev_successor = NULL WHERE id = @id AND revoked_at IS NULL',
     ),
 
     auditHead: p<[], { seq: number; hash: string }>('SELECT seq, hash FROM audit_events ORDER BY seq DESC LIMIT 1'),
@@ -895,8 +897,11 @@ export class SqliteStore implements Store {
     }, true);
   }
 
-  async pruneRetiredRefreshTokens(input: { readonly now: number; readonly retiredBefore: number }): Promise<number> {
-    return this.#write(() => this.#s.pruneRetired.run({ now: input.now, retiredBefore: input.retiredBefore }).changes);
+  async pruneRetiredRefreshTokens(input: Parameters<Store['pruneRetiredRefreshTokens']>[0]): Promise<number> {
+    return this.#write(() => {
+      this.#s.eraseEndedGracePairs.run(input.graceEndedBefore);
+      return this.#s.pruneRetired.run({ now: input.now, retiredBefore: input.retiredBefore }).changes;
+    });
   }
 
   async appendAuditEvent(event: AuditEventDraft): Promise<AuditEvent> {

@@ -1,5 +1,6 @@
 import { after } from 'node:test';
 import { storeConformance } from '@svc/store-testkit';
+import Database from 'better-sqlite3';
 import { openSqliteStore, SqliteStore } from 'svc-store-sqlite';
 import { ownerOnlyTempDir } from './temp-dir.js';
 
@@ -13,5 +14,19 @@ storeConformance('sqlite', {
   openPeer: (store) => {
     if (!(store instanceof SqliteStore)) throw new TypeError('expected a SqliteStore');
     return openSqliteStore({ file: store.file });
+  },
+  // What a copy of the file holds: read with a connection of its own, beside the store.
+  async storedGracePairs(store) {
+    if (!(store instanceof SqliteStore)) throw new TypeError('expected a SqliteStore');
+    const db = new Database(store.file, { readonly: true, fileMustExist: true });
+    try {
+      const rows = db.prepare('SELECT id, prev_successor FROM sessions WHERE prev_successor IS NOT NULL').all() as {
+        id: string;
+        prev_successor: string;
+      }[];
+      return new Map(rows.map((r) => [r.id, r.prev_successor]));
+    } finally {
+      db.close();
+    }
   },
 });

@@ -508,7 +508,12 @@ describe('sqlite store: migration 9 (links and flows)', () => {
         )
         .pluck()
         .all();
-      assert.deepEqual(indexesAfter, indexesBefore);
+      // Migration 10 adds the partial index of sealed grace pairs; every index before is kept.
+      assert.deepEqual(
+        indexesAfter.filter((name) => name !== 'sessions_grace_pair'),
+        indexesBefore,
+      );
+      assert.ok(indexesAfter.includes('sessions_grace_pair'));
       assert.match(String(after.prepare("SELECT sql FROM sqlite_schema WHERE name = 'sessions'").pluck().get()), /WITHOUT ROWID/);
       const fk = after.prepare('SELECT "table" FROM pragma_foreign_key_list(\'retired_refresh_tokens\')').pluck().all();
       assert.deepEqual(fk, ['sessions']);
@@ -559,19 +564,23 @@ describe('sqlite store: no token at rest', () => {
 });
 
 describe('sqlite store: diagnostics off the event loop', () => {
-  test('the diagnostics counters (a scan of the live sessions) do not run on the event loop: a callback queued before stats() runs before it answers', async () => {
+  test('the diagnostics counters (a scan of the live sessions) do not run on the event loop: stats() does not answer within the current turn', async () => {
     const store = await openSqliteStore({ file: freshFile() });
     try {
       const { deps } = await flow(store);
       const expected = await store.stats(deps.clock.now());
-      let ran = false;
-      setImmediate(() => {
-        ran = true;
+      // Read synchronously on this thread, stats() would answer within a few microtasks; read on
+      // a worker, the answer is a message, which no number of microtasks can deliver. (A callback
+      // queued with setImmediate is no proof either way: under load the worker's message can
+      // arrive in the poll phase before the check phase runs it.)
+      let answered = false;
+      const pending = store.stats(deps.clock.now()).then((s) => {
+        answered = true;
+        return s;
       });
-      // Read synchronously on this thread, stats() would answer in a microtask, before any
-      // queued callback; read on a worker, the answer is a message that arrives after it.
-      const stats = await store.stats(deps.clock.now());
-      assert.equal(ran, true);
+      for (let i = 0; i < 100; i++) await Promise.resolve();
+      assert.equal(answered, false, 'stats() answered within the current turn: it ran on the event loop');
+      const stats = await pending;
       assert.deepEqual(stats, expected);
       assert.equal(stats.activeSessions.management, 1);
     } finally {
@@ -633,5 +642,44 @@ describe('sqlite store: WAL checkpoints off the event loop', () => {
   test('checkpoint bounds that cannot work are refused when the store opens', async () => {
     await assert.rejects(openSqliteStore({ file: freshFile(), checkpoint: { restartAtFrames: 500, backstopFrames: 500 } }), TypeError);
     await assert.rejects(openSqliteStore({ file: freshFile(), checkpoint: { everyMs: 0 } }), TypeError);
+  });
+});
+
+describe('sqlite store: migration 10 (grace pair erasure)', () => {
+  test('a version 9 store loses the sealed grace pairs its revoked sessions kept, and keeps those of live ones', async () => {
+    const file = freshFile();
+    const raw = new Database(file);
+    raw.pragma('journal_mode = WAL');
+    raw.pragma('foreign_keys = ON');
+    raw.exec('CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT');
+    for (const m of loadMigrations().filter((m) => m.version <= 9)) {
+      raw.exec(m.sql);
+      raw.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, 0)').run(m.version, m.name);
+    }
+    raw.exec(`
+      INSERT INTO project (singleton, project_id, created_at) VALUES (1, 'prj_01KAQ00000000000000000000P', 0);
+      INSERT INTO devices (id, public_key, realm, subject, name, created_at) VALUES ('dev_01KAQ00000000000000000000D', '${'ab'.repeat(32)}', 'management', 'admin', 'laptop', 0);`);
+    const session = raw.prepare(
+      `INSERT INTO sessions (id, realm, subject, device_id, created_at, expires_at, access_digest, access_expires_at, refresh_digest,
+         refresh_expires_at, prev_refresh_digest, prev_rotated_at, prev_successor, revoked_at)
+       VALUES (?, 'management', 'admin', 'dev_01KAQ00000000000000000000D', 0, 9e12, ?, 9e12, ?, 9e12, ?, 1, ?, ?)`,
+    );
+    session.run('ses_01KAQ0000000000000000000RV', 'a1'.repeat(32), 'b1'.repeat(32), 'c1'.repeat(32), 'sealed-revoked', 5);
+    session.run('ses_01KAQ0000000000000000000LV', 'a2'.repeat(32), 'b2'.repeat(32), 'c2'.repeat(32), 'sealed-live', null);
+    raw.close();
+    for (const f of [file, `${file}-wal`, `${file}-shm`]) if (existsSync(f)) chmodSync(f, 0o600);
+
+    const store = await openSqliteStore({ file });
+    await store.close();
+    const after = new Database(file, { readonly: true });
+    try {
+      const pairs = after.prepare('SELECT id, prev_successor FROM sessions ORDER BY id').all();
+      assert.deepEqual(pairs, [
+        { id: 'ses_01KAQ0000000000000000000LV', prev_successor: 'sealed-live' },
+        { id: 'ses_01KAQ0000000000000000000RV', prev_successor: null },
+      ]);
+    } finally {
+      after.close();
+    }
   });
 });

@@ -10,6 +10,12 @@ export interface StoreFactory {
   openPeer?(store: Store): Promise<Store>;
   /** Releases a store or peer; default `store.close()`. */
   close?(store: Store): Promise<void>;
+  /**
+   * What a copy of the store's database holds for the refresh grace answer: session id → the
+   * sealed pair kept for its previous refresh token (sessions without one are absent). Read
+   * beside the Store API, as an attacker with a database dump would.
+   */
+  storedGracePairs(store: Store): Promise<ReadonlyMap<string, string>>;
 }
 
 /** One test's world: a fresh store, a fake clock, and deps over them. */
@@ -21,6 +27,8 @@ export interface World {
   peer(): Promise<Store | null>;
   /** Deps over `store` sharing this world's clock and settings. */
   depsFor(store: Store): AuthDeps;
+  /** The sealed grace pairs a dump of this world's database holds ({@link StoreFactory.storedGracePairs}). */
+  storedGracePairs(): Promise<ReadonlyMap<string, string>>;
 }
 
 /** What every suite section receives. */
@@ -55,6 +63,7 @@ export function suiteContext(factory: StoreFactory): SuiteContext {
           clock,
           deps: depsFor(store),
           depsFor,
+          storedGracePairs: () => factory.storedGracePairs(store),
           async peer() {
             if (factory.openPeer === undefined) return null;
             const peer = await factory.openPeer(store);

@@ -20,6 +20,7 @@ import {
   digestsEqual,
   type FlowRecord,
   GENESIS_HASH,
+  gracePairEnded,
   isChallengeConsumable,
   isCounterAdvance,
   isFlowConsumable,
@@ -119,6 +120,19 @@ export class MemoryStore implements Store {
    */
   openPeer(): MemoryStore {
     return new MemoryStore(this.#d);
+  }
+
+  /**
+   * What a dump of this store would hold for the refresh grace answer: session id → sealed
+   * pair, for the sessions that keep one (the conformance suite's `storedGracePairs`).
+   *
+   * @example
+   * store.storedGracePairs().has(sessionId);
+   */
+  storedGracePairs(): ReadonlyMap<string, string> {
+    const pairs = new Map<string, string>();
+    for (const [id, s] of this.#d.sessions) if (s.row.prev_successor !== null) pairs.set(id, s.row.prev_successor);
+    return pairs;
   }
 
   #append(draft: AuditEventDraft): AuditEvent {
@@ -245,7 +259,10 @@ export class MemoryStore implements Store {
     let revokedSessions = 0;
     for (const [id, s] of this.#d.sessions) {
       if (s.row.device_id !== device.id || !isSessionLive(toSession(s.row), input.now)) continue;
-      this.#d.sessions.set(id, { ...s, row: { ...s.row, revoked_at: input.now, revoked_reason: REVOKED_DEVICE_REMOVED } });
+      this.#d.sessions.set(id, {
+        ...s,
+        row: { ...s.row, revoked_at: input.now, revoked_reason: REVOKED_DEVICE_REMOVED, prev_successor: null },
+      });
       revokedSessions++;
     }
     this.#append(event);
@@ -382,7 +399,7 @@ export class MemoryStore implements Store {
         return outcome;
       }
       case 'reuse': {
-        const row: RefreshRow = { ...s, revoked_at: now, revoked_reason: REVOKED_REFRESH_REUSED };
+        const row: RefreshRow = { ...s, revoked_at: now, revoked_reason: REVOKED_REFRESH_REUSED, prev_successor: null };
         const outcome = Object.freeze({ kind: 'reused' as const, session: toSession(row) });
         const draft = audit(outcome);
         this.#d.sessions.set(s.id, { ...entry, row });
@@ -398,12 +415,18 @@ export class MemoryStore implements Store {
   ): Promise<boolean> {
     const s = this.#d.sessions.get(input.sessionId);
     if (s === undefined || s.row.revoked_at !== null) return false;
-    this.#d.sessions.set(input.sessionId, { ...s, row: { ...s.row, revoked_at: input.now, revoked_reason: input.reason } });
+    this.#d.sessions.set(input.sessionId, {
+      ...s,
+      row: { ...s.row, revoked_at: input.now, revoked_reason: input.reason, prev_successor: null },
+    });
     this.#append(event);
     return true;
   }
 
-  async pruneRetiredRefreshTokens(input: { readonly now: number; readonly retiredBefore: number }): Promise<number> {
+  async pruneRetiredRefreshTokens(input: Parameters<Store['pruneRetiredRefreshTokens']>[0]): Promise<number> {
+    for (const [id, s] of this.#d.sessions) {
+      if (gracePairEnded(s.row, input.graceEndedBefore)) this.#d.sessions.set(id, { ...s, row: { ...s.row, prev_successor: null } });
+    }
     let deleted = 0;
     for (const [sessionId, digests] of this.#d.retired) {
       const s = this.#d.sessions.get(sessionId);
@@ -556,7 +579,10 @@ export class MemoryStore implements Store {
     let revokedSessions = 0;
     for (const [id, s] of this.#d.sessions) {
       if (s.row.device_id !== link.id || !isSessionLive(toSession(s.row), input.now)) continue;
-      this.#d.sessions.set(id, { ...s, row: { ...s.row, revoked_at: input.now, revoked_reason: REVOKED_LINK_REMOVED } });
+      this.#d.sessions.set(id, {
+        ...s,
+        row: { ...s.row, revoked_at: input.now, revoked_reason: REVOKED_LINK_REMOVED, prev_successor: null },
+      });
       revokedSessions++;
     }
     this.#append(event);
@@ -629,7 +655,8 @@ export class MemoryStore implements Store {
       if (current === undefined || current.start !== w.start) continue;
       this.#d.budgets.set(w.key, {
         ...current,
-        pending: Math.max(current.pending - 1, 0),
+        // Only the lease period it was reserved in still holds it as running.
+        pending: current.pendingSince === w.pendingSince ? Math.max(current.pending - 1, 0) : current.pending,
         failures: current.failures + (input.failed ? 1 : 0),
       });
     }

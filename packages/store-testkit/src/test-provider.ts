@@ -1,14 +1,16 @@
 import { randomBytes } from 'node:crypto';
-import type {
-  ProviderBeginResult,
-  ProviderContext,
-  ProviderFinishResult,
-  ProviderHandle,
-  ProviderHealth,
-  ProviderJson,
-  ProviderPolicy,
-  ProviderRequest,
-  StoredCredential,
+import {
+  BUNDLED_PASSKEY_PACKAGE,
+  type ProviderBeginResult,
+  type ProviderContext,
+  type ProviderFinishResult,
+  type ProviderHandle,
+  type ProviderHealth,
+  type ProviderJson,
+  type ProviderPolicy,
+  type ProviderRequest,
+  type StoredCredential,
+  SVC_PUBLISHER_KEY,
 } from '@svc/core';
 
 /** What a finishing request to a {@link TestProvider} says it proved (the browser's body). */
@@ -38,7 +40,7 @@ export interface TestProvider extends ProviderHandle {
  * with provider answers: `begin` answers a fresh nonce (kept as the flow's state), `finish`
  * refuses a request without that nonce and otherwise answers exactly the identity the request
  * claims: an honest provider when the test says true things, a hostile one when it does not.
- * `kind` is `oidc` unless given (`webauthn` makes the sessions' `amr` a passkey's).
+ * `kind` is `oidc` unless given (`webauthn` makes it the bundled passkey package, so its sessions' `amr` is a passkey's).
  *
  * @example
  * const provider = createTestProvider({ name: 'corp', policy: { allowedIssuers: ['https://login.example.com'] } });
@@ -59,9 +61,12 @@ export function createTestProvider(
   const calls: TestProvider['calls'] = { begin: [], finish: [] };
   return {
     policy,
-    packageName: `svc-provider-${name}`,
+    // A `webauthn` one stands for the bundled passkey package signed by the project key, the
+    // only provider whose sessions say `hwk` (core's providerAmr); any other is a third party's.
+    packageName: options.kind === 'webauthn' ? BUNDLED_PASSKEY_PACKAGE : `svc-provider-${name}`,
     packageVersion: '0.1.0',
     signer: 'test',
+    signerKey: options.kind === 'webauthn' ? SVC_PUBLISHER_KEY : null,
     kind: options.kind ?? 'oidc',
     calls,
     async begin(ctx: ProviderContext): Promise<ProviderBeginResult> {

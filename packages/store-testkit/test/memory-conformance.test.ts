@@ -8,4 +8,8 @@ storeConformance('memory', {
     if (!(store instanceof MemoryStore)) throw new TypeError('expected a MemoryStore');
     return store.openPeer();
   },
+  storedGracePairs: async (store) => {
+    if (!(store instanceof MemoryStore)) throw new TypeError('expected a MemoryStore');
+    return store.storedGracePairs();
+  },
 });

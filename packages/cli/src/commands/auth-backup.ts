@@ -7,12 +7,13 @@ import { chosenProfile, loadProject } from '../project.js';
 
 const spec = {
   name: 'svc auth backup',
-  summary: 'Write a consistent copy of the control database to a new owner-only file, also while the service is serving.',
+  summary:
+    'Write a consistent copy of the control database to a new owner-only file signed by the node key, also while the service is serving.',
   usage: 'svc auth backup <PROJECT> <FILE> [--json]',
   help: [
     '<PROJECT>             the project directory',
-    '<FILE>                the backup file to create (never overwritten; mode 0600; the node key is not included)',
-    '--json                print {"file","project_id","schema_version"}',
+    '<FILE>                the backup file to create (never overwritten; mode 0600; the node key is not included); its signature goes to <FILE>.sig',
+    '--json                print {"file","signature","project_id","schema_version","node_id","node_public_key"}',
     PROJECT_HELP,
   ],
   options: { json: { type: 'boolean' }, ...PROJECT_OPTIONS },
@@ -21,7 +22,8 @@ const spec = {
 
 /**
  * `svc auth backup <PROJECT> <FILE>`: an online, consistent snapshot of the embedded control
- * database (one SQLite `VACUUM INTO`), owner-only. For PostgreSQL it points to pg_dump.
+ * database (one SQLite `VACUUM INTO`) without transient flow state, owner-only, signed by the
+ * node key into `<FILE>.sig`. For PostgreSQL it points to pg_dump.
  *
  * @example
  * await authBackup.run(['./demo', '/backups/demo.db']);
@@ -36,11 +38,21 @@ export const authBackup: Command = {
     const project = loadProject(dir, { profile: chosenProfile(args.values.profile, process.env), env: process.env });
     const target = resolve(file);
     const info = await backupProject(project, target);
-    if (args.values.json === true) printJson({ file: target, project_id: info.projectId, schema_version: info.schemaVersion });
-    else
+    if (args.values.json === true) {
+      printJson({
+        file: target,
+        signature: info.signatureFile,
+        project_id: info.projectId,
+        schema_version: info.schemaVersion,
+        node_id: info.nodeId,
+        node_public_key: info.nodePublicKey,
+      });
+    } else {
       printText(
         `backed up project ${info.projectId} (schema ${info.schemaVersion}) to ${target} (owner-only; the node key is not included)`,
       );
+      printText(`signed by node ${info.nodeId} (public key ${info.nodePublicKey}) into ${info.signatureFile}; keep the two files together`);
+    }
     return 0;
   },
 };

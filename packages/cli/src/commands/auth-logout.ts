@@ -8,8 +8,8 @@ import { printJson, printText } from '../output.js';
 
 const spec = {
   name: 'svc auth logout',
-  summary: 'Revoke the saved session on the server and delete the credentials file.',
-  usage: 'svc auth logout [--credentials FILE] [--url URL] [--json]',
+  summary: 'Revoke the saved session on the server and forget it (the file goes with its last context).',
+  usage: 'svc auth logout [--context NAME] [--credentials FILE] [--url URL] [--json]',
   help: [...DEVICE_SESSION_HELP, '--json                print {"session_id","revoked","already_ended"}'],
   options: { ...SESSION_OPTIONS },
   positionals: [],
@@ -39,7 +39,7 @@ export const authLogout: Command = {
       await session.logout();
     } catch (error) {
       if (!(error instanceof ApiError && ALREADY_ENDED.has(error.code))) throw explainFailure('logout failed', error);
-      credentialStore(args.values.credentials).remove();
+      credentialStore(args.values.credentials, args.values.context).remove();
       revokedNow = false;
     }
     if (args.values.json === true) printJson({ session_id: sessionId, revoked: true, already_ended: !revokedNow });

@@ -15,7 +15,7 @@ export function nodeUrlOf(flag: string | undefined): string {
 }
 
 const PAIRING_HINTS: Readonly<Record<string, string>> = {
-  invalid_pairing_code: `check the code with the admin; after ${PAIRING_MAX_FAILURES} wrong codes the intent is burned`,
+  invalid_pairing_code: `check the code with the admin, and that --node-id names the node that prepared the intent (the proof is bound to it); after ${PAIRING_MAX_FAILURES} failed attempts the intent is burned`,
   invalid_pairing_intent: 'ask the admin for a new one (`svc auth pair`)',
   invalid_signature: 'the proof of possession did not verify for this node: is --node-url the node that prepared the intent?',
   already_enrolled: 'that key is already enrolled; generate a new one with `svc auth keygen --out FILE`',
@@ -132,7 +132,7 @@ export const authPair: Command = {
       );
     }
     const nodeUrl = nodeUrlOf(args.values['node-url']);
-    const session = savedSession(args.values.credentials);
+    const session = savedSession(args.values.credentials, args.values.context);
     const node = createNodeClient({ baseUrl: nodeUrl, ...session.dpop });
     let prepared: PreparedPairingJson;
     try {
@@ -200,13 +200,14 @@ async function prepareLinkIntent(
     readonly name?: string;
     readonly subject?: string;
     readonly credentials?: string;
+    readonly context?: string;
     readonly json?: boolean;
   },
   input: { readonly realm: 'management' | 'application'; readonly ttl: number | undefined; readonly provider: string },
 ): Promise<number> {
   const appUrl = appUrlOf(values['app-url']);
   const nodeUrl = nodeUrlOf(values['node-url']);
-  const session = savedSession(values.credentials);
+  const session = savedSession(values.credentials, values.context);
   const node = createNodeClient({ baseUrl: nodeUrl, ...session.dpop });
   let prepared: PreparedPairingJson;
   try {

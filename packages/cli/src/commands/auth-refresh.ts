@@ -7,7 +7,7 @@ import { printJson, printText } from '../output.js';
 const spec = {
   name: 'svc auth refresh',
   summary: 'Rotate the saved token pair with its single-use refresh token and save the new pair.',
-  usage: 'svc auth refresh [--credentials FILE] [--url URL] [--json]',
+  usage: 'svc auth refresh [--context NAME] [--credentials FILE] [--url URL] [--json]',
   help: [...DEVICE_SESSION_HELP, '--json                print {"session_id","access_expires_at","refresh_expires_at"}'],
   options: { ...SESSION_OPTIONS },
   positionals: [],

@@ -7,7 +7,7 @@ import { printJson, printText } from '../output.js';
 const spec = {
   name: 'svc auth whoami',
   summary: 'Show the principal of the saved session (refreshing the token pair when needed).',
-  usage: 'svc auth whoami [--credentials FILE] [--url URL] [--json]',
+  usage: 'svc auth whoami [--context NAME] [--credentials FILE] [--url URL] [--json]',
   help: [...DEVICE_SESSION_HELP, '--json                print the principal as JSON'],
   options: { ...SESSION_OPTIONS },
   positionals: [],

@@ -82,8 +82,18 @@ export const COMMANDS: readonly CommandEntry[] = [
   },
   {
     path: ['auth', 'logout'],
-    summary: 'Revoke the saved session on the server and delete the credentials file.',
+    summary: 'Revoke the saved session on the server and forget it (the file goes with its last context).',
     load: async () => (await import('./auth-logout.js')).authLogout,
+  },
+  {
+    path: ['auth', 'contexts'],
+    summary: 'List the saved sign-ins (one context per service URL and realm) and which one is current.',
+    load: async () => (await import('./auth-contexts.js')).authContexts,
+  },
+  {
+    path: ['auth', 'contexts', 'use'],
+    summary: 'Make a saved sign-in (context) the current one, used when a command names no --context.',
+    load: async () => (await import('./auth-contexts-use.js')).authContextsUse,
   },
   {
     path: ['auth', 'devices'],
@@ -128,12 +138,14 @@ export const COMMANDS: readonly CommandEntry[] = [
   },
   {
     path: ['auth', 'backup'],
-    summary: 'Write a consistent copy of the control database to a new owner-only file, also while the service is serving.',
+    summary:
+      'Write a consistent copy of the control database to a new owner-only file signed by the node key, also while the service is serving.',
     load: async () => (await import('./auth-backup.js')).authBackup,
   },
   {
     path: ['auth', 'restore'],
-    summary: 'Put a backup back as the control database, with the service stopped (checks project, schema and audit chain first).',
+    summary:
+      'Put a backup back as the control database, with the service stopped (checks its signature, project, schema, audit chain and that the trail accounts for every device, link and session first).',
     load: async () => (await import('./auth-restore.js')).authRestore,
   },
   {

@@ -1,7 +1,8 @@
-import { type GatewayAttach, moduleAttach, svcIdentityHeaders, upstreamAttach } from '@svc/server';
+import { type GatewayAttach, ModuleHostError, moduleHostAttach, startModuleHost, svcIdentityHeaders, upstreamAttach } from '@svc/server';
 import { loadAppModules } from '../app-modules.js';
 import { gatewayAssertionSigner } from '../assertion-keys.js';
-import { assertOwnerOnly, ensureNodeIdentity } from '../control.js';
+import { CliError } from '../cli-error.js';
+import { assertOwnerOnly, dependenciesDir, ensureNodeIdentity } from '../control.js';
 import { liveNodeIdentity } from '../node-keys.js';
 import type { SurfaceContext } from './surface.js';
 
@@ -27,7 +28,8 @@ export interface AppAttachment {
  * Upstream mode (`:svc/app-upstream`): every request that passed identity is proxied with the
  * `Svc-*` headers and a `Svc-Assertion` signed by the project's assertion key set (created on
  * first start, followed across `svc app rotate-key`), issued by this node's id; the JWK Set
- * publishes the set's public keys. Module mode: the verified `:svc/app` modules. Neither: the
+ * publishes the set's public keys. Module mode: the verified `:svc/app` modules, served by their
+ * confined process (`startModuleHost`), which is closed with the surface. Neither: the
  * gateway serves only its own `/.svc/` routes.
  *
  * @example
@@ -53,13 +55,28 @@ export async function appAttachment(ctx: SurfaceContext): Promise<AppAttachment>
       log: ctx.log,
     });
     return {
-      attach: upstreamAttach({ upstream: new URL(app.upstream), identityHeaders: svcIdentityHeaders(signer) }),
+      attach: upstreamAttach({
+        upstream: new URL(app.upstream),
+        identityHeaders: svcIdentityHeaders(signer),
+        maxConnections: ctx.connections.upstreamConnections,
+      }),
       jwks: () => signer.jwks(),
     };
   }
   // Module mode: every module that activates :svc/app, verified before any of its code runs
   // (config validation already refuses :svc/app-upstream together with :svc/app modules).
+  // Their code runs only in the confined module process: no store, no control directory, no keys.
   const modules = await loadAppModules(ctx.project);
-  if (modules.length > 0) return { attach: moduleAttach(modules) };
-  return {};
+  if (modules.length === 0) return {};
+  let host: Awaited<ReturnType<typeof startModuleHost>>;
+  try {
+    host = await startModuleHost({ modules, sharedDependencies: dependenciesDir(), log: ctx.log });
+  } catch (error) {
+    if (error instanceof ModuleHostError) throw new CliError(`${error.message} (no application module was loaded)`, { cause: error });
+    throw error;
+  }
+  return {
+    attach: moduleHostAttach(host, undefined, ctx.connections.upstreamConnections),
+    close: () => host.close(),
+  };
 }

@@ -148,6 +148,7 @@ export function appSurface(
   return {
     name: 'application gateway',
     usesProviders: true,
+    kind: 'application',
     async start(ctx) {
       const { project, deps: base, log } = ctx;
       const config = project.config.app;
@@ -167,11 +168,16 @@ export function appSurface(
         ...(metrics === undefined ? {} : { metrics }),
         policy: { publicPaths: config.publicPaths, identityHeaders: config.identityHeaders, requirements: config.requirements },
         trustedProxies: config.trustedProxies,
+        connectionLimits: ctx.connections.application,
         ...(config.publicOrigin === null ? {} : { publicOrigin: config.publicOrigin }),
         ...(pair === null ? {} : { https: { cert: pair.cert, key: pair.key } }),
         ...(attachment.jwks === undefined ? {} : { jwks: attachment.jwks }),
         ...(attachment.attach === undefined ? {} : { attach: attachment.attach }),
         providers: ctx.providers,
+      }).catch(async (error: unknown) => {
+        // The module process is already running: it does not outlive a gateway that failed to build.
+        await attachment.close?.().catch(() => undefined);
+        throw error;
       });
       let url: string;
       try {

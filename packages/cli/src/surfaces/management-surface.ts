@@ -15,10 +15,16 @@ export function managementSurface(
 ): Surface {
   return {
     name: 'management API',
-    async start({ deps: base, log }) {
+    kind: 'management',
+    async start({ deps: base, log, connections }) {
       const metrics = opts.metrics;
       const deps = metrics === undefined ? base : { ...base, store: instrumentStore(base.store, metrics) };
-      const app = await buildManagementApp({ deps, logger: log, ...(metrics === undefined ? {} : { metrics }) });
+      const app = await buildManagementApp({
+        deps,
+        logger: log,
+        connectionLimits: connections.management,
+        ...(metrics === undefined ? {} : { metrics }),
+      });
       const url = await listenOn(app, listen, { what: null, flag: opts.flag, env: 'SVC_MANAGEMENT_LISTEN' });
       log.info({ event: 'listening', surface: 'management', url }, 'management API listening');
       return {

@@ -1,4 +1,4 @@
-import type { Store } from '@svc/core';
+import type { AuditShippingHealth, Store } from '@svc/core';
 import {
   type BearerCacheCounters,
   buildMetricsApp,
@@ -55,18 +55,22 @@ export interface MetricsSurface extends Surface {
  */
 export function metricsSurface(listen: MetricsListen, opts: { readonly flag: string }): MetricsSurface {
   let store: Store | undefined;
+  let auditShipping: () => AuditShippingHealth | null = () => null;
   const metrics = createServiceMetrics({
     store: {
       auditHead: async () => (store === undefined ? null : store.auditHead()),
     },
     bearerCache: () => bearerCacheOf(store),
+    auditShipping: () => auditShipping(),
   });
   return {
     name: 'metrics listener',
     metrics,
-    async start({ deps, log }) {
+    async start(ctx) {
+      const { deps, log } = ctx;
       store = deps.store;
-      const app = await buildMetricsApp({ metrics, store: deps.store, exposed: listen.exposed, logger: log });
+      auditShipping = ctx.auditShipping;
+      const app = await buildMetricsApp({ metrics, store: deps.store, auditShipping, exposed: listen.exposed, logger: log });
       const url = await listenOn(app, listen, { what: 'the metrics listener', flag: opts.flag, env: 'SVC_METRICS_LISTEN' });
       if (listen.exposed) {
         log.warn(

@@ -82,7 +82,8 @@ export function nodeSurface(
   return {
     name: 'node surface',
     usesProviders: true,
-    async start({ project, deps: base, log, providers }) {
+    kind: 'node',
+    async start({ project, deps: base, log, providers, auditShipping, connections }) {
       const metrics = opts.metrics;
       const deps = metrics === undefined ? base : { ...base, store: instrumentStore(base.store, metrics) };
       assertOwnerOnly(project.nodeKey, 'the node key');
@@ -100,7 +101,9 @@ export function nodeSurface(
         components: () => components,
         providers: [ed25519KeyProvider],
         providerPackages: providers,
+        auditShipping,
         logger: log,
+        connectionLimits: connections.node,
         ...(metrics === undefined ? {} : { metrics }),
       });
       const url = await listenOn(app, listen, { what: 'the node surface', flag: opts.flag, env: 'SVC_NODE_LISTEN' });

@@ -1,4 +1,5 @@
-import type { AuthDeps, ProviderHandle } from '@svc/core';
+import type { AuditShippingHealth, AuthDeps, ProviderHandle } from '@svc/core';
+import type { ConnectionPlan } from '@svc/server';
 import type { Logger } from 'pino';
 import type { Project } from '../project.js';
 
@@ -9,6 +10,10 @@ export interface SurfaceContext {
   readonly log: Logger;
   /** The project's provider packages, each running confined (`startProviderHosts`); empty without any. */
   readonly providers: readonly ProviderHandle[];
+  /** How audit shipping is doing (read per request by readiness, node health and metrics); null when no sink is configured. */
+  readonly auditShipping: () => AuditShippingHealth | null;
+  /** The connection caps of every listener and the gateway's upstream pool, sized to the process's descriptor limit. */
+  readonly connections: ConnectionPlan;
 }
 
 /** A listener that is up: where it answers, and how to stop it. */
@@ -26,5 +31,7 @@ export interface Surface {
   readonly name: string;
   /** Whether it serves the project's provider packages (the gateway's sign-in, the node surface's status): they start only for such a surface. */
   readonly usesProviders?: boolean;
+  /** Which listener's share of the descriptors it takes (`planConnectionLimits`); none for a listener without connection caps. */
+  readonly kind?: 'management' | 'node' | 'application';
   start(ctx: SurfaceContext): Promise<RunningSurface>;
 }

@@ -51,7 +51,8 @@ export function createSchemas() {
 /**
  * Writes `<root>/project/project.edn` with the control state on PostgreSQL (module `:pg`,
  * schema `schema`), then pins and installs the bundled `svc-store-postgres` archive with
- * `svc package install`. `storeConfig` and `authConfig` are extra EDN entries for the two
+ * `svc package install`. The test server trusts local connections, so the project accepts that
+ * (`:store/allow-unauthenticated true`). `storeConfig` and `authConfig` are extra EDN entries for the two
  * `:config` maps. Returns the project directory, ready for `enrolledProject(root)`.
  */
 export async function writePostgresProject(
@@ -65,7 +66,7 @@ export async function writePostgresProject(
     `{:svc/project "multi"
  :svc/modules {:pg {:package "svc-store-postgres" :activate [:svc/store]
                     :config {:store/url ${JSON.stringify(opts.url ?? PG_URL)} :store/schema ${JSON.stringify(opts.schema)}
-                             :store/pool-size 4 ${opts.storeConfig ?? ''}}}
+                             :store/pool-size 4 :store/allow-unauthenticated true ${opts.storeConfig ?? ''}}}
                :auth {:module :svc/auth :config {:auth/store :pg ${opts.authConfig ?? ''}}}}}
 `,
   );

@@ -14,10 +14,12 @@ import { auditDraft } from './event.js';
 /**
  * Signs a device in: uses up the challenge, verifies the Ed25519 signature over its exact
  * string, checks the key is enrolled in `realm`, and creates a session with a fresh opaque
- * token pair. Every refusal after the input is well-formed is audited as `signin.failed`. The
- * session records the `client` it was created from (see `sessionClient`) and, unless the realm's
- * `:auth/sender-constraint` is `:off`, the thumbprint of the device key (`jkt`) its tokens are
- * bound to (DPoP).
+ * token pair. Every refusal after the input is well-formed is audited as `signin.failed`, unless
+ * `auditFailure` is false: an attempt beyond its failure budget (see the server's failure
+ * limiter) still runs, so a valid signature signs in whoever spent the budget, but its failure
+ * must not grow the audit trail. The session records the `client` it was created from (see
+ * `sessionClient`) and, unless the realm's `:auth/sender-constraint` is `:off`, the thumbprint
+ * of the device key (`jkt`) its tokens are bound to (DPoP).
  *
  * @example
  * const pair = await createSession(deps, { challengeId, signature, realm: 'management', client: { address: req.ip } });
@@ -29,6 +31,8 @@ export async function createSession(
     readonly signature: unknown;
     readonly realm: Realm;
     readonly client?: SessionClientInput;
+    /** Audit a refusal as `signin.failed` (default true). */
+    readonly auditFailure?: boolean;
   },
 ): Promise<TokenPairJson> {
   // Only an id of the exact challenge shape (chl_ and a ULID) goes any further: refusals are
@@ -41,6 +45,7 @@ export async function createSession(
   const signature = parseSignatureHex(input.signature);
   const realm = input.realm;
   const fail = async (code: 'invalid_challenge' | 'invalid_signature', reason: string, detail: string) => {
+    if (input.auditFailure === false) return new AuthError(code, detail);
     await deps.store.appendAuditEvent(auditDraft(deps, 'signin.failed', { realm, data: { reason, challenge_id: challengeId } }));
     deps.log.warn({ event: 'signin.failed', realm, reason }, 'sign-in refused');
     return new AuthError(code, detail);

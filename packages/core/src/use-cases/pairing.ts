@@ -199,9 +199,16 @@ async function refuseWrongCode(
 
 /**
  * Completes an enrolment intent: checks the one-time code together with the device key the
- * intent was prepared for, in constant time (5 wrong attempts burn the intent), verifies the new device's signature over
- * {@link pairingProofString} (proof of possession), then enrolls the device, once: of N
- * concurrent completions exactly one wins.
+ * intent was prepared for, in constant time, and the new device's signature over
+ * {@link pairingProofString} (proof of possession); a failure of either is one wrong attempt,
+ * answered alike (`invalid_pairing_code`) and counted (5 burn the intent). Then it enrolls the
+ * device, once: of N concurrent completions exactly one wins.
+ *
+ * `countFailure: false` is an attempt beyond its failure budget (see the server's failure
+ * counting): it still runs, so the right code and proof complete, but its failure writes
+ * nothing, neither a count against the intent nor an audit event (it is answered `429`). Only
+ * the holder of the device key the intent names can ever complete it, so those uncounted
+ * guesses help no one else; the budget and the 5 counted failures bound the audit trail.
  *
  * @example
  * const device = await completePairing(deps, { nodeId, intentId, code, publicKey, signature });
@@ -215,6 +222,8 @@ export async function completePairing(
     readonly publicKey: unknown;
     readonly signature: unknown;
     readonly name?: unknown;
+    /** False beyond the failure budget: a failure is then neither counted nor audited. Default true. */
+    readonly countFailure?: boolean;
   },
 ): Promise<DeviceRecord> {
   if (typeof input.intentId !== 'string' || input.intentId.length > 64) {
@@ -231,11 +240,19 @@ export async function completePairing(
   if (intent === null || intent.completedAt !== null || intent.burnedAt !== null || intent.expiresAt <= now) {
     throw new AuthError('invalid_pairing_intent', 'unknown, expired, completed or burned enrolment intent');
   }
+  // The code and the proof of possession are one credential: both are checked, always, and a
+  // failure of either is answered and counted the same way (a wrong code). Answering a right
+  // code with a bad signature differently would tell a guesser the code is right, and leave
+  // that guess uncounted.
   const presented = codeDigest(intent.id, normalizePairingCode(input.code), publicKey);
-  if (!digestsEqual(presented, intent.codeDigest)) await refuseWrongCode(deps, intent, now, { data: {}, mismatch: 'device key' });
+  const codeRight = digestsEqual(presented, intent.codeDigest);
   const proof = pairingProofString({ nodeId: input.nodeId, intentId: intent.id, publicKey });
-  if (!(await verifyEd25519Async(publicKey, Buffer.from(proof, 'utf8'), signature))) {
-    throw new AuthError('invalid_signature', 'the signature does not prove possession of that key for this node and intent');
+  const proven = await verifyEd25519Async(publicKey, Buffer.from(proof, 'utf8'), signature);
+  if (!(codeRight && proven)) {
+    if (input.countFailure === false) {
+      throw new AuthError('invalid_pairing_code', 'wrong pairing code, or not the device key the intent was prepared for');
+    }
+    await refuseWrongCode(deps, intent, now, { data: {}, mismatch: 'device key' });
   }
   const device: DeviceRecord = {
     id: newId('device', deps.clock, deps.random),

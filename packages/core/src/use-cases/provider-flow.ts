@@ -5,16 +5,28 @@ import { isIdOfKind, newId } from '../ids.js';
 import type { Principal } from '../principal.js';
 import type {
   ExternalIdentity,
+  ProviderBeginResult,
   ProviderContext,
   ProviderFinishResult,
   ProviderHandle,
+  ProviderHealth,
   ProviderIntent,
   ProviderJson,
   ProviderReply,
   ProviderRequest,
   StoredCredential,
 } from '../provider.js';
-import { jitRefusal, PROVIDER_FLOW_TTL_SECONDS, providerAmr, providerStartRefusal } from '../provider-decisions.js';
+import {
+  IDENTITY_PROVIDER_RETRY_SECONDS,
+  jitRefusal,
+  PROVIDER_FLOW_TTL_SECONDS,
+  PROVIDER_UNAVAILABLE_RETRY_SECONDS,
+  providerAmr,
+  providerOutageOf,
+  providerStartRefusal,
+  refusalMayBeOutage,
+  refusalOutageOf,
+} from '../provider-decisions.js';
 import { checkProviderIdentity } from '../provider-policy.js';
 import { isRealm, type Realm } from '../realm.js';
 import { type SessionClientInput, sessionClient } from '../session-client.js';
@@ -78,6 +90,49 @@ function checkReply(reply: unknown): ProviderReply | null {
   return null;
 }
 
+/**
+ * The answer to a provider outage (core's `providerOutageOf`): `503 provider_unavailable`, or
+ * `502 identity_provider_unavailable` when its identity provider cannot be used, with
+ * `Retry-After`, naming the provider module in a sentence of ours (never the provider's text,
+ * which goes to the log only). Never audited as a refusal: the user did nothing wrong.
+ */
+function providerOutage(deps: AuthDeps, name: string, op: string, error: unknown, outage: 'unavailable' | 'identity_provider'): AuthError {
+  deps.log.warn(
+    { event: 'provider.unavailable', provider: name, op, outage, err: error instanceof Error ? error.message : String(error) },
+    `provider ${name} is unavailable`,
+  );
+  if (outage === 'identity_provider') {
+    return new AuthError(
+      'identity_provider_unavailable',
+      `the sign-in provider ${name} cannot reach its identity provider now; try again later`,
+      {
+        headers: { 'retry-after': String(IDENTITY_PROVIDER_RETRY_SECONDS) },
+      },
+    );
+  }
+  return new AuthError('provider_unavailable', `the sign-in provider ${name} is unavailable now; try again shortly`, {
+    headers: { 'retry-after': String(PROVIDER_UNAVAILABLE_RETRY_SECONDS) },
+  });
+}
+
+/**
+ * The provider's own health, asked after a refusal that may be an outage (`refusalMayBeOutage`),
+ * or null when the health call fails. Bounded by the handle: the provider host gives up on any
+ * call, this one included, after its call timeout (10 s by default), so a hanging check never
+ * hangs the request; the refusal then stands.
+ */
+async function freshHealth(deps: AuthDeps, provider: ProviderHandle): Promise<ProviderHealth | null> {
+  try {
+    return await provider.health();
+  } catch (error) {
+    deps.log.warn(
+      { event: 'provider.health_failed', provider: provider.policy.name, err: error instanceof Error ? error.message : String(error) },
+      'the provider health check after a refusal failed',
+    );
+    return null;
+  }
+}
+
 /** The credential ids the subject already has with this provider (a passkey ceremony excludes them). */
 async function existingCredentials(deps: AuthDeps, provider: ProviderHandle, realm: Realm, subject: string | null): Promise<string[]> {
   if (subject === null) return [];
@@ -90,7 +145,9 @@ async function existingCredentials(deps: AuthDeps, provider: ProviderHandle, rea
  * always needs an existing management principal; `signup` only where just-in-time provisioning
  * is on, in the application realm), asks the provider to `begin`, and keeps its state in a
  * single-use flow for {@link PROVIDER_FLOW_TTL_SECONDS}. The flow id goes back to the browser
- * (the gateway binds it with a cookie); the state never does.
+ * (the gateway binds it with a cookie); the state never does. A provider that fails to begin,
+ * or answers something unusable, is `503 provider_unavailable` (`502
+ * identity_provider_unavailable` when its identity provider cannot be used), never a 500.
  *
  * With `pairing` (a link intent an admin prepared: `prepareLinkPairing`), `link` needs no
  * signed-in principal: the intent's one-time code, checked here (`checkLinkPairing`: wrong codes
@@ -146,12 +203,18 @@ export async function startProviderFlow(
     subject,
     existingCredentials: await existingCredentials(deps, provider, realm, subject),
   };
-  const begun = await provider.begin(ctx);
+  // A provider that cannot begin (whatever it failed with) is unavailable: never a 500.
+  let begun: ProviderBeginResult;
+  try {
+    begun = await provider.begin(ctx);
+  } catch (error) {
+    throw providerOutage(deps, name, 'begin', error, providerOutageOf(error) ?? 'unavailable');
+  }
   const state = boundedJson(begun?.state);
   const reply = checkReply(begun?.reply);
   if (state === null || reply === null) {
     deps.log.error({ event: 'provider.begin_invalid', provider: name }, 'the provider answered begin with something unusable');
-    throw new AuthError('internal_error', `the provider ${name} answered begin with something unusable`);
+    throw providerOutage(deps, name, 'begin', new Error('an unusable answer'), 'unavailable');
   }
   const now = deps.clock.now();
   const flow: FlowRecord = {
@@ -205,7 +268,14 @@ function checkCredential(
  * - `link`: the identity is linked to the principal who began the flow (who must be the one
  *   finishing it).
  * Every refusal after the flow is found is audited as `provider.signin_failed`; a sign-in as
- * `provider.signin` with `session.created`, a new link as `link.created`.
+ * `provider.signin` with `session.created`, a new link as `link.created`. A provider outage
+ * (`providerOutageOf`: its process ended or hangs, its identity provider cannot be used) is
+ * `503 provider_unavailable` or `502 identity_provider_unavailable`, not a refusal; the flow is
+ * used up all the same, so the browser begins again. A refused `finish` that may be an outage
+ * in disguise (`refusalMayBeOutage`: a code not marked as the user's fault, such as the OIDC
+ * provider's `response_refused` when the IdP went down after its discovery document was cached)
+ * asks the provider's `health()` (bounded by the host's call timeout): `down` makes it `502
+ * identity_provider_unavailable` (`refusalOutageOf`), anything else leaves it the refusal.
  *
  * @example
  * const r = await finishProviderFlow(deps, { provider, flowId, request: { query: {}, body }, origin, principal: null });
@@ -269,6 +339,8 @@ export async function finishProviderFlow(
   try {
     credentialId = await provider.credentialIdOf(input.request);
   } catch (error) {
+    const outage = providerOutageOf(error);
+    if (outage !== null) throw providerOutage(deps, name, 'credentialIdOf', error, outage);
     deps.log.warn({ event: 'provider.credential_id_failed', provider: name, err: (error as Error)?.message }, 'the provider failed');
     throw await fail('invalid_credential', 'provider_refused', 'the provider could not read the credential', flow);
   }
@@ -302,6 +374,10 @@ export async function finishProviderFlow(
       credential: storedCredential,
     });
   } catch (error) {
+    // An outage (the process ended or hangs, the identity provider is down) is not the user's
+    // wrong proof: no refusal audited, no failed attempt counted (a 5xx never is).
+    const outage = providerOutageOf(error) ?? (refusalMayBeOutage(error) ? refusalOutageOf(await freshHealth(deps, provider)) : null);
+    if (outage !== null) throw providerOutage(deps, name, 'finish', error, outage);
     deps.log.warn({ event: 'provider.finish_failed', provider: name, err: (error as Error)?.message }, 'the provider refused the proof');
     throw await fail('invalid_credential', 'provider_refused', 'the provider could not verify the credential', flow);
   }
@@ -420,7 +496,7 @@ async function signInWithLink(
   const sessionId = newId('session', deps.clock, deps.random);
   const access = mintSessionToken('access', sessionId, deps.random);
   const refresh = mintSessionToken('refresh', sessionId, deps.random);
-  const amr = providerAmr(provider.kind);
+  const amr = providerAmr(provider);
   const session = newSessionRecord({
     id: sessionId,
     device: link,

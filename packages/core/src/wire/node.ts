@@ -159,6 +159,15 @@ export const nodeHealthResponse = {
         properties: { name: { type: 'string' }, kind: { type: 'string' }, status: componentStatus },
       },
     },
+    /**
+     * Present when `:svc/audit-sinks` is set: `failed` while the last delivery attempt failed,
+     * with the stable error code of why (`audit_ship_stalled`, `audit_sink_refused`, ...).
+     */
+    audit_shipping: {
+      type: 'object',
+      required: ['status'],
+      properties: { status: componentStatus, code: { type: 'string' } },
+    },
   },
 } as const;
 /** The answer of `GET /edge/0-alpha/health`, the same shape whether healthy (200) or degraded (503). */

@@ -6,12 +6,16 @@ import {
   canonicalOrigin,
   csrfRefusal,
   identityHeaderPredicate,
+  isCanonicalReservedTarget,
   isPublicPath,
+  isReservedPath,
   isSvcCredential,
   type Principal,
   principalKeyBinding,
+  RESERVED_PREFIX,
   requirementFor,
   unmetRequirement,
+  WEBSOCKET_SESSION_CHECK_SECONDS,
 } from '@svc/core';
 import Fastify, { type FastifyInstance, type FastifyPluginAsync, type FastifyRequest, type onRequestAsyncHookHandler } from 'fastify';
 import { accessCredential, bearerChallenge, dpopRequestOf } from '../http/bearer.js';
@@ -40,10 +44,11 @@ import {
 import { installHeaderHygiene, removeHeaders, requestPath } from './hygiene.js';
 import { markProvenKey } from './key-binding.js';
 import type { GatewayAppOptions, GatewayPolicy } from './options.js';
+import { createSessionWatcher, type SessionWatcher } from './session-watch.js';
 import { forwardedClientAddress, trustedPeerPredicate } from './trusted-proxies.js';
 
-/** The reserved path prefix of the gateway: never reaches the application. */
-export const RESERVED_PREFIX = '/.svc/';
+/** The reserved path prefix of the gateway (core's rule): never reaches the application, in any letter case. */
+export { isReservedPath, RESERVED_PREFIX } from '@svc/core';
 
 /** Where the application-realm sign-in lives (the same plugin as the management API's `/v1/auth`). */
 export const APPLICATION_AUTH_PREFIX = '/.svc/auth/v1';
@@ -57,17 +62,6 @@ export const INSUFFICIENT_SCOPE_CHALLENGE = 'Bearer realm="application", error="
 /** The OpenAPI security requirement of the application-realm bearer routes. */
 const APPLICATION_BEARER = [{ applicationBearer: [] }];
 
-/**
- * Whether a (decoded) path is under the reserved prefix (`/.svc` itself included).
- *
- * @example
- * isReservedPath('/.svc/jwks.json'); // true
- * isReservedPath('/.svcx'); // false
- */
-export function isReservedPath(path: string): boolean {
-  return path === '/.svc' || path.startsWith(RESERVED_PREFIX);
-}
-
 /** Whether `name` is the `Authorization` header, or the `DPoP` proof that went with our token. */
 function isAuthorization(name: string): boolean {
   return (name.length === 13 && name.toLowerCase() === 'authorization') || (name.length === 4 && name.toLowerCase() === 'dpop');
@@ -77,7 +71,7 @@ function isAuthorization(name: string): boolean {
 interface IdentityInput {
   /** The decoded, unambiguous path ({@link requestPath}). */
   readonly path: string;
-  /** The request target as sent (path and query), for a DPoP proof's `htu`. */
+  /** The request target as received (`req.url`), for a DPoP proof's `htu`. */
   readonly target: string;
   readonly authorization: string | undefined;
   /** The `DPoP` header (RFC 9449), checked when `authorization` uses the `DPoP` scheme. */
@@ -133,7 +127,11 @@ type IdentityOutcome =
  */
 async function settleIdentity(deps: AuthDeps, policy: GatewayPolicy, input: IdentityInput): Promise<IdentityOutcome> {
   const { path } = input;
-  if (isReservedPath(path)) return { reserved: true };
+  if (isReservedPath(path)) {
+    // Any other spelling of the prefix would miss the gateway's own (case-sensitive) routes.
+    if (!isCanonicalReservedTarget(input.target)) throw new AuthError('not_found', 'no such route');
+    return { reserved: true };
+  }
   if (input.authorization === undefined) {
     const cookies = readSessionCookies(input.cookie, input.cookieNames);
     if (cookies.access !== undefined || cookies.refresh !== undefined) return settleCookieIdentity(deps, policy, input, cookies);
@@ -237,7 +235,7 @@ function gatewayIdentity(deps: AuthDeps, policy: GatewayPolicy, browser: Browser
     try {
       outcome = await settleIdentity(deps, policy, {
         path,
-        target: req.url,
+        target: req.raw.url ?? '',
         authorization: req.headers.authorization,
         dpop: req.headers.dpop,
         clientAddress: req.ip,
@@ -291,6 +289,7 @@ function upgradeIdentity(
   policy: GatewayPolicy,
   trustedPeer: (address: string | undefined) => boolean,
   publicOrigin: string | undefined,
+  sessions: SessionWatcher,
 ): (req: IncomingMessage) => Promise<AuthError | null> {
   return async (req) => {
     const authorization = req.headers.authorization;
@@ -302,7 +301,7 @@ function upgradeIdentity(
     try {
       outcome = await settleIdentity(deps, policy, {
         path: requestPath(req),
-        target: req.url ?? '/',
+        target: req.url ?? '',
         authorization,
         dpop: req.headers.dpop,
         clientAddress,
@@ -330,6 +329,8 @@ function upgradeIdentity(
     stripSessionCookies(req);
     fixPrincipal(req, outcome.principal);
     settledUpgrades.set(req, outcome.principal);
+    // The upgrade lives no longer than its session: re-checked until its socket closes.
+    if (outcome.principal !== null) sessions.watch(req, outcome.principal);
     return null;
   };
 }
@@ -422,6 +423,10 @@ const reservedRoutes: FastifyPluginAsync<ReservedRouteOptions> = async (
  *    that carried our token and the gateway's cookies are removed; `request.principal` is
  *    defined read-only and non-configurable.
  * 4. **Attach** (`opts.attach`), in its own encapsulated context; without one, `404 not_found`.
+ *    An upgrade let through with a principal is watched: its session is re-checked against the
+ *    store every `opts.websocketSessionCheckMs` (default 5 s), and when it ends (or the access
+ *    token that opened it expires) its `upgrade` listener is told (`onUpgradeSessionEnd`, the
+ *    relay closes with 1008) and the connection is destroyed.
  *    A route the attach registers under `/.svc/` is refused at registration.
  *
  * With the shared hardening of every surface (problem+json errors, `Cache-Control: no-store`,
@@ -456,8 +461,15 @@ export async function buildGatewayApp(opts: GatewayAppOptions): Promise<FastifyI
   // The https overload gives an https.Server-typed instance; the surface code is server-agnostic.
   const app = Fastify(options as typeof base) as unknown as FastifyInstance;
   const metrics = opts.metrics;
+  const checkMs = opts.websocketSessionCheckMs ?? WEBSOCKET_SESSION_CHECK_SECONDS * 1000;
+  if (!Number.isInteger(checkMs) || checkMs < 1) throw new TypeError(`websocketSessionCheckMs must be a positive integer: ${checkMs}`);
+  const sessions = createSessionWatcher(deps, checkMs);
+  app.addHook('onClose', (_app, done) => {
+    sessions.close();
+    done();
+  });
   const hygiene = installHeaderHygiene(app.server as Server, identityHeaderPredicate(policy.identityHeaders), {
-    upgradeGate: upgradeIdentity(deps, policy, trustedPeer, publicOrigin),
+    upgradeGate: upgradeIdentity(deps, policy, trustedPeer, publicOrigin, sessions),
     // Refused before Fastify (smuggling, ambiguous paths, upgrades): counted like any other answer.
     ...(metrics === undefined
       ? {}

@@ -7,6 +7,7 @@ import {
   assertionHtu,
   assertionSigningKey,
   type Clock,
+  canonicalOrigin,
   type Principal,
   publishedAssertionKeys,
   type RandomBytes,
@@ -34,7 +35,8 @@ export interface AssertionRequest {
 export interface AssertionSigner {
   /**
    * The compact JWS for `principal` on `request` (EdDSA, `typ` `svc-assertion+jwt`, `kid`),
-   * bound to the request's method and `scheme://host/path`. Synchronous: it runs once per
+   * bound to the request's method and URL (`htu`: the public origin when set, else the
+   * request's `scheme://host`, plus the path). Synchronous: it runs once per
    * proxied request, inside the header hook.
    *
    * @throws {TypeError} for a request without a usable `Host`; {@link Error} when no key signs now.
@@ -52,6 +54,11 @@ export interface AssertionSignerOptions {
   readonly issuer: string | (() => string);
   /** The `aud`: `:svc/app-audience`, default the upstream's origin. */
   readonly audience: string;
+  /**
+   * `:svc/app-public-origin`: when set, the origin of every `htu`, whatever `Host` the caller
+   * named (so the application checks one URL); absent, each request's scheme and `Host`.
+   */
+  readonly publicOrigin?: string | null;
   readonly clock: Clock;
   /** Randomness for `jti`; default node:crypto's. */
   readonly random?: RandomBytes;
@@ -89,11 +96,16 @@ function jtiSource(random: RandomBytes): () => string {
  * key that signs at the clock's now, so a rotation switches keys at its time without a restart.
  * Signing is node:crypto's Ed25519 (synchronous; see docs/assertion.md for its cost per request).
  *
+ * @throws {TypeError} when `opts.publicOrigin` is not an http(s) origin.
  * @example
  * const signer = createAssertionSigner({ keys: () => set, issuer: nodeId, audience: 'http://127.0.0.1:3000', clock: { now: Date.now } });
  * headers['svc-assertion'] = signer.sign(request.principal, request);
  */
 export function createAssertionSigner(opts: AssertionSignerOptions): AssertionSigner {
+  const publicOrigin = opts.publicOrigin === undefined || opts.publicOrigin === null ? null : canonicalOrigin(opts.publicOrigin);
+  if (publicOrigin === null && opts.publicOrigin !== undefined && opts.publicOrigin !== null) {
+    throw new TypeError(`publicOrigin must be an http(s) origin such as https://app.example.com: ${opts.publicOrigin}`);
+  }
   const jti = jtiSource(opts.random ?? randomBytes);
   const issuer = typeof opts.issuer === 'string' ? () => opts.issuer as string : opts.issuer;
   // One private KeyObject and one encoded header per key id: parsing a key per request would cost more than signing.
@@ -122,7 +134,7 @@ export function createAssertionSigner(opts: AssertionSignerOptions): AssertionSi
         now,
         jti: jti(),
         method: request.method,
-        htu: assertionHtu(request.protocol, request.host, request.url),
+        htu: assertionHtu(request.protocol, request.host, request.url, publicOrigin),
         jkt: request.jkt ?? null,
       });
       const input = `${header}.${b64url(JSON.stringify(claims))}`;

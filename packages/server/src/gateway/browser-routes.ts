@@ -218,7 +218,7 @@ export const browserRoutes: FastifyPluginAsync<BrowserRouteOptions> = async (
     // Each begun flow is a stored row: a client that only begins is stopped like one that only
     // asks for challenges (per address unit); finishing gives the slot back.
     const address = clientAddressKey(req.ip);
-    const slot = challenges.reserve(address, `flow:${address}`);
+    const slot = challenges.reserve(address, 'flow');
     let started: Awaited<ReturnType<typeof startProviderFlow>>;
     try {
       started = await startProviderFlow(deps, {

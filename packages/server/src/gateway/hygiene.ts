@@ -1,6 +1,6 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { AuthError, framingRefusal, unambiguousPath } from '@svc/core';
+import { AuthError, framingRefusal, unambiguousPath, upgradeRefusal } from '@svc/core';
 import { writeRawProblem } from '../http/error-handling.js';
 import { internalError, PROBLEM_CONTENT_TYPE, problemJson } from '../http/problem.js';
 import { SECURITY_HEADERS } from '../http/security-headers.js';
@@ -82,11 +82,17 @@ function removeTrailers(req: IncomingMessage, drop: (name: string) => boolean): 
 
 /**
  * Why a raw request is refused before anything else sees it, or null: smuggling or ambiguous
- * framing ({@link framingRefusal}) or an ambiguous path ({@link unambiguousPath}).
+ * framing ({@link framingRefusal}), an `upgrade` that is not a valid websocket handshake
+ * ({@link upgradeRefusal}: nothing is sent upstream for it), or an ambiguous path
+ * ({@link unambiguousPath}).
  */
-function refusalOf(req: IncomingMessage): AuthError | null {
+function refusalOf(req: IncomingMessage, upgrade: boolean): AuthError | null {
   const framing = framingRefusal(req.rawHeaders, req.httpVersion);
   if (framing !== null) return new AuthError('invalid_request', `the request is refused as ambiguous framing: ${framing}`);
+  if (upgrade) {
+    const refused = upgradeRefusal({ method: req.method ?? '', httpVersion: req.httpVersion, headers: req.headers });
+    if (refused !== null) return new AuthError('invalid_request', `the upgrade is refused: ${refused}`);
+  }
   try {
     checkedPaths.set(req, unambiguousPath(req.url ?? ''));
   } catch (err) {
@@ -196,7 +202,7 @@ export function installHeaderHygiene(
     if (event === 'connect') return dispatch(this, event, args);
     if (!REQUEST_EVENTS.has(event)) return emit.call(this, event, ...args);
     const req = args[0] as IncomingMessage;
-    const refusal = refusalOf(req);
+    const refusal = refusalOf(req, event === 'upgrade');
     if (refusal !== null) {
       onRefused?.(req, refusal);
       if (event === 'upgrade') refuseUpgrade(args[1] as Duplex, refusal);

@@ -1,4 +1,4 @@
-import type { AppPathRequirement, AuthDeps, Principal, ProviderHandle } from '@svc/core';
+import type { AppPathRequirement, AuthDeps, AuthError, Principal, ProviderHandle } from '@svc/core';
 import type { FastifyBaseLogger, FastifyInstance, FastifyRequest } from 'fastify';
 import type { ChallengeBudget } from '../http/challenge-budget.js';
 import type { ConnectionLimits } from '../http/connection-limits.js';
@@ -9,7 +9,8 @@ import type { ServiceMetrics } from '../metrics/metrics.js';
  * What serves the application once identity is settled: a plugin registered in its own
  * encapsulated context AFTER the gateway's strip and authenticate hooks, so everything it adds
  * runs with `request.principal` already set (the frozen principal, or null on a public path).
- * Upstream mode ({@link UpstreamAttachOptions}) and module mode are the two kinds.
+ * Upstream mode ({@link UpstreamAttachOptions}) and module mode (the same proxy to the confined
+ * module process) are the two kinds.
  */
 export type GatewayAttach = (app: FastifyInstance) => Promise<void>;
 
@@ -37,8 +38,15 @@ export interface GatewayAppOptions {
   readonly attach?: GatewayAttach;
   /** The budget of failed sign-in proofs. Default: 30 failures per address unit (or per session, for refresh) per 60 s. */
   readonly limiter?: FailureLimiter;
-  /** The budget of unanswered challenges. Default: 100 per address unit and 20 per public key per 60 s. */
+  /** The budget of unanswered challenges. Default: 100 per source (address unit; on loopback, local account) per 60 s, never per public key. */
   readonly challenges?: ChallengeBudget;
+  /**
+   * How often (ms) the session of every relayed websocket is re-checked against the store: a
+   * websocket whose session ended (logout, revocation on any node, device removal, refresh
+   * reuse) or whose access token expired is closed (1008) within this bound plus one store
+   * read. Default `WEBSOCKET_SESSION_CHECK_SECONDS` (5 s).
+   */
+  readonly websocketSessionCheckMs?: number;
   /** Connection caps of this listener. Default {@link APPLICATION_CONNECTION_LIMITS}. */
   readonly connectionLimits?: ConnectionLimits;
   /**
@@ -64,4 +72,17 @@ export interface UpstreamAttachOptions {
   readonly upstream: URL;
   /** The `Svc-*` headers (and `Svc-Assertion`) to set on the proxied request; they replace anything of the same name. */
   readonly identityHeaders: UpstreamIdentityHeaders;
+  /**
+   * A unix socket to connect to instead of the upstream's host and port (module mode: the
+   * confined module process's private socket). `upstream` then only names the scheme.
+   */
+  readonly socketPath?: string;
+  /** Told of each request the upstream failed (`502`/`504`), after the caller got its answer (module mode checks its child is alive). */
+  readonly onFailure?: (err: AuthError) => void;
+  /**
+   * Connections to the upstream kept at most (idle ones included); further requests wait for
+   * one. Default 128; the service sizes it to the descriptor limit with the gateway's own cap
+   * (`planConnectionLimits`).
+   */
+  readonly maxConnections?: number;
 }

@@ -6,11 +6,14 @@ import { type RawData, WebSocket, WebSocketServer } from 'ws';
 import { writeRawProblem } from '../http/error-handling.js';
 import { internalError } from '../http/problem.js';
 import { upgradePrincipal } from './app.js';
+import { onUpgradeSessionEnd } from './session-watch.js';
 
 /** What the websocket relay needs from the upstream attach. */
 export interface WebSocketRelayOptions {
   /** The upstream's origin (`http:` or `https:`); websockets go to its `ws:`/`wss:` twin. */
   readonly upstream: URL;
+  /** A unix socket to connect to instead of the upstream's host and port (module mode). */
+  readonly socketPath?: string;
   /** Connect and handshake with the upstream within this many ms, or `504 upstream_timeout`. */
   readonly handshakeMs: number;
   /** The headers of the upstream's handshake for an upgrade whose identity the gateway settled. */
@@ -71,7 +74,8 @@ function closeWith(ws: WebSocket, code: number, reason: Buffer): void {
  * accepted (with the subprotocol the upstream chose): an upstream that refuses, is down or is
  * slow is an HTTP `502 upstream_unavailable` / `504 upstream_timeout` to the caller, like any
  * other request. Messages are relayed both ways as they are (text or binary), closes with
- * their code and reason.
+ * their code and reason. When the gateway sees the session that opened the websocket end
+ * ({@link onUpgradeSessionEnd}), relaying stops and both sides are closed with 1008.
  *
  * @example
  * installWebSocketRelay(app, { upstream: new URL('http://127.0.0.1:3000'), handshakeMs: 35_000, headers });
@@ -113,7 +117,9 @@ export function installWebSocketRelay(app: FastifyInstance, opts: WebSocketRelay
       .split(',')
       .map((p) => p.trim())
       .filter((p) => p !== '');
-    const target = new WebSocket(new URL(path, origin), offered, {
+    // ws's unix socket form: `ws+unix:<socket>:<path>`.
+    const address = opts.socketPath === undefined ? new URL(path, origin) : `ws+unix:${opts.socketPath}:${path}`;
+    const target = new WebSocket(address, offered, {
       headers: headers as Record<string, string>,
       followRedirects: false,
       perMessageDeflate: false,
@@ -154,8 +160,20 @@ export function installWebSocketRelay(app: FastifyInstance, opts: WebSocketRelay
         client = accepted;
         open.add(accepted);
         accepted.once('close', () => open.delete(accepted));
-        accepted.on('message', (data: RawData, binary: boolean) => target.send(data, { binary }));
-        target.on('message', (data: RawData, binary: boolean) => accepted.send(data, { binary }));
+        // When the session that opened it ends, nothing more is relayed either way, and both
+        // sides are closed with 1008 (policy violation).
+        let ended = false;
+        onUpgradeSessionEnd(raw, (reason) => {
+          ended = true;
+          closeWith(accepted, 1008, Buffer.from(reason));
+          closeWith(target, 1008, Buffer.from(reason));
+        });
+        accepted.on('message', (data: RawData, binary: boolean) => {
+          if (!ended) target.send(data, { binary });
+        });
+        target.on('message', (data: RawData, binary: boolean) => {
+          if (!ended) accepted.send(data, { binary });
+        });
         accepted.once('close', (code, reason) => closeWith(target, code, reason));
         target.once('close', (code, reason) => closeWith(accepted, code, reason));
         accepted.on('error', () => target.terminate());

@@ -9,6 +9,7 @@ import {
   upstreamHeaderName,
 } from '@svc/core';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { DEFAULT_UPSTREAM_CONNECTIONS } from '../http/connection-limits.js';
 import type { GatewayAttach, UpstreamAttachOptions } from './options.js';
 import { installWebSocketRelay } from './upstream-websocket.js';
 
@@ -22,8 +23,25 @@ export interface UpstreamTimeouts {
   readonly idleMs: number;
 }
 
-/** The defaults: 5 s to connect, 30 s to the response head (the listener's own request timeout), 30 s idle in a body. */
+/** The defaults: 5 s to connect, 30 s to the response head, 30 s idle in a body. */
 export const DEFAULT_UPSTREAM_TIMEOUTS: UpstreamTimeouts = Object.freeze({ connectMs: 5_000, responseMs: 30_000, idleMs: 30_000 });
+
+/** How much longer than the upstream's own deadline the caller's socket may stay silent, so the 504 is written before it is cut. */
+const ANSWER_MARGIN_MS = 5_000;
+
+/**
+ * How long the caller's socket may stay silent while its request is proxied: longer than the
+ * gateway waits on the upstream (connect, then the response head; or a gap in the body), so
+ * the caller gets `504 upstream_timeout` rather than the listener's own idle cut (30 s, the
+ * same as the default response timeout, which reset every caller at 30.0 s). A caller that
+ * never reads is still cut after it: no write completes, so the socket stays silent.
+ *
+ * @example
+ * proxiedSocketTimeout(DEFAULT_UPSTREAM_TIMEOUTS); // 40_000
+ */
+export function proxiedSocketTimeout(timeouts: UpstreamTimeouts): number {
+  return Math.max(timeouts.connectMs + timeouts.responseMs, timeouts.idleMs) + ANSWER_MARGIN_MS;
+}
 
 /**
  * The methods the gateway proxies: every method Fastify routes but `TRACE`, which would echo the
@@ -151,6 +169,12 @@ export function upstreamAttach(opts: UpstreamAttachOptions, timeouts: UpstreamTi
     await app.register(async (proxy) => {
       // Bodies are relayed, never parsed: the gateway's JSON-only parser (and its 64 KiB
       // limit) stays on the gateway's own routes. No parseAs: Fastify hands the raw stream on.
+      const socketTimeout = proxiedSocketTimeout(timeouts);
+      proxy.addHook('onRequest', (req, _reply, done) => {
+        // Node sets the listener's own idle timeout again at the connection's next request.
+        req.raw.socket.setTimeout(socketTimeout);
+        done();
+      });
       proxy.removeAllContentTypeParsers();
       proxy.addContentTypeParser('*', (_req, payload, done) => done(null, payload));
 
@@ -172,9 +196,12 @@ export function upstreamAttach(opts: UpstreamAttachOptions, timeouts: UpstreamTi
         internalRewriteLocationHeader: false,
         disableRequestLogging: true,
         undici: {
+          // Bounded, so proxied requests can never hold more descriptors than the plan gave them.
+          connections: opts.maxConnections ?? DEFAULT_UPSTREAM_CONNECTIONS,
           connect: { timeout: timeouts.connectMs },
           headersTimeout: timeouts.responseMs,
           bodyTimeout: timeouts.idleMs,
+          ...(opts.socketPath === undefined ? {} : { socketPath: opts.socketPath }),
         },
         // A gateway relays; it never replays a request (an upstream's 503 included).
         replyOptions: {
@@ -186,7 +213,9 @@ export function upstreamAttach(opts: UpstreamAttachOptions, timeouts: UpstreamTi
           },
           rewriteHeaders: (headers) => upstreamResponseHeaders(headers as IncomingHttpHeaders),
           onError: (reply, { error }) => {
-            reply.send(upstreamError(error));
+            const failure = upstreamError(error);
+            reply.send(failure);
+            opts.onFailure?.(failure);
           },
         },
       });
@@ -195,6 +224,7 @@ export function upstreamAttach(opts: UpstreamAttachOptions, timeouts: UpstreamTi
       // upgrade through Fastify a second time, after the bearer is already removed).
       installWebSocketRelay(proxy, {
         upstream: opts.upstream,
+        ...(opts.socketPath === undefined ? {} : { socketPath: opts.socketPath }),
         handshakeMs: timeouts.connectMs + timeouts.responseMs,
         headers: (req, principal) => websocketHeaders(req, opts.identityHeaders(req, principal)),
       });

@@ -144,9 +144,16 @@ export function installErrorHandling(app: FastifyInstance): void {
   });
 }
 
+/** How long an error answer may take to reach the kernel before its socket is reset anyway. */
+export const ERROR_ANSWER_LINGER_MS = 1_000;
+
 /**
  * Answers `err` as problem+json with the security headers straight onto `socket` (a request
- * Fastify never sees: a CONNECT, an upgrade, a refused raw request), then closes it.
+ * Fastify never sees: a CONNECT, an upgrade, a refused raw request), then closes it: destroyed
+ * as soon as the answer is handed to the kernel (the kernel still delivers it, then closes),
+ * and at most {@link ERROR_ANSWER_LINGER_MS} later. Only ending it would leave the socket
+ * half-closed, holding a descriptor and a slot of the listener's connection cap for as long as
+ * a client that never reads (or reads nothing and keeps sending) cares to hold it.
  *
  * @example
  * writeRawProblem(socket, new AuthError('invalid_request', 'the request is not valid HTTP'));
@@ -157,6 +164,9 @@ export function writeRawProblem(socket: Duplex, err: AuthError, extra: Readonly<
     return;
   }
   socket.on('error', () => socket.destroy());
+  const linger = setTimeout(() => socket.destroy(), ERROR_ANSWER_LINGER_MS);
+  linger.unref();
+  socket.once('close', () => clearTimeout(linger));
   const problem = problemJson(err);
   const body = JSON.stringify(problem);
   const headers = Object.entries({ ...SECURITY_HEADERS, ...err.headers, ...extra })
@@ -164,6 +174,7 @@ export function writeRawProblem(socket: Duplex, err: AuthError, extra: Readonly<
     .join('');
   socket.end(
     `HTTP/1.1 ${problem.status} ${problem.title}\r\nconnection: close\r\ncontent-type: ${PROBLEM_CONTENT_TYPE}\r\ncontent-length: ${Buffer.byteLength(body)}\r\n${headers}\r\n${body}`,
+    () => socket.destroy(),
   );
 }
 
@@ -179,14 +190,24 @@ export function frameworkErrors(err: FastifyError, req: FastifyRequest, reply: F
 }
 
 /**
- * Fastify's `clientErrorHandler` option: a request Node could not even parse gets a
- * problem+json 400 with the security headers, then the connection is closed.
+ * Fastify's `clientErrorHandler` option: a request Node could not even parse (or whose head
+ * did not arrive in time) gets a problem+json 400 with the security headers, then the
+ * connection is reset ({@link writeRawProblem}); while a response is already being written on
+ * the connection, it is cut without one.
  *
  * @example
  * Fastify({ clientErrorHandler });
  */
 export function clientErrorHandler(err: Error & { code?: string }, socket: Socket): void {
   if (err.code === 'ECONNRESET' || socket.destroyed || !socket.writable) {
+    socket.destroy();
+    return;
+  }
+  // A response already under way on this socket (a pipelined head that broke or timed out
+  // while it streams): a problem written now would land inside its body. Cut the connection,
+  // as Node's own handler does.
+  const inFlight = (socket as Socket & { _httpMessage?: { headersSent?: boolean } | null })._httpMessage;
+  if (inFlight?.headersSent === true) {
     socket.destroy();
     return;
   }

@@ -7,31 +7,41 @@ export interface Slot {
   release(): void;
 }
 
-/** One attempt reserved before it runs: settle it once, as failed or not. */
+/**
+ * One attempt, reserved before it runs: settle it once, as failed or not. An attempt that finds
+ * its budget spent (or full of running attempts) is not refused: it runs UNCOUNTED, so a valid
+ * proof still goes through whoever spent the budget, while its failure is answered with
+ * {@link Reservation.refusal} (`429`) instead of its `401`, counts nothing and is not audited.
+ */
 export interface Reservation extends Slot {
+  /** True while the budget had room: a failure is answered as itself (a 401) and counted. */
+  readonly counted: boolean;
+  /** The `429 rate_limited` (with `Retry-After`) that answers the failure of an uncounted attempt. */
+  refusal(): AuthError;
   /** The attempt did not count (a success, input that proved nothing, an outage): its slot comes back. */
   release(): void;
-  /** The attempt failed as a proof: it counts against the budget until the window ends. */
+  /** The attempt failed as a proof: it counts against the budget until the window ends (nothing, when uncounted). */
   fail(): void;
 }
 
 /**
  * Budgets of failed attempts per key (a client's address unit, a credential), in fixed
  * windows. An attempt is RESERVED before it runs, against every key it concerns at once: while
- * failed and running attempts together fill a budget, the next one waits for a running one to
- * settle, and once failures alone fill it, attempts are refused until the window ends. So N
- * concurrent attempts are never evaluated beyond the budget (on a store that several nodes
- * share: whichever nodes they reach), yet a burst of good attempts is only queued, never refused.
+ * failed and running attempts together fill a budget, or failures alone do, the next attempt
+ * runs uncounted (see {@link Reservation}). So N concurrent attempts never have more than the
+ * budget's failures answered as 401s and counted (on a store that several nodes share: whichever
+ * nodes they reach), a flood beyond it is answered `429`, and nobody's valid proof is refused
+ * for failures someone else made. Nothing here ever waits: a reservation is one decision.
  */
 export interface FailureLimiter {
   /** A `429 rate_limited` refusal when failures fill the budget of any of `keys` in THIS process, else null. Reserves nothing, no I/O. */
   check(keys: readonly string[]): AuthError | null;
   /**
    * Reserves one attempt against every one of `keys`: in this process, then in the store's
-   * shared budget (when the store is shared by several nodes). May wait for running attempts.
+   * shared budget (when the store is shared by several nodes). Never waits, never refuses: an
+   * attempt with no room is answered uncounted (`counted: false`).
    *
-   * @throws {AuthError} `rate_limited` (with `Retry-After`) when any key's budget is spent, or
-   *   when no running attempt settled within the longest wait; nothing is reserved then.
+   * @throws {AuthError} `store_unavailable` when the shared budget cannot be read.
    */
   reserve(keys: readonly string[]): Promise<Reservation>;
 }
@@ -51,10 +61,6 @@ export interface FailureLimiterOptions {
   readonly windowSeconds?: number;
   /** Most keys tracked at once; beyond it, the windows that ended are dropped, then the oldest. Default 10,000. */
   readonly maxKeys?: number;
-  /** Longest an attempt waits for a running one to settle before it is refused, in ms of real time. Default 5,000. */
-  readonly maxWaitMs?: number;
-  /** Most attempts waiting at once; beyond it they are refused at once. Default 1,000. */
-  readonly maxWaiting?: number;
   /**
    * The control store: its `reserveAttempts` shares the budget with every node on the same
    * store (PostgreSQL); the embedded store answers `shared: false` and costs nothing.
@@ -62,6 +68,14 @@ export interface FailureLimiterOptions {
   readonly store?: Pick<Store, 'reserveAttempts' | 'settleAttempts'>;
   /** Names the budget in the shared store (e.g. `signin`, `pairing`), so budgets with other limits never share a window. Default `attempts`. */
   readonly scope?: string;
+  /**
+   * How long a reservation in the shared store holds its slot at most, in ms: a node killed
+   * mid-attempt never settles it, and a reservation after the lease reclaims it. An attempt
+   * runs for milliseconds; one still running after the lease (a store outage: each store call
+   * gives up after 6 s) is no longer seen as running, which lets at most a budget's worth more
+   * attempts be counted. Default 10,000.
+   */
+  readonly leaseMs?: number;
 }
 
 function rateLimited(waitMs: number): AuthError {
@@ -70,8 +84,6 @@ function rateLimited(waitMs: number): AuthError {
     headers: { 'retry-after': String(retryAfter) },
   });
 }
-
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /**
  * Elapsed time in ms: `clock.monotonic()` when the clock has one, else `performance.now()`;
@@ -132,10 +144,16 @@ function fixedWindows(windowMs: number, maxKeys: number, max: number) {
   };
 }
 
+/** An attempt that runs uncounted: nothing to give back, and its failure is answered `429` after `retryAfterMs`. */
+function uncounted(retryAfterMs: number): Reservation {
+  return { counted: false, refusal: () => rateLimited(retryAfterMs), release: () => undefined, fail: () => undefined };
+}
+
 /**
  * Creates a {@link FailureLimiter}: an exact in-memory budget on the monotonic clock (no I/O),
  * then, with a shared store, the store's budget, so that on PostgreSQL every node counts
- * against the same windows. Successes never count: a busy, well-behaved client is never refused.
+ * against the same windows. Successes never count, and an uncounted attempt still runs: a busy,
+ * well-behaved client is never refused, and neither is anyone's valid proof.
  *
  * @example
  * const limiter = createFailureLimiter({ clock: deps.clock, store: deps.store, scope: 'signin' });
@@ -146,42 +164,19 @@ export function createFailureLimiter(opts: FailureLimiterOptions): FailureLimite
   const elapsed = elapsedOf(clock);
   const max = opts.maxFailures ?? 30;
   const windowMs = (opts.windowSeconds ?? 60) * 1000;
-  const maxWaitMs = opts.maxWaitMs ?? 5000;
-  const maxWaiting = opts.maxWaiting ?? 1000;
   const scope = opts.scope ?? 'attempts';
+  const leaseMs = opts.leaseMs ?? 10_000;
   // Failures per key in fixed windows; running attempts per key (exact: nothing here can die
-  // without the process); the attempts waiting for one to settle.
+  // without the process).
   const failures = fixedWindows(windowMs, opts.maxKeys ?? 10_000, max);
   const running = new Map<string, number>();
-  const waiting = new Set<() => void>();
 
-  const settled = () => {
-    for (const wake of waiting) wake();
-    waiting.clear();
-  };
-
-  const reserveHere = async (keys: readonly string[]): Promise<Reservation> => {
-    const started = performance.now();
-    for (;;) {
-      const now = elapsed();
-      const refused = failures.refusal(keys, now);
-      if (refused !== null) throw refused;
-      const busy = keys.some((k) => (failures.live(k, now)?.count ?? 0) + (running.get(k) ?? 0) >= max);
-      if (!busy) break;
-      const left = maxWaitMs - (performance.now() - started);
-      if (left <= 0 || waiting.size >= maxWaiting) throw rateLimited(1000);
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(() => {
-          waiting.delete(wake);
-          resolve();
-        }, left);
-        const wake = () => {
-          clearTimeout(timer);
-          resolve();
-        };
-        waiting.add(wake);
-      });
-    }
+  const reserveHere = (keys: readonly string[]): Reservation => {
+    const now = elapsed();
+    const refused = failures.refusal(keys, now);
+    if (refused !== null) return { ...uncounted(0), refusal: () => refused };
+    // Failed and running attempts fill it: this one cannot be counted, the window is not spent.
+    if (keys.some((k) => (failures.live(k, now)?.count ?? 0) + (running.get(k) ?? 0) >= max)) return uncounted(1000);
     for (const k of keys) running.set(k, (running.get(k) ?? 0) + 1);
     let done = false;
     const settle = (failed: boolean) => {
@@ -193,35 +188,29 @@ export function createFailureLimiter(opts: FailureLimiterOptions): FailureLimite
         else running.set(k, n);
         if (failed) failures.open(k, elapsed()).count++;
       }
-      settled();
     };
-    return { release: () => settle(false), fail: () => settle(true) };
+    return { counted: true, refusal: () => rateLimited(1000), release: () => settle(false), fail: () => settle(true) };
   };
 
   return {
     check: (keys) => failures.refusal(keys, elapsed()),
     async reserve(input) {
       const keys = [...new Set(input)];
-      const mine = await reserveHere(keys);
-      if (store === undefined) return mine;
+      const mine = reserveHere(keys);
+      if (store === undefined || !mine.counted) return mine;
       const scoped = keys.map((k) => `${scope}|${k}`);
-      const started = performance.now();
       let shared: Awaited<ReturnType<Store['reserveAttempts']>>;
       try {
-        for (;;) {
-          shared = await store.reserveAttempts({ keys: scoped, now: clock.now(), windowMs, max });
-          if (shared.reserved || !shared.busy) break;
-          // Full of attempts running on other nodes: ask again shortly, for at most maxWaitMs.
-          if (performance.now() - started >= maxWaitMs) break;
-          await sleep(20);
-        }
+        // One decision, never a wait: a window full of attempts running on other nodes makes
+        // this one uncounted, as a full one here does.
+        shared = await store.reserveAttempts({ keys: scoped, now: clock.now(), windowMs, max, leaseMs });
       } catch (error) {
         mine.release();
         throw error;
       }
       if (!shared.reserved) {
         mine.release();
-        throw rateLimited(shared.retryAfterMs);
+        return uncounted(shared.retryAfterMs);
       }
       const windows = shared.windows;
       let done = false;
@@ -231,10 +220,10 @@ export function createFailureLimiter(opts: FailureLimiterOptions): FailureLimite
         if (failed) mine.fail();
         else mine.release();
         // Not awaited: the answer does not wait for the budget's bookkeeping. A settle that
-        // fails (store outage) leaves the attempt running until its window ends: the safe side.
+        // fails (store outage) leaves the attempt running until its lease ends.
         if (windows.length > 0) store.settleAttempts({ windows, failed }).catch(() => undefined);
       };
-      return { release: () => settle(false), fail: () => settle(true) };
+      return { counted: true, refusal: () => rateLimited(1000), release: () => settle(false), fail: () => settle(true) };
     },
   };
 }

@@ -153,13 +153,41 @@ export function isLoopbackAddress(address: string | undefined): boolean {
   return isIPv6Loopback(address);
 }
 
+/** An absolute-form request target (`http://host/path`, RFC 9112 §3.2.2): its authority is in group 1. */
+const ABSOLUTE_FORM = /^[a-z][a-z0-9+.-]*:\/\/([^/?#]*)/i;
+
+/**
+ * The authority an absolute-form request target names (`GET http://evil.example/health`),
+ * userinfo removed, or null for any other target. A server must take it over the `Host`
+ * header (RFC 9112 §3.2.2), so a guard that reads only `Host` would be walked around by it.
+ *
+ * @example
+ * absoluteFormAuthority('http://evil.example:9090/health'); // 'evil.example:9090'
+ * absoluteFormAuthority('/health'); // null
+ */
+export function absoluteFormAuthority(target: string): string | null {
+  const m = ABSOLUTE_FORM.exec(target);
+  if (m === null) return null;
+  const authority = m[1] ?? '';
+  return authority.slice(authority.lastIndexOf('@') + 1);
+}
+
+/** How many `Host` fields a raw header list carries. */
+function hostFields(rawHeaders: readonly string[]): number {
+  let n = 0;
+  for (let i = 0; i < rawHeaders.length; i += 2) if ((rawHeaders[i] as string).toLowerCase() === 'host') n++;
+  return n;
+}
+
 /**
  * The DNS-rebinding defence of a loopback-only surface: an `onRequest` hook that refuses
  * (`403 forbidden_host`) a request whose `Host` is not a loopback name or address, or that
  * carries a non-loopback `Origin`. A page on `evil.example` whose name was rebound to
- * 127.0.0.1 still sends `Host: evil.example`, so it never reaches a handler. With `when`, only
- * requests for which it returns true are guarded (the node surface: those that arrived on a
- * loopback address).
+ * 127.0.0.1 still sends `Host: evil.example`, so it never reaches a handler. An absolute-form
+ * target (`GET http://evil.example/health`) is judged by its authority (403 when foreign), and
+ * is otherwise refused as ambiguous (400 invalid_request), like two `Host` fields. With `when`,
+ * only requests for which it returns true are guarded (the node surface: those that arrived on
+ * a loopback address); the two ambiguities are refused on every request.
  *
  * @example
  * installSecurityHeaders(app);
@@ -178,7 +206,26 @@ export function installLoopbackGuard(app: FastifyInstance, opts: { readonly when
     return ok;
   };
   app.addHook('onRequest', (req, reply, done) => {
-    if (when !== undefined && !when(req)) {
+    // Which host a request names must not depend on the parser: Node keeps the first of two
+    // Host fields, another reader the last; and an absolute-form target names its own host,
+    // which a server must take over `Host`. Refused on every request, guarded or not (the
+    // gateway's hygiene refuses both the same way before this hook).
+    if (hostFields(req.raw.rawHeaders) > 1) {
+      sendProblem(reply, new AuthError('invalid_request', 'the Host header is sent more than once'));
+      return;
+    }
+    const guarded = when === undefined || when(req);
+    const authority = absoluteFormAuthority(req.raw.url ?? '');
+    if (authority !== null) {
+      sendProblem(
+        reply,
+        guarded && !loopbackHost(authority)
+          ? new AuthError('forbidden_host', 'the request target must name a loopback address (localhost, 127.0.0.1, [::1])')
+          : new AuthError('invalid_request', 'send the request target as a path (origin form), not as an absolute URL'),
+      );
+      return;
+    }
+    if (!guarded) {
       done();
       return;
     }

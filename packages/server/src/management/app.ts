@@ -1,7 +1,7 @@
 import type { AuthDeps } from '@svc/core';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { type ChallengeBudget, createChallengeBudget } from '../http/challenge-budget.js';
-import { installConnectionLimits, MANAGEMENT_CONNECTION_LIMITS } from '../http/connection-limits.js';
+import { type ConnectionLimits, installConnectionLimits, MANAGEMENT_CONNECTION_LIMITS } from '../http/connection-limits.js';
 import { installDpopNonces } from '../http/dpop-nonce.js';
 import { createFailureLimiter, type FailureLimiter } from '../http/failure-limiter.js';
 import { hardenSurface } from '../http/harden.js';
@@ -21,8 +21,10 @@ export interface ManagementAppOptions {
   metrics?: ServiceMetrics;
   /** The budget of failed proofs. Default: 30 failures per address unit (or per session, for refresh) per 60 s. */
   limiter?: FailureLimiter;
-  /** The budget of unanswered challenges. Default: 100 per address unit and 20 per public key per 60 s. */
+  /** The budget of unanswered challenges. Default: 100 per source (address unit; on loopback, local account) per 60 s, never per public key. */
   challenges?: ChallengeBudget;
+  /** Connection caps of this listener. Default {@link MANAGEMENT_CONNECTION_LIMITS}: 128; smaller under a low descriptor limit (`planConnectionLimits`). */
+  connectionLimits?: ConnectionLimits;
 }
 
 /**
@@ -44,7 +46,7 @@ export async function buildManagementApp(opts: ManagementAppOptions): Promise<Fa
   // The management API is loopback-only: the DNS-rebinding guard runs before any parser.
   hardenSurface(app, { loopbackOnly: true });
   installDpopNonces(app, opts.deps);
-  installConnectionLimits(app, MANAGEMENT_CONNECTION_LIMITS);
+  installConnectionLimits(app, opts.connectionLimits ?? MANAGEMENT_CONNECTION_LIMITS);
   if (opts.metrics !== undefined) instrumentHttp(app, opts.metrics, 'management');
 
   const limiter = opts.limiter ?? createFailureLimiter({ clock: deps.clock, store: deps.store, scope: 'signin' });

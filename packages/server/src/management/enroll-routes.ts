@@ -21,7 +21,7 @@ export const enrollRoutes: FastifyPluginAsync<EnrollRouteOptions> = async (app, 
   app.post<{ Body: EnrollBody }>(
     '/v1/auth/enroll',
     {
-      config: { attemptKeys: (req) => [clientAddressKey(req.ip)] },
+      config: { attemptKeys: (req) => [clientAddressKey(req.ip)], beyondBudget: 'evaluate' },
       schema: documented({
         summary: 'Enroll a management device with a bootstrap token',
         body: enrollBody,

@@ -2,6 +2,7 @@ import { AuthError, createChallenge, createSession, parseSessionToken, rfc3339, 
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { failureCounting } from '../http/failure-counting.js';
 import { clientAddressKey } from '../http/failure-limiter.js';
+import { sourceKey } from '../http/local-peer.js';
 import { documented, problemResponses } from '../http/problem-schema.js';
 import type { SignInRouteOptions } from './route-options.js';
 import {
@@ -22,9 +23,12 @@ import {
  * `POST {prefix}/sessions` and `POST {prefix}/refresh`. Every proof attempt on sessions and
  * refresh is counted by {@link failureCounting} against the client's address unit (and, for a
  * refresh, against the session its token names): reserved BEFORE it runs, kept when it fails (a
- * 401); over the budget a client gets `429 rate_limited`, and a client already over it is
- * refused before its body is even parsed. Successes are never counted. Challenges left
- * unanswered are bounded per address unit and per public key.
+ * 401). Beyond the budget an attempt still runs: a valid signature or a valid current refresh
+ * token goes through whoever spent the budget, while a failure is answered `429 rate_limited`
+ * and is neither counted nor audited. Successes are never counted. Challenges left unanswered
+ * are bounded per source (the address unit, and on loopback the local account: see
+ * `sourceKey`), never per public key (a key's challenges are asked for by anyone, so a bound on
+ * them would let anyone lock that device out).
  *
  * @example
  * await app.register(signInRoutes, { prefix: '/v1/auth', realm: 'management', deps, limiter, challenges, guardProblems: [403] });
@@ -48,7 +52,7 @@ export const signInRoutes: FastifyPluginAsync<SignInRouteOptions> = async (
       }),
     },
     async (req, reply) => {
-      const slot = challenges.reserve(clientAddressKey(req.ip), req.body.public_key);
+      const slot = challenges.reserve(await sourceKey(req.ip, req.socket));
       let c: Awaited<ReturnType<typeof createChallenge>>;
       try {
         c = await createChallenge(deps, { publicKey: req.body.public_key, realm });
@@ -69,14 +73,7 @@ export const signInRoutes: FastifyPluginAsync<SignInRouteOptions> = async (
   app.post<{ Body: SessionBody }>(
     '/sessions',
     {
-      config: { attemptKeys: (req) => [clientAddressKey(req.ip)] },
-      // A sign-in that ran to a verdict used its challenge up (a 401 means it was looked up
-      // and, if it existed, consumed): its unanswered-challenge slots come back.
-      onError: (req, _reply, err, done) => {
-        const body = req.body as SessionBody | undefined;
-        if (err instanceof AuthError && err.status === 401 && body !== undefined) challenges.answered(body.challenge_id);
-        done();
-      },
+      config: { attemptKeys: (req) => [clientAddressKey(req.ip)], beyondBudget: 'evaluate' },
       schema: documented({
         summary: 'Sign in with a signed challenge',
         body: sessionBody,
@@ -88,14 +85,22 @@ export const signInRoutes: FastifyPluginAsync<SignInRouteOptions> = async (
     },
     async (req, reply) => {
       const { challenge_id, signature } = req.body;
-      const pair = await createSession(deps, {
-        challengeId: challenge_id,
-        signature,
-        realm,
-        client: { address: req.ip, userAgent: req.headers['user-agent'] },
-      });
-      challenges.answered(challenge_id);
-      return reply.code(201).send(pair);
+      try {
+        const pair = await createSession(deps, {
+          challengeId: challenge_id,
+          signature,
+          realm,
+          client: { address: req.ip, userAgent: req.headers['user-agent'] },
+          auditFailure: req.attempt?.counted !== false,
+        });
+        challenges.answered(challenge_id);
+        return reply.code(201).send(pair);
+      } catch (err) {
+        // A sign-in that ran to a verdict used its challenge up (a 401 means it was looked up
+        // and, if it existed, consumed): its unanswered-challenge slots come back.
+        if (err instanceof AuthError && err.status === 401) challenges.answered(challenge_id);
+        throw err;
+      }
     },
   );
 
@@ -108,6 +113,8 @@ export const signInRoutes: FastifyPluginAsync<SignInRouteOptions> = async (
           // Per session as well as per address: guesses at one session's token share one budget wherever they come from.
           return presented === null ? [clientAddressKey(req.ip)] : [clientAddressKey(req.ip), `refresh:${presented.sessionId}`];
         },
+        // A valid current refresh token rotates whoever spent the budget.
+        beyondBudget: 'evaluate',
       },
       schema: documented({
         summary: 'Rotate the refresh token of a session',

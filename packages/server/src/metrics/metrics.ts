@@ -1,4 +1,4 @@
-import type { AuditEventDraft, Store } from '@svc/core';
+import type { AuditEventDraft, AuditShippingHealth, Store } from '@svc/core';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 
 /** Hit and miss counts of a store's bearer-check cache, for stores that keep one. */
@@ -13,6 +13,8 @@ export interface MetricsSources {
   readonly store: Pick<Store, 'auditHead'>;
   /** The bearer-check cache's counters, when the store has one. */
   readonly bearerCache?: (() => BearerCacheCounters | undefined) | undefined;
+  /** How audit shipping is doing (null or absent when no sink is configured): read at scrape time. */
+  readonly auditShipping?: (() => AuditShippingHealth | null) | undefined;
 }
 
 const SECONDS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
@@ -138,6 +140,30 @@ export function createServiceMetrics(sources: MetricsSources): ServiceMetrics {
     async collect() {
       const head = await sources.store.auditHead();
       this.set(head?.seq ?? 0);
+    },
+  });
+  new Gauge({
+    name: 'svc_audit_shipping_stalled',
+    help: 'whether the last audit shipping attempt failed (1) or delivered (0), by configured sink; absent without :svc/audit-sinks',
+    labelNames: ['sink'] as const,
+    registers,
+    collect() {
+      this.reset();
+      const health = sources.auditShipping?.();
+      if (health == null) return;
+      for (const sink of health.sinks) this.set({ sink }, health.stalled ? 1 : 0);
+    },
+  });
+  new Gauge({
+    name: 'svc_audit_shipping_error',
+    help: 'while audit shipping is stalled: 1 for the error code of its last failed attempt (audit_ship_stalled, audit_sink_refused, store_unavailable, audit_ship_failed), by sink',
+    labelNames: ['sink', 'code'] as const,
+    registers,
+    collect() {
+      this.reset();
+      const health = sources.auditShipping?.();
+      if (health == null || !health.stalled || health.code === null) return;
+      for (const sink of health.sinks) this.set({ sink, code: health.code }, 1);
     },
   });
   // The store keeps running totals; the counter catches up with them at each scrape.

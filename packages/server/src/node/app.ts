@@ -1,4 +1,4 @@
-import type { AuthDeps, ProviderHandle } from '@svc/core';
+import type { AuditShippingHealth, AuthDeps, ProviderHandle } from '@svc/core';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { type ConnectionLimits, installConnectionLimits, NODE_CONNECTION_LIMITS } from '../http/connection-limits.js';
 import { installDpopNonces } from '../http/dpop-nonce.js';
@@ -32,6 +32,8 @@ export interface NodeAppOptions {
   pairingFailureLimit?: { readonly maxFailures?: number; readonly windowSeconds?: number };
   /** How long a health check may take before it counts as failed. Default 2000 ms. */
   healthCheckTimeoutMs?: number;
+  /** How audit shipping is doing, read per health request: a stall makes health degraded. None by default. */
+  auditShipping?: () => AuditShippingHealth | null;
   /** A pino logger (passed to Fastify as `loggerInstance`, behind redaction), or no logging. */
   logger?: FastifyBaseLogger | false;
   /** Connection caps of this listener. Default {@link NODE_CONNECTION_LIMITS}: 256 in all, 32 per peer address. */
@@ -82,7 +84,15 @@ export async function buildNodeApp(opts: NodeAppOptions): Promise<FastifyInstanc
     maxFailures: opts.pairingFailureLimit?.maxFailures ?? 10,
     windowSeconds: opts.pairingFailureLimit?.windowSeconds ?? 60,
   });
-  await registerNodeRoutes(app, { deps, identity, providers, components, checkTimeoutMs: opts.healthCheckTimeoutMs ?? 2000, limiter });
+  await registerNodeRoutes(app, {
+    deps,
+    identity,
+    providers,
+    components,
+    checkTimeoutMs: opts.healthCheckTimeoutMs ?? 2000,
+    limiter,
+    auditShipping: opts.auditShipping ?? (() => null),
+  });
 
   const advertised = NODE_ROUTES.map((r) => `${r.method} ${r.path}`).sort();
   if (installed.sort().join('\n') !== advertised.join('\n')) {

@@ -31,7 +31,8 @@ async function probe(check: () => Promise<void>, timeoutMs: number, log: Fastify
 /**
  * `GET /edge/0-alpha/health` (public): the health of each authentication provider (the built-in
  * Ed25519 provider runs a known-answer test) and whether the control store answers
- * (`store.ping()`), each bounded by a timeout.
+ * (`store.ping()`), each bounded by a timeout; and, when `:svc/audit-sinks` is set, whether
+ * audit shipping delivers (`audit_shipping`, with the error code of a stall).
  *
  * Degraded answers `503` with the SAME JSON body and `"status": "degraded"`, not a
  * problem+json: health is a report, not a refusal of the request. A probe or load balancer
@@ -41,7 +42,10 @@ async function probe(check: () => Promise<void>, timeoutMs: number, log: Fastify
  * @example
  * await app.register(healthRoutes, { deps, identity, providers, checkTimeoutMs: 2000 });
  */
-export const healthRoutes: FastifyPluginAsync<HealthRouteOptions> = async (app, { deps, identity, providers, checkTimeoutMs }) => {
+export const healthRoutes: FastifyPluginAsync<HealthRouteOptions> = async (
+  app,
+  { deps, identity, providers, checkTimeoutMs, auditShipping },
+) => {
   const schema = documented({
     summary: 'The health of the control store and of each provider',
     response: {
@@ -56,13 +60,21 @@ export const healthRoutes: FastifyPluginAsync<HealthRouteOptions> = async (app, 
       ...providers.map((p) => probe(() => p.check(), checkTimeoutMs, req.log, `provider ${p.name}`)),
     ]);
     const providerHealth = providers.map((p, i) => ({ name: p.name, kind: p.kind, status: checked[i]?.status ?? 'failed' }));
-    const healthy = store?.status === 'ok' && providerHealth.every((p) => p.status === 'ok');
+    const shipping = auditShipping();
+    const shippingHealth =
+      shipping === null
+        ? undefined
+        : shipping.stalled
+          ? { status: 'failed' as const, code: shipping.code ?? 'audit_ship_failed' }
+          : { status: 'ok' as const };
+    const healthy = store?.status === 'ok' && providerHealth.every((p) => p.status === 'ok') && shippingHealth?.status !== 'failed';
     const body: NodeHealthJson = {
       status: healthy ? 'ok' : 'degraded',
       node_id: identity().nodeId,
       checked_at: rfc3339(deps.clock.now()),
       store: store ?? { status: 'failed' },
       providers: providerHealth,
+      ...(shippingHealth === undefined ? {} : { audit_shipping: shippingHealth }),
     };
     return reply.code(healthy ? 200 : 503).send(body);
   });

@@ -33,8 +33,8 @@ import {
  * The core checks the code in constant time, burns the intent after 5 wrong codes, lets one
  * of N concurrent completions win, and audits every step. Here, completions are counted by
  * {@link failureCounting}: reserved before they run, per client address unit and per intent,
- * and kept when they fail (401s); over the limit a client gets `429 rate_limited` (before its
- * body is parsed, once it is over).
+ * and kept when they fail (401s); beyond the limit an attempt still runs (the right code and
+ * proof complete), and its failure is answered `429 rate_limited`, uncounted and unaudited.
  *
  * @example
  * await app.register(pairingRoutes, { deps, identity, providers, limiter: createFailureLimiter({ clock: deps.clock, scope: 'pairing' }) });
@@ -93,6 +93,9 @@ export const pairingRoutes: FastifyPluginAsync<PairingRouteOptions> = async (app
           const intentId = (req.body as CompleteBody).intent_id;
           return [clientAddressKey(req.ip), ...(isIdOfKind(intentId, 'intent') ? [`pairing:${intentId}`] : [])];
         },
+        // The right code and proof complete whoever spent the budget; a failure beyond it is
+        // neither counted against the intent nor audited (see completePairing's countFailure).
+        beyondBudget: 'evaluate',
       },
       schema: documented({
         summary: 'Complete a pairing with the code and a signature by the new key',
@@ -112,6 +115,8 @@ export const pairingRoutes: FastifyPluginAsync<PairingRouteOptions> = async (app
         publicKey: public_key,
         signature,
         name,
+        // Beyond the budget a failure is answered 429 and writes nothing: no count, no audit event.
+        countFailure: req.attempt?.counted !== false,
       });
       return reply.code(201).send({ device: deviceToJson(device) });
     },

@@ -1,4 +1,4 @@
-import type { AuthDeps } from '@svc/core';
+import type { AuditShippingHealth, AuthDeps } from '@svc/core';
 import type { FailureLimiter } from '../http/failure-limiter.js';
 import type { ComponentStatus, NodeProvider } from './components.js';
 import type { NodeIdentity } from './identity.js';
@@ -19,6 +19,8 @@ export interface StatusRouteOptions extends NodeRouteOptions {
 /** What the health route receives besides: how long a check may take before it counts as failed. */
 export interface HealthRouteOptions extends NodeRouteOptions {
   readonly checkTimeoutMs: number;
+  /** How audit shipping is doing, read per request; null when no sink is configured. */
+  readonly auditShipping: () => AuditShippingHealth | null;
 }
 
 /** What the pairing routes receive besides: the per-client counter of failed completions. */

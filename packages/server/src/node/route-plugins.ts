@@ -1,3 +1,4 @@
+import type { AuditShippingHealth } from '@svc/core';
 import type { FastifyInstance } from 'fastify';
 import type { FailureLimiter } from '../http/failure-limiter.js';
 import { decoratePrincipal } from '../management/route-options.js';
@@ -16,6 +17,8 @@ export interface NodeRoutesOptions extends Omit<NodeRouteOptions, 'identity'> {
   readonly components: () => ComponentStatus | Promise<ComponentStatus>;
   readonly checkTimeoutMs: number;
   readonly limiter: FailureLimiter;
+  /** How audit shipping is doing (null when no sink is configured); default none. */
+  readonly auditShipping?: () => AuditShippingHealth | null;
 }
 
 /**
@@ -30,7 +33,7 @@ export async function registerNodeRoutes(app: FastifyInstance, opts: NodeRoutesO
   const base = { deps: opts.deps, identity: () => currentIdentity(source), providers: opts.providers };
   decoratePrincipal(app);
   await app.register(discoveryRoutes, base);
-  await app.register(healthRoutes, { ...base, checkTimeoutMs: opts.checkTimeoutMs });
+  await app.register(healthRoutes, { ...base, checkTimeoutMs: opts.checkTimeoutMs, auditShipping: opts.auditShipping ?? (() => null) });
   await app.register(statusRoutes, { ...base, components: opts.components });
   await app.register(diagnosticsRoutes, base);
   await app.register(pairingRoutes, { ...base, limiter: opts.limiter });

@@ -104,6 +104,48 @@ againstEverySurface('dns-rebinding guard over loopback', (surface, listener) => 
     }
   });
 
+  test('host-header-duplication: two Host headers, the first loopback, are refused (which one counts depends on the parser)', async () => {
+    const path = surface.publicPaths[0];
+    for (const hosts of [
+      ['127.0.0.1', 'evil.example'],
+      ['localhost', '127.0.0.1'],
+    ]) {
+      const text = await rawExchange(
+        listener().port,
+        `GET ${path} HTTP/1.1\r\n${hosts.map((h) => `Host: ${h}\r\n`).join('')}Connection: close\r\n\r\n`,
+        { endAfterBody: true },
+      );
+      assert.match(text, /^HTTP\/1\.1 400 /, hosts.join(' + '));
+      assert.match(text, /"code":"invalid_request"/, hosts.join(' + '));
+    }
+  });
+
+  test('absolute-form-foreign-authority: GET http://evil.example/... with a loopback Host is 403 forbidden_host', async () => {
+    const path = surface.publicPaths[0];
+    for (const authority of ['evil.example', 'evil.example:9090', '10.0.0.1']) {
+      const text = await rawExchange(
+        listener().port,
+        `GET http://${authority}${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n`,
+        { endAfterBody: true },
+      );
+      // The gateway's hygiene refuses every absolute-form target as ambiguous (400) before its guard runs.
+      const [status, code] = surface.name === 'application gateway' ? ['400', 'invalid_request'] : ['403', 'forbidden_host'];
+      assert.match(text, new RegExp(`^HTTP/1\\.1 ${status} `), authority);
+      assert.match(text, new RegExp(`"code":"${code}"`), authority);
+    }
+  });
+
+  test('absolute-form-loopback-authority: an absolute-form target is refused as ambiguous (400 invalid_request), never routed', async () => {
+    const path = surface.publicPaths[0];
+    const text = await rawExchange(
+      listener().port,
+      `GET http://127.0.0.1${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n`,
+      { endAfterBody: true },
+    );
+    assert.match(text, /^HTTP\/1\.1 400 /);
+    assert.match(text, /"code":"invalid_request"/);
+  });
+
   test('a loopback Origin is served; a foreign or null Origin is 403 forbidden_host', async () => {
     for (const path of surface.publicPaths) {
       for (const origin of LOOPBACK_ORIGINS) {

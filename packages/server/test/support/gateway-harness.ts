@@ -1,14 +1,8 @@
 import type { AppPathRequirement } from '@svc/core';
-import type { FastifyInstance, FastifyPluginAsync } from 'fastify';
-import {
-  buildGatewayApp,
-  type GatewayAppOptions,
-  type GatewayAttach,
-  type GatewayPolicy,
-  moduleAttach,
-  upstreamAttach,
-} from '../../src/index.js';
+import type { FastifyInstance } from 'fastify';
+import { buildGatewayApp, type GatewayAppOptions, type GatewayAttach, type GatewayPolicy, upstreamAttach } from '../../src/index.js';
 import { api, type DeviceKey, type Harness, type Pair, type Reply } from './harness.js';
+import { fixtureModule, moduleModeAttach } from './module-host.js';
 import { adminToken, completion, type NodeHarness, type NodeHarnessOptions, nodeApi, prepare, startNodeHarness } from './node-harness.js';
 import { startEchoUpstream, testIdentityHeaders } from './upstream-harness.js';
 
@@ -70,12 +64,10 @@ export const ATTACH_MODES: AttachMode[] = [
     },
   },
   {
-    // Module mode: the same echo as an application module behind moduleAttach.
+    // Module mode: the same echo as an application module (fixtures/app-modules/echo-app), in its
+    // confined process behind the module host's private socket.
     name: 'module mode',
-    start: async () => ({
-      attach: moduleAttach([{ name: 'echo-app@1.0.0', plugin: echoAttach as FastifyPluginAsync }]),
-      close: async () => {},
-    }),
+    start: () => moduleModeAttach([fixtureModule('echo-app')]),
   },
 ];
 

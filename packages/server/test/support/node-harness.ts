@@ -2,7 +2,7 @@ import { generateKeyPairSync } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type ProviderHandle, pairingProofString, type Store } from '@svc/core';
+import { type AuditShippingHealth, type ProviderHandle, pairingProofString, type Store } from '@svc/core';
 import type { FastifyInstance } from 'fastify';
 import { buildNodeApp, type ComponentStatus, createNodeIdentity, type NodeIdentity, type NodeProvider } from '../../src/index.js';
 import { admin, api, type DeviceKey, type Harness, type HarnessOptions, newDeviceKey, type Reply, startHarness } from './harness.js';
@@ -39,6 +39,8 @@ export interface NodeHarnessOptions extends HarnessOptions {
   nodeHost?: string;
   /** The host of `nodeBase` when it differs from `nodeHost` (a wildcard bind reached at one address). */
   nodeUrlHost?: string | undefined;
+  /** How audit shipping is doing, as the running service reports it to health. */
+  auditShipping?: () => AuditShippingHealth | null;
 }
 
 export async function startNodeHarness(opts: NodeHarnessOptions = {}): Promise<NodeHarness> {
@@ -51,6 +53,7 @@ export async function startNodeHarness(opts: NodeHarnessOptions = {}): Promise<N
     ...(opts.providers === undefined ? {} : { providers: opts.providers }),
     ...(opts.providerPackages === undefined ? {} : { providerPackages: opts.providerPackages }),
     ...(opts.pairingFailureLimit === undefined ? {} : { pairingFailureLimit: opts.pairingFailureLimit }),
+    ...(opts.auditShipping === undefined ? {} : { auditShipping: opts.auditShipping }),
     healthCheckTimeoutMs: 1000,
     logger: false,
   });

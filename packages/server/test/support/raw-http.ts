@@ -25,10 +25,16 @@ export function rawRequest(
   return rawText(port, `${lines.join('\r\n')}\r\n\r\n${opts.body ?? ''}`);
 }
 
-/** Writes `request` as is and parses what comes back before the server closes. */
-export function rawText(port: number, request: string): Promise<RawResponse> {
+/**
+ * Writes `request` as is and parses what comes back before the server closes. With
+ * `halfClose`, the client's FIN follows the request at once (it is done sending, still reads).
+ */
+export function rawText(port: number, request: string, opts: { readonly halfClose?: boolean } = {}): Promise<RawResponse> {
   return new Promise((resolve, reject) => {
-    const socket = connect(port, '127.0.0.1', () => socket.write(request));
+    const socket = connect({ port, host: '127.0.0.1', allowHalfOpen: opts.halfClose === true }, () => {
+      if (opts.halfClose === true) socket.end(request);
+      else socket.write(request);
+    });
     const parts: Buffer[] = [];
     socket.on('data', (c: Buffer) => parts.push(c));
     socket.on('error', reject);

@@ -4,7 +4,14 @@
 // flow's state. The real confined host and the real providers are other packages; at the
 // gateway's boundary only the contract matters.
 import { randomBytes, timingSafeEqual } from 'node:crypto';
-import type { ProviderContext, ProviderHandle, ProviderJson, ProviderPolicy } from '@svc/core';
+import {
+  BUNDLED_PASSKEY_PACKAGE,
+  type ProviderContext,
+  type ProviderHandle,
+  type ProviderJson,
+  type ProviderPolicy,
+  SVC_PUBLISHER_KEY,
+} from '@svc/core';
 
 /** Options of {@link testRedirectProvider}. */
 export interface TestProviderOptions {
@@ -52,9 +59,11 @@ export function testRedirectProvider(opts: TestProviderOptions = {}): TestProvid
   let finished = 0;
   return {
     policy,
-    packageName: 'svc-test-provider',
+    // A `webauthn` one stands for the bundled passkey package signed by the project key (core's providerAmr).
+    packageName: opts.kind === 'webauthn' ? BUNDLED_PASSKEY_PACKAGE : 'svc-test-provider',
     packageVersion: '1.0.0',
     signer: 'test',
+    signerKey: opts.kind === 'webauthn' ? SVC_PUBLISHER_KEY : null,
     kind: opts.kind ?? 'oidc',
     begun,
     finished: () => finished,

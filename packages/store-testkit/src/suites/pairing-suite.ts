@@ -147,15 +147,15 @@ export function pairingSuite(ctx: SuiteContext): void {
         assert.equal(await store.countDevices('application'), 1);
       }));
 
-    test('a proof signed by another key, or for another node, is invalid_signature and the intent stays live', () =>
+    test('a proof signed by another key, or for another node, is a wrong attempt (invalid_pairing_code), counted; the intent stays live', () =>
       ctx.world(async ({ deps, store }) => {
         const intent = await prepared(deps, 'application');
         const key = intent.key;
-        await rejectsWithCode(complete(deps, intent, intent.code, key, newDeviceKey()), 'invalid_signature');
-        await rejectsWithCode(complete(deps, intent, intent.code, key, key, 'node-elsewhere'), 'invalid_signature');
+        await rejectsWithCode(complete(deps, intent, intent.code, key, newDeviceKey()), 'invalid_pairing_code');
+        await rejectsWithCode(complete(deps, intent, intent.code, key, key, 'node-elsewhere'), 'invalid_pairing_code');
         const live = await store.getPairingIntent(intent.intent_id);
         assert.equal(live?.completedAt, null);
-        assert.equal(live?.failures, 0);
+        assert.equal(live?.failures, 2);
         await complete(deps, intent, intent.code, key);
       }));
 

@@ -243,7 +243,7 @@ export function sessionsSuite(ctx: SuiteContext): void {
         await rotateAtStore(deps, { refresh: deadNext.next.refresh, realm: 'application', graceMs: GRACE });
         await store.revokeSession({ sessionId: dead.session.id, now: clock.now(), reason: 'logout' }, revokedEvent(deps, dead.session.id));
 
-        const pruned = await store.pruneRetiredRefreshTokens({ now: clock.now(), retiredBefore: 0 });
+        const pruned = await store.pruneRetiredRefreshTokens({ now: clock.now(), retiredBefore: 0, graceEndedBefore: 0 });
         assert.equal(pruned, 1, "only the revoked session's retired token goes");
         // The live session's oldest token is still known: presenting it is still reuse.
         const reuse = await rotateAtStore(deps, { refresh: retiredTokens[0] as string, realm: 'application', graceMs: GRACE });
@@ -260,9 +260,73 @@ export function sessionsSuite(ctx: SuiteContext): void {
         clock.advance(1000);
         await rotateAtStore(deps, { refresh: second.next.refresh, realm: 'application', graceMs: GRACE });
         // Two digests are retired for good (the first at t+1s, the second at t+2s).
-        assert.equal(await store.pruneRetiredRefreshTokens({ now: clock.now(), retiredBefore: clock.now() - 500 }), 1);
-        assert.equal(await store.pruneRetiredRefreshTokens({ now: clock.now(), retiredBefore: clock.now() + 1 }), 1);
-        assert.equal(await store.pruneRetiredRefreshTokens({ now: clock.now(), retiredBefore: clock.now() + 1 }), 0);
+        assert.equal(await store.pruneRetiredRefreshTokens({ now: clock.now(), retiredBefore: clock.now() - 500, graceEndedBefore: 0 }), 1);
+        assert.equal(await store.pruneRetiredRefreshTokens({ now: clock.now(), retiredBefore: clock.now() + 1, graceEndedBefore: 0 }), 1);
+        assert.equal(await store.pruneRetiredRefreshTokens({ now: clock.now(), retiredBefore: clock.now() + 1, graceEndedBefore: 0 }), 0);
+      }));
+
+    test('a database copy and a retired refresh token do not open the live pair once grace is over', () =>
+      ctx.world(async ({ deps, store, clock, storedGracePairs }) => {
+        const { device } = await enrollDevice(deps, 'application');
+        const { session, pair } = await createStoreSession(deps, device);
+        const rotated = await rotateAtStore(deps, { refresh: pair.refresh, realm: 'application', graceMs: GRACE });
+        assert.equal(rotated.outcome.kind, 'rotated');
+        const live = { access: rotated.next.access, refresh: rotated.next.refresh };
+        // Within grace the sealed pair is kept (the previous token must be answered with it), and
+        // a sweep at the end of grace keeps it too.
+        clock.advance(GRACE);
+        await store.pruneRetiredRefreshTokens({ now: clock.now(), retiredBefore: 0, graceEndedBefore: clock.now() - GRACE });
+        const during = await storedGracePairs();
+        assert.deepEqual(
+          openSuccessor(pair.refresh, session.id, during.get(session.id) ?? ''),
+          live,
+          'the grace pair is kept during grace',
+        );
+        const replay = await rotateAtStore(deps, { refresh: pair.refresh, realm: 'application', graceMs: GRACE });
+        assert.equal(replay.outcome.kind, 'rotated_in_grace');
+        // Grace is over: the sweep erases it. A dump plus the retired token (which, presented,
+        // would be detected as a reuse and revoke the session) must not yield the live pair.
+        clock.advance(1);
+        await store.pruneRetiredRefreshTokens({ now: clock.now(), retiredBefore: 0, graceEndedBefore: clock.now() - GRACE });
+        const after = await storedGracePairs();
+        assert.equal(after.has(session.id), false, 'no sealed pair is kept for the session after grace');
+        for (const [id, sealed] of after) assert.equal(openSuccessor(pair.refresh, id, sealed), null);
+        assert.equal((await store.getSession(session.id))?.revokedAt, null, 'the sweep revokes nothing');
+        assert.equal((await store.findSessionByAccessDigest(session.id, rotated.next.digests.accessDigest))?.id, session.id);
+      }));
+
+    test('a revoked session keeps no sealed grace pair: revoked by logout, by a detected reuse, or by removing its device', () =>
+      ctx.world(async ({ deps, store, clock, storedGracePairs }) => {
+        const { device } = await enrollDevice(deps, 'application');
+        const { device: doomed } = await enrollDevice(deps, 'application');
+        const rotatedOnce = async (d: DeviceRecord) => {
+          const created = await createStoreSession(deps, d);
+          const r = await rotateAtStore(deps, { refresh: created.pair.refresh, realm: 'application', graceMs: GRACE });
+          assert.equal(r.outcome.kind, 'rotated');
+          return { id: created.session.id, first: created.pair.refresh, next: r.next };
+        };
+        const loggedOut = await rotatedOnce(device);
+        const reused = await rotatedOnce(device);
+        const removed = await rotatedOnce(doomed);
+        const untouched = await rotatedOnce(device);
+        const before = await storedGracePairs();
+        for (const s of [loggedOut, reused, removed, untouched]) assert.ok(before.has(s.id), 'each rotated session has its grace pair');
+
+        await store.revokeSession({ sessionId: loggedOut.id, now: clock.now(), reason: 'logout' }, revokedEvent(deps, loggedOut.id));
+        // An older retired token of `reused`: detected as reuse even within grace, which revokes it.
+        const second = await rotateAtStore(deps, { refresh: reused.next.refresh, realm: 'application', graceMs: GRACE });
+        assert.equal(second.outcome.kind, 'rotated');
+        const reuse = await rotateAtStore(deps, { refresh: reused.first, realm: 'application', graceMs: GRACE });
+        assert.equal(reuse.outcome.kind, 'reused');
+        const gone = await store.removeDevice(
+          { deviceId: doomed.id, now: clock.now() },
+          auditDraft(deps, 'device.removed', { realm: doomed.realm, deviceId: doomed.id }),
+        );
+        assert.equal(gone.revokedSessions, 1);
+
+        const after = await storedGracePairs();
+        for (const s of [loggedOut, reused, removed]) assert.equal(after.has(s.id), false, `no sealed pair on revoked session ${s.id}`);
+        assert.ok(after.has(untouched.id), 'a live session within grace keeps its pair');
       }));
 
     test('with a grace interval of 0 the previous refresh token is reuse even within the same millisecond', () =>
