@@ -3,6 +3,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { cleanEnv, enrolledProject, problemCode, type ServerProcess, startServer, svcOk, tempDir } from './helpers.js';
+import { currentCredentials } from './support/credentials-file.js';
 
 // The CLI works unchanged for its user in every `:auth/sender-constraint` mode: it signs DPoP
 // proofs with the device key it signed in with (RFC 9449), whatever the server asks for.
@@ -24,12 +25,12 @@ for (const mode of ['required', 'refresh', 'off'] as const) {
       writeFileSync(edn, readFileSync(edn, 'utf8').replace(':auth/store :store', `:auth/store :store :auth/sender-constraint :${mode}`));
       server = await startServer(['auth', 'serve', '--listen', '127.0.0.1:0', p.dir], { env });
       await svcOk(['auth', 'login', '--key', p.keyFile, '--url', server.url], { env });
-      const saved = JSON.parse(readFileSync(creds, 'utf8'));
+      const saved = currentCredentials(creds);
       assert.equal(saved.token_type, mode === 'required' ? 'DPoP' : undefined);
       assert.equal(saved.key_path, p.keyFile, 'the key file (not the key) is saved');
       assert.equal(JSON.parse((await svcOk(['auth', 'whoami', '--json'], { env })).stdout).session, saved.session_id);
       await svcOk(['auth', 'refresh'], { env });
-      const rotated = JSON.parse(readFileSync(creds, 'utf8'));
+      const rotated = currentCredentials(creds);
       assert.notEqual(rotated.refresh_token, saved.refresh_token);
       assert.equal(JSON.parse((await svcOk(['auth', 'whoami', '--json'], { env })).stdout).session, saved.session_id);
       await svcOk(['auth', 'sessions'], { env });

@@ -65,6 +65,19 @@ describe('DPoP-bound refresh tokens on the management API (:refresh, the default
     await assertStillRefreshes(pair, 'after the copied token was refused');
   });
 
+  test('stolen refresh token flood without the key: once the failure budget is spent, the holder of the key still refreshes', async () => {
+    const pair = await session();
+    const codes = new Map<string, number>();
+    for (let i = 0; i < 40; i++) {
+      const r = await refreshWith(h, pair.refresh_token);
+      const code = String(r.body?.code);
+      codes.set(code, (codes.get(code) ?? 0) + 1);
+    }
+    assert.ok((codes.get('rate_limited') ?? 0) > 0, `the flood reached the failure budget: ${JSON.stringify([...codes])}`);
+    assert.deepEqual([...codes.keys()].sort(), ['invalid_dpop_proof', 'rate_limited'], 'every attempt without the key was refused');
+    await assertStillRefreshes(pair, 'after a flood of proofless refreshes of the same token, from the same address');
+  });
+
   test('copied retired refresh token without the key cannot trigger reuse detection (no revocation)', async () => {
     const pair = await session();
     const rotated = await refreshWith(h, pair.refresh_token, proof(h, key));
