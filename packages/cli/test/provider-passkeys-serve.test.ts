@@ -166,7 +166,9 @@ describe('passkeys through svc serve: the signed, bundled WebAuthn provider, con
       await other.page.goto(intent.sign_in_url);
       await other.page.fill('#pairing-code', intent.code);
       await other.page.click('button[data-intent="link"]');
-      await other.page.waitForFunction("(document.getElementById('status')?.textContent ?? '') !== ''");
+      // A locator, not waitForFunction with a string: that string is eval'd in the page, which its
+      // CSP (script-src with a nonce, no unsafe-eval) refuses once the page has its own document.
+      await other.page.locator('#status', { hasText: /\S/ }).waitFor({ state: 'attached', timeout: 30_000 });
       assert.match((await other.page.textContent('#status')) ?? '', /^Sign-in failed: /);
       assert.match(new URL(other.page.url()).pathname, /^\/\.svc\/auth\/v1\/login/);
       const after = JSON.parse((await svcOk(['auth', 'links', dir, '--subject', intent.subject, '--json'])).stdout) as { links: unknown[] };
