@@ -94,6 +94,7 @@ const ALLOWED: Record<
       'canonicalize',
       '@svc/assertion',
       '@svc/provider-host',
+      '@svc/store-testkit',
       '@types/ws',
     ],
   },
