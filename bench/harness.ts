@@ -232,7 +232,7 @@ export function setupProject(
     cli(['auth', 'init', '--json', dir]);
     // The digest of the archive that svc bundles: another checkout's bin has its own build.
     const tree = join(dirname(bin), '../..');
-    const sums = readFileSync(join(tree, 'packages/cli/addons/SHA256SUMS'), 'utf8');
+    const sums = readFileSync(join(tree, 'packages/runtime/addons/SHA256SUMS'), 'utf8');
     const digest = /^([0-9a-f]{64}) {2}svc-store-postgres-/m.exec(sums)?.[1] as string;
     cli(['package', 'install', 'svc-store-postgres', '--sha256', digest, dir]);
     const edn = readFileSync(join(dir, 'project.edn'), 'utf8')

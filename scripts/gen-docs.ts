@@ -29,9 +29,9 @@ if (openapiAfter !== openapiBefore) {
 
 // The PostgreSQL project template of docs/docker pins the store archive this build bundles
 // (run `npm run build` first): a changed store package changes the pin.
-const sums = readFileSync(new URL('packages/cli/addons/SHA256SUMS', root), 'utf8');
+const sums = readFileSync(new URL('packages/runtime/addons/SHA256SUMS', root), 'utf8');
 const pgSha = /^([0-9a-f]{64})\s+svc-store-postgres-[^\s]+\.tgz$/m.exec(sums)?.[1];
-if (pgSha === undefined) throw new Error('packages/cli/addons/SHA256SUMS lists no svc-store-postgres archive; run npm run build');
+if (pgSha === undefined) throw new Error('packages/runtime/addons/SHA256SUMS lists no svc-store-postgres archive; run npm run build');
 const template = new URL('docs/docker/project.postgres.edn', root);
 const ednBefore = readFileSync(template, 'utf8');
 const ednAfter = ednBefore.replace(/(\{"svc-store-postgres" \{:version "[^"]+"\s+:sha256 ")[0-9a-f]{64}"/, `$1${pgSha}"`);

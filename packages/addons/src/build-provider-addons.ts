@@ -101,7 +101,7 @@ export interface BuiltProvider extends PackedAddon {
  * accepted. The packages must be built first.
  *
  * @example
- * const built = await buildProviderAddons(root, 'packages/cli/addons');
+ * const built = await buildProviderAddons(root, 'packages/runtime/addons');
  * for (const p of built) if (p.signature !== 'signed') console.warn(p.problem);
  */
 export async function buildProviderAddons(root: string, outDir: string, dirs = providerAddonDirs(root)): Promise<BuiltProvider[]> {

@@ -1,5 +1,6 @@
 import { ERROR_CODES, isErrorCode, type SvcErrorCode } from '@svc/core';
-import { CliError, EXIT, UsageError } from './cli-error.js';
+import { RUNTIME_FAILURE_CODES, RuntimeError } from '@svc/runtime/errors';
+import { CliError, EXIT, exitCodeOf, UsageError } from './cli-error.js';
 import { COMMANDS, type CommandEntry } from './commands/index.js';
 import { jsonText, OutputClosedError, outputClosed, printError, printLine } from './output.js';
 import { closest } from './suggest.js';
@@ -179,15 +180,16 @@ export async function main(argv: readonly string[]): Promise<number> {
     // The reader of stdout went away (`| head -1`): what failed since is of no interest to it.
     if (error instanceof OutputClosedError || outputClosed()) return EXIT.ok;
     const json = wantsJson(argv);
-    if (error instanceof CliError) {
-      const message = error.message.startsWith('svc') ? error.message : `${prefix}: ${error.message}`;
+    const failure = error instanceof RuntimeError ? fromRuntime(error) : error;
+    if (failure instanceof CliError) {
+      const message = failure.message.startsWith('svc') ? failure.message : `${prefix}: ${failure.message}`;
       if (json) {
-        printProblem(error.code, [...error.details, message].join('; '));
-        return error.exitCode;
+        printProblem(failure.code, [...failure.details, message].join('; '));
+        return failure.exitCode;
       }
-      for (const line of error.details) printError(line);
+      for (const line of failure.details) printError(line);
       printError(message);
-      return error.exitCode;
+      return failure.exitCode;
     }
     const e = error as Error;
     // One line for the user; the stack only when asked for (SVC_LOG_LEVEL=debug).
@@ -196,4 +198,19 @@ export async function main(argv: readonly string[]): Promise<number> {
     else printError(`${prefix}: unexpected error (a bug, please report it): ${detail}`);
     return EXIT.failure;
   }
+}
+
+/**
+ * A refusal of the runtime as the CLI reports it: its message, details and code as they are,
+ * the exit code of its code (the runtime's table, else core's, else 1).
+ */
+function fromRuntime(error: RuntimeError): CliError {
+  const own = (RUNTIME_FAILURE_CODES as Record<string, { exit: number }>)[error.code];
+  const code = error.code as SvcErrorCode;
+  return new CliError(error.message, {
+    code,
+    exitCode: own?.exit ?? exitCodeOf(code),
+    details: error.details,
+    cause: error,
+  });
 }

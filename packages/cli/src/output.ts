@@ -1,5 +1,8 @@
 import { writeSync } from 'node:fs';
 
+/** Quoting for a printed follow-up command lives with the runtime, whose messages suggest commands too. */
+export { shellQuote } from '@svc/runtime/shell-quote';
+
 /**
  * Writes text to stdout, synchronously so that nothing is lost when the process exits right
  * after (and tests reading the pipe see it at once). Newlines are kept (help texts span lines);
@@ -52,17 +55,6 @@ export function escapeControls(text: string): string {
  */
 export function printText(line: string): void {
   printLine(escapeControls(line));
-}
-
-/**
- * `value` quoted for a POSIX shell when it needs quoting (spaces, quotes, `$`, globs...), so a
- * printed follow-up command can be pasted as is.
- *
- * @example
- * printText(`next: svc auth serve ${shellQuote(dir)}`); // next: svc auth serve '/tmp/my project'
- */
-export function shellQuote(value: string): string {
-  return /^[A-Za-z0-9_@%+=:,./-]+$/.test(value) ? value : `'${value.replace(/'/g, `'\\''`)}'`;
 }
 
 /**

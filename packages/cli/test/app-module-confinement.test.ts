@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { packAddon } from '@svc/addons';
-import { bundledSqliteAddon } from '../src/bundled-addons.js';
+import { bundledSqliteAddon } from '@svc/runtime';
 import { cleanEnv, enrolledProject, type StartedProcess, startUntilReady, svcOk, tempDir } from './helpers.js';
 
 // Issue #24.6: an application module must not be able to mint a management identity. The

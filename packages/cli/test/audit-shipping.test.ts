@@ -19,7 +19,7 @@ import { fileURLToPath } from 'node:url';
 import { createManagementClient, loadDeviceKey, login } from '@svc/client';
 import { auditDraft, type NodeHealthFacts, nodeHealthVerdict } from '@svc/core';
 import { openSqliteStore } from 'svc-store-sqlite';
-import { JsonLinesFile } from '../src/audit-shipping.js';
+import { JsonLinesFile } from '../../runtime/src/audit-shipping.js';
 import { cleanEnv, enrolledProject, run, SVC_BIN, startServer, startUntilReady, svcOk, tempDir } from './helpers.js';
 
 /** Adds `:svc/audit-sinks SINKS` to the project's `project.edn`. */
@@ -494,7 +494,7 @@ describe('the audit sink file refuses what others could read or redirect', () =>
         '--import',
         'tsx',
         '-e',
-        `import('${fileURLToPath(new URL('../src/audit-shipping.ts', import.meta.url))}').then(({ JsonLinesFile }) => {
+        `import('${fileURLToPath(new URL('../../runtime/src/audit-shipping.ts', import.meta.url))}').then(({ JsonLinesFile }) => {
           try { new JsonLinesFile(${JSON.stringify(path)}, 65536, 2); console.log('accepted'); }
           catch (e) { console.log(e.code); }
         })`,

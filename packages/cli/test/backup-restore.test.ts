@@ -4,9 +4,8 @@ import { appendFileSync, copyFileSync, existsSync, readdirSync, readFileSync, re
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { digestToken, publicKeyHexOf, signBackup } from '@svc/core';
+import { loadProject, restoreProject } from '@svc/runtime';
 import Database from 'better-sqlite3';
-import { restoreProject } from '../src/backup.js';
-import { loadProject } from '../src/project.js';
 import {
   bash,
   cleanEnv,

@@ -108,7 +108,7 @@ describe('what svc says to an operator (issue #26.11)', () => {
     assert.equal(failure.code, 1);
     const problem = problemOf(failure.stderr);
     assert.equal(problem.type, 'about:blank');
-    assert.equal(problem.code, 'command_failed');
+    assert.equal(problem.code, 'project_not_found', 'the runtime names what is missing: no project there');
     assert.equal(problem.status, undefined, 'no HTTP status for a failure that was no HTTP answer');
     assert.match(String(problem.detail), /no project at .*missing/);
     assert.equal(failure.stdout, '');

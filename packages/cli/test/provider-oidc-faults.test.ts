@@ -51,7 +51,7 @@ describe('an unusable OpenID Provider answers 502 naming the provider module', (
     });
     await new Promise<void>((resolve) => mixup.listen(0, '127.0.0.1', resolve));
     const closedPort = await freePort();
-    const sums = readFileSync(join(ROOT, 'packages/cli/addons/SHA256SUMS'), 'utf8');
+    const sums = readFileSync(join(ROOT, 'packages/runtime/addons/SHA256SUMS'), 'utf8');
     const digest = /^([0-9a-f]{64}) {2}svc-provider-oidc-/m.exec(sums)?.[1];
     assert.ok(digest, 'the build bundles the OIDC provider');
     const publisher = readFileSync(join(ROOT, 'keys/svc-publisher.pub'), 'utf8').trim();

@@ -67,7 +67,7 @@ describe('OIDC login through svc serve: the signed, bundled provider, confined, 
     idp = await startIdp({ redirectUris: [callbackOf('corp'), callbackOf('strict')] });
     // Another real OpenID Provider, with a client registered for the same callback: the attacker's.
     other = await startIdp({ redirectUris: [callbackOf('corp')] });
-    const sums = readFileSync(join(ROOT, 'packages/cli/addons/SHA256SUMS'), 'utf8');
+    const sums = readFileSync(join(ROOT, 'packages/runtime/addons/SHA256SUMS'), 'utf8');
     const digest = /^([0-9a-f]{64}) {2}svc-provider-oidc-/m.exec(sums)?.[1];
     assert.ok(digest, 'the build bundles the OIDC provider');
     const publisher = readFileSync(join(ROOT, 'keys/svc-publisher.pub'), 'utf8').trim();

@@ -42,7 +42,7 @@ describe('passkeys through svc serve: the signed, bundled WebAuthn provider, con
     const init = await initProject(dir);
     await svcOk(['auth', 'enroll', init.bootstrap_token, await keygen(adminKey), dir]);
     app = await echoApp();
-    const sums = readFileSync(join(ROOT, 'packages/cli/addons/SHA256SUMS'), 'utf8');
+    const sums = readFileSync(join(ROOT, 'packages/runtime/addons/SHA256SUMS'), 'utf8');
     const digest = /^([0-9a-f]{64}) {2}svc-provider-webauthn-/m.exec(sums)?.[1];
     assert.ok(digest, 'the build bundles the WebAuthn provider');
     // Trust the repository's publisher key, then install by name and digest, as docs/providers.md says.

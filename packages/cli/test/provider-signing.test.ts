@@ -239,7 +239,7 @@ describe('the bundled providers ship signed by the project publisher key (keys/s
   ];
   for (const { name, config } of BUNDLED) {
     test(`@svc/provider-${name} installs by name from the bundled archive, signed by "svc", and verifies at start`, async () => {
-      const sums = readFileSync(join(root, 'packages', 'cli', 'addons', 'SHA256SUMS'), 'utf8');
+      const sums = readFileSync(join(root, 'packages', 'runtime', 'addons', 'SHA256SUMS'), 'utf8');
       const sha = new RegExp(`^([0-9a-f]{64}) {2}svc-provider-${name}-0\\.1\\.0\\.tgz$`, 'm').exec(sums)?.[1];
       assert.ok(sha !== undefined, sums);
       const dir = join(tmp.dir, name);

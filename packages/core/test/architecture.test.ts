@@ -101,7 +101,8 @@ const ALLOWED: Record<
   '@svc/client': { imports: ['@svc/core'], testImports: [] },
   // The OIDC login provider: openid-client at run time, core's contract types only (it runs
   // confined, with nothing of svc loaded); its tests run a real OpenID Provider (oidc-provider)
-  // and resolve the client secret with the CLI's secret-reference helper.
+  // and resolve the client secret with svc's secret-reference helper (through @svc/cli: its package.json is
+  // inside the signed archive, whose signature needs the publisher key to change).
   '@svc/provider-oidc': {
     imports: ['openid-client'],
     typeImports: ['@svc/core'],
@@ -109,12 +110,13 @@ const ALLOWED: Record<
   },
   // Runs provider packages confined; its hostile fixtures try to load the SQLite store and driver (and must fail).
   '@svc/provider-host': { imports: ['@svc/core'], testImports: ['better-sqlite3', 'svc-store-sqlite'] },
-  '@svc/cli': {
-    // The bundled stores ship as addon archives; the CLI imports only their `:config` field tables.
+  // The running service as a library: it wires the store (through its verified addon), the
+  // confined providers and the server's surfaces; the bundled stores ship as addon archives, of
+  // which it imports only their `:config` field tables. It never imports the CLI.
+  '@svc/runtime': {
     imports: [
       '@svc/core',
       '@svc/addons',
-      '@svc/client',
       '@svc/server',
       '@svc/provider-host',
       'better-sqlite3',
@@ -123,9 +125,14 @@ const ALLOWED: Record<
       'svc-store-sqlite',
       'svc-store-postgres',
     ],
+    testImports: [],
+  },
+  // Arguments, prompts, output and exit codes: the service itself is the runtime's.
+  '@svc/cli': {
+    imports: ['@svc/core', '@svc/addons', '@svc/client', '@svc/runtime'],
     // The OIDC end-to-end test runs provider-oidc's test IdP (oidc-provider), imported from
-    // that package's test support rather than copied.
-    testImports: ['pg', 'oidc-provider'],
+    // that package's test support rather than copied; the store tests read the stores directly.
+    testImports: ['pg', 'oidc-provider', '@svc/server', 'svc-store-sqlite', 'better-sqlite3'],
   },
 };
 
@@ -167,7 +174,7 @@ function bareImports(dir: string): Map<string, string[]> {
 }
 
 test('the dependency table covers exactly the workspace packages, and its package graph has no cycle', () => {
-  assert.equal(manifests.size, 12);
+  assert.equal(manifests.size, 13);
   assert.deepEqual([...manifests.values()].map((m) => m.name).sort(), Object.keys(ALLOWED).sort());
   const visiting = new Set<string>();
   const done = new Set<string>();
@@ -287,11 +294,25 @@ test("every package's files field ships what its package.json points at, and nam
   }
 });
 
-test('the CLI takes only the bundled stores’ :config field tables from their packages; their code comes from the verified addon archive', () => {
-  for (const file of sources(join(root, 'packages/cli/src'))) {
+test('the runtime takes only the bundled stores’ :config field tables from their packages; their code comes from the verified addon archive', () => {
+  for (const file of sources(join(root, 'packages/runtime/src'))) {
     for (const spec of importsOf(file)) {
       if (spec.startsWith('svc-store-'))
         assert.match(spec, /^svc-store-(sqlite|postgres)\/config-fields$/, `${relative(root, file)} imports ${spec}`);
     }
+  }
+});
+
+test('the CLI holds no listener, store, key-file or shipping logic: it neither imports the server, a driver or the providers, nor listens', () => {
+  for (const file of sources(join(root, 'packages/cli/src'))) {
+    const text = readFileSync(file, 'utf8');
+    for (const spec of importsOf(file)) {
+      assert.ok(
+        !/^(@svc\/(server|provider-host)|svc-store-|better-sqlite3|pg$|pino|fastify)/.test(spec),
+        `${relative(root, file)} imports ${spec}`,
+      );
+    }
+    assert.doesNotMatch(text, /\.listen\(\s*\{/, `${relative(root, file)} opens a listener`);
+    assert.doesNotMatch(text, /generateKeyPairSync|createPrivateKey/, `${relative(root, file)} makes or reads a service key itself`);
   }
 });

@@ -1,10 +1,8 @@
-import { ASSERTION_KEY_OVERLAP_SECONDS, ASSERTION_KEY_PREPUBLISH_SECONDS, auditDraft, formatLimit } from '@svc/core';
+import { ASSERTION_KEY_OVERLAP_SECONDS, ASSERTION_KEY_PREPUBLISH_SECONDS, formatLimit } from '@svc/core';
+import { rotateProjectAssertionKey, withProject } from '@svc/runtime';
 import { parseCommandArgs } from '../args.js';
-import { rotateAssertionKeys } from '../assertion-keys.js';
-import { CliError } from '../cli-error.js';
 import { type Command, PROJECT_HELP, PROJECT_OPTIONS } from '../command.js';
 import { printJson, printText } from '../output.js';
-import { withProject } from '../session.js';
 
 const spec = {
   name: 'svc app rotate-key',
@@ -40,37 +38,17 @@ export const appRotateKey: Command = {
     if (args === null) return 0;
     const [dir] = args.positionals as [string];
     const immediate = args.values.immediate === true;
-    return withProject(dir, args.values.profile, async ({ project, deps }) => {
-      const rotation = rotateAssertionKeys(project, deps.clock.now(), { immediate });
-      if (rotation.outcome === 'pending') {
-        throw new CliError(
-          `a rotation is already under way: key ${rotation.pending.kid} signs from ${rotation.pending.signs_from}; rotate again after that, or use --immediate`,
-        );
-      }
-      const { next, previous } = rotation;
-      try {
-        await deps.store.appendAuditEvent(
-          auditDraft(deps, 'app.assertion_key_rotated', {
-            data: { kid: next.kid, signs_from: next.signs_from, previous_kid: previous?.kid ?? null, immediate },
-          }),
-        );
-      } catch (error) {
-        throw new CliError(
-          `the assertion key was rotated (next key ${next.kid}) but recording it in the audit trail failed: ${(error as Error).message}; check the store, the rotation itself stands`,
-          { cause: error },
-        );
-      }
-      const prev =
-        previous === null ? null : { kid: previous.kid, signs_until: previous.signs_until, published_until: previous.published_until };
-      if (args.values.json === true) {
-        printJson({ kid: next.kid, signs_from: next.signs_from, previous: prev });
-      } else {
-        if (prev === null) printText(`assertion key created: ${next.kid} is published and signs from ${next.signs_from}`);
-        else printText(`assertion key rotated: ${next.kid} is published now and signs from ${next.signs_from}`);
-        if (prev !== null)
-          printText(`the previous key ${prev.kid} signs until ${prev.signs_until} and is published until ${prev.published_until}`);
-      }
-      return 0;
-    });
+    const { next, previous } = await withProject(dir, args.values.profile, (open) => rotateProjectAssertionKey(open, { immediate }));
+    const prev =
+      previous === null ? null : { kid: previous.kid, signs_until: previous.signs_until, published_until: previous.published_until };
+    if (args.values.json === true) {
+      printJson({ kid: next.kid, signs_from: next.signs_from, previous: prev });
+    } else {
+      if (prev === null) printText(`assertion key created: ${next.kid} is published and signs from ${next.signs_from}`);
+      else printText(`assertion key rotated: ${next.kid} is published now and signs from ${next.signs_from}`);
+      if (prev !== null)
+        printText(`the previous key ${prev.kid} signs until ${prev.signs_until} and is published until ${prev.published_until}`);
+    }
+    return 0;
   },
 };

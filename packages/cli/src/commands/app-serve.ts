@@ -1,9 +1,7 @@
+import { chosenProfile } from '@svc/runtime';
 import { parseCommandArgs } from '../args.js';
-import { CliError } from '../cli-error.js';
 import { type Command, PROJECT_HELP, PROJECT_OPTIONS } from '../command.js';
-import { runForeground } from '../foreground.js';
-import { chosenProfile, loadProject } from '../project.js';
-import { appListen, appSurface } from '../surfaces/app-surface.js';
+import { requireListener, runService } from '../run-service.js';
 
 const spec = {
   name: 'svc app serve',
@@ -35,13 +33,19 @@ export const appServe: Command = {
     const args = parseCommandArgs(spec, argv);
     if (args === null) return 0;
     const [dir] = args.positionals as [string];
-    const project = loadProject(dir, { profile: chosenProfile(args.values.profile, process.env), env: process.env });
-    const listen = appListen(args.values['app-listen'], project, spec.name);
-    if (listen === 'off') {
-      throw new CliError(
+    return runService(
+      spec.name,
+      dir,
+      {
+        listeners: ['application'],
+        listen: { application: args.values['app-listen'] },
+        listenFlags: { application: '--app-listen' },
+        profile: chosenProfile(args.values.profile, process.env),
+      },
+      requireListener(
+        'application',
         'svc app serve is the application gateway and cannot be turned off: off (from --app-listen, SVC_APP_LISTEN or :svc/app-listen) only disables the gateway of `svc serve`; pass --app-listen HOST:PORT',
-      );
-    }
-    return runForeground(project, [appSurface(listen, { flag: '--app-listen' })]);
+      ),
+    );
   },
 };

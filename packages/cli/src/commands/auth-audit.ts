@@ -1,9 +1,9 @@
 import { type AuditEventJson, auditEventToJson } from '@svc/core';
+import { withProject } from '@svc/runtime';
 import { parseCommandArgs } from '../args.js';
 import { type Command, PROJECT_HELP, PROJECT_OPTIONS } from '../command.js';
 import { checkMode, SESSION_HELP, SESSION_OPTIONS, viaApi } from '../operator-api.js';
 import { printAuditEvent } from '../operator-output.js';
-import { withProject } from '../session.js';
 
 /** Events per page read from `GET /v1/auth/audit` (the API's maximum). */
 const API_PAGE = 1000;

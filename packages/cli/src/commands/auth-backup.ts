@@ -1,9 +1,8 @@
 import { resolve } from 'node:path';
+import { backupProject, chosenProfile, loadProject } from '@svc/runtime';
 import { parseCommandArgs } from '../args.js';
-import { backupProject } from '../backup.js';
 import { type Command, PROJECT_HELP, PROJECT_OPTIONS } from '../command.js';
 import { printJson, printText } from '../output.js';
-import { chosenProfile, loadProject } from '../project.js';
 
 const spec = {
   name: 'svc auth backup',

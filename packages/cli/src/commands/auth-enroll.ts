@@ -1,5 +1,6 @@
 import { defaultDeviceKeyPath } from '@svc/client';
 import { deviceToJson, enrollWithBootstrapToken } from '@svc/core';
+import { withProject } from '@svc/runtime';
 import { parseCommandArgs } from '../args.js';
 import { UsageError } from '../cli-error.js';
 import { type Command, PROJECT_HELP, PROJECT_OPTIONS } from '../command.js';
@@ -7,7 +8,6 @@ import { readDeviceKey } from '../device-key-file.js';
 import { explainFailure } from '../errors-map.js';
 import { printJson, printLine, shellQuote } from '../output.js';
 import { readSecret } from '../secret-input.js';
-import { withProject } from '../session.js';
 
 const spec = {
   name: 'svc auth enroll',

@@ -1,14 +1,9 @@
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
-import { BOOTSTRAP_TOKEN_TTL_SECONDS, ConfigError, formatLimit, issueBootstrapToken, rfc3339 } from '@svc/core';
+import { BOOTSTRAP_TOKEN_TTL_SECONDS, formatLimit, rfc3339 } from '@svc/core';
+import { chosenProfile, type InitializedProject, initProject, RuntimeError } from '@svc/runtime';
 import { parseCommandArgs } from '../args.js';
-import { bundledSqliteAddon, installBundledStoreIfPinned } from '../bundled-addons.js';
 import { CliError, UsageError } from '../cli-error.js';
 import { type Command, PROJECT_HELP, PROJECT_OPTIONS } from '../command.js';
-import { controlStoreLocation, ensureControlDir, ensureNodeKey, initProjectId, makeDeps, openControlStore } from '../control.js';
-import { createLogger } from '../logger.js';
 import { printJson, printLine, shellQuote } from '../output.js';
-import { chosenProfile, defaultProjectEdn, loadProject, projectNameFor } from '../project.js';
 
 const spec = {
   name: 'svc auth init',
@@ -43,56 +38,38 @@ export const authInit: Command = {
       throw new UsageError(`${spec.name}: --json and --token-only cannot be combined`);
     }
     const [dirArg] = args.positionals as [string];
-    const dir = resolve(dirArg);
-    // Owner-only, explicitly (the umask may be 002): what the service loads must not be writable by others.
-    mkdirSync(dir, { recursive: true, mode: 0o700 });
-    const file = join(dir, 'project.edn');
-    if (!existsSync(file)) writeFileSync(file, defaultProjectEdn(projectNameFor(dir), bundledSqliteAddon()), { flag: 'wx', mode: 0o600 });
-    const project = loadProject(dir, { profile: chosenProfile(args.values.profile, process.env), env: process.env });
-    // The embedded default is an addon too: installed from the bundled archive with its pin,
-    // so the default path runs the same verification as any other addon.
-    await installBundledStoreIfPinned(project);
-    ensureControlDir(project.controlDir);
-    const log = createLogger({ env: process.env, fallback: 'warn' });
-    const store = await openControlStore(project, { create: true });
+    let init: InitializedProject;
     try {
-      ensureNodeKey(project.nodeKey);
-      await initProjectId(store);
-      const deps = await makeDeps(project, store, log);
-      let issued: Awaited<ReturnType<typeof issueBootstrapToken>>;
-      try {
-        issued = await issueBootstrapToken(deps, { recovery: args.values.recover === true });
-      } catch (error) {
-        if (error instanceof ConfigError) {
-          throw new CliError(
-            `a management device is already enrolled in ${project.dir}; to issue a new bootstrap token anyway (audited), run \`svc auth init --recover ${shellQuote(dirArg)}\``,
-          );
-        }
-        throw error;
+      init = await initProject(dirArg, {
+        profile: chosenProfile(args.values.profile, process.env),
+        env: process.env,
+        recover: args.values.recover === true,
+      });
+    } catch (error) {
+      if (error instanceof RuntimeError && error.code === 'management_device_enrolled') {
+        throw new CliError(
+          `${error.message}; to issue a new bootstrap token anyway (audited), run \`svc auth init --recover ${shellQuote(dirArg)}\``,
+          { cause: error },
+        );
       }
-      const expiresAt = rfc3339(issued.expiresAt);
-      if (args.values['token-only'] === true) {
-        printLine(issued.token);
-      } else if (args.values.json === true) {
-        printJson({
-          project: project.dir,
-          control_db: controlStoreLocation(project),
-          bootstrap_token: issued.token,
-          expires_at: expiresAt,
-        });
-      } else {
-        printLine(`project:         ${project.dir} (${project.config.project})`);
-        printLine(`control db:      ${controlStoreLocation(project)}`);
-        printLine(`bootstrap token: ${issued.token}`);
-        printLine(`expires at:      ${expiresAt} (single use)${issued.reason === 'recovery' ? ' [recovery, audited]' : ''}`);
-        printLine('');
-        printLine('Next, on the administrator device: generate a key (`svc auth keygen`), then run');
-        printLine(`  svc auth enroll - ${shellQuote(dirArg)}`);
-        printLine('and paste the token when it asks (it reads standard input; the token never goes in the arguments).');
-      }
-      return 0;
-    } finally {
-      await store.close();
+      throw error;
     }
+    const { project } = init;
+    const expiresAt = rfc3339(init.expiresAt);
+    if (args.values['token-only'] === true) {
+      printLine(init.bootstrapToken);
+    } else if (args.values.json === true) {
+      printJson({ project: project.dir, control_db: init.controlStore, bootstrap_token: init.bootstrapToken, expires_at: expiresAt });
+    } else {
+      printLine(`project:         ${project.dir} (${project.config.project})`);
+      printLine(`control db:      ${init.controlStore}`);
+      printLine(`bootstrap token: ${init.bootstrapToken}`);
+      printLine(`expires at:      ${expiresAt} (single use)${init.reason === 'recovery' ? ' [recovery, audited]' : ''}`);
+      printLine('');
+      printLine('Next, on the administrator device: generate a key (`svc auth keygen`), then run');
+      printLine(`  svc auth enroll - ${shellQuote(dirArg)}`);
+      printLine('and paste the token when it asks (it reads standard input; the token never goes in the arguments).');
+    }
+    return 0;
   },
 };

@@ -1,10 +1,10 @@
 import { existsSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { defaultDeviceKeyPath, generateDeviceKey } from '@svc/client';
+import { mkdirOwnerOnly, writeSecretFile } from '@svc/runtime';
 import { parseCommandArgs } from '../args.js';
 import { CliError } from '../cli-error.js';
 import type { Command } from '../command.js';
-import { mkdirOwnerOnly, writeSecretFile } from '../control.js';
 import { printJson, printLine } from '../output.js';
 
 const spec = {

@@ -1,9 +1,9 @@
 import { isIdOfKind, isRealm, listLinks } from '@svc/core';
+import { withProject } from '@svc/runtime';
 import { parseCommandArgs } from '../args.js';
 import { UsageError } from '../cli-error.js';
 import { type Command, PROJECT_HELP, PROJECT_OPTIONS } from '../command.js';
 import { printLinks } from '../operator-output.js';
-import { withProject } from '../session.js';
 
 const spec = {
   name: 'svc auth links',

@@ -1,11 +1,10 @@
 import { resolve } from 'node:path';
 import { nodeIdOf } from '@svc/core';
+import { chosenProfile, loadProject, restoreProject } from '@svc/runtime';
 import { parseCommandArgs } from '../args.js';
-import { restoreProject } from '../backup.js';
 import { UsageError } from '../cli-error.js';
 import { type Command, PROJECT_HELP, PROJECT_OPTIONS } from '../command.js';
 import { printJson, printText } from '../output.js';
-import { chosenProfile, loadProject } from '../project.js';
 
 const spec = {
   name: 'svc auth restore',

@@ -1,10 +1,7 @@
+import { chosenProfile } from '@svc/runtime';
 import { parseCommandArgs } from '../args.js';
-import { CliError } from '../cli-error.js';
 import { type Command, PROJECT_HELP, PROJECT_OPTIONS } from '../command.js';
-import { runForeground } from '../foreground.js';
-import { managementListen } from '../listen.js';
-import { chosenProfile, loadProject } from '../project.js';
-import { managementSurface } from '../surfaces/management-surface.js';
+import { requireListener, runService } from '../run-service.js';
 
 const spec = {
   name: 'svc auth serve',
@@ -32,14 +29,20 @@ export const authServe: Command = {
   async run(argv) {
     const args = parseCommandArgs(spec, argv);
     if (args === null) return 0;
-    const listen = managementListen(args.values.listen, spec.name);
-    if (listen === 'off') {
-      throw new CliError(
-        'svc auth serve is the management server and cannot be turned off: SVC_MANAGEMENT_LISTEN=off only disables the API embedded in `svc serve`; unset it or pass --listen HOST:PORT',
-      );
-    }
     const [dir] = args.positionals as [string];
-    const project = loadProject(dir, { profile: chosenProfile(args.values.profile, process.env), env: process.env });
-    return runForeground(project, [managementSurface(listen, { flag: '--listen' })]);
+    return runService(
+      spec.name,
+      dir,
+      {
+        listeners: ['management'],
+        listen: { management: args.values.listen },
+        listenFlags: { management: '--listen' },
+        profile: chosenProfile(args.values.profile, process.env),
+      },
+      requireListener(
+        'management',
+        'svc auth serve is the management server and cannot be turned off: SVC_MANAGEMENT_LISTEN=off only disables the API embedded in `svc serve`; unset it or pass --listen HOST:PORT',
+      ),
+    );
   },
 };

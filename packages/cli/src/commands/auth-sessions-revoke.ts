@@ -1,11 +1,11 @@
 import { isIdOfKind, makePrincipal, revokeSession, rfc3339 } from '@svc/core';
+import { withProject } from '@svc/runtime';
 import { parseCommandArgs } from '../args.js';
 import { UsageError } from '../cli-error.js';
 import { type Command, PROJECT_HELP, PROJECT_OPTIONS } from '../command.js';
 import { explainFailure } from '../errors-map.js';
 import { checkMode, SESSION_HELP, SESSION_OPTIONS, viaApi } from '../operator-api.js';
 import { printJson, printText } from '../output.js';
-import { withProject } from '../session.js';
 
 const spec = {
   name: 'svc auth sessions revoke',

@@ -1,10 +1,10 @@
 import { isRealm, type SessionJson, sessionToJson } from '@svc/core';
+import { withProject } from '@svc/runtime';
 import { parseCommandArgs } from '../args.js';
 import { UsageError } from '../cli-error.js';
 import { type Command, PROJECT_HELP, PROJECT_OPTIONS } from '../command.js';
 import { checkMode, SESSION_HELP, SESSION_OPTIONS, viaApi } from '../operator-api.js';
 import { printSessions } from '../operator-output.js';
-import { withProject } from '../session.js';
 
 const spec = {
   name: 'svc auth sessions',

@@ -1,11 +1,7 @@
-import { auditDraft } from '@svc/core';
+import { rotateProjectNodeKey, withProject } from '@svc/runtime';
 import { parseCommandArgs } from '../args.js';
-import { CliError } from '../cli-error.js';
 import { type Command, PROJECT_HELP, PROJECT_OPTIONS } from '../command.js';
-import { assertOwnerOnly } from '../control.js';
-import { rotateNodeKey } from '../node-keys.js';
 import { printJson, printText } from '../output.js';
-import { withProject } from '../session.js';
 
 const spec = {
   name: 'svc node rotate-key',
@@ -37,36 +33,21 @@ export const nodeRotateKey: Command = {
     const args = parseCommandArgs(spec, argv);
     if (args === null) return 0;
     const [dir] = args.positionals as [string];
-    return withProject(dir, args.values.profile, async ({ project, deps }) => {
-      assertOwnerOnly(project.nodeKey, 'the node key');
-      const { previous, current } = rotateNodeKey(project.nodeKey, deps.clock.now());
-      const retired = current.previousKeys?.[0];
-      try {
-        await deps.store.appendAuditEvent(
-          auditDraft(deps, 'node.key_rotated', {
-            data: { node_id: current.nodeId, previous_node_id: previous.nodeId, valid_from: current.validFrom ?? null },
-          }),
-        );
-      } catch (error) {
-        throw new CliError(
-          `the node key was rotated (now ${current.nodeId}) but recording it in the audit trail failed: ${(error as Error).message}; check the store, the rotation itself stands`,
-          { cause: error },
-        );
-      }
-      if (args.values.json === true) {
-        printJson({
-          node_id: current.nodeId,
-          public_key: current.publicKeyHex,
-          valid_from: current.validFrom ?? null,
-          previous: retired ?? null,
-        });
-      } else {
-        printText(`node key rotated: node id ${previous.nodeId} -> ${current.nodeId}`);
-        printText(
-          `the old key stays published (valid until ${retired?.valid_until ?? '?'}); a running node signs with the new key from its next request`,
-        );
-      }
-      return 0;
-    });
+    const { previous, current } = await withProject(dir, args.values.profile, (open) => rotateProjectNodeKey(open));
+    const retired = current.previousKeys?.[0];
+    if (args.values.json === true) {
+      printJson({
+        node_id: current.nodeId,
+        public_key: current.publicKeyHex,
+        valid_from: current.validFrom ?? null,
+        previous: retired ?? null,
+      });
+    } else {
+      printText(`node key rotated: node id ${previous.nodeId} -> ${current.nodeId}`);
+      printText(
+        `the old key stays published (valid until ${retired?.valid_until ?? '?'}); a running node signs with the new key from its next request`,
+      );
+    }
+    return 0;
   },
 };

@@ -1,11 +1,7 @@
+import { chosenProfile } from '@svc/runtime';
 import { parseCommandArgs } from '../args.js';
-import { CliError } from '../cli-error.js';
 import { type Command, PROJECT_HELP, PROJECT_OPTIONS } from '../command.js';
-import { assertOwnerOnly, ensureNodeIdentity } from '../control.js';
-import { runForeground } from '../foreground.js';
-import { chosenProfile, loadProject } from '../project.js';
-import { nodeListen, nodeSurface } from '../surfaces/node-surface.js';
-import { VERSION } from '../version.js';
+import { requireListener, runService } from '../run-service.js';
 
 const spec = {
   name: 'svc node serve',
@@ -35,18 +31,19 @@ export const nodeServe: Command = {
     const args = parseCommandArgs(spec, argv);
     if (args === null) return 0;
     const [dir] = args.positionals as [string];
-    const project = loadProject(dir, { profile: chosenProfile(args.values.profile, process.env), env: process.env });
-    const listen = nodeListen(args.values.listen, project, spec.name);
-    if (listen === 'off') {
-      throw new CliError(
+    return runService(
+      spec.name,
+      dir,
+      {
+        listeners: ['node'],
+        listen: { node: args.values.listen },
+        listenFlags: { node: '--listen' },
+        profile: chosenProfile(args.values.profile, process.env),
+      },
+      requireListener(
+        'node',
         'svc node serve is the node surface and cannot be turned off: SVC_NODE_LISTEN=off only disables the node surface of `svc serve`; unset it or pass --listen HOST:PORT',
-      );
-    }
-    // The node identity key signs diagnostics and names the node: refuse one others can read.
-    if (ensureNodeIdentity(project)) {
-      process.stderr.write(`svc: created this node's identity key ${project.nodeKey} (first start on an external store)\n`);
-    }
-    assertOwnerOnly(project.nodeKey, 'the node key');
-    return runForeground(project, [nodeSurface(listen, { version: VERSION, flag: '--listen' })]);
+      ),
+    );
   },
 };

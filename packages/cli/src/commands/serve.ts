@@ -1,16 +1,8 @@
+import { chosenProfile } from '@svc/runtime';
 import { parseCommandArgs } from '../args.js';
 import { CliError } from '../cli-error.js';
 import { type Command, PROJECT_HELP, PROJECT_OPTIONS } from '../command.js';
-import { assertOwnerOnly, ensureNodeIdentity } from '../control.js';
-import { runForeground } from '../foreground.js';
-import { managementListen } from '../listen.js';
-import { chosenProfile, loadProject } from '../project.js';
-import { appListen, appSurface } from '../surfaces/app-surface.js';
-import { managementSurface } from '../surfaces/management-surface.js';
-import { metricsListen, metricsSurface } from '../surfaces/metrics-surface.js';
-import { nodeListen, nodeSurface } from '../surfaces/node-surface.js';
-import type { Surface } from '../surfaces/surface.js';
-import { VERSION } from '../version.js';
+import { runService } from '../run-service.js';
 
 const spec = {
   name: 'svc serve',
@@ -54,29 +46,27 @@ export const serve: Command = {
   async run(argv) {
     const args = parseCommandArgs(spec, argv);
     if (args === null) return 0;
-    const listen = managementListen(args.values['management-listen'], spec.name);
     const [dir] = args.positionals as [string];
-    const project = loadProject(dir, { profile: chosenProfile(args.values.profile, process.env), env: process.env });
-    // The node identity key signs diagnostics; refuse one others can read before serving.
-    if (ensureNodeIdentity(project)) {
-      process.stderr.write(`svc: created this node's identity key ${project.nodeKey} (first start on an external store)\n`);
-    }
-    assertOwnerOnly(project.nodeKey, 'the node key');
-    const node = nodeListen(args.values['node-listen'], project, spec.name);
-    const app = appListen(args.values['app-listen'], project, spec.name);
-    const metricsAt = metricsListen(args.values['metrics-listen'], project, spec.name);
-    const metrics = metricsAt === 'off' ? undefined : metricsSurface(metricsAt, { flag: '--metrics-listen' });
-    const surfaces: Surface[] = [];
-    if (listen !== 'off') surfaces.push(managementSurface(listen, { flag: '--management-listen', metrics: metrics?.metrics }));
-    if (node !== 'off') surfaces.push(nodeSurface(node, { version: VERSION, flag: '--node-listen', metrics: metrics?.metrics }));
-    if (app !== 'off') surfaces.push(appSurface(app, { flag: '--app-listen', metrics: metrics?.metrics }));
-    if (surfaces.length === 0) {
-      throw new CliError(
-        'svc serve: nothing to serve: the management API, the node surface and the application gateway are all off (SVC_MANAGEMENT_LISTEN=off, SVC_NODE_LISTEN=off, app listen off); unset one of them',
-      );
-    }
-    // Last: readiness is only answered once the other listeners are up.
-    if (metrics !== undefined) surfaces.push(metrics);
-    return runForeground(project, surfaces);
+    return runService(
+      spec.name,
+      dir,
+      {
+        listen: {
+          management: args.values['management-listen'],
+          node: args.values['node-listen'],
+          application: args.values['app-listen'],
+          metrics: args.values['metrics-listen'],
+        },
+        listenFlags: { management: '--management-listen', node: '--node-listen', application: '--app-listen', metrics: '--metrics-listen' },
+        profile: chosenProfile(args.values.profile, process.env),
+      },
+      (service) => {
+        if (service.listening.every((l) => l === 'metrics')) {
+          throw new CliError(
+            'svc serve: nothing to serve: the management API, the node surface and the application gateway are all off (SVC_MANAGEMENT_LISTEN=off, SVC_NODE_LISTEN=off, app listen off); unset one of them',
+          );
+        }
+      },
+    );
   },
 };

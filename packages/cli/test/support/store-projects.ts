@@ -10,8 +10,8 @@ import { svcOk } from '../helpers.js';
 /** The test server: `SVC_TEST_PG_URL`, else the local trust-auth one `scripts/ensure-postgres.sh` starts. */
 export const PG_URL = process.env.SVC_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 
-/** The addon archives `npm run build` bundles with the CLI. */
-export const BUNDLED_ADDONS_DIR = fileURLToPath(new URL('../../addons/', import.meta.url));
+/** The addon archives `npm run build` bundles with the runtime. */
+export const BUNDLED_ADDONS_DIR = fileURLToPath(new URL('../../../runtime/addons/', import.meta.url));
 
 /** The SHA-256 the build recorded for a bundled addon archive (from `SHA256SUMS`). */
 export function bundledSha256(name: string): string {

@@ -1,6 +1,7 @@
 // Turns a provider module's `:config` as written in project.edn into the JSON the provider
 // receives, as the service does (docs/providers.md section 2): keyword keys without the colon,
 // every `#svc/secret` reference resolved by the CLI's own helper (env: or a file).
+
 import { resolveSecret } from '@svc/cli';
 import type { ProviderJson } from '@svc/core';
 import { type ConfigProblem, type EdnValue, isEdnMap, isKeyword, isTagged, parseSecretRef } from '@svc/core/config';

@@ -1,35 +1,9 @@
-import {
-  buildNodeApp,
-  type ComponentStatus,
-  ed25519KeyProvider,
-  instrumentStore,
-  isLoopbackHost,
-  resolveNodeListen,
-  type ServiceMetrics,
-} from '@svc/server';
+import { buildNodeApp, type ComponentStatus, ed25519KeyProvider, instrumentStore, isLoopbackHost, type ServiceMetrics } from '@svc/server';
 import { addonStatusOf, assertOwnerOnly } from '../control.js';
-import { listenRefusal } from '../listen.js';
 import { liveNodeIdentity } from '../node-keys.js';
 import type { Project } from '../project.js';
 import { listenOn } from './listen-on.js';
 import type { Surface } from './surface.js';
-
-/**
- * The node listen address: `--listen` beats `SVC_NODE_LISTEN`, which beats `:svc/node-listen`
- * of `project.edn`, which beats `127.0.0.1:9091`; `'off'` when `SVC_NODE_LISTEN=off`. A
- * malformed address is an error before anything binds: exit 2 when it came from the flag,
- * 1 otherwise.
- *
- * @example
- * const listen = nodeListen(args.values.listen, project, 'svc node serve');
- */
-export function nodeListen(flag: string | undefined, project: Project, command: string): { host: string; port: number } | 'off' {
-  try {
-    return resolveNodeListen({ flag, env: process.env.SVC_NODE_LISTEN, config: project.config.nodeListen });
-  } catch (error) {
-    throw listenRefusal(error, command, flag !== undefined);
-  }
-}
 
 /**
  * What status reports about the installed components: this `svc`'s version, the store addon as
@@ -77,10 +51,9 @@ export function componentStatus(project: Project, store: Parameters<typeof addon
  */
 export function nodeSurface(
   listen: { readonly host: string; readonly port: number },
-  opts: { readonly version: string; readonly flag: string; readonly metrics?: ServiceMetrics | undefined },
+  opts: { readonly version: string; readonly flag?: string | undefined; readonly metrics?: ServiceMetrics | undefined },
 ): Surface {
   return {
-    name: 'node surface',
     usesProviders: true,
     kind: 'node',
     async start({ project, deps: base, log, providers, auditShipping, connections }) {
@@ -115,7 +88,7 @@ export function nodeSurface(
       }
       log.info({ event: 'listening', surface: 'node', url, node_id: identity().nodeId }, 'node surface listening');
       return {
-        readyLine: `svc node: node surface listening on ${url}`,
+        url,
         close: () => app.close(),
       };
     },

@@ -3,8 +3,8 @@ import type { ProviderHandle } from '@svc/core';
 import { providerSettingsJson } from '@svc/core/config';
 import { startProviderHost } from '@svc/provider-host';
 import type { Logger } from 'pino';
-import { CliError } from './cli-error.js';
 import { dependenciesDir, resolveSecret } from './control.js';
+import { RuntimeError } from './errors.js';
 import type { VerifiedProviderModule } from './provider-packages.js';
 
 /**
@@ -26,7 +26,7 @@ export async function startProviderHosts(modules: readonly VerifiedProviderModul
       try {
         config = providerSettingsJson(module.settings, (ref) => resolveSecret(ref));
       } catch (error) {
-        throw new CliError(`provider :${module.alias}: ${(error as Error).message}`, { cause: error });
+        throw new RuntimeError(`provider :${module.alias}: ${(error as Error).message}`, { cause: error });
       }
       try {
         handles.push(
@@ -47,9 +47,12 @@ export async function startProviderHosts(modules: readonly VerifiedProviderModul
           }),
         );
       } catch (error) {
-        throw new CliError(`provider :${module.alias} (${verified.name}@${verified.version}) did not start: ${(error as Error).message}`, {
-          cause: error,
-        });
+        throw new RuntimeError(
+          `provider :${module.alias} (${verified.name}@${verified.version}) did not start: ${(error as Error).message}`,
+          {
+            cause: error,
+          },
+        );
       }
       log.info(
         {

@@ -3,8 +3,8 @@ import { chmodSync, existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { ASSERTION_KEY_OVERLAP_SECONDS, ASSERTION_KEY_PREPUBLISH_SECONDS, type AssertionKeySetJson, makePrincipal } from '@svc/core';
-import { assertionKeysFile, gatewayAssertionSigner, readAssertionKeys, rotateAssertionKeys } from '../src/assertion-keys.js';
-import { cleanEnv, initProject, svc, svcOk, tempDir } from './helpers.js';
+import { cleanEnv, initProject, svc, svcOk, tempDir } from '../../../cli/test/helpers.js';
+import { assertionKeysFile, gatewayAssertionSigner, readAssertionKeys, rotateAssertionKeys } from '../../src/assertion-keys.js';
 
 const principal = makePrincipal({
   subject: 'dev_alice',

@@ -3,7 +3,7 @@ import type { ConnectionPlan } from '@svc/server';
 import type { Logger } from 'pino';
 import type { Project } from '../project.js';
 
-/** What a surface gets when it starts: the open project's deps and the process logger. */
+/** What a surface gets when it starts: the open project's deps and the service's logger. */
 export interface SurfaceContext {
   readonly project: Project;
   readonly deps: AuthDeps;
@@ -14,24 +14,26 @@ export interface SurfaceContext {
   readonly auditShipping: () => AuditShippingHealth | null;
   /** The connection caps of every listener and the gateway's upstream pool, sized to the process's descriptor limit. */
   readonly connections: ConnectionPlan;
+  /** Something the operator should see (a cleartext listener, a key created): the embedding program shows it. */
+  readonly notice: (text: string) => void;
 }
 
 /** A listener that is up: where it answers, and how to stop it. */
 export interface RunningSurface {
-  /** The line printed on stdout once it listens (tests parse it). */
-  readonly readyLine: string;
+  /** The URL it answers on (the real port when port 0 was asked for). */
+  readonly url: string;
+  /** Re-reads what the surface loaded from files (the gateway's TLS pair); a failed reload keeps the previous and logs why. */
+  reload?(): void;
   close(): Promise<void>;
 }
 
-/**
- * One listener of the foreground service: the management API today; the node HTTP surface and
- * the application gateway slot in as further surfaces.
- */
+/** Which listener a surface is. */
+export type SurfaceKind = 'management' | 'node' | 'application' | 'metrics';
+
+/** One listener of the running service: the management API, the node surface, the gateway or the metrics listener. */
 export interface Surface {
-  readonly name: string;
+  readonly kind: SurfaceKind;
   /** Whether it serves the project's provider packages (the gateway's sign-in, the node surface's status): they start only for such a surface. */
   readonly usesProviders?: boolean;
-  /** Which listener's share of the descriptors it takes (`planConnectionLimits`); none for a listener without connection caps. */
-  readonly kind?: 'management' | 'node' | 'application';
   start(ctx: SurfaceContext): Promise<RunningSurface>;
 }

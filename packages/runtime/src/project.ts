@@ -12,9 +12,9 @@ import {
 } from '@svc/core/config';
 import { POSTGRES_STORE_CONFIG } from 'svc-store-postgres/config-fields';
 import { SQLITE_STORE_CONFIG } from 'svc-store-sqlite/config-fields';
-import { CliError } from './cli-error.js';
 import { formatProblem, parseEdn } from './edn.js';
-import { shellQuote } from './output.js';
+import { RuntimeError } from './errors.js';
+import { shellQuote } from './shell-quote.js';
 
 /** A loaded project: where it is, its validated configuration and its control paths. */
 export interface Project {
@@ -90,21 +90,19 @@ export function chosenProfile(flag: string | undefined, env: NodeJS.ProcessEnv):
 }
 
 /** One line per problem; a single problem is the one line itself (file, key, expected). */
-function configFailure(problems: readonly ConfigProblem[], file: string): CliError {
+function configFailure(problems: readonly ConfigProblem[], file: string): RuntimeError {
   const lines = problems.map(formatProblem);
-  if (lines.length === 1) return new CliError(lines[0] as string);
-  return new CliError(
+  if (lines.length === 1) return new RuntimeError(lines[0] as string, { code: 'config_invalid' });
+  return new RuntimeError(
     `invalid configuration in ${file} (${problems.length} problem${problems.length === 1 ? '' : 's'}); fix it and try again`,
-    {
-      details: lines,
-    },
+    { code: 'config_invalid', details: lines },
   );
 }
 
 /**
  * Loads `<dir>/project.edn`: parses it as EDN, validates it against core's schema with the
  * chosen profile, checks the store package is one this build supports, and resolves the
- * control paths. Throws a {@link CliError} naming the file and every problem.
+ * control paths. Throws a {@link RuntimeError} naming the file and every problem.
  *
  * @example
  * const project = loadProject('./demo', { profile: null, env: process.env });
@@ -117,9 +115,11 @@ export function loadProject(dirArg: string, opts: { readonly profile: string | n
     text = readFileSync(file, 'utf8');
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
-      throw new CliError(`no project at ${dir} (${file} does not exist); run \`svc auth init ${shellQuote(dirArg)}\` first`);
+      throw new RuntimeError(`no project at ${dir} (${file} does not exist); run \`svc auth init ${shellQuote(dirArg)}\` first`, {
+        code: 'project_not_found',
+      });
     }
-    throw new CliError(`cannot read ${file}: ${(error as Error).message}`);
+    throw new RuntimeError(`cannot read ${file}: ${(error as Error).message}`);
   }
   const { value, problems } = parseEdn(text, file);
   if (problems.length > 0 || value === undefined) throw configFailure(problems, file);

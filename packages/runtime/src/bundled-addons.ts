@@ -2,8 +2,8 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { addonPaths, installAddon } from '@svc/addons';
-import { CliError } from './cli-error.js';
 import { dependenciesDir, packagesDirOf } from './control.js';
+import { RuntimeError } from './errors.js';
 import type { Project } from './project.js';
 
 /** A store addon archive shipped with this `svc` (built by `npm run build`). */
@@ -39,7 +39,7 @@ export function bundledAddon(name: string): BundledAddon | null {
 export function bundledSqliteAddon(): BundledAddon {
   const addon = bundledAddon('svc-store-sqlite');
   if (addon === null) {
-    throw new CliError(`the bundled store addon archive is missing from ${BUNDLED_DIR}; run \`npm run build\` (npm ci does it)`);
+    throw new RuntimeError(`the bundled store addon archive is missing from ${BUNDLED_DIR}; run \`npm run build\` (npm ci does it)`);
   }
   return addon;
 }

@@ -1,7 +1,7 @@
 import { chmodSync, closeSync, fsyncSync, openSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { nodeIdOf, type RetiredNodeKeyJson, rfc3339 } from '@svc/core';
-import { CliError } from './cli-error.js';
+import { RuntimeError } from './errors.js';
 
 /** What `<control>/node-key-history.json` holds: when the current key took over, and every key before it. */
 export interface NodeKeyHistory {
@@ -24,7 +24,7 @@ export function nodeKeyHistoryFile(nodeKey: string): string {
 /**
  * The node key history in `file`; empty when there is none yet.
  *
- * @throws {CliError} when it exists but is not readable JSON.
+ * @throws {RuntimeError} when it exists but is not readable JSON.
  * @example
  * const { previous } = readNodeKeyHistory(nodeKeyHistoryFile(project.nodeKey));
  */
@@ -53,7 +53,7 @@ export function readNodeKeyHistory(file: string): NodeKeyHistory {
     }
     return value;
   } catch (error) {
-    throw new CliError(`the node key history ${file} is not readable JSON (${(error as Error).message}); restore it from a backup`);
+    throw new RuntimeError(`the node key history ${file} is not readable JSON (${(error as Error).message}); restore it from a backup`);
   }
 }
 

@@ -1,33 +1,7 @@
 import type { AuditShippingHealth, Store } from '@svc/core';
-import {
-  type BearerCacheCounters,
-  buildMetricsApp,
-  createServiceMetrics,
-  type MetricsListen,
-  resolveMetricsListen,
-  type ServiceMetrics,
-} from '@svc/server';
-import { listenRefusal } from '../listen.js';
-import type { Project } from '../project.js';
+import { type BearerCacheCounters, buildMetricsApp, createServiceMetrics, type MetricsListen, type ServiceMetrics } from '@svc/server';
 import { listenOn } from './listen-on.js';
 import type { Surface } from './surface.js';
-
-/**
- * The metrics listen address: `--metrics-listen` beats `SVC_METRICS_LISTEN`, which beats
- * `:svc/metrics-listen` of `project.edn`; `'off'` when none is set (the default) or
- * `SVC_METRICS_LISTEN=off`. A malformed address, or a network one from the flag or the
- * environment, is an error before anything binds: exit 2 when it came from the flag, 1 otherwise.
- *
- * @example
- * const listen = metricsListen(args.values['metrics-listen'], project, 'svc serve');
- */
-export function metricsListen(flag: string | undefined, project: Project, command: string): MetricsListen | 'off' {
-  try {
-    return resolveMetricsListen({ flag, env: process.env.SVC_METRICS_LISTEN, config: project.config.metricsListen });
-  } catch (error) {
-    throw listenRefusal(error, command, flag !== undefined);
-  }
-}
 
 /** The counters of a store's bearer-check cache, when it keeps one (the SQLite store does: `bearerCache`). */
 function bearerCacheOf(store: Store | undefined): BearerCacheCounters | undefined {
@@ -53,7 +27,7 @@ export interface MetricsSurface extends Surface {
  * @example
  * const m = metricsSurface({ host: '127.0.0.1', port: 9464, exposed: false }, { flag: '--metrics-listen' });
  */
-export function metricsSurface(listen: MetricsListen, opts: { readonly flag: string }): MetricsSurface {
+export function metricsSurface(listen: MetricsListen, opts: { readonly flag?: string | undefined }): MetricsSurface {
   let store: Store | undefined;
   let auditShipping: () => AuditShippingHealth | null = () => null;
   const metrics = createServiceMetrics({
@@ -64,7 +38,7 @@ export function metricsSurface(listen: MetricsListen, opts: { readonly flag: str
     auditShipping: () => auditShipping(),
   });
   return {
-    name: 'metrics listener',
+    kind: 'metrics',
     metrics,
     async start(ctx) {
       const { deps, log } = ctx;
@@ -80,7 +54,7 @@ export function metricsSurface(listen: MetricsListen, opts: { readonly flag: str
       }
       log.info({ event: 'listening', surface: 'metrics', url }, 'metrics listener listening');
       return {
-        readyLine: `svc: metrics listening on ${url}/metrics`,
+        url,
         close: () => app.close(),
       };
     },

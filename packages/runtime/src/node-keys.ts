@@ -3,7 +3,7 @@ import { closeSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { type RetiredNodeKeyJson, rfc3339 } from '@svc/core';
 import { createNodeIdentity, type NodeIdentity } from '@svc/server';
-import { CliError } from './cli-error.js';
+import { RuntimeError } from './errors.js';
 import { fileStamp, liveFileValue } from './live-file.js';
 import { type NodeKeyHistory, nodeKeyHistoryFile, readNodeKeyHistory, writeFileAtomic } from './node-key-history.js';
 
@@ -12,7 +12,7 @@ import { type NodeKeyHistory, nodeKeyHistoryFile, readNodeKeyHistory, writeFileA
  * when it is valid (null when the history does not say, e.g. a key from before rotation was
  * recorded), and the keys before it with their windows.
  *
- * @throws {CliError} when the key or the history cannot be read.
+ * @throws {RuntimeError} when the key or the history cannot be read.
  * @example
  * const identity = loadNodeIdentity(project.nodeKey);
  */
@@ -23,7 +23,7 @@ export function loadNodeIdentity(nodeKey: string): NodeIdentity {
     pem = readFileSync(nodeKey, 'utf8');
     base = createNodeIdentity(pem);
   } catch (error) {
-    throw new CliError(`cannot use the node key ${nodeKey}: ${(error as Error).message}`, { cause: error });
+    throw new RuntimeError(`cannot use the node key ${nodeKey}: ${(error as Error).message}`, { cause: error });
   }
   const history = readNodeKeyHistory(nodeKeyHistoryFile(nodeKey));
   const validFrom = history.current?.public_key === base.publicKeyHex ? history.current.valid_from : null;
@@ -69,7 +69,7 @@ export function rotateNodeKey(nodeKey: string, now: number): { readonly previous
     fd = openSync(lock, 'wx', 0o600);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-    throw new CliError(`another node key rotation holds ${lock}; wait for it, or remove the file if no rotation is running`);
+    throw new RuntimeError(`another node key rotation holds ${lock}; wait for it, or remove the file if no rotation is running`);
   }
   try {
     return rotateLocked(nodeKey, now);

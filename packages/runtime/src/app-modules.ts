@@ -1,8 +1,8 @@
 import { AddonVerificationError, verifyAppPackage } from '@svc/addons';
 import { APP_CAPABILITY, PRIVILEGED_EXPORTS } from '@svc/core/settings';
 import type { AppModule } from '@svc/server';
-import { CliError } from './cli-error.js';
 import { assertNotWritableByOthers, dependenciesDir, packagesDirOf } from './control.js';
+import { RuntimeError } from './errors.js';
 import type { Project } from './project.js';
 
 /**
@@ -33,11 +33,11 @@ export async function loadAppModules(project: Project): Promise<AppModule[]> {
     const name = m.package;
     const pin = name === null ? undefined : project.config.packages[name];
     if (name === null || pin === undefined) {
-      throw new CliError(`${project.file}: :svc/modules :${m.alias}: an application module comes from a pinned package`);
+      throw new RuntimeError(`${project.file}: :svc/modules :${m.alias}: an application module comes from a pinned package`);
     }
     const privileged = m.activate.find((k) => PRIVILEGED_EXPORTS.some((p) => p.keyword === k) || k === 'svc/store');
     if (privileged !== undefined || name === project.config.store.package) {
-      throw new CliError(
+      throw new RuntimeError(
         `${project.file}: :svc/modules :${m.alias}: package "${name}" may not activate the privileged export :${privileged ?? 'svc/store'}`,
       );
     }
@@ -53,7 +53,7 @@ export async function loadAppModules(project: Project): Promise<AppModule[]> {
       });
     } catch (error) {
       if (error instanceof AddonVerificationError) {
-        throw new CliError(`${error.message} (no application module was loaded)`, { cause: error });
+        throw new RuntimeError(`${error.message} (no application module was loaded)`, { cause: error });
       }
       throw error;
     }

@@ -30,11 +30,10 @@ import {
 import type { AuditSinks } from '@svc/core/config';
 import type { NodeIdentity } from '@svc/server';
 import type { Logger } from 'pino';
-import { CliError } from './cli-error.js';
 import { assertOwnerOnly, mkdirOwnerOnly } from './control.js';
+import { RuntimeError } from './errors.js';
 import { writeFileAtomic } from './node-key-history.js';
 import { liveNodeIdentity } from './node-keys.js';
-import { printLine } from './output.js';
 import type { Project } from './project.js';
 
 /** How far the sinks have the trail: the last event delivered to every sink, saved after they have it. */
@@ -77,7 +76,7 @@ export function readAuditCursor(file: string): AuditShipCursor {
  * The audit sink file, or its directory, is not one the service may write the trail to (see
  * {@link sinkFileRefusal}, {@link sinkDirectoryRefusal}): nothing was written through it.
  */
-export class AuditSinkError extends CliError {
+export class AuditSinkError extends RuntimeError {
   constructor(message: string) {
     super(message, { code: 'audit_sink_refused' });
     this.name = 'AuditSinkError';
@@ -297,7 +296,7 @@ export function startAuditShipping(ctx: {
       lines.push(JSON.stringify({ record: 'audit.checkpoint', ...checkpoint }));
     }
     file?.append(lines);
-    if (sinks.stdout) for (const line of lines) printLine(line);
+    if (sinks.stdout) writeStdoutLines(lines);
     const next = { seq: last.seq, hash: last.hash };
     writeFileAtomic(cursorFile, `${JSON.stringify(next)}\n`, 0o600);
     cursor = next;
@@ -387,5 +386,27 @@ class AuditShipError extends Error {
   constructor(cause: unknown) {
     super(cause instanceof Error ? cause.message : String(cause), { cause });
     this.name = 'AuditShipError';
+  }
+}
+
+/** DEL, the C1 controls, the bidirectional controls and U+2028/9: canonical JSON leaves them raw inside strings. */
+const RAW_IN_JSON = /[\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+
+/**
+ * The `stdout` sink: each event one JSON line on the process's standard output, written
+ * synchronously so that a pipe reader has it before the cursor moves past it. Characters that
+ * could reorder or restyle what a terminal shows are written as `\uXXXX` escapes (the JSON
+ * means the same); a momentarily full non-blocking pipe is retried.
+ */
+function writeStdoutLines(lines: readonly string[]): void {
+  const text = `${lines.join('\n')}\n`.replace(RAW_IN_JSON, (c) => `\\u${(c.codePointAt(0) ?? 0).toString(16).padStart(4, '0')}`);
+  const buf = Buffer.from(text, 'utf8');
+  let off = 0;
+  while (off < buf.length) {
+    try {
+      off += writeSync(1, buf, off);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EAGAIN') throw error;
+    }
   }
 }

@@ -11,10 +11,9 @@ import type { Surface } from './surface.js';
  */
 export function managementSurface(
   listen: { readonly host: string; readonly port: number },
-  opts: { readonly flag: string; readonly metrics?: ServiceMetrics | undefined },
+  opts: { readonly flag?: string | undefined; readonly metrics?: ServiceMetrics | undefined },
 ): Surface {
   return {
-    name: 'management API',
     kind: 'management',
     async start({ deps: base, log, connections }) {
       const metrics = opts.metrics;
@@ -28,7 +27,7 @@ export function managementSurface(
       const url = await listenOn(app, listen, { what: null, flag: opts.flag, env: 'SVC_MANAGEMENT_LISTEN' });
       log.info({ event: 'listening', surface: 'management', url }, 'management API listening');
       return {
-        readyLine: `svc auth: management API listening on ${url}`,
+        url,
         close: () => app.close(),
       };
     },

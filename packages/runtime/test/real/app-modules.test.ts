@@ -8,18 +8,18 @@ import { fileURLToPath } from 'node:url';
 import { installAddon, type PackedAddon, packAddon } from '@svc/addons';
 import { silentLogger } from '@svc/core';
 import { buildGatewayApp, ModuleHostError, moduleHostAttach, startModuleHost } from '@svc/server';
-import { loadAppModules } from '../src/app-modules.js';
-import { bundledSqliteAddon } from '../src/bundled-addons.js';
-import { CliError } from '../src/cli-error.js';
-import { dependenciesDir, makeDeps, openControlStore, packagesDirOf } from '../src/control.js';
-import { loadProject } from '../src/project.js';
-import { cleanEnv, initProject, startUntilReady, svc, tempDir } from './helpers.js';
+import { cleanEnv, initProject, startUntilReady, svc, tempDir } from '../../../cli/test/helpers.js';
+import { loadAppModules } from '../../src/app-modules.js';
+import { bundledSqliteAddon } from '../../src/bundled-addons.js';
+import { dependenciesDir, makeDeps, openControlStore, packagesDirOf } from '../../src/control.js';
+import { RuntimeError } from '../../src/errors.js';
+import { loadProject } from '../../src/project.js';
 
 // Application modules go through the same verified path as the store addon: pinned by the
 // SHA-256 of their archive, installed files, dependencies and manifest checked before any of
 // their code is imported; a privileged export is refused naming the package and the export.
 
-const FIXTURES = fileURLToPath(new URL('../../server/test/fixtures/app-modules/', import.meta.url));
+const FIXTURES = fileURLToPath(new URL('../../../server/test/fixtures/app-modules/', import.meta.url));
 
 interface Pinned {
   readonly name: string;
@@ -190,7 +190,7 @@ describe('application modules load only through the verified path', () => {
     const entry = join(packagesDirOf(project), 'good-app@1.0.0', 'index.js');
     writeFileSync(entry, `globalThis.__svcTamperedAppRan = true;\n${readFileSync(entry, 'utf8')}`);
     await assert.rejects(loadAppModules(project), (err: Error) => {
-      assert.ok(err instanceof CliError);
+      assert.ok(err instanceof RuntimeError);
       assert.match(
         err.message,
         /^application package good-app@1\.0\.0 failed verification \(installed_files\): index\.js was edited since install; .* \(no application module was loaded\)$/,
@@ -241,7 +241,7 @@ describe('application modules load only through the verified path', () => {
     assert.throws(
       () => load(dir),
       (err: Error) =>
-        err instanceof CliError &&
+        err instanceof RuntimeError &&
         /^.*project\.edn: :svc\/modules :evil :activate: package "hostile-app" may not activate the privileged export :svc\/auth: [^\n]+$/.test(
           err.message,
         ),
@@ -254,7 +254,7 @@ describe('application modules load only through the verified path', () => {
     assert.throws(
       () => load(dir),
       (err: Error) => {
-        assert.ok(err instanceof CliError);
+        assert.ok(err instanceof RuntimeError);
         assert.match(err.message, /package "hostile-app" may not activate the privileged export :svc\/auth-provider/);
         return true;
       },

@@ -15,8 +15,8 @@ import {
   rotateAssertionKeySet,
 } from '@svc/core';
 import { type AssertionSigner, createAssertionSigner } from '@svc/server';
-import { CliError } from './cli-error.js';
 import { assertOwnerOnly, ensureControlDir } from './control.js';
+import { RuntimeError } from './errors.js';
 import { fileStamp, liveFileValue } from './live-file.js';
 import { writeFileAtomic } from './node-key-history.js';
 import type { Project } from './project.js';
@@ -42,7 +42,7 @@ const save = (file: string, set: AssertionKeySetJson): void => writeFileAtomic(f
 /**
  * The assertion key set in `file`, checked: owner-only, and a well-formed set.
  *
- * @throws {CliError} when it is missing, readable by others, or not a key set.
+ * @throws {RuntimeError} when it is missing, readable by others, or not a key set.
  * @example
  * const set = readAssertionKeys(assertionKeysFile(project));
  */
@@ -52,19 +52,21 @@ export function readAssertionKeys(file: string): AssertionKeySetJson {
   try {
     text = readFileSync(file, 'utf8');
   } catch (error) {
-    throw new CliError(`cannot read the assertion key set ${file}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+    throw new RuntimeError(
+      `cannot read the assertion key set ${file}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`,
+    );
   }
   let value: unknown;
   try {
     value = JSON.parse(text);
   } catch {
     // Not the parser's message: it may quote the file, and the file holds private keys.
-    throw new CliError(`the assertion key set ${file} is not JSON; restore it, or remove it to start a new one`);
+    throw new RuntimeError(`the assertion key set ${file} is not JSON; restore it, or remove it to start a new one`);
   }
   try {
     return parseAssertionKeySet(value);
   } catch (error) {
-    throw new CliError(
+    throw new RuntimeError(
       `the assertion key set ${file} is not valid (${(error as Error).message}); restore it, or remove it to start a new one`,
     );
   }
@@ -97,7 +99,7 @@ function withLock<T>(file: string, fn: () => T): T {
     fd = openSync(lock, 'wx', 0o600);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-    throw new CliError(`another assertion key change holds ${lock}; wait for it, or remove the file if none is running`);
+    throw new RuntimeError(`another assertion key change holds ${lock}; wait for it, or remove the file if none is running`);
   }
   try {
     return fn();
@@ -157,7 +159,7 @@ export function liveAssertionKeys(file: string, onReloadError: (error: unknown) 
  * `jwks()` is `GatewayAppOptions.jwks` and whose `sign(principal, request)` is the
  * `Svc-Assertion` header. The audience is `:svc/app-audience`, else the upstream's origin.
  *
- * @throws {CliError} without an upstream, or when the key set cannot be read or created.
+ * @throws {RuntimeError} without an upstream, or when the key set cannot be read or created.
  * @example
  * const signer = gatewayAssertionSigner(project, { app: appConfig, issuer: () => identity().nodeId, clock: deps.clock, random: deps.random, log });
  * await buildGatewayApp({ ...opts, jwks: () => signer.jwks() });
@@ -174,7 +176,7 @@ export function gatewayAssertionSigner(
   },
 ): AssertionSigner {
   const audience = assertionAudienceOf(opts.app);
-  if (audience === null) throw new CliError('the gateway signs assertions only in upstream mode (:svc/app-upstream is not set)');
+  if (audience === null) throw new RuntimeError('the gateway signs assertions only in upstream mode (:svc/app-upstream is not set)');
   const now = opts.clock.now();
   const file = assertionKeysFile(project);
   if (ensureAssertionKeys(project, now)) {
@@ -186,7 +188,7 @@ export function gatewayAssertionSigner(
     opts.clock,
   );
   if (assertionSigningKey(keys(), now) === null) {
-    throw new CliError(`no key of the assertion key set ${file} signs now; run \`svc app rotate-key --immediate\``);
+    throw new RuntimeError(`no key of the assertion key set ${file} signs now; run \`svc app rotate-key --immediate\``);
   }
   return createAssertionSigner({
     keys,

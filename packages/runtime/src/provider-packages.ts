@@ -1,7 +1,7 @@
 import { AddonVerificationError, type VerifiedProvider, verifyProviderPackage } from '@svc/addons';
 import type { ProviderModuleConfig } from '@svc/core/config';
-import { CliError } from './cli-error.js';
 import { assertNotWritableByOthers, dependenciesDir, packagesDirOf } from './control.js';
+import { RuntimeError } from './errors.js';
 import type { Project } from './project.js';
 
 /** A provider module of the project and its verified package (nothing of it imported yet). */
@@ -30,7 +30,7 @@ export async function verifyProviderModules(project: Project): Promise<VerifiedP
   for (const module of providers) {
     const pin = packages[module.package];
     if (pin === undefined)
-      throw new CliError(`${project.file}: :svc/modules :${module.alias}: a provider module comes from a pinned package`);
+      throw new RuntimeError(`${project.file}: :svc/modules :${module.alias}: a provider module comes from a pinned package`);
     try {
       const verified = await verifyProviderPackage({
         packagesDir: packagesDirOf(project),
@@ -42,7 +42,7 @@ export async function verifyProviderModules(project: Project): Promise<VerifiedP
       out.push({ module, verified });
     } catch (error) {
       if (error instanceof AddonVerificationError) {
-        throw new CliError(`${error.message} (provider :${module.alias} was not started)`, { cause: error });
+        throw new RuntimeError(`${error.message} (provider :${module.alias} was not started)`, { cause: error });
       }
       throw error;
     }

@@ -4,31 +4,12 @@ import type { Server as HttpsServer } from 'node:https';
 import { isAbsolute, resolve } from 'node:path';
 import { createSecureContext } from 'node:tls';
 import type { AppTlsConfig } from '@svc/core';
-import { buildGatewayApp, cleartextExposed, instrumentStore, resolveAppListen, type ServiceMetrics } from '@svc/server';
+import { buildGatewayApp, cleartextExposed, instrumentStore, type ServiceMetrics } from '@svc/server';
 import type { Logger } from 'pino';
-import { CliError } from '../cli-error.js';
-import { listenRefusal } from '../listen.js';
-import type { Project } from '../project.js';
+import { RuntimeError } from '../errors.js';
 import { appAttachment } from './app-attach.js';
 import { listenOn } from './listen-on.js';
 import type { Surface } from './surface.js';
-
-/**
- * The application gateway's address: `--app-listen` beats `SVC_APP_LISTEN`, which beats
- * `:svc/app-listen` of `project.edn`, which beats `127.0.0.1:8080`; `'off'` when any of them
- * says `off`. A malformed address is an error before anything binds: exit 2 when it came from
- * the flag, 1 otherwise.
- *
- * @example
- * const listen = appListen(args.values['app-listen'], project, 'svc serve');
- */
-export function appListen(flag: string | undefined, project: Project, command: string): { host: string; port: number } | 'off' {
-  try {
-    return resolveAppListen({ flag, env: process.env.SVC_APP_LISTEN, config: project.config.app.listen });
-  } catch (error) {
-    throw listenRefusal(error, command, flag !== undefined);
-  }
-}
 
 /** A certificate and key pair read from the `:svc/app-tls` files, checked to belong together. */
 export interface AppTlsPair {
@@ -45,7 +26,7 @@ export interface AppTlsPair {
  * directory) and checks that they make a usable pair (`tls.createSecureContext` accepts them:
  * PEM, a key that matches the certificate). Called at start and on every SIGHUP.
  *
- * @throws {CliError} one line naming the file and what is wrong with it.
+ * @throws {RuntimeError} one line naming the file and what is wrong with it.
  * @example
  * const pair = readAppTls(project.config.app.tls, project.dir);
  */
@@ -55,7 +36,7 @@ export function readAppTls(tls: AppTlsConfig, projectDir: string): AppTlsPair {
     try {
       return readFileSync(path(p));
     } catch (error) {
-      throw new CliError(`cannot read the ${what} ${path(p)} of :svc/app-tls: ${(error as Error).message}`, { cause: error });
+      throw new RuntimeError(`cannot read the ${what} ${path(p)} of :svc/app-tls: ${(error as Error).message}`, { cause: error });
     }
   };
   const cert = read(tls.cert, 'certificate');
@@ -65,13 +46,13 @@ export function readAppTls(tls: AppTlsConfig, projectDir: string): AppTlsPair {
     leaf = new X509Certificate(cert);
     createSecureContext({ cert, key });
   } catch (error) {
-    throw new CliError(
+    throw new RuntimeError(
       `the :svc/app-tls pair ${path(tls.cert)} and ${path(tls.key)} is not usable: ${(error as Error).message}; give a PEM certificate chain and its PEM private key`,
       { cause: error },
     );
   }
   if (!leaf.checkPrivateKey(createPrivateKey(key))) {
-    throw new CliError(`the :svc/app-tls private key ${path(tls.key)} does not belong to the certificate ${path(tls.cert)}`);
+    throw new RuntimeError(`the :svc/app-tls private key ${path(tls.key)} does not belong to the certificate ${path(tls.cert)}`);
   }
   return { cert, key, fingerprint: leaf.fingerprint256, validTo: leaf.validTo };
 }
@@ -98,37 +79,30 @@ const CLEARTEXT_WARNING =
   'the application gateway listens on a network address over plain HTTP: application bearer tokens and refresh tokens travel in clear text. Set :svc/app-tls {:cert "..." :key "..."} in project.edn, or put a TLS-terminating proxy in front and name it in :svc/app-trusted-proxies';
 
 /**
- * Installs the SIGHUP handler that reloads the TLS pair: re-reads the files, checks the pair,
- * and swaps it in with `server.setSecureContext` for new connections. A bad new pair is
- * logged and the old one stays. Returns the function that removes the handler.
+ * Reloads the gateway's TLS pair from its files (what SIGHUP asks `svc` for): a pair that cannot
+ * be read, or that the server refuses, is logged and the previous one keeps serving.
  */
-function reloadTlsOnSighup(server: HttpsServer, tls: AppTlsConfig, projectDir: string, log: Logger): () => void {
-  const onHup = () => {
-    let pair: AppTlsPair;
-    try {
-      pair = readAppTls(tls, projectDir);
-    } catch (error) {
-      log.error(
-        { event: 'app.tls_reload_failed', err: { message: (error as Error).message } },
-        'SIGHUP: the new TLS certificate and key were not loaded; still serving the previous pair',
-      );
-      return;
-    }
-    try {
-      server.setSecureContext({ cert: pair.cert, key: pair.key });
-    } catch (error) {
-      log.error(
-        { event: 'app.tls_reload_failed', err: { message: (error as Error).message } },
-        'SIGHUP: the new TLS pair was refused; still serving the previous one',
-      );
-      return;
-    }
-    log.info({ event: 'app.tls_reloaded', ...pairLogFields(pair) }, 'SIGHUP: application gateway TLS certificate reloaded');
-  };
-  process.on('SIGHUP', onHup);
-  return () => {
-    process.off('SIGHUP', onHup);
-  };
+function reloadTls(server: HttpsServer, tls: AppTlsConfig, projectDir: string, log: Logger): void {
+  let pair: AppTlsPair;
+  try {
+    pair = readAppTls(tls, projectDir);
+  } catch (error) {
+    log.error(
+      { event: 'app.tls_reload_failed', err: { message: (error as Error).message } },
+      'SIGHUP: the new TLS certificate and key were not loaded; still serving the previous pair',
+    );
+    return;
+  }
+  try {
+    server.setSecureContext({ cert: pair.cert, key: pair.key });
+  } catch (error) {
+    log.error(
+      { event: 'app.tls_reload_failed', err: { message: (error as Error).message } },
+      'SIGHUP: the new TLS pair was refused; still serving the previous one',
+    );
+    return;
+  }
+  log.info({ event: 'app.tls_reloaded', ...pairLogFields(pair) }, 'SIGHUP: application gateway TLS certificate reloaded');
 }
 
 /**
@@ -143,10 +117,9 @@ function reloadTlsOnSighup(server: HttpsServer, tls: AppTlsConfig, projectDir: s
  */
 export function appSurface(
   listen: { readonly host: string; readonly port: number },
-  opts: { readonly flag: string; readonly metrics?: ServiceMetrics | undefined },
+  opts: { readonly flag?: string | undefined; readonly metrics?: ServiceMetrics | undefined },
 ): Surface {
   return {
-    name: 'application gateway',
     usesProviders: true,
     kind: 'application',
     async start(ctx) {
@@ -191,11 +164,9 @@ export function appSurface(
         await attachment.close?.().catch(() => undefined);
         throw error;
       }
-      const stopReload =
-        config.tls === null ? () => undefined : reloadTlsOnSighup(app.server as unknown as HttpsServer, config.tls, project.dir, log);
       if (pair !== null) log.info({ event: 'app.tls_loaded', ...pairLogFields(pair) }, 'application gateway TLS certificate loaded');
       if (cleartextExposed(listen.host, { tls: pair !== null, trustedProxies: config.trustedProxies })) {
-        process.stderr.write(`svc: WARNING: ${CLEARTEXT_WARNING} (${url})\n`);
+        ctx.notice(`WARNING: ${CLEARTEXT_WARNING} (${url})`);
         log.warn({ event: 'app_gateway_cleartext', url }, CLEARTEXT_WARNING);
       }
       log.info(
@@ -208,9 +179,11 @@ export function appSurface(
         'application gateway listening',
       );
       return {
-        readyLine: `svc app: application gateway listening on ${url}`,
+        url,
+        reload() {
+          if (config.tls !== null) reloadTls(app.server as unknown as HttpsServer, config.tls, project.dir, log);
+        },
         async close() {
-          stopReload();
           await app.close();
           await attachment.close?.();
         },

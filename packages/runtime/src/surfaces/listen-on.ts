@@ -1,5 +1,5 @@
 import type { AddressInfo } from 'node:net';
-import { CliError } from '../cli-error.js';
+import { RuntimeError } from '../errors.js';
 
 /** What {@link listenOn} needs of a surface's app (a Fastify instance, without depending on Fastify here). */
 export interface ListeningApp {
@@ -30,7 +30,7 @@ export function urlHost(host: string): string {
 export async function listenOn(
   app: ListeningApp,
   listen: { readonly host: string; readonly port: number },
-  opts: { readonly what: string | null; readonly flag: string; readonly env: string; readonly scheme?: 'http' | 'https' },
+  opts: { readonly what: string | null; readonly flag?: string | undefined; readonly env: string; readonly scheme?: 'http' | 'https' },
 ): Promise<string> {
   try {
     await app.listen({ host: listen.host, port: listen.port });
@@ -38,8 +38,8 @@ export async function listenOn(
     await app.close().catch(() => undefined);
     const code = (error as NodeJS.ErrnoException).code;
     const why = code === 'EADDRINUSE' ? 'the address is already in use' : (error as Error).message;
-    throw new CliError(
-      `cannot listen on ${urlHost(listen.host)}:${listen.port}${opts.what === null ? '' : ` for ${opts.what}`}: ${why}; choose another address with ${opts.flag} or ${opts.env}`,
+    throw new RuntimeError(
+      `cannot listen on ${urlHost(listen.host)}:${listen.port}${opts.what === null ? '' : ` for ${opts.what}`}: ${why}; choose another address with ${opts.flag === undefined ? '' : `${opts.flag} or `}${opts.env}`,
       { cause: error },
     );
   }

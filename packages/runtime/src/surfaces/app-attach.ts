@@ -1,8 +1,8 @@
 import { type GatewayAttach, ModuleHostError, moduleHostAttach, startModuleHost, svcIdentityHeaders, upstreamAttach } from '@svc/server';
 import { loadAppModules } from '../app-modules.js';
 import { gatewayAssertionSigner } from '../assertion-keys.js';
-import { CliError } from '../cli-error.js';
 import { assertOwnerOnly, dependenciesDir, ensureNodeIdentity } from '../control.js';
+import { RuntimeError } from '../errors.js';
 import { liveNodeIdentity } from '../node-keys.js';
 import type { SurfaceContext } from './surface.js';
 
@@ -72,7 +72,7 @@ export async function appAttachment(ctx: SurfaceContext): Promise<AppAttachment>
   try {
     host = await startModuleHost({ modules, sharedDependencies: dependenciesDir(), log: ctx.log });
   } catch (error) {
-    if (error instanceof ModuleHostError) throw new CliError(`${error.message} (no application module was loaded)`, { cause: error });
+    if (error instanceof ModuleHostError) throw new RuntimeError(`${error.message} (no application module was loaded)`, { cause: error });
     throw error;
   }
   return {

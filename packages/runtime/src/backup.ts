@@ -19,8 +19,8 @@ import { type AuditEvent, type BackupState, checkBackupSignature, signBackup, un
 import Database from 'better-sqlite3';
 import { allAuditEvents } from './audit-events.js';
 import { installBundledStoreIfPinned } from './bundled-addons.js';
-import { CliError } from './cli-error.js';
 import { embeddedStoreFile, ensureControlDir, ensureNodeKey, openControlStore } from './control.js';
+import { RuntimeError } from './errors.js';
 import { nodeKeyHistoryFile, readNodeKeyHistory } from './node-key-history.js';
 import { loadNodeIdentity } from './node-keys.js';
 import type { Project } from './project.js';
@@ -102,7 +102,7 @@ function sha256File(path: string): string {
 export function sqliteFileOf(project: Project, what: string): string {
   const file = embeddedStoreFile(project);
   if (file === null) {
-    throw new CliError(
+    throw new RuntimeError(
       `${what}: the project's store is ${project.config.store.package}, not the embedded SQLite store; back it up and restore it with pg_dump/pg_restore (docs/deployment.md, "Backup and restore")`,
     );
   }
@@ -119,12 +119,12 @@ function readInfo(db: Database.Database, label: string): BackupInfo {
   try {
     applicationId = db.pragma('application_id', { simple: true }) as number;
   } catch (error) {
-    throw new CliError(`${label} is not a SQLite database (${(error as Error).message})`, { cause: error });
+    throw new RuntimeError(`${label} is not a SQLite database (${(error as Error).message})`, { cause: error });
   }
-  if (applicationId !== CONTROL_STORE_APPLICATION_ID) throw new CliError(`${label} is not a svc auth control database`);
+  if (applicationId !== CONTROL_STORE_APPLICATION_ID) throw new RuntimeError(`${label} is not a svc auth control database`);
   const schema = db.prepare('SELECT MAX(version) AS v FROM schema_migrations').get() as { v: number | null };
   const project = db.prepare('SELECT project_id FROM project WHERE singleton = 1').get() as { project_id: string } | undefined;
-  if (project === undefined) throw new CliError(`${label} holds no project (it was never initialised with \`svc auth init\`)`);
+  if (project === undefined) throw new RuntimeError(`${label} holds no project (it was never initialised with \`svc auth init\`)`);
   return { projectId: project.project_id, schemaVersion: schema.v ?? 0 };
 }
 
@@ -190,13 +190,13 @@ function settle(file: string): void {
  */
 export async function backupProject(project: Project, target: string, now: () => number = Date.now): Promise<BackupResult> {
   const source = sqliteFileOf(project, 'backup refused');
-  if (!existsSync(source)) throw new CliError(`backup refused: no control database at ${source}; nothing to back up`);
+  if (!existsSync(source)) throw new RuntimeError(`backup refused: no control database at ${source}; nothing to back up`);
   const sigTarget = backupSignatureFile(target);
   for (const file of [target, sigTarget]) {
-    if (existsSync(file)) throw new CliError(`backup refused: ${file} exists; svc never overwrites a file, choose a new name`);
+    if (existsSync(file)) throw new RuntimeError(`backup refused: ${file} exists; svc never overwrites a file, choose a new name`);
   }
   if (!existsSync(project.nodeKey)) {
-    throw new CliError(
+    throw new RuntimeError(
       `backup refused: no node key at ${project.nodeKey} to sign the backup with; start the service once, or run \`svc auth init\``,
     );
   }
@@ -206,7 +206,7 @@ export async function backupProject(project: Project, target: string, now: () =>
   try {
     createOwnerOnlyFile(partial);
   } catch (error) {
-    throw new CliError(`backup failed: cannot create ${partial}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+    throw new RuntimeError(`backup failed: cannot create ${partial}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
   }
   try {
     const db = new Database(source, { fileMustExist: true, timeout: 5000 });
@@ -240,13 +240,13 @@ export async function backupProject(project: Project, target: string, now: () =>
     } catch (error) {
       // A backup without its signature would only be refused at restore: none is left.
       if (linked) rmSync(target, { force: true });
-      throw new CliError(`backup failed: cannot write ${target}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+      throw new RuntimeError(`backup failed: cannot write ${target}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
     }
     fsyncPath(dirname(target));
     return { ...info, signatureFile: sigTarget, nodePublicKey: identity.publicKeyHex, nodeId: identity.nodeId };
   } catch (error) {
-    if (error instanceof CliError) throw error;
-    throw new CliError(`backup failed: ${(error as Error).message}`, { cause: error });
+    if (error instanceof RuntimeError) throw error;
+    throw new RuntimeError(`backup failed: ${(error as Error).message}`, { cause: error });
   } finally {
     for (const suffix of ['', '-wal', '-shm', '-journal']) rmSync(partial + suffix, { force: true });
     rmSync(sigPartial, { force: true });
@@ -290,11 +290,11 @@ function readSignature(backup: string): unknown {
     text = readFileSync(file, 'utf8');
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
-      throw new CliError(
+      throw new RuntimeError(
         `restore refused: ${backup} is not signed: no ${basename(file)} beside it (\`svc auth backup\` writes one; keep the two files together)`,
       );
     }
-    throw new CliError(`restore refused: cannot read ${file}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+    throw new RuntimeError(`restore refused: cannot read ${file}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
   }
   try {
     return JSON.parse(text) as unknown;
@@ -335,8 +335,8 @@ function readAccountedState(file: string): BackupState {
   }
 }
 
-function unreadable(target: string, error: unknown): CliError {
-  return new CliError(
+function unreadable(target: string, error: unknown): RuntimeError {
+  return new RuntimeError(
     `restore refused: the current control database ${target} cannot be read (${(error as Error).message}); move it away (keep it) and run the restore again`,
     { cause: error },
   );
@@ -383,7 +383,7 @@ function stamp(now: Date): string {
 export async function restoreProject(project: Project, backup: string, opts: RestoreOptions = {}): Promise<RestoreResult> {
   const now = opts.now ?? new Date();
   const target = sqliteFileOf(project, 'restore refused');
-  if (!existsSync(backup) || !statSync(backup).isFile()) throw new CliError(`restore refused: no backup file at ${backup}`);
+  if (!existsSync(backup) || !statSync(backup).isFile()) throw new RuntimeError(`restore refused: no backup file at ${backup}`);
   // Disaster recovery: a project whose .svc/ is gone gets its pinned bundled store back first.
   await installBundledStoreIfPinned(project);
   ensureControlDir(project.controlDir);
@@ -401,7 +401,7 @@ export async function restoreProject(project: Project, backup: string, opts: Res
         current.pragma('journal_mode = DELETE');
       } catch (error) {
         if (sqliteCode(error).startsWith('SQLITE_BUSY')) {
-          throw new CliError(
+          throw new RuntimeError(
             `restore refused: the control database ${target} is in use (is \`svc serve\` running on this project?); stop the service first`,
           );
         }
@@ -427,7 +427,7 @@ export async function restoreProject(project: Project, backup: string, opts: Res
       raw.close();
     }
     if (currentProject !== null && info.projectId !== currentProject) {
-      throw new CliError(
+      throw new RuntimeError(
         `restore refused: ${backup} is a backup of project ${info.projectId}, but this project's control database belongs to ${currentProject}`,
       );
     }
@@ -440,15 +440,15 @@ export async function restoreProject(project: Project, backup: string, opts: Res
     });
     if (!verdict.ok) {
       if (verdict.problem === 'malformed') {
-        throw new CliError(`restore refused: ${backupSignatureFile(backup)} is ${verdict.detail}; use another backup`);
+        throw new RuntimeError(`restore refused: ${backupSignatureFile(backup)} is ${verdict.detail}; use another backup`);
       }
-      if (verdict.problem === 'untrusted') throw new CliError(`restore refused: ${backup} is ${verdict.detail}`);
+      if (verdict.problem === 'untrusted') throw new RuntimeError(`restore refused: ${backup} is ${verdict.detail}`);
       if (verdict.problem === 'retired_key') {
-        throw new CliError(
+        throw new RuntimeError(
           `restore refused: ${backup} is ${verdict.detail} (${nodeKeyHistoryFile(project.nodeKey)} lists this project's retired node keys)`,
         );
       }
-      throw new CliError(`restore refused: the signature of ${backup} does not hold: ${verdict.detail}; use another backup`);
+      throw new RuntimeError(`restore refused: the signature of ${backup} does not hold: ${verdict.detail}; use another backup`);
     }
 
     // 3. Open the copy with the project's verified store (refuses a newer schema, migrates an
@@ -458,8 +458,8 @@ export async function restoreProject(project: Project, backup: string, opts: Res
     try {
       store = await openControlStore(project, { create: false, sqliteFile: staging });
     } catch (error) {
-      if (error instanceof CliError && /newer than/.test(error.message)) {
-        throw new CliError(
+      if (error instanceof RuntimeError && /newer than/.test(error.message)) {
+        throw new RuntimeError(
           `restore refused: ${backup} has schema version ${info.schemaVersion}, newer than this svc's store supports; restore it with the svc version that wrote it`,
         );
       }
@@ -470,7 +470,7 @@ export async function restoreProject(project: Project, backup: string, opts: Res
       for await (const event of allAuditEvents(store)) events.push(event);
       const chain = verifyAuditChain(events);
       if (!chain.ok) {
-        throw new CliError(
+        throw new RuntimeError(
           `restore refused: the audit chain of ${backup} is broken at event #${chain.seq} (${chain.problem}); the backup was altered, use another one`,
         );
       }
@@ -483,7 +483,7 @@ export async function restoreProject(project: Project, backup: string, opts: Res
     const unaccounted = unaccountedState(readAccountedState(staging), events);
     if (unaccounted.length > 0) {
       const more = unaccounted.length > 1 ? ` (and ${unaccounted.length - 1} more)` : '';
-      throw new CliError(
+      throw new RuntimeError(
         `restore refused: ${backup} holds state its audit trail does not account for: ${unaccounted[0]}${more}; the backup was altered, use another one`,
       );
     }

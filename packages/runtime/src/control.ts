@@ -5,11 +5,11 @@ import { dirname, isAbsolute, join } from 'node:path';
 import { AddonVerificationError, loadStoreAddon, verifyAddon } from '@svc/addons';
 import { type AuthDeps, ConfigError, errorCodeOf, type Logger, newId, publicKeyHexOf, type Store, type StoreAddonExport } from '@svc/core';
 import type { SecretRef } from '@svc/core/config';
-import { CliError } from './cli-error.js';
+import { RuntimeError } from './errors.js';
 import { createLogger } from './logger.js';
 import { recordNewNodeKey } from './node-key-history.js';
-import { shellQuote } from './output.js';
 import { createRandomPool } from './random.js';
+import { shellQuote } from './shell-quote.js';
 
 /** One CSPRNG pool per process for every use case. */
 const sharedRandom = createRandomPool();
@@ -38,7 +38,7 @@ export function mkdirOwnerOnly(dir: string): void {
  */
 export function ensureControlDir(dir: string): void {
   if (existsSync(dir)) {
-    if (!statSync(dir).isDirectory()) throw new CliError(`the control directory ${dir} exists but is not a directory; move it away`);
+    if (!statSync(dir).isDirectory()) throw new RuntimeError(`the control directory ${dir} exists but is not a directory; move it away`);
     return;
   }
   mkdirOwnerOnly(dir);
@@ -112,13 +112,13 @@ export function dependenciesDir(): string {
 export function resolveSecret(ref: SecretRef, env: NodeJS.ProcessEnv = process.env): string {
   if (ref.source === 'env') {
     const value = env[ref.name];
-    if (value === undefined || value === '') throw new CliError(`the secret reference env:${ref.name} is not set in the environment`);
+    if (value === undefined || value === '') throw new RuntimeError(`the secret reference env:${ref.name} is not set in the environment`);
     return value;
   }
   try {
     return readFileSync(ref.name, 'utf8').replace(/\r?\n$/, '');
   } catch (error) {
-    throw new CliError(`cannot read the secret file ${ref.name}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+    throw new RuntimeError(`cannot read the secret file ${ref.name}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
   }
 }
 
@@ -183,7 +183,7 @@ export async function openControlStore(
     );
   } catch (error) {
     if (error instanceof AddonVerificationError) {
-      throw new CliError(`${error.message} (the control database was not opened)`, { cause: error });
+      throw new RuntimeError(`${error.message} (the control database was not opened)`, { cause: error });
     }
     throw error;
   }
@@ -191,7 +191,9 @@ export async function openControlStore(
   const embedded = opts.sqliteFile ?? embeddedStoreFile(project);
   const config = opts.sqliteFile === undefined ? module.config : new Map([...module.config, [':store/file', opts.sqliteFile]]);
   if (!opts.create && embedded !== null && !existsSync(embedded)) {
-    throw new CliError(`no control database at ${embedded}; run \`svc auth init ${shellQuote(project.dir)}\` first`);
+    throw new RuntimeError(`no control database at ${embedded}; run \`svc auth init ${shellQuote(project.dir)}\` first`, {
+      code: 'project_not_found',
+    });
   }
   let store: Store;
   try {
@@ -206,14 +208,15 @@ export async function openControlStore(
     });
   } catch (error) {
     if (error instanceof ConfigError) {
-      throw new CliError(`invalid store configuration in ${project.file}`, {
+      throw new RuntimeError(`invalid store configuration in ${project.file}`, {
+        code: 'config_invalid',
         details: error.problems.map((p) => `${p.file}: ${p.key}: ${p.message}`),
       });
     }
-    if (error instanceof CliError) throw error;
+    if (error instanceof RuntimeError) throw error;
     // The stores' refusals already name the path and the fix (e.g. the chmod to run).
-    if (errorCodeOf(error) === 'store_open_failed') throw new CliError((error as Error).message, { cause: error });
-    throw new CliError(`cannot open the control store (${name}): ${(error as Error).message}`, { cause: error });
+    if (errorCodeOf(error) === 'store_open_failed') throw new RuntimeError((error as Error).message, { cause: error });
+    throw new RuntimeError(`cannot open the control store (${name}): ${(error as Error).message}`, { cause: error });
   }
   addonStatus.set(store, {
     package: name,
@@ -249,7 +252,7 @@ export async function initProjectId(store: Store): Promise<string> {
 export async function makeDeps(project: Project, store: Store, log: Logger): Promise<AuthDeps> {
   const info = await store.getProject();
   if (info === null) {
-    throw new CliError(`the control database ${project.controlDb} holds no project; run \`svc auth init ${shellQuote(project.dir)}\``);
+    throw new RuntimeError(`the control database ${project.controlDb} holds no project; run \`svc auth init ${shellQuote(project.dir)}\``);
   }
   return {
     store,
@@ -271,7 +274,7 @@ export async function makeDeps(project: Project, store: Store, log: Logger): Pro
 export function assertNotWritableByOthers(path: string, what: string): void {
   const mode = statSync(path).mode;
   if ((mode & 0o022) !== 0) {
-    throw new CliError(
+    throw new RuntimeError(
       `refusing to load ${what} ${path}: its mode ${(mode & 0o777).toString(8)} lets ${(mode & 0o020) !== 0 ? 'its group' : 'others'} change it; run \`chmod go-w ${path}\``,
     );
   }
@@ -288,10 +291,10 @@ export function assertOwnerOnly(path: string, what: string): void {
   try {
     mode = statSync(path).mode;
   } catch {
-    throw new CliError(`${what} ${path} does not exist; run \`svc auth init\` on the project first`);
+    throw new RuntimeError(`${what} ${path} does not exist; run \`svc auth init\` on the project first`);
   }
   if ((mode & 0o077) !== 0) {
-    throw new CliError(
+    throw new RuntimeError(
       `refusing to use ${what} ${path}: its mode ${(mode & 0o777).toString(8)} lets others read it; run \`chmod 600 ${path}\``,
     );
   }
