@@ -175,14 +175,15 @@ export async function gatewayDocumentedRoutes(deps: AuthDeps): Promise<readonly 
   });
   let served: readonly RegisteredRoute[];
   try {
-    served = registeredRoutes(gateway).filter((r) => r.url.startsWith(RESERVED_PREFIX) || RESERVED_CATCH_ALLS.has(r.url));
+    // Nothing else is registered before an application is attached: every route is reserved.
+    served = registeredRoutes(gateway).filter((r) => !RESERVED_CATCH_ALLS.has(r.url));
   } finally {
     await gateway.close();
   }
   const out: RegisteredRoute[] = [];
   const used = new Set<string>();
   for (const route of served) {
-    if (RESERVED_CATCH_ALLS.has(route.url)) continue;
+    if (!route.url.startsWith(RESERVED_PREFIX)) throw new TypeError(`the gateway registered ${route.url} outside ${RESERVED_PREFIX}`);
     const key = `${route.method} ${route.url}`;
     const doc = GATEWAY_ROUTE_DOCS[key];
     if (doc !== undefined) used.add(key);
