@@ -121,6 +121,16 @@ export function renderAuditSinksTable(): string {
 }
 
 /**
+ * The sentence of docs/configuration.md's "Profiles" that names the keys a profile may override:
+ * the `project.edn` keys core's table marks `inProfile`, the very set the loader accepts.
+ */
+export function renderProfileKeys(): string {
+  const keys = PROJECT_KEYS.filter((k) => k.inProfile).map((k) => `\`${k.key}\``);
+  const list = keys.length > 1 ? `${keys.slice(0, -1).join(', ')} and ${keys.at(-1)}` : keys.join('');
+  return `A profile may override ${list}; maps merge key by key. Any other key in a profile is refused at load, naming the keys a profile may override.`;
+}
+
+/**
  * Replaces a generated block of a document: the first unnamed one, or with `name` the one
  * opened by `<!-- generated: NAME: do not edit by hand (npm run docs) -->`.
  */
@@ -137,6 +147,7 @@ export const GENERATED_DOCS: Record<string, () => string> = {
   'docs/errors.md': renderErrorTable,
   'docs/configuration.md': renderSettingsTable,
   'docs/configuration.md#audit-sinks': renderAuditSinksTable,
+  'docs/configuration.md#profile-keys': renderProfileKeys,
 };
 
 /**

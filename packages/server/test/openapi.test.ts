@@ -4,7 +4,7 @@ import { after, before, describe, test } from 'node:test';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { canonicalJson, ERROR_CODES, sha256Hex } from '@svc/core';
 import { type RegisteredRoute, registeredRoutes } from '../src/http/route-registry.js';
-import { buildOpenApiDocument, OPENAPI_PATH, renderOpenApiDocument } from '../src/index.js';
+import { buildGatewayApp, buildOpenApiDocument, OPENAPI_PATH, renderOpenApiDocument } from '../src/index.js';
 import { admin, api } from './support/harness.js';
 import { type NodeHarness, startNodeHarness } from './support/node-harness.js';
 
@@ -71,14 +71,62 @@ describe('OpenAPI document', () => {
   });
 });
 
+/** The gateway's 404 catch-alls of the reserved prefix: they answer every other path, and are no operation of the API. */
+const GATEWAY_CATCH_ALLS = ['/.svc', '/.svc/*'];
+
 describe('routes served against the document', () => {
   let h: NodeHarness;
   let doc: Doc;
+  let gateway: readonly RegisteredRoute[];
   before(async () => {
     h = await startNodeHarness();
     doc = JSON.parse(readFileSync(committed, 'utf8'));
+    // The routes a gateway registers before any application is attached: its reserved /.svc/ routes.
+    const app = await buildGatewayApp({
+      deps: h.deps,
+      logger: false,
+      policy: { publicPaths: [], identityHeaders: [], requirements: [] },
+      trustedProxies: [],
+    });
+    gateway = registeredRoutes(app).filter((r) => !GATEWAY_CATCH_ALLS.includes(r.url));
+    await app.close();
   });
   after(() => h.close());
+
+  /**
+   * What is wrong with how a gateway route is described, or nothing. Its browser routes answer
+   * HTML, redirects or the provider's JSON, so they register no response schema: the document
+   * must still give each a success answer and the problem+json refusals.
+   */
+  function gatewayProblemsOf(route: RegisteredRoute): string[] {
+    const where = `${route.method} ${route.url}`;
+    const op = doc.paths[openApiPath(route.url)]?.[route.method.toLowerCase()];
+    if (op === undefined) return [`${where} is served by the gateway but not in docs/openapi.json`];
+    const out: string[] = [];
+    if (JSON.stringify(op.tags) !== JSON.stringify(['gateway'])) out.push(`${where} is tagged ${JSON.stringify(op.tags)}, not gateway`);
+    if (typeof op.summary !== 'string' || op.summary === '') out.push(`${where} has no summary`);
+    if (!Object.keys(op.responses).some((s) => /^[23]\d\d$/.test(s))) out.push(`${where} documents no success answer`);
+    if (op.responses['400'] === undefined || op.responses['500'] === undefined) out.push(`${where} documents no problem+json refusals`);
+    const pathParams = (op.parameters ?? []).filter((p: Doc) => p.in === 'path').map((p: Doc) => p.name);
+    for (const name of [...route.url.matchAll(/:([A-Za-z0-9_]+)/g)].map((m) => m[1])) {
+      if (!pathParams.includes(name)) out.push(`${where} does not document its path parameter ${name}`);
+    }
+    return out;
+  }
+
+  test("every route of the gateway's reserved prefix is in the document, tagged gateway, with its answers (and nothing else is)", () => {
+    assert.ok(gateway.length >= 12, `the gateway registered only ${gateway.length} reserved routes`);
+    assert.ok(gateway.every((r) => r.url.startsWith('/.svc/')));
+    assert.deepEqual(gateway.flatMap(gatewayProblemsOf), []);
+    const inDocument = operationsOf(doc).filter((op) => op.split(' ')[1]?.startsWith('/.svc/'));
+    assert.deepEqual(inDocument, gateway.map((r) => `${r.method} ${openApiPath(r.url)}`).sort());
+  });
+
+  test('the application-realm bearer routes name the applicationBearer scheme, the management ones managementBearer', () => {
+    assert.deepEqual(doc.paths['/.svc/auth/v1/me'].get.security, [{ applicationBearer: [] }]);
+    assert.deepEqual(doc.paths['/v1/auth/me'].get.security, [{ managementBearer: [] }]);
+    assert.equal(doc.components.securitySchemes.applicationBearer.scheme, 'bearer');
+  });
 
   /** What is wrong with how `route` is described, or nothing. */
   function problemsOf(route: RegisteredRoute, surface: 'management' | 'node'): string[] {
@@ -102,7 +150,7 @@ describe('routes served against the document', () => {
     const problems = [...management.map((r) => problemsOf(r, 'management')), ...node.map((r) => problemsOf(r, 'node'))].flat();
     assert.deepEqual(problems, []);
     // And the document lists nothing that is not served.
-    const served = [...management, ...node].map((r) => `${r.method} ${openApiPath(r.url)}`).sort();
+    const served = [...management, ...node, ...gateway].map((r) => `${r.method} ${openApiPath(r.url)}`).sort();
     assert.deepEqual(operationsOf(doc), served);
   });
 

@@ -1,8 +1,8 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { createRequire } from 'node:module';
 import fastifySwagger from '@fastify/swagger';
-import { type AuthDeps, DEFAULT_AUTH_SETTINGS } from '@svc/core';
-import Fastify from 'fastify';
+import { type AuthDeps, DEFAULT_AUTH_SETTINGS, isReservedPath } from '@svc/core';
+import Fastify, { type HTTPMethods } from 'fastify';
 import { createChallengeBudget } from '../http/challenge-budget.js';
 import { createFailureLimiter } from '../http/failure-limiter.js';
 import { hardenSurface } from '../http/harden.js';
@@ -10,6 +10,7 @@ import { registerManagementRoutes } from '../management/route-plugins.js';
 import { ed25519KeyProvider } from '../node/components.js';
 import { createNodeIdentity } from '../node/identity.js';
 import { registerNodeRoutes } from '../node/route-plugins.js';
+import { gatewayDocumentedRoutes } from './gateway.js';
 
 /** An OpenAPI 3.1 document as JSON. */
 export type OpenApiDocument = Record<string, unknown>;
@@ -28,24 +29,27 @@ function unusable(what: string): never {
   ) as never;
 }
 
-/** Which surface a path belongs to: the node surface's paths are `/.well-known/edge` and `/edge/...`. */
-function surfaceOf(url: string): 'node' | 'management' {
+/** Which surface a path belongs to: the node surface's paths are `/.well-known/edge` and `/edge/...`, the gateway's `/.svc/...`. */
+function surfaceOf(url: string): 'node' | 'management' | 'gateway' {
+  if (isReservedPath(url)) return 'gateway';
   return url === '/.well-known/edge' || url.startsWith('/edge/') ? 'node' : 'management';
 }
 
 const DESCRIPTION = [
   'The HTTP surfaces of svc auth, generated from the route schemas (`npm run docs` writes docs/openapi.json).',
   'Each surface listens on its own address: operations tagged `management` are the loopback management API',
-  '(default 127.0.0.1:9090), operations tagged `node` the node surface (`SVC_NODE_LISTEN`).',
-  "The gateway's application-realm auth routes join this document when the gateway lands.",
+  '(default 127.0.0.1:9090), operations tagged `node` the node surface (`SVC_NODE_LISTEN`), operations tagged',
+  "`gateway` the application gateway's own routes under `/.svc/` (`:svc/app-listen`, default 127.0.0.1:8080):",
+  'the application-realm sign-in, the browser sign-in through provider packages, and the keys that sign `Svc-Assertion`.',
   'Every error is application/problem+json with a stable `code` (docs/errors.md).',
 ].join(' ');
 
 /**
- * Generates the OpenAPI 3.1 document of the management API and the node surface from their
- * route schemas: it registers the very route lists the running surfaces register
- * ({@link registerManagementRoutes}, {@link registerNodeRoutes}) on an app that never listens
- * and never runs a handler, and lets @fastify/swagger describe them. The problem+json body is
+ * Generates the OpenAPI 3.1 document of the management API, the node surface and the
+ * application gateway's own routes from their route schemas: it registers the very route lists
+ * the running surfaces register ({@link registerManagementRoutes}, {@link registerNodeRoutes},
+ * and the routes a built gateway registered, see {@link gatewayDocumentedRoutes}) on an app that
+ * never listens and never runs a handler, and lets @fastify/swagger describe them. The problem+json body is
  * the shared component `Problem`.
  *
  * @example
@@ -61,6 +65,7 @@ export async function buildOpenApiDocument(): Promise<OpenApiDocument> {
       tags: [
         { name: 'management', description: 'The loopback management API' },
         { name: 'node', description: 'The node surface (may listen on a network address)' },
+        { name: 'gateway', description: "The application gateway's reserved routes under /.svc/ (the application realm)" },
       ],
       components: {
         securitySchemes: {
@@ -68,6 +73,11 @@ export async function buildOpenApiDocument(): Promise<OpenApiDocument> {
             type: 'http',
             scheme: 'bearer',
             description: 'A management-realm access token (POST /v1/auth/sessions, POST /v1/auth/refresh)',
+          },
+          applicationBearer: {
+            type: 'http',
+            scheme: 'bearer',
+            description: 'An application-realm access token (POST /.svc/auth/v1/sessions, POST /.svc/auth/v1/refresh on the gateway)',
           },
         },
       },
@@ -100,6 +110,18 @@ export async function buildOpenApiDocument(): Promise<OpenApiDocument> {
     checkTimeoutMs: 2000,
     limiter,
   });
+  // The gateway's routes come from a gateway the same code builds (see gatewayDocumentedRoutes):
+  // registered here with their schemas and a handler the document never runs.
+  for (const route of await gatewayDocumentedRoutes(deps)) {
+    app.route({
+      method: route.method as HTTPMethods,
+      url: route.url,
+      ...(route.schema === undefined ? {} : { schema: route.schema }),
+      handler: () => {
+        throw new TypeError('the OpenAPI generator runs no route');
+      },
+    });
+  }
   await app.ready();
   const document = app.swagger() as OpenApiDocument;
   await app.close();

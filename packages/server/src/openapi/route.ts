@@ -11,7 +11,7 @@ export interface OpenApiRouteOptions {
 
 const openApiResponse = {
   type: 'object',
-  description: 'The OpenAPI 3.1 document of the management API and the node surface',
+  description: "The OpenAPI 3.1 document of the management API, the node surface and the gateway's /.svc/ routes",
   required: ['openapi', 'info', 'paths'],
   additionalProperties: true,
   properties: {
