@@ -1,15 +1,12 @@
 // The public API of @svc/core, by name: the use cases and what they take and return, the
-// domain types, tokens, audit chain, keys and errors. Store authors import `@svc/core/store`
-// (the Store contract, the rules a store applies, its rows); configuration is
-// `@svc/core/config`; SQL text shared by the two SQL stores is `@svc/core/sql-rows`.
+// domain types, tokens, audit chain, keys, errors and wire shapes. Each name has one face:
+// store authors import `@svc/core/store` (the Store contract, its records, the rules a store
+// applies, its rows, store faults); reading `project.edn` is `@svc/core/config`; the settings
+// table with every default and limit is `@svc/core/settings`; SQL text shared by the two SQL
+// stores is `@svc/core/sql-rows`.
 
-export { ADDON_MANIFEST_FILE, type StoreAddonContext, type StoreAddonExport } from './addon.js';
-export {
-  type AppGatewayConfig,
-  type AppPathRequirement,
-  type AppTlsConfig,
-  DEFAULT_APP_GATEWAY_CONFIG,
-} from './app-config.js';
+export { ADDON_MANIFEST_FILE } from './addon.js';
+export { DEFAULT_APP_GATEWAY_CONFIG } from './app-config.js';
 export {
   ASSERTION_TYP,
   type AssertionClaims,
@@ -76,20 +73,10 @@ export {
   TLS_COOKIE_NAMES,
 } from './browser-policy.js';
 export { canonicalJson, type JsonValue, rfc8785Json } from './canonical-json.js';
-export {
-  type AuthDeps,
-  type AuthSettings,
-  type Clock,
-  DEFAULT_AUTH_SETTINGS,
-  type Logger,
-  type RandomBytes,
-  silentLogger,
-} from './deps.js';
+export type { AuthDeps } from './deps.js';
 export {
   accessTokenHash,
   bindsRefresh,
-  DPOP_MAX_AGE_SECONDS,
-  DPOP_MAX_FUTURE_SKEW_SECONDS,
   DPOP_NONCE_ROTATE_SECONDS,
   DPOP_NONCE_TTL_SECONDS,
   DPOP_PROOF_CHALLENGE,
@@ -102,9 +89,6 @@ export {
   jwkThumbprint,
   normalizedHtu,
   publicJwkOfHex,
-  SENDER_CONSTRAINTS,
-  type SenderConstraint,
-  type SenderConstraints,
   thumbprintOfPublicKeyHex,
   useDpopNonce,
   type VerifiedDpopProof,
@@ -113,8 +97,6 @@ export {
 export { parsePublicKeyHex, publicKeyHexOf, verifyEd25519, verifyEd25519Async } from './ed25519.js';
 export {
   AuthError,
-  ConfigError,
-  type ConfigProblem,
   ERROR_CODES,
   type ErrorCode,
   errorCodeOf,
@@ -152,10 +134,10 @@ export {
   WEBSOCKET_SESSION_CHECK_SECONDS,
 } from './gateway-policy.js';
 export { type IdKind, isIdOfKind, newId } from './ids.js';
-export { cidrPrefixLength, ipVersion, isIpOrCidr } from './ip-address.js';
 export { DEVICE_KEY_PROVIDER_KIND, type NodeHealthFacts, type NodeHealthVerdict, nodeHealthVerdict } from './node-health-verdict.js';
 export { isValidNodeId, NODE_ID_PATTERN, nodeIdOf, normalizeNodeId } from './node-id.js';
 export { type NodeKeySetJson, nodeKeyValidAt } from './node-keys.js';
+export { type Clock, type Logger, type RandomBytes, silentLogger } from './ports.js';
 export { makePrincipal, type Principal, type PrincipalClaims } from './principal.js';
 export {
   type AuthProvider,
@@ -196,38 +178,8 @@ export {
   IDENTITY_MAX_CHARS,
 } from './provider-policy.js';
 export { isRealm, type Realm } from './realm.js';
+export { SENDER_CONSTRAINTS, type SenderConstraint, type SenderConstraints } from './sender-constraint.js';
 export { type SessionClientInput, sessionClient, USER_AGENT_MAX_CHARS } from './session-client.js';
-export {
-  ASSERTION_KEY_OVERLAP_SECONDS,
-  ASSERTION_KEY_PREPUBLISH_SECONDS,
-  ASSERTION_MAX_TTL_SECONDS,
-  ASSERTION_TTL_SECONDS,
-  BOOTSTRAP_TOKEN_TTL_SECONDS,
-  DEFAULT_APP_LISTEN,
-  DEFAULT_NODE_LISTEN,
-  formatLimit,
-  MAX_REQUEST_BODY_BYTES,
-  PAIRING_MIN_TTL_SECONDS,
-} from './settings.js';
-export {
-  type AttemptReservation,
-  type BootstrapOutcome,
-  type ChallengeRecord,
-  type DeviceRecord,
-  type FlowRecord,
-  type LinkRecord,
-  type LinkSessionOutcome,
-  type PairingCompletion,
-  type PairingIntentRecord,
-  type RotationOutcome,
-  type SessionRecord,
-  STORE_CONTRACT_VERSION,
-  STORE_OPERATIONS,
-  type Store,
-  type StoreStats,
-  type TokenPairDigests,
-} from './store.js';
-export { type StoreFault, StoreUnavailableError, storeFaultOf } from './store-fault.js';
 export { rfc3339, secondsUntil } from './time.js';
 export {
   digestsEqual,
@@ -264,7 +216,6 @@ export {
   completePairing,
   type LinkableProvider,
   normalizePairingCode,
-  PAIRING_MAX_FAILURES,
   type PreparedPairing,
   pairingProofString,
   prepareLinkPairing,

@@ -2,10 +2,6 @@ import assert from 'node:assert/strict';
 import { generateKeyPairSync } from 'node:crypto';
 import { describe, test } from 'node:test';
 import {
-  ASSERTION_KEY_OVERLAP_SECONDS,
-  ASSERTION_KEY_PREPUBLISH_SECONDS,
-  ASSERTION_MAX_TTL_SECONDS,
-  ASSERTION_TTL_SECONDS,
   type AssertionKeySetJson,
   assertionAudienceOf,
   assertionClaims,
@@ -21,6 +17,12 @@ import {
   rfc3339,
   rotateAssertionKeySet,
 } from '@svc/core';
+import {
+  ASSERTION_KEY_OVERLAP_SECONDS,
+  ASSERTION_KEY_PREPUBLISH_SECONDS,
+  ASSERTION_MAX_TTL_SECONDS,
+  ASSERTION_TTL_SECONDS,
+} from '@svc/core/settings';
 
 const fresh = (): FreshAssertionKey => {
   const jwk = generateKeyPairSync('ed25519').privateKey.export({ format: 'jwk' });

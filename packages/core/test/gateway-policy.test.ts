@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import type { AppPathRequirement } from '../src/app-config.js';
 import {
-  type AppPathRequirement,
   AuthError,
   framingRefusal,
   IDENTITY_HEADER_NAMES,
