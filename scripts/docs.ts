@@ -1,21 +1,19 @@
 // Renders the generated parts of docs/ from the one place each fact lives in code, so the
 // docs cannot drift: `npm run docs` writes them, and a test fails when they differ.
 import { ERROR_CODES, FAILURE_CODES, HTTP_ERROR_CLASSES } from '@svc/core';
+import { AUDIT_SINK_SETTINGS, type ConfigField, PROVIDER_POLICY_SETTINGS } from '@svc/core/config';
 import {
-  AUDIT_SINK_SETTINGS,
   AUTH_SETTINGS,
   AUTH_STORE_KEY,
   AUTH_STORE_MEANING,
   CAPABILITIES,
-  type ConfigField,
   FIXED_LIMITS,
   formatLimit,
   PROJECT_KEYS,
-  PROVIDER_POLICY_SETTINGS,
   SENDER_CONSTRAINT_KEY,
   SENDER_CONSTRAINT_MEANING,
   WEAKENING_KEYS,
-} from '@svc/core/config';
+} from '@svc/core/settings';
 import { POSTGRES_STORE_CONFIG } from 'svc-store-postgres/config-fields';
 import { SQLITE_STORE_CONFIG } from 'svc-store-sqlite/config-fields';
 

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { type AuditShippingHealth, auditShippingAfter, type Store } from '@svc/core';
+import { type AuditShippingHealth, auditShippingAfter } from '@svc/core';
+import type { Store } from '@svc/core/store';
 import type { FastifyInstance } from 'fastify';
 import { buildMetricsApp, createServiceMetrics } from '../src/index.js';
 import { breakablePing, type NodeHarness, nodeApi, startNodeHarness } from './support/node-harness.js';

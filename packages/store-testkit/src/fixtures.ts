@@ -7,7 +7,6 @@ import {
   auditDraft,
   createChallenge,
   createSession,
-  type DeviceRecord,
   digestToken,
   enrollWithBootstrapToken,
   issueBootstrapToken,
@@ -18,16 +17,20 @@ import {
   publicJwkOfHex,
   publicKeyHexOf,
   type Realm,
-  type RotationOutcome,
   rotationAuditDraft,
-  type SessionRecord,
-  type Store,
   type SvcErrorCode,
-  type TokenPairDigests,
   type TokenPairJson,
   authenticate as useCaseAuthenticate,
 } from '@svc/core';
-import { newSessionRecord, sealSuccessor } from '@svc/core/store';
+import {
+  type DeviceRecord,
+  newSessionRecord,
+  type RotationOutcome,
+  type SessionRecord,
+  type Store,
+  sealSuccessor,
+  type TokenPairDigests,
+} from '@svc/core/store';
 
 /** An Ed25519 device key: its public half as hex, and a signer over UTF-8 strings. */
 export interface DeviceKey {

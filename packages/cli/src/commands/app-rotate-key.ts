@@ -1,4 +1,5 @@
-import { ASSERTION_KEY_OVERLAP_SECONDS, ASSERTION_KEY_PREPUBLISH_SECONDS, auditDraft, formatLimit } from '@svc/core';
+import { auditDraft } from '@svc/core';
+import { ASSERTION_KEY_OVERLAP_SECONDS, ASSERTION_KEY_PREPUBLISH_SECONDS, formatLimit } from '@svc/core/settings';
 import { parseCommandArgs } from '../args.js';
 import { rotateAssertionKeys } from '../assertion-keys.js';
 import { CliError } from '../cli-error.js';

@@ -1,6 +1,8 @@
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { BOOTSTRAP_TOKEN_TTL_SECONDS, ConfigError, formatLimit, issueBootstrapToken, rfc3339 } from '@svc/core';
+import { issueBootstrapToken, rfc3339 } from '@svc/core';
+import { ConfigError } from '@svc/core/config';
+import { BOOTSTRAP_TOKEN_TTL_SECONDS, formatLimit } from '@svc/core/settings';
 import { parseCommandArgs } from '../args.js';
 import { bundledSqliteAddon, installBundledStoreIfPinned } from '../bundled-addons.js';
 import { CliError, UsageError } from '../cli-error.js';

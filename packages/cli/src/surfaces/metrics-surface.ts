@@ -1,4 +1,5 @@
-import type { AuditShippingHealth, Store } from '@svc/core';
+import type { AuditShippingHealth } from '@svc/core';
+import type { Store } from '@svc/core/store';
 import {
   type BearerCacheCounters,
   buildMetricsApp,

@@ -6,7 +6,8 @@ import { tmpdir } from 'node:os';
 import { dirname, isAbsolute, join, relative, sep } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { serialize } from 'node:v8';
-import { type FailureCode, MAX_REQUEST_BODY_BYTES } from '@svc/core';
+import type { FailureCode } from '@svc/core';
+import { MAX_REQUEST_BODY_BYTES } from '@svc/core/settings';
 
 /**
  * An application module of module mode: the `svc/app` export of a verified package (a Fastify
