@@ -21,7 +21,6 @@ import {
   auditEventToJson,
   auditShippingAfter,
   errorCodeOf,
-  type FailureCode,
   GENESIS_HASH,
   signAuditCheckpoint,
   sinkDirectoryRefusal,
@@ -30,6 +29,7 @@ import {
 import type { AuditSinks } from '@svc/core/config';
 import type { NodeIdentity } from '@svc/server';
 import type { Logger } from 'pino';
+import type { AuditShippingFailureCode } from './audit-shipping-failure-codes.js';
 import { CliError } from './cli-error.js';
 import { assertOwnerOnly, mkdirOwnerOnly } from './control.js';
 import { writeFileAtomic } from './node-key-history.js';
@@ -377,12 +377,12 @@ export interface AuditShipping {
 
 /** The chain no longer continues the one the sinks have: shipping stops until the operator decides. */
 class ShipStall extends Error {
-  readonly code = 'audit_ship_stalled' satisfies FailureCode;
+  readonly code = 'audit_ship_stalled' satisfies AuditShippingFailureCode;
 }
 
 /** A delivery attempt failed without a stable code of its own (the sink could not be written, the cursor file could not be read). */
 class AuditShipError extends Error {
-  readonly code = 'audit_ship_failed' satisfies FailureCode;
+  readonly code = 'audit_ship_failed' satisfies AuditShippingFailureCode;
 
   constructor(cause: unknown) {
     super(cause instanceof Error ? cause.message : String(cause), { cause });

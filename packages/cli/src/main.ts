@@ -1,6 +1,7 @@
-import { ERROR_CODES, isErrorCode, type SvcErrorCode } from '@svc/core';
+import { ERROR_CODES, isErrorCode } from '@svc/core';
 import { CliError, EXIT, UsageError } from './cli-error.js';
 import { COMMANDS, type CommandEntry } from './commands/index.js';
+import type { SvcErrorCode } from './failure-codes.js';
 import { jsonText, OutputClosedError, outputClosed, printError, printLine } from './output.js';
 import { closest } from './suggest.js';
 import { VERSION } from './version.js';

@@ -97,17 +97,20 @@ export {
 export { parsePublicKeyHex, publicKeyHexOf, verifyEd25519, verifyEd25519Async } from './ed25519.js';
 export {
   AuthError,
+  CORE_FAILURE_CODES,
+  type CoreFailureCode,
+  defineFailureCodes,
   ERROR_CODES,
   type ErrorCode,
   errorCodeOf,
-  FAILURE_CODES,
-  type FailureCode,
+  type FailureCodeEntry,
+  type FailureCodeTable,
   type FailureExit,
+  failureCodeEntry,
   HTTP_ERROR_CLASSES,
   isErrorCode,
   isFailureCode,
   StoreOpenError,
-  type SvcErrorCode,
 } from './errors.js';
 export {
   FRAMING_HEADER_NAMES,

@@ -5,9 +5,11 @@ import {
   type AuditEventDraft,
   type AuthDeps,
   auditDraft,
+  type CoreFailureCode,
   createChallenge,
   createSession,
   digestToken,
+  type ErrorCode,
   enrollWithBootstrapToken,
   issueBootstrapToken,
   mintSessionToken,
@@ -18,7 +20,6 @@ import {
   publicKeyHexOf,
   type Realm,
   rotationAuditDraft,
-  type SvcErrorCode,
   type TokenPairJson,
   authenticate as useCaseAuthenticate,
 } from '@svc/core';
@@ -56,7 +57,7 @@ export function newDeviceKey(): DeviceKey {
 }
 
 /** Asserts that `promise` rejects with an error whose `code` is `code` (never the message text). */
-export async function rejectsWithCode(promise: Promise<unknown>, code: SvcErrorCode): Promise<void> {
+export async function rejectsWithCode(promise: Promise<unknown>, code: ErrorCode | CoreFailureCode): Promise<void> {
   await assert.rejects(promise, (error: unknown) => {
     assert.ok(error instanceof Error, 'expected an Error');
     assert.equal((error as { code?: unknown }).code, code, `expected code ${code}, got ${String((error as { code?: unknown }).code)}`);
