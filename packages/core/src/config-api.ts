@@ -5,8 +5,7 @@
 // The settings table they read (every key's default, bounds and meaning) is `@svc/core/settings`.
 
 export type { AppGatewayConfig, AppPathRequirement, AppTlsConfig } from './app-config.js';
-export { appListenProblem, appPathPatternProblem } from './app-config-reader.js';
-export { AUDIT_SINK_SETTINGS, type AuditSinkSetting, type AuditSinks, DEFAULT_AUDIT_SINKS } from './audit-sinks-config.js';
+export { AUDIT_SINK_SETTINGS, type AuditSinkSetting, type AuditSinks } from './audit-sinks-config.js';
 export { type ModuleConfig, type PackagePin, type ProjectConfig, type ValidateOptions, validateProjectConfig } from './config.js';
 export { type EdnKeyword, type EdnMap, type EdnTagged, type EdnValue, isEdnMap, isKeyword, isTagged } from './edn-model.js';
 export { ConfigError, type ConfigProblem } from './errors.js';
@@ -18,12 +17,6 @@ export {
   readModuleConfig,
   type SecretRef,
 } from './module-config.js';
-export {
-  PROVIDER_ALIAS,
-  PROVIDER_POLICY_SETTINGS,
-  type ProviderModuleConfig,
-  type ProviderPolicySetting,
-  readProviderModuleConfig,
-} from './provider-config.js';
+export { PROVIDER_POLICY_SETTINGS, type ProviderModuleConfig, type ProviderPolicySetting } from './provider-config.js';
 export { providerSettingsJson } from './provider-settings.js';
 export { trustedPublishersOf } from './trusted-publishers.js';

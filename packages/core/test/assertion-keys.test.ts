@@ -6,9 +6,7 @@ import {
   assertionAudienceOf,
   assertionClaims,
   assertionHtu,
-  assertionKeyId,
   assertionSigningKey,
-  DEFAULT_APP_GATEWAY_CONFIG,
   type FreshAssertionKey,
   firstAssertionKeySet,
   makePrincipal,
@@ -23,6 +21,8 @@ import {
   ASSERTION_MAX_TTL_SECONDS,
   ASSERTION_TTL_SECONDS,
 } from '@svc/core/settings';
+import { DEFAULT_APP_GATEWAY_CONFIG } from '../src/app-config.js';
+import { assertionKeyId } from '../src/assertion-keys.js';
 
 const fresh = (): FreshAssertionKey => {
   const jwk = generateKeyPairSync('ed25519').privateKey.export({ format: 'jwk' });
