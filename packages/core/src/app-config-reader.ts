@@ -83,6 +83,9 @@ export function appListenProblem(value: string): string | null {
 /**
  * Reads the `:svc/app-*` keys of one merged configuration into an {@link AppGatewayConfig},
  * reporting every problem through `bad` (file, key, what was expected).
+ *
+ * @example
+ * const app = readAppGatewayConfig(merged, (key, message) => problems.push({ file, key, message }));
  */
 export function readAppGatewayConfig(merged: EdnMap, bad: (key: string, message: string) => void): AppGatewayConfig {
   const out: { -readonly [K in keyof AppGatewayConfig]: AppGatewayConfig[K] } = { ...DEFAULT_APP_GATEWAY_CONFIG };

@@ -88,7 +88,12 @@ export const DEFAULT_AUDIT_SINKS: AuditSinks = Object.freeze(
   Object.fromEntries(AUDIT_SINK_SETTINGS.map((s) => [s.field, s.default])) as unknown as AuditSinks,
 );
 
-/** Reads `:svc/audit-sinks` against {@link AUDIT_SINK_SETTINGS}, reporting every problem through `bad`. */
+/**
+ * Reads `:svc/audit-sinks` against {@link AUDIT_SINK_SETTINGS}, reporting every problem through `bad`.
+ *
+ * @example
+ * const sinks = readAuditSinks(merged.get(':svc/audit-sinks'), bad); // DEFAULT_AUDIT_SINKS when absent
+ */
 export function readAuditSinks(v: EdnValue | undefined, bad: (key: string, message: string) => void): AuditSinks {
   if (v === undefined) return DEFAULT_AUDIT_SINKS;
   if (!isEdnMap(v)) {

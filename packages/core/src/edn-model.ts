@@ -16,15 +16,30 @@ export type EdnMap = ReadonlyMap<string, EdnValue>;
 /** A parsed EDN value as the config schema sees it. */
 export type EdnValue = string | number | bigint | boolean | null | EdnKeyword | EdnTagged | readonly EdnValue[] | EdnMap;
 
-/** Whether a value is an EDN map. */
+/**
+ * Whether a value is an EDN map.
+ *
+ * @example
+ * isEdnMap(new Map()); // true
+ */
 export function isEdnMap(v: EdnValue | undefined): v is EdnMap {
   return v instanceof Map;
 }
-/** Whether a value is an EDN keyword. */
+/**
+ * Whether a value is an EDN keyword.
+ *
+ * @example
+ * isKeyword({ keyword: 'svc/store' }); // true
+ */
 export function isKeyword(v: EdnValue | undefined): v is EdnKeyword {
   return typeof v === 'object' && v !== null && !(v instanceof Map) && !Array.isArray(v) && 'keyword' in v;
 }
-/** Whether a value is a tagged literal. */
+/**
+ * Whether a value is a tagged literal.
+ *
+ * @example
+ * isTagged({ tag: 'svc/secret', value: 'env:PGPASSWORD' }); // true
+ */
 export function isTagged(v: EdnValue | undefined): v is EdnTagged {
   return typeof v === 'object' && v !== null && !(v instanceof Map) && !Array.isArray(v) && 'tag' in v;
 }

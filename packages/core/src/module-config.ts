@@ -44,6 +44,9 @@ export type ModuleConfigSchemas = Readonly<Record<string, Readonly<Record<string
  * Checks the `:config` of a package whose field table svc does not know: its addon reads the
  * values, but no tag other than `#svc/secret` is accepted, every secret reference must be well
  * formed, and a key named like a credential may only hold a reference, never the secret.
+ *
+ * @example
+ * checkOpaqueConfig(module.config, ':svc/modules :app :config', file, problems);
  */
 export function checkOpaqueConfig(value: EdnValue, key: string, file: string, problems: ConfigProblem[]): void {
   if (isEdnMap(value)) {
@@ -95,7 +98,12 @@ export function readModuleConfig<K extends string>(
   return out;
 }
 
-/** {@link readModuleConfig} that adds its problems to `problems` instead of throwing. */
+/**
+ * {@link readModuleConfig} that adds its problems to `problems` instead of throwing.
+ *
+ * @example
+ * const values = checkModuleConfig(config, fields, { file, key: ':svc/modules :store :config' }, problems);
+ */
 export function checkModuleConfig<K extends string>(
   config: EdnMap,
   fields: Readonly<Record<K, ConfigField>>,

@@ -9,7 +9,12 @@ import { ConfigError, type ConfigProblem } from './errors.js';
 /** A publisher name of `:svc/trusted-publishers`: what install and audit name the signer by. */
 const PUBLISHER_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 
-/** Reads `:svc/trusted-publishers` (name → 64 hex Ed25519 public key), reporting every problem through `bad`. */
+/**
+ * Reads `:svc/trusted-publishers` (name → 64 hex Ed25519 public key), reporting every problem through `bad`.
+ *
+ * @example
+ * const trusted = readTrustedPublishers(merged.get(':svc/trusted-publishers'), bad); // { svc: 'ab12…' }
+ */
 export function readTrustedPublishers(v: EdnValue | undefined, bad: (key: string, message: string) => void): Record<string, string> {
   const out: Record<string, string> = {};
   if (v === undefined) return out;
