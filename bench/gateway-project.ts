@@ -14,7 +14,6 @@ import {
   completePairing,
   createChallenge,
   createSession,
-  DEFAULT_AUTH_SETTINGS,
   enrollWithBootstrapToken,
   issueBootstrapToken,
   pairingProofString,
@@ -22,6 +21,7 @@ import {
   publicKeyHexOf,
   silentLogger,
 } from '@svc/core';
+import { DEFAULT_AUTH_SETTINGS } from '@svc/core/settings';
 import type { FastifyInstance } from 'fastify';
 import { openSqliteStore } from 'svc-store-sqlite';
 

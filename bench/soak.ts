@@ -9,16 +9,9 @@ import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
-import {
-  type AuthDeps,
-  authenticate,
-  createChallenge,
-  createSession,
-  DEFAULT_AUTH_SETTINGS,
-  rotateRefreshToken,
-  type Store,
-  silentLogger,
-} from '@svc/core';
+import { type AuthDeps, authenticate, createChallenge, createSession, rotateRefreshToken, silentLogger } from '@svc/core';
+import { DEFAULT_AUTH_SETTINGS } from '@svc/core/settings';
+import type { Store } from '@svc/core/store';
 import { newDeviceKey } from '@svc/store-testkit';
 import Database from 'better-sqlite3';
 import { openSqliteStore } from 'svc-store-sqlite';

@@ -1,23 +1,51 @@
 // Renders the generated parts of docs/ from the one place each fact lives in code, so the
 // docs cannot drift: `npm run docs` writes them, and a test fails when they differ.
-import { ERROR_CODES, FAILURE_CODES, HTTP_ERROR_CLASSES } from '@svc/core';
+import { ADDONS_FAILURE_CODES } from '@svc/addons';
+import { CLI_FAILURE_CODES } from '@svc/cli';
+import { CLIENT_FAILURE_CODES, CLIENT_HTTP_ERROR_CLASSES } from '@svc/client';
+import { CORE_FAILURE_CODES, ERROR_CODES, type FailureCodeEntry, type FailureCodeTable, HTTP_ERROR_CLASSES } from '@svc/core';
+import { AUDIT_SINK_SETTINGS, type ConfigField, PROVIDER_POLICY_SETTINGS } from '@svc/core/config';
 import {
-  AUDIT_SINK_SETTINGS,
   AUTH_SETTINGS,
   AUTH_STORE_KEY,
   AUTH_STORE_MEANING,
   CAPABILITIES,
-  type ConfigField,
   FIXED_LIMITS,
   formatLimit,
   PROJECT_KEYS,
-  PROVIDER_POLICY_SETTINGS,
   SENDER_CONSTRAINT_KEY,
   SENDER_CONSTRAINT_MEANING,
   WEAKENING_KEYS,
-} from '@svc/core/config';
+} from '@svc/core/settings';
+import { PROVIDER_HOST_FAILURE_CODES } from '@svc/provider-host';
+import { RUNTIME_FAILURE_CODES } from '@svc/runtime/errors';
+import { SERVER_FAILURE_CODES } from '@svc/server';
+import { STORE_POSTGRES_FAILURE_CODES } from 'svc-store-postgres';
 import { POSTGRES_STORE_CONFIG } from 'svc-store-postgres/config-fields';
 import { SQLITE_STORE_CONFIG } from 'svc-store-sqlite/config-fields';
+
+/**
+ * Every package's failure-code table, by package: each package registers the codes of its own
+ * classes, and the docs list them all (a test checks every error class has its code in exactly one).
+ */
+export const FAILURE_TABLES: readonly { readonly name: string; readonly table: FailureCodeTable }[] = [
+  { name: '@svc/core', table: CORE_FAILURE_CODES },
+  { name: 'svc-store-postgres', table: STORE_POSTGRES_FAILURE_CODES },
+  { name: '@svc/addons', table: ADDONS_FAILURE_CODES },
+  { name: '@svc/server', table: SERVER_FAILURE_CODES },
+  { name: '@svc/client', table: CLIENT_FAILURE_CODES },
+  { name: '@svc/cli', table: CLI_FAILURE_CODES },
+  { name: '@svc/runtime', table: RUNTIME_FAILURE_CODES },
+  { name: '@svc/provider-host', table: PROVIDER_HOST_FAILURE_CODES },
+];
+
+/** Every failure code of every package, merged in the order of {@link FAILURE_TABLES}. */
+export const FAILURE_CODES: Readonly<Record<string, FailureCodeEntry>> = Object.freeze(
+  Object.assign({}, ...FAILURE_TABLES.map((t) => t.table)),
+);
+
+/** The error classes whose `code` is an HTTP code of `ERROR_CODES`, of every package. */
+export const HTTP_ERROR_CLASS_NAMES: readonly string[] = [...HTTP_ERROR_CLASSES, ...CLIENT_HTTP_ERROR_CLASSES];
 
 export const GENERATED_BEGIN = '<!-- generated: do not edit by hand (npm run docs) -->';
 export const GENERATED_END = '<!-- end generated -->';
@@ -30,7 +58,7 @@ export function renderErrorTable(): string {
   const rows = Object.entries(ERROR_CODES).map(([code, e]) => `| ${e.status} | \`${code}\` | ${e.title} | ${e.meaning} |`);
   const failures = Object.entries(FAILURE_CODES).map(([code, f]) => `| \`${code}\` | ${f.exit} | ${f.raisedBy} | ${f.meaning} |`);
   return [
-    `Carried by ${HTTP_ERROR_CLASSES.join(', ')}.`,
+    `Carried by ${HTTP_ERROR_CLASS_NAMES.join(', ')}.`,
     '',
     '| status | code | title | when |',
     '|---|---|---|---|',

@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import { gunzipSync } from 'node:zlib';
-import { ADDON_MANIFEST_FILE, type FailureCode } from '@svc/core';
+import { ADDON_MANIFEST_FILE } from '@svc/core';
 import { Parser, type ReadEntry } from 'tar';
+import type { AddonsFailureCode } from './failure-codes.js';
 import { type AddonManifest, parseAddonManifest } from './manifest.js';
 
 /** A regular file of an addon archive, by its path relative to the package root. */
@@ -26,7 +27,7 @@ export interface AddonArchive {
 
 /** Why an archive was refused: unsafe or malformed entries, or a missing or invalid manifest. */
 export class AddonArchiveError extends Error {
-  readonly code = 'addon_archive_invalid' as const satisfies FailureCode;
+  readonly code = 'addon_archive_invalid' as const satisfies AddonsFailureCode;
   readonly kind: 'entries' | 'manifest';
   constructor(kind: 'entries' | 'manifest', message: string) {
     super(message);

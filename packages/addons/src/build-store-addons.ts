@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { basename, join, resolve } from 'node:path';
-import { STORE_OPERATIONS } from '@svc/core';
+import { STORE_OPERATIONS } from '@svc/core/store';
 import type { AddonManifest } from './manifest.js';
 import { type PackedAddon, packAddon } from './pack-addon.js';
 import { writeAddonManifest } from './write-addon-manifest.js';

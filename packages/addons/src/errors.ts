@@ -1,4 +1,4 @@
-import type { FailureCode } from '@svc/core';
+import type { AddonsFailureCode } from './failure-codes.js';
 /**
  * The verification step that refused an addon. Checks run in the order listed in
  * `verifyAddon`; the first one that fails is the one reported.
@@ -28,7 +28,7 @@ export type AddonCheck =
  * wrong and what to do, in one line for the CLI's stderr.
  */
 export class AddonVerificationError extends Error {
-  readonly code = 'addon_verification_failed' as const satisfies FailureCode;
+  readonly code = 'addon_verification_failed' as const satisfies AddonsFailureCode;
   readonly check: AddonCheck;
   /** `name@version` when known, else what the operator gave (an archive path or a spec). */
   readonly addon: string;

@@ -2,6 +2,7 @@ export * from './archive.js';
 export * from './build-provider-addons.js';
 export * from './build-store-addons.js';
 export * from './errors.js';
+export * from './failure-codes.js';
 export * from './install-addon.js';
 export * from './load-app-addon.js';
 export * from './load-store-addon.js';

@@ -1,5 +1,5 @@
 import { pathToFileURL } from 'node:url';
-import { STORE_CONTRACT_VERSION, STORE_OPERATIONS, type StoreAddonExport } from '@svc/core';
+import { STORE_CONTRACT_VERSION, STORE_OPERATIONS, type StoreAddonExport } from '@svc/core/store';
 import { AddonVerificationError } from './errors.js';
 import type { VerifiedAddon } from './verify-addon.js';
 

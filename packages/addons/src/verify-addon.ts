@@ -1,7 +1,7 @@
 import { lstat, readdir, readFile, realpath, stat } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { basename, dirname, join } from 'node:path';
-import { STORE_CONTRACT_VERSION, STORE_OPERATIONS } from '@svc/core';
+import { STORE_CONTRACT_VERSION, STORE_OPERATIONS } from '@svc/core/store';
 import { type AddonArchive, AddonArchiveError, isSafePackageName, isSafeVersion, readAddonArchive, sha256Hex } from './archive.js';
 import { type DependencyLock, dependencyClosure, lockFileOf } from './dependency-lock.js';
 import { type AddonCheck, AddonVerificationError } from './errors.js';

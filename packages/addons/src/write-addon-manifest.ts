@@ -1,6 +1,7 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ADDON_MANIFEST_FILE, STORE_CONTRACT_VERSION } from '@svc/core';
+import { ADDON_MANIFEST_FILE } from '@svc/core';
+import { STORE_CONTRACT_VERSION } from '@svc/core/store';
 import { type AddonManifest, parseAddonManifest, serializeAddonManifest } from './manifest.js';
 
 /** What an addon author states; the ABI is filled in from the build environment. */

@@ -3,7 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after } from 'node:test';
 import { gzipSync } from 'node:zlib';
-import { ADDON_MANIFEST_FILE, STORE_CONTRACT_VERSION, STORE_OPERATIONS } from '@svc/core';
+import { ADDON_MANIFEST_FILE } from '@svc/core';
+import { STORE_CONTRACT_VERSION, STORE_OPERATIONS } from '@svc/core/store';
 import { Header } from 'tar';
 import { type AddonManifest, type PackedAddon, packAddon, serializeAddonManifest } from '../src/index.js';
 

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { appendFile, chmod, cp, lstat, mkdir, readdir, readFile, readlink, rm, symlink, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { before, test } from 'node:test';
-import { STORE_CONTRACT_VERSION, STORE_OPERATIONS } from '@svc/core';
+import { STORE_CONTRACT_VERSION, STORE_OPERATIONS } from '@svc/core/store';
 import { type AddonCheck, AddonVerificationError, installAddon, loadStoreAddon, type PackedAddon, verifyAddon } from '../src/index.js';
 import { DEPENDENCIES_DIR, type FixtureOptions, packFixtureAddon, tempDir } from './fixture.js';
 

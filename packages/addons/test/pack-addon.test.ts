@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import { cp, readFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { test } from 'node:test';
-import { STORE_CONTRACT_VERSION, STORE_OPERATIONS } from '@svc/core';
+import { STORE_CONTRACT_VERSION, STORE_OPERATIONS } from '@svc/core/store';
 import { buildStoreAddons, packAddon, parseAddonManifest, STORE_ADDONS, writeAddonManifest } from '../src/index.js';
 import { tempDir, writeFixtureAddon } from './fixture.js';
 

@@ -1,4 +1,7 @@
-import { errorCodeOf, FAILURE_CODES, isFailureCode, type SvcErrorCode } from '@svc/core';
+import { errorCodeOf, failureCodeEntry } from '@svc/core';
+import type { SvcErrorCode } from './failure-codes.js';
+// Registers the CLI's own failure codes with core's registry.
+import './failure-codes.js';
 
 /** Exit codes of `svc`: 0 ok, 1 failure, 2 usage error. */
 export const EXIT = { ok: 0, failure: 1, usage: 2 } as const;
@@ -11,7 +14,7 @@ export const EXIT = { ok: 0, failure: 1, usage: 2 } as const;
  * exitCodeOf('usage_error'); // 2
  */
 export function exitCodeOf(code: SvcErrorCode): number {
-  return isFailureCode(code) ? FAILURE_CODES[code].exit : EXIT.failure;
+  return failureCodeEntry(code)?.exit ?? EXIT.failure;
 }
 
 /**
@@ -31,7 +34,8 @@ export class CliError extends Error {
   constructor(message: string, options: { code?: SvcErrorCode; exitCode?: number; details?: readonly string[]; cause?: unknown } = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'CliError';
-    this.code = options.code ?? errorCodeOf(options.cause) ?? 'command_failed';
+    // A cause's code is one a package registered, so one of SvcErrorCode's (core types it as a string).
+    this.code = options.code ?? (errorCodeOf(options.cause) as SvcErrorCode | null) ?? 'command_failed';
     // Only an explicit code chooses the exit code: a wrapped cause keeps the default failure.
     this.exitCode = options.exitCode ?? (options.code === undefined ? EXIT.failure : exitCodeOf(options.code));
     this.details = options.details ?? [];

@@ -3,4 +3,10 @@
 export { parseEdn, resolveSecret } from '@svc/runtime';
 export { CliError, EXIT, UsageError } from './cli-error.js';
 export { COMMANDS } from './commands/index.js';
+export {
+  CLI_FAILURE_CODES,
+  type CliFailureCode,
+  type FailureCode,
+  type SvcErrorCode,
+} from './failure-codes.js';
 export { main, VERSION } from './main.js';

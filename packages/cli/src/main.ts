@@ -1,7 +1,8 @@
-import { ERROR_CODES, isErrorCode, type SvcErrorCode } from '@svc/core';
-import { RUNTIME_FAILURE_CODES, RuntimeError } from '@svc/runtime/errors';
+import { ERROR_CODES, isErrorCode } from '@svc/core';
+import { RuntimeError } from '@svc/runtime/errors';
 import { CliError, EXIT, exitCodeOf, UsageError } from './cli-error.js';
 import { COMMANDS, type CommandEntry } from './commands/index.js';
+import type { SvcErrorCode } from './failure-codes.js';
 import { jsonText, OutputClosedError, outputClosed, printError, printLine } from './output.js';
 import { closest } from './suggest.js';
 import { VERSION } from './version.js';
@@ -202,14 +203,13 @@ export async function main(argv: readonly string[]): Promise<number> {
 
 /**
  * A refusal of the runtime as the CLI reports it: its message, details and code as they are,
- * the exit code of its code (the runtime's table, else core's, else 1).
+ * the exit code of its code (from the registry: the runtime's table registers its codes).
  */
 function fromRuntime(error: RuntimeError): CliError {
-  const own = (RUNTIME_FAILURE_CODES as Record<string, { exit: number }>)[error.code];
   const code = error.code as SvcErrorCode;
   return new CliError(error.message, {
     code,
-    exitCode: own?.exit ?? exitCodeOf(code),
+    exitCode: exitCodeOf(code),
     details: error.details,
     cause: error,
   });

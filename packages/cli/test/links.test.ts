@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { auditDraft, digestToken, type LinkRecord, mintSessionToken, newId, type Realm } from '@svc/core';
-import { newSessionRecord } from '@svc/core/store';
+import { auditDraft, digestToken, mintSessionToken, newId, type Realm } from '@svc/core';
+import { type LinkRecord, newSessionRecord } from '@svc/core/store';
 import { openSqliteStore } from 'svc-store-sqlite';
 import { cleanEnv, enrolledProject, type ServerProcess, startServer, svc, svcOk, tempDir } from './helpers.js';
 

@@ -1,4 +1,4 @@
-import type { FailureCode } from '@svc/core';
+import type { ClientFailureCode } from './failure-codes.js';
 /**
  * A refusal from the management API: the HTTP status and the contract's stable `code` and
  * `detail` from the `application/problem+json` body. Branch on `code`, never on `detail`.
@@ -19,10 +19,10 @@ export class ApiError extends Error {
 
 /** The management API could not be reached at all (connection refused, DNS, reset). */
 export class ApiUnreachableError extends Error {
-  readonly code: Extract<FailureCode, 'api_unreachable' | 'node_unreachable'>;
+  readonly code: Extract<ClientFailureCode, 'api_unreachable' | 'node_unreachable'>;
   readonly url: string;
 
-  constructor(url: string, cause: unknown, code: Extract<FailureCode, 'api_unreachable' | 'node_unreachable'> = 'api_unreachable') {
+  constructor(url: string, cause: unknown, code: Extract<ClientFailureCode, 'api_unreachable' | 'node_unreachable'> = 'api_unreachable') {
     super(`cannot reach the management API at ${url}`, { cause });
     this.name = 'ApiUnreachableError';
     this.code = code;

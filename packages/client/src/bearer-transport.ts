@@ -1,4 +1,4 @@
-import type { FailureCode } from '@svc/core';
+import type { ClientFailureCode } from './failure-codes.js';
 /**
  * Refused before anything is sent: a bearer or refresh token would have gone to (or a token
  * pair come back from) a non-loopback `http://` URL, where anyone on the path (or a listener
@@ -6,7 +6,7 @@ import type { FailureCode } from '@svc/core';
  * reached over `https://` (its built-in TLS or a proxy's). `code` is stable: `insecure_bearer_url`.
  */
 export class InsecureBearerUrlError extends Error {
-  readonly code = 'insecure_bearer_url' as const satisfies FailureCode;
+  readonly code = 'insecure_bearer_url' as const satisfies ClientFailureCode;
   readonly url: string;
 
   constructor(url: string) {

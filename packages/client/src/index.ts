@@ -13,6 +13,7 @@ export {
 } from './credential-store.js';
 export { type DeviceKey, generateDeviceKey, loadDeviceKey } from './device-key.js';
 export { createDpopProof, type DpopProofInput } from './dpop-proof.js';
+export { CLIENT_FAILURE_CODES, CLIENT_HTTP_ERROR_CLASSES, type ClientFailureCode } from './failure-codes.js';
 export { login } from './login.js';
 export {
   type AuditEventJson,

@@ -2,7 +2,6 @@ import {
   type CompleteBody,
   type DeviceJson,
   type DeviceResponseJson,
-  type FailureCode,
   isValidNodeId,
   type NodeDiscoveryJson,
   type NodeHealthJson,
@@ -23,6 +22,7 @@ import { ApiError, ApiUnreachableError, problemFromResponse } from './api-error.
 import { assertMayCarryBearer } from './bearer-transport.js';
 import type { DeviceKey } from './device-key.js';
 import { createDpopProof } from './dpop-proof.js';
+import type { ClientFailureCode } from './failure-codes.js';
 
 // The answers' types are derived from the schemas the node serializes them with (core's wire
 // shapes): one declaration, so the SDK cannot miss a field the server sends.
@@ -71,7 +71,7 @@ export class NodeUnreachableError extends ApiUnreachableError {
 
 /** The node's answer does not hold together (e.g. an id that is not derived from its key). */
 export class NodeIdentityError extends Error {
-  readonly code = 'node_identity_mismatch' as const satisfies FailureCode;
+  readonly code = 'node_identity_mismatch' as const satisfies ClientFailureCode;
   constructor(message: string) {
     super(message);
     this.name = 'NodeIdentityError';

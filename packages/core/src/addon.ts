@@ -1,4 +1,5 @@
-import type { EdnMap, SecretRef } from './config.js';
+import type { EdnMap } from './edn-model.js';
+import type { SecretRef } from './module-config.js';
 import type { Store } from './store.js';
 
 /** What a store addon's `:svc/store` export receives besides its module `:config`. */

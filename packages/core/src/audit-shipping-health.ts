@@ -1,4 +1,4 @@
-import { errorCodeOf, type SvcErrorCode } from './errors.js';
+import { errorCodeOf } from './errors.js';
 
 /** A sink of `:svc/audit-sinks`, as health and metrics name it. */
 export type AuditSinkName = 'file' | 'stdout';
@@ -13,7 +13,7 @@ export interface AuditShippingHealth {
   readonly sinks: readonly AuditSinkName[];
   readonly stalled: boolean;
   /** Why the last attempt failed; null while shipping works. */
-  readonly code: SvcErrorCode | null;
+  readonly code: string | null;
 }
 
 /**

@@ -1,23 +1,15 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { parsePublicKeyHex, verifyEd25519Async } from './ed25519.js';
 import { AuthError } from './errors.js';
-import type { Realm } from './realm.js';
+import type { SenderConstraint } from './sender-constraint.js';
 import { DPOP_MAX_AGE_SECONDS, DPOP_MAX_FUTURE_SKEW_SECONDS } from './settings.js';
 
 // Sender-constrained sessions (DPoP, RFC 9449), the pure part: the proof a client signs with its
 // device key, its verification, and the key's thumbprint a bound session records. node:crypto
 // only; the replay cache is a store operation (`useDpopProof`), the policy per realm a setting.
 
-/** How a realm binds the sessions its device keys sign in (`:auth/sender-constraint`). */
-export type SenderConstraint = 'refresh' | 'required' | 'off';
-
-/** The values of {@link SenderConstraint}, the default first. */
-export const SENDER_CONSTRAINTS: readonly SenderConstraint[] = Object.freeze(['refresh', 'required', 'off']);
-
 /** The `typ` of a DPoP proof's header (RFC 9449 §4.2). */
 export const DPOP_TYP = 'dpop+jwt';
-
-export { DPOP_MAX_AGE_SECONDS, DPOP_MAX_FUTURE_SKEW_SECONDS } from './settings.js';
 
 /** The longest proof accepted, in characters: a header with an Ed25519 JWK and a handful of claims is far below it. */
 export const DPOP_MAX_PROOF_LENGTH = 4096;
@@ -85,9 +77,6 @@ export function accessTokenHash(accessToken: string): string {
 export function bindsRefresh(mode: SenderConstraint): boolean {
   return mode !== 'off';
 }
-
-/** The sender constraint of each realm (see {@link SenderConstraint}). */
-export type SenderConstraints = Readonly<Record<Realm, SenderConstraint>>;
 
 /** What the request a proof must match is. */
 export interface DpopExpectation {

@@ -3,8 +3,9 @@
  * {@link AuthError} with a stable `code` from {@link ERROR_CODES}; the HTTP layer maps it to
  * `application/problem+json` (RFC 9457). Anything else that escapes is a bug and becomes a
  * generic 500 whose detail only reaches the log. Every other error class of every package
- * carries a stable `code` from {@link FAILURE_CODES}, so callers (the CLI) branch on the
- * code, never on a class name or a message.
+ * carries a stable `code` from its package's failure-code table ({@link CORE_FAILURE_CODES}
+ * here, {@link defineFailureCodes} in each package), so callers (the CLI) branch on the code,
+ * never on a class name or a message.
  */
 import { BOOTSTRAP_TOKEN_TTL_SECONDS, formatLimit, MAX_REQUEST_BODY_BYTES, PAIRING_MAX_FAILURES } from './settings.js';
 
@@ -210,7 +211,7 @@ export interface ConfigProblem {
  * start and names every problem at once.
  */
 export class ConfigError extends Error {
-  readonly code = 'config_invalid' as const satisfies FailureCode;
+  readonly code = 'config_invalid' as const satisfies CoreFailureCode;
   readonly problems: readonly ConfigProblem[];
   constructor(problems: readonly ConfigProblem[]) {
     super(problems.map((p) => `${p.file}: ${p.key}: ${p.message}`).join('\n'));
@@ -223,12 +224,48 @@ export class ConfigError extends Error {
 export type FailureExit = 1 | 2;
 
 /**
- * Every error code that is not an HTTP answer: failures of configuration, store opening,
- * addon verification, listening, the client SDK and the CLI. `raisedBy` names the one class
- * that carries the code (and its package); `exit` is what `svc` exits with when the failure
- * ends a command.
+ * One failure code of a package's table: `raisedBy` names the one class that carries the code
+ * (and its package); `exit` is what `svc` exits with when the failure ends a command.
  */
-export const FAILURE_CODES = {
+export interface FailureCodeEntry {
+  readonly raisedBy: string;
+  readonly exit: FailureExit;
+  readonly meaning: string;
+}
+
+/** A package's failure codes: code → entry. */
+export type FailureCodeTable = Readonly<Record<string, FailureCodeEntry>>;
+
+// Every table defined in this process, shared through a registered symbol: a store addon
+// loads its own copy of its package (and of core), and its errors must be recognised by the
+// copy of core the service runs on.
+const REGISTRY_KEY = Symbol.for('svc.failure-codes');
+const shared = globalThis as { [REGISTRY_KEY]?: Map<string, FailureCodeEntry> };
+if (shared[REGISTRY_KEY] === undefined) shared[REGISTRY_KEY] = new Map();
+const registry: Map<string, FailureCodeEntry> = shared[REGISTRY_KEY];
+
+/**
+ * Defines a package's failure-code table and registers its codes, so {@link errorCodeOf} and
+ * {@link isFailureCode} recognise them (core cannot import the packages that raise them). Each
+ * package calls it once, in the module its index exports the table from; the table comes back
+ * frozen, with its exact keys for `satisfies keyof typeof TABLE`.
+ *
+ * @example
+ * export const ADDONS_FAILURE_CODES = defineFailureCodes({
+ *   addon_verification_failed: { raisedBy: 'AddonVerificationError (@svc/addons)', exit: 1, meaning: '...' },
+ * });
+ */
+export function defineFailureCodes<const T extends Record<string, FailureCodeEntry>>(table: T): Readonly<T> {
+  for (const [code, entry] of Object.entries(table)) registry.set(code, entry);
+  return Object.freeze(table);
+}
+
+/**
+ * Core's own failure codes: the errors of its classes that are not HTTP answers. Every other
+ * package exports its own table from its index; the CLI merges them for exit codes and
+ * `--json` problems, the docs generator for `docs/errors.md`.
+ */
+export const CORE_FAILURE_CODES = defineFailureCodes({
   config_invalid: {
     raisedBy: 'ConfigError (@svc/core)',
     exit: 1,
@@ -240,117 +277,46 @@ export const FAILURE_CODES = {
     meaning:
       'the control store was not opened: unsafe file permissions, not a control store, an unreachable or refusing server, a server that lets its role in without a credential (`refusal: "unauthenticated"`), a failed migration, or a schema newer than the store package; the message names the target and the fix',
   },
-  store_schema_newer: {
-    raisedBy: 'NewerSchemaError (svc-store-postgres)',
-    exit: 1,
-    meaning: 'the PostgreSQL schema is newer than this store package knows (reported to callers as `store_open_failed`)',
-  },
-  addon_verification_failed: {
-    raisedBy: 'AddonVerificationError (@svc/addons)',
-    exit: 1,
-    meaning: 'a store addon was refused by install or by verification before the control database was opened; `check` says which step',
-  },
-  addon_archive_invalid: {
-    raisedBy: 'AddonArchiveError (@svc/addons)',
-    exit: 1,
-    meaning: 'an addon archive is unsafe or malformed (reported to callers as `addon_verification_failed`)',
-  },
-  listen_address_refused: {
-    raisedBy: 'ListenAddressError (@svc/server)',
-    exit: 2,
-    meaning:
-      'a listen address is refused before anything binds (wildcard, non-loopback, malformed); exit 2 when it came from a flag, 1 when from the environment or project.edn',
-  },
-  api_unreachable: {
-    raisedBy: 'ApiUnreachableError (@svc/client)',
-    exit: 1,
-    meaning: 'the management API could not be reached at all (connection refused, DNS, reset)',
-  },
-  node_unreachable: {
-    raisedBy: 'NodeUnreachableError (@svc/client)',
-    exit: 1,
-    meaning: 'the node surface could not be reached at all (connection refused, DNS, reset)',
-  },
-  node_identity_mismatch: {
-    raisedBy: 'NodeIdentityError (@svc/client)',
-    exit: 1,
-    meaning: "the node's answer does not hold together (an id not derived from its key, or not the expected node)",
-  },
-  insecure_bearer_url: {
-    raisedBy: 'InsecureBearerUrlError (@svc/client)',
-    exit: 1,
-    meaning:
-      'a bearer or refresh token (of either realm) would have gone to, or a token pair come back from, a non-loopback http:// URL; nothing was sent',
-  },
-  command_failed: {
-    raisedBy: 'CliError (@svc/cli)',
-    exit: 1,
-    meaning: 'a command failed; the one line on stderr says what failed and what to do',
-  },
-  usage_error: {
-    raisedBy: 'UsageError (@svc/cli)',
-    exit: 2,
-    meaning: 'a command was called wrongly (unknown command or flag, missing or malformed argument)',
-  },
-  audit_ship_stalled: {
-    raisedBy: 'ShipStall (@svc/cli)',
-    exit: 1,
-    meaning:
-      'a running service stopped shipping the audit trail because the chain no longer continues the one its sinks have (a restored, moved or rewritten store); it logs `audit.ship_stalled` naming the cursor file to remove, reports the stall in `/readyz`, node health and metrics, and resumes by itself once the file is removed',
-  },
-  audit_ship_failed: {
-    raisedBy: 'AuditShipError (@svc/cli)',
-    exit: 1,
-    meaning:
-      'a running service could not deliver an audit batch for another reason than a stall or a refused sink (the sink could not be written: a full disk, an I/O error; an unreadable cursor file); it retries every `:poll-milliseconds` and reports the stall in `/readyz`, node health and metrics until a delivery succeeds',
-  },
-  audit_sink_refused: {
-    raisedBy: 'AuditSinkError (@svc/cli)',
-    exit: 1,
-    meaning:
-      'the audit sink file was not written: it is a symbolic link, not a regular file, owned by another user, readable or writable by group or others, or in a directory its group or others can write; the message names the path and the fix',
-  },
-  provider_failed: {
-    raisedBy: 'ProviderError (@svc/provider-host)',
-    exit: 1,
-    meaning:
-      'a confined provider was refused at start (not a provider, bad `:config`) or a call to it failed: a malformed or oversized answer, a timeout, a crash, an error it threw, or a closed host; `reason` says which',
-  },
-  app_modules_failed: {
-    raisedBy: 'ModuleHostError (@svc/server)',
-    exit: 1,
-    meaning:
-      'the confined process of the application modules (module mode) did not start: a module failed to load or is not a plain Fastify plugin, a package holds a link leading outside what the process may read, or the process did not get ready in time; the message names the module',
-  },
-} as const satisfies Record<string, { raisedBy: string; exit: FailureExit; meaning: string }>;
+});
 
-/** A stable code of a failure that is not an HTTP answer. */
-export type FailureCode = keyof typeof FAILURE_CODES;
+/** A failure code of core's own classes. */
+export type CoreFailureCode = keyof typeof CORE_FAILURE_CODES;
 
-/** Any stable code of svc auth: an HTTP error code or a failure code. */
-export type SvcErrorCode = ErrorCode | FailureCode;
+/** The error classes of core whose `code` is an HTTP code of {@link ERROR_CODES}, for the docs. */
+export const HTTP_ERROR_CLASSES = ['AuthError (@svc/core)', 'StoreUnavailableError (@svc/core, always `store_unavailable`)'] as const;
 
-/** The error classes whose `code` is an HTTP code of {@link ERROR_CODES}, for the docs. */
-export const HTTP_ERROR_CLASSES = [
-  'AuthError (@svc/core)',
-  'StoreUnavailableError (@svc/core, always `store_unavailable`)',
-  'ApiError (@svc/client: the code of the problem the server answered)',
-] as const;
-
-/** Whether `value` is one of the failure codes. */
-export function isFailureCode(value: unknown): value is FailureCode {
-  return typeof value === 'string' && Object.hasOwn(FAILURE_CODES, value);
+/**
+ * Whether `value` is a failure code of a table defined in this process ({@link defineFailureCodes}):
+ * core's own, and those of every package loaded.
+ *
+ * @example
+ * isFailureCode('config_invalid'); // true
+ */
+export function isFailureCode(value: unknown): value is string {
+  return typeof value === 'string' && registry.has(value);
 }
 
 /**
- * The stable code of `error`, or null when it carries none (a bug, a driver error). Reads
- * `code` rather than testing the class, so an error from another copy of a package (a store
- * addon's) is recognised too.
+ * The entry of a registered failure code (its class, `svc`'s exit code, its meaning), or
+ * undefined for an HTTP error code or an unknown one.
+ *
+ * @example
+ * failureCodeEntry('config_invalid')?.exit; // 1
+ */
+export function failureCodeEntry(code: string): FailureCodeEntry | undefined {
+  return registry.get(code);
+}
+
+/**
+ * The stable code of `error` (an HTTP code of {@link ERROR_CODES} or a registered failure
+ * code), or null when it carries none (a bug, a driver error). Reads `code` rather than
+ * testing the class, so an error from another copy of a package (a store addon's) is
+ * recognised too.
  *
  * @example
  * if (errorCodeOf(error) === 'store_open_failed') console.error(error.message);
  */
-export function errorCodeOf(error: unknown): SvcErrorCode | null {
+export function errorCodeOf(error: unknown): string | null {
   if (!(error instanceof Error)) return null;
   const code = (error as { code?: unknown }).code;
   return isErrorCode(code) || isFailureCode(code) ? code : null;
@@ -367,7 +333,7 @@ export function errorCodeOf(error: unknown): SvcErrorCode | null {
  * throw new StoreOpenError('/p/.svc/control/control.db', 'the control database is readable by others; run `chmod 600 …`');
  */
 export class StoreOpenError extends Error {
-  readonly code = 'store_open_failed' as const satisfies FailureCode;
+  readonly code = 'store_open_failed' as const satisfies CoreFailureCode;
   /** What the refusal is about: a path, or `host:port/database (schema s)`. */
   readonly target: string;
   /** The driver's or server's own code (`ECONNREFUSED`, SQLSTATE `28P01`, ...) when there is one. */

@@ -1,4 +1,4 @@
-import type { Clock, RandomBytes } from './deps.js';
+import type { Clock, RandomBytes } from './ports.js';
 
 /** The type prefixes of IDs. */
 export const ID_PREFIXES = {

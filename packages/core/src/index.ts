@@ -1,15 +1,11 @@
 // The public API of @svc/core, by name: the use cases and what they take and return, the
-// domain types, tokens, audit chain, keys and errors. Store authors import `@svc/core/store`
-// (the Store contract, the rules a store applies, its rows); configuration is
-// `@svc/core/config`; SQL text shared by the two SQL stores is `@svc/core/sql-rows`.
+// domain types, tokens, audit chain, keys, errors and wire shapes. Each name has one face:
+// store authors import `@svc/core/store` (the Store contract, its records, the rules a store
+// applies, its rows, store faults); reading `project.edn` is `@svc/core/config`; the settings
+// table with every default and limit is `@svc/core/settings`; SQL text shared by the two SQL
+// stores is `@svc/core/sql-rows`.
 
-export { ADDON_MANIFEST_FILE, type StoreAddonContext, type StoreAddonExport } from './addon.js';
-export {
-  type AppGatewayConfig,
-  type AppPathRequirement,
-  type AppTlsConfig,
-  DEFAULT_APP_GATEWAY_CONFIG,
-} from './app-config.js';
+export { ADDON_MANIFEST_FILE } from './addon.js';
 export {
   ASSERTION_TYP,
   type AssertionClaims,
@@ -20,12 +16,10 @@ export {
   assertionAudienceOf,
   assertionClaims,
   assertionHtu,
-  assertionKeyId,
   assertionSigningKey,
   type FreshAssertionKey,
   firstAssertionKeySet,
   parseAssertionKeySet,
-  pruneAssertionKeySet,
   publishedAssertionKeys,
   rotateAssertionKeySet,
 } from './assertion-keys.js';
@@ -42,7 +36,6 @@ export {
   verifyAuditChain,
 } from './audit.js';
 export {
-  AUDIT_CHECKPOINT_TYPE,
   type AuditCheckpointPayload,
   type CheckpointVerdict,
   checkAuditCheckpoint,
@@ -53,7 +46,6 @@ export { type AuditShippingHealth, type AuditSinkName, auditShippingAfter } from
 export { type SinkPathStat, sinkDirectoryRefusal, sinkFileRefusal } from './audit-sink-rules.js';
 export {
   type AccountingEvent,
-  BACKUP_SIGNATURE_TYPE,
   type BackupSignaturePayload,
   type BackupSignatureVerdict,
   type BackupState,
@@ -69,81 +61,54 @@ export {
   canonicalOrigin,
   csrfRefusal,
   isBrowserSessionCookie,
-  isSafeMethod,
-  MAX_RETURN_PATH_LENGTH,
   PLAIN_COOKIE_NAMES,
   safeReturnPath,
   TLS_COOKIE_NAMES,
 } from './browser-policy.js';
 export { canonicalJson, type JsonValue, rfc8785Json } from './canonical-json.js';
-export {
-  type AuthDeps,
-  type AuthSettings,
-  type Clock,
-  DEFAULT_AUTH_SETTINGS,
-  type Logger,
-  type RandomBytes,
-  silentLogger,
-} from './deps.js';
+export type { AuthDeps } from './deps.js';
 export {
   accessTokenHash,
-  bindsRefresh,
-  DPOP_MAX_AGE_SECONDS,
-  DPOP_MAX_FUTURE_SKEW_SECONDS,
   DPOP_NONCE_ROTATE_SECONDS,
   DPOP_NONCE_TTL_SECONDS,
-  DPOP_PROOF_CHALLENGE,
   DPOP_TYP,
   type DpopExpectation,
   dpopNonceKey,
-  dpopReplayed,
-  dpopReplayKey,
   type Ed25519PublicJwk,
-  jwkThumbprint,
-  normalizedHtu,
   publicJwkOfHex,
-  SENDER_CONSTRAINTS,
-  type SenderConstraint,
-  type SenderConstraints,
   thumbprintOfPublicKeyHex,
-  useDpopNonce,
   type VerifiedDpopProof,
-  verifyDpopProof,
 } from './dpop.js';
-export { parsePublicKeyHex, publicKeyHexOf, verifyEd25519, verifyEd25519Async } from './ed25519.js';
+export { parsePublicKeyHex, publicKeyHexOf, verifyEd25519 } from './ed25519.js';
 export {
   AuthError,
-  ConfigError,
-  type ConfigProblem,
+  CORE_FAILURE_CODES,
+  type CoreFailureCode,
+  defineFailureCodes,
   ERROR_CODES,
   type ErrorCode,
   errorCodeOf,
-  FAILURE_CODES,
-  type FailureCode,
+  type FailureCodeEntry,
+  type FailureCodeTable,
   type FailureExit,
+  failureCodeEntry,
   HTTP_ERROR_CLASSES,
   isErrorCode,
-  isFailureCode,
   StoreOpenError,
-  type SvcErrorCode,
 } from './errors.js';
 export {
-  FRAMING_HEADER_NAMES,
   framingRefusal,
   IDENTITY_HEADER_NAMES,
   IDENTITY_HEADER_PREFIXES,
   identityHeaderPredicate,
   isCanonicalReservedTarget,
-  isIdentityHeader,
   isPublicPath,
   isReservedPath,
   isSvcCredential,
   normalizeHeaderName,
-  pathMatches,
   RESERVED_PREFIX,
   type RelayedSessionEnd,
   relayedSessionEnd,
-  requirementCovers,
   requirementFor,
   type UpgradeRequestHead,
   unambiguousPath,
@@ -152,10 +117,10 @@ export {
   WEBSOCKET_SESSION_CHECK_SECONDS,
 } from './gateway-policy.js';
 export { type IdKind, isIdOfKind, newId } from './ids.js';
-export { cidrPrefixLength, ipVersion, isIpOrCidr } from './ip-address.js';
-export { DEVICE_KEY_PROVIDER_KIND, type NodeHealthFacts, type NodeHealthVerdict, nodeHealthVerdict } from './node-health-verdict.js';
-export { isValidNodeId, NODE_ID_PATTERN, nodeIdOf, normalizeNodeId } from './node-id.js';
+export { type NodeHealthFacts, type NodeHealthVerdict, nodeHealthVerdict } from './node-health-verdict.js';
+export { isValidNodeId, nodeIdOf, normalizeNodeId } from './node-id.js';
 export { type NodeKeySetJson, nodeKeyValidAt } from './node-keys.js';
+export { type Clock, type Logger, type RandomBytes, silentLogger } from './ports.js';
 export { makePrincipal, type Principal, type PrincipalClaims } from './principal.js';
 export {
   type AuthProvider,
@@ -173,66 +138,14 @@ export {
   type ProviderRequest,
   type StoredCredential,
 } from './provider.js';
-export {
-  BUNDLED_PASSKEY_PACKAGE,
-  DEFINITE_REFUSAL_CODES,
-  IDENTITY_PROVIDER_FAILURE_CODES,
-  IDENTITY_PROVIDER_RETRY_SECONDS,
-  jitRefusal,
-  PROVIDER_FLOW_TTL_SECONDS,
-  PROVIDER_UNAVAILABLE_RETRY_SECONDS,
-  providerAmr,
-  providerOutageOf,
-  providerStartRefusal,
-  refusalMayBeOutage,
-  refusalOutageOf,
-  SVC_PUBLISHER_KEY,
-} from './provider-decisions.js';
-export {
-  CLAIM_NAME_MAX_CHARS,
-  CLAIM_VALUE_MAX_CHARS,
-  CLAIMS_MAX_COUNT,
-  checkProviderIdentity,
-  IDENTITY_MAX_CHARS,
-} from './provider-policy.js';
+export { BUNDLED_PASSKEY_PACKAGE, providerAmr, providerOutageOf, SVC_PUBLISHER_KEY } from './provider-decisions.js';
+export { checkProviderIdentity } from './provider-policy.js';
 export { isRealm, type Realm } from './realm.js';
-export { type SessionClientInput, sessionClient, USER_AGENT_MAX_CHARS } from './session-client.js';
-export {
-  ASSERTION_KEY_OVERLAP_SECONDS,
-  ASSERTION_KEY_PREPUBLISH_SECONDS,
-  ASSERTION_MAX_TTL_SECONDS,
-  ASSERTION_TTL_SECONDS,
-  BOOTSTRAP_TOKEN_TTL_SECONDS,
-  DEFAULT_APP_LISTEN,
-  DEFAULT_NODE_LISTEN,
-  formatLimit,
-  MAX_REQUEST_BODY_BYTES,
-  PAIRING_MIN_TTL_SECONDS,
-} from './settings.js';
-export {
-  type AttemptReservation,
-  type BootstrapOutcome,
-  type ChallengeRecord,
-  type DeviceRecord,
-  type FlowRecord,
-  type LinkRecord,
-  type LinkSessionOutcome,
-  type PairingCompletion,
-  type PairingIntentRecord,
-  type RotationOutcome,
-  type SessionRecord,
-  STORE_CONTRACT_VERSION,
-  STORE_OPERATIONS,
-  type Store,
-  type StoreStats,
-  type TokenPairDigests,
-} from './store.js';
-export { type StoreFault, StoreUnavailableError, storeFaultOf } from './store-fault.js';
+export type { SenderConstraint, SenderConstraints } from './sender-constraint.js';
 export { rfc3339, secondsUntil } from './time.js';
 export {
   digestsEqual,
   digestToken,
-  isTokenOfKind,
   mintSessionToken,
   mintToken,
   type PresentedSessionToken,
@@ -242,58 +155,34 @@ export {
   type TokenKind,
 } from './tokens.js';
 // The header rules of the gateway's upstream mode.
-export {
-  connectionNamedHeaders,
-  FORWARDED_PREFIX,
-  GATEWAY_MADE_REQUEST_HEADERS,
-  HOP_BY_HOP_HEADERS,
-  relaysRequestHeader,
-  relaysResponseHeader,
-  upstreamHeaderName,
-} from './upstream-headers.js';
+export { connectionNamedHeaders, relaysRequestHeader, relaysResponseHeader, upstreamHeaderName } from './upstream-headers.js';
 export { authenticate, principalKeyBinding } from './use-cases/authenticate.js';
-export { checkDpopProof, type DpopRequest } from './use-cases/check-dpop-proof.js';
-export { challengeString, createChallenge } from './use-cases/create-challenge.js';
+export type { DpopRequest } from './use-cases/check-dpop-proof.js';
+export { createChallenge } from './use-cases/create-challenge.js';
 export { createSession } from './use-cases/create-session.js';
 export { enrollWithBootstrapToken } from './use-cases/enroll-with-bootstrap-token.js';
 export { auditDraft } from './use-cases/event.js';
 export { type BootstrapReason, type IssuedBootstrapToken, issueBootstrapToken } from './use-cases/issue-bootstrap-token.js';
-export { linkToJson, listLinks, unlinkIdentity } from './use-cases/links.js';
+export { listLinks, unlinkIdentity } from './use-cases/links.js';
 export {
-  checkLinkPairing,
   completePairing,
   type LinkableProvider,
   normalizePairingCode,
-  PAIRING_MAX_FAILURES,
   type PreparedPairing,
   pairingProofString,
   prepareLinkPairing,
   preparePairing,
 } from './use-cases/pairing.js';
-export {
-  finishProviderFlow,
-  PROVIDER_STATE_MAX_CHARS,
-  type ProviderFlowOutcome,
-  providerCallbackUrl,
-  startProviderFlow,
-} from './use-cases/provider-flow.js';
+export { finishProviderFlow, type ProviderFlowOutcome, startProviderFlow } from './use-cases/provider-flow.js';
 export { removeDevice } from './use-cases/remove-device.js';
 export { revokeExposedSession, revokeOtherSessions, revokeSession } from './use-cases/revoke-session.js';
 export { rotateRefreshToken, rotationAuditDraft } from './use-cases/rotate-refresh-token.js';
-export {
-  type LinkJson,
-  type LinkListJson,
-  type LinkRemovedJson,
-  linkListResponse,
-  linkRemovedResponse,
-  linkSchema,
-} from './wire/links.js';
+export type { LinkJson, LinkListJson, LinkRemovedJson } from './wire/links.js';
 // The wire shapes of the management API and the node surface (schemas and their derived types), shared by the server and the client SDK.
 export {
   type AuditEventJson,
   type AuditPageJson,
   type AuditQuery,
-  auditEventSchema,
   auditPageResponse,
   auditQuery,
   type ChallengeBody,
@@ -311,7 +200,6 @@ export {
   deviceParams,
   deviceRemovedResponse,
   deviceResponse,
-  deviceSchema,
   type EnrollBody,
   emptyBody,
   enrollBody,
@@ -326,7 +214,6 @@ export {
   type RevokedJson,
   type RevokeOthersJson,
   realmQuery,
-  realmSchema,
   refreshBody,
   revokeBody,
   revokeOthersResponse,
@@ -336,8 +223,6 @@ export {
   type SessionListJson,
   sessionBody,
   sessionListResponse,
-  sessionSchema,
-  storeFaultSchema,
   type TokenPairJson,
   tokenPairResponse,
 } from './wire/management.js';
@@ -345,33 +230,26 @@ export {
   type CompleteBody,
   type ComponentHealthJson,
   completeBody,
-  componentHealthSchema,
   DIAGNOSTICS_TYPE,
   type DiagnosticsBody,
   type DiagnosticsPayload,
   diagnosticsBody,
-  diagnosticsPayloadSchema,
   discoveryResponse,
   type ModuleStatusJson,
-  moduleStatusSchema,
-  NONCE_PATTERN,
   type NodeDiscoveryJson,
   type NodeHealthJson,
   type NodeRouteJson,
   type NodeStatusJson,
   nodeHealthResponse,
-  nodeRouteSchema,
   nodeStatusResponse,
   type PrepareBody,
   type PreparedPairingJson,
   prepareBody,
   preparedPairingResponse,
   type RetiredNodeKeyJson,
-  retiredNodeKeySchema,
   type SignedDiagnosticsJson,
   type StoreAddonStatusJson,
   signedDiagnosticsResponse,
-  storeAddonStatusSchema,
 } from './wire/node.js';
 export { PROBLEM_SCHEMA_ID, type ProblemJson, problemSchema } from './wire/problem.js';
 export type { WireType } from './wire/wire-type.js';

@@ -1,4 +1,4 @@
-import type { EdnMap, EdnValue } from './config.js';
+import type { EdnMap, EdnValue } from './edn-model.js';
 import type { ConfigProblem } from './errors.js';
 import type { ProviderPolicy } from './provider.js';
 import type { Realm } from './realm.js';

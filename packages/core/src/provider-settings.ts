@@ -1,5 +1,6 @@
-import { type EdnMap, type EdnValue, isEdnMap, isKeyword, isTagged, parseSecretRef, type SecretRef } from './config.js';
+import { type EdnMap, type EdnValue, isEdnMap, isKeyword, isTagged } from './edn-model.js';
 import type { ConfigProblem } from './errors.js';
+import { parseSecretRef, type SecretRef } from './module-config.js';
 import type { ProviderJson } from './provider.js';
 
 /**

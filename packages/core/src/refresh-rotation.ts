@@ -1,5 +1,5 @@
 import { createCipheriv, createDecipheriv, hkdfSync } from 'node:crypto';
-import type { RandomBytes } from './deps.js';
+import type { RandomBytes } from './ports.js';
 import { isLive, type RotationRow } from './store-rows.js';
 import { CLOCK_SKEW_TOLERANCE_MS } from './store-rules.js';
 import { digestsEqual } from './tokens.js';

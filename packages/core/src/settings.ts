@@ -5,7 +5,22 @@
  * generated docs (`docs/configuration.md`) and every message that quotes a limit read it from
  * here, so a number is written exactly once.
  */
-import type { AuthSettings } from './deps.js';
+import type { SenderConstraints } from './sender-constraint.js';
+
+/** Settings of the auth module: timings in seconds (retention in days), and the DPoP policy per realm. */
+export interface AuthSettings {
+  readonly accessTokenTtlSeconds: number;
+  readonly refreshTokenTtlSeconds: number;
+  readonly refreshReuseGraceSeconds: number;
+  readonly challengeTtlSeconds: number;
+  readonly sessionMaxLifetimeSeconds: number;
+  readonly bootstrapTokenTtlSeconds: number;
+  readonly pairingMaxTtlSeconds: number;
+  /** How long ended sessions and expired pairing intents are kept before retention deletes them. */
+  readonly retentionDays: number;
+  /** `:auth/sender-constraint` of each realm: how the sessions its device keys sign in are bound (DPoP). */
+  readonly senderConstraint: SenderConstraints;
+}
 
 /** The unit a numeric setting or limit is measured in. */
 export type SettingUnit = 'seconds' | 'days' | 'bytes' | 'failures';

@@ -1,13 +1,12 @@
 // `@svc/core/store`: what a store author needs, by name. The Store contract and its records,
 // the rules a store applies (pure decisions: the store reads, calls them, writes what they
-// say), the rows those decisions read with their mapping to records, the audit chain a store
-// appends to, and the fault classification every store shares. SQL text (column lists, WHERE
-// fragments) is in `@svc/core/sql-rows`, for the SQL stores only.
+// say), the rows those decisions read with their mapping to records, the fault classification
+// every store shares, and the contract of a store addon. The audit chain a store appends to
+// (`sealAuditEvent`, `GENESIS_HASH`), realms and token digests are domain names of `@svc/core`.
+// SQL text (column lists, WHERE fragments) is in `@svc/core/sql-rows`, for the SQL stores only.
 
 export type { StoreAddonContext, StoreAddonExport } from './addon.js';
 export { type AttemptWindow, type AttemptWindowDecision, decideAttemptWindow } from './attempt-budget.js';
-export { type AuditData, type AuditEvent, type AuditEventDraft, type AuditEventType, GENESIS_HASH, sealAuditEvent } from './audit.js';
-export type { Realm } from './realm.js';
 export {
   decideRetiredPresentation,
   decideRotation,
@@ -16,7 +15,6 @@ export {
   type RefreshRow,
   type RotationDecision,
   sealSuccessor,
-  withinGrace,
 } from './refresh-rotation.js';
 export {
   type AttemptReservation,
@@ -46,7 +44,6 @@ export {
   type EventRow,
   type FlowRow,
   type IntentRow,
-  isLive,
   type LinkRow,
   type RotationRow,
   rotatedSession,
@@ -63,20 +60,16 @@ export {
   auditPage,
   type BootstrapTokenState,
   type ChallengeState,
-  CLOCK_SKEW_TOLERANCE_MS,
   clampPairToSession,
-  DEVICE_AMR,
   decideBootstrapConsumption,
   decideDeviceRemoval,
   decidePairingCompletion,
   decidePairingFailure,
   type FlowState,
   type IntentState,
-  isAccessValid,
   isChallengeConsumable,
   isCounterAdvance,
   isFlowConsumable,
-  isIntentLive,
   isSessionActive,
   isSessionLive,
   latestTrustedTime,
@@ -85,4 +78,3 @@ export {
   REVOKED_LINK_REMOVED,
   REVOKED_REFRESH_REUSED,
 } from './store-rules.js';
-export { digestsEqual } from './tokens.js';

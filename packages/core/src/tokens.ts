@@ -1,6 +1,6 @@
 import * as nodeCrypto from 'node:crypto';
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { RandomBytes } from './deps.js';
+import type { RandomBytes } from './ports.js';
 
 /** The kinds of secret token and their scanner-friendly prefixes. */
 export const TOKEN_PREFIXES = { bootstrap: 'svcb_', access: 'svca_', refresh: 'svcr_' } as const;

@@ -1,18 +1,12 @@
 import assert from 'node:assert/strict';
 import { isIP } from 'node:net';
 import { describe, test } from 'node:test';
-import { DEFAULT_APP_GATEWAY_CONFIG } from '@svc/core';
-import {
-  appListenProblem,
-  appPathPatternProblem,
-  ConfigError,
-  cidrPrefixLength,
-  type EdnValue,
-  ipVersion,
-  isIpOrCidr,
-  PROJECT_KEYS,
-  validateProjectConfig,
-} from '@svc/core/config';
+
+import { ConfigError, type EdnValue, validateProjectConfig } from '@svc/core/config';
+import { PROJECT_KEYS } from '@svc/core/settings';
+import { DEFAULT_APP_GATEWAY_CONFIG } from '../src/app-config.js';
+import { appListenProblem, appPathPatternProblem } from '../src/app-config-reader.js';
+import { cidrPrefixLength, ipVersion, isIpOrCidr } from '../src/ip-address.js';
 
 const kw = (keyword: string) => ({ keyword });
 const m = (entries: Record<string, EdnValue>): EdnValue => new Map(Object.entries(entries));

@@ -2,17 +2,11 @@ import assert from 'node:assert/strict';
 import { generateKeyPairSync } from 'node:crypto';
 import { describe, test } from 'node:test';
 import {
-  ASSERTION_KEY_OVERLAP_SECONDS,
-  ASSERTION_KEY_PREPUBLISH_SECONDS,
-  ASSERTION_MAX_TTL_SECONDS,
-  ASSERTION_TTL_SECONDS,
   type AssertionKeySetJson,
   assertionAudienceOf,
   assertionClaims,
   assertionHtu,
-  assertionKeyId,
   assertionSigningKey,
-  DEFAULT_APP_GATEWAY_CONFIG,
   type FreshAssertionKey,
   firstAssertionKeySet,
   makePrincipal,
@@ -21,6 +15,14 @@ import {
   rfc3339,
   rotateAssertionKeySet,
 } from '@svc/core';
+import {
+  ASSERTION_KEY_OVERLAP_SECONDS,
+  ASSERTION_KEY_PREPUBLISH_SECONDS,
+  ASSERTION_MAX_TTL_SECONDS,
+  ASSERTION_TTL_SECONDS,
+} from '@svc/core/settings';
+import { DEFAULT_APP_GATEWAY_CONFIG } from '../src/app-config.js';
+import { assertionKeyId } from '../src/assertion-keys.js';
 
 const fresh = (): FreshAssertionKey => {
   const jwk = generateKeyPairSync('ed25519').privateKey.export({ format: 'jwk' });

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { AUDIT_SINK_SETTINGS, ConfigError, DEFAULT_AUDIT_SINKS, type EdnValue, validateProjectConfig } from '@svc/core/config';
+import { AUDIT_SINK_SETTINGS, ConfigError, type EdnValue, validateProjectConfig } from '@svc/core/config';
+import { DEFAULT_AUDIT_SINKS } from '../src/audit-sinks-config.js';
 
 const kw = (keyword: string) => ({ keyword });
 const m = (entries: Record<string, EdnValue>): EdnValue => new Map(Object.entries(entries));

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { ConfigError, DEFAULT_AUTH_SETTINGS, type EdnValue, validateProjectConfig } from '@svc/core/config';
+import { ConfigError, type EdnValue, validateProjectConfig } from '@svc/core/config';
+import { DEFAULT_AUTH_SETTINGS } from '@svc/core/settings';
 
 // A tiny builder for parsed EDN: keys starting with ':' are keywords, `kw('x')` a keyword value.
 const kw = (keyword: string) => ({ keyword });

@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { ERROR_CODES, FAILURE_CODES, HTTP_ERROR_CLASSES } from '@svc/core';
-import { GENERATED_FILES, regenerated } from '../../../scripts/docs.js';
+import { ERROR_CODES } from '@svc/core';
+import { FAILURE_CODES, FAILURE_TABLES, GENERATED_FILES, HTTP_ERROR_CLASS_NAMES, regenerated } from '../../../scripts/docs.js';
 
 const root = new URL('../../../', import.meta.url);
 
@@ -43,15 +43,44 @@ function errorClasses(): Map<string, string> {
   return found;
 }
 
+/** The package directory of a table's package name (`@svc/cli (audit shipping)` → `cli`). */
+function packageDir(name: string): string {
+  return (name.split(' ')[0] as string).replace(/^@svc\//, '').replace(/^svc-/, '');
+}
+
+// A code in exactly one package's table, the table of the package that declares the class.
 test('every error class of every package carries a registered code', () => {
   const classes = errorClasses();
   assert.ok(classes.size >= 15, `found only ${classes.size} error classes`);
-  const registered = [...Object.values(FAILURE_CODES).map((f) => f.raisedBy), ...HTTP_ERROR_CLASSES].map((s) => s.split(' ')[0]);
-  for (const [name, file] of classes) assert.ok(registered.includes(name), `${name} (${file}) has no code in core's registry`);
-  for (const [code, f] of Object.entries(FAILURE_CODES)) {
-    const name = f.raisedBy.split(' ')[0] as string;
-    const file = classes.get(name);
-    assert.ok(file !== undefined, `${code} names ${name}, which no package declares`);
-    assert.ok(readFileSync(file, 'utf8').includes(`'${code}'`), `${name} in ${file} never sets the code ${code}`);
+  const classOf = (raisedBy: string) => raisedBy.split(' ')[0] as string;
+  const httpClasses = HTTP_ERROR_CLASS_NAMES.map(classOf);
+  for (const [name, file] of classes) {
+    const tables = FAILURE_TABLES.filter((t) => Object.values(t.table).some((e) => classOf(e.raisedBy) === name));
+    if (httpClasses.includes(name)) {
+      assert.equal(tables.length, 0, `${name} (${file}) carries an HTTP code and is also in ${tables.map((t) => t.name).join(', ')}`);
+      continue;
+    }
+    assert.equal(
+      tables.length,
+      1,
+      `${name} (${file}) is in ${tables.length} tables (${tables.map((t) => t.name).join(', ')}); expected exactly one`,
+    );
+    const owner = tables[0]?.name as string;
+    assert.ok(
+      file.includes(`/packages/${packageDir(owner)}/src/`),
+      `${name} is declared in ${file}, but its code is in the table of ${owner}`,
+    );
   }
+  const seen = new Map<string, string>();
+  for (const { name: pkg, table } of FAILURE_TABLES) {
+    for (const [code, f] of Object.entries(table)) {
+      assert.ok(!seen.has(code), `${code} is in the tables of both ${seen.get(code)} and ${pkg}`);
+      seen.set(code, pkg);
+      const name = classOf(f.raisedBy);
+      const file = classes.get(name);
+      assert.ok(file !== undefined, `${code} (${pkg}) names ${name}, which no package declares`);
+      assert.ok(readFileSync(file, 'utf8').includes(`'${code}'`), `${name} in ${file} never sets the code ${code}`);
+    }
+  }
+  assert.equal(seen.size, Object.keys(FAILURE_CODES).length);
 });

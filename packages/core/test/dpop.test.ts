@@ -2,15 +2,8 @@ import assert from 'node:assert/strict';
 import { generateKeyPairSync, randomBytes, sign } from 'node:crypto';
 import { test } from 'node:test';
 import { ConfigError, type EdnValue, validateProjectConfig } from '@svc/core/config';
-import {
-  accessTokenHash,
-  jwkThumbprint,
-  normalizedHtu,
-  publicJwkOfHex,
-  publicKeyHexOf,
-  thumbprintOfPublicKeyHex,
-  verifyDpopProof,
-} from '../src/index.js';
+import { jwkThumbprint, normalizedHtu, verifyDpopProof } from '../src/dpop.js';
+import { accessTokenHash, publicJwkOfHex, publicKeyHexOf, thumbprintOfPublicKeyHex } from '../src/index.js';
 
 // RFC 8037 Appendix A: the Ed25519 key of RFC 8032 §7.1 test 1, its JWK and its RFC 7638 thumbprint.
 const RFC_KEY_HEX = 'd75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a';

@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { generateKeyPairSync, sign } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
-import { AuthError, parsePublicKeyHex, publicKeyHexOf, verifyEd25519, verifyEd25519Async } from '@svc/core';
+import { AuthError, parsePublicKeyHex, publicKeyHexOf, verifyEd25519 } from '@svc/core';
+import { verifyEd25519Async } from '../src/ed25519.js';
 
 interface WycheproofGroup {
   publicKey: { pk: string };

@@ -1,18 +1,17 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import type { AppPathRequirement } from '../src/app-config.js';
+import { isIdentityHeader, pathMatches } from '../src/gateway-policy.js';
 import {
-  type AppPathRequirement,
   AuthError,
   framingRefusal,
   IDENTITY_HEADER_NAMES,
   IDENTITY_HEADER_PREFIXES,
   identityHeaderPredicate,
-  isIdentityHeader,
   isPublicPath,
   isSvcCredential,
   makePrincipal,
   normalizeHeaderName,
-  pathMatches,
   relayedSessionEnd,
   requirementFor,
   unambiguousPath,

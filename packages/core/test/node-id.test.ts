@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { createHash, generateKeyPairSync } from 'node:crypto';
 import { test } from 'node:test';
-import { isValidNodeId, NODE_ID_PATTERN, nodeIdOf, normalizeNodeId, publicKeyHexOf } from '@svc/core';
+import { isValidNodeId, nodeIdOf, normalizeNodeId, publicKeyHexOf } from '@svc/core';
+import { NODE_ID_PATTERN } from '../src/node-id.js';
 
 const ALPHABET = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
 // RFC 8032 §7.1, test 1.

@@ -5,11 +5,9 @@ import {
   type AuditEvent,
   type AuditEventDraft,
   canonicalJson,
-  challengeString,
   digestToken,
   GENESIS_HASH,
   isIdOfKind,
-  isTokenOfKind,
   makePrincipal,
   mintSessionToken,
   mintToken,
@@ -19,6 +17,8 @@ import {
   sealAuditEvent,
   verifyAuditChain,
 } from '@svc/core';
+import { isTokenOfKind } from '../src/tokens.js';
+import { challengeString } from '../src/use-cases/create-challenge.js';
 
 const clock = { now: () => Date.UTC(2026, 10, 22, 10, 0, 0) };
 

@@ -1,16 +1,16 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { describe, test } from 'node:test';
+import { withinGrace } from '../src/refresh-rotation.js';
 import {
-  CLOCK_SKEW_TOLERANCE_MS,
   decideRetiredPresentation,
   decideRotation,
   gracePairEnded,
   openSuccessor,
   type RefreshRow,
   sealSuccessor,
-  withinGrace,
 } from '../src/store-api.js';
+import { CLOCK_SKEW_TOLERANCE_MS } from '../src/store-rules.js';
 import { digestToken, mintSessionToken } from '../src/tokens.js';
 
 const random = (n: number) => new Uint8Array(randomBytes(n));

@@ -10,7 +10,7 @@ import {
   MAX_REQUEST_BODY_BYTES,
   PAIRING_MAX_FAILURES,
   PROJECT_KEYS,
-} from '@svc/core/config';
+} from '@svc/core/settings';
 
 test('the default auth settings are the defaults of the configuration table, and each lies within its bounds', () => {
   for (const s of AUTH_SETTINGS) {

@@ -2,20 +2,18 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import {
   auditPage,
-  CLOCK_SKEW_TOLERANCE_MS,
   clampPairToSession,
   decideBootstrapConsumption,
   decideDeviceRemoval,
   decidePairingCompletion,
   decidePairingFailure,
-  isAccessValid,
   isChallengeConsumable,
-  isIntentLive,
   isSessionActive,
   isSessionLive,
   latestTrustedTime,
   newSessionRecord,
 } from '../src/store-api.js';
+import { CLOCK_SKEW_TOLERANCE_MS, isAccessValid, isIntentLive } from '../src/store-rules.js';
 
 const T = Date.UTC(2026, 10, 22, 10, 0, 0, 0);
 

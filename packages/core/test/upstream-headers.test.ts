@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { connectionNamedHeaders, HOP_BY_HOP_HEADERS, relaysRequestHeader, relaysResponseHeader, upstreamHeaderName } from '@svc/core';
+import { connectionNamedHeaders, relaysRequestHeader, relaysResponseHeader, upstreamHeaderName } from '@svc/core';
+import { HOP_BY_HOP_HEADERS } from '../src/upstream-headers.js';
 
 const none = new Set<string>();
 

@@ -1,4 +1,4 @@
-import type { FailureCode } from '@svc/core';
+import type { ProviderHostFailureCode } from './failure-codes.js';
 
 /**
  * Why a confined provider failed: `start_refused` (not a provider, its `:config` refused, it
@@ -19,7 +19,7 @@ export type ProviderFailure = 'start_refused' | 'malformed_answer' | 'oversized'
  * try { await handle.finish(ctx, input); } catch (err) { if (err instanceof ProviderError && err.reason === 'timeout') retryLater(); }
  */
 export class ProviderError extends Error {
-  readonly code = 'provider_failed' as const satisfies FailureCode;
+  readonly code = 'provider_failed' as const satisfies ProviderHostFailureCode;
   readonly reason: ProviderFailure;
   /** The provider module's name (its alias in `:svc/modules`). */
   readonly provider: string;

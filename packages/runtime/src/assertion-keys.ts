@@ -2,7 +2,6 @@ import { generateKeyPairSync } from 'node:crypto';
 import { closeSync, existsSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import {
-  type AppGatewayConfig,
   type AssertionKeyRotation,
   type AssertionKeySetJson,
   assertionAudienceOf,
@@ -14,6 +13,7 @@ import {
   type RandomBytes,
   rotateAssertionKeySet,
 } from '@svc/core';
+import type { AppGatewayConfig } from '@svc/core/config';
 import { type AssertionSigner, createAssertionSigner } from '@svc/server';
 import { assertOwnerOnly, ensureControlDir } from './control.js';
 import { RuntimeError } from './errors.js';

@@ -1,4 +1,5 @@
-import type { AuditEvent, Store } from '@svc/core';
+import type { AuditEvent } from '@svc/core';
+import type { Store } from '@svc/core/store';
 
 const PAGE = 1000;
 

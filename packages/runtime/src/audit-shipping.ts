@@ -21,7 +21,6 @@ import {
   auditEventToJson,
   auditShippingAfter,
   errorCodeOf,
-  type FailureCode,
   GENESIS_HASH,
   signAuditCheckpoint,
   sinkDirectoryRefusal,
@@ -31,7 +30,7 @@ import type { AuditSinks } from '@svc/core/config';
 import type { NodeIdentity } from '@svc/server';
 import type { Logger } from 'pino';
 import { assertOwnerOnly, mkdirOwnerOnly } from './control.js';
-import { RuntimeError } from './errors.js';
+import { RuntimeError, type RuntimeFailureCode } from './errors.js';
 import { writeFileAtomic } from './node-key-history.js';
 import { liveNodeIdentity } from './node-keys.js';
 import type { Project } from './project.js';
@@ -376,12 +375,12 @@ export interface AuditShipping {
 
 /** The chain no longer continues the one the sinks have: shipping stops until the operator decides. */
 class ShipStall extends Error {
-  readonly code = 'audit_ship_stalled' satisfies FailureCode;
+  readonly code = 'audit_ship_stalled' satisfies RuntimeFailureCode;
 }
 
 /** A delivery attempt failed without a stable code of its own (the sink could not be written, the cursor file could not be read). */
 class AuditShipError extends Error {
-  readonly code = 'audit_ship_failed' satisfies FailureCode;
+  readonly code = 'audit_ship_failed' satisfies RuntimeFailureCode;
 
   constructor(cause: unknown) {
     super(cause instanceof Error ? cause.message : String(cause), { cause });

@@ -3,8 +3,9 @@ import { chmodSync, closeSync, existsSync, fsyncSync, mkdirSync, openSync, readF
 import { createRequire } from 'node:module';
 import { dirname, isAbsolute, join } from 'node:path';
 import { AddonVerificationError, loadStoreAddon, verifyAddon } from '@svc/addons';
-import { type AuthDeps, ConfigError, errorCodeOf, type Logger, newId, publicKeyHexOf, type Store, type StoreAddonExport } from '@svc/core';
-import type { SecretRef } from '@svc/core/config';
+import { type AuthDeps, errorCodeOf, type Logger, newId, publicKeyHexOf } from '@svc/core';
+import { ConfigError, type SecretRef } from '@svc/core/config';
+import type { Store, StoreAddonExport } from '@svc/core/store';
 import { RuntimeError } from './errors.js';
 import { createLogger } from './logger.js';
 import { recordNewNodeKey } from './node-key-history.js';

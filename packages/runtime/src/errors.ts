@@ -1,11 +1,13 @@
-import { errorCodeOf, type FailureCode, type FailureExit } from '@svc/core';
+import type { AddonsFailureCode } from '@svc/addons';
+import { type CoreFailureCode, defineFailureCodes, errorCodeOf } from '@svc/core';
+import type { ServerFailureCode } from '@svc/server';
 
 /**
  * The failure codes the runtime's errors carry, with what `svc` exits with when one ends a
- * command. The runtime prints nothing: a caller (the CLI, an embedding program) reads `code`
+ * command (registered with core's registry when this module loads). The runtime prints nothing: a caller (the CLI, an embedding program) reads `code`
  * and shows `message` (one line naming what failed and what to do) and `details`.
  */
-export const RUNTIME_FAILURE_CODES = {
+export const RUNTIME_FAILURE_CODES = defineFailureCodes({
   service_failed: {
     raisedBy: 'RuntimeError (@svc/runtime)',
     exit: 1,
@@ -24,7 +26,25 @@ export const RUNTIME_FAILURE_CODES = {
     meaning:
       'a bootstrap token was asked for although a management device is enrolled; `svc auth init --recover` issues one anyway (audited)',
   },
-} as const satisfies Record<string, { raisedBy: string; exit: FailureExit; meaning: string }>;
+  audit_ship_stalled: {
+    raisedBy: 'ShipStall (@svc/runtime)',
+    exit: 1,
+    meaning:
+      'a running service stopped shipping the audit trail because the chain no longer continues the one its sinks have (a restored, moved or rewritten store); it logs `audit.ship_stalled` naming the cursor file to remove, reports the stall in `/readyz`, node health and metrics, and resumes by itself once the file is removed',
+  },
+  audit_ship_failed: {
+    raisedBy: 'AuditShipError (@svc/runtime)',
+    exit: 1,
+    meaning:
+      'a running service could not deliver an audit batch for another reason than a stall or a refused sink (the sink could not be written: a full disk, an I/O error; an unreadable cursor file); it retries every `:poll-milliseconds` and reports the stall in `/readyz`, node health and metrics until a delivery succeeds',
+  },
+  audit_sink_refused: {
+    raisedBy: 'AuditSinkError (@svc/runtime)',
+    exit: 1,
+    meaning:
+      'the audit sink file was not written: it is a symbolic link, not a regular file, owned by another user, readable or writable by group or others, or in a directory its group or others can write; the message names the path and the fix',
+  },
+});
 
 /** A code of {@link RUNTIME_FAILURE_CODES}. */
 export type RuntimeFailureCode = keyof typeof RUNTIME_FAILURE_CODES;
@@ -42,7 +62,14 @@ export class RuntimeError extends Error {
   readonly code: string;
   readonly details: readonly string[];
 
-  constructor(message: string, options: { code?: RuntimeFailureCode | FailureCode; details?: readonly string[]; cause?: unknown } = {}) {
+  constructor(
+    message: string,
+    options: {
+      code?: RuntimeFailureCode | CoreFailureCode | AddonsFailureCode | ServerFailureCode;
+      details?: readonly string[];
+      cause?: unknown;
+    } = {},
+  ) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'RuntimeError';
     this.code = options.code ?? errorCodeOf(options.cause) ?? 'service_failed';

@@ -5,12 +5,12 @@ import {
   type AuditEvent,
   auditDraft,
   type BootstrapReason,
-  ConfigError,
   checkAuditCheckpoint,
   issueBootstrapToken,
   signAuditCheckpoint,
   verifyAuditChain,
 } from '@svc/core';
+import { ConfigError } from '@svc/core/config';
 import { rotateAssertionKeys } from './assertion-keys.js';
 import { appendCheckpointLine } from './audit-checkpoints.js';
 import { allAuditEvents } from './audit-events.js';

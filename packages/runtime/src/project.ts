@@ -1,15 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { basename, isAbsolute, join, resolve } from 'node:path';
-import {
-  ConfigError,
-  type ConfigProblem,
-  DEFAULT_AUTH_SETTINGS,
-  DEFAULT_CONTROL_DIR,
-  type ModuleConfigSchemas,
-  type ProjectConfig,
-  validateProjectConfig,
-} from '@svc/core/config';
+import { ConfigError, type ConfigProblem, type ModuleConfigSchemas, type ProjectConfig, validateProjectConfig } from '@svc/core/config';
+import { DEFAULT_AUTH_SETTINGS, DEFAULT_CONTROL_DIR } from '@svc/core/settings';
 import { POSTGRES_STORE_CONFIG } from 'svc-store-postgres/config-fields';
 import { SQLITE_STORE_CONFIG } from 'svc-store-sqlite/config-fields';
 import { formatProblem, parseEdn } from './edn.js';

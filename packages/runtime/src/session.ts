@@ -1,4 +1,5 @@
-import type { AuthDeps, Store } from '@svc/core';
+import type { AuthDeps } from '@svc/core';
+import type { Store } from '@svc/core/store';
 import type { Logger } from 'pino';
 import { makeDeps, openControlStore } from './control.js';
 import { createLogger } from './logger.js';

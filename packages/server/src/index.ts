@@ -2,6 +2,7 @@
 // generator and the tests build the surfaces with. Route plugins, hooks and the HTTP hardening
 // stay inside the package; its own tests import those from their modules.
 
+export { SERVER_FAILURE_CODES, type ServerFailureCode } from './failure-codes.js';
 // The application gateway (may bind a network address).
 export {
   APPLICATION_AUTH_PREFIX,
@@ -89,7 +90,6 @@ export { type ComponentStatus, ed25519KeyProvider, type NodeProvider, providerPa
 export { createNodeIdentity, type NodeIdentity } from './node/identity.js';
 export { DEFAULT_NODE_LISTEN, NODE_LISTEN_ENV, parseNodeListenAddress, resolveNodeListen } from './node/listen-address.js';
 export { NODE_ROUTES, type NodeRoute, type NodeRouteAuth } from './node/routes.js';
-
 // The OpenAPI document of both surfaces.
 export { buildOpenApiDocument, type OpenApiDocument, renderOpenApiDocument } from './openapi/document.js';
 export { OPENAPI_PATH } from './openapi/route.js';

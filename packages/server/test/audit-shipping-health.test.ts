@@ -1,9 +1,18 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { type AuditShippingHealth, auditShippingAfter, type Store } from '@svc/core';
+import { type AuditShippingHealth, auditShippingAfter, defineFailureCodes } from '@svc/core';
+import type { Store } from '@svc/core/store';
 import type { FastifyInstance } from 'fastify';
 import { buildMetricsApp, createServiceMetrics } from '../src/index.js';
 import { breakablePing, type NodeHarness, nodeApi, startNodeHarness } from './support/node-harness.js';
+
+// The errors below stand in for the audit-shipping classes of the program that ships (the
+// CLI), which this test does not load; core recognises a failure code once its package has
+// registered it, so register the two the stand-ins carry, as that package does when it loads.
+defineFailureCodes({
+  audit_ship_stalled: { raisedBy: 'ShipStall (stand-in)', exit: 1, meaning: 'the chain no longer continues the sinks’ cursor' },
+  audit_sink_refused: { raisedBy: 'AuditSinkError (stand-in)', exit: 1, meaning: 'the audit sink file is unsafe' },
+});
 
 // What the running service's audit shipping reports, switched by each test.
 let shipping: AuditShippingHealth | null = null;

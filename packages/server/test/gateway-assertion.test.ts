@@ -4,17 +4,13 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { MAX_ASSERTION_LIFETIME_SECONDS, verifySvcAssertion } from '@svc/assertion';
+import { type AssertionKeySetJson, type FreshAssertionKey, firstAssertionKeySet, makePrincipal, rotateAssertionKeySet } from '@svc/core';
 import {
   ASSERTION_KEY_OVERLAP_SECONDS,
   ASSERTION_KEY_PREPUBLISH_SECONDS,
   ASSERTION_MAX_TTL_SECONDS,
   ASSERTION_TTL_SECONDS,
-  type AssertionKeySetJson,
-  type FreshAssertionKey,
-  firstAssertionKeySet,
-  makePrincipal,
-  rotateAssertionKeySet,
-} from '@svc/core';
+} from '@svc/core/settings';
 import { type AssertionSigner, createAssertionSigner, svcIdentityHeaders } from '@svc/server';
 import Fastify from 'fastify';
 

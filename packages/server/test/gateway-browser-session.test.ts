@@ -3,7 +3,7 @@ import type { IncomingMessage } from 'node:http';
 import { connect } from 'node:net';
 import { type Duplex, Writable } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
-import { DEFAULT_AUTH_SETTINGS } from '@svc/core';
+import { DEFAULT_AUTH_SETTINGS } from '@svc/core/settings';
 import pino from 'pino';
 import { buildGatewayApp, type GatewayAttach, upgradePrincipal } from '../src/index.js';
 import { browserRequest, cookiesSet } from './support/browser-http.js';

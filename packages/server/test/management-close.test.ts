@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { Store } from '@svc/core';
+import type { Store } from '@svc/core/store';
 import { admin, api, startHarness } from './support/harness.js';
 
 // The timeout is the property, not a performance figure: without draining, the keep-alive

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import type { Store } from '@svc/core';
+import type { Store } from '@svc/core/store';
 import { admin, api, type Harness, newDeviceKey, raw, startHarness } from './support/harness.js';
 
 function assertNoStore(headers: Headers | Record<string, unknown>, label: string) {

@@ -11,7 +11,8 @@ import {
   pairDevice,
   verifyDiagnostics,
 } from '@svc/client';
-import { nodeIdOf, type Store, StoreUnavailableError } from '@svc/core';
+import { nodeIdOf } from '@svc/core';
+import { type Store, StoreUnavailableError } from '@svc/core/store';
 import { newDeviceKey } from './support/harness.js';
 import { adminToken, type NodeHarness, startNodeHarness } from './support/node-harness.js';
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import type { Store } from '@svc/core';
+import type { Store } from '@svc/core/store';
 import { ed25519KeyProvider, type NodeProvider } from '../src/index.js';
 import { breakablePing, type NodeHarness, nodeApi, startNodeHarness } from './support/node-harness.js';
 

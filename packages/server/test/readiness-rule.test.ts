@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { auditShippingAfter, type NodeHealthFacts, nodeHealthVerdict, type Store } from '@svc/core';
+import { auditShippingAfter, type NodeHealthFacts, nodeHealthVerdict } from '@svc/core';
+import type { Store } from '@svc/core/store';
 import { buildMetricsApp, createServiceMetrics, ed25519KeyProvider, type NodeProvider } from '../src/index.js';
 
 /** The built-in device-key provider, whose known-answer test fails (a broken crypto build). */

@@ -1,6 +1,6 @@
 import { readdirSync, readFileSync } from 'node:fs';
-import type { FailureCode } from '@svc/core';
 import type { PoolClient } from 'pg';
+import type { StorePostgresFailureCode } from './failure-codes.js';
 
 /** One schema migration: `migrations/NNN_name.sql`. */
 export interface Migration {
@@ -11,7 +11,7 @@ export interface Migration {
 
 /** Why migrating stopped without an error of the server: the schema is newer than this package. */
 export class NewerSchemaError extends Error {
-  readonly code = 'store_schema_newer' as const satisfies FailureCode;
+  readonly code = 'store_schema_newer' as const satisfies StorePostgresFailureCode;
   readonly found: number;
   readonly latest: number;
 

@@ -2,8 +2,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import type { AttemptReservation } from '@svc/core';
-import { decideAttemptWindow } from '@svc/core/store';
+import { type AttemptReservation, decideAttemptWindow } from '@svc/core/store';
 import type { PostgresStore } from '../src/index.js';
 import { createTestEnv } from './pg-test-env.js';
 

@@ -1,20 +1,8 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
-import {
-  type AuditEventDraft,
-  type AuditEventType,
-  type DeviceRecord,
-  digestToken,
-  mintSessionToken,
-  mintToken,
-  newId,
-  type RotationOutcome,
-  type SessionRecord,
-  type Store,
-  type TokenPairDigests,
-  verifyAuditChain,
-} from '@svc/core';
+import { type AuditEventDraft, type AuditEventType, digestToken, mintSessionToken, mintToken, newId, verifyAuditChain } from '@svc/core';
+import type { DeviceRecord, RotationOutcome, SessionRecord, Store, TokenPairDigests } from '@svc/core/store';
 import type { PostgresStore } from '../src/index.js';
 import { createTestEnv } from './pg-test-env.js';
 

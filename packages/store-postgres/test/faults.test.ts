@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { type AuditEventDraft, DEFAULT_AUTH_SETTINGS, storeFaultOf } from '@svc/core';
+import type { AuditEventDraft } from '@svc/core';
+import { DEFAULT_AUTH_SETTINGS } from '@svc/core/settings';
+import { storeFaultOf } from '@svc/core/store';
 import { openPostgresStore } from '../src/index.js';
 import { type PrivatePostgres, startPrivatePostgres } from './private-postgres.js';
 

@@ -7,7 +7,6 @@ import {
   completePairing,
   createChallenge,
   createSession,
-  DEFAULT_AUTH_SETTINGS,
   digestToken,
   enrollWithBootstrapToken,
   issueBootstrapToken,
@@ -17,10 +16,11 @@ import {
   publicKeyHexOf,
   revokeSession,
   rotateRefreshToken,
-  type Store,
   silentLogger,
   verifyAuditChain,
 } from '@svc/core';
+import { DEFAULT_AUTH_SETTINGS } from '@svc/core/settings';
+import type { Store } from '@svc/core/store';
 import { createTestEnv } from './pg-test-env.js';
 
 const env = createTestEnv();

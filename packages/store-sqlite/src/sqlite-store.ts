@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
+import { type AuditEvent, type AuditEventDraft, digestsEqual, GENESIS_HASH, type Realm, sealAuditEvent } from '@svc/core';
 import {
   ACCESS_COLUMNS,
   activeSessionSql,
@@ -22,8 +23,6 @@ import {
 import {
   type AccessRow,
   type AttemptReservation,
-  type AuditEvent,
-  type AuditEventDraft,
   amrText,
   auditPage,
   type BootstrapOutcome,
@@ -38,11 +37,9 @@ import {
   decidePairingCompletion,
   decideRetiredPresentation,
   decideRotation,
-  digestsEqual,
   type EventRow,
   type FlowRecord,
   type FlowRow,
-  GENESIS_HASH,
   type IntentRow,
   type LinkRecord,
   type LinkRow,
@@ -53,7 +50,6 @@ import {
   REVOKED_DEVICE_REMOVED,
   REVOKED_LINK_REMOVED,
   REVOKED_REFRESH_REUSED,
-  type Realm,
   type RefreshRow,
   type RotationDecision,
   type RotationOutcome,
@@ -65,7 +61,6 @@ import {
   type StoreFault,
   type StoreStats,
   StoreUnavailableError,
-  sealAuditEvent,
   type TokenPairDigests,
   toChallenge,
   toDevice,

@@ -1,5 +1,6 @@
+import { GENESIS_HASH, type Realm } from '@svc/core';
 import { activeSessionSql } from '@svc/core/sql-rows';
-import { GENESIS_HASH, type Realm, type StoreStats } from '@svc/core/store';
+import type { StoreStats } from '@svc/core/store';
 import type Database from 'better-sqlite3';
 
 /** The diagnostics counters' queries, shared by the store and its stats worker. */

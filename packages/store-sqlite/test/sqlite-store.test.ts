@@ -3,7 +3,6 @@ import { chmodSync, existsSync, readFileSync, statSync, writeFileSync } from 'no
 import { after, describe, test } from 'node:test';
 import {
   authenticate,
-  ConfigError,
   createChallenge,
   createSession,
   enrollWithBootstrapToken,
@@ -11,10 +10,10 @@ import {
   removeDevice,
   revokeSession,
   rotateRefreshToken,
-  STORE_OPERATIONS,
   verifyAuditChain,
 } from '@svc/core';
-import type { EdnValue } from '@svc/core/config';
+import { ConfigError, type EdnValue } from '@svc/core/config';
+import { STORE_OPERATIONS } from '@svc/core/store';
 import { createFakeClock, makeDeps, newDeviceKey } from '@svc/store-testkit';
 import Database from 'better-sqlite3';
 import {

@@ -5,10 +5,11 @@ import {
   type AuditEventDraft,
   type AuthDeps,
   auditDraft,
+  type CoreFailureCode,
   createChallenge,
   createSession,
-  type DeviceRecord,
   digestToken,
+  type ErrorCode,
   enrollWithBootstrapToken,
   issueBootstrapToken,
   mintSessionToken,
@@ -18,16 +19,19 @@ import {
   publicJwkOfHex,
   publicKeyHexOf,
   type Realm,
-  type RotationOutcome,
   rotationAuditDraft,
-  type SessionRecord,
-  type Store,
-  type SvcErrorCode,
-  type TokenPairDigests,
   type TokenPairJson,
   authenticate as useCaseAuthenticate,
 } from '@svc/core';
-import { newSessionRecord, sealSuccessor } from '@svc/core/store';
+import {
+  type DeviceRecord,
+  newSessionRecord,
+  type RotationOutcome,
+  type SessionRecord,
+  type Store,
+  sealSuccessor,
+  type TokenPairDigests,
+} from '@svc/core/store';
 
 /** An Ed25519 device key: its public half as hex, and a signer over UTF-8 strings. */
 export interface DeviceKey {
@@ -53,7 +57,7 @@ export function newDeviceKey(): DeviceKey {
 }
 
 /** Asserts that `promise` rejects with an error whose `code` is `code` (never the message text). */
-export async function rejectsWithCode(promise: Promise<unknown>, code: SvcErrorCode): Promise<void> {
+export async function rejectsWithCode(promise: Promise<unknown>, code: ErrorCode | CoreFailureCode): Promise<void> {
   await assert.rejects(promise, (error: unknown) => {
     assert.ok(error instanceof Error, 'expected an Error');
     assert.equal((error as { code?: unknown }).code, code, `expected code ${code}, got ${String((error as { code?: unknown }).code)}`);

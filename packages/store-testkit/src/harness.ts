@@ -1,4 +1,6 @@
-import type { AuthDeps, AuthSettings, Store } from '@svc/core';
+import type { AuthDeps } from '@svc/core';
+import type { AuthSettings } from '@svc/core/settings';
+import type { Store } from '@svc/core/store';
 import { createFakeClock, type FakeClock } from './fake-clock.js';
 import { makeDeps } from './make-deps.js';
 

@@ -1,14 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import {
-  type AuthDeps,
-  type AuthSettings,
-  type Clock,
-  DEFAULT_AUTH_SETTINGS,
-  type Logger,
-  type RandomBytes,
-  type Store,
-  silentLogger,
-} from '@svc/core';
+import { type AuthDeps, type Clock, type Logger, type RandomBytes, silentLogger } from '@svc/core';
+import { type AuthSettings, DEFAULT_AUTH_SETTINGS } from '@svc/core/settings';
+import type { Store } from '@svc/core/store';
 
 /** The project id every suite deps carry (a valid `prj_` ULID). */
 export const TEST_PROJECT_ID = 'prj_01KAQ0000000TESTK1TPR0JECT';

@@ -1,8 +1,7 @@
+import { type AuditEvent, type AuditEventDraft, digestsEqual, GENESIS_HASH, type Realm, sealAuditEvent } from '@svc/core';
 import {
   type AttemptReservation,
   type AttemptWindow,
-  type AuditEvent,
-  type AuditEventDraft,
   amrText,
   auditPage,
   type BootstrapOutcome,
@@ -17,9 +16,7 @@ import {
   decidePairingFailure,
   decideRetiredPresentation,
   decideRotation,
-  digestsEqual,
   type FlowRecord,
-  GENESIS_HASH,
   gracePairEnded,
   isChallengeConsumable,
   isCounterAdvance,
@@ -33,7 +30,6 @@ import {
   REVOKED_DEVICE_REMOVED,
   REVOKED_LINK_REMOVED,
   REVOKED_REFRESH_REUSED,
-  type Realm,
   type RefreshRow,
   type RotationDecision,
   type RotationOutcome,
@@ -41,7 +37,6 @@ import {
   STORE_OPERATIONS,
   type Store,
   type StoreStats,
-  sealAuditEvent,
   type TokenPairDigests,
   toSession,
 } from '@svc/core/store';

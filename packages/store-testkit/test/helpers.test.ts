@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { DEFAULT_AUTH_SETTINGS, isIdOfKind, type Store, silentLogger, verifyEd25519 } from '@svc/core';
+import { isIdOfKind, silentLogger, verifyEd25519 } from '@svc/core';
+import { DEFAULT_AUTH_SETTINGS } from '@svc/core/settings';
+import type { Store } from '@svc/core/store';
 import { createFakeClock, FAKE_CLOCK_START, makeDeps, newDeviceKey, TEST_PROJECT_ID } from '@svc/store-testkit';
 
 describe('createFakeClock', () => {

@@ -1,4 +1,4 @@
-import { ASSERTION_KEY_OVERLAP_SECONDS, ASSERTION_KEY_PREPUBLISH_SECONDS, formatLimit } from '@svc/core';
+import { ASSERTION_KEY_OVERLAP_SECONDS, ASSERTION_KEY_PREPUBLISH_SECONDS, formatLimit } from '@svc/core/settings';
 import { rotateProjectAssertionKey, withProject } from '@svc/runtime';
 import { parseCommandArgs } from '../args.js';
 import { type Command, PROJECT_HELP, PROJECT_OPTIONS } from '../command.js';

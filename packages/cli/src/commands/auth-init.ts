@@ -1,4 +1,5 @@
-import { BOOTSTRAP_TOKEN_TTL_SECONDS, formatLimit, rfc3339 } from '@svc/core';
+import { rfc3339 } from '@svc/core';
+import { BOOTSTRAP_TOKEN_TTL_SECONDS, formatLimit } from '@svc/core/settings';
 import { chosenProfile, type InitializedProject, initProject, RuntimeError } from '@svc/runtime';
 import { parseCommandArgs } from '../args.js';
 import { CliError, UsageError } from '../cli-error.js';

@@ -1,5 +1,6 @@
 import { ApiError, createNodeClient, NodeUnreachableError, type PreparedPairingJson } from '@svc/client';
-import { DEFAULT_AUTH_SETTINGS, isRealm, PAIRING_MAX_FAILURES, PAIRING_MIN_TTL_SECONDS } from '@svc/core';
+import { isRealm } from '@svc/core';
+import { DEFAULT_AUTH_SETTINGS, PAIRING_MAX_FAILURES, PAIRING_MIN_TTL_SECONDS } from '@svc/core/settings';
 import { parseCommandArgs, requireOption } from '../args.js';
 import { CliError, UsageError } from '../cli-error.js';
 import type { Command } from '../command.js';

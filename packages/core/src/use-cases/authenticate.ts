@@ -1,5 +1,6 @@
-import { type AuthDeps, silentLogger } from '../deps.js';
+import type { AuthDeps } from '../deps.js';
 import { AuthError } from '../errors.js';
+import { silentLogger } from '../ports.js';
 import { makePrincipal, type Principal } from '../principal.js';
 import type { Realm } from '../realm.js';
 import type { SessionRecord } from '../store.js';

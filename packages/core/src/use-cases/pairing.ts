@@ -13,8 +13,6 @@ import type { PreparedPairingJson } from '../wire/node.js';
 import { parseDeviceName } from './enroll-with-bootstrap-token.js';
 import { auditDraft } from './event.js';
 
-export { PAIRING_MAX_FAILURES } from '../settings.js';
-
 /** The domain-separation tag of the string a pairing device signs. */
 export const PAIRING_DOMAIN = 'svc-auth-v1 pairing';
 

@@ -3,7 +3,7 @@ import { readFileSync, statSync } from 'node:fs';
 import type { Server as HttpsServer } from 'node:https';
 import { isAbsolute, resolve } from 'node:path';
 import { createSecureContext } from 'node:tls';
-import type { AppTlsConfig } from '@svc/core';
+import type { AppTlsConfig } from '@svc/core/config';
 import { buildGatewayApp, cleartextExposed, instrumentStore, type ServiceMetrics } from '@svc/server';
 import type { Logger } from 'pino';
 import { RuntimeError } from '../errors.js';

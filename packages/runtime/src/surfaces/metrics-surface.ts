@@ -1,4 +1,5 @@
-import type { AuditShippingHealth, Store } from '@svc/core';
+import type { AuditShippingHealth } from '@svc/core';
+import type { Store } from '@svc/core/store';
 import { type BearerCacheCounters, buildMetricsApp, createServiceMetrics, type MetricsListen, type ServiceMetrics } from '@svc/server';
 import { listenOn } from './listen-on.js';
 import type { Surface } from './surface.js';

@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { chmodSync, existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
-import { ASSERTION_KEY_OVERLAP_SECONDS, ASSERTION_KEY_PREPUBLISH_SECONDS, type AssertionKeySetJson, makePrincipal } from '@svc/core';
+import { type AssertionKeySetJson, makePrincipal } from '@svc/core';
+import { ASSERTION_KEY_OVERLAP_SECONDS, ASSERTION_KEY_PREPUBLISH_SECONDS } from '@svc/core/settings';
 import { cleanEnv, initProject, svc, svcOk, tempDir } from '../../../cli/test/helpers.js';
 import { assertionKeysFile, gatewayAssertionSigner, readAssertionKeys, rotateAssertionKeys } from '../../src/assertion-keys.js';
 

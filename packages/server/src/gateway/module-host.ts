@@ -6,7 +6,8 @@ import { tmpdir } from 'node:os';
 import { dirname, isAbsolute, join, relative, sep } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { serialize } from 'node:v8';
-import { type FailureCode, MAX_REQUEST_BODY_BYTES } from '@svc/core';
+import { MAX_REQUEST_BODY_BYTES } from '@svc/core/settings';
+import type { ServerFailureCode } from '../failure-codes.js';
 
 /**
  * An application module of module mode: the `svc/app` export of a verified package (a Fastify
@@ -81,7 +82,7 @@ export interface ModuleHost {
 /** Thrown when the modules cannot be started: a module failed to load, or the child did not start. */
 export class ModuleHostError extends Error {
   override readonly name = 'ModuleHostError';
-  readonly code = 'app_modules_failed' as const satisfies FailureCode;
+  readonly code = 'app_modules_failed' as const satisfies ServerFailureCode;
 }
 
 /** The private header names of a forwarded request (the child's gate takes both out). */

@@ -1,4 +1,5 @@
-import type { AppPathRequirement, AuthDeps, AuthError, Principal, ProviderHandle } from '@svc/core';
+import type { AuthDeps, AuthError, Principal, ProviderHandle } from '@svc/core';
+import type { AppPathRequirement } from '@svc/core/config';
 import type { FastifyBaseLogger, FastifyInstance, FastifyRequest } from 'fastify';
 import type { ChallengeBudget } from '../http/challenge-budget.js';
 import type { ConnectionLimits } from '../http/connection-limits.js';

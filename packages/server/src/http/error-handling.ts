@@ -1,7 +1,8 @@
 import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { AuthError, type ErrorCode, formatLimit, MAX_REQUEST_BODY_BYTES } from '@svc/core';
+import { AuthError, type ErrorCode } from '@svc/core';
+import { formatLimit, MAX_REQUEST_BODY_BYTES } from '@svc/core/settings';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { bearerChallenge } from './bearer.js';
 import { internalError, PROBLEM_CONTENT_TYPE, problemJson, sendProblem } from './problem.js';

@@ -1,5 +1,6 @@
 import { isIPv4, isIPv6 } from 'node:net';
-import { AuthError, type Clock, type Store } from '@svc/core';
+import { AuthError, type Clock } from '@svc/core';
+import type { Store } from '@svc/core/store';
 
 /** A slot held in a budget: give it back with {@link Slot.release}. */
 export interface Slot {

@@ -1,4 +1,5 @@
-import { AuthError, MAX_REQUEST_BODY_BYTES } from '@svc/core';
+import { AuthError } from '@svc/core';
+import { MAX_REQUEST_BODY_BYTES } from '@svc/core/settings';
 import type { FastifyInstance } from 'fastify';
 
 /** The largest request body accepted: core's {@link MAX_REQUEST_BODY_BYTES}, the one place the number lives. */

@@ -1,5 +1,5 @@
 import { isIPv6 } from 'node:net';
-import { DEFAULT_APP_LISTEN } from '@svc/core';
+import { DEFAULT_APP_LISTEN } from '@svc/core/settings';
 import { ListenAddressError } from '../management/listen-address.js';
 import { isIPv6Loopback, parseIPv4 } from './loopback.js';
 

@@ -1,4 +1,5 @@
-import { AuthError, type DegradedHealthProblemJson, degradedHealthProblem, StoreUnavailableError, storeFaultOf } from '@svc/core';
+import { AuthError, type DegradedHealthProblemJson, degradedHealthProblem } from '@svc/core';
+import { StoreUnavailableError, storeFaultOf } from '@svc/core/store';
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import { PROBLEM_CONTENT_TYPE, problemJson } from '../http/problem.js';
 import { documented, problemResponses } from '../http/problem-schema.js';

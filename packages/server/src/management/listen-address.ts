@@ -1,5 +1,5 @@
 import { isIPv6 } from 'node:net';
-import type { FailureCode } from '@svc/core';
+import type { ServerFailureCode } from '../failure-codes.js';
 import { isIPv6Loopback, isIPv6Unspecified, parseIPv4 } from '../http/loopback.js';
 
 /** Where the management API listens when neither `--listen` nor `SVC_MANAGEMENT_LISTEN` says otherwise. */
@@ -10,7 +10,7 @@ export const MANAGEMENT_LISTEN_ENV = 'SVC_MANAGEMENT_LISTEN';
 
 /** A listen address refused before anything binds. The message is one line: the address, why, and what to do. */
 export class ListenAddressError extends Error {
-  readonly code = 'listen_address_refused' as const satisfies FailureCode;
+  readonly code = 'listen_address_refused' as const satisfies ServerFailureCode;
   constructor(message: string) {
     super(message);
     this.name = 'ListenAddressError';

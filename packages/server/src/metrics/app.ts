@@ -1,4 +1,5 @@
-import { type AuditShippingHealth, AuthError, type NodeHealthFacts, nodeHealthVerdict, type Store } from '@svc/core';
+import { type AuditShippingHealth, AuthError, type NodeHealthFacts, nodeHealthVerdict } from '@svc/core';
+import type { Store } from '@svc/core/store';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { installConnectionLimits, METRICS_CONNECTION_LIMITS } from '../http/connection-limits.js';
 import { hardenSurface } from '../http/harden.js';

@@ -1,4 +1,5 @@
-import { AUDIT_EVENT_TYPES, type AuditEventDraft, STORE_OPERATIONS, type Store } from '@svc/core';
+import { AUDIT_EVENT_TYPES, type AuditEventDraft } from '@svc/core';
+import { STORE_OPERATIONS, type Store } from '@svc/core/store';
 import type { ServiceMetrics } from './metrics.js';
 
 const EVENT_TYPES = new Set<string>(AUDIT_EVENT_TYPES);

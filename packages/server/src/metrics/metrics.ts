@@ -1,4 +1,5 @@
-import type { AuditEventDraft, AuditShippingHealth, Store } from '@svc/core';
+import type { AuditEventDraft, AuditShippingHealth } from '@svc/core';
+import type { Store } from '@svc/core/store';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 
 /** Hit and miss counts of a store's bearer-check cache, for stores that keep one. */

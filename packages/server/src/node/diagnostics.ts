@@ -1,4 +1,5 @@
-import { DIAGNOSTICS_TYPE, type DiagnosticsPayload, rfc3339, rfc8785Json, type SignedDiagnosticsJson, type StoreStats } from '@svc/core';
+import { DIAGNOSTICS_TYPE, type DiagnosticsPayload, rfc3339, rfc8785Json, type SignedDiagnosticsJson } from '@svc/core';
+import type { StoreStats } from '@svc/core/store';
 import type { NodeIdentity } from './identity.js';
 import { NODE_API_VERSION } from './routes.js';
 

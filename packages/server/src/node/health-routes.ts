@@ -1,4 +1,5 @@
-import { type ComponentHealthJson, type NodeHealthJson, rfc3339, StoreUnavailableError, storeFaultOf } from '@svc/core';
+import { type ComponentHealthJson, type NodeHealthJson, rfc3339 } from '@svc/core';
+import { StoreUnavailableError, storeFaultOf } from '@svc/core/store';
 import type { FastifyBaseLogger, FastifyPluginAsync } from 'fastify';
 import { documented, problemResponses } from '../http/problem-schema.js';
 import type { HealthRouteOptions } from './route-options.js';

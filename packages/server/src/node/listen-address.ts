@@ -1,4 +1,4 @@
-import { DEFAULT_NODE_LISTEN } from '@svc/core';
+import { DEFAULT_NODE_LISTEN } from '@svc/core/settings';
 import { type NetworkListenNames, parseNetworkListenAddress, resolveNetworkListen } from '../http/network-listen.js';
 
 /** Where the node surface listens when neither `--listen`, `SVC_NODE_LISTEN` nor `:svc/node-listen` says otherwise: core's configuration table. */

@@ -1,7 +1,8 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { createRequire } from 'node:module';
 import fastifySwagger from '@fastify/swagger';
-import { type AuthDeps, DEFAULT_AUTH_SETTINGS, isReservedPath } from '@svc/core';
+import { type AuthDeps, isReservedPath } from '@svc/core';
+import { DEFAULT_AUTH_SETTINGS } from '@svc/core/settings';
 import Fastify, { type HTTPMethods } from 'fastify';
 import { createChallengeBudget } from '../http/challenge-budget.js';
 import { createFailureLimiter } from '../http/failure-limiter.js';

@@ -1,4 +1,4 @@
-import type { AppPathRequirement } from '@svc/core';
+import type { AppPathRequirement } from '@svc/core/config';
 import type { FastifyInstance } from 'fastify';
 import { buildGatewayApp, type GatewayAppOptions, type GatewayAttach, type GatewayPolicy, upstreamAttach } from '../../src/index.js';
 import { api, type DeviceKey, type Harness, type Pair, type Reply } from './harness.js';

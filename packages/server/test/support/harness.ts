@@ -3,15 +3,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import {
-  type AuthDeps,
-  type AuthSettings,
-  DEFAULT_AUTH_SETTINGS,
-  issueBootstrapToken,
-  publicKeyHexOf,
-  type Store,
-  silentLogger,
-} from '@svc/core';
+import { type AuthDeps, issueBootstrapToken, publicKeyHexOf, silentLogger } from '@svc/core';
+import { type AuthSettings, DEFAULT_AUTH_SETTINGS } from '@svc/core/settings';
+import type { Store } from '@svc/core/store';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { openSqliteStore, type SqliteStoreOptions } from 'svc-store-sqlite';
 import { buildManagementApp } from '../../src/index.js';

@@ -12,9 +12,9 @@ import {
   preparePairing,
   removeDevice,
   rotateRefreshToken,
-  type Store,
   verifyAuditChain,
 } from '@svc/core';
+import type { Store } from '@svc/core/store';
 import {
   allEvents,
   authenticate,

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { type AuthDeps, rotateRefreshToken, type Store, thumbprintOfPublicKeyHex } from '@svc/core';
+import { type AuthDeps, rotateRefreshToken, thumbprintOfPublicKeyHex } from '@svc/core';
+import type { Store } from '@svc/core/store';
 import { type DeviceKey, dpopProof, enrollDevice, newDeviceKey, rejectsWithCode, seconds, settle, signIn } from '../fixtures.js';
 import type { SuiteContext } from '../harness.js';
 import { RACERS } from './concurrency-suite.js';

@@ -1,19 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import {
-  type AuditEventDraft,
-  type AuthDeps,
-  auditDraft,
-  type FlowRecord,
-  type LinkRecord,
-  newId,
-  type PairingIntentRecord,
-  type Realm,
-  type Store,
-  sha256Hex,
-  verifyAuditChain,
-} from '@svc/core';
-import { newSessionRecord } from '@svc/core/store';
+import { type AuditEventDraft, type AuthDeps, auditDraft, newId, type Realm, sha256Hex, verifyAuditChain } from '@svc/core';
+import { type FlowRecord, type LinkRecord, newSessionRecord, type PairingIntentRecord, type Store } from '@svc/core/store';
 import { allEvents, auditLength, createStoreSession, enrollDevice, mintPair, minutes, settle } from '../fixtures.js';
 import type { SuiteContext, World } from '../harness.js';
 import { RACERS } from './concurrency-suite.js';

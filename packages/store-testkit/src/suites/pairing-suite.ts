@@ -5,14 +5,14 @@ import {
   auditDraft,
   completePairing,
   newId,
-  PAIRING_MAX_FAILURES,
-  type PairingIntentRecord,
   type PreparedPairing,
   pairingProofString,
   preparePairing,
   type Realm,
   sha256Hex,
 } from '@svc/core';
+import { PAIRING_MAX_FAILURES } from '@svc/core/settings';
+import type { PairingIntentRecord } from '@svc/core/store';
 import {
   auditLength,
   authenticate,

@@ -5,13 +5,12 @@ import {
   authenticate,
   createChallenge,
   createSession,
-  type DeviceRecord,
   digestToken,
   newId,
   revokeOtherSessions,
   rotateRefreshToken,
 } from '@svc/core';
-import { openSuccessor } from '@svc/core/store';
+import { type DeviceRecord, openSuccessor } from '@svc/core/store';
 import {
   auditLength,
   authenticates,

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { type ChallengeRecord, createChallenge, createSession, newId } from '@svc/core';
+import { createChallenge, createSession, newId } from '@svc/core';
+import type { ChallengeRecord } from '@svc/core/store';
 import {
   auditLength,
   authenticate,

@@ -1,0 +1,276 @@
+import { type AppGatewayConfig, type AppPathRequirement, DEFAULT_APP_GATEWAY_CONFIG } from './app-config.js';
+import { canonicalOrigin } from './browser-policy.js';
+import { describeEdn as describe, type EdnMap, type EdnValue, isEdnMap } from './edn-model.js';
+import { normalizeHeaderName } from './gateway-policy.js';
+import { isIdOfKind } from './ids.js';
+import { cidrPrefixLength, ipVersion } from './ip-address.js';
+import { MAX_AUTH_AGE_SECONDS_LIMIT, PROJECT_KEYS, type ProjectKeySpec, UNSTRIPPABLE_HEADERS } from './settings.js';
+
+// The application gateway's `:svc/app-*` keys: reading them from one merged configuration, and
+// the path-pattern and listen-address rules the CLI also applies to its flags.
+
+/** The reserved path prefix of the application gateway: its own routes, never the application's. */
+const RESERVED_APP_PREFIX = '/.svc/';
+
+/** Whether `s` holds a C0 control character or DEL. */
+function hasControlCharacter(s: string): boolean {
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x20 || c === 0x7f) return true;
+  }
+  return false;
+}
+
+/** The address-range names `:svc/app-trusted-proxies` takes besides addresses and CIDRs (as Fastify's `trustProxy` does). */
+const TRUSTED_PROXY_RANGE_NAMES: readonly string[] = ['loopback', 'linklocal', 'uniquelocal'];
+
+/** An HTTP field name (RFC 9110 `token`). */
+const HEADER_TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+
+/**
+ * Why `pattern` is not a path pattern of `:svc/app-public` or `:svc/app-require`, or null when
+ * it is one: an exact path, or a prefix ending in `/*` (`"/public/*"` matches `/public/` and
+ * everything under it), starting with `/`, without a query, fragment, whitespace, empty, `.`
+ * or `..` segment, with `*` only as the final segment, and never under the reserved `/.svc/`.
+ *
+ * @example
+ * appPathPatternProblem('/public/*'); // null
+ * appPathPatternProblem('/.svc/auth/*'); // 'paths under /.svc/ are the gateway\'s own ...'
+ */
+export function appPathPatternProblem(pattern: string): string | null {
+  if (!pattern.startsWith('/')) return 'a path starts with /';
+  if (/[\s?#\\]/.test(pattern) || hasControlCharacter(pattern)) {
+    return 'a path has no whitespace, control character, backslash, query (?) or fragment (#)';
+  }
+  const path = pattern.endsWith('/*') ? pattern.slice(0, -1) : pattern;
+  if (path.includes('*')) return 'a * may only end a prefix, as in "/public/*"';
+  const segments = path.slice(1).split('/');
+  const inner = path.endsWith('/') ? segments.slice(0, -1) : segments;
+  if (path !== '/' && inner.some((seg) => seg === '' || seg === '.' || seg === '..')) {
+    return 'a path has no empty, "." or ".." segment';
+  }
+  if (`${path}/`.toLowerCase().startsWith(RESERVED_APP_PREFIX)) {
+    return "paths under /.svc/ are the gateway's own and never reach the application";
+  }
+  return null;
+}
+
+/** Whether path pattern `outer` covers every path `inner` matches (both already valid). */
+function patternCovers(outer: string, inner: string): boolean {
+  if (outer === inner) return true;
+  if (!outer.endsWith('/*')) return false;
+  const prefix = outer.slice(0, -1);
+  return (inner.endsWith('/*') ? inner.slice(0, -1) : inner).startsWith(prefix);
+}
+
+/**
+ * Why `value` is not a `:svc/app-listen` address, or null: `"off"`, or `host:port` with a port
+ * from 0 to 65535 and a non-empty host, an IPv6 address in brackets. (Where it binds, and the
+ * stricter checks of host names, are the listener's: the same parser as the node surface.)
+ *
+ * @example
+ * appListenProblem('0.0.0.0:8080'); // null
+ * appListenProblem('8080'); // 'expected "host:port" or "off"'
+ */
+export function appListenProblem(value: string): string | null {
+  if (value.trim().toLowerCase() === 'off') return null;
+  const m = /^(?:\[([^\]]*)\]|([^:[\]]+)):(\d{1,5})$/.exec(value);
+  if (m === null || Number(m[3]) > 65535) return 'expected "host:port" (an IPv6 address in brackets, a port from 0 to 65535) or "off"';
+  if (m[1] !== undefined && ipVersion(m[1]) !== 6) return `${JSON.stringify(m[1])} in brackets is not an IPv6 address`;
+  return null;
+}
+
+/**
+ * Reads the `:svc/app-*` keys of one merged configuration into an {@link AppGatewayConfig},
+ * reporting every problem through `bad` (file, key, what was expected).
+ *
+ * @example
+ * const app = readAppGatewayConfig(merged, (key, message) => problems.push({ file, key, message }));
+ */
+export function readAppGatewayConfig(merged: EdnMap, bad: (key: string, message: string) => void): AppGatewayConfig {
+  const out: { -readonly [K in keyof AppGatewayConfig]: AppGatewayConfig[K] } = { ...DEFAULT_APP_GATEWAY_CONFIG };
+  const spec = (key: string) => PROJECT_KEYS.find((k) => k.key === key) as ProjectKeySpec;
+  const expected = (key: string, v: EdnValue | undefined, why?: string) =>
+    bad(key, `expected ${spec(key).expected}${why === undefined ? '' : ` (${why})`}, found ${describe(v)}`);
+  const strings = (key: string, v: EdnValue | undefined): string[] | null => {
+    if (!Array.isArray(v) || !v.every((x: EdnValue) => typeof x === 'string')) {
+      expected(key, v);
+      return null;
+    }
+    return [...(v as string[])];
+  };
+
+  const listen = merged.get(':svc/app-listen');
+  if (listen !== undefined) {
+    const problem = typeof listen === 'string' ? appListenProblem(listen) : 'not a string';
+    if (problem !== null || typeof listen !== 'string') expected(':svc/app-listen', listen, problem ?? undefined);
+    else out.listen = listen.trim().toLowerCase() === 'off' ? 'off' : listen;
+  }
+
+  const upstream = merged.get(':svc/app-upstream');
+  if (upstream !== undefined) {
+    const problem = typeof upstream === 'string' ? upstreamProblem(upstream) : 'not a string';
+    if (problem !== null || typeof upstream !== 'string') expected(':svc/app-upstream', upstream, problem ?? undefined);
+    else out.upstream = new URL(upstream).origin;
+  }
+
+  const audience = merged.get(':svc/app-audience');
+  if (audience !== undefined) {
+    if (typeof audience !== 'string' || audience.trim() === '' || hasControlCharacter(audience)) {
+      expected(':svc/app-audience', audience);
+    } else out.audience = audience;
+  }
+
+  const publicOrigin = merged.get(':svc/app-public-origin');
+  if (publicOrigin !== undefined) {
+    // One trailing slash is how origins are often written; a real path is refused.
+    const origin = typeof publicOrigin === 'string' ? canonicalOrigin(publicOrigin.replace(/\/$/, '')) : null;
+    if (origin === null) expected(':svc/app-public-origin', publicOrigin);
+    else out.publicOrigin = origin;
+  }
+
+  const publicPaths = merged.get(':svc/app-public');
+  if (publicPaths !== undefined) {
+    const list = strings(':svc/app-public', publicPaths);
+    if (list !== null) {
+      const ok: string[] = [];
+      for (const p of list) {
+        const problem = appPathPatternProblem(p);
+        if (problem !== null) bad(`:svc/app-public ${JSON.stringify(p)}`, problem);
+        else if (!ok.includes(p)) ok.push(p);
+      }
+      out.publicPaths = ok;
+    }
+  }
+
+  const headers = merged.get(':svc/app-identity-headers');
+  if (headers !== undefined) {
+    const list = strings(':svc/app-identity-headers', headers);
+    if (list !== null) {
+      const ok: string[] = [];
+      for (const h of list) {
+        const name = normalizeHeaderName(h);
+        if (!HEADER_TOKEN.test(h))
+          bad(`:svc/app-identity-headers ${JSON.stringify(h)}`, "not a header name (letters, digits and !#$%&'*+-.^_`|~)");
+        else if (UNSTRIPPABLE_HEADERS.includes(name)) {
+          bad(
+            `:svc/app-identity-headers ${JSON.stringify(h)}`,
+            `${name} cannot be stripped: it carries HTTP framing or the credentials the gateway checks (refused: ${UNSTRIPPABLE_HEADERS.join(', ')})`,
+          );
+        } else if (!ok.includes(name)) ok.push(name);
+      }
+      out.identityHeaders = ok;
+    }
+  }
+
+  const require = merged.get(':svc/app-require');
+  if (require !== undefined) {
+    if (!isEdnMap(require)) expected(':svc/app-require', require);
+    else out.requirements = readRequirements(require, out.publicPaths, bad);
+  }
+
+  const tls = merged.get(':svc/app-tls');
+  if (tls !== undefined) {
+    if (!isEdnMap(tls)) expected(':svc/app-tls', tls);
+    else {
+      for (const k of tls.keys()) if (k !== ':cert' && k !== ':key') bad(`:svc/app-tls ${k}`, 'unknown key; expected :cert and :key');
+      const cert = tls.get(':cert');
+      const key = tls.get(':key');
+      if (typeof cert !== 'string' || cert === '')
+        bad(':svc/app-tls :cert', `expected the certificate chain's PEM file path, found ${describe(cert)}`);
+      if (typeof key !== 'string' || key === '')
+        bad(':svc/app-tls :key', `expected the private key's PEM file path, found ${describe(key)}`);
+      if (typeof cert === 'string' && cert !== '' && typeof key === 'string' && key !== '') out.tls = { cert, key };
+    }
+  }
+
+  const proxies = merged.get(':svc/app-trusted-proxies');
+  if (proxies !== undefined) {
+    const list = strings(':svc/app-trusted-proxies', proxies);
+    if (list !== null) {
+      const ok: string[] = [];
+      for (const a of list) {
+        const prefix = TRUSTED_PROXY_RANGE_NAMES.includes(a) ? -1 : cidrPrefixLength(a);
+        if (prefix === null) {
+          bad(
+            `:svc/app-trusted-proxies ${JSON.stringify(a)}`,
+            `not an IP address or CIDR block (e.g. "10.0.0.0/8", "::1") or one of ${TRUSTED_PROXY_RANGE_NAMES.map((n) => `"${n}"`).join(', ')}`,
+          );
+        } else if (prefix === 0) {
+          bad(
+            `:svc/app-trusted-proxies ${JSON.stringify(a)}`,
+            'trusting every address would let any client forge X-Forwarded-For and X-Forwarded-Proto; name the proxies',
+          );
+        } else if (!ok.includes(a)) ok.push(a);
+      }
+      out.trustedProxies = ok;
+    }
+  }
+  return out;
+}
+
+/** Why an `:svc/app-upstream` value is not an origin URL, or null. */
+function upstreamProblem(value: string): string | null {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return 'not a URL';
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return `the scheme ${url.protocol} is neither http: nor https:`;
+  if (url.username !== '' || url.password !== '') return 'credentials never go in the URL';
+  if (value.includes('?') || value.includes('#')) return 'no query or fragment';
+  if (url.pathname !== '/') return "the origin only: the path is the request's own";
+  return null;
+}
+
+/** Reads the `:svc/app-require` map: path pattern → `{:subjects [...] :amr [...] :max-auth-age-seconds n}`. */
+function readRequirements(map: EdnMap, publicPaths: readonly string[], bad: (key: string, message: string) => void): AppPathRequirement[] {
+  const out: AppPathRequirement[] = [];
+  const KEYS = [':subjects', ':amr', ':max-auth-age-seconds'];
+  for (const [path, body] of map) {
+    const key = `:svc/app-require ${JSON.stringify(path)}`;
+    const problem = path.startsWith(':') ? 'path patterns are strings, e.g. "/admin/*"' : appPathPatternProblem(path);
+    if (problem !== null) {
+      bad(key, problem);
+      continue;
+    }
+    const covering = publicPaths.find((p) => patternCovers(p, path));
+    if (covering !== undefined) {
+      bad(key, `the path is public (${JSON.stringify(covering)} in :svc/app-public), so no requirement could apply to it`);
+      continue;
+    }
+    if (!isEdnMap(body)) {
+      bad(key, `expected a map such as {:subjects ["sub_..."] :amr ["ed25519"] :max-auth-age-seconds 3600}, found ${describe(body)}`);
+      continue;
+    }
+    for (const k of body.keys()) if (!KEYS.includes(k)) bad(`${key} ${k}`, `unknown key; expected one of ${KEYS.join(', ')}`);
+    if (![...body.keys()].some((k) => KEYS.includes(k))) {
+      bad(key, `an empty requirement says nothing; give at least one of ${KEYS.join(', ')} (or remove the entry)`);
+      continue;
+    }
+    const list = (k: string, valid: (s: string) => boolean, what: string): string[] | null => {
+      const v = body.get(k);
+      if (v === undefined) return null;
+      if (!Array.isArray(v) || v.length === 0 || !v.every((x: EdnValue) => typeof x === 'string' && valid(x))) {
+        bad(`${key} ${k}`, `expected a non-empty vector of ${what}, found ${describe(v)}`);
+        return null;
+      }
+      return [...new Set(v as string[])];
+    };
+    const subjects = list(':subjects', (x) => isIdOfKind(x, 'subject'), 'subject ids ("sub_...")');
+    const amr = list(':amr', (x) => /^[a-z0-9][a-z0-9_-]{0,63}$/i.test(x), 'authentication method names (e.g. "ed25519")');
+    const age = body.get(':max-auth-age-seconds');
+    let maxAuthAgeSeconds: number | null = null;
+    if (age !== undefined) {
+      if (typeof age !== 'number' || !Number.isInteger(age) || age < 1 || age > MAX_AUTH_AGE_SECONDS_LIMIT) {
+        bad(
+          `${key} :max-auth-age-seconds`,
+          `expected a whole number of seconds from 1 to ${MAX_AUTH_AGE_SECONDS_LIMIT}, found ${describe(age)}`,
+        );
+      } else maxAuthAgeSeconds = age;
+    }
+    out.push({ path, subjects, amr, maxAuthAgeSeconds });
+  }
+  return out;
+}
