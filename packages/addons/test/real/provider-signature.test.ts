@@ -25,9 +25,9 @@ import {
   signPackage,
   verifyAddon,
   verifyProviderPackage,
-} from '../src/index.js';
-import { npmPack } from '../src/npm-pack.js';
-import { DEPENDENCIES_DIR, packFixtureAddon, packFixtureProvider, tempDir, writeFixtureProvider } from './fixture.js';
+} from '../../src/index.js';
+import { npmPack } from '../../src/npm-pack.js';
+import { DEPENDENCIES_DIR, packFixtureAddon, packFixtureProvider, tempDir, writeFixtureProvider } from '../fixture.js';
 
 const run = promisify(execFile);
 
@@ -355,7 +355,7 @@ describe('bundled providers: signed as built', () => {
 });
 
 test("every bundled provider archive as built matches its committed signature (this repository's packages/provider-*)", async () => {
-  const root = join(import.meta.dirname, '..', '..', '..');
+  const root = join(import.meta.dirname, '..', '..', '..', '..');
   assert.deepEqual(await bundledProviderSignatureProblems(root), []);
 });
 

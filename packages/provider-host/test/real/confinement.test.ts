@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { checkProviderIdentity, type ProviderHandle } from '@svc/core';
 import { ProviderError } from '@svc/provider-host';
-import { startPrivatePostgres } from '../../store-postgres/test/private-postgres.js';
+import { startPrivatePostgres } from '../../../store-postgres/test/private-postgres.js';
 import {
   type ControlProject,
   captureLog,
@@ -16,7 +16,7 @@ import {
   ISSUER,
   policyOf,
   startFixture,
-} from './support/fixtures.js';
+} from '../support/fixtures.js';
 
 // Each test runs a hostile provider package, confined as the service runs it, and shows the
 // attack fails. Every hostile package succeeds when the child runs without the permission

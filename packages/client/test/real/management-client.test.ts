@@ -14,9 +14,9 @@ import {
   generateDeviceKey,
   login,
   openManagementSession,
-} from '../src/index.js';
+} from '../../src/index.js';
 
-const SVC = fileURLToPath(new URL('../../../node_modules/.bin/svc', import.meta.url));
+const SVC = fileURLToPath(new URL('../../../../node_modules/.bin/svc', import.meta.url));
 
 function env(): NodeJS.ProcessEnv {
   return Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('SVC_') && k !== 'NODE_OPTIONS'));

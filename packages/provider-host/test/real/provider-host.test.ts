@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { PROVIDER_CONTRACT_VERSION } from '@svc/core';
 import { confinedNodeArgs, ProviderError } from '@svc/provider-host';
-import { ctxOf, finishInput, fixtureDir, ISSUER, startFixture } from './support/fixtures.js';
+import { ctxOf, finishInput, fixtureDir, ISSUER, startFixture } from '../support/fixtures.js';
 
 /** The command lines of this process's children that run the provider host's child entry. */
 function hostChildren(): string[] {
@@ -136,7 +136,7 @@ test('after close every call fails with closed, and close is idempotent', async 
 });
 
 test('the child entry speaks the contract version core declares, and imports nothing but Node built-ins', () => {
-  const child = readFileSync(new URL('../dist/child.mjs', import.meta.url), 'utf8');
+  const child = readFileSync(new URL('../../dist/child.mjs', import.meta.url), 'utf8');
   assert.match(child, new RegExp(`const CONTRACT_VERSION = ${PROVIDER_CONTRACT_VERSION};`));
   const imports = [...child.matchAll(/\bfrom\s+'([^']+)'|import\(\s*'([^']+)'/g)].map((m) => m[1] ?? m[2]);
   assert.ok(imports.length > 0);

@@ -4,10 +4,10 @@ import { cp, readFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { test } from 'node:test';
 import { STORE_CONTRACT_VERSION, STORE_OPERATIONS } from '@svc/core';
-import { buildStoreAddons, packAddon, parseAddonManifest, STORE_ADDONS, writeAddonManifest } from '../src/index.js';
-import { tempDir, writeFixtureAddon } from './fixture.js';
+import { buildStoreAddons, packAddon, parseAddonManifest, STORE_ADDONS, writeAddonManifest } from '../../src/index.js';
+import { tempDir, writeFixtureAddon } from '../fixture.js';
 
-const REPO = join(import.meta.dirname, '..', '..', '..');
+const REPO = join(import.meta.dirname, '..', '..', '..', '..');
 
 test('packing the same package twice gives the same digest (reproducible)', async () => {
   const dir = await writeFixtureAddon();
