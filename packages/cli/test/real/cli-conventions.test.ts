@@ -78,4 +78,5 @@ describe('svc behaves like the CLIs operators like', () => {
       const again = await svc(['auth', 'keygen'], { env });
       assert.equal(again.code, 1, 'an existing key is never replaced without --force');
     });
+  });
 });
