@@ -4,7 +4,9 @@ import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { ASSERTION_KEY_OVERLAP_SECONDS, ASSERTION_KEY_PREPUBLISH_SECONDS, type AssertionKeySetJson, makePrincipal } from '@svc/core';
 import { assertionKeysFile, gatewayAssertionSigner, readAssertionKeys, rotateAssertionKeys } from '../src/assertion-keys.js';
-import { cleanEnv, initProject, svc, svcOk, tempDir } from './helpers.js';
+import { cleanEnv, tempDir } from './helpers.js';
+// In process: the key set and `svc auth assertion-keys rotate` are files and offline commands.
+import { initProjectInProcess as initProject, svcInProcess as svc, svcOkInProcess as svcOk } from './in-process.js';
 
 const principal = makePrincipal({
   subject: 'dev_alice',
