@@ -4,7 +4,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { connect } from 'node:tls';
-import { bash, cleanEnv, freePort, initProject, type StartedProcess, startUntilReady, svc, tempDir } from '../helpers.js';
+import { bash, cleanEnv, freePort, initProject, type StartedProcess, startUntilReady, stdoutEnded, svc, tempDir } from '../helpers.js';
 
 const APP_READY = /svc app: application gateway listening on (https?:\/\/\S+)\n/;
 
@@ -131,16 +131,17 @@ describe('the application gateway listener: svc app serve and svc serve', () => 
     ];
     for (const [args, env] of cases) {
       const s = await startUntilReady(args, nodeReady, { env });
-      // The node surface is the last to start before the gateway would; give it a moment to print.
-      await new Promise((r) => setTimeout(r, 300));
-      assert.doesNotMatch(s.stdout(), /application gateway/);
+      // Every surface starts before any ready line is printed, and the lines are printed in one
+      // go: once the process has exited and its output ended, a gateway would have been in it.
       assert.equal(await s.stop(), 0);
+      await stdoutEnded(s.child, 'svc serve');
+      assert.doesNotMatch(s.stdout(), /application gateway/);
     }
     await withProjectKeys(dir, ':svc/app-listen "off"', async () => {
       const s = await startUntilReady([...base, dir], nodeReady, { env: cleanEnv({ SVC_APP_LISTEN: undefined }) });
-      await new Promise((r) => setTimeout(r, 300));
-      assert.doesNotMatch(s.stdout(), /application gateway/);
       assert.equal(await s.stop(), 0);
+      await stdoutEnded(s.child, 'svc serve');
+      assert.doesNotMatch(s.stdout(), /application gateway/);
       // The flag still turns it on for one run.
       const on = await startApp([...base, '--app-listen', '127.0.0.1:0', dir], cleanEnv({ SVC_APP_LISTEN: undefined }));
       await on.stop();

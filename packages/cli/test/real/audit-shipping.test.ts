@@ -20,7 +20,7 @@ import { createManagementClient, loadDeviceKey, login } from '@svc/client';
 import { auditDraft, type NodeHealthFacts, nodeHealthVerdict } from '@svc/core';
 import { openSqliteStore } from 'svc-store-sqlite';
 import { JsonLinesFile } from '../../src/audit-shipping.js';
-import { cleanEnv, enrolledProject, run, SVC_BIN, startServer, startUntilReady, svcOk, tempDir } from '../helpers.js';
+import { cleanEnv, enrolledProject, run, SVC_BIN, startServer, startUntilReady, svcOk, tempDir, withTimeout } from '../helpers.js';
 
 /** Adds `:svc/audit-sinks SINKS` to the project's `project.edn`. */
 function withSinks(dir: string, sinks: string): void {
@@ -176,7 +176,7 @@ describe('audit shipping', () => {
         .find((e) => e.type === 'session.created');
       assert.equal(event?.session_id, pair.session_id);
       follow.kill('SIGTERM');
-      assert.equal(await exited, 0);
+      assert.equal(await withTimeout(exited, 'svc auth audit --follow to exit after SIGTERM'), 0);
       // The service's own stdout carries the same event for a container log collector.
       await waitFor(() => server.stdout().includes('"type":"session.created"'), 'the event on the stdout sink');
       const shipped = server

@@ -5,7 +5,7 @@ import { request as httpRequest } from 'node:http';
 import { type AddressInfo, connect, createServer, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { CHILD_TIMEOUT_MS, cleanEnv, initProject, SVC_BIN, tempDir } from '../helpers.js';
+import { CHILD_TIMEOUT_MS, cleanEnv, initProject, SVC_BIN, tempDir, waitUntil } from '../helpers.js';
 
 /** An upstream that accepts every connection and never answers; it records the request line of each. */
 async function startSilentUpstream(): Promise<{ port: number; requests: Set<string>; close(): Promise<void> }> {
@@ -88,7 +88,7 @@ function serveUnderUlimit(dir: string, limit: number, opts: { readonly soft?: bo
     stderr: () => err,
     /** The stdout so far, once it matches `pattern`. */
     async stdoutWhen(pattern: RegExp): Promise<string> {
-      while (!pattern.test(out)) await new Promise((resolve) => child.stdout.once('data', resolve));
+      await waitUntil(`svc serve to print ${pattern}`, () => pattern.test(out), { everyMs: 10 });
       return out;
     },
     async stop() {

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { type NodeHealthFacts, nodeHealthVerdict } from '@svc/core';
-import { bash, CHILD_TIMEOUT_MS, cleanEnv, keygen, run, SVC_BIN, svcOk, tempDir } from '../helpers.js';
+import { bash, CHILD_TIMEOUT_MS, cleanEnv, keygen, run, SVC_BIN, svcOk, tempDir, withTimeout } from '../helpers.js';
 import { bundledSha256, createSchemas, PG_URL } from '../support/store-projects.js';
 
 // The container's entrypoint and HEALTHCHECK, run as they are in the image but against a temp
@@ -59,7 +59,7 @@ function startContainer(env: NodeJS.ProcessEnv): Promise<Container> {
         stderr: () => err,
         async stop() {
           if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
-          return exited;
+          return withTimeout(exited, 'the entrypoint to exit after SIGTERM', CHILD_TIMEOUT_MS, () => child.kill('SIGKILL'));
         },
       });
     });

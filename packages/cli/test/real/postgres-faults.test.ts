@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { type PrivatePostgres, startPrivatePostgres } from '../../../store-postgres/test/private-postgres.js';
-import { cleanEnv, enrolledProject, type ServerProcess, startServer, tempDir } from '../helpers.js';
+import { cleanEnv, enrolledProject, type ServerProcess, startServer, tempDir, waitUntil } from '../helpers.js';
 import { loginOverHttp, me, refresh, type TokenPair, writePostgresProject } from '../support/store-projects.js';
 
 /**
@@ -68,10 +68,10 @@ describe('svc nodes under PostgreSQL faults (a private server, started and stopp
       }
     };
     const clients = Array.from({ length: 16 }, (_, i) => client(i));
-    while (ok < 50) await new Promise((r) => setTimeout(r, 20));
+    await waitUntil('50 successful refreshes before the restart', () => ok >= 50);
     await pg.restart();
     const before = ok;
-    while (ok < before + 50) await new Promise((r) => setTimeout(r, 20));
+    await waitUntil('50 successful refreshes after the restart', () => ok >= before + 50);
     running = false;
     await Promise.all(clients);
     t.diagnostic(`refusals during the restart: ${JSON.stringify([...statuses])}; ok before ${before}, after ${ok}`);
@@ -104,10 +104,9 @@ describe('svc nodes under PostgreSQL faults (a private server, started and stopp
     } finally {
       pg.thaw();
     }
-    for (;;) {
-      if ((await fetch(`${url}/health`)).status === 200) break;
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    await waitUntil('the node to answer /health with 200 after SIGCONT', async () => (await fetch(`${url}/health`)).status === 200, {
+      everyMs: 100,
+    });
     assert.equal((await me(url, (await loginOverHttp(url, project.keyFile, project.publicKey)).access_token)).status, 200);
     assert.equal(servers[0]?.child.exitCode, null);
   });

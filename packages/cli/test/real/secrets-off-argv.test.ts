@@ -3,7 +3,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { cleanEnv, keygen, SVC_BIN, svcOk, svcOnTerminal, tempDir } from '../helpers.js';
+import { CHILD_TIMEOUT_MS, cleanEnv, keygen, SVC_BIN, svcOk, svcOnTerminal, tempDir } from '../helpers.js';
 import { type ServeProcess, startServe } from '../support/node-serve.js';
 
 /**
@@ -38,9 +38,16 @@ function runWatched(
     const timer = setInterval(watch, 2);
     // The secret arrives on stdin a moment later, as a pipe from another process would send it.
     setTimeout(() => child.stdin.end(`${secret}\n`), 200);
+    // Bounded: a command that never exits fails the test by name.
+    const deadline = setTimeout(() => {
+      clearInterval(timer);
+      child.kill('SIGKILL');
+      reject(new Error(`svc ${args.join(' ')} did not exit within ${CHILD_TIMEOUT_MS} ms\nstderr: ${stderr}`));
+    }, CHILD_TIMEOUT_MS);
     child.on('error', reject);
     child.on('close', (code) => {
       clearInterval(timer);
+      clearTimeout(deadline);
       resolve({ code, stdout, stderr, cmdlines: [...cmdlines] });
     });
   });
