@@ -22,6 +22,12 @@ describe('svc in process: each run has its own streams, environment, stdin and d
     assert.match(bad.stderr, /unknown command "frobnicate"/);
   });
 
+  test('the logger’s lines (pino writes fd 2 itself) are the run’s stderr too', async () => {
+    const r = await svcOkInProcess(['auth', 'init', join(tmp.dir, 'logged')], { env: cleanEnv({ SVC_LOG_LEVEL: 'info' }) });
+    assert.match(r.stderr, /"event":"bootstrap\.issued"/);
+    assert.doesNotMatch(r.stderr, /svcb_/, 'the log line carries no token');
+  });
+
   test('the run reads its own environment; the test process’s is untouched, during and after', async () => {
     const before = { ...process.env };
     const r = await svcInProcess(['auth', 'whoami'], { env: cleanEnv({ SVC_LOG_LEVEL: 'bogus' }) });

@@ -1,3 +1,4 @@
+import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { currentIo, type Io, withIo } from '../src/io.js';
 import { main } from '../src/main.js';
@@ -14,8 +15,9 @@ import { CHILD_TIMEOUT_MS, cleanEnv, type RunResult } from './helpers.js';
  * - stdout, stderr, stdin and `main`'s environment: an `Io` (`src/io.ts`), per run;
  * - `process.env` read by the commands themselves: a proxy that answers from the run's `Io`
  *   inside a run and from the real environment outside;
- * - `process.stdout.write` / `process.stderr.write` (a few commands write a note directly):
- *   routed to the run's `Io` inside a run, untouched outside;
+ * - `process.stdout.write` / `process.stderr.write` (a few commands write a note directly) and
+ *   `fs.writeSync` on fd 1 and 2 (pino's logger): routed to the run's `Io` inside a run,
+ *   untouched outside;
  * - the working directory and `HOME` (`os.homedir()` reads the real environment): set for the
  *   run and restored after it, so runs are serialised (tests in a file run one at a time anyway);
  * - process listeners and `process.exitCode`: a run that leaves one behind fails (a command that
@@ -56,6 +58,23 @@ function install(): void {
       return { value: e[key], writable: true, enumerable: true, configurable: true };
     },
   });
+  // pino (the commands' logger) writes fd 2 itself, through `fs.writeSync` (sonic-boom).
+  const fs = createRequire(import.meta.url)('node:fs') as typeof import('node:fs');
+  const writeSync = fs.writeSync;
+  fs.writeSync = function (this: unknown, fd: number, data: unknown, ...rest: unknown[]): number {
+    const io = currentIo();
+    if (io === undefined || (fd !== 1 && fd !== 2)) return (writeSync as (...a: unknown[]) => number).call(this, fd, data, ...rest);
+    if (typeof data === 'string') {
+      io.write(fd, data);
+      return Buffer.byteLength(data, typeof rest[1] === 'string' ? (rest[1] as BufferEncoding) : 'utf8');
+    }
+    const view = data as ArrayBufferView;
+    const bytes = Buffer.from(view.buffer, view.byteOffset, view.byteLength);
+    const offset = typeof rest[0] === 'number' ? rest[0] : 0;
+    const length = typeof rest[1] === 'number' ? rest[1] : bytes.length - offset;
+    io.write(fd, bytes.subarray(offset, offset + length).toString('utf8'));
+    return length;
+  } as typeof fs.writeSync;
   for (const [fd, stream] of [
     [1, process.stdout],
     [2, process.stderr],

@@ -2,7 +2,15 @@ import assert from 'node:assert/strict';
 import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { cleanEnv, enrolledProject, keygen, type StartedProcess, startUntilReady, svc, svcOk, tempDir } from '../helpers.js';
+import { cleanEnv, type StartedProcess, startUntilReady, tempDir } from '../helpers.js';
+// The service is the installed `svc serve`, spawned; the operator's commands, whose process
+// boundary is not the subject (contexts in the credentials file are), run in process.
+import {
+  enrolledProjectInProcess as enrolledProject,
+  keygenInProcess as keygen,
+  svcInProcess as svc,
+  svcOkInProcess as svcOk,
+} from '../in-process.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: CLI JSON output is inspected field by field
 type Json = any;
