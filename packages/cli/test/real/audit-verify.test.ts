@@ -6,7 +6,10 @@ import { after, before, describe, test } from 'node:test';
 import { GENESIS_HASH, publicKeyHexOf, sealAuditEvent, signAuditCheckpoint } from '@svc/core';
 import { type EventRow, toEvent } from '@svc/core/store';
 import Database from 'better-sqlite3';
-import { cleanEnv, enrolledProject, startServer, svc, svcOk, tempDir } from '../helpers.js';
+import { cleanEnv, startServer, tempDir } from '../helpers.js';
+// The service is the installed `svc`, spawned; the operator's commands, whose process boundary
+// is not the subject here, run in process (svcInProcess).
+import { enrolledProjectInProcess as enrolledProject, svcInProcess as svc, svcOkInProcess as svcOk } from '../in-process.js';
 
 describe('audit verify', () => {
   const tmp = tempDir();

@@ -5,7 +5,10 @@ import { after, before, describe, test } from 'node:test';
 import { auditDraft, digestToken, type LinkRecord, mintSessionToken, newId, type Realm } from '@svc/core';
 import { newSessionRecord } from '@svc/core/store';
 import { openSqliteStore } from 'svc-store-sqlite';
-import { cleanEnv, enrolledProject, type ServerProcess, startServer, svc, svcOk, tempDir } from '../helpers.js';
+import { cleanEnv, type ServerProcess, startServer, tempDir } from '../helpers.js';
+// The service is the installed `svc`, spawned; the operator's commands, whose process boundary
+// is not the subject here, run in process (svcInProcess).
+import { enrolledProjectInProcess as enrolledProject, svcInProcess as svc, svcOkInProcess as svcOk } from '../in-process.js';
 
 const deps = { clock: { now: Date.now }, random: (n: number) => new Uint8Array(randomBytes(n)) };
 

@@ -1,7 +1,16 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { cleanEnv, enrolledProject, initProject, keygen, type ServerProcess, startServer, svc, svcOk, tempDir } from '../helpers.js';
+import { cleanEnv, type ServerProcess, startServer, tempDir } from '../helpers.js';
+// The service is the installed `svc`, spawned; the operator's commands, whose process boundary
+// is not the subject here, run in process (svcInProcess).
+import {
+  enrolledProjectInProcess as enrolledProject,
+  initProjectInProcess as initProject,
+  keygenInProcess as keygen,
+  svcInProcess as svc,
+  svcOkInProcess as svcOk,
+} from '../in-process.js';
 import { currentCredentials } from '../support/credentials-file.js';
 
 describe('operator commands on the project (offline, while the server runs)', () => {

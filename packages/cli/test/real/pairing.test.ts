@@ -4,7 +4,15 @@ import { networkInterfaces } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { normalizeNodeId } from '@svc/core';
-import { cleanEnv, enrolledProject, keygen, svc, svcOk, svcOnTerminal, tempDir } from '../helpers.js';
+import { cleanEnv, svcOnTerminal, tempDir } from '../helpers.js';
+// The service is the installed `svc`, spawned; the operator's commands, whose process boundary
+// is not the subject here, run in process (svcInProcess).
+import {
+  enrolledProjectInProcess as enrolledProject,
+  keygenInProcess as keygen,
+  svcInProcess as svc,
+  svcOkInProcess as svcOk,
+} from '../in-process.js';
 import { type ServeProcess, startServe } from '../support/node-serve.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: CLI JSON output is inspected field by field
