@@ -3,7 +3,15 @@ import { type AddressInfo, createServer } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { bash, cleanEnv, enrolledProject, keygen, type StartedProcess, SVC_BIN, startUntilReady, svc, svcOk, tempDir } from '../helpers.js';
+import { bash, cleanEnv, type StartedProcess, SVC_BIN, startUntilReady, tempDir } from '../helpers.js';
+// The service is the installed `svc`, spawned; the operator's commands, whose process boundary
+// is not the subject here, run in process (svcInProcess).
+import {
+  enrolledProjectInProcess as enrolledProject,
+  keygenInProcess as keygen,
+  svcInProcess as svc,
+  svcOkInProcess as svcOk,
+} from '../in-process.js';
 import { currentCredentials } from '../support/credentials-file.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: CLI JSON output is inspected field by field

@@ -2,7 +2,10 @@ import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
-import { cleanEnv, enrolledProject, problemCode, type ServerProcess, startServer, svcOk, tempDir } from '../helpers.js';
+import { cleanEnv, problemCode, type ServerProcess, startServer, tempDir } from '../helpers.js';
+// The service is the installed `svc`, spawned; the operator's commands, whose process boundary
+// is not the subject here, run in process (svcInProcess).
+import { enrolledProjectInProcess as enrolledProject, svcOkInProcess as svcOk } from '../in-process.js';
 import { currentCredentials } from '../support/credentials-file.js';
 
 // The CLI works unchanged for its user in every `:auth/sender-constraint` mode: it signs DPoP

@@ -12,7 +12,10 @@ import {
 } from '@svc/client';
 import { canonicalJson, type JsonValue, signAuditCheckpoint } from '@svc/core';
 import { createNodeIdentity } from '@svc/server';
-import { bash, cleanEnv, enrolledProject, svc, svcOk, tempDir } from '../helpers.js';
+import { bash, cleanEnv, tempDir } from '../helpers.js';
+// The service is the installed `svc`, spawned; the operator's commands, whose process boundary
+// is not the subject here, run in process (svcInProcess).
+import { enrolledProjectInProcess as enrolledProject, svcInProcess as svc, svcOkInProcess as svcOk } from '../in-process.js';
 import { startServe } from '../support/node-serve.js';
 
 /** `curl -sf URL` as an operator runs it, parsed. */

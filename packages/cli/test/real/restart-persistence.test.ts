@@ -1,7 +1,10 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
-import { cleanEnv, enrolledProject, type ServerProcess, startServer, svcOk, tempDir } from '../helpers.js';
+import { cleanEnv, type ServerProcess, startServer, tempDir } from '../helpers.js';
+// The service is the installed `svc`, spawned; the operator's commands, whose process boundary
+// is not the subject here, run in process (svcInProcess).
+import { enrolledProjectInProcess as enrolledProject, svcOkInProcess as svcOk } from '../in-process.js';
 import { currentCredentials } from '../support/credentials-file.js';
 import { dpopProofFor } from '../support/store-projects.js';
 
