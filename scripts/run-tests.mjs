@@ -1,11 +1,41 @@
-// Runs every test file under packages/*/test with node's test runner. Node 20's `--test`
-// does not expand globs itself, so this finds the files and hands them over.
+// Runs the test files under packages/*/test with node's test runner. Node 20's `--test` does
+// not expand globs itself, so this finds the files and hands them over.
+//
+//   node scripts/run-tests.mjs [--tier fast|real|all] [package...]
+//
+// A file under a `real/` folder of a package's `test/` is in the real tier (spawned `svc`
+// processes, real sockets where the socket is the subject, real stores, Chromium); every other
+// `*.test.ts` is in the fast tier (in-process, the memory store, Fastify's inject()). The
+// default is every tier, as `npm test` runs it; `npm run test:fast` is the loop to run on each
+// change, on a built tree.
 import { spawnSync } from 'node:child_process';
 import { readdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, sep } from 'node:path';
 
+const TIERS = ['fast', 'real', 'all'];
 const root = new URL('../', import.meta.url).pathname;
-const only = process.argv.slice(2);
+let tier = 'all';
+const only = [];
+const argv = process.argv.slice(2);
+for (let i = 0; i < argv.length; i++) {
+  const a = argv[i];
+  if (a === '--tier' || a.startsWith('--tier=')) {
+    tier = a === '--tier' ? argv[++i] : a.slice('--tier='.length);
+    if (!TIERS.includes(tier)) {
+      console.error(`run-tests: --tier takes one of ${TIERS.join(', ')}, not ${tier === undefined ? 'nothing' : JSON.stringify(tier)}`);
+      process.exit(2);
+    }
+  } else if (a.startsWith('-')) {
+    console.error(`run-tests: unknown option ${a}; usage: node scripts/run-tests.mjs [--tier fast|real|all] [package...]`);
+    process.exit(2);
+  } else only.push(a);
+}
+
+/** Whether `rel` (a path below a package's `test/`) is in the real tier: under a `real/` folder. */
+function isReal(rel) {
+  return rel.split(sep).slice(0, -1).includes('real');
+}
+
 const files = [];
 for (const pkg of readdirSync(join(root, 'packages')).sort()) {
   if (only.length > 0 && !only.includes(pkg)) continue;
@@ -16,23 +46,33 @@ for (const pkg of readdirSync(join(root, 'packages')).sort()) {
   } catch {
     continue;
   }
-  for (const f of entries.map(String).sort()) if (f.endsWith('.test.ts')) files.push(join('packages', pkg, 'test', f));
+  for (const f of entries.map(String).sort()) {
+    if (!f.endsWith('.test.ts') || f.split(sep).includes('node_modules')) continue;
+    const inTier = tier === 'all' || (tier === 'real') === isReal(f);
+    if (inTier) files.push(join('packages', pkg, 'test', f));
+  }
 }
 // The longest file (a fresh clone installed three times, then the README walkthrough, about 7 of
 // the suite's 13 minutes) starts first, so that the others run beside it instead of after it.
-const LONGEST_FIRST = ['packages/cli/test/readme-fresh-clone.test.ts'];
+const LONGEST_FIRST = ['packages/cli/test/real/readme-fresh-clone.test.ts'];
 files.sort((a, b) => Number(LONGEST_FIRST.includes(b)) - Number(LONGEST_FIRST.includes(a)));
 if (files.length === 0) {
-  console.error('run-tests: no test files found');
+  console.error(`run-tests: no test files found (tier ${tier}${only.length > 0 ? `, packages ${only.join(' ')}` : ''})`);
   process.exit(1);
 }
-const concurrency = process.env.TEST_CONCURRENCY ?? '4';
+const concurrency = process.env.TEST_CONCURRENCY ?? (tier === 'fast' ? '2' : '4');
+const started = Date.now();
 // Node 20 applies --test-timeout to each FILE as well as to each test: the fresh-clone file
 // (npm ci three times, then the walkthrough) needs far more than a test's 5 minutes on a busy
-// 2-core machine; its tests carry their own timeouts, as do the other slow ones.
+// 2-core machine; its tests carry their own timeouts, as do the other slow ones. The fast tier
+// has no such file: a minute is already far more than any of its files needs.
+const timeout = tier === 'fast' ? '120000' : '1800000';
 const result = spawnSync(
   process.execPath,
-  ['--import', 'tsx', '--test', `--test-concurrency=${concurrency}`, '--test-timeout=1800000', ...files],
+  ['--import', 'tsx', '--test', `--test-concurrency=${concurrency}`, `--test-timeout=${timeout}`, ...files],
   { cwd: root, stdio: 'inherit' },
 );
+const real = files.filter((f) => isReal(f.split(sep).slice(3).join(sep))).length;
+const seconds = ((Date.now() - started) / 1000).toFixed(1);
+console.log(`run-tests: tier ${tier}: ${files.length} files (${files.length - real} fast, ${real} real) in ${seconds} s`);
 process.exit(result.status ?? 1);

@@ -3,6 +3,7 @@ import { RuntimeError } from '@svc/runtime/errors';
 import { CliError, EXIT, exitCodeOf, UsageError } from './cli-error.js';
 import { COMMANDS, type CommandEntry } from './commands/index.js';
 import type { SvcErrorCode } from './failure-codes.js';
+import { runEnv } from './io.js';
 import { jsonText, OutputClosedError, outputClosed, printError, printLine } from './output.js';
 import { closest } from './suggest.js';
 import { VERSION } from './version.js';
@@ -125,7 +126,7 @@ export async function main(argv: readonly string[]): Promise<number> {
       printLine(VERSION);
       return EXIT.ok;
     }
-    checkLogLevel(process.env);
+    checkLogLevel(runEnv());
     if (first === 'help') {
       // `svc help auth`, `svc help auth init`: the same as `--help` on those words.
       const asked = argv.slice(1);
@@ -194,7 +195,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     }
     const e = error as Error;
     // One line for the user; the stack only when asked for (SVC_LOG_LEVEL=debug).
-    const detail = process.env.SVC_LOG_LEVEL === 'debug' ? (e?.stack ?? String(error)) : (e?.message ?? String(error)).split('\n')[0];
+    const detail = runEnv().SVC_LOG_LEVEL === 'debug' ? (e?.stack ?? String(error)) : (e?.message ?? String(error)).split('\n')[0];
     if (json) printProblem('internal_error', `${prefix}: unexpected error (a bug, please report it): ${detail}`);
     else printError(`${prefix}: unexpected error (a bug, please report it): ${detail}`);
     return EXIT.failure;

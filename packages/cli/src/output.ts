@@ -1,4 +1,5 @@
 import { writeSync } from 'node:fs';
+import { currentIo } from './io.js';
 
 /** Quoting for a printed follow-up command lives with the runtime, whose messages suggest commands too. */
 export { shellQuote } from '@svc/runtime/shell-quote';
@@ -114,7 +115,13 @@ export function outputClosed(): boolean {
   return stdoutClosed;
 }
 
-function writeAll(fd: number, text: string): void {
+function writeAll(fd: 1 | 2, text: string): void {
+  // A run given streams of its own (`withIo`, e.g. a test running `main` in its process).
+  const io = currentIo();
+  if (io !== undefined) {
+    io.write(fd, text);
+    return;
+  }
   if (fd === 1 && stdoutClosed) throw new OutputClosedError();
   const buf = Buffer.from(text, 'utf8');
   let off = 0;

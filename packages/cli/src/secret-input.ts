@@ -1,5 +1,6 @@
 import { readSync } from 'node:fs';
 import { UsageError } from './cli-error.js';
+import { currentIo } from './io.js';
 
 /** Where a secret the command needs comes from, as typed: a value, `-`, or nothing. */
 export interface SecretSource {
@@ -12,6 +13,9 @@ export interface SecretSource {
 }
 
 function readStdinLine(): string {
+  // A run given a standard input of its own (`withIo`): its first line.
+  const io = currentIo();
+  if (io !== undefined) return (io.stdin.split('\n')[0] ?? '').replace(/\r$/, '').trim();
   const chunks: Buffer[] = [];
   const buf = Buffer.alloc(4096);
   for (;;) {
@@ -86,7 +90,7 @@ async function promptHidden(question: string): Promise<string> {
 export async function readSecret(value: string | undefined, source: SecretSource): Promise<string> {
   if (value !== undefined && value !== '-') return value;
   let secret: string;
-  if (process.stdin.isTTY === true) secret = await promptHidden(`${source.what}: `);
+  if (currentIo() === undefined && process.stdin.isTTY === true) secret = await promptHidden(`${source.what}: `);
   else if (value === '-') secret = readStdinLine();
   else {
     throw new UsageError(

@@ -2,7 +2,10 @@ import assert from 'node:assert/strict';
 import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
-import { bash, cleanEnv, SVC_BIN, svc, svcOk, tempDir } from './helpers.js';
+import { cleanEnv, tempDir } from './helpers.js';
+// In process: install, init and enroll are offline commands on the project; the token goes from
+// one run's standard output to the next one's standard input, as through a pipe.
+import { svcInProcess as svc, svcOkInProcess as svcOk } from './in-process.js';
 import { BUNDLED_ADDONS_DIR, bundledSha256 } from './support/store-projects.js';
 
 /** The store addon archive this build bundles, and its digest from the build's SHA256SUMS. */
@@ -37,9 +40,8 @@ describe("the spec's bootstrap order: package install, activation, auth init, au
 
     // 3 and 4. Init, a device key, and the token through standard input (never in the arguments).
     await svcOk(['auth', 'keygen'], { env });
-    const enrolled = await bash(`"$SVC" auth init "$DIR" --token-only | "$SVC" auth enroll - "$DIR" --json`, {
-      env: { ...env, SVC: SVC_BIN, DIR: dir },
-    });
+    const token = await svcOk(['auth', 'init', dir, '--token-only'], { env });
+    const enrolled = await svc(['auth', 'enroll', '-', dir, '--json'], { env, stdin: token.stdout });
     assert.equal(enrolled.code, 0, enrolled.stderr);
     const { device } = JSON.parse(enrolled.stdout) as { device: { id: string; realm: string } };
     assert.match(device.id, /^dev_/);

@@ -2,7 +2,10 @@ import assert from 'node:assert/strict';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
-import { cleanEnv, svc, tempDir } from './helpers.js';
+import { cleanEnv, tempDir } from './helpers.js';
+// In process: configuration and usage errors are what `main` prints and returns before any
+// listener exists; the process boundary is not the subject.
+import { svcInProcess as svc } from './in-process.js';
 import { bundledSha256 } from './support/store-projects.js';
 
 // Pinned by the bundled archive's real digest, as `svc auth init` would write it.

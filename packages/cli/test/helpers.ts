@@ -148,7 +148,8 @@ export function startUntilReady<T>(
         stderr: () => err,
         async stop(signal: NodeJS.Signals = 'SIGTERM') {
           if (exitCode === undefined) child.kill(signal);
-          return exited;
+          // Bounded: a child that ignores the signal fails the test by name instead of hanging it.
+          return withTimeout(exited, `svc ${args.join(' ')} to exit after ${signal}`, CHILD_TIMEOUT_MS, () => child.kill('SIGKILL'));
         },
       });
     });
@@ -260,4 +261,62 @@ export async function freePort(): Promise<number> {
   const { port } = s.address() as { port: number };
   await new Promise((resolve) => s.close(resolve));
   return port;
+}
+
+/**
+ * `promise`, or a rejection naming `what` once `ms` have passed (after calling `onTimeout`, e.g.
+ * to kill what it waited for): every wait of the tests is bounded and says what it waited for.
+ *
+ * @example
+ * const code = await withTimeout(exited, 'svc serve to exit after SIGTERM', 30_000);
+ */
+export function withTimeout<T>(promise: Promise<T>, what: string, ms: number = CHILD_TIMEOUT_MS, onTimeout?: () => void): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      onTimeout?.();
+      reject(new Error(`timed out after ${ms} ms waiting for ${what}`));
+    }, ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+/**
+ * Polls `check` every `everyMs` until it holds; fails after `ms` naming `what`.
+ *
+ * @example
+ * await waitUntil('50 successful refreshes', () => ok >= 50);
+ */
+export async function waitUntil(
+  what: string,
+  check: () => boolean | Promise<boolean>,
+  opts: { ms?: number; everyMs?: number } = {},
+): Promise<void> {
+  const ms = opts.ms ?? CHILD_TIMEOUT_MS;
+  const until = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > until) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, opts.everyMs ?? 20));
+  }
+}
+
+/**
+ * Resolves once `child`'s standard output has ended, so that everything it printed has been read
+ * (its 'exit' can come before the last 'data'); fails after `ms` naming the child.
+ *
+ * @example
+ * await server.stop();
+ * await stdoutEnded(server.child, 'svc serve');
+ */
+export function stdoutEnded(child: ChildProcess, what: string, ms: number = CHILD_TIMEOUT_MS): Promise<void> {
+  const stdout = child.stdout;
+  if (stdout === null || stdout.readableEnded || stdout.destroyed) return Promise.resolve();
+  return withTimeout(
+    new Promise<void>((resolve) => {
+      stdout.once('end', resolve);
+      stdout.once('close', resolve);
+    }),
+    `the end of ${what}'s standard output`,
+    ms,
+  );
 }

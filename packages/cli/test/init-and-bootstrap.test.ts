@@ -1,7 +1,15 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
-import { initProject, keygen, type ServerProcess, startServer, svc, svcOk, tempDir } from './helpers.js';
+import { tempDir } from './helpers.js';
+// In process: init, enroll and audit are offline commands on the project; the one test that
+// needs the API over a socket is in real/init-and-bootstrap.test.ts.
+import {
+  initProjectInProcess as initProject,
+  keygenInProcess as keygen,
+  svcInProcess as svc,
+  svcOkInProcess as svcOk,
+} from './in-process.js';
 
 async function auditTypes(dir: string): Promise<string[]> {
   const out = (await svcOk(['auth', 'audit', dir, '--json'])).stdout.trim().split('\n');
@@ -14,11 +22,7 @@ function codeOf(stderr: string): string | undefined {
 
 describe('init and the bootstrap token', () => {
   const tmp = tempDir();
-  let server: ServerProcess | undefined;
-  after(async () => {
-    await server?.stop('SIGKILL');
-    tmp.cleanup();
-  });
+  after(() => tmp.cleanup());
 
   test('a re-init before enrollment supersedes the old token, which then is invalid_bootstrap_token', async () => {
     const dir = join(tmp.dir, 'supersede');
@@ -64,26 +68,6 @@ describe('init and the bootstrap token', () => {
     assert.equal(again.code, 1);
     assert.equal(codeOf(again.stderr), 'bootstrap_token_used');
     assert.equal(again.stderr.trim().split('\n').length, 1);
-  });
-
-  test('a bootstrap token is single use through the API', async () => {
-    const dir = join(tmp.dir, 'single-api');
-    const init = await initProject(dir);
-    server = await startServer(['auth', 'serve', '--listen', '127.0.0.1:0', dir]);
-    const enroll = async (pem: string) =>
-      fetch(`${server?.url}/v1/auth/enroll`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ bootstrap_token: init.bootstrap_token, public_key: await keygen(join(tmp.dir, pem)) }),
-      });
-    const first = await enroll('a1.pem');
-    assert.equal(first.status, 201);
-    const second = await enroll('a2.pem');
-    assert.equal(second.status, 401);
-    assert.equal(((await second.json()) as { code: string }).code, 'bootstrap_token_used');
-    // And the CLI agrees, on the same project.
-    const cli = await svc(['auth', 'enroll', init.bootstrap_token, await keygen(join(tmp.dir, 'a3.pem')), dir]);
-    assert.equal(codeOf(cli.stderr), 'bootstrap_token_used');
   });
 
   test('enroll refuses a malformed public key with invalid_request as a usage error (exit 2)', async () => {
