@@ -1,9 +1,6 @@
-import type { AddonsFailureCode } from '@svc/addons';
 import type { ClientFailureCode } from '@svc/client';
-import { type CoreFailureCode, defineFailureCodes, type ErrorCode } from '@svc/core';
-import type { ProviderHostFailureCode } from '@svc/provider-host';
-import type { RuntimeFailureCode } from '@svc/runtime/errors';
-import type { ServerFailureCode } from '@svc/server';
+import { defineFailureCodes, type ErrorCode } from '@svc/core';
+import type { ServiceFailureCode } from '@svc/runtime/errors';
 
 // The CLI is where every package's failure codes meet: a failure that ends a command exits with
 // its table's \`exit\` and prints its code in \`--json\` problems. At run time the tables meet in
@@ -28,14 +25,7 @@ export const CLI_FAILURE_CODES = defineFailureCodes({
 export type CliFailureCode = keyof typeof CLI_FAILURE_CODES;
 
 /** Every failure code a command can end with: those of the packages the CLI runs, and its own. */
-export type FailureCode =
-  | CoreFailureCode
-  | AddonsFailureCode
-  | ServerFailureCode
-  | ClientFailureCode
-  | ProviderHostFailureCode
-  | CliFailureCode
-  | RuntimeFailureCode;
+export type FailureCode = ServiceFailureCode | ClientFailureCode | CliFailureCode;
 
 /** Any stable code a command can end with: an HTTP error code or a failure code. */
 export type SvcErrorCode = ErrorCode | FailureCode;

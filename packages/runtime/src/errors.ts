@@ -1,5 +1,6 @@
 import type { AddonsFailureCode } from '@svc/addons';
 import { type CoreFailureCode, defineFailureCodes, errorCodeOf } from '@svc/core';
+import type { ProviderHostFailureCode } from '@svc/provider-host';
 import type { ServerFailureCode } from '@svc/server';
 
 /**
@@ -19,6 +20,12 @@ export const RUNTIME_FAILURE_CODES = defineFailureCodes({
     exit: 1,
     meaning:
       'there is no project (no `project.edn`, or no control database) where one was named; the message names the path and the command that creates it',
+  },
+  listen_refused: {
+    raisedBy: 'ListenRefusedError (@svc/runtime)',
+    exit: 1,
+    meaning:
+      "a listener's address was refused before anything bound (its cause is the server's `listen_address_refused`); `listener` names which and `given` whether the caller chose it; `svc` reports it as `listen_address_refused`, exit 2 when it came from a flag",
   },
   management_device_enrolled: {
     raisedBy: 'RuntimeError (@svc/runtime)',
@@ -49,6 +56,9 @@ export const RUNTIME_FAILURE_CODES = defineFailureCodes({
 /** A code of {@link RUNTIME_FAILURE_CODES}. */
 export type RuntimeFailureCode = keyof typeof RUNTIME_FAILURE_CODES;
 
+/** Every failure code the running service can end with: the runtime's and those of the packages it runs. */
+export type ServiceFailureCode = RuntimeFailureCode | CoreFailureCode | AddonsFailureCode | ServerFailureCode | ProviderHostFailureCode;
+
 /**
  * Why the runtime could not do what was asked: `code` from {@link RUNTIME_FAILURE_CODES} (or the
  * code of its `cause` when that carries a registered one, such as `store_open_failed`), a one-line
@@ -78,7 +88,8 @@ export class RuntimeError extends Error {
 }
 
 /**
- * A listener's address was refused before anything bound (code `listen_address_refused`): which
+ * A listener's address was refused before anything bound (code `listen_refused`, its cause the
+ * server's `listen_address_refused`): which
  * listener, and whether the address was the one the caller gave (else it came from the
  * environment or `project.edn`). The message is the refusal's own.
  *
@@ -91,7 +102,7 @@ export class ListenRefusedError extends RuntimeError {
     readonly given: boolean,
     cause: Error,
   ) {
-    super(cause.message, { code: 'listen_address_refused', cause });
+    super(cause.message, { code: 'listen_refused', cause });
     this.name = 'ListenRefusedError';
   }
 }
