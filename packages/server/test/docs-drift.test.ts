@@ -110,3 +110,26 @@ test("docs/assertion.md's claim table lists exactly the claims of a Svc-Assertio
   assert.match(row('sub'), /subject/);
   assert.doesNotMatch(row('sub'), /a device id/);
 });
+
+test('every test file the README and docs/ point a reader at exists (tests move between tiers)', () => {
+  const docs = [
+    'README.md',
+    ...readdirSync(join(root, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`),
+    ...readdirSync(join(root, 'docs/docker')).map((f) => `docs/docker/${f}`),
+    ...readdirSync(join(root, 'packages')).map((p) => `packages/${p}/README.md`),
+  ];
+  let named = 0;
+  for (const doc of docs) {
+    let text: string;
+    try {
+      text = read(doc);
+    } catch {
+      continue;
+    }
+    for (const [path] of text.matchAll(/packages\/[a-z-]+\/test\/[a-z0-9/-]+\.test\.ts/g)) {
+      named++;
+      assert.doesNotThrow(() => read(path), `${doc} names ${path}, which does not exist`);
+    }
+  }
+  assert.ok(named >= 10, `found only ${named} test paths in the docs`);
+});
