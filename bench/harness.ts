@@ -2,7 +2,7 @@
 // user runs it), the sign-in requests, and a project with enrolled devices.
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { createHash, generateKeyPairSync, type KeyObject, randomBytes, sign } from 'node:crypto';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { publicKeyHexOf } from '@svc/core';
 import type autocannon from 'autocannon';
@@ -232,7 +232,9 @@ export function setupProject(
     cli(['auth', 'init', '--json', dir]);
     // The digest of the archive that svc bundles: another checkout's bin has its own build.
     const tree = join(dirname(bin), '../..');
-    const sums = readFileSync(join(tree, 'packages/runtime/addons/SHA256SUMS'), 'utf8');
+    // Where the build bundles them: the runtime since issue #25, the CLI in older checkouts an A/B run compares with.
+    const bundled = ['packages/runtime/addons/SHA256SUMS', 'packages/cli/addons/SHA256SUMS'].map((p) => join(tree, p));
+    const sums = readFileSync(bundled.find((p) => existsSync(p)) ?? (bundled[0] as string), 'utf8');
     const digest = /^([0-9a-f]{64}) {2}svc-store-postgres-/m.exec(sums)?.[1] as string;
     cli(['package', 'install', 'svc-store-postgres', '--sha256', digest, dir]);
     const edn = readFileSync(join(dir, 'project.edn'), 'utf8')
