@@ -245,6 +245,12 @@ export const FAILURE_CODES = {
     exit: 1,
     meaning: 'the PostgreSQL schema is newer than this store package knows (reported to callers as `store_open_failed`)',
   },
+  store_backup_refused: {
+    raisedBy: 'StoreBackupError (svc-store-sqlite)',
+    exit: 1,
+    meaning:
+      'a backup, restore or backup check of the embedded store was refused: the file is not a SQLite database, not a control database, holds no project, is in use by another process (the service is running), or cannot be read; `problem` says which',
+  },
   addon_verification_failed: {
     raisedBy: 'AddonVerificationError (@svc/addons)',
     exit: 1,
