@@ -21,7 +21,7 @@ import {
   silentLogger,
   verifyAuditChain,
 } from '@svc/core';
-import { createTestEnv } from './pg-test-env.js';
+import { createTestEnv } from '../pg-test-env.js';
 
 const env = createTestEnv();
 after(() => env.dispose());

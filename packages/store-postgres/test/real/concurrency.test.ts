@@ -15,8 +15,8 @@ import {
   type TokenPairDigests,
   verifyAuditChain,
 } from '@svc/core';
-import type { PostgresStore } from '../src/index.js';
-import { createTestEnv } from './pg-test-env.js';
+import type { PostgresStore } from '../../src/index.js';
+import { createTestEnv } from '../pg-test-env.js';
 
 const ATTEMPTS = 50;
 const T0 = Date.UTC(2026, 10, 22, 10, 0, 0, 0);
