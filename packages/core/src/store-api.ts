@@ -39,6 +39,15 @@ export {
 } from './store.js';
 export { classifyStoreErrors, type StoreFault, StoreUnavailableError, storeFaultOf } from './store-fault.js';
 export {
+  type Migration,
+  type MigrationDriver,
+  type MigrationDriverOf,
+  migrationsFrom,
+  runMigrations,
+  runMigrationsSync,
+  type SyncMigrationDriver,
+} from './store-migrations.js';
+export {
   type AccessRow,
   amrText,
   type ChallengeRow,
