@@ -57,6 +57,7 @@ export {
   type IntentRow,
   isLive,
   type LinkRow,
+  type RealmCountRow,
   type RotationRow,
   rotatedSession,
   type SessionRow,
@@ -67,6 +68,7 @@ export {
   toIntent,
   toLink,
   toSession,
+  toStoreStats,
 } from './store-rows.js';
 export {
   auditPage,

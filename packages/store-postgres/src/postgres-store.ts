@@ -17,6 +17,7 @@ import {
   pairingFailureSql,
   REFRESH_COLUMNS,
   SESSION_COLUMNS,
+  statsSql,
   storedAttemptWindow,
   usableBootstrapSql,
 } from '@svc/core/sql-rows';
@@ -58,6 +59,7 @@ import {
   REVOKED_LINK_REMOVED,
   REVOKED_REFRESH_REUSED,
   type Realm,
+  type RealmCountRow,
   type RefreshRow,
   type RotationDecision,
   type RotationOutcome,
@@ -76,6 +78,7 @@ import {
   toIntent,
   toLink,
   toSession,
+  toStoreStats,
 } from '@svc/core/store';
 import type { Pool, PoolClient, QueryConfig, QueryResultRow } from 'pg';
 import { postgresFault } from './faults.js';
@@ -1023,35 +1026,14 @@ export class PostgresStore implements Store {
     try {
       // One snapshot, so the counters describe a single moment.
       await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
-      const devices: Record<Realm, number> = { management: 0, application: 0 };
-      for (const r of await rows<{ realm: Realm; n: number }>(
-        client,
-        'SELECT realm, COUNT(*) AS n FROM devices WHERE removed_at IS NULL GROUP BY realm',
-      )) {
-        devices[r.realm] = r.n;
-      }
-      const activeSessions: Record<Realm, number> = { management: 0, application: 0 };
-      for (const r of await rows<{ realm: Realm; n: number }>(
-        client,
-        `SELECT realm, COUNT(*) AS n FROM sessions WHERE ${activeSessionSql('$1')} GROUP BY realm`,
-        [now],
-      )) {
-        activeSessions[r.realm] = r.n;
-      }
-      const events: Record<string, number> = {};
-      // Kept counts (migration 006): a GROUP BY over the whole trail grew with every event.
-      for (const r of await rows<{ type: string; n: number }>(client, 'SELECT type, n FROM audit_counts')) {
-        events[r.type] = r.n;
-      }
+      const sql = statsSql('$1');
+      const devices = await rows<RealmCountRow>(client, sql.devices);
+      const activeSessions = await rows<RealmCountRow>(client, sql.sessions, [now]);
+      const events = await rows<{ type: string; n: number }>(client, sql.events);
       const head = await first<{ seq: number; hash: string }>(client, 'SELECT seq, hash FROM audit_head');
       await client.query('COMMIT');
-      return {
-        devices,
-        activeSessions,
-        events,
-        auditLength: head?.seq ?? 0,
-        auditHead: head === undefined || head.seq === 0 ? GENESIS_HASH : head.hash,
-      };
+      // The head row of an empty trail holds seq 0.
+      return toStoreStats({ devices, activeSessions, events, head: head === undefined || head.seq === 0 ? undefined : head });
     } catch (err) {
       if (broken === undefined && postgresFault(err) === null) {
         await client.query('ROLLBACK').catch((rollbackError: Error) => {

@@ -44,6 +44,7 @@ import {
   sealAuditEvent,
   type TokenPairDigests,
   toSession,
+  toStoreStats,
 } from '@svc/core/store';
 
 // The reference store: the whole contract over plain maps, every decision taken by core's
@@ -83,10 +84,6 @@ interface MemoryData {
 }
 
 const INVALID: RotationOutcome = Object.freeze({ kind: 'invalid' });
-
-function perRealm(): Record<Realm, number> {
-  return { management: 0, application: 0 };
-}
 
 /** The in-memory reference store: see {@link createMemoryStore}. */
 export class MemoryStore implements Store {
@@ -499,18 +496,12 @@ export class MemoryStore implements Store {
   }
 
   async stats(now: number): Promise<StoreStats> {
-    const devices = perRealm();
-    for (const d of this.#d.devices.values()) if (d.removedAt === null) devices[d.realm]++;
-    const activeSessions = perRealm();
-    for (const s of this.#d.sessions.values()) if (isSessionActive(toSession(s.row), now)) activeSessions[s.row.realm]++;
-    const last = this.#d.events.at(-1);
-    return {
-      devices,
-      activeSessions,
-      events: Object.fromEntries(this.#d.counts),
-      auditLength: last?.seq ?? 0,
-      auditHead: last?.hash ?? GENESIS_HASH,
-    };
+    const devices = [...this.#d.devices.values()].filter((d) => d.removedAt === null).map((d) => ({ realm: d.realm, n: 1 }));
+    const activeSessions = [...this.#d.sessions.values()]
+      .filter((s) => isSessionActive(toSession(s.row), now))
+      .map((s) => ({ realm: s.row.realm, n: 1 }));
+    const events = [...this.#d.counts].map(([type, n]) => ({ type, n }));
+    return toStoreStats({ devices, activeSessions, events, head: this.#d.events.at(-1) });
   }
 
   #liveLink(realm: Realm, issuer: string, externalSubject: string): LinkRecord | undefined {
