@@ -13,8 +13,10 @@ export {
   decideRotation,
   gracePairEnded,
   openSuccessor,
+  planRotation,
   type RefreshRow,
   type RotationDecision,
+  type RotationPlan,
   sealSuccessor,
   withinGrace,
 } from './refresh-rotation.js';

@@ -41,8 +41,6 @@ import {
   decideAttemptWindow,
   decideBootstrapConsumption,
   decideDeviceRemoval,
-  decideRetiredPresentation,
-  decideRotation,
   digestsEqual,
   type EventRow,
   type FlowRecord,
@@ -55,15 +53,14 @@ import {
   latestTrustedTime,
   type PairingCompletion,
   type PairingIntentRecord,
+  planRotation,
   REVOKED_DEVICE_REMOVED,
   REVOKED_LINK_REMOVED,
   REVOKED_REFRESH_REUSED,
   type Realm,
   type RealmCountRow,
   type RefreshRow,
-  type RotationDecision,
   type RotationOutcome,
-  rotatedSession,
   type SessionRecord,
   type SessionRow,
   STORE_OPERATIONS,
@@ -792,29 +789,21 @@ export class PostgresStore implements Store {
         { name: 'svc_lock_refresh', text: `SELECT ${REFRESH_COLUMNS} FROM sessions WHERE id = $1 FOR UPDATE` },
         [sessionId],
       );
-      // The rule is core's; this only applies what it decided.
-      let decision: RotationDecision = decideRotation(s, input);
-      if (s === undefined) return INVALID;
-      if (decision.kind === 'check_retired') {
+      // The rule and the outcome are core's; this only writes what the plan says.
+      let plan = planRotation(s, input);
+      if (s !== undefined && plan.kind === 'check_retired') {
         const retired = await first(c, 'SELECT 1 FROM retired_refresh_tokens WHERE session_id = $1 AND digest = $2', [
           s.id,
           presentedDigest,
         ]);
-        decision = decideRetiredPresentation(s, { retired: retired !== undefined, now });
+        plan = planRotation(s, input, retired !== undefined);
       }
-      const finish = async (outcome: Exclude<RotationOutcome, { kind: 'invalid' }>): Promise<RotationOutcome> => {
-        await this.#append(c, audit(outcome));
-        return outcome;
-      };
-      switch (decision.kind) {
-        case 'invalid':
-        case 'check_retired':
-          return INVALID;
+      if (s === undefined || plan.kind === 'invalid' || plan.kind === 'check_retired') return INVALID;
+      switch (plan.kind) {
         case 'rotate': {
           // One statement for the whole change: the retired token, the new pair and the event,
-          // which is built from the row this transaction locked (rotatedSession: no re-read).
-          const expiries = clampPairToSession(next, s.expires_at);
-          const outcome = Object.freeze({ kind: 'rotated' as const, session: rotatedSession(s, expiries, now) });
+          // which is built from the row this transaction locked (no re-read).
+          const { outcome } = plan;
           const row = await first<{ generation: number }>(
             c,
             {
@@ -829,14 +818,14 @@ export class PostgresStore implements Store {
             [
               s.id,
               next.accessDigest,
-              expiries.accessExpiresAt,
+              plan.accessExpiresAt,
               next.refreshDigest,
-              expiries.refreshExpiresAt,
+              plan.refreshExpiresAt,
               s.refresh_digest,
               now,
               now,
               input.sealedSuccessor,
-              decision.retire,
+              plan.retire,
               ...pendingValues(audit(outcome)),
             ],
           );
@@ -848,11 +837,13 @@ export class PostgresStore implements Store {
           return outcome;
         }
         case 'replay':
-          return finish(Object.freeze({ kind: 'rotated_in_grace', session: toSession(s), sealedSuccessor: decision.sealedSuccessor }));
+          await this.#append(c, audit(plan.outcome));
+          return plan.outcome;
         case 'reuse': {
           const row = await first<SessionRow>(c, REVOKE_SESSION, [s.id, now, REVOKED_REFRESH_REUSED]);
           if (row === undefined) return INVALID;
-          return finish(Object.freeze({ kind: 'reused', session: toSession(row) }));
+          await this.#append(c, audit(plan.outcome));
+          return plan.outcome;
         }
       }
     });

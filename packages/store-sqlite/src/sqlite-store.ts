@@ -36,8 +36,6 @@ import {
   decideBootstrapConsumption,
   decideDeviceRemoval,
   decidePairingCompletion,
-  decideRetiredPresentation,
-  decideRotation,
   digestsEqual,
   type EventRow,
   type FlowRecord,
@@ -50,14 +48,13 @@ import {
   latestTrustedTime,
   type PairingCompletion,
   type PairingIntentRecord,
+  planRotation,
   REVOKED_DEVICE_REMOVED,
   REVOKED_LINK_REMOVED,
   REVOKED_REFRESH_REUSED,
   type Realm,
   type RefreshRow,
-  type RotationDecision,
   type RotationOutcome,
-  rotatedSession,
   type SessionRecord,
   type SessionRow,
   STORE_OPERATIONS,
@@ -529,58 +526,34 @@ export class SqliteStore implements Store {
   }
 
   #rotate(input: Parameters<Store['rotateRefreshToken']>[0], audit: Parameters<Store['rotateRefreshToken']>[1]): RotationOutcome {
-    const { sessionId, presentedDigest, now, next } = input;
-    const s = this.#s.sessionForRotation.get(sessionId);
-    // The rule is core's; this only applies what it decided.
-    let decision: RotationDecision = decideRotation(s, input);
-    if (s === undefined) return INVALID;
-    if (decision.kind === 'check_retired') {
-      decision = decideRetiredPresentation(s, { retired: this.#s.isRetired.get(s.id, presentedDigest) !== undefined, now });
+    const { presentedDigest, now, next } = input;
+    const s = this.#s.sessionForRotation.get(input.sessionId);
+    // The rule and the outcome are core's; this only writes what the plan says.
+    let plan = planRotation(s, input);
+    if (s !== undefined && plan.kind === 'check_retired') {
+      plan = planRotation(s, input, this.#s.isRetired.get(s.id, presentedDigest) !== undefined);
     }
-    switch (decision.kind) {
-      case 'invalid':
-      case 'check_retired':
-        return INVALID;
-      case 'rotate': {
-        if (decision.retire !== null) this.#s.retireRefresh.run(s.id, decision.retire, now);
-        const { accessExpiresAt, refreshExpiresAt } = clampPairToSession(next, s.expires_at);
-        this.#accessCache.delete(s.id);
-        this.#s.setPair.run({
-          id: s.id,
-          accessDigest: next.accessDigest,
-          accessExpiresAt,
-          refreshDigest: next.refreshDigest,
-          refreshExpiresAt,
-          prevRefreshDigest: s.refresh_digest,
-          prevRotatedAt: now,
-          prevSuccessor: input.sealedSuccessor,
-          now,
-        });
-        const session = rotatedSession(s, { accessExpiresAt, refreshExpiresAt }, now);
-        const outcome: RotationOutcome = Object.freeze({ kind: 'rotated', session });
-        this.#append(audit(outcome));
-        return outcome;
-      }
-      case 'replay': {
-        const outcome: RotationOutcome = Object.freeze({
-          kind: 'rotated_in_grace',
-          session: toSession(s),
-          sealedSuccessor: decision.sealedSuccessor,
-        });
-        this.#append(audit(outcome));
-        return outcome;
-      }
-      case 'reuse': {
-        this.#accessCache.delete(s.id);
-        this.#s.revokeSession.run({ id: s.id, now, reason: REVOKED_REFRESH_REUSED });
-        const outcome: RotationOutcome = Object.freeze({
-          kind: 'reused',
-          session: toSession({ ...s, revoked_at: now, revoked_reason: REVOKED_REFRESH_REUSED }),
-        });
-        this.#append(audit(outcome));
-        return outcome;
-      }
+    if (s === undefined || plan.kind === 'invalid' || plan.kind === 'check_retired') return INVALID;
+    if (plan.kind === 'rotate') {
+      if (plan.retire !== null) this.#s.retireRefresh.run(s.id, plan.retire, now);
+      this.#accessCache.delete(s.id);
+      this.#s.setPair.run({
+        id: s.id,
+        accessDigest: next.accessDigest,
+        accessExpiresAt: plan.accessExpiresAt,
+        refreshDigest: next.refreshDigest,
+        refreshExpiresAt: plan.refreshExpiresAt,
+        prevRefreshDigest: s.refresh_digest,
+        prevRotatedAt: now,
+        prevSuccessor: input.sealedSuccessor,
+        now,
+      });
+    } else if (plan.kind === 'reuse') {
+      this.#accessCache.delete(s.id);
+      this.#s.revokeSession.run({ id: s.id, now, reason: REVOKED_REFRESH_REUSED });
     }
+    this.#append(audit(plan.outcome));
+    return plan.outcome;
   }
 
   /**

@@ -15,8 +15,6 @@ import {
   decideDeviceRemoval,
   decidePairingCompletion,
   decidePairingFailure,
-  decideRetiredPresentation,
-  decideRotation,
   digestsEqual,
   type FlowRecord,
   GENESIS_HASH,
@@ -30,12 +28,12 @@ import {
   type LinkSessionOutcome,
   type PairingCompletion,
   type PairingIntentRecord,
+  planRotation,
   REVOKED_DEVICE_REMOVED,
   REVOKED_LINK_REMOVED,
   REVOKED_REFRESH_REUSED,
   type Realm,
   type RefreshRow,
-  type RotationDecision,
   type RotationOutcome,
   type SessionRecord,
   STORE_OPERATIONS,
@@ -350,60 +348,39 @@ export class MemoryStore implements Store {
   ): Promise<RotationOutcome> {
     const { now, next } = input;
     const entry = this.#d.sessions.get(input.sessionId);
-    // The rule is core's; this only applies what it decided.
-    let decision: RotationDecision = decideRotation(entry?.row, input);
-    if (entry === undefined) return INVALID;
-    const s = entry.row;
-    if (decision.kind === 'check_retired') {
-      const retired = this.#d.retired.get(s.id)?.has(input.presentedDigest) === true;
-      decision = decideRetiredPresentation(s, { retired, now });
+    const s = entry?.row;
+    // The rule and the outcome are core's; this only writes what the plan says.
+    let plan = planRotation(s, input);
+    if (s !== undefined && plan.kind === 'check_retired') {
+      plan = planRotation(s, input, this.#d.retired.get(s.id)?.has(input.presentedDigest) === true);
     }
-    switch (decision.kind) {
-      case 'invalid':
-      case 'check_retired':
-        return INVALID;
-      case 'rotate': {
-        const expiries = clampPairToSession(next, s.expires_at);
-        const row: RefreshRow = {
-          ...s,
-          access_expires_at: expiries.accessExpiresAt,
-          refresh_expires_at: expiries.refreshExpiresAt,
-          refresh_digest: next.refreshDigest,
-          prev_refresh_digest: s.refresh_digest,
-          prev_rotated_at: now,
-          prev_successor: input.sealedSuccessor,
-          generation: s.generation + 1,
-          last_rotated_at: now,
-        };
-        const outcome = Object.freeze({ kind: 'rotated' as const, session: toSession(row) });
-        const draft = audit(outcome);
-        if (decision.retire !== null) {
-          const retired = this.#d.retired.get(s.id) ?? new Map<string, number>();
-          retired.set(decision.retire, now);
-          this.#d.retired.set(s.id, retired);
-        }
-        this.#d.sessions.set(s.id, { row, accessDigest: next.accessDigest });
-        this.#append(draft);
-        return outcome;
+    if (entry === undefined || s === undefined || plan.kind === 'invalid' || plan.kind === 'check_retired') return INVALID;
+    // The event is built before anything is written, as a SQL store's failed append would roll the writes back.
+    const draft = audit(plan.outcome);
+    if (plan.kind === 'rotate') {
+      if (plan.retire !== null) {
+        const retired = this.#d.retired.get(s.id) ?? new Map<string, number>();
+        retired.set(plan.retire, now);
+        this.#d.retired.set(s.id, retired);
       }
-      case 'replay': {
-        const outcome = Object.freeze({
-          kind: 'rotated_in_grace' as const,
-          session: toSession(s),
-          sealedSuccessor: decision.sealedSuccessor,
-        });
-        this.#append(audit(outcome));
-        return outcome;
-      }
-      case 'reuse': {
-        const row: RefreshRow = { ...s, revoked_at: now, revoked_reason: REVOKED_REFRESH_REUSED, prev_successor: null };
-        const outcome = Object.freeze({ kind: 'reused' as const, session: toSession(row) });
-        const draft = audit(outcome);
-        this.#d.sessions.set(s.id, { ...entry, row });
-        this.#append(draft);
-        return outcome;
-      }
+      const row: RefreshRow = {
+        ...s,
+        access_expires_at: plan.accessExpiresAt,
+        refresh_expires_at: plan.refreshExpiresAt,
+        refresh_digest: next.refreshDigest,
+        prev_refresh_digest: s.refresh_digest,
+        prev_rotated_at: now,
+        prev_successor: input.sealedSuccessor,
+        generation: s.generation + 1,
+        last_rotated_at: now,
+      };
+      this.#d.sessions.set(s.id, { row, accessDigest: next.accessDigest });
+    } else if (plan.kind === 'reuse') {
+      const row: RefreshRow = { ...s, revoked_at: now, revoked_reason: REVOKED_REFRESH_REUSED, prev_successor: null };
+      this.#d.sessions.set(s.id, { ...entry, row });
     }
+    this.#append(draft);
+    return plan.outcome;
   }
 
   async revokeSession(
