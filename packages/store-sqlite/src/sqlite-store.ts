@@ -1,6 +1,3 @@
-import { existsSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
-import { Worker } from 'node:worker_threads';
 import {
   ACCESS_COLUMNS,
   activeSessionSql,
@@ -59,7 +56,6 @@ import {
   type SessionRow,
   STORE_OPERATIONS,
   type Store,
-  type StoreFault,
   type StoreStats,
   StoreUnavailableError,
   sealAuditEvent,
@@ -73,9 +69,13 @@ import {
   toSession,
 } from '@svc/core/store';
 import type Database from 'better-sqlite3';
+import { BackgroundThread } from './background.js';
+import { BearerCache } from './bearer-cache.js';
 import { type CheckpointPlan, DEFAULT_CHECKPOINT_PLAN } from './checkpoint.js';
 import { sqliteFault } from './faults.js';
-import { readStats } from './stats-queries.js';
+import { DEFAULT_LOCK_WAIT_MS, WriteQueue } from './write-queue.js';
+
+export { DEFAULT_LOCK_WAIT_MS } from './write-queue.js';
 
 type Db = Database.Database;
 
@@ -278,26 +278,11 @@ const BEARER_CACHE_SESSIONS = 10_000;
 /** Rows of each kind one retention batch deletes. */
 const PRUNE_BATCH = 1000;
 
-/** How long, in total, a write waits for another process's write lock by default before it fails with 503. */
-export const DEFAULT_LOCK_WAIT_MS = 5000;
-
-/** Pauses between attempts to take the write lock: short at first, then every 50 ms. */
-const LOCK_RETRY_DELAYS_MS = [2, 5, 10, 20, 50] as const;
-
-/** Commits after which the background thread starts, if the diagnostics have not started it already. */
-const BACKGROUND_AFTER_COMMITS = 32;
-
 /** Writes waiting this long for the lock make health report `locked` even before they give up. */
 const LOCK_WAIT_DEGRADED_MS = 1000;
 
-interface QueuedWrite {
-  readonly fn: () => unknown;
-  readonly critical: boolean;
-  readonly resolve: (value: unknown) => void;
-  readonly reject: (error: unknown) => void;
-  /** When it stops waiting for the write lock (Date.now() based: a real wait, not domain time). */
-  readonly deadline: number;
-}
+/** Commits after which the background thread starts, if the diagnostics have not started it already. */
+const BACKGROUND_AFTER_COMMITS = 32;
 
 /**
  * The embedded control store on one better-sqlite3 connection. Obtain one with
@@ -305,52 +290,23 @@ interface QueuedWrite {
  * sharing the file (CLI and server) serialize on the write lock instead of failing on a
  * lock upgrade, and each single-use credential is consumed by exactly one of them.
  */
-/** A bearer check waiting for its turn's shared freshness read. */
-interface BearerLookup {
-  readonly sessionId: string;
-  readonly digest: string;
-  readonly resolve: (session: SessionRecord | null) => void;
-  readonly reject: (error: unknown) => void;
-}
-
 export class SqliteStore implements Store {
   /** The absolute path of the database file. */
   readonly file: string;
   readonly #db: Db;
   readonly #s: Statements;
-  readonly #tx: Database.Transaction<(fn: () => unknown) => unknown>;
   readonly #durability: 'normal' | 'full';
-  readonly #lockWaitMs: number;
-  readonly #checkpoint: CheckpointPlan;
-  #queue: QueuedWrite[] = [];
-  // Set while writes wait (asynchronously) for another process's write lock.
-  #retryTimer: NodeJS.Timeout | undefined;
-  #lockAttempts = 0;
-  #lockWaitSince: number | undefined;
-  // The fault the last write ran into (locked, disk full, I/O), until a write commits again or
-  // health's probe finds it gone: health reports it instead of a reassuring "ok".
-  #fault: StoreFault | null = null;
-  #statsWorker: Worker | undefined;
-  #commits = 0;
-  #statsSeq = 0;
-  readonly #statsPending = new Map<number, { resolve: (stats: StoreStats) => void; reject: (error: unknown) => void }>();
-  // The audit chain's head while a write transaction holds the lock (nobody else can append
-  // then); forgotten when the transaction ends or a savepoint that may have appended rolls back.
-  #head: { seq: number; hash: string } | undefined;
-  // Sessions as bearer checks last read them, by id: the hot path of every authenticated
-  // request skips its query while nothing changed. Never stale: every write of this connection
-  // that changes a session's pair or revocation drops that session (a rotation, a revocation, a
-  // reuse; a device removal drops them all), and any commit by another connection or process (a
-  // CLI revocation, another server) changes `data_version`, which is read before each use and
-  // then empties the whole cache.
-  readonly #accessCache = new Map<string, { readonly record: SessionRecord; readonly accessDigest: string }>();
-  readonly #accessCacheMax: number;
-  #accessCacheVersion = -1;
+  // Every write goes through it: group commit, waiting for another process's lock, faults.
+  readonly #writes: WriteQueue;
+  readonly #background: BackgroundThread;
+  // The bearer-check cache (see BearerCache): never stale, dropped per session on each write
+  // that changes a session's pair or revocation.
+  readonly #accessCache: BearerCache;
   /**
    * Bearer checks answered from the cache (`hits`) or read from the database (`misses`) since
    * the store opened: the metrics listener reports them. Counts only, never a session.
    */
-  readonly bearerCache = { hits: 0, misses: 0 };
+  readonly bearerCache: { hits: number; misses: number };
 
   /** Wraps an open, migrated connection; use `openSqliteStore` rather than calling this. */
   constructor(
@@ -368,126 +324,27 @@ export class SqliteStore implements Store {
     this.#db = db;
     this.file = file;
     this.#durability = durability;
-    this.#lockWaitMs = lockWaitMs;
-    this.#accessCacheMax = bearerCacheSessions;
-    this.#checkpoint = checkpoint;
+    this.#background = new BackgroundThread(db, file, checkpoint);
     // Prepared once: every call below reuses a compiled statement.
     this.#s = prepareStatements(db);
-    // One transaction wrapper for every write, built once; `.immediate` makes it BEGIN IMMEDIATE.
-    this.#tx = db.transaction((fn: () => unknown) => fn());
-  }
-
-  /**
-   * Runs `fn` as one atomic write and resolves after its commit. Writes issued together are
-   * group-committed: they queue until the event loop is free, then run one after another in a
-   * single BEGIN IMMEDIATE transaction (the write lock is taken up front, never upgraded), each
-   * in its own savepoint, so a write that throws rolls back alone and the others still commit.
-   * Each caller is answered only once the commit is done: the same guarantees as one
-   * transaction per write, with the commit cost shared.
-   *
-   * A `critical` write in `normal` durability makes its batch commit with `synchronous = FULL`
-   * (SQLite only lets the safety level change between transactions), so an enrollment, a
-   * revocation, a device removal, a detected reuse or a used-up bootstrap token or pairing code
-   * is on disk before it is acknowledged, while sign-ins and rotations stay `NORMAL`: on power
-   * loss the last of those may roll back, which only ever un-issues tokens.
-   */
-  #write<T>(fn: () => T, critical = false): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      const deadline = Date.now() + this.#lockWaitMs;
-      this.#queue.push({ fn, critical, resolve: resolve as (value: unknown) => void, reject, deadline });
-      // While writes wait for the lock, the retry timer flushes whatever has queued meanwhile.
-      if (this.#queue.length === 1 && this.#retryTimer === undefined) setImmediate(() => this.#flush());
-    });
-  }
-
-  /**
-   * Another process holds the write lock and nothing of `batch` ran. SQLite's own busy wait
-   * would block the event loop (every request, health, the other listener) for as long as it
-   * waits, so the connection's busy timeout is tiny and the waiting happens here, between
-   * attempts, on timers. Writes past their deadline fail with `503 store_unavailable` (locked).
-   */
-  #waitForLock(batch: readonly QueuedWrite[], error: unknown): void {
-    const now = Date.now();
-    const waiting: QueuedWrite[] = [];
-    for (const w of batch) {
-      if (w.deadline <= now) {
-        this.#fault = 'locked';
-        w.reject(new StoreUnavailableError('locked', { cause: error }));
-      } else {
-        waiting.push(w);
-      }
-    }
-    this.#queue = [...waiting, ...this.#queue];
-    if (this.#queue.length === 0) {
-      this.#lockWaitSince = undefined;
-      this.#lockAttempts = 0;
-      return;
-    }
-    this.#lockWaitSince ??= now;
-    const delay = LOCK_RETRY_DELAYS_MS[Math.min(this.#lockAttempts, LOCK_RETRY_DELAYS_MS.length - 1)] as number;
-    this.#lockAttempts++;
-    this.#retryTimer = setTimeout(() => this.#flush(), delay);
-  }
-
-  #flush(): void {
-    this.#retryTimer = undefined;
-    const batch = this.#queue;
-    this.#queue = [];
-    if (batch.length === 0) return;
-    const raise = this.#durability === 'normal' && batch.some((w) => w.critical);
-    const results: { ok: boolean; value: unknown }[] = [];
-    let began = false;
-    try {
-      if (raise) this.#db.pragma('synchronous = FULL');
-      this.#tx.immediate(() => {
-        began = true;
-        for (const w of batch) {
-          try {
-            // Nested inside the batch, the same wrapper runs `fn` in a SAVEPOINT.
-            results.push({ ok: true, value: this.#tx(w.fn) });
-          } catch (error) {
-            this.#head = undefined;
-            results.push({ ok: false, value: error });
-          }
-        }
-      });
-    } catch (error) {
-      this.#head = undefined;
-      if (raise) this.#db.pragma('synchronous = NORMAL');
-      const fault = sqliteFault(error);
-      if (!began && fault === 'locked') {
-        this.#waitForLock(batch, error);
-        return;
-      }
-      // BEGIN or COMMIT failed (disk full, I/O): nothing of the batch happened.
-      this.#fault = fault ?? this.#fault;
-      for (const w of batch) w.reject(error);
-      this.#lockWaitSince = undefined;
-      this.#lockAttempts = 0;
-      return;
-    } finally {
-      this.#head = undefined;
-    }
-    if (raise) this.#db.pragma('synchronous = NORMAL');
-    this.#lockWaitSince = undefined;
-    this.#lockAttempts = 0;
+    this.#accessCache = new BearerCache(this.#s, bearerCacheSessions);
+    this.bearerCache = this.#accessCache.counts;
     // A process that keeps writing (a server, not a one-off CLI command) gets the background
-    // thread that checkpoints the WAL off the event loop from here on.
-    if (++this.#commits === BACKGROUND_AFTER_COMMITS) this.#background();
-    // Committed: a fault is over unless a write of this batch still ran into one (disk full).
-    let fault: StoreFault | null = null;
-    for (const r of results) if (!r.ok) fault = sqliteFault(r.value) ?? fault;
-    this.#fault = fault;
-    batch.forEach((w, i) => {
-      const r = results[i] as { ok: boolean; value: unknown };
-      if (r.ok) w.resolve(r.value);
-      else w.reject(r.value);
+    // thread that checkpoints the WAL off the event loop once it has committed a few times.
+    let commits = 0;
+    this.#writes = new WriteQueue(db, durability, lockWaitMs, () => {
+      if (++commits === BACKGROUND_AFTER_COMMITS) this.#background.start();
     });
+  }
+
+  /** Runs `fn` as one atomic write (see WriteQueue.run) and resolves after its commit. */
+  #write<T>(fn: () => T, critical = false): Promise<T> {
+    return this.#writes.run(fn, critical);
   }
 
   /** Seals `draft` after the current head and appends it. Call only inside a write transaction. */
   #append(draft: AuditEventDraft): AuditEvent {
-    const head = this.#head ?? this.#s.auditHead.get();
+    const head = this.#writes.head ?? this.#s.auditHead.get();
     const event = sealAuditEvent(draft, head?.seq ?? 0, head?.hash ?? GENESIS_HASH);
     this.#s.insertEvent.run({
       seq: event.seq,
@@ -503,7 +360,7 @@ export class SqliteStore implements Store {
       hash: event.hash,
     });
     this.#s.countEvent.run(event.type);
-    this.#head = { seq: event.seq, hash: event.hash };
+    this.#writes.head = { seq: event.seq, hash: event.hash };
     return event;
   }
 
@@ -536,7 +393,7 @@ export class SqliteStore implements Store {
     if (s === undefined || plan.kind === 'invalid' || plan.kind === 'check_retired') return INVALID;
     if (plan.kind === 'rotate') {
       if (plan.retire !== null) this.#s.retireRefresh.run(s.id, plan.retire, now);
-      this.#accessCache.delete(s.id);
+      this.#accessCache.drop(s.id);
       this.#s.setPair.run({
         id: s.id,
         accessDigest: next.accessDigest,
@@ -549,7 +406,7 @@ export class SqliteStore implements Store {
         now,
       });
     } else if (plan.kind === 'reuse') {
-      this.#accessCache.delete(s.id);
+      this.#accessCache.drop(s.id);
       this.#s.revokeSession.run({ id: s.id, now, reason: REVOKED_REFRESH_REUSED });
     }
     this.#append(audit(plan.outcome));
@@ -565,14 +422,15 @@ export class SqliteStore implements Store {
    */
   async ping(): Promise<void> {
     this.#s.ping.get();
-    const waitingForLock = this.#lockWaitSince !== undefined && Date.now() - this.#lockWaitSince >= LOCK_WAIT_DEGRADED_MS;
-    if (this.#fault === null && !waitingForLock) return;
+    const since = this.#writes.lockWaitSince;
+    const waitingForLock = since !== undefined && Date.now() - since >= LOCK_WAIT_DEGRADED_MS;
+    if (this.#writes.fault === null && !waitingForLock) return;
     if (this.#db.inTransaction) return;
     try {
       // A commit that takes the write lock, allocates and frees 64 KiB of pages and rewrites
       // the project row: it changes nothing, but fails as a real write would on a held lock, a
       // full database or disk, or failing I/O. Run only while a fault is known.
-      this.#tx.immediate(() => {
+      this.#writes.tx.immediate(() => {
         this.#db.exec(
           'CREATE TABLE svc_fault_probe (x BLOB); INSERT INTO svc_fault_probe VALUES (zeroblob(65536)); DROP TABLE svc_fault_probe',
         );
@@ -581,16 +439,14 @@ export class SqliteStore implements Store {
     } catch (error) {
       const fault = sqliteFault(error);
       if (fault === null) throw error;
-      if (fault !== 'locked') this.#fault = fault;
+      if (fault !== 'locked') this.#writes.fault = fault;
       throw new StoreUnavailableError(fault, { cause: error });
     }
-    if (!waitingForLock) this.#fault = null;
+    if (!waitingForLock) this.#writes.fault = null;
   }
 
   async close(): Promise<void> {
-    const worker = this.#statsWorker;
-    this.#statsWorker = undefined;
-    if (worker !== undefined) await worker.terminate();
+    await this.#background.stop();
     if (this.#db.open) this.#db.close();
   }
 
@@ -764,61 +620,9 @@ export class SqliteStore implements Store {
     });
   }
 
-  /**
-   * The bearer check. Checks that arrive in one turn of the event loop wait for its check phase
-   * (`setImmediate`) and share one freshness read (`PRAGMA data_version`, which costs a lock on
-   * the WAL index, two `fcntl` calls, on every read). Still never stale: the read is taken
-   * after every check of the batch was asked for, so after its request was read, and a commit
-   * by any other process before that read empties the cache first.
-   */
+  /** The bearer check: see BearerCache (checks of one event-loop turn share one freshness read). */
   findSessionByAccessDigest(sessionId: string, digest: string): Promise<SessionRecord | null> {
-    return new Promise((resolve, reject) => {
-      if (this.#bearerBatch.length === 0) setImmediate(this.#answerBearerBatch);
-      this.#bearerBatch.push({ sessionId, digest, resolve, reject });
-    });
-  }
-
-  #bearerBatch: BearerLookup[] = [];
-
-  readonly #answerBearerBatch = (): void => {
-    const batch = this.#bearerBatch;
-    this.#bearerBatch = [];
-    try {
-      // NaN (never equal) if the pragma ever answered nothing: the cache is then dropped, never trusted.
-      const version = this.#s.dataVersion.get() ?? Number.NaN;
-      if (version !== this.#accessCacheVersion) {
-        this.#accessCache.clear();
-        this.#accessCacheVersion = version;
-      }
-    } catch (error) {
-      for (const lookup of batch) lookup.reject(error);
-      return;
-    }
-    for (const lookup of batch) {
-      try {
-        lookup.resolve(this.#cachedSession(lookup.sessionId, lookup.digest));
-      } catch (error) {
-        lookup.reject(error);
-      }
-    }
-  };
-
-  /** The session behind an access token, from the cache (fresh: see the batch) or the database. */
-  #cachedSession(sessionId: string, digest: string): SessionRecord | null {
-    let entry = this.#accessCache.get(sessionId);
-    if (entry !== undefined) this.bearerCache.hits++;
-    else {
-      this.bearerCache.misses++;
-      const row = this.#s.sessionForAccess.get(sessionId);
-      if (row === undefined) return null;
-      entry = { record: toSession(row), accessDigest: row.access_digest };
-      if (this.#accessCacheMax > 0) {
-        // Bounded: the oldest entry (first in insertion order) makes room.
-        if (this.#accessCache.size >= this.#accessCacheMax) this.#accessCache.delete(this.#accessCache.keys().next().value as string);
-        this.#accessCache.set(sessionId, entry);
-      }
-    }
-    return digestsEqual(entry.accessDigest, digest) ? entry.record : null;
+    return this.#accessCache.find(sessionId, digest);
   }
 
   async getSession(id: string): Promise<SessionRecord | null> {
@@ -863,7 +667,7 @@ export class SqliteStore implements Store {
     event: AuditEventDraft,
   ): Promise<boolean> {
     return this.#write(() => {
-      this.#accessCache.delete(input.sessionId);
+      this.#accessCache.drop(input.sessionId);
       if (this.#s.revokeSession.run({ id: input.sessionId, now: input.now, reason: input.reason }).changes === 0) return false;
       this.#append(event);
       return true;
@@ -964,7 +768,7 @@ export class SqliteStore implements Store {
         for (const id of ids) {
           this.#s.deleteRetiredOf.run(id);
           this.#s.deleteSession.run(id);
-          this.#accessCache.delete(id);
+          this.#accessCache.drop(id);
         }
         return { sessions: ids.length, pairingIntents: this.#s.pruneEndedIntents.run({ before, limit: PRUNE_BATCH }).changes };
       });
@@ -974,46 +778,9 @@ export class SqliteStore implements Store {
     }
   }
 
-  /**
-   * The diagnostics counters, read on a worker thread with its own connection (one read
-   * transaction, so they describe a single moment): counting live sessions scans them, and
-   * on this thread that scan would stall every request while it runs. In-memory databases, or
-   * a build without the worker file, read them here.
-   */
+  /** The diagnostics counters, read on the background thread (see BackgroundThread.stats). */
   async stats(now: number): Promise<StoreStats> {
-    const worker = this.#background();
-    if (worker === null) return readStats(this.#db, now);
-    const id = ++this.#statsSeq;
-    return new Promise<StoreStats>((resolve, reject) => {
-      this.#statsPending.set(id, { resolve, reject });
-      worker.postMessage({ id, now });
-    });
-  }
-
-  /** The background thread (diagnostics counters, WAL checkpoints), started on first need; see store-worker.ts. */
-  #background(): Worker | null {
-    if (this.#statsWorker !== undefined) return this.#statsWorker;
-    const script = new URL('./store-worker.js', import.meta.url);
-    if (this.file === ':memory:' || this.file === '' || !existsSync(fileURLToPath(script))) return null;
-    const worker = new Worker(script, { workerData: { file: this.file, plan: this.#checkpoint } });
-    // Never keeps the process alive; close() ends it.
-    worker.unref();
-    const failAll = (error: unknown) => {
-      for (const p of this.#statsPending.values()) p.reject(error);
-      this.#statsPending.clear();
-      if (this.#statsWorker === worker) this.#statsWorker = undefined;
-    };
-    worker.on('message', (msg: { id: number; ok: boolean; stats?: StoreStats; code?: string; message?: string }) => {
-      const pending = this.#statsPending.get(msg.id);
-      if (pending === undefined) return;
-      this.#statsPending.delete(msg.id);
-      if (msg.ok) pending.resolve(msg.stats as StoreStats);
-      else pending.reject(Object.assign(new Error(msg.message ?? 'stats failed'), { code: msg.code }));
-    });
-    worker.on('error', failAll);
-    worker.on('exit', () => failAll(new Error("the store's background thread exited")));
-    this.#statsWorker = worker;
-    return worker;
+    return this.#background.stats(now);
   }
 
   async createLink(
