@@ -1,7 +1,5 @@
 import {
-  ACCESS_COLUMNS,
   activeSessionSql,
-  attemptWindowSql,
   CHALLENGE_COLUMNS,
   consumableChallengeSql,
   consumableFlowSql,
@@ -18,17 +16,12 @@ import {
   REFRESH_COLUMNS,
   SESSION_COLUMNS,
   statsSql,
-  storedAttemptWindow,
   usableBootstrapSql,
 } from '@svc/core/sql-rows';
 import {
-  type AccessRow,
   type AttemptReservation,
-  type AttemptWindow,
-  type AuditData,
   type AuditEvent,
   type AuditEventDraft,
-  type AuditEventType,
   amrText,
   auditPage,
   type BootstrapOutcome,
@@ -38,14 +31,11 @@ import {
   classifyStoreErrors,
   type DeviceRecord,
   type DeviceRow,
-  decideAttemptWindow,
   decideBootstrapConsumption,
   decideDeviceRemoval,
-  digestsEqual,
   type EventRow,
   type FlowRecord,
   type FlowRow,
-  GENESIS_HASH,
   type IntentRow,
   type LinkRecord,
   type LinkRow,
@@ -66,7 +56,6 @@ import {
   STORE_OPERATIONS,
   type Store,
   type StoreStats,
-  sealAuditEvent,
   type TokenPairDigests,
   toChallenge,
   toDevice,
@@ -77,51 +66,14 @@ import {
   toSession,
   toStoreStats,
 } from '@svc/core/store';
-import type { Pool, PoolClient, QueryConfig, QueryResultRow } from 'pg';
+import type { Pool, PoolClient, QueryConfig } from 'pg';
+import { AttemptBudget } from './attempt-budget.js';
+import { AuditSealer, PENDING_COLUMNS, pendingParams, pendingValues } from './audit-sealer.js';
+import { BearerBatch } from './bearer-batch.js';
 import { postgresFault } from './faults.js';
+import { changes, first, rollback, rows, run, transaction } from './sql.js';
 
-/** Something that runs queries: the pool (autocommit) or a client inside a transaction. */
-type Queryable = Pick<PoolClient, 'query'>;
-
-/** Thrown inside {@link PostgresStore.#tx} to roll back and still answer `value`. */
-class Rollback {
-  readonly value: unknown;
-  constructor(value: unknown) {
-    this.value = value;
-  }
-}
-
-/** Rolls the current transaction back and makes it answer `value`: for outcomes that must write nothing. */
-function rollback(value: unknown): never {
-  throw new Rollback(value);
-}
-
-/**
- * A statement of the hot paths (sign-in, rotation, the attempt budget, the audit trail's writes
- * and sealing), prepared once per connection under its name: each later execution skips the
- * server's parse and analysis and, once PostgreSQL settles on a generic plan, its planning: about
- * a third of PostgreSQL's CPU under two-node load (perf), when every statement came as new text.
- */
-type Named = Readonly<Omit<QueryConfig, 'values'> & { name: string }>;
-
-/** SQL text (parsed and planned on every execution) or a {@link Named} statement. */
-type Sql = string | Named;
-
-function run<R extends QueryResultRow>(db: Queryable, sql: Sql, values: readonly unknown[]) {
-  return typeof sql === 'string' ? db.query<R>(sql, values as unknown[]) : db.query<R>({ ...sql, values: values as unknown[] });
-}
-
-async function rows<R extends QueryResultRow>(db: Queryable, sql: Sql, values: readonly unknown[] = []): Promise<R[]> {
-  return (await run<R>(db, sql, values)).rows;
-}
-
-async function first<R extends QueryResultRow>(db: Queryable, sql: Sql, values: readonly unknown[] = []): Promise<R | undefined> {
-  return (await run<R>(db, sql, values)).rows[0];
-}
-
-async function changes(db: Queryable, sql: Sql, values: readonly unknown[]): Promise<number> {
-  return (await run(db, sql, values)).rowCount ?? 0;
-}
+export { SEAL_DELAY_MS } from './audit-sealer.js';
 
 const INVALID: RotationOutcome = Object.freeze({ kind: 'invalid' });
 
@@ -154,80 +106,11 @@ function sessionValues(session: SessionRecord, pair: TokenPairDigests): unknown[
   ];
 }
 
-/** The columns of a pending audit event as a write inserts it (`pos` is the commit order the sequence gives). */
-const PENDING_COLUMNS = 'id, at, type, realm, subject, device_id, session_id, data';
-
-/** The values of `draft` for {@link PENDING_COLUMNS}, in order. */
-function pendingValues(draft: AuditEventDraft): unknown[] {
-  return [
-    draft.id,
-    draft.at,
-    draft.type,
-    draft.realm,
-    draft.subject,
-    draft.deviceId,
-    draft.sessionId,
-    // JSON text, not JSONB: it gives back exactly the values that are hashed at sealing.
-    JSON.stringify(draft.data),
-  ];
-}
-
-/** `$from, $from+1, ...` for the eight values of {@link pendingValues}, as a select list. */
-function pendingParams(from: number): string {
-  return Array.from({ length: 8 }, (_, i) => `$${from + i}`).join(', ');
-}
-
 /** Rows of each kind one retention batch deletes. */
 const PRUNE_BATCH = 1000;
 
-/**
- * How long after a write its pending audit event waits for the sealer: the writes of these few
- * milliseconds, of every connection of this node, are chained by one transaction.
- */
-export const SEAL_DELAY_MS = 5;
-
-/** Pending events one sealing transaction chains at most. */
-const SEAL_BATCH = 1000;
-
-/** A pending audit event: a draft in commit order (`pos`), not yet chained. */
-interface PendingRow {
-  pos: number;
-  id: string;
-  at: number;
-  type: AuditEventType;
-  realm: Realm | null;
-  subject: string | null;
-  device_id: string | null;
-  session_id: string | null;
-  data: string;
-}
-
 /** The bound on a maintenance statement (pruning), far above the request bounds. */
 const MAINTENANCE_TIMEOUT_MS = 300_000;
-
-// The hot path of every authenticated request: a named statement, so each connection parses
-// and plans it once. One primary-key lookup; the digest is then compared in constant time.
-const SESSION_FOR_ACCESS: Omit<QueryConfig, 'values'> = {
-  name: 'svc_session_for_access',
-  text: `SELECT ${ACCESS_COLUMNS} FROM sessions WHERE id = $1`,
-};
-
-// The same lookup for the bearer checks of one event-loop turn at once (see `findSessionByAccessDigest`).
-const SESSIONS_FOR_ACCESS: Omit<QueryConfig, 'values'> = {
-  name: 'svc_sessions_for_access',
-  text: `SELECT ${ACCESS_COLUMNS} FROM sessions WHERE id = ANY($1::text[])`,
-};
-
-/** The most bearer checks one query answers; a busier turn sends several. */
-const BEARER_BATCH_MAX = 256;
-
-/** A bearer check waiting for its turn's query. */
-interface BearerLookup {
-  readonly sessionId: string;
-  readonly digest: string;
-  readonly resolve: (session: SessionRecord | null) => void;
-  readonly reject: (error: unknown) => void;
-}
 
 const INSERT_DEVICE = `INSERT INTO devices (id, public_key, realm, subject, name, created_at, removed_at)
   VALUES ($1, $2, $3, $4, $5, $6, NULL)
@@ -265,201 +148,40 @@ export class PostgresStore implements Store {
   readonly #pool: Pool;
   /** The attempt budget's writes (`reserveAttempts`, `settleAttempts`): see `budgetPoolConfig`. */
   readonly #budgetPool: Pool;
+  readonly #budget: AttemptBudget;
+  readonly #bearer: BearerBatch;
   #closed = false;
-  #reservations = 0;
-  // The background sealing this store's writes asked for, if one is pending or running.
-  #sealTimer: NodeJS.Timeout | undefined;
-  #sealing: Promise<void> | undefined;
+  // Chains the pending audit events this store's writes record.
+  readonly #sealer: AuditSealer;
 
   /** Wraps open pools on a migrated schema; use `openPostgresStore` rather than calling this. */
   constructor(pool: Pool, schema: string, budgetPool: Pool = pool) {
     this.#pool = pool;
     this.#budgetPool = budgetPool;
     this.schema = schema;
+    this.#sealer = new AuditSealer(pool, schema);
+    this.#budget = new AttemptBudget(budgetPool);
+    this.#bearer = new BearerBatch(pool);
   }
 
-  /**
-   * Runs `fn` in one READ COMMITTED transaction on one pooled connection. A {@link Rollback}
-   * thrown by `fn` rolls back and answers its value; any other error rolls back and is
-   * rethrown (a connection failure included: callers turn it into a 5xx, nothing is swallowed).
-   */
-  async #tx<T>(fn: (c: PoolClient) => Promise<T>): Promise<T> {
-    const client = await this.#pool.connect();
-    // The pool takes its own 'error' listener off a client while it is checked out: without one
-    // here, a server restart (57P01) or a dropped connection between two statements of this
-    // transaction is an unhandled 'error' event, and that kills the process.
-    let lost: Error | undefined;
-    const onError = (err: Error) => {
-      lost ??= err;
-    };
-    client.on('error', onError);
-    let broken: Error | undefined;
-    try {
-      await client.query('BEGIN');
-      const result = await fn(client);
-      await client.query('COMMIT');
-      return result;
-    } catch (err) {
-      if (lost !== undefined || postgresFault(err) !== null) {
-        // The connection is lost or stuck: a ROLLBACK would only wait out another timeout. The
-        // server rolls the transaction back when the connection closes.
-        broken = lost ?? (err as Error);
-      } else {
-        try {
-          await client.query('ROLLBACK');
-        } catch (rollbackError) {
-          // The connection is unusable: destroy it instead of returning it to the pool.
-          broken = rollbackError as Error;
-        }
-      }
-      if (err instanceof Rollback) return err.value as T;
-      throw err;
-    } finally {
-      client.removeListener('error', onError);
-      client.release(broken ?? lost);
-    }
+  /** Runs `fn` in one READ COMMITTED transaction on one pooled connection (see `transaction`). */
+  #tx<T>(fn: (c: PoolClient) => Promise<T>): Promise<T> {
+    return transaction(this.#pool, fn);
   }
 
-  /**
-   * Records `draft` as a pending event of the transaction `c`: it commits (or rolls back) with
-   * the change it records, and takes no lock another writer waits for. The sealer chains it
-   * shortly after the commit ({@link SEAL_DELAY_MS}), and every read of the trail first.
-   */
-  async #append(c: PoolClient, draft: AuditEventDraft): Promise<void> {
-    await run(
-      c,
-      { name: 'svc_audit_pending', text: `INSERT INTO audit_pending (${PENDING_COLUMNS}) VALUES (${pendingParams(1)})` },
-      pendingValues(draft),
-    );
-    this.#scheduleSeal();
+  /** Records `draft` as a pending event of the transaction `c` (see AuditSealer.append). */
+  #append(c: PoolClient, draft: AuditEventDraft): Promise<void> {
+    return this.#sealer.append(c, draft);
   }
 
-  /** Asks for a sealing pass soon: the writes of the next few milliseconds share it. */
+  /** Asks for a sealing pass soon (see AuditSealer.schedule). */
   #scheduleSeal(): void {
-    if (this.#sealTimer !== undefined || this.#closed) return;
-    this.#sealTimer = setTimeout(() => {
-      this.#sealTimer = undefined;
-      this.#sealPending().catch((error: unknown) => {
-        // Not lost: the rows stay pending, and the next pass or read chains them.
-        const fault = postgresFault(error);
-        if (fault === null) process.emitWarning(`svc-store-postgres: sealing the audit trail failed: ${(error as Error).message}`);
-      });
-    }, SEAL_DELAY_MS);
-    this.#sealTimer.unref();
+    this.#sealer.schedule();
   }
 
-  /**
-   * Chains every pending event committed before the call, of every node: in batches of
-   * {@link SEAL_BATCH}, each one transaction under the `audit_head` lock that reads the pending
-   * rows in `pos` order, seals them after the head with core's `sealAuditEvent`, inserts them,
-   * adds them to the kept counts, deletes them from `audit_pending` and moves the head. Two
-   * sealers (two nodes, or a read and the timer) take turns on the lock; the second finds the
-   * rows the first chained gone. Cheap when there is nothing to do: one indexed read, no lock.
-   */
-  async #sealPending(): Promise<void> {
-    // One pass of this store at a time; a caller arriving meanwhile waits for it, then runs its
-    // own (rows committed after the running pass read the table are chained by the next).
-    const previous = this.#sealing;
-    const pass = (async () => {
-      await previous?.catch(() => undefined);
-      for (;;) {
-        const pending = await first<{ any: boolean }>(this.#pool, {
-          name: 'svc_any_pending',
-          text: 'SELECT EXISTS (SELECT 1 FROM audit_pending) AS any',
-        });
-        if (pending?.any !== true) return;
-        const sealed = await this.#tx((c) => this.#sealBatch(c));
-        if (sealed < SEAL_BATCH) return;
-      }
-    })();
-    this.#sealing = pass;
-    try {
-      await pass;
-    } finally {
-      if (this.#sealing === pass) this.#sealing = undefined;
-    }
-  }
-
-  /** One sealing batch inside transaction `c`; answers how many events it chained. */
-  async #sealBatch(c: PoolClient): Promise<number> {
-    const head = await first<{ seq: number; hash: string }>(c, {
-      name: 'svc_lock_head',
-      text: 'SELECT seq, hash FROM audit_head WHERE singleton FOR UPDATE',
-    });
-    if (head === undefined) throw new Error(`the audit_head row of schema ${this.schema} is missing`);
-    // Read after the lock is held: a READ COMMITTED statement sees every pending row committed
-    // before it, and none that a sealer before it already chained and deleted.
-    const batch = await rows<PendingRow>(
-      c,
-      {
-        name: 'svc_pending_batch',
-        text: 'SELECT pos, id, at, type, realm, subject, device_id, session_id, data FROM audit_pending ORDER BY pos LIMIT $1',
-      },
-      [SEAL_BATCH],
-    );
-    if (batch.length === 0) return 0;
-    let seq = head.seq;
-    let hash = head.seq === 0 ? GENESIS_HASH : head.hash;
-    const events: AuditEvent[] = [];
-    for (const row of batch) {
-      const event = sealAuditEvent(
-        {
-          id: row.id,
-          at: row.at,
-          type: row.type,
-          realm: row.realm,
-          subject: row.subject,
-          deviceId: row.device_id,
-          sessionId: row.session_id,
-          data: JSON.parse(row.data) as AuditData,
-        },
-        seq,
-        hash,
-      );
-      events.push(event);
-      seq = event.seq;
-      hash = event.hash;
-    }
-    const column = <K extends keyof AuditEvent>(key: K) => events.map((e) => e[key]);
-    const counts = new Map<string, number>();
-    for (const e of events) counts.set(e.type, (counts.get(e.type) ?? 0) + 1);
-    await run(
-      c,
-      {
-        name: 'svc_seal_batch',
-        text: `WITH sealed AS (
-         INSERT INTO audit_events (${EVENT_COLUMNS})
-         SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
-                              $9::text[], $10::text[], $11::text[])
-       ), counted AS (
-         INSERT INTO audit_counts (type, n) SELECT * FROM unnest($12::text[], $13::bigint[])
-         ON CONFLICT (type) DO UPDATE SET n = audit_counts.n + EXCLUDED.n
-       ), chained AS (
-         DELETE FROM audit_pending WHERE pos = ANY($14::bigint[])
-       )
-       UPDATE audit_head SET seq = $15, hash = $16 WHERE singleton`,
-      },
-      [
-        column('seq'),
-        column('id'),
-        column('at'),
-        column('type'),
-        column('realm'),
-        column('subject'),
-        column('deviceId'),
-        column('sessionId'),
-        // The exact JSON text that was pending, which is what the hash covers.
-        batch.map((r) => r.data),
-        column('prevHash'),
-        column('hash'),
-        [...counts.keys()],
-        [...counts.values()],
-        batch.map((r) => r.pos),
-        seq,
-        hash,
-      ],
-    );
-    return batch.length;
+  /** Chains every pending event committed before the call (see AuditSealer.sealPending). */
+  #sealPending(): Promise<void> {
+    return this.#sealer.sealPending();
   }
 
   /** Inserts `device` unless an active device has its key (the partial unique index decides, also between nodes). */
@@ -481,11 +203,8 @@ export class PostgresStore implements Store {
 
   async close(): Promise<void> {
     if (this.#closed) return;
-    clearTimeout(this.#sealTimer);
-    this.#sealTimer = undefined;
     // What this node wrote is chained before it goes (another node's sealer would do it too).
-    await this.#sealing?.catch(() => undefined);
-    await this.#sealPending().catch(() => undefined);
+    await this.#sealer.close();
     this.#closed = true;
     await this.#pool.end();
     if (this.#budgetPool !== this.#pool) await this.#budgetPool.end();
@@ -712,45 +431,9 @@ export class PostgresStore implements Store {
     );
   }
 
-  /**
-   * The bearer check, against the database's truth on every request. The checks that arrive in
-   * one turn of the event loop wait for its check phase (`setImmediate`) and go to the
-   * database as one query (`id = ANY(...)`): one round trip and one pool connection for all of
-   * them instead of one each. The query is sent after every check of the batch was asked for,
-   * so after its request was read: a revocation committed before that is seen, as before.
-   */
+  /** The bearer check: see BearerBatch (the checks of one event-loop turn share one query). */
   findSessionByAccessDigest(sessionId: string, digest: string): Promise<SessionRecord | null> {
-    return new Promise((resolve, reject) => {
-      if (this.#bearerBatch.length === 0) setImmediate(this.#sendBearerBatch);
-      this.#bearerBatch.push({ sessionId, digest, resolve, reject });
-    });
-  }
-
-  #bearerBatch: BearerLookup[] = [];
-
-  readonly #sendBearerBatch = (): void => {
-    const all = this.#bearerBatch;
-    this.#bearerBatch = [];
-    for (let i = 0; i < all.length; i += BEARER_BATCH_MAX) void this.#answerBearerBatch(all.slice(i, i + BEARER_BATCH_MAX));
-  };
-
-  async #answerBearerBatch(batch: readonly BearerLookup[]): Promise<void> {
-    let rows: readonly AccessRow[];
-    try {
-      rows =
-        batch.length === 1
-          ? (await this.#pool.query<AccessRow>({ ...SESSION_FOR_ACCESS, values: [batch[0]?.sessionId] })).rows
-          : (await this.#pool.query<AccessRow>({ ...SESSIONS_FOR_ACCESS, values: [[...new Set(batch.map((l) => l.sessionId))]] })).rows;
-    } catch (error) {
-      // Each check's rejection is classified (an outage becomes store_unavailable) by the wrapper every operation has.
-      for (const lookup of batch) lookup.reject(error);
-      return;
-    }
-    const byId = new Map(rows.map((row) => [row.id, row]));
-    for (const lookup of batch) {
-      const row = byId.get(lookup.sessionId);
-      lookup.resolve(row === undefined || !digestsEqual(row.access_digest, lookup.digest) ? null : toSession(row));
-    }
+    return this.#bearer.find(sessionId, digest);
   }
 
   async getSession(id: string): Promise<SessionRecord | null> {
@@ -1227,125 +910,11 @@ export class PostgresStore implements Store {
   }
 
   async reserveAttempts(input: Parameters<Store['reserveAttempts']>[0]): Promise<AttemptReservation> {
-    const keys = [...new Set(input.keys)].sort();
-    if (keys.length === 0) return { reserved: true, shared: true, windows: [] };
-    for (let pass = 0; ; pass++) {
-      // One statement decides and reserves (core's `attemptWindowSql`): it locks every row of
-      // `keys` in key order (two reservations never wait on each other in a cycle), reads the
-      // counts as the latest commit left them, and moves every window only when every key
-      // reserves. Its row locks last for this statement alone, never across a round trip, so the
-      // budget of one busy address is not a queue of transactions. It answers the rows as
-      // locked, each with the window it moved it to (null when it moved none).
-      const locked = await rows<{
-        key: string;
-        window_start: number;
-        failures: number;
-        pending: number;
-        pending_since: number;
-        moved_start: number | null;
-        moved_failures: number | null;
-        moved_pending: number | null;
-        moved_pending_since: number | null;
-      }>(
-        this.#budgetPool,
-        {
-          name: 'svc_reserve_attempt_windows',
-          text: `WITH locked AS (
-             SELECT key, window_start, failures, pending, pending_since FROM attempt_budget WHERE key = ANY($1::text[]) ORDER BY key FOR UPDATE
-           ), decided AS (
-             SELECT key, window_start, failures, pending, pending_since,
-                    ${attemptWindowSql({ now: '$2::bigint', windowMs: '$3::bigint', max: '$4::int', leaseMs: '$5::bigint' })}
-             FROM locked
-           ), moved AS (
-             UPDATE attempt_budget AS b
-             SET window_start = d.new_start, failures = d.new_failures, pending = d.new_pending, pending_since = d.new_pending_since
-             FROM decided AS d
-             WHERE b.key = d.key AND (SELECT count(*) = cardinality($1::text[]) AND bool_and(reserve) FROM decided)
-             RETURNING b.key, b.window_start, b.failures, b.pending, b.pending_since
-           )
-           SELECT d.key, d.window_start, d.failures, d.pending, d.pending_since,
-                  m.window_start AS moved_start, m.failures AS moved_failures, m.pending AS moved_pending,
-                  m.pending_since AS moved_pending_since
-           FROM decided AS d LEFT JOIN moved AS m ON m.key = d.key ORDER BY d.key`,
-        },
-        [keys, input.now, input.windowMs, input.max, input.leaseMs],
-      );
-      if (locked.length < keys.length) {
-        // A key seen for the first time (or pruned since): its row is created empty, and the
-        // statement runs again. Another node creating it meanwhile is the same row.
-        if (pass >= 2) throw new Error('attempt_budget rows were deleted while they were being reserved');
-        await run(
-          this.#budgetPool,
-          {
-            name: 'svc_open_attempt_windows',
-            text: 'INSERT INTO attempt_budget (key, window_start, failures, pending, pending_since) SELECT k, $2, 0, 0, $2 FROM unnest($1::text[]) AS k ON CONFLICT (key) DO NOTHING',
-          },
-          [keys, input.now],
-        );
-        continue;
-      }
-      // The rule is core's: decided again here on the rows as the statement locked them.
-      const windows: AttemptWindow[] = [];
-      let retryAfterMs = 0;
-      let busy = false;
-      for (const r of locked) {
-        const d = decideAttemptWindow(r.key, storedAttemptWindow(r), input);
-        if (d.kind === 'refuse') retryAfterMs = Math.max(retryAfterMs, d.retryAfterMs);
-        else if (d.kind === 'busy') busy = true;
-        else windows.push(d.window);
-      }
-      // Fail closed if the SQL form and the rule ever drift apart: no attempt runs on a
-      // reservation the rule would not have made, or whose window settling would not find.
-      const reserved = windows.length === keys.length;
-      const agrees = locked.every((r, i) => {
-        const w = windows[i];
-        return reserved && w !== undefined
-          ? r.moved_start === w.start &&
-              r.moved_failures === w.failures &&
-              r.moved_pending === w.pending &&
-              r.moved_pending_since === w.pendingSince
-          : r.moved_start === null;
-      });
-      if (!agrees) throw new Error('attempt_budget: the reservation statement and decideAttemptWindow disagree');
-      // Windows that ended long ago are clutter: every 64th reservation of this node sweeps a
-      // few away, never waiting on a lock. Not awaited: the reservation has committed, and a
-      // sweep that fails (a busy pool, an outage) must not turn it into an error whose windows
-      // the caller could never settle; the next sweep takes over.
-      if (++this.#reservations % 64 === 0) {
-        run(
-          this.#budgetPool,
-          `DELETE FROM attempt_budget WHERE key = ANY(ARRAY(
-             SELECT key FROM attempt_budget WHERE window_start < $1 ORDER BY window_start LIMIT 500 FOR UPDATE SKIP LOCKED))`,
-          [input.now - 2 * input.windowMs],
-        ).catch(() => undefined);
-      }
-      if (retryAfterMs > 0) return { reserved: false, busy: false, retryAfterMs };
-      if (busy) return { reserved: false, busy: true, retryAfterMs: 1000 };
-      return { reserved: true, shared: true, windows };
-    }
+    return this.#budget.reserve(input);
   }
 
   async settleAttempts(input: Parameters<Store['settleAttempts']>[0]): Promise<void> {
-    if (input.windows.length === 0) return;
-    // Only a window that is still the one reserved in changes; a newer one owes nothing. The
-    // rows are locked in key order first, as a reservation locks them, so a settle and a
-    // reservation of the same keys (a refresh: its address and its session) never deadlock.
-    await run(
-      this.#budgetPool,
-      {
-        name: 'svc_settle_attempts',
-        text: `WITH settled AS (
-           SELECT b.key, w.since FROM attempt_budget AS b JOIN unnest($1::text[], $2::bigint[], $4::bigint[]) AS w (key, start, since)
-             ON b.key = w.key AND b.window_start = w.start
-           ORDER BY b.key FOR UPDATE OF b
-         )
-         UPDATE attempt_budget AS b
-         SET pending = CASE WHEN b.pending_since = s.since THEN GREATEST(b.pending - 1, 0) ELSE b.pending END,
-             failures = b.failures + $3
-         FROM settled AS s WHERE b.key = s.key`,
-      },
-      [input.windows.map((w) => w.key), input.windows.map((w) => w.start), input.failed ? 1 : 0, input.windows.map((w) => w.pendingSince)],
-    );
+    return this.#budget.settle(input);
   }
 }
 
