@@ -14,7 +14,12 @@ class Rollback {
   }
 }
 
-/** Rolls the current transaction back and makes it answer `value`: for outcomes that must write nothing. */
+/**
+ * Rolls the current transaction back and makes it answer `value`: for outcomes that must write nothing.
+ *
+ * @example
+ * await transaction(pool, async (c) => (await changes(c, sql, values)) === 0 ? rollback('not_found') : 'done');
+ */
 export function rollback(value: unknown): never {
   throw new Rollback(value);
 }
@@ -30,18 +35,42 @@ export type Named = Readonly<Omit<QueryConfig, 'values'> & { name: string }>;
 /** SQL text (parsed and planned on every execution) or a {@link Named} statement. */
 export type Sql = string | Named;
 
+/**
+ * Runs `sql` (text or a {@link Named} statement) with `values` on `db`.
+ *
+ * @example
+ * const result = await run(pool, 'SELECT 1', []);
+ */
 export function run<R extends QueryResultRow>(db: Queryable, sql: Sql, values: readonly unknown[]) {
   return typeof sql === 'string' ? db.query<R>(sql, values as unknown[]) : db.query<R>({ ...sql, values: values as unknown[] });
 }
 
+/**
+ * The rows `sql` answers.
+ *
+ * @example
+ * const devices = await rows<DeviceRow>(pool, `SELECT ${DEVICE_COLUMNS} FROM devices`);
+ */
 export async function rows<R extends QueryResultRow>(db: Queryable, sql: Sql, values: readonly unknown[] = []): Promise<R[]> {
   return (await run<R>(db, sql, values)).rows;
 }
 
+/**
+ * The first row `sql` answers, or undefined.
+ *
+ * @example
+ * const head = await first<{ seq: number }>(pool, 'SELECT seq FROM audit_head');
+ */
 export async function first<R extends QueryResultRow>(db: Queryable, sql: Sql, values: readonly unknown[] = []): Promise<R | undefined> {
   return (await run<R>(db, sql, values)).rows[0];
 }
 
+/**
+ * How many rows `sql` changed.
+ *
+ * @example
+ * const n = await changes(c, 'UPDATE links SET removed_at = $1 WHERE id = $2 AND removed_at IS NULL', [now, id]);
+ */
 export async function changes(db: Queryable, sql: Sql, values: readonly unknown[]): Promise<number> {
   return (await run(db, sql, values)).rowCount ?? 0;
 }
