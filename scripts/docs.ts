@@ -22,6 +22,7 @@ import { RUNTIME_FAILURE_CODES } from '@svc/runtime/errors';
 import { SERVER_FAILURE_CODES } from '@svc/server';
 import { STORE_POSTGRES_FAILURE_CODES } from 'svc-store-postgres';
 import { POSTGRES_STORE_CONFIG } from 'svc-store-postgres/config-fields';
+import { STORE_SQLITE_FAILURE_CODES } from 'svc-store-sqlite';
 import { SQLITE_STORE_CONFIG } from 'svc-store-sqlite/config-fields';
 
 /**
@@ -30,6 +31,7 @@ import { SQLITE_STORE_CONFIG } from 'svc-store-sqlite/config-fields';
  */
 export const FAILURE_TABLES: readonly { readonly name: string; readonly table: FailureCodeTable }[] = [
   { name: '@svc/core', table: CORE_FAILURE_CODES },
+  { name: 'svc-store-sqlite', table: STORE_SQLITE_FAILURE_CODES },
   { name: 'svc-store-postgres', table: STORE_POSTGRES_FAILURE_CODES },
   { name: '@svc/addons', table: ADDONS_FAILURE_CODES },
   { name: '@svc/server', table: SERVER_FAILURE_CODES },

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Makes sure a PostgreSQL server answers on 127.0.0.1:5432 with trust auth for local tests.
 # The store refuses such a server unless accepted: every test project and the bench set
-# :store/allow-unauthenticated true (packages/store-postgres/test/unauthenticated-role.test.ts tests the refusal).
+# :store/allow-unauthenticated true (packages/store-postgres/test/real/unauthenticated-role.test.ts tests the refusal).
 # Uses the one already running when there is one; otherwise installs Debian's server
 # package if needed and starts a throwaway cluster owned by the postgres user.
 set -euo pipefail

@@ -1,7 +1,8 @@
 import { createCipheriv, createDecipheriv, hkdfSync } from 'node:crypto';
 import type { RandomBytes } from './ports.js';
-import { isLive, type RotationRow } from './store-rows.js';
-import { CLOCK_SKEW_TOLERANCE_MS } from './store-rules.js';
+import type { RotationOutcome } from './store.js';
+import { isLive, type RotationRow, rotatedSession, toSession } from './store-rows.js';
+import { CLOCK_SKEW_TOLERANCE_MS, clampPairToSession, REVOKED_REFRESH_REUSED } from './store-rules.js';
 import { digestsEqual } from './tokens.js';
 
 /** What the rotation rule decided for one presentation of a refresh token. */
@@ -80,6 +81,85 @@ export function decideRetiredPresentation(
   input: { readonly retired: boolean; readonly now: number },
 ): { readonly kind: 'reuse' | 'invalid' } {
   return input.retired && isLive(row, input.now) ? { kind: 'reuse' } : { kind: 'invalid' };
+}
+
+/**
+ * What a store does with a presentation of a refresh token: {@link decideRotation} (and
+ * {@link decideRetiredPresentation}) with the outcome already built from the locked row, so a
+ * store only writes what the plan says and appends `audit(plan.outcome)`. `rotate`: retire
+ * `retire` (when not null) and set the new pair with the clamped expiries; `replay`: write
+ * nothing; `reuse`: revoke the session (reason `refresh_reused`); `check_retired`: look the
+ * presented digest up among the session's retired ones and plan again with `retired`.
+ */
+export type RotationPlan =
+  | { readonly kind: 'invalid' }
+  | { readonly kind: 'check_retired' }
+  | {
+      readonly kind: 'rotate';
+      readonly retire: string | null;
+      readonly accessExpiresAt: number;
+      readonly refreshExpiresAt: number;
+      readonly outcome: Extract<RotationOutcome, { kind: 'rotated' }>;
+    }
+  | { readonly kind: 'replay'; readonly outcome: Extract<RotationOutcome, { kind: 'rotated_in_grace' }> }
+  | { readonly kind: 'reuse'; readonly outcome: Extract<RotationOutcome, { kind: 'reused' }> };
+
+const INVALID_PLAN: RotationPlan = Object.freeze({ kind: 'invalid' });
+const CHECK_RETIRED_PLAN: RotationPlan = Object.freeze({ kind: 'check_retired' });
+
+/**
+ * The plan of a rotation (see {@link RotationPlan}) for the row the store locked (undefined:
+ * no such session); `retired` is whether the presented digest is among the session's retired
+ * ones, given on the second call after a `check_retired` plan.
+ *
+ * @example
+ * let plan = planRotation(row, input);
+ * if (plan.kind === 'check_retired') plan = planRotation(row, input, isRetired(row.id, input.presentedDigest));
+ */
+export function planRotation(
+  row: RefreshRow | undefined,
+  input: {
+    readonly presentedDigest: string;
+    readonly realm: string;
+    readonly now: number;
+    readonly graceMs: number;
+    readonly next: { readonly accessExpiresAt: number; readonly refreshExpiresAt: number };
+  },
+  retired?: boolean,
+): RotationPlan {
+  if (row === undefined) return INVALID_PLAN;
+  let decision: RotationDecision = decideRotation(row, input);
+  if (decision.kind === 'check_retired') {
+    if (retired === undefined) return CHECK_RETIRED_PLAN;
+    decision = decideRetiredPresentation(row, { retired, now: input.now });
+  }
+  switch (decision.kind) {
+    case 'invalid':
+    case 'check_retired':
+      return INVALID_PLAN;
+    case 'rotate': {
+      const expiries = clampPairToSession(input.next, row.expires_at);
+      return Object.freeze({
+        kind: 'rotate',
+        retire: decision.retire,
+        ...expiries,
+        outcome: Object.freeze({ kind: 'rotated', session: rotatedSession(row, expiries, input.now) }),
+      });
+    }
+    case 'replay':
+      return Object.freeze({
+        kind: 'replay',
+        outcome: Object.freeze({ kind: 'rotated_in_grace', session: toSession(row), sealedSuccessor: decision.sealedSuccessor }),
+      });
+    case 'reuse':
+      return Object.freeze({
+        kind: 'reuse',
+        outcome: Object.freeze({
+          kind: 'reused',
+          session: toSession({ ...row, revoked_at: input.now, revoked_reason: REVOKED_REFRESH_REUSED }),
+        }),
+      });
+  }
 }
 
 /**

@@ -164,3 +164,21 @@ export function attemptWindowSql(
     CASE WHEN ${fresh} OR NOT ${leased} THEN 1 ELSE ${alias}pending + 1 END AS new_pending,
     CASE WHEN ${fresh} OR NOT ${leased} OR ${alias}pending_since > ${p.now} THEN ${p.now} ELSE ${alias}pending_since END AS new_pending_since`;
 }
+
+/**
+ * The diagnostics counters' queries (see `toStoreStats`): live devices and active sessions per
+ * realm, and the kept per-type event counts (migration 006: a GROUP BY over the whole trail grew
+ * with every event). `now` is the placeholder of the current time. The audit head is read by
+ * each store its own way (SQLite: the last event; PostgreSQL: its `audit_head` row).
+ *
+ * @example
+ * const sql = statsSql('$1');
+ * const devices = (await client.query(sql.devices)).rows;
+ */
+export function statsSql(now: string): { readonly devices: string; readonly sessions: string; readonly events: string } {
+  return {
+    devices: 'SELECT realm, COUNT(*) AS n FROM devices WHERE removed_at IS NULL GROUP BY realm',
+    sessions: `SELECT realm, COUNT(*) AS n FROM sessions WHERE ${activeSessionSql(now)} GROUP BY realm`,
+    events: 'SELECT type, n FROM audit_counts',
+  };
+}

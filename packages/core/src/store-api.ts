@@ -12,8 +12,10 @@ export {
   decideRotation,
   gracePairEnded,
   openSuccessor,
+  planRotation,
   type RefreshRow,
   type RotationDecision,
+  type RotationPlan,
   sealSuccessor,
 } from './refresh-rotation.js';
 export {
@@ -37,6 +39,15 @@ export {
 } from './store.js';
 export { classifyStoreErrors, type StoreFault, StoreUnavailableError, storeFaultOf } from './store-fault.js';
 export {
+  type Migration,
+  type MigrationDriver,
+  type MigrationDriverOf,
+  migrationsFrom,
+  runMigrations,
+  runMigrationsSync,
+  type SyncMigrationDriver,
+} from './store-migrations.js';
+export {
   type AccessRow,
   amrText,
   type ChallengeRow,
@@ -45,6 +56,7 @@ export {
   type FlowRow,
   type IntentRow,
   type LinkRow,
+  type RealmCountRow,
   type RotationRow,
   rotatedSession,
   type SessionRow,
@@ -55,6 +67,7 @@ export {
   toIntent,
   toLink,
   toSession,
+  toStoreStats,
 } from './store-rows.js';
 export {
   auditPage,

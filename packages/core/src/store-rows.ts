@@ -1,7 +1,8 @@
 import type { AuditData, AuditEvent, AuditEventType } from './audit.js';
+import { GENESIS_HASH } from './audit.js';
 import type { ProviderIntent } from './provider.js';
 import type { Realm } from './realm.js';
-import type { ChallengeRecord, DeviceRecord, FlowRecord, LinkRecord, PairingIntentRecord, SessionRecord } from './store.js';
+import type { ChallengeRecord, DeviceRecord, FlowRecord, LinkRecord, PairingIntentRecord, SessionRecord, StoreStats } from './store.js';
 import { isSessionLive } from './store-rules.js';
 
 // The relational layout both SQL store addons share: the same tables and column names in the
@@ -274,4 +275,40 @@ export function toEvent(r: EventRow): AuditEvent {
  */
 export function isLive(s: SessionRow, now: number): boolean {
   return isSessionLive({ revokedAt: s.revoked_at, expiresAt: s.expires_at }, now);
+}
+
+/** A per-realm count, as a `GROUP BY realm` returns it. */
+export interface RealmCountRow {
+  readonly realm: Realm;
+  readonly n: number;
+}
+
+/**
+ * The diagnostics counters of every store from its counts (rows of `statsSql`'s queries, or
+ * the memory store's own tallies) and its audit head (undefined for an empty trail): realms
+ * without a row count 0.
+ *
+ * @example
+ * return toStoreStats({ devices: [{ realm: 'management', n: 1 }], activeSessions: [], events: [], head: undefined });
+ */
+export function toStoreStats(counts: {
+  readonly devices: Iterable<RealmCountRow>;
+  readonly activeSessions: Iterable<RealmCountRow>;
+  readonly events: Iterable<{ readonly type: string; readonly n: number }>;
+  readonly head: { readonly seq: number; readonly hash: string } | undefined;
+}): StoreStats {
+  const perRealm = (rows: Iterable<RealmCountRow>): Record<Realm, number> => {
+    const out: Record<Realm, number> = { management: 0, application: 0 };
+    for (const r of rows) out[r.realm] += r.n;
+    return out;
+  };
+  const events: Record<string, number> = {};
+  for (const r of counts.events) events[r.type] = r.n;
+  return {
+    devices: perRealm(counts.devices),
+    activeSessions: perRealm(counts.activeSessions),
+    events,
+    auditLength: counts.head?.seq ?? 0,
+    auditHead: counts.head?.hash ?? GENESIS_HASH,
+  };
 }

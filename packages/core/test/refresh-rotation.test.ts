@@ -7,6 +7,7 @@ import {
   decideRotation,
   gracePairEnded,
   openSuccessor,
+  planRotation,
   type RefreshRow,
   sealSuccessor,
 } from '../src/store-api.js';
@@ -136,5 +137,41 @@ describe('gracePairEnded: which sealed grace pairs a sweep erases', () => {
     assert.equal(gracePairEnded({ prev_successor: 'sealed', prev_rotated_at: 1000 }, 1000), false);
     assert.equal(gracePairEnded({ prev_successor: 'sealed', prev_rotated_at: 5000 }, 1000), false);
     assert.equal(gracePairEnded({ prev_successor: null, prev_rotated_at: 1 }, 1000), false);
+  });
+});
+
+describe('the rotation plan (planRotation): the decision with its outcome built from the locked row', () => {
+  const next = { accessExpiresAt: T + 900_005, refreshExpiresAt: T + 99_000_000 };
+  const input = (token: string, now = T + 5) => ({ presentedDigest: digestToken(token), realm: 'management', now, graceMs: GRACE, next });
+
+  test('rotate: the previous digest to retire, the pair clamped to the session, and the session one generation on', () => {
+    const plan = planRotation(row(), input(current));
+    assert.equal(plan.kind, 'rotate');
+    if (plan.kind !== 'rotate') return;
+    assert.equal(plan.retire, digestToken(previous));
+    assert.equal(plan.accessExpiresAt, T + 900_005);
+    assert.equal(plan.refreshExpiresAt, T + 86_400_000, 'clamped to the session expiry');
+    assert.equal(plan.outcome.kind, 'rotated');
+    assert.equal(plan.outcome.session.generation, 2);
+    assert.equal(plan.outcome.session.lastRotatedAt, T + 5);
+    assert.equal(plan.outcome.session.refreshExpiresAt, T + 86_400_000);
+  });
+
+  test('replay answers the sealed successor and the session as it is; reuse answers the session revoked', () => {
+    const replay = planRotation(row(), input(previous));
+    assert.equal(replay.kind, 'replay');
+    assert.ok(replay.kind === 'replay' && replay.outcome.sealedSuccessor === sealed && replay.outcome.session.generation === 1);
+    const reuse = planRotation(row(), input(previous, T + GRACE + 1));
+    assert.equal(reuse.kind, 'reuse');
+    assert.ok(reuse.kind === 'reuse' && reuse.outcome.session.revokedAt === T + GRACE + 1);
+    assert.equal(reuse.kind === 'reuse' && reuse.outcome.session.revokedReason, 'refresh_token_reused');
+  });
+
+  test('an older digest asks the store to look it up, then plans reuse when it was retired and invalid otherwise', () => {
+    const older = mintSessionToken('refresh', SESSION, random);
+    assert.deepEqual(planRotation(row(), input(older)), { kind: 'check_retired' });
+    assert.equal(planRotation(row(), input(older), true).kind, 'reuse');
+    assert.deepEqual(planRotation(row(), input(older), false), { kind: 'invalid' });
+    assert.deepEqual(planRotation(undefined, input(current)), { kind: 'invalid' });
   });
 });

@@ -114,7 +114,9 @@ test("docs/assertion.md's claim table lists exactly the claims of a Svc-Assertio
 test('every test file the README and docs/ point a reader at exists (tests move between tiers)', () => {
   const docs = [
     'README.md',
-    ...readdirSync(join(root, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`),
+    ...readdirSync(join(root, 'docs'))
+      .filter((f) => f.endsWith('.md'))
+      .map((f) => `docs/${f}`),
     ...readdirSync(join(root, 'docs/docker')).map((f) => `docs/docker/${f}`),
     ...readdirSync(join(root, 'packages')).map((p) => `packages/${p}/README.md`),
   ];

@@ -1,15 +1,9 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { StoreOpenError } from '@svc/core';
+import { type Migration, migrationsFrom, runMigrationsSync, type SyncMigrationDriver } from '@svc/core/store';
 import type Database from 'better-sqlite3';
 
-/** One schema migration: `migrations/NNN_name.sql`. */
-export interface Migration {
-  readonly version: number;
-  readonly name: string;
-  readonly sql: string;
-}
-
-const MIGRATION_FILE = /^(\d{3})_([a-z0-9_]+)\.sql$/;
+export type { Migration } from '@svc/core/store';
 
 let cached: readonly Migration[] | undefined;
 
@@ -23,16 +17,7 @@ let cached: readonly Migration[] | undefined;
 export function loadMigrations(): readonly Migration[] {
   if (cached !== undefined) return cached;
   const dir = new URL('../migrations/', import.meta.url);
-  const migrations: Migration[] = [];
-  for (const file of readdirSync(dir).sort()) {
-    const match = MIGRATION_FILE.exec(file);
-    if (match === null) continue;
-    const version = Number(match[1]);
-    if (migrations.some((m) => m.version === version)) throw new Error(`two migrations share version ${version}: ${file}`);
-    migrations.push({ version, name: match[2] ?? file, sql: readFileSync(new URL(file, dir), 'utf8') });
-  }
-  if (migrations.length === 0) throw new Error(`no migrations found in ${dir.pathname}`);
-  cached = Object.freeze(migrations);
+  cached = migrationsFrom(readdirSync(dir), (file) => readFileSync(new URL(file, dir), 'utf8'), dir.pathname);
   return cached;
 }
 
@@ -42,58 +27,44 @@ const CREATE_TRACKING_TABLE = `CREATE TABLE IF NOT EXISTS schema_migrations (
   applied_at INTEGER NOT NULL
 ) STRICT`;
 
-function appliedVersions(db: Database.Database): number[] {
-  const table = db.prepare("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'schema_migrations'").get();
-  if (table === undefined) return [];
-  return db
-    .prepare<[], { version: number }>('SELECT version FROM schema_migrations ORDER BY version')
-    .all()
-    .map((r) => r.version);
-}
-
-function refuseNewer(file: string, applied: readonly number[], latest: number): void {
-  const newest = applied.at(-1) ?? 0;
-  if (newest > latest) {
-    throw new StoreOpenError(
-      file,
-      `the control database ${file} has schema version ${newest}, newer than this svc-store-sqlite knows (${latest}); upgrade svc-store-sqlite`,
-    );
-  }
+/** core's migration runner over one better-sqlite3 connection; the migration lock is SQLite's write lock (`BEGIN IMMEDIATE`). */
+function sqliteDriver(db: Database.Database, file: string): SyncMigrationDriver {
+  return {
+    appliedVersions() {
+      const table = db.prepare("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'schema_migrations'").get();
+      if (table === undefined) return [];
+      return db
+        .prepare<[], { version: number }>('SELECT version FROM schema_migrations ORDER BY version')
+        .all()
+        .map((r) => r.version);
+    },
+    exclusively: (fn) =>
+      db
+        .transaction(() => {
+          db.exec(CREATE_TRACKING_TABLE);
+          return fn();
+        })
+        .immediate(),
+    apply(m, now) {
+      db.exec(m.sql);
+      db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(m.version, m.name, now);
+    },
+    newerSchema: (found, latest) =>
+      new StoreOpenError(
+        file,
+        `the control database ${file} has schema version ${found}, newer than this svc-store-sqlite knows (${latest}); upgrade svc-store-sqlite`,
+      ),
+  };
 }
 
 /**
- * Brings the schema up to date: applies each missing migration in order, all in one
- * `BEGIN IMMEDIATE` transaction so that processes opening the same fresh file at once apply
- * each migration exactly once. Returns the versions it applied (none when up to date).
+ * Brings the schema up to date with core's runner: applies each missing migration in order,
+ * all in one `BEGIN IMMEDIATE` transaction so that processes opening the same fresh file at
+ * once apply each migration exactly once. Returns the versions it applied (none when up to date).
  *
  * @example
  * const applied = migrate(db, file, loadMigrations(), Date.now()); // [] when up to date
  */
 export function migrate(db: Database.Database, file: string, migrations: readonly Migration[], now: number): number[] {
-  const latest = migrations.at(-1)?.version ?? 0;
-  // Fast path without the write lock: every open of an up-to-date store (the common case)
-  // must not serialize behind other processes' writes.
-  const seen = appliedVersions(db);
-  refuseNewer(file, seen, latest);
-  if (migrations.every((m) => seen.includes(m.version))) return [];
-  return db
-    .transaction(() => {
-      db.exec(CREATE_TRACKING_TABLE);
-      const done = new Set(appliedVersions(db));
-      refuseNewer(
-        file,
-        [...done].sort((a, b) => a - b),
-        latest,
-      );
-      const insert = db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)');
-      const applied: number[] = [];
-      for (const m of migrations) {
-        if (done.has(m.version)) continue;
-        db.exec(m.sql);
-        insert.run(m.version, m.name, now);
-        applied.push(m.version);
-      }
-      return applied;
-    })
-    .immediate();
+  return runMigrationsSync(sqliteDriver(db, file), migrations, now);
 }

@@ -1,301 +1,68 @@
-import { existsSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
-import { Worker } from 'node:worker_threads';
-import { type AuditEvent, type AuditEventDraft, digestsEqual, GENESIS_HASH, type Realm, sealAuditEvent } from '@svc/core';
-import {
-  ACCESS_COLUMNS,
-  activeSessionSql,
-  CHALLENGE_COLUMNS,
-  consumableChallengeSql,
-  consumableFlowSql,
-  counterAdvanceSql,
-  DEVICE_COLUMNS,
-  EVENT_COLUMNS,
-  FLOW_COLUMNS,
-  gracePairEndedSql,
-  INTENT_COLUMNS,
-  LINK_COLUMNS,
-  liveSessionSql,
-  pairingFailureSql,
-  REFRESH_COLUMNS,
-  SESSION_COLUMNS,
-} from '@svc/core/sql-rows';
+import type { AuditEvent, AuditEventDraft, Realm } from '@svc/core';
+import { ACCESS_COLUMNS } from '@svc/core/sql-rows';
 import {
   type AccessRow,
   type AttemptReservation,
-  amrText,
-  auditPage,
   type BootstrapOutcome,
   type ChallengeRecord,
-  type ChallengeRow,
-  clampPairToSession,
   classifyStoreErrors,
   type DeviceRecord,
-  type DeviceRow,
-  decideBootstrapConsumption,
-  decideDeviceRemoval,
-  decidePairingCompletion,
-  decideRetiredPresentation,
-  decideRotation,
-  type EventRow,
   type FlowRecord,
-  type FlowRow,
-  type IntentRow,
   type LinkRecord,
-  type LinkRow,
   type LinkSessionOutcome,
-  latestTrustedTime,
   type PairingCompletion,
   type PairingIntentRecord,
-  REVOKED_DEVICE_REMOVED,
-  REVOKED_LINK_REMOVED,
-  REVOKED_REFRESH_REUSED,
-  type RefreshRow,
-  type RotationDecision,
   type RotationOutcome,
-  rotatedSession,
   type SessionRecord,
-  type SessionRow,
   STORE_OPERATIONS,
   type Store,
-  type StoreFault,
   type StoreStats,
   StoreUnavailableError,
   type TokenPairDigests,
-  toChallenge,
-  toDevice,
-  toEvent,
-  toFlow,
-  toIntent,
-  toLink,
-  toSession,
 } from '@svc/core/store';
 import type Database from 'better-sqlite3';
+import { SqliteAuditTrail } from './audit-trail.js';
+import { BackgroundThread } from './background.js';
+import { BearerCache } from './bearer-cache.js';
 import { type CheckpointPlan, DEFAULT_CHECKPOINT_PLAN } from './checkpoint.js';
+import type { SqliteContext } from './context.js';
+import { SqliteDevices } from './devices.js';
 import { sqliteFault } from './faults.js';
-import { readStats } from './stats-queries.js';
+import { SqliteMaintenance } from './maintenance.js';
+import { SqlitePairing } from './pairing.js';
+import { SqliteProviders } from './providers.js';
+import { SqliteSessions } from './sessions.js';
+import { DEFAULT_LOCK_WAIT_MS, WriteQueue } from './write-queue.js';
+
+export { DEFAULT_LOCK_WAIT_MS } from './write-queue.js';
 
 type Db = Database.Database;
 
-interface BootstrapRow {
-  used_at: number | null;
-  superseded_at: number | null;
-  expires_at: number;
-}
-
-interface ProjectRow {
-  project_id: string;
-  created_at: number;
-}
-
-/** The named parameters of the session INSERT: the record with its first pair's digests. */
-type SessionInsert = Omit<SessionRecord, 'amr' | 'jkt'> &
-  Pick<TokenPairDigests, 'accessDigest' | 'refreshDigest'> & { amr: string; jkt: string | null };
-
-/** The named parameters of a rotation's UPDATE. */
-interface PairUpdate {
-  id: string;
-  accessDigest: string;
-  accessExpiresAt: number;
-  refreshDigest: string;
-  refreshExpiresAt: number;
-  prevRefreshDigest: string;
-  prevRotatedAt: number;
-  prevSuccessor: string;
-  now: number;
-}
-
-/** The named parameters of an audit event's INSERT. */
-type EventInsert = Omit<AuditEvent, 'data'> & { data: string };
-
-/** Every statement the store runs, prepared once per connection. */
+/** The statements the store itself runs (health), prepared once per connection. */
 function prepareStatements(db: Db) {
-  // Each statement declares its parameters and row, so reads need no casts.
   const p = <Params extends unknown[] | object = [], Row = unknown>(sql: string) => db.prepare<Params, Row>(sql);
   return {
     ping: p<[]>('SELECT 1'),
     // Health's probe of a known fault (see ping): a commit that rewrites one page, changing nothing.
     probeTouch: p<[]>('UPDATE project SET created_at = created_at'),
-    getProject: p<[], ProjectRow>('SELECT project_id, created_at FROM project WHERE singleton = 1'),
-    insertProject: p<[string, number]>(
-      'INSERT INTO project (singleton, project_id, created_at) VALUES (1, ?, ?) ON CONFLICT (singleton) DO NOTHING',
-    ),
-
-    supersedeBootstrap: p<[number]>('UPDATE bootstrap_tokens SET superseded_at = ? WHERE used_at IS NULL AND superseded_at IS NULL'),
-    insertBootstrap: p<[string, string, number, number]>(
-      'INSERT INTO bootstrap_tokens (id, digest, created_at, expires_at) VALUES (?, ?, ?, ?)',
-    ),
-    bootstrapByDigest: p<[string], BootstrapRow>('SELECT used_at, superseded_at, expires_at FROM bootstrap_tokens WHERE digest = ?'),
-    useBootstrap: p<[number, string, string]>(
-      'UPDATE bootstrap_tokens SET used_at = ?, device_id = ? WHERE digest = ? AND used_at IS NULL',
-    ),
-
-    insertDevice: p<Omit<DeviceRecord, 'removedAt'>>(
-      'INSERT INTO devices (id, public_key, realm, subject, name, created_at, removed_at) VALUES (@id, @publicKey, @realm, @subject, @name, @createdAt, NULL)',
-    ),
-    deviceByKey: p<[string], DeviceRow>(`SELECT ${DEVICE_COLUMNS} FROM devices WHERE public_key = ? AND removed_at IS NULL`),
-    deviceById: p<[string], DeviceRow>(`SELECT ${DEVICE_COLUMNS} FROM devices WHERE id = ?`),
-    listDevices: p<{ realm: Realm | null; subject: string | null }, DeviceRow>(
-      `SELECT ${DEVICE_COLUMNS} FROM devices
-       WHERE removed_at IS NULL AND (@realm IS NULL OR realm = @realm) AND (@subject IS NULL OR subject = @subject)
-       ORDER BY created_at, id`,
-    ),
-    countDevices: p<[Realm], { n: number }>('SELECT COUNT(*) AS n FROM devices WHERE realm = ? AND removed_at IS NULL'),
-    removeDevice: p<[number, string]>('UPDATE devices SET removed_at = ? WHERE id = ? AND removed_at IS NULL'),
-    revokeDeviceSessions: p<{ now: number; deviceId: string; reason: string }>(
-      `UPDATE sessions SET revoked_at = @now, revoked_reason = @reason, prev_successor = NULL WHERE device_id = @deviceId AND ${liveSessionSql('@now')}`,
-    ),
-
-    // Used-up and expired challenges can never be consumed again, so they are only clutter.
-    pruneChallenges: p<[number]>('DELETE FROM challenges WHERE expires_at <= ?'),
-    insertChallenge: p<ChallengeRecord>(
-      'INSERT INTO challenges (id, public_key, realm, challenge, created_at, expires_at) VALUES (@id, @publicKey, @realm, @challenge, @createdAt, @expiresAt)',
-    ),
-    // A challenge dated in the future (the clock was stepped back) cannot be aged: refused.
-    consumeChallenge: p<{ id: string; now: number; latest: number }, ChallengeRow>(
-      `UPDATE challenges SET used_at = @now WHERE id = @id AND ${consumableChallengeSql('@now', '@latest')} RETURNING ${CHALLENGE_COLUMNS}`,
-    ),
-
-    insertSession: p<SessionInsert>(
-      `INSERT INTO sessions (id, realm, subject, device_id, created_at, expires_at, access_digest, access_expires_at, refresh_digest,
-         refresh_expires_at, generation, last_rotated_at, revoked_at, revoked_reason, client_address, user_agent, amr, jkt)
-       VALUES (@id, @realm, @subject, @deviceId, @createdAt, @expiresAt, @accessDigest, @accessExpiresAt, @refreshDigest,
-         @refreshExpiresAt, @generation, @lastRotatedAt, @revokedAt, @revokedReason, @clientAddress, @userAgent, @amr, @jkt)`,
-    ),
-
-    // The DPoP replay cache: a live record of the key wins; an expired one is replaced.
-    pruneDpopProofs: p<[number]>('DELETE FROM dpop_proofs WHERE expires_at <= ?'),
-    hasDpopRecord: p<[string, number], number>('SELECT 1 FROM dpop_proofs WHERE proof_key = ? AND expires_at > ?').pluck(true),
-    useDpopProof: p<{ key: string; expiresAt: number; now: number }>(
-      `INSERT INTO dpop_proofs (proof_key, expires_at) VALUES (@key, @expiresAt)
-       ON CONFLICT (proof_key) DO UPDATE SET expires_at = excluded.expires_at WHERE dpop_proofs.expires_at <= @now`,
-    ),
-    sessionForAccess: p<[string], AccessRow>(`SELECT ${ACCESS_COLUMNS} FROM sessions WHERE id = ?`),
     dataVersion: p<[], number>('PRAGMA data_version').pluck(true),
-    sessionById: p<[string], SessionRow>(`SELECT ${SESSION_COLUMNS} FROM sessions WHERE id = ?`),
-    listActiveSessions: p<{ now: number; realm: Realm | null; deviceId: string | null; subject: string | null }, SessionRow>(
-      `SELECT ${SESSION_COLUMNS} FROM sessions
-       WHERE ${activeSessionSql('@now')}
-         AND (@realm IS NULL OR realm = @realm) AND (@deviceId IS NULL OR device_id = @deviceId)
-         AND (@subject IS NULL OR subject = @subject)
-       ORDER BY created_at DESC, id DESC`,
-    ),
-    sessionForRotation: p<[string], RefreshRow>(`SELECT ${REFRESH_COLUMNS} FROM sessions WHERE id = ?`),
-    currentRefreshDigest: p<[string], string>('SELECT refresh_digest FROM sessions WHERE id = ?').pluck(true),
-    isRetired: p<[string, string], number>('SELECT 1 FROM retired_refresh_tokens WHERE session_id = ? AND digest = ?').pluck(true),
-    retireRefresh: p<[string, string, number]>('INSERT INTO retired_refresh_tokens (session_id, digest, retired_at) VALUES (?, ?, ?)'),
-    // Driven by the (small) retired table with one primary-key probe per row: an
-    // \`IN (SELECT id FROM sessions ...)\` scans every session (212 ms under the write lock with
-    // 1,000,000 sessions, against well under 1 ms this way).
-    pruneRetired: p<{ now: number; retiredBefore: number }>(
-      `DELETE FROM retired_refresh_tokens WHERE retired_at < @retiredBefore
-         OR EXISTS (SELECT 1 FROM sessions s WHERE s.id = retired_refresh_tokens.session_id AND NOT (${liveSessionSql('@now', 's.')}))`,
-    ),
-    eraseEndedGracePairs: p<[number]>(`UPDATE sessions SET prev_successor = NULL WHERE ${gracePairEndedSql('?')}`),
-    setPair: p<PairUpdate>(
-      `UPDATE sessions SET access_digest = @accessDigest, access_expires_at = @accessExpiresAt, refresh_digest = @refreshDigest,
-         refresh_expires_at = @refreshExpiresAt, prev_refresh_digest = @prevRefreshDigest, prev_rotated_at = @prevRotatedAt,
-         prev_successor = @prevSuccessor, generation = generation + 1, last_rotated_at = @now
-       WHERE id = @id`,
-    ),
-    revokeSession: p<{ id: string; now: number; reason: string }>(
-      'UPDATE sessions SET revoked_at = @now, revoked_reason = @reason, prev_successor = NULL WHERE id = @id AND revoked_at IS NULL',
-    ),
-
-    auditHead: p<[], { seq: number; hash: string }>('SELECT seq, hash FROM audit_events ORDER BY seq DESC LIMIT 1'),
-    insertEvent: p<EventInsert>(
-      `INSERT INTO audit_events (${EVENT_COLUMNS})
-       VALUES (@seq, @id, @at, @type, @realm, @subject, @deviceId, @sessionId, @data, @prevHash, @hash)`,
-    ),
-    listEvents: p<[number, number], EventRow>(`SELECT ${EVENT_COLUMNS} FROM audit_events WHERE seq > ? ORDER BY seq LIMIT ?`),
-
-    insertIntent: p<PairingIntentRecord>(
-      `INSERT INTO pairing_intents (${INTENT_COLUMNS})
-       VALUES (@id, @realm, @subject, @name, @codeDigest, @createdAt, @expiresAt, @createdBy, @failures, @completedAt, @burnedAt, @deviceId)`,
-    ),
-    intentById: p<[string], IntentRow>(`SELECT ${INTENT_COLUMNS} FROM pairing_intents WHERE id = ?`),
-    failIntent: p<{ id: string; now: number; maxFailures: number }, { failures: number; burned_at: number | null }>(
-      `UPDATE pairing_intents ${pairingFailureSql({ id: '@id', now: '@now', maxFailures: '@maxFailures' })} RETURNING failures, burned_at`,
-    ),
-    completeIntent: p<{ id: string; now: number; deviceId: string }>(
-      'UPDATE pairing_intents SET completed_at = @now, device_id = @deviceId WHERE id = @id',
-    ),
-    completeLinkIntent: p<{ id: string; now: number }>('UPDATE pairing_intents SET completed_at = @now WHERE id = @id'),
-
-    insertLink: p<LinkRecord>(
-      `INSERT INTO links (${LINK_COLUMNS})
-       VALUES (@id, @realm, @subject, @provider, @issuer, @externalSubject, @credentialData, @counter, @name, @createdAt, @lastUsedAt, NULL)
-       ON CONFLICT (realm, issuer, external_subject) WHERE removed_at IS NULL DO NOTHING`,
-    ),
-    linkById: p<[string], LinkRow>(`SELECT ${LINK_COLUMNS} FROM links WHERE id = ?`),
-    liveLink: p<{ realm: Realm; issuer: string; externalSubject: string }, LinkRow>(
-      `SELECT ${LINK_COLUMNS} FROM links WHERE realm = @realm AND issuer = @issuer AND external_subject = @externalSubject AND removed_at IS NULL`,
-    ),
-    listLinks: p<{ realm: Realm | null; subject: string | null; provider: string | null }, LinkRow>(
-      `SELECT ${LINK_COLUMNS} FROM links
-       WHERE removed_at IS NULL AND (@realm IS NULL OR realm = @realm) AND (@subject IS NULL OR subject = @subject)
-         AND (@provider IS NULL OR provider = @provider)
-       ORDER BY created_at, id`,
-    ),
-    removeLink: p<[number, string]>('UPDATE links SET removed_at = ? WHERE id = ? AND removed_at IS NULL'),
-    // The one conditional update of a link sign-in: live, and the counter advances (or is left alone).
-    useLink: p<{ id: string; now: number; counter: number | null }>(
-      `UPDATE links SET counter = @counter, last_used_at = @now WHERE id = @id AND removed_at IS NULL AND ${counterAdvanceSql('@counter')}`,
-    ),
-    touchLink: p<{ id: string; now: number }>('UPDATE links SET last_used_at = @now WHERE id = @id AND removed_at IS NULL'),
-    pruneFlows: p<[number]>('DELETE FROM flows WHERE expires_at <= ?'),
-    insertFlow: p<FlowRecord>(
-      `INSERT INTO flows (${FLOW_COLUMNS})
-       VALUES (@id, @provider, @realm, @intent, @subject, @pairingIntentId, @state, @createdAt, @expiresAt)`,
-    ),
-    consumeFlow: p<{ id: string; now: number; latest: number }, FlowRow>(
-      `UPDATE flows SET consumed_at = @now WHERE id = @id AND ${consumableFlowSql('@now', '@latest')} RETURNING ${FLOW_COLUMNS}`,
-    ),
-
-    countEvent: p<[string]>('INSERT INTO audit_counts (type, n) VALUES (?, 1) ON CONFLICT (type) DO UPDATE SET n = n + 1'),
-
-    endedSessionIds: p<{ before: number; limit: number }, string>(
-      'SELECT id FROM sessions WHERE expires_at <= @before UNION SELECT id FROM sessions WHERE revoked_at <= @before LIMIT @limit',
-    ).pluck(true),
-    deleteRetiredOf: p<[string]>('DELETE FROM retired_refresh_tokens WHERE session_id = ?'),
-    deleteSession: p<[string]>('DELETE FROM sessions WHERE id = ?'),
-    pruneEndedIntents: p<{ before: number; limit: number }>(
-      'DELETE FROM pairing_intents WHERE id IN (SELECT id FROM pairing_intents WHERE expires_at <= @before LIMIT @limit)',
-    ),
+    sessionForAccess: p<[string], AccessRow>(`SELECT ${ACCESS_COLUMNS} FROM sessions WHERE id = ?`),
   };
 }
 
 type Statements = ReturnType<typeof prepareStatements>;
 
-const INVALID: RotationOutcome = Object.freeze({ kind: 'invalid' });
-const NOT_SHARED: AttemptReservation = Object.freeze({ reserved: true, shared: false, windows: Object.freeze([]) });
-
 /** Sessions the bearer-check cache keeps by default (about 1 KiB each with their principals). */
 const BEARER_CACHE_SESSIONS = 10_000;
-
-/** Rows of each kind one retention batch deletes. */
-const PRUNE_BATCH = 1000;
-
-/** How long, in total, a write waits for another process's write lock by default before it fails with 503. */
-export const DEFAULT_LOCK_WAIT_MS = 5000;
-
-/** Pauses between attempts to take the write lock: short at first, then every 50 ms. */
-const LOCK_RETRY_DELAYS_MS = [2, 5, 10, 20, 50] as const;
-
-/** Commits after which the background thread starts, if the diagnostics have not started it already. */
-const BACKGROUND_AFTER_COMMITS = 32;
 
 /** Writes waiting this long for the lock make health report `locked` even before they give up. */
 const LOCK_WAIT_DEGRADED_MS = 1000;
 
-interface QueuedWrite {
-  readonly fn: () => unknown;
-  readonly critical: boolean;
-  readonly resolve: (value: unknown) => void;
-  readonly reject: (error: unknown) => void;
-  /** When it stops waiting for the write lock (Date.now() based: a real wait, not domain time). */
-  readonly deadline: number;
-}
+/** Commits after which the background thread starts, if the diagnostics have not started it already. */
+const BACKGROUND_AFTER_COMMITS = 32;
+
+/** The embedded store serves one node: its attempt budget is that node's in-memory one. */
+const NOT_SHARED: AttemptReservation = Object.freeze({ reserved: true, shared: false, windows: Object.freeze([]) });
 
 /**
  * The embedded control store on one better-sqlite3 connection. Obtain one with
@@ -303,52 +70,29 @@ interface QueuedWrite {
  * sharing the file (CLI and server) serialize on the write lock instead of failing on a
  * lock upgrade, and each single-use credential is consumed by exactly one of them.
  */
-/** A bearer check waiting for its turn's shared freshness read. */
-interface BearerLookup {
-  readonly sessionId: string;
-  readonly digest: string;
-  readonly resolve: (session: SessionRecord | null) => void;
-  readonly reject: (error: unknown) => void;
-}
-
 export class SqliteStore implements Store {
   /** The absolute path of the database file. */
   readonly file: string;
   readonly #db: Db;
   readonly #s: Statements;
-  readonly #tx: Database.Transaction<(fn: () => unknown) => unknown>;
-  readonly #durability: 'normal' | 'full';
-  readonly #lockWaitMs: number;
-  readonly #checkpoint: CheckpointPlan;
-  #queue: QueuedWrite[] = [];
-  // Set while writes wait (asynchronously) for another process's write lock.
-  #retryTimer: NodeJS.Timeout | undefined;
-  #lockAttempts = 0;
-  #lockWaitSince: number | undefined;
-  // The fault the last write ran into (locked, disk full, I/O), until a write commits again or
-  // health's probe finds it gone: health reports it instead of a reassuring "ok".
-  #fault: StoreFault | null = null;
-  #statsWorker: Worker | undefined;
-  #commits = 0;
-  #statsSeq = 0;
-  readonly #statsPending = new Map<number, { resolve: (stats: StoreStats) => void; reject: (error: unknown) => void }>();
-  // The audit chain's head while a write transaction holds the lock (nobody else can append
-  // then); forgotten when the transaction ends or a savepoint that may have appended rolls back.
-  #head: { seq: number; hash: string } | undefined;
-  // Sessions as bearer checks last read them, by id: the hot path of every authenticated
-  // request skips its query while nothing changed. Never stale: every write of this connection
-  // that changes a session's pair or revocation drops that session (a rotation, a revocation, a
-  // reuse; a device removal drops them all), and any commit by another connection or process (a
-  // CLI revocation, another server) changes `data_version`, which is read before each use and
-  // then empties the whole cache.
-  readonly #accessCache = new Map<string, { readonly record: SessionRecord; readonly accessDigest: string }>();
-  readonly #accessCacheMax: number;
-  #accessCacheVersion = -1;
+  // Every write goes through it: group commit, waiting for another process's lock, faults.
+  readonly #writes: WriteQueue;
+  readonly #background: BackgroundThread;
+  // The bearer-check cache (see BearerCache): never stale, dropped per session on each write
+  // that changes a session's pair or revocation.
+  readonly #accessCache: BearerCache;
   /**
    * Bearer checks answered from the cache (`hits`) or read from the database (`misses`) since
    * the store opened: the metrics listener reports them. Counts only, never a session.
    */
-  readonly bearerCache = { hits: 0, misses: 0 };
+  readonly bearerCache: { hits: number; misses: number };
+  // The operations, by what they work on (see each module).
+  readonly #devices: SqliteDevices;
+  readonly #sessions: SqliteSessions;
+  readonly #audit: SqliteAuditTrail;
+  readonly #pairing: SqlitePairing;
+  readonly #providers: SqliteProviders;
+  readonly #maintenance: SqliteMaintenance;
 
   /** Wraps an open, migrated connection; use `openSqliteStore` rather than calling this. */
   constructor(
@@ -365,217 +109,33 @@ export class SqliteStore implements Store {
     if (!Number.isSafeInteger(lockWaitMs) || lockWaitMs < 0) throw new TypeError('lockWaitMs must be a whole number >= 0');
     this.#db = db;
     this.file = file;
-    this.#durability = durability;
-    this.#lockWaitMs = lockWaitMs;
-    this.#accessCacheMax = bearerCacheSessions;
-    this.#checkpoint = checkpoint;
+    this.#background = new BackgroundThread(db, file, checkpoint);
     // Prepared once: every call below reuses a compiled statement.
     this.#s = prepareStatements(db);
-    // One transaction wrapper for every write, built once; `.immediate` makes it BEGIN IMMEDIATE.
-    this.#tx = db.transaction((fn: () => unknown) => fn());
-  }
-
-  /**
-   * Runs `fn` as one atomic write and resolves after its commit. Writes issued together are
-   * group-committed: they queue until the event loop is free, then run one after another in a
-   * single BEGIN IMMEDIATE transaction (the write lock is taken up front, never upgraded), each
-   * in its own savepoint, so a write that throws rolls back alone and the others still commit.
-   * Each caller is answered only once the commit is done: the same guarantees as one
-   * transaction per write, with the commit cost shared.
-   *
-   * A `critical` write in `normal` durability makes its batch commit with `synchronous = FULL`
-   * (SQLite only lets the safety level change between transactions), so an enrollment, a
-   * revocation, a device removal, a detected reuse or a used-up bootstrap token or pairing code
-   * is on disk before it is acknowledged, while sign-ins and rotations stay `NORMAL`: on power
-   * loss the last of those may roll back, which only ever un-issues tokens.
-   */
-  #write<T>(fn: () => T, critical = false): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      const deadline = Date.now() + this.#lockWaitMs;
-      this.#queue.push({ fn, critical, resolve: resolve as (value: unknown) => void, reject, deadline });
-      // While writes wait for the lock, the retry timer flushes whatever has queued meanwhile.
-      if (this.#queue.length === 1 && this.#retryTimer === undefined) setImmediate(() => this.#flush());
-    });
-  }
-
-  /**
-   * Another process holds the write lock and nothing of `batch` ran. SQLite's own busy wait
-   * would block the event loop (every request, health, the other listener) for as long as it
-   * waits, so the connection's busy timeout is tiny and the waiting happens here, between
-   * attempts, on timers. Writes past their deadline fail with `503 store_unavailable` (locked).
-   */
-  #waitForLock(batch: readonly QueuedWrite[], error: unknown): void {
-    const now = Date.now();
-    const waiting: QueuedWrite[] = [];
-    for (const w of batch) {
-      if (w.deadline <= now) {
-        this.#fault = 'locked';
-        w.reject(new StoreUnavailableError('locked', { cause: error }));
-      } else {
-        waiting.push(w);
-      }
-    }
-    this.#queue = [...waiting, ...this.#queue];
-    if (this.#queue.length === 0) {
-      this.#lockWaitSince = undefined;
-      this.#lockAttempts = 0;
-      return;
-    }
-    this.#lockWaitSince ??= now;
-    const delay = LOCK_RETRY_DELAYS_MS[Math.min(this.#lockAttempts, LOCK_RETRY_DELAYS_MS.length - 1)] as number;
-    this.#lockAttempts++;
-    this.#retryTimer = setTimeout(() => this.#flush(), delay);
-  }
-
-  #flush(): void {
-    this.#retryTimer = undefined;
-    const batch = this.#queue;
-    this.#queue = [];
-    if (batch.length === 0) return;
-    const raise = this.#durability === 'normal' && batch.some((w) => w.critical);
-    const results: { ok: boolean; value: unknown }[] = [];
-    let began = false;
-    try {
-      if (raise) this.#db.pragma('synchronous = FULL');
-      this.#tx.immediate(() => {
-        began = true;
-        for (const w of batch) {
-          try {
-            // Nested inside the batch, the same wrapper runs `fn` in a SAVEPOINT.
-            results.push({ ok: true, value: this.#tx(w.fn) });
-          } catch (error) {
-            this.#head = undefined;
-            results.push({ ok: false, value: error });
-          }
-        }
-      });
-    } catch (error) {
-      this.#head = undefined;
-      if (raise) this.#db.pragma('synchronous = NORMAL');
-      const fault = sqliteFault(error);
-      if (!began && fault === 'locked') {
-        this.#waitForLock(batch, error);
-        return;
-      }
-      // BEGIN or COMMIT failed (disk full, I/O): nothing of the batch happened.
-      this.#fault = fault ?? this.#fault;
-      for (const w of batch) w.reject(error);
-      this.#lockWaitSince = undefined;
-      this.#lockAttempts = 0;
-      return;
-    } finally {
-      this.#head = undefined;
-    }
-    if (raise) this.#db.pragma('synchronous = NORMAL');
-    this.#lockWaitSince = undefined;
-    this.#lockAttempts = 0;
+    this.#accessCache = new BearerCache(this.#s, bearerCacheSessions);
+    this.bearerCache = this.#accessCache.counts;
     // A process that keeps writing (a server, not a one-off CLI command) gets the background
-    // thread that checkpoints the WAL off the event loop from here on.
-    if (++this.#commits === BACKGROUND_AFTER_COMMITS) this.#background();
-    // Committed: a fault is over unless a write of this batch still ran into one (disk full).
-    let fault: StoreFault | null = null;
-    for (const r of results) if (!r.ok) fault = sqliteFault(r.value) ?? fault;
-    this.#fault = fault;
-    batch.forEach((w, i) => {
-      const r = results[i] as { ok: boolean; value: unknown };
-      if (r.ok) w.resolve(r.value);
-      else w.reject(r.value);
+    // thread that checkpoints the WAL off the event loop once it has committed a few times.
+    let commits = 0;
+    this.#writes = new WriteQueue(db, durability, lockWaitMs, () => {
+      if (++commits === BACKGROUND_AFTER_COMMITS) this.#background.start();
     });
-  }
-
-  /** Seals `draft` after the current head and appends it. Call only inside a write transaction. */
-  #append(draft: AuditEventDraft): AuditEvent {
-    const head = this.#head ?? this.#s.auditHead.get();
-    const event = sealAuditEvent(draft, head?.seq ?? 0, head?.hash ?? GENESIS_HASH);
-    this.#s.insertEvent.run({
-      seq: event.seq,
-      id: event.id,
-      at: event.at,
-      type: event.type,
-      realm: event.realm,
-      subject: event.subject,
-      deviceId: event.deviceId,
-      sessionId: event.sessionId,
-      data: JSON.stringify(event.data),
-      prevHash: event.prevHash,
-      hash: event.hash,
-    });
-    this.#s.countEvent.run(event.type);
-    this.#head = { seq: event.seq, hash: event.hash };
-    return event;
-  }
-
-  #activeDeviceWithKey(publicKey: string): DeviceRow | undefined {
-    return this.#s.deviceByKey.get(publicKey);
-  }
-
-  #insertDevice(device: DeviceRecord): DeviceRecord {
-    this.#s.insertDevice.run({
-      id: device.id,
-      publicKey: device.publicKey,
-      realm: device.realm,
-      subject: device.subject,
-      name: device.name,
-      createdAt: device.createdAt,
-    });
-    const row = this.#s.deviceById.get(device.id);
-    if (row === undefined) throw new Error(`device ${device.id} vanished inside the transaction that inserted it`);
-    return toDevice(row);
-  }
-
-  #rotate(input: Parameters<Store['rotateRefreshToken']>[0], audit: Parameters<Store['rotateRefreshToken']>[1]): RotationOutcome {
-    const { sessionId, presentedDigest, now, next } = input;
-    const s = this.#s.sessionForRotation.get(sessionId);
-    // The rule is core's; this only applies what it decided.
-    let decision: RotationDecision = decideRotation(s, input);
-    if (s === undefined) return INVALID;
-    if (decision.kind === 'check_retired') {
-      decision = decideRetiredPresentation(s, { retired: this.#s.isRetired.get(s.id, presentedDigest) !== undefined, now });
-    }
-    switch (decision.kind) {
-      case 'invalid':
-      case 'check_retired':
-        return INVALID;
-      case 'rotate': {
-        if (decision.retire !== null) this.#s.retireRefresh.run(s.id, decision.retire, now);
-        const { accessExpiresAt, refreshExpiresAt } = clampPairToSession(next, s.expires_at);
-        this.#accessCache.delete(s.id);
-        this.#s.setPair.run({
-          id: s.id,
-          accessDigest: next.accessDigest,
-          accessExpiresAt,
-          refreshDigest: next.refreshDigest,
-          refreshExpiresAt,
-          prevRefreshDigest: s.refresh_digest,
-          prevRotatedAt: now,
-          prevSuccessor: input.sealedSuccessor,
-          now,
-        });
-        const session = rotatedSession(s, { accessExpiresAt, refreshExpiresAt }, now);
-        const outcome: RotationOutcome = Object.freeze({ kind: 'rotated', session });
-        this.#append(audit(outcome));
-        return outcome;
-      }
-      case 'replay': {
-        const outcome: RotationOutcome = Object.freeze({
-          kind: 'rotated_in_grace',
-          session: toSession(s),
-          sealedSuccessor: decision.sealedSuccessor,
-        });
-        this.#append(audit(outcome));
-        return outcome;
-      }
-      case 'reuse': {
-        this.#accessCache.delete(s.id);
-        this.#s.revokeSession.run({ id: s.id, now, reason: REVOKED_REFRESH_REUSED });
-        const outcome: RotationOutcome = Object.freeze({
-          kind: 'reused',
-          session: toSession({ ...s, revoked_at: now, revoked_reason: REVOKED_REFRESH_REUSED }),
-        });
-        this.#append(audit(outcome));
-        return outcome;
-      }
-    }
+    const ctx: SqliteContext = {
+      db,
+      durability,
+      writes: this.#writes,
+      cache: this.#accessCache,
+      append: (draft) => this.#audit.append(draft),
+      activeDeviceWithKey: (publicKey) => this.#devices.activeDeviceWithKey(publicKey),
+      insertDevice: (device) => this.#devices.insertDevice(device),
+      insertSession: (session, pair) => this.#sessions.insertSession(session, pair),
+    };
+    this.#devices = new SqliteDevices(ctx);
+    this.#sessions = new SqliteSessions(ctx);
+    this.#audit = new SqliteAuditTrail(ctx);
+    this.#pairing = new SqlitePairing(ctx);
+    this.#providers = new SqliteProviders(ctx);
+    this.#maintenance = new SqliteMaintenance(ctx);
   }
 
   /**
@@ -587,14 +147,15 @@ export class SqliteStore implements Store {
    */
   async ping(): Promise<void> {
     this.#s.ping.get();
-    const waitingForLock = this.#lockWaitSince !== undefined && Date.now() - this.#lockWaitSince >= LOCK_WAIT_DEGRADED_MS;
-    if (this.#fault === null && !waitingForLock) return;
+    const since = this.#writes.lockWaitSince;
+    const waitingForLock = since !== undefined && Date.now() - since >= LOCK_WAIT_DEGRADED_MS;
+    if (this.#writes.fault === null && !waitingForLock) return;
     if (this.#db.inTransaction) return;
     try {
       // A commit that takes the write lock, allocates and frees 64 KiB of pages and rewrites
       // the project row: it changes nothing, but fails as a real write would on a held lock, a
       // full database or disk, or failing I/O. Run only while a fault is known.
-      this.#tx.immediate(() => {
+      this.#writes.tx.immediate(() => {
         this.#db.exec(
           'CREATE TABLE svc_fault_probe (x BLOB); INSERT INTO svc_fault_probe VALUES (zeroblob(65536)); DROP TABLE svc_fault_probe',
         );
@@ -603,249 +164,93 @@ export class SqliteStore implements Store {
     } catch (error) {
       const fault = sqliteFault(error);
       if (fault === null) throw error;
-      if (fault !== 'locked') this.#fault = fault;
+      if (fault !== 'locked') this.#writes.fault = fault;
       throw new StoreUnavailableError(fault, { cause: error });
     }
-    if (!waitingForLock) this.#fault = null;
+    if (!waitingForLock) this.#writes.fault = null;
   }
 
   async close(): Promise<void> {
-    const worker = this.#statsWorker;
-    this.#statsWorker = undefined;
-    if (worker !== undefined) await worker.terminate();
+    await this.#background.stop();
     if (this.#db.open) this.#db.close();
   }
 
   async getProject(): Promise<{ readonly projectId: string; readonly createdAt: number } | null> {
-    const row = this.#s.getProject.get();
-    return row === undefined ? null : { projectId: row.project_id, createdAt: row.created_at };
+    return this.#devices.getProject();
   }
 
   async initProject(input: { readonly projectId: string; readonly createdAt: number }): Promise<{ readonly projectId: string }> {
-    return this.#write(() => {
-      this.#s.insertProject.run(input.projectId, input.createdAt);
-      const row = this.#s.getProject.get();
-      if (row === undefined) throw new Error('the project row vanished after it was written');
-      return { projectId: row.project_id };
-    }, true);
+    return this.#devices.initProject(input);
   }
 
   async issueBootstrapToken(
     input: { readonly id: string; readonly digest: string; readonly createdAt: number; readonly expiresAt: number },
     event: AuditEventDraft,
   ): Promise<void> {
-    await this.#write(() => {
-      this.#s.supersedeBootstrap.run(input.createdAt);
-      this.#s.insertBootstrap.run(input.id, input.digest, input.createdAt, input.expiresAt);
-      this.#append(event);
-    }, true);
+    return this.#devices.issueBootstrapToken(input, event);
   }
 
   async consumeBootstrapToken(
     input: { readonly digest: string; readonly now: number; readonly device: DeviceRecord },
     event: AuditEventDraft,
   ): Promise<BootstrapOutcome> {
-    return this.#write((): BootstrapOutcome => {
-      const token = this.#s.bootstrapByDigest.get(input.digest);
-      const decision = decideBootstrapConsumption(
-        token && { usedAt: token.used_at, supersededAt: token.superseded_at, expiresAt: token.expires_at },
-        { now: input.now, keyTaken: this.#activeDeviceWithKey(input.device.publicKey) !== undefined },
-      );
-      if (decision.kind !== 'consume') return decision;
-      const device = this.#insertDevice(input.device);
-      this.#s.useBootstrap.run(input.now, device.id, input.digest);
-      this.#append(event);
-      return { kind: 'enrolled', device };
-    }, true);
+    return this.#devices.consumeBootstrapToken(input, event);
   }
 
   async enrollDevice(device: DeviceRecord, event: AuditEventDraft): Promise<'enrolled' | 'already_enrolled'> {
-    return this.#write(() => {
-      if (this.#activeDeviceWithKey(device.publicKey) !== undefined) return 'already_enrolled';
-      this.#insertDevice(device);
-      this.#append(event);
-      return 'enrolled';
-    }, true);
+    return this.#devices.enrollDevice(device, event);
   }
 
   async findDeviceByPublicKey(publicKey: string): Promise<DeviceRecord | null> {
-    const row = this.#activeDeviceWithKey(publicKey);
-    return row === undefined ? null : toDevice(row);
+    return this.#devices.findDeviceByPublicKey(publicKey);
   }
 
   async getDevice(id: string): Promise<DeviceRecord | null> {
-    const row = this.#s.deviceById.get(id);
-    return row === undefined ? null : toDevice(row);
+    return this.#devices.getDevice(id);
   }
 
   async listDevices(filter: { readonly realm?: Realm; readonly subject?: string }): Promise<readonly DeviceRecord[]> {
-    return this.#s.listDevices.all({ realm: filter.realm ?? null, subject: filter.subject ?? null }).map(toDevice);
+    return this.#devices.listDevices(filter);
   }
 
   async countDevices(realm: Realm): Promise<number> {
-    return this.#s.countDevices.get(realm)?.n ?? 0;
+    return this.#devices.countDevices(realm);
   }
 
   async removeDevice(
     input: { readonly deviceId: string; readonly now: number; readonly keepLast?: boolean },
     event: AuditEventDraft,
   ): Promise<{ readonly removed: boolean; readonly revokedSessions: number; readonly last?: true }> {
-    return this.#write(() => {
-      // Inside the write transaction (BEGIN IMMEDIATE: one writer at a time), so the count
-      // cannot change between this check and the removal.
-      const row = this.#s.deviceById.get(input.deviceId);
-      const active = row !== undefined && row.removed_at === null;
-      const keepLast = input.keepLast === true;
-      const decision = decideDeviceRemoval({
-        active,
-        activeInRealm: active && keepLast ? (this.#s.countDevices.get(row.realm)?.n ?? 0) : 0,
-        keepLast,
-      });
-      if (decision === 'last') return { removed: false, revokedSessions: 0, last: true as const };
-      if (decision === 'not_found' || this.#s.removeDevice.run(input.now, input.deviceId).changes === 0) {
-        return { removed: false, revokedSessions: 0 };
-      }
-      this.#accessCache.clear();
-      const revoked = this.#s.revokeDeviceSessions.run({
-        deviceId: input.deviceId,
-        now: input.now,
-        reason: REVOKED_DEVICE_REMOVED,
-      }).changes;
-      this.#append(event);
-      return { removed: true, revokedSessions: revoked };
-    }, true);
+    return this.#devices.removeDevice(input, event);
   }
 
   async createChallenge(challenge: ChallengeRecord): Promise<void> {
-    await this.#write(() => {
-      this.#s.pruneChallenges.run(challenge.createdAt);
-      this.#s.insertChallenge.run({
-        id: challenge.id,
-        publicKey: challenge.publicKey,
-        realm: challenge.realm,
-        challenge: challenge.challenge,
-        createdAt: challenge.createdAt,
-        expiresAt: challenge.expiresAt,
-      });
-    });
+    return this.#sessions.createChallenge(challenge);
   }
 
   async consumeChallenge(input: { readonly id: string; readonly now: number }): Promise<ChallengeRecord | null> {
-    // One conditional UPDATE ... RETURNING: the first caller flips used_at, every other sees no row.
-    const latest = latestTrustedTime(input.now);
-    const row = await this.#write(() => this.#s.consumeChallenge.get({ id: input.id, now: input.now, latest }));
-    return row === undefined ? null : toChallenge(row);
+    return this.#sessions.consumeChallenge(input);
   }
 
   async useDpopProof(input: { readonly key: string; readonly expiresAt: number; readonly now: number }): Promise<boolean> {
-    // One write transaction: the INSERT (or the UPDATE of an expired record) changes a row only
-    // for the first of any number of callers, in this process or another one on the same file.
-    return this.#write(() => {
-      this.#s.pruneDpopProofs.run(input.now);
-      return this.#s.useDpopProof.run({ key: input.key, expiresAt: input.expiresAt, now: input.now }).changes === 1;
-    });
+    return this.#sessions.useDpopProof(input);
   }
 
   async hasDpopRecord(input: { readonly key: string; readonly now: number }): Promise<boolean> {
-    return this.#s.hasDpopRecord.get(input.key, input.now) !== undefined;
+    return this.#sessions.hasDpopRecord(input);
   }
 
   async createSession(session: SessionRecord, pair: TokenPairDigests, event: AuditEventDraft): Promise<boolean> {
-    return this.#write(() => {
-      // The device is re-read inside the write transaction: a removal committed after the
-      // sign-in looked the device up must win, never leave a live session behind.
-      const device = this.#s.deviceById.get(session.deviceId);
-      if (device === undefined || device.removed_at !== null) return false;
-      this.#insertSession(session, pair);
-      this.#append(event);
-      return true;
-    });
+    return this.#sessions.createSession(session, pair, event);
   }
 
-  #insertSession(session: SessionRecord, pair: TokenPairDigests): void {
-    const expiries = clampPairToSession(pair, session.expiresAt);
-    this.#s.insertSession.run({
-      id: session.id,
-      realm: session.realm,
-      subject: session.subject,
-      deviceId: session.deviceId,
-      createdAt: session.createdAt,
-      expiresAt: session.expiresAt,
-      accessDigest: pair.accessDigest,
-      accessExpiresAt: expiries.accessExpiresAt,
-      refreshDigest: pair.refreshDigest,
-      refreshExpiresAt: expiries.refreshExpiresAt,
-      generation: session.generation,
-      lastRotatedAt: session.lastRotatedAt,
-      revokedAt: session.revokedAt,
-      revokedReason: session.revokedReason,
-      clientAddress: session.clientAddress,
-      userAgent: session.userAgent,
-      amr: amrText(session.amr),
-      jkt: session.jkt ?? null,
-    });
-  }
-
-  /**
-   * The bearer check. Checks that arrive in one turn of the event loop wait for its check phase
-   * (`setImmediate`) and share one freshness read (`PRAGMA data_version`, which costs a lock on
-   * the WAL index, two `fcntl` calls, on every read). Still never stale: the read is taken
-   * after every check of the batch was asked for, so after its request was read, and a commit
-   * by any other process before that read empties the cache first.
-   */
+  /** The bearer check: see BearerCache (checks of one event-loop turn share one freshness read). */
   findSessionByAccessDigest(sessionId: string, digest: string): Promise<SessionRecord | null> {
-    return new Promise((resolve, reject) => {
-      if (this.#bearerBatch.length === 0) setImmediate(this.#answerBearerBatch);
-      this.#bearerBatch.push({ sessionId, digest, resolve, reject });
-    });
-  }
-
-  #bearerBatch: BearerLookup[] = [];
-
-  readonly #answerBearerBatch = (): void => {
-    const batch = this.#bearerBatch;
-    this.#bearerBatch = [];
-    try {
-      // NaN (never equal) if the pragma ever answered nothing: the cache is then dropped, never trusted.
-      const version = this.#s.dataVersion.get() ?? Number.NaN;
-      if (version !== this.#accessCacheVersion) {
-        this.#accessCache.clear();
-        this.#accessCacheVersion = version;
-      }
-    } catch (error) {
-      for (const lookup of batch) lookup.reject(error);
-      return;
-    }
-    for (const lookup of batch) {
-      try {
-        lookup.resolve(this.#cachedSession(lookup.sessionId, lookup.digest));
-      } catch (error) {
-        lookup.reject(error);
-      }
-    }
-  };
-
-  /** The session behind an access token, from the cache (fresh: see the batch) or the database. */
-  #cachedSession(sessionId: string, digest: string): SessionRecord | null {
-    let entry = this.#accessCache.get(sessionId);
-    if (entry !== undefined) this.bearerCache.hits++;
-    else {
-      this.bearerCache.misses++;
-      const row = this.#s.sessionForAccess.get(sessionId);
-      if (row === undefined) return null;
-      entry = { record: toSession(row), accessDigest: row.access_digest };
-      if (this.#accessCacheMax > 0) {
-        // Bounded: the oldest entry (first in insertion order) makes room.
-        if (this.#accessCache.size >= this.#accessCacheMax) this.#accessCache.delete(this.#accessCache.keys().next().value as string);
-        this.#accessCache.set(sessionId, entry);
-      }
-    }
-    return digestsEqual(entry.accessDigest, digest) ? entry.record : null;
+    return this.#accessCache.find(sessionId, digest);
   }
 
   async getSession(id: string): Promise<SessionRecord | null> {
-    const row = this.#s.sessionById.get(id);
-    return row === undefined ? null : toSession(row);
+    return this.#sessions.getSession(id);
   }
 
   async listActiveSessions(filter: {
@@ -854,188 +259,70 @@ export class SqliteStore implements Store {
     readonly deviceId?: string;
     readonly subject?: string;
   }): Promise<readonly SessionRecord[]> {
-    const rows = this.#s.listActiveSessions.all({
-      now: filter.now,
-      realm: filter.realm ?? null,
-      deviceId: filter.deviceId ?? null,
-      subject: filter.subject ?? null,
-    });
-    return rows.map(toSession);
+    return this.#sessions.listActiveSessions(filter);
   }
 
   async rotateRefreshToken(
     input: Parameters<Store['rotateRefreshToken']>[0],
     audit: (outcome: Exclude<RotationOutcome, { kind: 'invalid' }>) => AuditEventDraft,
   ): Promise<RotationOutcome> {
-    // Anything but the current refresh token may be a reuse, whose revocation must be durable:
-    // those presentations (rare) commit fsynced. A reuse that raced past this look still gets
-    // a checkpoint, which syncs the WAL.
-    let critical = false;
-    if (this.#durability === 'normal') {
-      const current = this.#s.currentRefreshDigest.get(input.sessionId);
-      critical = current === undefined || !digestsEqual(current, input.presentedDigest);
-    }
-    const outcome = await this.#write(() => this.#rotate(input, audit), critical);
-    if (outcome.kind === 'reused' && !critical && this.#durability === 'normal') this.#db.pragma('wal_checkpoint(PASSIVE)');
-    return outcome;
+    return this.#sessions.rotateRefreshToken(input, audit);
   }
 
   async revokeSession(
     input: { readonly sessionId: string; readonly now: number; readonly reason: string },
     event: AuditEventDraft,
   ): Promise<boolean> {
-    return this.#write(() => {
-      this.#accessCache.delete(input.sessionId);
-      if (this.#s.revokeSession.run({ id: input.sessionId, now: input.now, reason: input.reason }).changes === 0) return false;
-      this.#append(event);
-      return true;
-    }, true);
+    return this.#sessions.revokeSession(input, event);
   }
 
   async pruneRetiredRefreshTokens(input: Parameters<Store['pruneRetiredRefreshTokens']>[0]): Promise<number> {
-    return this.#write(() => {
-      this.#s.eraseEndedGracePairs.run(input.graceEndedBefore);
-      return this.#s.pruneRetired.run({ now: input.now, retiredBefore: input.retiredBefore }).changes;
-    });
+    return this.#sessions.pruneRetiredRefreshTokens(input);
   }
 
   async appendAuditEvent(event: AuditEventDraft): Promise<AuditEvent> {
-    return this.#write(() => this.#append(event));
+    return this.#audit.appendAuditEvent(event);
   }
 
   async listAuditEvents(input: { readonly afterSeq: number; readonly limit: number }): Promise<readonly AuditEvent[]> {
-    const page = auditPage(input);
-    const rows = this.#s.listEvents.all(page.afterSeq, page.limit);
-    return rows.map(toEvent);
+    return this.#audit.listAuditEvents(input);
   }
 
   async auditHead(): Promise<{ readonly seq: number; readonly hash: string } | null> {
-    const head = this.#s.auditHead.get();
-    return head === undefined ? null : { seq: head.seq, hash: head.hash };
+    return this.#audit.auditHead();
   }
 
   async createPairingIntent(intent: PairingIntentRecord, event: AuditEventDraft): Promise<void> {
-    await this.#write(() => {
-      this.#s.insertIntent.run({
-        id: intent.id,
-        realm: intent.realm,
-        subject: intent.subject,
-        name: intent.name,
-        codeDigest: intent.codeDigest,
-        createdAt: intent.createdAt,
-        expiresAt: intent.expiresAt,
-        createdBy: intent.createdBy,
-        failures: intent.failures,
-        completedAt: intent.completedAt,
-        burnedAt: intent.burnedAt,
-        deviceId: intent.deviceId,
-      });
-      this.#append(event);
-    }, true);
+    return this.#pairing.createPairingIntent(intent, event);
   }
 
   async getPairingIntent(id: string): Promise<PairingIntentRecord | null> {
-    const row = this.#s.intentById.get(id);
-    return row === undefined ? null : toIntent(row);
+    return this.#pairing.getPairingIntent(id);
   }
 
   async recordPairingFailure(
     input: { readonly id: string; readonly now: number; readonly maxFailures: number },
     event: (failures: number, burned: boolean) => AuditEventDraft,
   ): Promise<{ readonly failures: number; readonly burned: boolean } | null> {
-    return this.#write(() => {
-      const row = this.#s.failIntent.get({ id: input.id, now: input.now, maxFailures: input.maxFailures }) as
-        | { failures: number; burned_at: number | null }
-        | undefined;
-      if (row === undefined) return null;
-      const result = { failures: row.failures, burned: row.burned_at !== null };
-      this.#append(event(result.failures, result.burned));
-      return result;
-    }, true);
+    return this.#pairing.recordPairingFailure(input, event);
   }
 
   async completePairing(
     input: { readonly id: string; readonly codeDigest: string; readonly now: number; readonly device: DeviceRecord },
     event: AuditEventDraft,
   ): Promise<PairingCompletion> {
-    return this.#write((): PairingCompletion => {
-      const intent = this.#s.intentById.get(input.id);
-      const decision = decidePairingCompletion(intent && toIntent(intent), {
-        codeDigest: input.codeDigest,
-        now: input.now,
-        keyTaken: this.#activeDeviceWithKey(input.device.publicKey) !== undefined,
-      });
-      if (decision.kind !== 'complete') return decision;
-      const device = this.#insertDevice(input.device);
-      this.#s.completeIntent.run({ id: input.id, now: input.now, deviceId: device.id });
-      this.#append(event);
-      return { kind: 'completed', device };
-    }, true);
+    return this.#pairing.completePairing(input, event);
   }
 
   async pruneEndedRecords(input: {
     readonly endedBefore: number;
   }): Promise<{ readonly sessions: number; readonly pairingIntents: number }> {
-    const before = input.endedBefore;
-    const total = { sessions: 0, pairingIntents: 0 };
-    // In batches, each its own write: a first run over a large backlog never holds the write
-    // lock (nor, SQLite being synchronous, the event loop) for long.
-    for (;;) {
-      const batch = await this.#write(() => {
-        const ids = this.#s.endedSessionIds.all({ before, limit: PRUNE_BATCH });
-        for (const id of ids) {
-          this.#s.deleteRetiredOf.run(id);
-          this.#s.deleteSession.run(id);
-          this.#accessCache.delete(id);
-        }
-        return { sessions: ids.length, pairingIntents: this.#s.pruneEndedIntents.run({ before, limit: PRUNE_BATCH }).changes };
-      });
-      total.sessions += batch.sessions;
-      total.pairingIntents += batch.pairingIntents;
-      if (batch.sessions < PRUNE_BATCH && batch.pairingIntents < PRUNE_BATCH) return total;
-    }
+    return this.#maintenance.pruneEndedRecords(input);
   }
 
-  /**
-   * The diagnostics counters, read on a worker thread with its own connection (one read
-   * transaction, so they describe a single moment): counting live sessions scans them, and
-   * on this thread that scan would stall every request while it runs. In-memory databases, or
-   * a build without the worker file, read them here.
-   */
+  /** The diagnostics counters, read on the background thread (see BackgroundThread.stats). */
   async stats(now: number): Promise<StoreStats> {
-    const worker = this.#background();
-    if (worker === null) return readStats(this.#db, now);
-    const id = ++this.#statsSeq;
-    return new Promise<StoreStats>((resolve, reject) => {
-      this.#statsPending.set(id, { resolve, reject });
-      worker.postMessage({ id, now });
-    });
-  }
-
-  /** The background thread (diagnostics counters, WAL checkpoints), started on first need; see store-worker.ts. */
-  #background(): Worker | null {
-    if (this.#statsWorker !== undefined) return this.#statsWorker;
-    const script = new URL('./store-worker.js', import.meta.url);
-    if (this.file === ':memory:' || this.file === '' || !existsSync(fileURLToPath(script))) return null;
-    const worker = new Worker(script, { workerData: { file: this.file, plan: this.#checkpoint } });
-    // Never keeps the process alive; close() ends it.
-    worker.unref();
-    const failAll = (error: unknown) => {
-      for (const p of this.#statsPending.values()) p.reject(error);
-      this.#statsPending.clear();
-      if (this.#statsWorker === worker) this.#statsWorker = undefined;
-    };
-    worker.on('message', (msg: { id: number; ok: boolean; stats?: StoreStats; code?: string; message?: string }) => {
-      const pending = this.#statsPending.get(msg.id);
-      if (pending === undefined) return;
-      this.#statsPending.delete(msg.id);
-      if (msg.ok) pending.resolve(msg.stats as StoreStats);
-      else pending.reject(Object.assign(new Error(msg.message ?? 'stats failed'), { code: msg.code }));
-    });
-    worker.on('error', failAll);
-    worker.on('exit', () => failAll(new Error("the store's background thread exited")));
-    this.#statsWorker = worker;
-    return worker;
+    return this.#background.stats(now);
   }
 
   async createLink(
@@ -1043,28 +330,11 @@ export class SqliteStore implements Store {
     event: AuditEventDraft,
     pairing?: Parameters<Store['createLink']>[2],
   ): Promise<'created' | 'already_linked' | 'intent_invalid'> {
-    return this.#write((): 'created' | 'already_linked' | 'intent_invalid' => {
-      if (pairing !== undefined) {
-        const intent = this.#s.intentById.get(pairing.id);
-        const decision = decidePairingCompletion(intent && toIntent(intent), {
-          codeDigest: pairing.codeDigest,
-          now: pairing.now,
-          keyTaken: false,
-        });
-        if (decision.kind !== 'complete') return 'intent_invalid';
-      }
-      // The partial unique index decides: a live link of the same identity makes this a no-op.
-      if (this.#s.insertLink.run(link).changes === 0) return 'already_linked';
-      // `device_id` stays null: it names devices only; the `link.created` event names the intent.
-      if (pairing !== undefined) this.#s.completeLinkIntent.run({ id: pairing.id, now: pairing.now });
-      this.#append(event);
-      return 'created';
-    }, true);
+    return this.#providers.createLink(link, event, pairing);
   }
 
   async getLink(id: string): Promise<LinkRecord | null> {
-    const row = this.#s.linkById.get(id);
-    return row === undefined ? null : toLink(row);
+    return this.#providers.getLink(id);
   }
 
   async findLiveLink(input: {
@@ -1072,8 +342,7 @@ export class SqliteStore implements Store {
     readonly issuer: string;
     readonly externalSubject: string;
   }): Promise<LinkRecord | null> {
-    const row = this.#s.liveLink.get({ realm: input.realm, issuer: input.issuer, externalSubject: input.externalSubject });
-    return row === undefined ? null : toLink(row);
+    return this.#providers.findLiveLink(input);
   }
 
   async listLinks(filter: {
@@ -1081,69 +350,29 @@ export class SqliteStore implements Store {
     readonly subject?: string;
     readonly provider?: string;
   }): Promise<readonly LinkRecord[]> {
-    return this.#s.listLinks
-      .all({ realm: filter.realm ?? null, subject: filter.subject ?? null, provider: filter.provider ?? null })
-      .map(toLink);
+    return this.#providers.listLinks(filter);
   }
 
   async removeLink(
     input: { readonly linkId: string; readonly now: number },
     event: AuditEventDraft,
   ): Promise<{ readonly removed: boolean; readonly revokedSessions: number }> {
-    return this.#write(() => {
-      if (this.#s.removeLink.run(input.now, input.linkId).changes === 0) return { removed: false, revokedSessions: 0 };
-      this.#accessCache.clear();
-      const revoked = this.#s.revokeDeviceSessions.run({ deviceId: input.linkId, now: input.now, reason: REVOKED_LINK_REMOVED }).changes;
-      this.#append(event);
-      return { removed: true, revokedSessions: revoked };
-    }, true);
+    return this.#providers.removeLink(input, event);
   }
 
   async createLinkSession(
     input: Parameters<Store['createLinkSession']>[0],
     events: readonly AuditEventDraft[],
   ): Promise<LinkSessionOutcome> {
-    return this.#write((): LinkSessionOutcome => {
-      const { session, now } = input;
-      // Inside the write transaction (one writer at a time): the link's state cannot change
-      // between this conditional update and the session's insert.
-      const used =
-        input.counter === 'unchanged'
-          ? this.#s.touchLink.run({ id: session.deviceId, now }).changes
-          : this.#s.useLink.run({ id: session.deviceId, now, counter: input.counter }).changes;
-      if (used === 0) {
-        const link = this.#s.linkById.get(session.deviceId);
-        if (link === undefined || link.removed_at !== null) return { kind: 'link_removed' };
-        return { kind: 'counter_regressed', stored: link.counter };
-      }
-      this.#insertSession(session, input.pair);
-      for (const event of events) this.#append(event);
-      return { kind: 'created' };
-    });
+    return this.#providers.createLinkSession(input, events);
   }
 
   async createFlow(flow: FlowRecord): Promise<void> {
-    await this.#write(() => {
-      // Expired flows can never be consumed again, so they are only clutter.
-      this.#s.pruneFlows.run(flow.createdAt);
-      this.#s.insertFlow.run({
-        id: flow.id,
-        provider: flow.provider,
-        realm: flow.realm,
-        intent: flow.intent,
-        subject: flow.subject,
-        pairingIntentId: flow.pairingIntentId,
-        state: flow.state,
-        createdAt: flow.createdAt,
-        expiresAt: flow.expiresAt,
-      });
-    });
+    return this.#providers.createFlow(flow);
   }
 
   async consumeFlow(input: { readonly id: string; readonly now: number }): Promise<FlowRecord | null> {
-    // One conditional UPDATE ... RETURNING: the first caller flips consumed_at, every other sees no row.
-    const row = await this.#write(() => this.#s.consumeFlow.get({ id: input.id, now: input.now, latest: latestTrustedTime(input.now) }));
-    return row === undefined ? null : toFlow(row);
+    return this.#providers.consumeFlow(input);
   }
 
   async reserveAttempts(_input: Parameters<Store['reserveAttempts']>[0]): Promise<AttemptReservation> {

@@ -14,8 +14,6 @@ import {
   decideDeviceRemoval,
   decidePairingCompletion,
   decidePairingFailure,
-  decideRetiredPresentation,
-  decideRotation,
   type FlowRecord,
   gracePairEnded,
   isChallengeConsumable,
@@ -27,11 +25,11 @@ import {
   type LinkSessionOutcome,
   type PairingCompletion,
   type PairingIntentRecord,
+  planRotation,
   REVOKED_DEVICE_REMOVED,
   REVOKED_LINK_REMOVED,
   REVOKED_REFRESH_REUSED,
   type RefreshRow,
-  type RotationDecision,
   type RotationOutcome,
   type SessionRecord,
   STORE_OPERATIONS,
@@ -39,6 +37,7 @@ import {
   type StoreStats,
   type TokenPairDigests,
   toSession,
+  toStoreStats,
 } from '@svc/core/store';
 
 // The reference store: the whole contract over plain maps, every decision taken by core's
@@ -78,10 +77,6 @@ interface MemoryData {
 }
 
 const INVALID: RotationOutcome = Object.freeze({ kind: 'invalid' });
-
-function perRealm(): Record<Realm, number> {
-  return { management: 0, application: 0 };
-}
 
 /** The in-memory reference store: see {@link createMemoryStore}. */
 export class MemoryStore implements Store {
@@ -348,60 +343,39 @@ export class MemoryStore implements Store {
   ): Promise<RotationOutcome> {
     const { now, next } = input;
     const entry = this.#d.sessions.get(input.sessionId);
-    // The rule is core's; this only applies what it decided.
-    let decision: RotationDecision = decideRotation(entry?.row, input);
-    if (entry === undefined) return INVALID;
-    const s = entry.row;
-    if (decision.kind === 'check_retired') {
-      const retired = this.#d.retired.get(s.id)?.has(input.presentedDigest) === true;
-      decision = decideRetiredPresentation(s, { retired, now });
+    const s = entry?.row;
+    // The rule and the outcome are core's; this only writes what the plan says.
+    let plan = planRotation(s, input);
+    if (s !== undefined && plan.kind === 'check_retired') {
+      plan = planRotation(s, input, this.#d.retired.get(s.id)?.has(input.presentedDigest) === true);
     }
-    switch (decision.kind) {
-      case 'invalid':
-      case 'check_retired':
-        return INVALID;
-      case 'rotate': {
-        const expiries = clampPairToSession(next, s.expires_at);
-        const row: RefreshRow = {
-          ...s,
-          access_expires_at: expiries.accessExpiresAt,
-          refresh_expires_at: expiries.refreshExpiresAt,
-          refresh_digest: next.refreshDigest,
-          prev_refresh_digest: s.refresh_digest,
-          prev_rotated_at: now,
-          prev_successor: input.sealedSuccessor,
-          generation: s.generation + 1,
-          last_rotated_at: now,
-        };
-        const outcome = Object.freeze({ kind: 'rotated' as const, session: toSession(row) });
-        const draft = audit(outcome);
-        if (decision.retire !== null) {
-          const retired = this.#d.retired.get(s.id) ?? new Map<string, number>();
-          retired.set(decision.retire, now);
-          this.#d.retired.set(s.id, retired);
-        }
-        this.#d.sessions.set(s.id, { row, accessDigest: next.accessDigest });
-        this.#append(draft);
-        return outcome;
+    if (entry === undefined || s === undefined || plan.kind === 'invalid' || plan.kind === 'check_retired') return INVALID;
+    // The event is built before anything is written, as a SQL store's failed append would roll the writes back.
+    const draft = audit(plan.outcome);
+    if (plan.kind === 'rotate') {
+      if (plan.retire !== null) {
+        const retired = this.#d.retired.get(s.id) ?? new Map<string, number>();
+        retired.set(plan.retire, now);
+        this.#d.retired.set(s.id, retired);
       }
-      case 'replay': {
-        const outcome = Object.freeze({
-          kind: 'rotated_in_grace' as const,
-          session: toSession(s),
-          sealedSuccessor: decision.sealedSuccessor,
-        });
-        this.#append(audit(outcome));
-        return outcome;
-      }
-      case 'reuse': {
-        const row: RefreshRow = { ...s, revoked_at: now, revoked_reason: REVOKED_REFRESH_REUSED, prev_successor: null };
-        const outcome = Object.freeze({ kind: 'reused' as const, session: toSession(row) });
-        const draft = audit(outcome);
-        this.#d.sessions.set(s.id, { ...entry, row });
-        this.#append(draft);
-        return outcome;
-      }
+      const row: RefreshRow = {
+        ...s,
+        access_expires_at: plan.accessExpiresAt,
+        refresh_expires_at: plan.refreshExpiresAt,
+        refresh_digest: next.refreshDigest,
+        prev_refresh_digest: s.refresh_digest,
+        prev_rotated_at: now,
+        prev_successor: input.sealedSuccessor,
+        generation: s.generation + 1,
+        last_rotated_at: now,
+      };
+      this.#d.sessions.set(s.id, { row, accessDigest: next.accessDigest });
+    } else if (plan.kind === 'reuse') {
+      const row: RefreshRow = { ...s, revoked_at: now, revoked_reason: REVOKED_REFRESH_REUSED, prev_successor: null };
+      this.#d.sessions.set(s.id, { ...entry, row });
     }
+    this.#append(draft);
+    return plan.outcome;
   }
 
   async revokeSession(
@@ -494,18 +468,12 @@ export class MemoryStore implements Store {
   }
 
   async stats(now: number): Promise<StoreStats> {
-    const devices = perRealm();
-    for (const d of this.#d.devices.values()) if (d.removedAt === null) devices[d.realm]++;
-    const activeSessions = perRealm();
-    for (const s of this.#d.sessions.values()) if (isSessionActive(toSession(s.row), now)) activeSessions[s.row.realm]++;
-    const last = this.#d.events.at(-1);
-    return {
-      devices,
-      activeSessions,
-      events: Object.fromEntries(this.#d.counts),
-      auditLength: last?.seq ?? 0,
-      auditHead: last?.hash ?? GENESIS_HASH,
-    };
+    const devices = [...this.#d.devices.values()].filter((d) => d.removedAt === null).map((d) => ({ realm: d.realm, n: 1 }));
+    const activeSessions = [...this.#d.sessions.values()]
+      .filter((s) => isSessionActive(toSession(s.row), now))
+      .map((s) => ({ realm: s.row.realm, n: 1 }));
+    const events = [...this.#d.counts].map(([type, n]) => ({ type, n }));
+    return toStoreStats({ devices, activeSessions, events, head: this.#d.events.at(-1) });
   }
 
   #liveLink(realm: Realm, issuer: string, externalSubject: string): LinkRecord | undefined {

@@ -113,7 +113,7 @@ test('a provider learns none of the PostgreSQL store’s credentials (PGPASSWORD
 });
 
 test('a confined provider reaches PostgreSQL over the network: a trust server lets it in as the store role, a scram one asks it for the password it cannot have', async () => {
-  // Why the store refuses a trust server (#24.7, store-postgres/test/unauthenticated-role.test.ts):
+  // Why the store refuses a trust server (#24.7, store-postgres/test/real/unauthenticated-role.test.ts):
   // the permission model does not stop this connection; only the server's authentication does.
   const shared = new URL(process.env.SVC_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test');
   const password = `pg-${randomBytes(8).toString('hex')}`;

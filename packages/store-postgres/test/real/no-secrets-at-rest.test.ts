@@ -21,7 +21,7 @@ import {
 } from '@svc/core';
 import { DEFAULT_AUTH_SETTINGS } from '@svc/core/settings';
 import type { Store } from '@svc/core/store';
-import { createTestEnv } from './pg-test-env.js';
+import { createTestEnv } from '../pg-test-env.js';
 
 const env = createTestEnv();
 after(() => env.dispose());

@@ -3,8 +3,8 @@ import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { type AuditEventDraft, type AuditEventType, digestToken, mintSessionToken, mintToken, newId, verifyAuditChain } from '@svc/core';
 import type { DeviceRecord, RotationOutcome, SessionRecord, Store, TokenPairDigests } from '@svc/core/store';
-import type { PostgresStore } from '../src/index.js';
-import { createTestEnv } from './pg-test-env.js';
+import type { PostgresStore } from '../../src/index.js';
+import { createTestEnv } from '../pg-test-env.js';
 
 const ATTEMPTS = 50;
 const T0 = Date.UTC(2026, 10, 22, 10, 0, 0, 0);

@@ -3,8 +3,8 @@ import { spawn } from 'node:child_process';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { type AttemptReservation, decideAttemptWindow } from '@svc/core/store';
-import type { PostgresStore } from '../src/index.js';
-import { createTestEnv } from './pg-test-env.js';
+import type { PostgresStore } from '../../src/index.js';
+import { createTestEnv } from '../pg-test-env.js';
 
 const T0 = Date.UTC(2026, 10, 22, 10, 0, 0, 0);
 const WINDOW = 60_000;
@@ -120,7 +120,7 @@ describe('shared attempt budget on PostgreSQL (two nodes, one schema)', () => {
       [
         '--import',
         'tsx',
-        fileURLToPath(new URL('./fixtures/reserve-and-hang.ts', import.meta.url)),
+        fileURLToPath(new URL('../fixtures/reserve-and-hang.ts', import.meta.url)),
         schema,
         `signin|${key}`,
         '29',

@@ -2,7 +2,7 @@ import { after } from 'node:test';
 import { storeConformance } from '@svc/store-testkit';
 import Database from 'better-sqlite3';
 import { openSqliteStore, SqliteStore } from 'svc-store-sqlite';
-import { ownerOnlyTempDir } from './temp-dir.js';
+import { ownerOnlyTempDir } from '../temp-dir.js';
 
 const temp = await ownerOnlyTempDir();
 after(() => temp.remove());

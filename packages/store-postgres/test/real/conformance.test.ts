@@ -1,7 +1,7 @@
 import { after } from 'node:test';
 import { storeConformance } from '@svc/store-testkit';
-import type { PostgresStore } from '../src/index.js';
-import { createTestEnv } from './pg-test-env.js';
+import type { PostgresStore } from '../../src/index.js';
+import { createTestEnv } from '../pg-test-env.js';
 
 const env = createTestEnv();
 after(() => env.dispose());

@@ -24,8 +24,8 @@ import {
   StoreOpenError,
   svcStore,
 } from 'svc-store-sqlite';
-import { loadMigrations } from '../src/migrations.js';
-import { ownerOnlyTempDir } from './temp-dir.js';
+import { loadMigrations } from '../../src/migrations.js';
+import { ownerOnlyTempDir } from '../temp-dir.js';
 
 const temp = await ownerOnlyTempDir();
 after(() => temp.remove());
@@ -378,7 +378,7 @@ describe('sqlite store: migration 3 (split session tokens)', () => {
       [1, 'initial'],
       [2, 'retired_refresh_tokens_retired_at'],
     ] as const) {
-      raw.exec(readFileSync(new URL(`../migrations/00${version}_${name}.sql`, import.meta.url), 'utf8'));
+      raw.exec(readFileSync(new URL(`../../migrations/00${version}_${name}.sql`, import.meta.url), 'utf8'));
       raw.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, 0)').run(version, name);
     }
     raw

@@ -3,8 +3,8 @@ import { after, before, describe, test } from 'node:test';
 import type { AuditEventDraft } from '@svc/core';
 import { DEFAULT_AUTH_SETTINGS } from '@svc/core/settings';
 import { storeFaultOf } from '@svc/core/store';
-import { openPostgresStore } from '../src/index.js';
-import { type PrivatePostgres, startPrivatePostgres } from './private-postgres.js';
+import { openPostgresStore } from '../../src/index.js';
+import { type PrivatePostgres, startPrivatePostgres } from '../private-postgres.js';
 
 const NOW = Date.UTC(2026, 10, 23, 12, 0, 0);
 
@@ -39,15 +39,29 @@ function expectOutage(unexpected: unknown[]) {
   };
 }
 
-/** Retries `op` until it succeeds: the store must recover by itself once the fault ends. */
-async function eventually<T>(op: () => Promise<T>): Promise<T> {
+/** How long the store is given to recover, or the clients to make progress, before the test fails. */
+const WAIT_MS = 60_000;
+
+/** Retries `op` until it succeeds: the store must recover by itself once the fault ends (within {@link WAIT_MS}). */
+async function eventually<T>(what: string, op: () => Promise<T>): Promise<T> {
+  const deadline = Date.now() + WAIT_MS;
   for (;;) {
     try {
       return await op();
     } catch (err) {
       if (storeFaultOf(err) === null) throw err;
+      if (Date.now() > deadline) assert.fail(`waited ${WAIT_MS / 1000} s for ${what} after the fault ended; last: ${String(err)}`);
       await new Promise((r) => setTimeout(r, 100));
     }
+  }
+}
+
+/** Waits until `done()` holds, failing with `what` after {@link WAIT_MS}. */
+async function waitUntil(what: string, done: () => boolean): Promise<void> {
+  const deadline = Date.now() + WAIT_MS;
+  while (!done()) {
+    if (Date.now() > deadline) assert.fail(`waited ${WAIT_MS / 1000} s for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
   }
 }
 
@@ -86,13 +100,17 @@ describe('PostgreSQL faults (a private server, started and stopped by this file)
         }
       };
       const clients = Array.from({ length: 16 }, client);
-      while (successes < 50) await new Promise((r) => setTimeout(r, 20));
-      await pg.restart();
-      // Under load, after the restart: the node is alive and its operations go through again.
-      const before = successes;
-      while (successes < before + 50) await new Promise((r) => setTimeout(r, 20));
-      running = false;
-      await Promise.all(clients);
+      try {
+        await waitUntil('50 operations to succeed before the restart', () => successes >= 50);
+        await pg.restart();
+        // Under load, after the restart: the node is alive and its operations go through again.
+        const before = successes;
+        await waitUntil('50 operations to succeed after the restart', () => successes >= before + 50);
+      } finally {
+        // Also when a wait failed: the clients must stop, or the file never ends.
+        running = false;
+        await Promise.all(clients);
+      }
       assert.deepEqual(
         unexpected.map((e) => String(e)),
         [],
@@ -138,8 +156,8 @@ describe('PostgreSQL faults (a private server, started and stopped by this file)
       } finally {
         pg.thaw();
       }
-      await eventually(() => store.ping());
-      const event = await eventually(() => store.appendAuditEvent(draft(4)));
+      await eventually('a ping after the thaw', () => store.ping());
+      const event = await eventually('an audit append after the thaw', () => store.appendAuditEvent(draft(4)));
       assert.equal(event.seq, 2, 'the write that timed out during the freeze was not committed');
     } finally {
       await store.close();
@@ -157,7 +175,7 @@ describe('PostgreSQL faults (a private server, started and stopped by this file)
       } finally {
         await pg.start();
       }
-      await eventually(() => store.ping());
+      await eventually('a ping after the restart', () => store.ping());
       assert.equal((await store.appendAuditEvent(draft(2))).seq, 1);
     } finally {
       await store.close();

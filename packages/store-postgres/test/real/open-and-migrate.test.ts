@@ -5,9 +5,9 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { type AuditEvent, verifyAuditChain } from '@svc/core';
 import { STORE_OPERATIONS } from '@svc/core/store';
-import { openPostgresStore, POSTGRES_STORE_OPERATIONS, PostgresStore, StoreOpenError } from '../src/index.js';
-import { loadMigrations } from '../src/migrations.js';
-import { createTestEnv, PG_URL } from './pg-test-env.js';
+import { openPostgresStore, POSTGRES_STORE_OPERATIONS, PostgresStore, StoreOpenError } from '../../src/index.js';
+import { loadMigrations } from '../../src/migrations.js';
+import { createTestEnv, PG_URL } from '../pg-test-env.js';
 
 const env = createTestEnv();
 after(() => env.dispose());
@@ -59,7 +59,7 @@ test('nodes opening one fresh schema at once migrate it exactly once without err
 
 test('two processes opening one fresh schema at once both succeed and migrate it once', async () => {
   const schema = env.schema();
-  const entry = fileURLToPath(new URL('../src/index.ts', import.meta.url));
+  const entry = fileURLToPath(new URL('../../src/index.ts', import.meta.url));
   const script = `
     const { openPostgresStore } = await import(${JSON.stringify(entry)});
     const store = await openPostgresStore({ connectionString: process.env.PG_URL, schema: process.env.SCHEMA, max: 2, allowUnauthenticated: true });

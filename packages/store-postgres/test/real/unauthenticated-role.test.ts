@@ -2,9 +2,9 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
-import { openPostgresStore, StoreOpenError, UNAUTHENTICATED_STORE_EVENT } from '../src/index.js';
-import { createTestEnv, PG_URL } from './pg-test-env.js';
-import { type PrivatePostgres, startPrivatePostgres } from './private-postgres.js';
+import { openPostgresStore, StoreOpenError, UNAUTHENTICATED_STORE_EVENT } from '../../src/index.js';
+import { createTestEnv, PG_URL } from '../pg-test-env.js';
+import { type PrivatePostgres, startPrivatePostgres } from '../private-postgres.js';
 
 // #24.7: with PostgreSQL trusting local connections (as the repository's own test server
 // does), any process on the host, a signed provider's confined child included (Node's

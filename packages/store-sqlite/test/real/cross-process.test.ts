@@ -16,8 +16,8 @@ import {
 } from '@svc/core';
 import { createFakeClock, makeDeps, newDeviceKey } from '@svc/store-testkit';
 import { openSqliteStore, type SqliteStore } from 'svc-store-sqlite';
-import { ownerOnlyTempDir } from './temp-dir.js';
-import type { RacerMessage, RacerResult, RaceTask } from './workers/race-task.js';
+import { ownerOnlyTempDir } from '../temp-dir.js';
+import type { RacerMessage, RacerResult, RaceTask } from '../workers/race-task.js';
 
 /** Several threads, each with its own connections: real lock contention on one file. */
 const WORKERS = 5;
@@ -56,8 +56,8 @@ function nextMessage(worker: Worker): Promise<RacerMessage> {
 let pool: Worker[] = [];
 
 before(async () => {
-  const entry = new URL('./workers/racer.ts', import.meta.url).href;
-  pool = Array.from({ length: WORKERS }, () => new Worker(new URL('./workers/boot.mjs', import.meta.url), { workerData: { entry } }));
+  const entry = new URL('../workers/racer.ts', import.meta.url).href;
+  pool = Array.from({ length: WORKERS }, () => new Worker(new URL('../workers/boot.mjs', import.meta.url), { workerData: { entry } }));
   await Promise.all(pool.map(nextMessage));
 });
 
@@ -85,7 +85,14 @@ async function race(file: string, now: number, scenario: RaceTask['scenario']): 
     return reply;
   });
   // Polling is enough here: the race starts when the workers are released, not when we notice they are ready.
-  while (Atomics.load(slots, 0) < WORKERS && Atomics.load(slots, 1) === 0) await sleep(5);
+  const deadline = Date.now() + 60_000;
+  while (Atomics.load(slots, 0) < WORKERS && Atomics.load(slots, 1) === 0) {
+    if (Date.now() > deadline) {
+      release();
+      assert.fail(`waited 60 s for ${WORKERS} racers to reach the barrier (${Atomics.load(slots, 0)} did)`);
+    }
+    await sleep(5);
+  }
   release();
   const results: RacerResult[] = [];
   for (const m of await Promise.all(replies)) {

@@ -1,0 +1,143 @@
+import { attemptWindowSql, storedAttemptWindow } from '@svc/core/sql-rows';
+import { type AttemptReservation, type AttemptWindow, decideAttemptWindow, type Store } from '@svc/core/store';
+import type { Pool } from 'pg';
+import { rows, run } from './sql.js';
+
+/**
+ * The attempt budget of the PostgreSQL store (`reserveAttempts`, `settleAttempts`), shared by
+ * every node, on a pool of its own (see `budgetPoolConfig`).
+ *
+ * @example
+ * const budget = new AttemptBudget(budgetPool);
+ * const reservation = await budget.reserve({ keys: ['ip:203.0.113.7'], now, windowMs, max, leaseMs });
+ */
+export class AttemptBudget {
+  readonly #pool: Pool;
+  #reservations = 0;
+
+  constructor(pool: Pool) {
+    this.#pool = pool;
+  }
+
+  async reserve(input: Parameters<Store['reserveAttempts']>[0]): Promise<AttemptReservation> {
+    const keys = [...new Set(input.keys)].sort();
+    if (keys.length === 0) return { reserved: true, shared: true, windows: [] };
+    for (let pass = 0; ; pass++) {
+      // One statement decides and reserves (core's `attemptWindowSql`): it locks every row of
+      // `keys` in key order (two reservations never wait on each other in a cycle), reads the
+      // counts as the latest commit left them, and moves every window only when every key
+      // reserves. Its row locks last for this statement alone, never across a round trip, so the
+      // budget of one busy address is not a queue of transactions. It answers the rows as
+      // locked, each with the window it moved it to (null when it moved none).
+      const locked = await rows<{
+        key: string;
+        window_start: number;
+        failures: number;
+        pending: number;
+        pending_since: number;
+        moved_start: number | null;
+        moved_failures: number | null;
+        moved_pending: number | null;
+        moved_pending_since: number | null;
+      }>(
+        this.#pool,
+        {
+          name: 'svc_reserve_attempt_windows',
+          text: `WITH locked AS (
+             SELECT key, window_start, failures, pending, pending_since FROM attempt_budget WHERE key = ANY($1::text[]) ORDER BY key FOR UPDATE
+           ), decided AS (
+             SELECT key, window_start, failures, pending, pending_since,
+                    ${attemptWindowSql({ now: '$2::bigint', windowMs: '$3::bigint', max: '$4::int', leaseMs: '$5::bigint' })}
+             FROM locked
+           ), moved AS (
+             UPDATE attempt_budget AS b
+             SET window_start = d.new_start, failures = d.new_failures, pending = d.new_pending, pending_since = d.new_pending_since
+             FROM decided AS d
+             WHERE b.key = d.key AND (SELECT count(*) = cardinality($1::text[]) AND bool_and(reserve) FROM decided)
+             RETURNING b.key, b.window_start, b.failures, b.pending, b.pending_since
+           )
+           SELECT d.key, d.window_start, d.failures, d.pending, d.pending_since,
+                  m.window_start AS moved_start, m.failures AS moved_failures, m.pending AS moved_pending,
+                  m.pending_since AS moved_pending_since
+           FROM decided AS d LEFT JOIN moved AS m ON m.key = d.key ORDER BY d.key`,
+        },
+        [keys, input.now, input.windowMs, input.max, input.leaseMs],
+      );
+      if (locked.length < keys.length) {
+        // A key seen for the first time (or pruned since): its row is created empty, and the
+        // statement runs again. Another node creating it meanwhile is the same row.
+        if (pass >= 2) throw new Error('attempt_budget rows were deleted while they were being reserved');
+        await run(
+          this.#pool,
+          {
+            name: 'svc_open_attempt_windows',
+            text: 'INSERT INTO attempt_budget (key, window_start, failures, pending, pending_since) SELECT k, $2, 0, 0, $2 FROM unnest($1::text[]) AS k ON CONFLICT (key) DO NOTHING',
+          },
+          [keys, input.now],
+        );
+        continue;
+      }
+      // The rule is core's: decided again here on the rows as the statement locked them.
+      const windows: AttemptWindow[] = [];
+      let retryAfterMs = 0;
+      let busy = false;
+      for (const r of locked) {
+        const d = decideAttemptWindow(r.key, storedAttemptWindow(r), input);
+        if (d.kind === 'refuse') retryAfterMs = Math.max(retryAfterMs, d.retryAfterMs);
+        else if (d.kind === 'busy') busy = true;
+        else windows.push(d.window);
+      }
+      // Fail closed if the SQL form and the rule ever drift apart: no attempt runs on a
+      // reservation the rule would not have made, or whose window settling would not find.
+      const reserved = windows.length === keys.length;
+      const agrees = locked.every((r, i) => {
+        const w = windows[i];
+        return reserved && w !== undefined
+          ? r.moved_start === w.start &&
+              r.moved_failures === w.failures &&
+              r.moved_pending === w.pending &&
+              r.moved_pending_since === w.pendingSince
+          : r.moved_start === null;
+      });
+      if (!agrees) throw new Error('attempt_budget: the reservation statement and decideAttemptWindow disagree');
+      // Windows that ended long ago are clutter: every 64th reservation of this node sweeps a
+      // few away, never waiting on a lock. Not awaited: the reservation has committed, and a
+      // sweep that fails (a busy pool, an outage) must not turn it into an error whose windows
+      // the caller could never settle; the next sweep takes over.
+      if (++this.#reservations % 64 === 0) {
+        run(
+          this.#pool,
+          `DELETE FROM attempt_budget WHERE key = ANY(ARRAY(
+             SELECT key FROM attempt_budget WHERE window_start < $1 ORDER BY window_start LIMIT 500 FOR UPDATE SKIP LOCKED))`,
+          [input.now - 2 * input.windowMs],
+        ).catch(() => undefined);
+      }
+      if (retryAfterMs > 0) return { reserved: false, busy: false, retryAfterMs };
+      if (busy) return { reserved: false, busy: true, retryAfterMs: 1000 };
+      return { reserved: true, shared: true, windows };
+    }
+  }
+
+  async settle(input: Parameters<Store['settleAttempts']>[0]): Promise<void> {
+    if (input.windows.length === 0) return;
+    // Only a window that is still the one reserved in changes; a newer one owes nothing. The
+    // rows are locked in key order first, as a reservation locks them, so a settle and a
+    // reservation of the same keys (a refresh: its address and its session) never deadlock.
+    await run(
+      this.#pool,
+      {
+        name: 'svc_settle_attempts',
+        text: `WITH settled AS (
+           SELECT b.key, w.since FROM attempt_budget AS b JOIN unnest($1::text[], $2::bigint[], $4::bigint[]) AS w (key, start, since)
+             ON b.key = w.key AND b.window_start = w.start
+           ORDER BY b.key FOR UPDATE OF b
+         )
+         UPDATE attempt_budget AS b
+         SET pending = CASE WHEN b.pending_since = s.since THEN GREATEST(b.pending - 1, 0) ELSE b.pending END,
+             failures = b.failures + $3
+         FROM settled AS s WHERE b.key = s.key`,
+      },
+      [input.windows.map((w) => w.key), input.windows.map((w) => w.start), input.failed ? 1 : 0, input.windows.map((w) => w.pendingSince)],
+    );
+  }
+}

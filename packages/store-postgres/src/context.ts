@@ -1,0 +1,74 @@
+// What the PostgreSQL store's operation modules share: the context they run in (the pool, the
+// transaction wrapper, the audit trail's pending append and sealer) and the SQL of more than one.
+import type { AuditEventDraft } from '@svc/core';
+import { DEVICE_COLUMNS, SESSION_COLUMNS } from '@svc/core/sql-rows';
+import { amrText, clampPairToSession, type RotationOutcome, type SessionRecord, type TokenPairDigests } from '@svc/core/store';
+import type { Pool, PoolClient } from 'pg';
+
+/** What an operation of the PostgreSQL store runs with (see `PostgresStore`). */
+export interface PgContext {
+  /** The schema every table lives in. */
+  readonly schema: string;
+  /** The request pool (autocommit reads and writes). */
+  readonly pool: Pool;
+  /** Runs `fn` in one READ COMMITTED transaction (see `transaction`). */
+  tx<T>(fn: (c: PoolClient) => Promise<T>): Promise<T>;
+  /** Records `draft` as a pending audit event of the transaction `c`. */
+  append(c: PoolClient, draft: AuditEventDraft): Promise<void>;
+  /** Chains every pending audit event committed before the call (every read of the trail first). */
+  sealPending(): Promise<void>;
+  /** Asks for a sealing pass soon. */
+  scheduleSeal(): void;
+}
+
+export const INVALID: RotationOutcome = Object.freeze({ kind: 'invalid' });
+
+/** The columns a new session is inserted with, in the order of {@link sessionValues}. */
+export const NEW_SESSION_COLUMNS = `id, realm, subject, device_id, created_at, expires_at, access_digest, access_expires_at, refresh_digest,
+  refresh_expires_at, generation, last_rotated_at, revoked_at, revoked_reason, client_address, user_agent, amr, jkt`;
+
+/** The 18 values of a new session for {@link NEW_SESSION_COLUMNS}; its pair's expiries clamped to the session's. */
+export function sessionValues(session: SessionRecord, pair: TokenPairDigests): unknown[] {
+  const expiries = clampPairToSession(pair, session.expiresAt);
+  return [
+    session.id,
+    session.realm,
+    session.subject,
+    session.deviceId,
+    session.createdAt,
+    session.expiresAt,
+    pair.accessDigest,
+    expiries.accessExpiresAt,
+    pair.refreshDigest,
+    expiries.refreshExpiresAt,
+    session.generation,
+    session.lastRotatedAt,
+    session.revokedAt,
+    session.revokedReason,
+    session.clientAddress,
+    session.userAgent,
+    amrText(session.amr),
+    session.jkt ?? null,
+  ];
+}
+
+/** Rows of each kind one retention batch deletes. */
+export const PRUNE_BATCH = 1000;
+
+/** The bound on a maintenance statement (pruning), far above the request bounds. */
+export const MAINTENANCE_TIMEOUT_MS = 300_000;
+
+export const INSERT_DEVICE = `INSERT INTO devices (id, public_key, realm, subject, name, created_at, removed_at)
+  VALUES ($1, $2, $3, $4, $5, $6, NULL)
+  ON CONFLICT (public_key) WHERE removed_at IS NULL DO NOTHING
+  RETURNING ${DEVICE_COLUMNS}`;
+
+// A rotation's new pair; the rotation writes it in one statement with its retired token and its event.
+export const SET_PAIR = `UPDATE sessions SET access_digest = $2, access_expires_at = $3, refresh_digest = $4, refresh_expires_at = $5,
+    prev_refresh_digest = $6, prev_rotated_at = $7, prev_successor = $9, generation = generation + 1, last_rotated_at = $8
+  WHERE id = $1
+  RETURNING generation`;
+
+// Revoking erases the sealed grace pair too: a revoked session answers no grace, and a restore must not bring it back.
+export const REVOKE_SESSION = `UPDATE sessions SET revoked_at = $2, revoked_reason = $3, prev_successor = NULL WHERE id = $1 AND revoked_at IS NULL
+  RETURNING ${SESSION_COLUMNS}`;

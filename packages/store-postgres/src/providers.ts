@@ -1,0 +1,180 @@
+// The PostgreSQL store's operations on provider links and flows (see `PostgresStore`, whose methods call these).
+import type { AuditEventDraft, Realm } from '@svc/core';
+import { consumableFlowSql, counterAdvanceSql, FLOW_COLUMNS, LINK_COLUMNS, liveIntentSql, liveSessionSql } from '@svc/core/sql-rows';
+import {
+  type FlowRecord,
+  type FlowRow,
+  type LinkRecord,
+  type LinkRow,
+  type LinkSessionOutcome,
+  latestTrustedTime,
+  REVOKED_LINK_REMOVED,
+  type Store,
+  toFlow,
+  toLink,
+} from '@svc/core/store';
+import type { PgContext } from './context.js';
+import { insertSession } from './sessions.js';
+import { changes, first, rollback, rows } from './sql.js';
+
+export async function createLink(
+  ctx: PgContext,
+  link: LinkRecord,
+  event: AuditEventDraft,
+  pairing?: Parameters<Store['createLink']>[2],
+): Promise<'created' | 'already_linked' | 'intent_invalid'> {
+  return ctx.tx(async (c): Promise<'created' | 'already_linked' | 'intent_invalid'> => {
+    if (pairing !== undefined) {
+      // The one conditional update that decides which link completes the intent (device_id
+      // stays null: it names devices only; the link.created event names the intent).
+      const claimed = await changes(
+        c,
+        `UPDATE pairing_intents SET completed_at = $3 WHERE id = $1 AND code_digest = $2 AND ${liveIntentSql('$3')}`,
+        [pairing.id, pairing.codeDigest, pairing.now],
+      );
+      if (claimed === 0) return 'intent_invalid';
+    }
+    // The partial unique index decides, also between nodes: a concurrent insert of the same
+    // identity waits for this one's commit, then does nothing.
+    const inserted = await changes(
+      c,
+      `INSERT INTO links (${LINK_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, NULL)
+       ON CONFLICT (realm, issuer, external_subject) WHERE removed_at IS NULL DO NOTHING`,
+      [
+        link.id,
+        link.realm,
+        link.subject,
+        link.provider,
+        link.issuer,
+        link.externalSubject,
+        link.credentialData,
+        link.counter,
+        link.name,
+        link.createdAt,
+        link.lastUsedAt,
+      ],
+    );
+    // With an intent, its completion above goes back too: the code is not wasted.
+    if (inserted === 0) return pairing === undefined ? 'already_linked' : rollback('already_linked' as const);
+    await ctx.append(c, event);
+    return 'created';
+  });
+}
+
+export async function getLink(ctx: PgContext, id: string): Promise<LinkRecord | null> {
+  const row = await first<LinkRow>(ctx.pool, `SELECT ${LINK_COLUMNS} FROM links WHERE id = $1`, [id]);
+  return row === undefined ? null : toLink(row);
+}
+
+export async function findLiveLink(
+  ctx: PgContext,
+  input: {
+    readonly realm: Realm;
+    readonly issuer: string;
+    readonly externalSubject: string;
+  },
+): Promise<LinkRecord | null> {
+  const row = await first<LinkRow>(
+    ctx.pool,
+    `SELECT ${LINK_COLUMNS} FROM links WHERE realm = $1 AND issuer = $2 AND external_subject = $3 AND removed_at IS NULL`,
+    [input.realm, input.issuer, input.externalSubject],
+  );
+  return row === undefined ? null : toLink(row);
+}
+
+export async function listLinks(
+  ctx: PgContext,
+  filter: {
+    readonly realm?: Realm;
+    readonly subject?: string;
+    readonly provider?: string;
+  },
+): Promise<readonly LinkRecord[]> {
+  const list = await rows<LinkRow>(
+    ctx.pool,
+    `SELECT ${LINK_COLUMNS} FROM links
+     WHERE removed_at IS NULL AND ($1::text IS NULL OR realm = $1) AND ($2::text IS NULL OR subject = $2)
+       AND ($3::text IS NULL OR provider = $3)
+     ORDER BY created_at, id`,
+    [filter.realm ?? null, filter.subject ?? null, filter.provider ?? null],
+  );
+  return list.map(toLink);
+}
+
+export async function removeLink(
+  ctx: PgContext,
+  input: { readonly linkId: string; readonly now: number },
+  event: AuditEventDraft,
+): Promise<{ readonly removed: boolean; readonly revokedSessions: number }> {
+  return ctx.tx(async (c) => {
+    // The row lock this update takes makes a concurrent createLinkSession wait, then see the link removed.
+    const removed = await changes(c, 'UPDATE links SET removed_at = $2 WHERE id = $1 AND removed_at IS NULL', [input.linkId, input.now]);
+    if (removed === 0) return { removed: false, revokedSessions: 0 };
+    const revokedSessions = await changes(
+      c,
+      `UPDATE sessions SET revoked_at = $2, revoked_reason = $3, prev_successor = NULL WHERE device_id = $1 AND ${liveSessionSql('$2')}`,
+      [input.linkId, input.now, REVOKED_LINK_REMOVED],
+    );
+    await ctx.append(c, event);
+    return { removed: true, revokedSessions };
+  });
+}
+
+export async function createLinkSession(
+  ctx: PgContext,
+  input: Parameters<Store['createLinkSession']>[0],
+  events: readonly AuditEventDraft[],
+): Promise<LinkSessionOutcome> {
+  const { session, now } = input;
+  return ctx.tx(async (c): Promise<LinkSessionOutcome> => {
+    // The one conditional update that decides: it locks the link row, so a concurrent removal
+    // either waits for this session (and then revokes it) or commits first (and this matches
+    // nothing); concurrent sign-ins presenting the same counter re-check the WHERE against the
+    // winner's committed counter, and only one matches.
+    const used =
+      input.counter === 'unchanged'
+        ? await changes(c, 'UPDATE links SET last_used_at = $2 WHERE id = $1 AND removed_at IS NULL', [session.deviceId, now])
+        : await changes(
+            c,
+            `UPDATE links SET counter = $3, last_used_at = $2 WHERE id = $1 AND removed_at IS NULL AND ${counterAdvanceSql('$3::bigint')}`,
+            [session.deviceId, now, input.counter],
+          );
+    if (used === 0) {
+      const link = await first<{ removed_at: number | null; counter: number | null }>(
+        c,
+        'SELECT removed_at, counter FROM links WHERE id = $1',
+        [session.deviceId],
+      );
+      if (link === undefined || link.removed_at !== null) return { kind: 'link_removed' };
+      return { kind: 'counter_regressed', stored: link.counter };
+    }
+    await insertSession(ctx, c, session, input.pair);
+    for (const event of events) await ctx.append(c, event);
+    return { kind: 'created' };
+  });
+}
+
+export async function createFlow(ctx: PgContext, flow: FlowRecord): Promise<void> {
+  // Expired flows can never be consumed, so they are only clutter. SKIP LOCKED lets nodes
+  // prune side by side without waiting for each other.
+  await ctx.pool.query(
+    `WITH pruned AS (
+       DELETE FROM flows WHERE id = ANY(ARRAY(
+         SELECT id FROM flows WHERE expires_at <= $8 ORDER BY expires_at LIMIT 500 FOR UPDATE SKIP LOCKED)
+       )
+     )
+     INSERT INTO flows (${FLOW_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+    [flow.id, flow.provider, flow.realm, flow.intent, flow.subject, flow.pairingIntentId, flow.state, flow.createdAt, flow.expiresAt],
+  );
+}
+
+export async function consumeFlow(ctx: PgContext, input: { readonly id: string; readonly now: number }): Promise<FlowRecord | null> {
+  // One conditional UPDATE ... RETURNING: the first caller flips consumed_at; every concurrent
+  // one blocks on the row, re-checks the WHERE against the committed row and matches nothing.
+  const row = await first<FlowRow>(
+    ctx.pool,
+    `UPDATE flows SET consumed_at = $2 WHERE id = $1 AND ${consumableFlowSql('$2', '$3')} RETURNING ${FLOW_COLUMNS}`,
+    [input.id, input.now, latestTrustedTime(input.now)],
+  );
+  return row === undefined ? null : toFlow(row);
+}

@@ -1,0 +1,283 @@
+// The PostgreSQL store's operations on challenges, sessions and their rotation, DPoP proofs (see `PostgresStore`, whose methods call these).
+import type { AuditEventDraft, Realm } from '@svc/core';
+import {
+  activeSessionSql,
+  CHALLENGE_COLUMNS,
+  consumableChallengeSql,
+  gracePairEndedSql,
+  liveSessionSql,
+  REFRESH_COLUMNS,
+  SESSION_COLUMNS,
+} from '@svc/core/sql-rows';
+import {
+  type ChallengeRecord,
+  type ChallengeRow,
+  latestTrustedTime,
+  planRotation,
+  REVOKED_REFRESH_REUSED,
+  type RefreshRow,
+  type RotationOutcome,
+  type SessionRecord,
+  type SessionRow,
+  type Store,
+  type TokenPairDigests,
+  toChallenge,
+  toSession,
+} from '@svc/core/store';
+import type { PoolClient, QueryConfig } from 'pg';
+import { PENDING_COLUMNS, pendingParams, pendingValues } from './audit-sealer.js';
+import {
+  INVALID,
+  MAINTENANCE_TIMEOUT_MS,
+  NEW_SESSION_COLUMNS,
+  type PgContext,
+  REVOKE_SESSION,
+  SET_PAIR,
+  sessionValues,
+} from './context.js';
+import { changes, first, rows, run } from './sql.js';
+
+export async function createChallenge(ctx: PgContext, challenge: ChallengeRecord): Promise<void> {
+  // Expired challenges can never be consumed again, so they are only clutter. SKIP LOCKED
+  // lets nodes prune side by side without waiting for (or deadlocking on) each other. The ids
+  // go by value (= ANY(ARRAY(...))), not as a join: its plan is primary-key probes whatever
+  // the statistics say, where a semi-join's cached plan could scan the whole table each time.
+  await run(
+    ctx.pool,
+    {
+      name: 'svc_create_challenge',
+      text: `WITH pruned AS (
+         DELETE FROM challenges WHERE id = ANY(ARRAY(
+           SELECT id FROM challenges WHERE expires_at <= $5 ORDER BY expires_at LIMIT 500 FOR UPDATE SKIP LOCKED
+         ))
+       )
+       INSERT INTO challenges (${CHALLENGE_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6)`,
+    },
+    [challenge.id, challenge.publicKey, challenge.realm, challenge.challenge, challenge.createdAt, challenge.expiresAt],
+  );
+}
+
+export async function consumeChallenge(
+  ctx: PgContext,
+  input: { readonly id: string; readonly now: number },
+): Promise<ChallengeRecord | null> {
+  // One conditional UPDATE ... RETURNING: the first caller flips used_at; every concurrent
+  // one blocks on the row, re-checks the WHERE against the committed row and matches nothing.
+  const row = await first<ChallengeRow>(
+    ctx.pool,
+    // A challenge dated in the future (a clock stepped back) cannot be aged: refused.
+    {
+      name: 'svc_consume_challenge',
+      text: `UPDATE challenges SET used_at = $2 WHERE id = $1 AND ${consumableChallengeSql('$2', '$3')} RETURNING ${CHALLENGE_COLUMNS}`,
+    },
+    [input.id, input.now, latestTrustedTime(input.now)],
+  );
+  return row === undefined ? null : toChallenge(row);
+}
+
+export async function createSession(
+  ctx: PgContext,
+  session: SessionRecord,
+  pair: TokenPairDigests,
+  event: AuditEventDraft,
+): Promise<boolean> {
+  // One statement, so one round trip and its own transaction: the device row's share lock, the
+  // session and its pending event commit together or not at all. A concurrent removeDevice
+  // (which updates the device row) either waits for this session and revokes it, or commits
+  // first, and then FOR SHARE re-reads the removed row, selects nothing and nothing is inserted.
+  const created = await first<{ n: number }>(
+    ctx.pool,
+    {
+      name: 'svc_create_session',
+      text: `WITH live AS (
+       SELECT id FROM devices WHERE id = $4 AND removed_at IS NULL FOR SHARE
+     ), created AS (
+       INSERT INTO sessions (${NEW_SESSION_COLUMNS})
+       SELECT $1, $2, $3, live.id, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18 FROM live
+       RETURNING id
+     ), audited AS (
+       INSERT INTO audit_pending (${PENDING_COLUMNS}) SELECT ${pendingParams(19)} FROM created
+     )
+     SELECT count(*)::int AS n FROM created`,
+    },
+    [...sessionValues(session, pair), ...pendingValues(event)],
+  );
+  if (created?.n !== 1) return false;
+  ctx.scheduleSeal();
+  return true;
+}
+
+export async function insertSession(_ctx: PgContext, c: PoolClient, session: SessionRecord, pair: TokenPairDigests): Promise<void> {
+  await c.query(
+    `INSERT INTO sessions (${NEW_SESSION_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)`,
+    sessionValues(session, pair),
+  );
+}
+
+export async function getSession(ctx: PgContext, id: string): Promise<SessionRecord | null> {
+  const row = await first<SessionRow>(ctx.pool, `SELECT ${SESSION_COLUMNS} FROM sessions WHERE id = $1`, [id]);
+  return row === undefined ? null : toSession(row);
+}
+
+export async function listActiveSessions(
+  ctx: PgContext,
+  filter: {
+    readonly now: number;
+    readonly realm?: Realm;
+    readonly deviceId?: string;
+    readonly subject?: string;
+  },
+): Promise<readonly SessionRecord[]> {
+  const list = await rows<SessionRow>(
+    ctx.pool,
+    `SELECT ${SESSION_COLUMNS} FROM sessions
+     WHERE ${activeSessionSql('$1')}
+       AND ($2::text IS NULL OR realm = $2) AND ($3::text IS NULL OR device_id = $3)
+       AND ($4::text IS NULL OR subject = $4)
+     ORDER BY created_at DESC, id DESC`,
+    [filter.now, filter.realm ?? null, filter.deviceId ?? null, filter.subject ?? null],
+  );
+  return list.map(toSession);
+}
+
+export async function rotateRefreshToken(
+  ctx: PgContext,
+  input: Parameters<Store['rotateRefreshToken']>[0],
+  audit: (outcome: Exclude<RotationOutcome, { kind: 'invalid' }>) => AuditEventDraft,
+): Promise<RotationOutcome> {
+  const { sessionId, presentedDigest, now, next } = input;
+  return ctx.tx(async (c): Promise<RotationOutcome> => {
+    // The lock that serialises every presentation of this session's tokens, on every node:
+    // a waiter wakes up with the row as the winner committed it and decides on that.
+    const s = await first<RefreshRow>(
+      c,
+      { name: 'svc_lock_refresh', text: `SELECT ${REFRESH_COLUMNS} FROM sessions WHERE id = $1 FOR UPDATE` },
+      [sessionId],
+    );
+    // The rule and the outcome are core's; this only writes what the plan says.
+    let plan = planRotation(s, input);
+    if (s !== undefined && plan.kind === 'check_retired') {
+      const retired = await first(c, 'SELECT 1 FROM retired_refresh_tokens WHERE session_id = $1 AND digest = $2', [s.id, presentedDigest]);
+      plan = planRotation(s, input, retired !== undefined);
+    }
+    if (s === undefined || plan.kind === 'invalid' || plan.kind === 'check_retired') return INVALID;
+    switch (plan.kind) {
+      case 'rotate': {
+        // One statement for the whole change: the retired token, the new pair and the event,
+        // which is built from the row this transaction locked (no re-read).
+        const { outcome } = plan;
+        const row = await first<{ generation: number }>(
+          c,
+          {
+            name: 'svc_rotate',
+            text: `WITH retired AS (
+             INSERT INTO retired_refresh_tokens (session_id, digest, retired_at) SELECT $1, $10::text, $7 WHERE $10::text IS NOT NULL
+           ), rotated AS (${SET_PAIR}), audited AS (
+             INSERT INTO audit_pending (${PENDING_COLUMNS}) SELECT ${pendingParams(11)} FROM rotated
+           )
+           SELECT generation FROM rotated`,
+          },
+          [
+            s.id,
+            next.accessDigest,
+            plan.accessExpiresAt,
+            next.refreshDigest,
+            plan.refreshExpiresAt,
+            s.refresh_digest,
+            now,
+            now,
+            input.sealedSuccessor,
+            plan.retire,
+            ...pendingValues(audit(outcome)),
+          ],
+        );
+        if (row === undefined) throw new Error(`session ${s.id} vanished while locked`);
+        if (row.generation !== outcome.session.generation) {
+          throw new Error(`session ${s.id} is at generation ${row.generation}, not ${outcome.session.generation}, after its rotation`);
+        }
+        ctx.scheduleSeal();
+        return outcome;
+      }
+      case 'replay':
+        await ctx.append(c, audit(plan.outcome));
+        return plan.outcome;
+      case 'reuse': {
+        const row = await first<SessionRow>(c, REVOKE_SESSION, [s.id, now, REVOKED_REFRESH_REUSED]);
+        if (row === undefined) return INVALID;
+        await ctx.append(c, audit(plan.outcome));
+        return plan.outcome;
+      }
+    }
+  });
+}
+
+export async function revokeSession(
+  ctx: PgContext,
+  input: { readonly sessionId: string; readonly now: number; readonly reason: string },
+  event: AuditEventDraft,
+): Promise<boolean> {
+  return ctx.tx(async (c) => {
+    if ((await changes(c, REVOKE_SESSION, [input.sessionId, input.now, input.reason])) === 0) return false;
+    await ctx.append(c, event);
+    return true;
+  });
+}
+
+export async function pruneRetiredRefreshTokens(ctx: PgContext, input: Parameters<Store['pruneRetiredRefreshTokens']>[0]): Promise<number> {
+  return ctx.tx(async (c) => {
+    // Maintenance over up to 10 minutes of rotations, not a request: it is exempt from the
+    // request bounds, or a large backlog would time out on every run and then only grow.
+    await c.query(`SET LOCAL statement_timeout = ${MAINTENANCE_TIMEOUT_MS}`);
+    // Found by the partial index sessions_grace_pair (migration 012): only rows still holding a pair.
+    await c.query({
+      text: `UPDATE sessions SET prev_successor = NULL WHERE ${gracePairEndedSql('$1')}`,
+      values: [input.graceEndedBefore],
+      query_timeout: MAINTENANCE_TIMEOUT_MS + 5_000,
+    } as QueryConfig);
+    const result = await c.query({
+      // Driven by the (small) retired table, one primary-key probe per row, never a scan of sessions.
+      text: `DELETE FROM retired_refresh_tokens r WHERE r.retired_at < $2
+         OR EXISTS (SELECT 1 FROM sessions s WHERE s.id = r.session_id AND NOT (${liveSessionSql('$1', 's.')}))`,
+      values: [input.now, input.retiredBefore],
+      // pg honours a per-query query_timeout (its types only declare it on the client config).
+      query_timeout: MAINTENANCE_TIMEOUT_MS + 5_000,
+    } as QueryConfig);
+    return result.rowCount ?? 0;
+  });
+}
+
+export async function useDpopProof(
+  ctx: PgContext,
+  input: { readonly key: string; readonly expiresAt: number; readonly now: number },
+): Promise<boolean> {
+  // One statement: the INSERT, or the UPDATE of an expired record of the key, returns a row for
+  // exactly one of N concurrent callers on any node (a loser waits on the winner's row, then its
+  // ON CONFLICT sees a live record and changes nothing). Expired records of other keys are
+  // pruned along the way, SKIP LOCKED so nodes never wait on each other for it.
+  const used = await first<{ n: number }>(
+    ctx.pool,
+    {
+      name: 'svc_use_dpop_proof',
+      text: `WITH pruned AS (
+         DELETE FROM dpop_proofs WHERE proof_key = ANY(ARRAY(
+           SELECT proof_key FROM dpop_proofs WHERE expires_at <= $3 AND proof_key <> $1
+           ORDER BY expires_at LIMIT 500 FOR UPDATE SKIP LOCKED
+         ))
+       )
+       INSERT INTO dpop_proofs (proof_key, expires_at) VALUES ($1, $2)
+       ON CONFLICT (proof_key) DO UPDATE SET expires_at = EXCLUDED.expires_at WHERE dpop_proofs.expires_at <= $3
+       RETURNING 1 AS n`,
+    },
+    [input.key, input.expiresAt, input.now],
+  );
+  return used !== undefined;
+}
+
+export async function hasDpopRecord(ctx: PgContext, input: { readonly key: string; readonly now: number }): Promise<boolean> {
+  const row = await first<{ n: number }>(
+    ctx.pool,
+    { name: 'svc_has_dpop_record', text: 'SELECT 1 AS n FROM dpop_proofs WHERE proof_key = $1 AND expires_at > $2' },
+    [input.key, input.now],
+  );
+  return row !== undefined;
+}
