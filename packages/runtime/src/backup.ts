@@ -15,18 +15,24 @@ import {
   writeSync,
 } from 'node:fs';
 import { basename, dirname } from 'node:path';
-import { type AuditEvent, type BackupState, checkBackupSignature, signBackup, unaccountedState, verifyAuditChain } from '@svc/core';
-import Database from 'better-sqlite3';
-import { allAuditEvents } from './audit-events.js';
+import { checkBackupSignature, signBackup } from '@svc/core';
+// The embedded store's own backup operations (a consistent copy, its checks, its lock): the store
+// knows its file format; the runtime adds the project's rules (signature, node key, file names).
+import {
+  backupSqliteStore,
+  lockSqliteStore,
+  readSqliteBackupInfo,
+  type SqliteStoreLock,
+  StoreBackupError,
+  settleSqliteFile,
+  verifySqliteBackup,
+} from 'svc-store-sqlite/backup';
 import { installBundledStoreIfPinned } from './bundled-addons.js';
 import { embeddedStoreFile, ensureControlDir, ensureNodeKey, openControlStore } from './control.js';
 import { RuntimeError } from './errors.js';
 import { nodeKeyHistoryFile, readNodeKeyHistory } from './node-key-history.js';
 import { loadNodeIdentity } from './node-keys.js';
 import type { Project } from './project.js';
-
-/** `PRAGMA application_id` of a svc auth control store ("svca"), as svc-store-sqlite writes it. */
-const CONTROL_STORE_APPLICATION_ID = 0x73766361;
 
 /** What a backup file says about itself, read from the database it holds. */
 export interface BackupInfo {
@@ -49,37 +55,6 @@ export interface BackupResult extends BackupInfo {
  */
 export function backupSignatureFile(backup: string): string {
   return `${backup}.sig`;
-}
-
-/**
- * Transient state a backup leaves out: provider flows in progress (their `state`, `nonce` and
- * PKCE verifier), sign-in challenges, and pairing attempts still open (neither completed nor
- * burned). All are short lived and single use: after a restore they are started again, and a
- * backup file (kept longer and in more places than the database) must not carry them. The
- * sealed grace pairs of sessions go too ({@link dropTransientState}): their grace is long over
- * by the time a backup is restored.
- */
-const TRANSIENT_STATE: readonly (readonly [table: string, where: string])[] = [
-  ['flows', '1 = 1'],
-  ['challenges', '1 = 1'],
-  ['pairing_intents', 'completed_at IS NULL AND burned_at IS NULL'],
-];
-
-/** Deletes {@link TRANSIENT_STATE} from the copy `file`, then rebuilds it so no freed page keeps a byte of it. */
-function dropTransientState(file: string): void {
-  const db = new Database(file, { fileMustExist: true });
-  try {
-    const has = db.prepare<[string], { n: number }>("SELECT COUNT(*) AS n FROM sqlite_schema WHERE type = 'table' AND name = ?");
-    db.transaction(() => {
-      for (const [table, where] of TRANSIENT_STATE) {
-        if ((has.get(table)?.n ?? 0) > 0) db.exec(`DELETE FROM ${table} WHERE ${where}`);
-      }
-      db.exec('UPDATE sessions SET prev_successor = NULL WHERE prev_successor IS NOT NULL');
-    })();
-    db.exec('VACUUM');
-  } finally {
-    db.close();
-  }
 }
 
 function sha256File(path: string): string {
@@ -107,25 +82,6 @@ export function sqliteFileOf(project: Project, what: string): string {
     );
   }
   return file;
-}
-
-function sqliteCode(error: unknown): string {
-  return (error as { code?: unknown }).code?.toString() ?? '';
-}
-
-/** Reads the project id and schema version of a control database; `label` names it in refusals. */
-function readInfo(db: Database.Database, label: string): BackupInfo {
-  let applicationId: number;
-  try {
-    applicationId = db.pragma('application_id', { simple: true }) as number;
-  } catch (error) {
-    throw new RuntimeError(`${label} is not a SQLite database (${(error as Error).message})`, { cause: error });
-  }
-  if (applicationId !== CONTROL_STORE_APPLICATION_ID) throw new RuntimeError(`${label} is not a svc auth control database`);
-  const schema = db.prepare('SELECT MAX(version) AS v FROM schema_migrations').get() as { v: number | null };
-  const project = db.prepare('SELECT project_id FROM project WHERE singleton = 1').get() as { project_id: string } | undefined;
-  if (project === undefined) throw new RuntimeError(`${label} holds no project (it was never initialised with \`svc auth init\`)`);
-  return { projectId: project.project_id, schemaVersion: schema.v ?? 0 };
 }
 
 /** Creates `path` empty and owner-only (0600 whatever the umask); refuses an existing file. */
@@ -165,17 +121,6 @@ function copyInto(from: string, to: string): void {
   }
 }
 
-/** Leaves a SQLite file as one self-contained file (rollback journal mode: no -wal or -shm beside it). */
-function settle(file: string): void {
-  const db = new Database(file, { fileMustExist: true });
-  try {
-    db.pragma('journal_mode = DELETE');
-  } finally {
-    db.close();
-  }
-  fsyncPath(file);
-}
-
 /**
  * Writes a consistent copy of the project's embedded control database to `target`, created
  * owner-only (0600) before any data is in it; the service may be serving meanwhile. The copy is
@@ -209,22 +154,12 @@ export async function backupProject(project: Project, target: string, now: () =>
     throw new RuntimeError(`backup failed: cannot create ${partial}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
   }
   try {
-    const db = new Database(source, { fileMustExist: true, timeout: 5000 });
-    try {
-      readInfo(db, source);
-      db.prepare('VACUUM INTO ?').run(partial);
-    } finally {
-      db.close();
-    }
-    dropTransientState(partial);
-    settle(partial);
-    chmodSync(partial, 0o600);
-    const check = new Database(partial, { fileMustExist: true, readonly: true });
     let info: BackupInfo;
     try {
-      info = readInfo(check, partial);
-    } finally {
-      check.close();
+      info = backupSqliteStore(source, partial);
+    } catch (error) {
+      if (error instanceof StoreBackupError) throw new RuntimeError(error.message, { cause: error });
+      throw error;
     }
     const signed = signBackup(
       { project: info.projectId, sha256: sha256File(partial), schemaVersion: info.schemaVersion, now: now() },
@@ -309,32 +244,6 @@ function projectBackupKeys(project: Project): { nodeKey: string | null; previous
   return { nodeKey: existsSync(project.nodeKey) ? loadNodeIdentity(project.nodeKey).publicKeyHex : null, previousKeys };
 }
 
-/** The rows of a control database the audit trail must account for (see core's `unaccountedState`). */
-function readAccountedState(file: string): BackupState {
-  const db = new Database(file, { fileMustExist: true, readonly: true });
-  try {
-    return {
-      devices: db
-        .prepare('SELECT id, public_key AS publicKey, realm, subject, removed_at AS removedAt FROM devices')
-        .all() as BackupState['devices'],
-      links: db
-        .prepare('SELECT id, realm, subject, issuer, external_subject AS externalSubject, removed_at AS removedAt FROM links')
-        .all() as BackupState['links'],
-      sessions: db
-        .prepare('SELECT id, realm, subject, device_id AS deviceId, revoked_at AS revokedAt FROM sessions')
-        .all() as BackupState['sessions'],
-      bootstrapTokens: db
-        .prepare('SELECT id, expires_at AS expiresAt, used_at AS usedAt, superseded_at AS supersededAt FROM bootstrap_tokens')
-        .all() as NonNullable<BackupState['bootstrapTokens']>,
-      pairingIntents: db
-        .prepare('SELECT id, realm, subject, completed_at AS completedAt, burned_at AS burnedAt FROM pairing_intents')
-        .all() as NonNullable<BackupState['pairingIntents']>,
-    };
-  } finally {
-    db.close();
-  }
-}
-
 function unreadable(target: string, error: unknown): RuntimeError {
   return new RuntimeError(
     `restore refused: the current control database ${target} cannot be read (${(error as Error).message}); move it away (keep it) and run the restore again`,
@@ -388,30 +297,23 @@ export async function restoreProject(project: Project, backup: string, opts: Res
   await installBundledStoreIfPinned(project);
   ensureControlDir(project.controlDir);
   const staging = `${target}.restore-${process.pid}`;
-  let current: Database.Database | null = null;
+  let current: SqliteStoreLock | null = null;
   let stagingInPlace = false;
   try {
     // 1. Nobody may have the control database open: the lock is held until the file is replaced.
     let currentProject: string | null = null;
     if (existsSync(target)) {
-      current = new Database(target, { fileMustExist: true, timeout: 0 });
-      current.pragma('locking_mode = EXCLUSIVE');
       try {
-        // Leaving WAL mode needs the only connection: a serving process holds a lock on the file.
-        current.pragma('journal_mode = DELETE');
+        current = lockSqliteStore(target);
       } catch (error) {
-        if (sqliteCode(error).startsWith('SQLITE_BUSY')) {
+        if (error instanceof StoreBackupError && error.problem === 'in_use') {
           throw new RuntimeError(
             `restore refused: the control database ${target} is in use (is \`svc serve\` running on this project?); stop the service first`,
           );
         }
-        throw unreadable(target, error);
+        throw unreadable(target, error instanceof StoreBackupError ? (error.cause ?? error) : error);
       }
-      try {
-        currentProject = readInfo(current, target).projectId;
-      } catch (error) {
-        throw unreadable(target, error);
-      }
+      currentProject = current.projectId;
     }
 
     // 2. A private, owner-only copy of the backup beside the control database, checked against
@@ -419,13 +321,7 @@ export async function restoreProject(project: Project, backup: string, opts: Res
     const signature = readSignature(backup);
     createOwnerOnlyFile(staging);
     copyInto(backup, staging);
-    const raw = new Database(staging, { fileMustExist: true });
-    let info: BackupInfo;
-    try {
-      info = readInfo(raw, `restore refused: ${backup}`);
-    } finally {
-      raw.close();
-    }
+    let info: BackupInfo = backupInfoOf(staging, `restore refused: ${backup}`);
     if (currentProject !== null && info.projectId !== currentProject) {
       throw new RuntimeError(
         `restore refused: ${backup} is a backup of project ${info.projectId}, but this project's control database belongs to ${currentProject}`,
@@ -453,7 +349,6 @@ export async function restoreProject(project: Project, backup: string, opts: Res
 
     // 3. Open the copy with the project's verified store (refuses a newer schema, migrates an
     //    older one) and verify its audit chain.
-    let auditEvents: number;
     let store: Awaited<ReturnType<typeof openControlStore>>;
     try {
       store = await openControlStore(project, { create: false, sqliteFile: staging });
@@ -465,37 +360,30 @@ export async function restoreProject(project: Project, backup: string, opts: Res
       }
       throw error;
     }
-    const events: AuditEvent[] = [];
+    let checked: Awaited<ReturnType<typeof verifySqliteBackup>>;
     try {
-      for await (const event of allAuditEvents(store)) events.push(event);
-      const chain = verifyAuditChain(events);
-      if (!chain.ok) {
-        throw new RuntimeError(
-          `restore refused: the audit chain of ${backup} is broken at event #${chain.seq} (${chain.problem}); the backup was altered, use another one`,
-        );
-      }
-      auditEvents = chain.length;
+      checked = await verifySqliteBackup(staging, store);
     } finally {
       await store.close();
     }
-    // 3b. Every device, link and session must be one the audit trail recorded: a signature only
-    //     says which key made the file, and the chain only covers the audit table.
-    const unaccounted = unaccountedState(readAccountedState(staging), events);
-    if (unaccounted.length > 0) {
-      const more = unaccounted.length > 1 ? ` (and ${unaccounted.length - 1} more)` : '';
+    if (!checked.ok && checked.problem === 'audit_chain') {
       throw new RuntimeError(
-        `restore refused: ${backup} holds state its audit trail does not account for: ${unaccounted[0]}${more}; the backup was altered, use another one`,
+        `restore refused: the audit chain of ${backup} is broken at event #${checked.seq} (${checked.detail}); the backup was altered, use another one`,
       );
     }
-    settle(staging);
-    chmodSync(staging, 0o600);
-    const restored = new Database(staging, { fileMustExist: true, readonly: true });
-    try {
-      // The schema as restored: the store brought an older backup up to date.
-      info = readInfo(restored, staging);
-    } finally {
-      restored.close();
+    // 3b. Every device, link and session must be one the audit trail recorded: a signature only
+    //     says which key made the file, and the chain only covers the audit table.
+    if (!checked.ok) {
+      const more = checked.unaccounted.length > 1 ? ` (and ${checked.unaccounted.length - 1} more)` : '';
+      throw new RuntimeError(
+        `restore refused: ${backup} holds state its audit trail does not account for: ${checked.unaccounted[0]}${more}; the backup was altered, use another one`,
+      );
     }
+    const auditEvents = checked.auditEvents;
+    settleSqliteFile(staging);
+    chmodSync(staging, 0o600);
+    // The schema as restored: the store brought an older backup up to date.
+    info = backupInfoOf(staging, staging);
 
     // 4. Keep the old file, then replace it atomically.
     let preRestore: string | null = null;
@@ -510,7 +398,17 @@ export async function restoreProject(project: Project, backup: string, opts: Res
     const nodeKeyCreated = ensureNodeKey(project.nodeKey);
     return { ...info, file: target, auditEvents, preRestore, nodeKeyCreated, signedBy: verdict.publicKey };
   } finally {
-    current?.close();
+    current?.release();
     if (!stagingInPlace) for (const suffix of ['', '-wal', '-shm', '-journal']) rmSync(staging + suffix, { force: true });
+  }
+}
+
+/** The project and schema of a copy of the control database, or the store's refusal as the runtime's error. */
+function backupInfoOf(file: string, label: string): BackupInfo {
+  try {
+    return readSqliteBackupInfo(file, label);
+  } catch (error) {
+    if (error instanceof StoreBackupError) throw new RuntimeError(error.message, { cause: error });
+    throw error;
   }
 }

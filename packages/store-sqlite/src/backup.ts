@@ -8,7 +8,8 @@ import { chmodSync, closeSync, fsyncSync, openSync } from 'node:fs';
 import { type AuditEvent, type BackupState, unaccountedState, verifyAuditChain } from '@svc/core';
 import type { Store } from '@svc/core/store';
 import Database from 'better-sqlite3';
-import type { StoreSqliteFailureCode } from './failure-codes.js';
+// The value import registers store_backup_refused with core's registry whoever loads this module alone.
+import type { STORE_SQLITE_FAILURE_CODES, StoreSqliteFailureCode } from './failure-codes.js';
 import { CONTROL_STORE_APPLICATION_ID } from './open-sqlite-store.js';
 
 /** What a copy of a control database says about itself, read from the database it holds. */
@@ -37,7 +38,7 @@ export type StoreBackupProblem = 'not_sqlite' | 'not_control_store' | 'no_projec
  * }
  */
 export class StoreBackupError extends Error {
-  readonly code = 'store_backup_refused' as const satisfies StoreSqliteFailureCode;
+  readonly code = 'store_backup_refused' as const satisfies StoreSqliteFailureCode & keyof typeof STORE_SQLITE_FAILURE_CODES;
   readonly problem: StoreBackupProblem;
   readonly file: string;
 
