@@ -8,7 +8,7 @@
 import { readFileSync, statSync } from 'node:fs';
 import { dirname, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { publisherKeyFromPem, signBundledProviders } from '../packages/addons/dist/index.js';
+import { publisherKeyFromPem, signBundledProviders } from '../packages/addons/dist/build.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const keyFile = process.env.SVC_PUBLISHER_KEY_FILE;

@@ -3,12 +3,12 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { ADDON_MANIFEST_FILE } from '@svc/core';
+import { packAddon } from '../src/build.js';
 import {
   type AddonCheck,
   type AddonManifest,
   AddonVerificationError,
   installAddon,
-  packAddon,
   serializeAddonManifest,
   verifyAddon,
   verifyAppPackage,

@@ -6,7 +6,8 @@ import { gzipSync } from 'node:zlib';
 import { ADDON_MANIFEST_FILE } from '@svc/core';
 import { STORE_CONTRACT_VERSION, STORE_OPERATIONS } from '@svc/core/store';
 import { Header } from 'tar';
-import { type AddonManifest, type PackedAddon, packAddon, serializeAddonManifest } from '../src/index.js';
+import { type PackedAddon, packAddon } from '../src/build.js';
+import { type AddonManifest, serializeAddonManifest } from '../src/index.js';
 
 /** The repository's node_modules: holds better-sqlite3 with its built binding, like the CLI's. */
 export const DEPENDENCIES_DIR = join(import.meta.dirname, '..', '..', '..', 'node_modules');

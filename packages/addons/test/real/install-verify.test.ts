@@ -3,7 +3,8 @@ import { appendFile, chmod, cp, lstat, mkdir, readdir, readFile, readlink, rm, s
 import { dirname, join, resolve } from 'node:path';
 import { before, test } from 'node:test';
 import { STORE_CONTRACT_VERSION, STORE_OPERATIONS } from '@svc/core/store';
-import { type AddonCheck, AddonVerificationError, installAddon, loadStoreAddon, type PackedAddon, verifyAddon } from '../../src/index.js';
+import type { PackedAddon } from '../../src/build.js';
+import { type AddonCheck, AddonVerificationError, installAddon, loadStoreAddon, verifyAddon } from '../../src/index.js';
 import { DEPENDENCIES_DIR, type FixtureOptions, packFixtureAddon, tempDir } from '../fixture.js';
 
 const NAME = 'svc-store-fixture';

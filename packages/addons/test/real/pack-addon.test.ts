@@ -4,7 +4,8 @@ import { cp, readFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { test } from 'node:test';
 import { STORE_CONTRACT_VERSION, STORE_OPERATIONS } from '@svc/core/store';
-import { buildStoreAddons, packAddon, parseAddonManifest, STORE_ADDONS, writeAddonManifest } from '../../src/index.js';
+import { buildStoreAddons, packAddon, STORE_ADDONS, writeAddonManifest } from '../../src/build.js';
+import { parseAddonManifest } from '../../src/index.js';
 import { tempDir, writeFixtureAddon } from '../fixture.js';
 
 const REPO = join(import.meta.dirname, '..', '..', '..', '..');

@@ -8,21 +8,23 @@ import { promisify } from 'node:util';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { publicKeyHexOf } from '@svc/core';
 import {
-  type AddonCheck,
-  AddonVerificationError,
-  addonPaths,
   bundledProviderSignatureProblems,
-  checkPackageSignature,
-  installAddon,
   type PackedAddon,
   PUBLISHER_KEY_FILE,
   readPublisherKeyFile,
   serializePackageSignature,
-  sha256Hex,
-  signatureFileOf,
   signatureStatement,
   signBundledProviders,
   signPackage,
+} from '../../src/build.js';
+import {
+  type AddonCheck,
+  AddonVerificationError,
+  addonPaths,
+  checkPackageSignature,
+  installAddon,
+  sha256Hex,
+  signatureFileOf,
   verifyAddon,
   verifyProviderPackage,
 } from '../../src/index.js';

@@ -1,16 +1,7 @@
 import { readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import {
-  AddonArchiveError,
-  MAX_ARCHIVE_BYTES,
-  PROVIDER_EXPORT,
-  publisherKeyFromPem,
-  readAddonArchive,
-  serializePackageSignature,
-  sha256Hex,
-  signatureFileOf,
-  signPackage,
-} from '@svc/addons';
+import { AddonArchiveError, MAX_ARCHIVE_BYTES, PROVIDER_EXPORT, readAddonArchive, sha256Hex, signatureFileOf } from '@svc/addons';
+import { publisherKeyFromPem, serializePackageSignature, signPackage } from '@svc/addons/build';
 import { parseCommandArgs, requireOption } from '../args.js';
 import { CliError } from '../cli-error.js';
 import type { Command } from '../command.js';

@@ -4,7 +4,7 @@ import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { packAddon } from '@svc/addons';
+import { packAddon } from '@svc/addons/build';
 import { bundledSqliteAddon } from '@svc/runtime';
 import { cleanEnv, enrolledProject, type StartedProcess, startUntilReady, svcOk, tempDir } from '../helpers.js';
 

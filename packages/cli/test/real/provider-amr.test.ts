@@ -7,7 +7,7 @@ import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { packAddon } from '@svc/addons';
+import { packAddon } from '@svc/addons/build';
 import { ADDON_MANIFEST_FILE } from '@svc/core';
 import { bash, cleanEnv, freePort, initProject, run, type StartedProcess, startUntilReady, svcOk, tempDir } from '../helpers.js';
 

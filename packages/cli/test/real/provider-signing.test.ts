@@ -4,7 +4,7 @@ import { appendFileSync, chmodSync, copyFileSync, existsSync, mkdirSync, readFil
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { gunzipSync, gzipSync } from 'node:zlib';
-import { packAddon, publisherKeyFromPem, serializePackageSignature, signPackage } from '@svc/addons';
+import { packAddon, publisherKeyFromPem, serializePackageSignature, signPackage } from '@svc/addons/build';
 import { ADDON_MANIFEST_FILE } from '@svc/core';
 import { bash, cleanEnv, initProject, run, startServer, svc, svcOk, tempDir } from '../helpers.js';
 
