@@ -1,7 +1,16 @@
-import { createLogger, type ListenerName, openService, type Service, type ServiceOptions } from '@svc/runtime';
+import {
+  createLogger,
+  type ListenerName,
+  ListenRefusedError,
+  openService,
+  resolveListen,
+  type Service,
+  type ServiceOptions,
+} from '@svc/runtime';
 import { CliError } from './cli-error.js';
+import { runEnv } from './io.js';
 import { listenRefusal } from './listen.js';
-import { printLine } from './output.js';
+import { printError, printLine } from './output.js';
 import { VERSION } from './version.js';
 
 /** The line printed on stdout once a listener is up (tests and scripts parse it). */
@@ -12,34 +21,58 @@ const READY: Readonly<Record<ListenerName, (url: string) => string>> = {
   metrics: (url) => `svc: metrics listening on ${url}/metrics`,
 };
 
+/** What a serve command asks of {@link runService}. */
+export interface RunServiceOptions extends Omit<ServiceOptions, 'logger' | 'onNotice' | 'version' | 'env'> {
+  /** The listener the command is the server of, with what to say when it resolves to `off`. */
+  readonly required?: { readonly listener: ListenerName; readonly offMessage: string };
+  /** A check of the opened service before it starts (e.g. that something is left to serve). */
+  readonly check?: (service: Service) => void;
+}
+
 /**
- * Runs a project's service in the foreground until SIGINT or SIGTERM: opens it with the
- * runtime, checks it with `check` (e.g. that the listener the command is for is on), starts it,
- * prints each listener's ready line, reloads on SIGHUP when it has something to reload, and on a
- * signal stops it and resolves to exit code 0. A second signal exits at once.
+ * Runs a project's service in the foreground until SIGINT or SIGTERM: checks the management
+ * address first (it needs no project: a refused or `off` one is reported before the project is
+ * read), opens the service with the runtime, starts it, prints each listener's ready line,
+ * reloads on SIGHUP when it has something to reload, and on a signal stops it and resolves to
+ * exit code 0. A second signal exits at once.
  *
  * @example
  * return runService('svc node serve', dir, { listeners: ['node'], listen: { node: flag }, listenFlags: { node: '--listen' } });
  */
-export async function runService(
-  command: string,
-  dir: string,
-  options: Omit<ServiceOptions, 'logger' | 'onNotice' | 'version'>,
-  check: (service: Service) => void = () => undefined,
-): Promise<number> {
-  const log = createLogger({ env: process.env, fallback: 'info' });
+export async function runService(command: string, dir: string, options: RunServiceOptions): Promise<number> {
+  const env = runEnv();
+  const { required, check, ...opened } = options;
+  let listen = opened.listen;
+  let listeners = opened.listeners;
+  if ((listeners ?? ['management']).includes('management')) {
+    const given = listen?.management;
+    let management: ReturnType<typeof resolveListen>;
+    try {
+      management = typeof given === 'object' ? given : resolveListen('management', { given, env });
+    } catch (error) {
+      throw listenRefusal(new ListenRefusedError('management', given !== undefined, error as Error), command);
+    }
+    if (management === 'off' && required?.listener === 'management') throw new CliError(required.offMessage);
+    listen = { ...listen, management: management === 'off' ? undefined : management };
+    if (management === 'off') listeners = (listeners ?? ['management', 'node', 'application', 'metrics']).filter((l) => l !== 'management');
+  }
+  const log = createLogger({ env, fallback: 'info' });
   let service: Service;
   try {
     service = await openService(dir, {
-      ...options,
+      ...opened,
+      ...(listeners === undefined ? {} : { listeners }),
+      ...(listen === undefined ? {} : { listen }),
+      env,
       logger: log,
       version: VERSION,
-      onNotice: (text) => process.stderr.write(`svc: ${text}\n`),
+      onNotice: (text) => printError(`svc: ${text}`),
     });
   } catch (error) {
     throw listenRefusal(error, command);
   }
-  check(service);
+  if (required !== undefined && !service.listening.includes(required.listener)) throw new CliError(required.offMessage);
+  check?.(service);
   await service.start();
   let stopping = false;
   const signalled = new Promise<NodeJS.Signals>((resolve) => {
@@ -62,17 +95,4 @@ export async function runService(
   await service.stop();
   log.info({ event: 'stopped' }, 'stopped');
   return 0;
-}
-
-/**
- * Refuses a service without `listener`: the command is that listener's server, and `off` (from
- * its variable or `project.edn`) only disables it inside `svc serve`.
- *
- * @example
- * runService('svc app serve', dir, opts, requireListener('application', '...cannot be turned off...'));
- */
-export function requireListener(listener: ListenerName, message: string): (service: Service) => void {
-  return (service) => {
-    if (!service.listening.includes(listener)) throw new CliError(message);
-  };
 }

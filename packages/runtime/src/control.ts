@@ -168,7 +168,7 @@ export function embeddedStoreFile(project: Project): string | null {
  */
 export async function openControlStore(
   project: Project,
-  opts: { readonly create: boolean; readonly sqliteFile?: string; readonly log?: Logger },
+  opts: { readonly create: boolean; readonly sqliteFile?: string; readonly log?: Logger; readonly env?: NodeJS.ProcessEnv },
 ): Promise<Store> {
   // What decides which code runs (project.edn, and the directory that holds it) must not be
   // writable by anyone but its owner; the addon's own files are checked by verifyAddon.
@@ -202,10 +202,10 @@ export async function openControlStore(
       controlDir: project.controlDir,
       configFile: project.file,
       configKey: `:svc/modules :${module.alias} :config`,
-      resolveSecret: (ref) => resolveSecret(ref),
+      resolveSecret: (ref) => resolveSecret(ref, opts.env),
       // A weakened protection the operator accepted (a PostgreSQL role let in without a
       // password): logged at warn on every open, whatever command opened the store.
-      warn: (event, message) => (opts.log ?? createLogger({ env: process.env, fallback: 'warn' })).warn({ event }, message),
+      warn: (event, message) => (opts.log ?? createLogger({ env: opts.env ?? process.env, fallback: 'warn' })).warn({ event }, message),
     });
   } catch (error) {
     if (error instanceof ConfigError) {

@@ -22,7 +22,8 @@ export const LISTEN_ENV: Readonly<Record<ListenerName, string>> = {
  * Where a listener binds: `given` (a `HOST:PORT` an embedding program or a flag chose) beats the
  * listener's environment variable, which beats `project.edn` (`:svc/node-listen`,
  * `:svc/app-listen`, `:svc/metrics-listen`; the management API has none), which beats the
- * default (`127.0.0.1:9090`, `:9091`, `:8080`; metrics off). A refused address (the management
+ * default (`127.0.0.1:9090`, `:9091`, `:8080`; metrics off); only the management API's needs no
+ * project. A refused address (the management
  * API off loopback, a malformed one, a wildcard where none is allowed) throws an error with code
  * `listen_address_refused` before anything binds.
  *
@@ -31,13 +32,14 @@ export const LISTEN_ENV: Readonly<Record<ListenerName, string>> = {
  */
 export function resolveListen(
   listener: ListenerName,
-  opts: { readonly given: string | undefined; readonly env: NodeJS.ProcessEnv; readonly project: Project },
+  opts: { readonly given: string | undefined; readonly env: NodeJS.ProcessEnv; readonly project?: Project | undefined },
 ): ListenAddress | MetricsListen | 'off' {
   const env = opts.env[LISTEN_ENV[listener]];
+  if (listener === 'management') return resolveManagementListen({ flag: opts.given, env });
+  if (opts.project === undefined)
+    throw new TypeError(`resolveListen: the ${listener} listener's address depends on project.edn; pass the project`);
   const config = opts.project.config;
   switch (listener) {
-    case 'management':
-      return resolveManagementListen({ flag: opts.given, env });
     case 'node':
       return resolveNodeListen({ flag: opts.given, env, config: config.nodeListen });
     case 'application':

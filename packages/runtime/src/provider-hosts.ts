@@ -18,13 +18,17 @@ import type { VerifiedProviderModule } from './provider-packages.js';
  * @example
  * const providers = await startProviderHosts(await verifyProviderModules(project), log);
  */
-export async function startProviderHosts(modules: readonly VerifiedProviderModule[], log: Logger): Promise<ProviderHandle[]> {
+export async function startProviderHosts(
+  modules: readonly VerifiedProviderModule[],
+  log: Logger,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<ProviderHandle[]> {
   const handles: ProviderHandle[] = [];
   try {
     for (const { module, verified } of modules) {
       let config: ReturnType<typeof providerSettingsJson>;
       try {
-        config = providerSettingsJson(module.settings, (ref) => resolveSecret(ref));
+        config = providerSettingsJson(module.settings, (ref) => resolveSecret(ref, env));
       } catch (error) {
         throw new RuntimeError(`provider :${module.alias}: ${(error as Error).message}`, { cause: error });
       }

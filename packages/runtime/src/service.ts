@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { errorCodeOf, type ProviderHandle } from '@svc/core';
 import {
   type ConnectionPlan,
@@ -19,6 +20,7 @@ import { loadProject, type Project } from './project.js';
 import { startProviderHosts } from './provider-hosts.js';
 import { verifyProviderModules } from './provider-packages.js';
 import { appSurface } from './surfaces/app-surface.js';
+import { urlHost } from './surfaces/listen-on.js';
 import { managementSurface } from './surfaces/management-surface.js';
 import { metricsSurface } from './surfaces/metrics-surface.js';
 import { nodeSurface } from './surfaces/node-surface.js';
@@ -77,8 +79,8 @@ export interface Service {
 
 /**
  * Opens a project's service: loads and validates `project.edn`, resolves every listener's
- * address (a refused one throws `listen_address_refused` before anything binds), and checks the
- * node key. Nothing listens until {@link Service.start}.
+ * address (a refused one throws {@link ListenRefusedError}, code `listen_refused`, before
+ * anything binds), and checks the node key. Nothing listens until {@link Service.start}.
  *
  * @example
  * const service = await openService('./demo', { listen: { management: '127.0.0.1:0', node: '127.0.0.1:0', application: 'off' } });
@@ -98,19 +100,23 @@ export async function openService(projectDir: string, options: ServiceOptions = 
     const given = options.listen?.[name];
     let at: ListenAddress | MetricsListen | 'off';
     try {
-      at = typeof given === 'object' ? given : resolveListen(name, { given, env, project });
+      // An address given as an object is checked as its `HOST:PORT` would be: the management API
+      // stays on loopback, and a metrics listener on a network address is project.edn's to choose.
+      at = resolveListen(name, { given: typeof given === 'object' ? `${urlHost(given.host)}:${given.port}` : given, env, project });
     } catch (error) {
       if (errorCodeOf(error) === 'listen_address_refused') throw new ListenRefusedError(name, given !== undefined, error as Error);
       throw error;
     }
     if (at !== 'off') addresses[name] = at;
   }
-  if (addresses.node !== undefined || addresses.application !== undefined) {
-    // The node identity key signs diagnostics and names the node (the assertions' issuer): a node on
-    // an external store makes its own on first start; one others can read is refused.
-    if (ensureNodeIdentity(project)) notice(`created this node's identity key ${project.nodeKey} (first start on an external store)`);
-    if (addresses.node !== undefined) assertOwnerOnly(project.nodeKey, 'the node key');
+  // The node identity key signs diagnostics, checkpoints and backups and names the node (the
+  // assertions' issuer): a node on an external store makes its own on first start when it is to
+  // serve the node surface or the gateway; an existing one that others can read is refused
+  // before anything binds, whichever listeners run.
+  if ((wanted.includes('node') || wanted.includes('application')) && ensureNodeIdentity(project)) {
+    notice(`created this node's identity key ${project.nodeKey} (first start on an external store)`);
   }
+  if (addresses.node !== undefined || existsSync(project.nodeKey)) assertOwnerOnly(project.nodeKey, 'the node key');
   const metrics =
     addresses.metrics === undefined
       ? undefined
@@ -127,60 +133,78 @@ export async function openService(projectDir: string, options: ServiceOptions = 
     surfaces.push(appSurface(addresses.application, { flag: flag('application'), metrics: metrics?.metrics }));
   }
   if (metrics !== undefined) surfaces.push(metrics);
-  return startable(project, surfaces, log, notice);
+  return lifecycle({ project, surfaces, log, notice, env });
 }
 
-function startable(project: Project, surfaces: readonly Surface[], log: Logger, notice: (text: string) => void): Service {
+interface Wiring {
+  readonly project: Project;
+  readonly surfaces: readonly Surface[];
+  readonly log: Logger;
+  readonly notice: (text: string) => void;
+  readonly env: NodeJS.ProcessEnv;
+}
+
+/**
+ * The service's one start and one stop: `stop()` during `start()` waits for the start to end
+ * (either way) and then stops everything it started; a second `stop()` waits for the first; a
+ * start that failed has stopped what it started, and leaves the service stopped.
+ */
+function lifecycle(w: Wiring): Service {
   const addresses: Partial<Record<ListenerName, string>> = {};
-  const running: RunningSurface[] = [];
-  let stopStarted: (() => Promise<void>) | undefined;
-  let state: 'new' | 'starting' | 'running' | 'stopped' = 'new';
+  let starting: Promise<() => Promise<void>> | undefined;
+  let stopping: Promise<void> | undefined;
+  const stopStarted = async (): Promise<void> => {
+    const stopAll = await starting?.catch(() => undefined);
+    await stopAll?.();
+    for (const name of ORDER) delete addresses[name];
+  };
   return {
-    project,
+    project: w.project,
     addresses,
-    listening: surfaces.map((s) => s.kind),
-    reloadable: project.config.app.tls !== null && surfaces.some((s) => s.kind === 'application'),
-    async start() {
-      if (state !== 'new') throw new RuntimeError(`the service of ${project.dir} was already started`);
-      if (surfaces.length === 0) throw new RuntimeError('nothing to serve: every listener asked for is off');
-      state = 'starting';
-      stopStarted = await startAll(project, surfaces, log, notice, running, addresses);
-      state = 'running';
+    listening: w.surfaces.map((s) => s.kind),
+    reloadable: w.project.config.app.tls !== null && w.surfaces.some((s) => s.kind === 'application'),
+    start() {
+      if (starting !== undefined || stopping !== undefined) {
+        return Promise.reject(new RuntimeError(`the service of ${w.project.dir} was already started (a service starts once)`));
+      }
+      if (w.surfaces.length === 0) return Promise.reject(new RuntimeError('nothing to serve: every listener asked for is off'));
+      starting = startAll(w, addresses);
+      return starting.then(() => undefined);
     },
     reload() {
-      for (const s of running) s.reload?.();
+      reloaders.get(addresses)?.();
     },
-    async stop() {
-      if (state === 'stopped') return;
-      state = 'stopped';
-      await stopStarted?.();
+    stop() {
+      stopping ??= stopStarted();
+      return stopping;
     },
   };
 }
 
-/** Starts everything, in order; on a failure stops what started and rethrows. Returns the stop. */
-async function startAll(
-  project: Project,
-  surfaces: readonly Surface[],
-  log: Logger,
-  notice: (text: string) => void,
-  running: RunningSurface[],
-  addresses: Partial<Record<ListenerName, string>>,
-): Promise<() => Promise<void>> {
+/** The reload of each started service, by its addresses object (set once its surfaces are up). */
+const reloaders = new WeakMap<object, () => void>();
+
+/** Starts everything, in order; on a failure stops what started and rethrows. Resolves to the stop. */
+async function startAll(w: Wiring, addresses: Partial<Record<ListenerName, string>>): Promise<() => Promise<void>> {
+  const { project, surfaces, log, notice, env } = w;
   // Provider packages are verified (pin, signature, trusted signer, files, capability) on every
   // start, before the control store opens and before any of their code could run.
   const providerModules = await verifyProviderModules(project);
-  const store = await openControlStore(project, { create: false, log });
+  const store = await openControlStore(project, { create: false, log, env });
+  const running: RunningSurface[] = [];
   let providers: ProviderHandle[] = [];
   let pruneTimer: NodeJS.Timeout | undefined;
+  let pruning: Promise<void> = Promise.resolve();
   let checkpoints: { stop(): Promise<void> } | undefined;
   let shipping: AuditShipping | undefined;
   let stopping = false;
   const stop = async () => {
     stopping = true;
+    reloaders.delete(addresses);
     if (pruneTimer !== undefined) clearInterval(pruneTimer);
     for (const s of [...running].reverse()) await s.close().catch((error: unknown) => log.error({ err: error }, 'error while closing'));
     running.length = 0;
+    for (const name of ORDER) delete addresses[name];
     // After the surfaces: no request can reach a provider any more.
     await Promise.all(
       providers.map((p) => p.close().catch((error: unknown) => log.error({ err: error }, 'error while closing a provider'))),
@@ -188,12 +212,14 @@ async function startAll(
     // After the last request, before the store closes: the last checkpoint covers everything this process appended.
     await checkpoints?.stop().catch((error: unknown) => log.error({ err: error }, 'error while exporting the last checkpoint'));
     await shipping?.stop().catch((error: unknown) => log.error({ err: error }, 'error while shipping the last audit events'));
+    // A pruning pass under way finishes before the store closes under it.
+    await pruning;
     await store.close().catch((error: unknown) => log.error({ err: error }, 'error while closing the store'));
   };
   try {
     const deps = await makeDeps(project, store, log);
     // Only where a surface serves them: the management API alone verifies the packages, starts none.
-    if (surfaces.some((s) => s.usesProviders === true)) providers = await startProviderHosts(providerModules, log);
+    if (surfaces.some((s) => s.usesProviders === true)) providers = await startProviderHosts(providerModules, log, env);
     // Shipping starts after the surfaces; readiness, health and metrics read its state per request.
     const auditShipping = () => shipping?.health() ?? null;
     const connections = connectionPlan(surfaces, log);
@@ -202,19 +228,19 @@ async function startAll(
       running.push(up);
       addresses[surface.kind] = up.url;
     }
-    checkpoints = startCheckpointExport({ project, deps, log });
+    checkpoints = startCheckpointExport({ project, deps, log, env });
     shipping = startAuditShipping({ project, deps, log });
   } catch (error) {
     await stop();
     throw error;
   }
+  reloaders.set(addresses, () => {
+    for (const s of running) s.reload?.();
+  });
   // Retired refresh-token digests pile up with every rotation, ended sessions and pairing intents
   // with every sign-in and pairing: drop the digests that can no longer reveal a reuse and the
   // records past their retention, now and every 10 minutes (never concurrently with itself).
-  let pruning = false;
   const prune = async () => {
-    if (pruning || stopping) return;
-    pruning = true;
     const now = Date.now();
     try {
       // Past grace a sealed grace pair only helps whoever holds a copy of the database and a
@@ -233,12 +259,14 @@ async function startAll(
       }
     } catch (error) {
       log.warn({ err: error }, 'pruning failed; will retry');
-    } finally {
-      pruning = false;
     }
   };
-  void prune();
-  pruneTimer = setInterval(() => void prune(), PRUNE_INTERVAL_MS);
+  const schedule = () => {
+    if (stopping) return;
+    pruning = pruning.then(prune);
+  };
+  schedule();
+  pruneTimer = setInterval(schedule, PRUNE_INTERVAL_MS);
   pruneTimer.unref();
   return stop;
 }

@@ -1,7 +1,7 @@
 import { chosenProfile } from '@svc/runtime';
 import { parseCommandArgs } from '../args.js';
 import { type Command, PROJECT_HELP, PROJECT_OPTIONS } from '../command.js';
-import { requireListener, runService } from '../run-service.js';
+import { runService } from '../run-service.js';
 
 const spec = {
   name: 'svc app serve',
@@ -33,19 +33,16 @@ export const appServe: Command = {
     const args = parseCommandArgs(spec, argv);
     if (args === null) return 0;
     const [dir] = args.positionals as [string];
-    return runService(
-      spec.name,
-      dir,
-      {
-        listeners: ['application'],
-        listen: { application: args.values['app-listen'] },
-        listenFlags: { application: '--app-listen' },
-        profile: chosenProfile(args.values.profile, process.env),
+    return runService(spec.name, dir, {
+      listeners: ['application'],
+      listen: { application: args.values['app-listen'] },
+      listenFlags: { application: '--app-listen' },
+      profile: chosenProfile(args.values.profile, process.env),
+      required: {
+        listener: 'application',
+        offMessage:
+          'svc app serve is the application gateway and cannot be turned off: off (from --app-listen, SVC_APP_LISTEN or :svc/app-listen) only disables the gateway of `svc serve`; pass --app-listen HOST:PORT',
       },
-      requireListener(
-        'application',
-        'svc app serve is the application gateway and cannot be turned off: off (from --app-listen, SVC_APP_LISTEN or :svc/app-listen) only disables the gateway of `svc serve`; pass --app-listen HOST:PORT',
-      ),
-    );
+    });
   },
 };

@@ -1,7 +1,7 @@
 import { chosenProfile } from '@svc/runtime';
 import { parseCommandArgs } from '../args.js';
 import { type Command, PROJECT_HELP, PROJECT_OPTIONS } from '../command.js';
-import { requireListener, runService } from '../run-service.js';
+import { runService } from '../run-service.js';
 
 const spec = {
   name: 'svc auth serve',
@@ -30,19 +30,16 @@ export const authServe: Command = {
     const args = parseCommandArgs(spec, argv);
     if (args === null) return 0;
     const [dir] = args.positionals as [string];
-    return runService(
-      spec.name,
-      dir,
-      {
-        listeners: ['management'],
-        listen: { management: args.values.listen },
-        listenFlags: { management: '--listen' },
-        profile: chosenProfile(args.values.profile, process.env),
+    return runService(spec.name, dir, {
+      listeners: ['management'],
+      listen: { management: args.values.listen },
+      listenFlags: { management: '--listen' },
+      profile: chosenProfile(args.values.profile, process.env),
+      required: {
+        listener: 'management',
+        offMessage:
+          'svc auth serve is the management server and cannot be turned off: SVC_MANAGEMENT_LISTEN=off only disables the API embedded in `svc serve`; unset it or pass --listen HOST:PORT',
       },
-      requireListener(
-        'management',
-        'svc auth serve is the management server and cannot be turned off: SVC_MANAGEMENT_LISTEN=off only disables the API embedded in `svc serve`; unset it or pass --listen HOST:PORT',
-      ),
-    );
+    });
   },
 };

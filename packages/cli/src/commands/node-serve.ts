@@ -1,7 +1,7 @@
 import { chosenProfile } from '@svc/runtime';
 import { parseCommandArgs } from '../args.js';
 import { type Command, PROJECT_HELP, PROJECT_OPTIONS } from '../command.js';
-import { requireListener, runService } from '../run-service.js';
+import { runService } from '../run-service.js';
 
 const spec = {
   name: 'svc node serve',
@@ -31,19 +31,16 @@ export const nodeServe: Command = {
     const args = parseCommandArgs(spec, argv);
     if (args === null) return 0;
     const [dir] = args.positionals as [string];
-    return runService(
-      spec.name,
-      dir,
-      {
-        listeners: ['node'],
-        listen: { node: args.values.listen },
-        listenFlags: { node: '--listen' },
-        profile: chosenProfile(args.values.profile, process.env),
+    return runService(spec.name, dir, {
+      listeners: ['node'],
+      listen: { node: args.values.listen },
+      listenFlags: { node: '--listen' },
+      profile: chosenProfile(args.values.profile, process.env),
+      required: {
+        listener: 'node',
+        offMessage:
+          'svc node serve is the node surface and cannot be turned off: SVC_NODE_LISTEN=off only disables the node surface of `svc serve`; unset it or pass --listen HOST:PORT',
       },
-      requireListener(
-        'node',
-        'svc node serve is the node surface and cannot be turned off: SVC_NODE_LISTEN=off only disables the node surface of `svc serve`; unset it or pass --listen HOST:PORT',
-      ),
-    );
+    });
   },
 };

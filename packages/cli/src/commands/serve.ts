@@ -47,26 +47,22 @@ export const serve: Command = {
     const args = parseCommandArgs(spec, argv);
     if (args === null) return 0;
     const [dir] = args.positionals as [string];
-    return runService(
-      spec.name,
-      dir,
-      {
-        listen: {
-          management: args.values['management-listen'],
-          node: args.values['node-listen'],
-          application: args.values['app-listen'],
-          metrics: args.values['metrics-listen'],
-        },
-        listenFlags: { management: '--management-listen', node: '--node-listen', application: '--app-listen', metrics: '--metrics-listen' },
-        profile: chosenProfile(args.values.profile, process.env),
+    return runService(spec.name, dir, {
+      listen: {
+        management: args.values['management-listen'],
+        node: args.values['node-listen'],
+        application: args.values['app-listen'],
+        metrics: args.values['metrics-listen'],
       },
-      (service) => {
+      listenFlags: { management: '--management-listen', node: '--node-listen', application: '--app-listen', metrics: '--metrics-listen' },
+      profile: chosenProfile(args.values.profile, process.env),
+      check(service) {
         if (service.listening.every((l) => l === 'metrics')) {
           throw new CliError(
             'svc serve: nothing to serve: the management API, the node surface and the application gateway are all off (SVC_MANAGEMENT_LISTEN=off, SVC_NODE_LISTEN=off, app listen off); unset one of them',
           );
         }
       },
-    );
+    });
   },
 };

@@ -17,9 +17,10 @@ function readmeExample(): string {
   return blocks[0] as string;
 }
 
-test("the README's example starts the whole service of a project, answers on real sockets, and stops on SIGTERM", async () => {
+test("the README's example starts a project's service (the listeners it names), answers on real sockets, and stops on SIGTERM", async () => {
   const work = mkdtempSync(join(tmpdir(), 'svc-runtime-readme-'));
-  // The script lives inside the package so that `@svc/runtime` resolves as it does for an installed dependency.
+  // The script lives inside the package so that `@svc/runtime` resolves as it does for an installed
+  // dependency: to the built package (the tests run on a built tree, as `npm test` builds first).
   const scripts = join(PACKAGE, '.tmp');
   mkdirSync(scripts, { recursive: true });
   const script = join(scripts, `readme-example-${process.pid}.mjs`);
@@ -67,7 +68,7 @@ test("the README's example starts the whole service of a project, answers on rea
     ]);
     assert.equal(code, 0, `stderr: ${stderr}`);
   } finally {
-    rmSync(script, { force: true });
+    rmSync(scripts, { recursive: true, force: true });
     rmSync(work, { recursive: true, force: true });
   }
 });
