@@ -57,6 +57,7 @@ export {
   planConnectionLimits,
   readDescriptorLimit,
 } from './http/connection-limits.js';
+export { ListenAddressError } from './http/listen-address-error.js';
 export { parseIPv4 } from './http/loopback.js';
 // Listeners that may bind a network address (the node surface, the application gateway).
 export {
@@ -73,7 +74,6 @@ export {
 export { buildManagementApp, type ManagementAppOptions } from './management/app.js';
 export {
   DEFAULT_MANAGEMENT_LISTEN,
-  ListenAddressError,
   MANAGEMENT_LISTEN_ENV,
   parseListenAddress,
   resolveManagementListen,

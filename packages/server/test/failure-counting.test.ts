@@ -8,7 +8,7 @@ import { failureCounting } from '../src/http/failure-counting.js';
 import { clientAddressKey, createFailureLimiter, type FailureLimiter } from '../src/http/failure-limiter.js';
 import { hardenSurface } from '../src/http/harden.js';
 import { serverOptions } from '../src/http/server-options.js';
-import { signInRoutes } from '../src/management/sign-in-routes.js';
+import { signInRoutes } from '../src/http/sign-in-routes.js';
 import { admin, api, createFakeClock, signIn } from './support/harness.js';
 import { adminToken, completion, type NodeHarness, nodeApi, prepare, startNodeHarness } from './support/node-harness.js';
 

@@ -1,8 +1,7 @@
-import { type AuthDeps, type Realm, revokeSession } from '@svc/core';
+import { type AuthDeps, principalResponse, type Realm, type RevokeBody, revokeBody, revokeResponse, revokeSession } from '@svc/core';
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
-import { documented, problemResponses } from '../http/problem-schema.js';
-import { bearerPrincipal, principalOf, requireBearerPrincipal } from './route-options.js';
-import { BODY_PROBLEMS, principalResponse, type RevokeBody, revokeBody, revokeResponse } from './schemas.js';
+import { bearerPrincipal, principalOf, requireBearerPrincipal } from './principal.js';
+import { BODY_PROBLEMS, documented, problemResponses } from './problem-schema.js';
 
 /** What {@link sessionRoutes} receives: the realm its bearer tokens belong to (data, so one plugin serves every realm). */
 export interface SessionRouteOptions {

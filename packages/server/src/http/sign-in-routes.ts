@@ -1,21 +1,47 @@
-import { AuthError, createChallenge, createSession, parseSessionToken, rfc3339, rotateRefreshToken, secondsUntil } from '@svc/core';
-import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
-import { failureCounting } from '../http/failure-counting.js';
-import { clientAddressKey } from '../http/failure-limiter.js';
-import { sourceKey } from '../http/local-peer.js';
-import { documented, problemResponses } from '../http/problem-schema.js';
-import type { SignInRouteOptions } from './route-options.js';
 import {
-  BODY_PROBLEMS,
+  type AuthDeps,
+  AuthError,
   type ChallengeBody,
   challengeBody,
   challengeResponse,
+  createChallenge,
+  createSession,
+  parseSessionToken,
+  type Realm,
   type RefreshBody,
   refreshBody,
+  rfc3339,
+  rotateRefreshToken,
   type SessionBody,
+  secondsUntil,
   sessionBody,
   tokenPairResponse,
-} from './schemas.js';
+} from '@svc/core';
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
+import type { ChallengeBudget } from './challenge-budget.js';
+import { failureCounting } from './failure-counting.js';
+import { clientAddressKey, type FailureLimiter } from './failure-limiter.js';
+import { sourceKey } from './local-peer.js';
+import { BODY_PROBLEMS, documented, problemResponses } from './problem-schema.js';
+
+/**
+ * What the sign-in route plugin receives: the realm it signs in to (data, so one plugin serves
+ * every realm, not only the management API), the deps, the failed-attempt budget and the
+ * unanswered-challenge budget.
+ */
+export interface SignInRouteOptions {
+  readonly realm: Realm;
+  readonly deps: AuthDeps;
+  readonly limiter: FailureLimiter;
+  readonly challenges: ChallengeBudget;
+  /** Statuses the surface's own guards may answer on every route, for the documented responses (the management API: `403 forbidden_host`). */
+  readonly guardProblems: readonly number[];
+  /**
+   * The origin a client reaches this surface at, for a DPoP proof's `htu`: the gateway's public
+   * origin; by default the request's own scheme and `Host` (the management API, loopback only).
+   */
+  readonly originOf?: (req: FastifyRequest) => string;
+}
 
 /**
  * The sign-in of one realm (`opts.realm`, so the same plugin serves the management API and,
