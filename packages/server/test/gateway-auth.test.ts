@@ -2,8 +2,9 @@ import assert from 'node:assert/strict';
 import type { IncomingMessage } from 'node:http';
 import { after, before, describe, test } from 'node:test';
 import type { FastifyInstance } from 'fastify';
+import { INSUFFICIENT_SCOPE_CHALLENGE } from '../src/gateway/app.js';
 import { registeredRoutes } from '../src/http/route-registry.js';
-import { INSUFFICIENT_SCOPE_CHALLENGE, NODE_ROUTES } from '../src/index.js';
+import { NODE_ROUTES } from '../src/node/routes.js';
 import { networkAddress } from './hardening/surfaces.js';
 import {
   applicationUser,

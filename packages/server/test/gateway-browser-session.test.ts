@@ -5,7 +5,8 @@ import { type Duplex, Writable } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
 import { DEFAULT_AUTH_SETTINGS } from '@svc/core';
 import pino from 'pino';
-import { buildGatewayApp, type GatewayAttach, upgradePrincipal } from '../src/index.js';
+import { upgradePrincipal } from '../src/gateway/app.js';
+import { buildGatewayApp, type GatewayAttach } from '../src/index.js';
 import { browserRequest, cookiesSet } from './support/browser-http.js';
 import {
   ATTACH_MODES,

@@ -4,7 +4,8 @@ import { connect, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
 import type { Principal } from '@svc/core';
-import { type GatewayAttach, upgradePrincipal } from '../src/index.js';
+import { upgradePrincipal } from '../src/gateway/app.js';
+import type { GatewayAttach } from '../src/index.js';
 import { applicationUser, echoAttach, type GatewayHarness, gatewayApi, startGatewayHarness } from './support/gateway-harness.js';
 import { admin } from './support/harness.js';
 

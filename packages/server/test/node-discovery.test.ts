@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { isValidNodeId, nodeIdOf } from '@svc/core';
-import { NODE_ROUTES } from '../src/index.js';
+import { NODE_ROUTES } from '../src/node/routes.js';
 import { adminToken, type NodeHarness, nodeApi, startNodeHarness } from './support/node-harness.js';
 
 const SIX_ROUTES = [

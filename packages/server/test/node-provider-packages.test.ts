@@ -3,7 +3,8 @@ import { generateKeyPairSync } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import type { ProviderHandle, ProviderPolicy } from '@svc/core';
 import { startProviderHost } from '@svc/provider-host';
-import { buildNodeApp, createNodeIdentity, ed25519KeyProvider, NODE_ROUTES } from '../src/index.js';
+import { buildNodeApp, createNodeIdentity, ed25519KeyProvider } from '../src/index.js';
+import { NODE_ROUTES } from '../src/node/routes.js';
 import { startHarness } from './support/harness.js';
 import { adminToken, type NodeHarness, nodeApi, startNodeHarness, TEST_COMPONENTS } from './support/node-harness.js';
 

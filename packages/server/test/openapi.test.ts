@@ -4,7 +4,9 @@ import { after, before, describe, test } from 'node:test';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { canonicalJson, ERROR_CODES, sha256Hex } from '@svc/core';
 import { type RegisteredRoute, registeredRoutes } from '../src/http/route-registry.js';
-import { buildOpenApiDocument, OPENAPI_PATH, renderOpenApiDocument } from '../src/index.js';
+import { renderOpenApiDocument } from '../src/index.js';
+import { buildOpenApiDocument } from '../src/openapi/document.js';
+import { OPENAPI_PATH } from '../src/openapi/route.js';
 import { admin, api } from './support/harness.js';
 import { type NodeHarness, startNodeHarness } from './support/node-harness.js';
 
