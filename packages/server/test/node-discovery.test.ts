@@ -16,7 +16,7 @@ const SIX_ROUTES = [
 describe('node surface: discovery', () => {
   let h: NodeHarness;
   before(async () => {
-    h = await startNodeHarness();
+    h = await startNodeHarness({ socket: false, store: 'memory' });
   });
   after(() => h.close());
 
@@ -94,7 +94,7 @@ describe('node surface: discovery', () => {
 describe('node surface: shared hardening', () => {
   let h: NodeHarness;
   before(async () => {
-    h = await startNodeHarness();
+    h = await startNodeHarness({ socket: false, store: 'memory' });
   });
   after(() => h.close());
 

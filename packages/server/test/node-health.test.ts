@@ -17,6 +17,7 @@ describe('node surface: health', () => {
   };
   before(async () => {
     h = await startNodeHarness({
+      socket: false,
       providers: [ed25519KeyProvider, flaky],
       wrapStore: (store: Store) => {
         const b = breakablePing(store);
