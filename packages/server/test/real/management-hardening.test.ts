@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Store } from '@svc/core';
-import { admin, api, type Harness, newDeviceKey, raw, startHarness } from './support/harness.js';
+import { admin, api, type Harness, newDeviceKey, raw, startHarness } from '../support/harness.js';
 
 function assertNoStore(headers: Headers | Record<string, unknown>, label: string) {
   const get = (name: string) => (headers instanceof Headers ? headers.get(name) : headers[name]);

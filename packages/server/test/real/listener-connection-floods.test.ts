@@ -2,14 +2,14 @@ import assert from 'node:assert/strict';
 import type { Server } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { afterEach, describe, test } from 'node:test';
-import { DEFAULT_UPSTREAM_TIMEOUTS, proxiedSocketTimeout } from '../src/gateway/upstream.js';
-import { UPLOAD_RATE_FLOOR } from '../src/http/connection-limits.js';
-import { serverOptions } from '../src/http/server-options.js';
-import { until, within } from './support/bounded.js';
-import { startGatewayHarness } from './support/gateway-harness.js';
-import { raw, startHarness } from './support/harness.js';
-import { startNodeHarness } from './support/node-harness.js';
-import { startEchoUpstream, startProxyGateway } from './support/upstream-harness.js';
+import { DEFAULT_UPSTREAM_TIMEOUTS, proxiedSocketTimeout } from '../../src/gateway/upstream.js';
+import { UPLOAD_RATE_FLOOR } from '../../src/http/connection-limits.js';
+import { serverOptions } from '../../src/http/server-options.js';
+import { until, within } from '../support/bounded.js';
+import { startGatewayHarness } from '../support/gateway-harness.js';
+import { raw, startHarness } from '../support/harness.js';
+import { startNodeHarness } from '../support/node-harness.js';
+import { startEchoUpstream, startProxyGateway } from '../support/upstream-harness.js';
 
 /** The listener's own deadline for a request head: what would free a lingering socket without the fix. */
 const HEAD_TIMEOUT_MS = serverOptions(false).http.headersTimeout;

@@ -12,8 +12,8 @@ import {
   verifyDiagnostics,
 } from '@svc/client';
 import { nodeIdOf, type Store, StoreUnavailableError } from '@svc/core';
-import { newDeviceKey } from './support/harness.js';
-import { adminToken, type NodeHarness, startNodeHarness } from './support/node-harness.js';
+import { newDeviceKey } from '../support/harness.js';
+import { adminToken, type NodeHarness, startNodeHarness } from '../support/node-harness.js';
 
 describe('the client SDK against the node surface', () => {
   let h: NodeHarness;

@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { request as httpRequest } from 'node:http';
 import { after, before, describe, test } from 'node:test';
-import { clientAddressKey, createFailureLimiter } from '../src/http/failure-limiter.js';
-import { admin, api, createFakeClock, type Harness, newDeviceKey, signIn, startHarness } from './support/harness.js';
+import { clientAddressKey, createFailureLimiter } from '../../src/http/failure-limiter.js';
+import { admin, api, createFakeClock, type Harness, newDeviceKey, signIn, startHarness } from '../support/harness.js';
 
 const BAD_REFRESH = { refresh_token: `svcr_${'0'.repeat(26)}${'B'.repeat(43)}` };
 

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { within } from './support/bounded.js';
-import { newDeviceKey, startHarness } from './support/harness.js';
-import { rawText } from './support/raw-http.js';
-import { type ProxyGateway, startEchoUpstream, startProxyGateway, type Upstream } from './support/upstream-harness.js';
+import { within } from '../support/bounded.js';
+import { newDeviceKey, startHarness } from '../support/harness.js';
+import { rawText } from '../support/raw-http.js';
+import { type ProxyGateway, startEchoUpstream, startProxyGateway, type Upstream } from '../support/upstream-harness.js';
 
 /**
  * `rawText` writes the request and reads until the server closes; `halfClose` sends the FIN

@@ -7,8 +7,8 @@ import {
   requirement,
   startGatewayHarness,
   testPolicy,
-} from './support/gateway-harness.js';
-import { type RawResponse, rawRequest, rawText } from './support/raw-http.js';
+} from '../support/gateway-harness.js';
+import { type RawResponse, rawRequest, rawText } from '../support/raw-http.js';
 
 function assertRefused(r: RawResponse, what: string): void {
   assert.equal(r.status, 400, `${what}: ${r.text}`);

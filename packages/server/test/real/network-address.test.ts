@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 // The dummy interface the network-attack tests make when the machine has no non-loopback
 // address: it must not outlive the run, nor a leftover of it break the next one.
 const ROOT = process.getuid?.() === 0 && process.platform === 'linux';
-const MODULE = fileURLToPath(new URL('./support/network-address.ts', import.meta.url));
+const MODULE = fileURLToPath(new URL('../support/network-address.ts', import.meta.url));
 
 /** Whether this machine has an interface named `name`. */
 function linkExists(name: string): boolean {

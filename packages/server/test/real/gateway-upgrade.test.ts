@@ -4,10 +4,10 @@ import { connect, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
 import type { Principal } from '@svc/core';
-import { upgradePrincipal } from '../src/gateway/app.js';
-import type { GatewayAttach } from '../src/index.js';
-import { applicationUser, echoAttach, type GatewayHarness, gatewayApi, startGatewayHarness } from './support/gateway-harness.js';
-import { admin } from './support/harness.js';
+import { upgradePrincipal } from '../../src/gateway/app.js';
+import type { GatewayAttach } from '../../src/index.js';
+import { applicationUser, echoAttach, type GatewayHarness, gatewayApi, startGatewayHarness } from '../support/gateway-harness.js';
+import { admin } from '../support/harness.js';
 
 /** What an `upgrade` listener of the attach saw. */
 interface SeenUpgrade {

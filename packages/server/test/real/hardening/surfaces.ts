@@ -1,10 +1,10 @@
 import { connect } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { after, before, describe } from 'node:test';
-import { buildMetricsApp, createServiceMetrics } from '../../src/index.js';
-import { startGatewayHarness } from '../support/gateway-harness.js';
-import { type Harness, newDeviceKey, type RawReply, raw, startHarness } from '../support/harness.js';
-import { startNodeHarness } from '../support/node-harness.js';
+import { buildMetricsApp, createServiceMetrics } from '../../../src/index.js';
+import { startGatewayHarness } from '../../support/gateway-harness.js';
+import { type Harness, newDeviceKey, type RawReply, raw, startHarness } from '../../support/harness.js';
+import { startNodeHarness } from '../../support/node-harness.js';
 
 /** A running listener of a surface: its port, and how to stop it (and what it needed). */
 export interface Listener {

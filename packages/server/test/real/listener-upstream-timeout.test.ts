@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { type AddressInfo, createServer, type Socket } from 'node:net';
 import { after, before, describe, test } from 'node:test';
-import { DEFAULT_UPSTREAM_TIMEOUTS } from '../src/gateway/upstream.js';
-import { within } from './support/bounded.js';
-import { rawText } from './support/raw-http.js';
-import { type ProxyGateway, startProxyGateway } from './support/upstream-harness.js';
+import { DEFAULT_UPSTREAM_TIMEOUTS } from '../../src/gateway/upstream.js';
+import { within } from '../support/bounded.js';
+import { rawText } from '../support/raw-http.js';
+import { type ProxyGateway, startProxyGateway } from '../support/upstream-harness.js';
 
 /** An upstream that accepts every connection, reads what it is sent, and never answers. */
 async function startSilentUpstream(): Promise<{ url: URL; accepted: () => number; close(): Promise<void> }> {

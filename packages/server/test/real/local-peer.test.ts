@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { connect, createServer, type Socket } from 'node:net';
 import { describe, test } from 'node:test';
-import { sourceKey } from '../src/http/local-peer.js';
+import { sourceKey } from '../../src/http/local-peer.js';
 
 /** The server side of one loopback connection to `host`, from this process. */
 async function acceptedFrom(host: string): Promise<{ socket: Socket; close(): Promise<void> }> {

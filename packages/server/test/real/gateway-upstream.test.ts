@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { createServer as createNetServer, type Server as NetServer } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { type AuthDeps, revokeSession } from '@svc/core';
-import { raw } from './support/harness.js';
+import { raw } from '../support/harness.js';
 import {
   type EchoBody,
   type ProxyGateway,
@@ -13,7 +13,7 @@ import {
   startProxyGateway,
   startStandInProxyGateway,
   type Upstream,
-} from './support/upstream-harness.js';
+} from '../support/upstream-harness.js';
 
 /** How many times `name` occurs in a raw header list. */
 function occurrences(rawHeaders: readonly string[], name: string): number {

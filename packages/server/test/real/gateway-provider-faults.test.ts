@@ -7,11 +7,11 @@ import assert from 'node:assert/strict';
 import { after, afterEach, before, beforeEach, describe, test } from 'node:test';
 import type { ProviderHandle } from '@svc/core';
 import { startProviderHost } from '@svc/provider-host';
-import { createFailureLimiter } from '../src/http/failure-limiter.js';
-import { startGateway } from './support/gateway-harness.js';
-import { type NodeHarness, startNodeHarness } from './support/node-harness.js';
+import { createFailureLimiter } from '../../src/http/failure-limiter.js';
+import { startGateway } from '../support/gateway-harness.js';
+import { type NodeHarness, startNodeHarness } from '../support/node-harness.js';
 
-const PACKAGE_DIR = new URL('./fixtures/faulty-passkeys', import.meta.url).pathname;
+const PACKAGE_DIR = new URL('../fixtures/faulty-passkeys', import.meta.url).pathname;
 /** The host's bound on one call: the stopped provider is given up on after this. */
 const CALL_TIMEOUT_MS = 2_000;
 

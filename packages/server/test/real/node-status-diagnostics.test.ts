@@ -3,7 +3,7 @@ import { execFile } from 'node:child_process';
 import { after, before, describe, test } from 'node:test';
 import { canonicalJson, createChallenge, createSession, type JsonValue } from '@svc/core';
 import canonicalize from 'canonicalize';
-import { admin, api, type DeviceKey, newDeviceKey, signIn } from './support/harness.js';
+import { admin, api, type DeviceKey, newDeviceKey, signIn } from '../support/harness.js';
 import {
   adminToken,
   completion,
@@ -13,7 +13,7 @@ import {
   scratch,
   startNodeHarness,
   TEST_COMPONENTS,
-} from './support/node-harness.js';
+} from '../support/node-harness.js';
 
 const SPKI_ED25519_PREFIX = '302a300506032b6570032100';
 

@@ -5,8 +5,8 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { api, newDeviceKey, type Reply } from './support/harness.js';
-import { adminToken, type NodeHarness, nodeApi, startNodeHarness } from './support/node-harness.js';
+import { api, newDeviceKey, type Reply } from '../support/harness.js';
+import { adminToken, type NodeHarness, nodeApi, startNodeHarness } from '../support/node-harness.js';
 
 // better-sqlite3 as the store package resolves it, for the other process.
 const BETTER_SQLITE3 = createRequire(createRequire(import.meta.url).resolve('svc-store-sqlite/package.json')).resolve('better-sqlite3');

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { request as httpRequest } from 'node:http';
 import { after, before, describe, test } from 'node:test';
-import { newDeviceKey } from './support/harness.js';
-import { testNetworkAddress } from './support/network-address.js';
-import { adminToken, type NodeHarness, nodeApi, startNodeHarness } from './support/node-harness.js';
+import { newDeviceKey } from '../support/harness.js';
+import { testNetworkAddress } from '../support/network-address.js';
+import { adminToken, type NodeHarness, nodeApi, startNodeHarness } from '../support/node-harness.js';
 
 // Made on a dummy interface when the machine has none (as root); under CI a missing one fails.
 const { address: NET, skip: needsNetwork } = testNetworkAddress();

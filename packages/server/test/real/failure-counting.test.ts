@@ -3,14 +3,14 @@ import { connect } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { AuthError } from '@svc/core';
 import Fastify, { type FastifyInstance } from 'fastify';
-import { createChallengeBudget } from '../src/http/challenge-budget.js';
-import { failureCounting } from '../src/http/failure-counting.js';
-import { clientAddressKey, createFailureLimiter, type FailureLimiter } from '../src/http/failure-limiter.js';
-import { hardenSurface } from '../src/http/harden.js';
-import { serverOptions } from '../src/http/server-options.js';
-import { signInRoutes } from '../src/http/sign-in-routes.js';
-import { admin, api, createFakeClock, signIn } from './support/harness.js';
-import { adminToken, completion, type NodeHarness, nodeApi, prepare, startNodeHarness } from './support/node-harness.js';
+import { createChallengeBudget } from '../../src/http/challenge-budget.js';
+import { failureCounting } from '../../src/http/failure-counting.js';
+import { clientAddressKey, createFailureLimiter, type FailureLimiter } from '../../src/http/failure-limiter.js';
+import { hardenSurface } from '../../src/http/harden.js';
+import { serverOptions } from '../../src/http/server-options.js';
+import { signInRoutes } from '../../src/http/sign-in-routes.js';
+import { admin, api, createFakeClock, signIn } from '../support/harness.js';
+import { adminToken, completion, type NodeHarness, nodeApi, prepare, startNodeHarness } from '../support/node-harness.js';
 
 /** A gate a handler waits on, and a signal that the handler got there. */
 function gate() {

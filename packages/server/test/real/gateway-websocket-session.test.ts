@@ -11,8 +11,8 @@ import { after, before, describe, test } from 'node:test';
 import type { AuthDeps } from '@svc/core';
 import { openSqliteStore } from 'svc-store-sqlite';
 import { WebSocket } from 'ws';
-import { type GatewayAttach, upstreamAttach } from '../src/index.js';
-import { within } from './support/bounded.js';
+import { type GatewayAttach, upstreamAttach } from '../../src/index.js';
+import { within } from '../support/bounded.js';
 import {
   applicationUser,
   type GatewayHarness,
@@ -20,9 +20,9 @@ import {
   startGateway,
   startGatewayHarness,
   testPolicy,
-} from './support/gateway-harness.js';
-import { admin, api, type Pair } from './support/harness.js';
-import { startEchoUpstream, testIdentityHeaders, type Upstream } from './support/upstream-harness.js';
+} from '../support/gateway-harness.js';
+import { admin, api, type Pair } from '../support/harness.js';
+import { startEchoUpstream, testIdentityHeaders, type Upstream } from '../support/upstream-harness.js';
 
 /** How often the gateways of this file re-check a relayed websocket's session. */
 const CHECK_MS = 100;

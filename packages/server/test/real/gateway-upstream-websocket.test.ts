@@ -4,15 +4,15 @@ import assert from 'node:assert/strict';
 import type { IncomingHttpHeaders } from 'node:http';
 import { after, before, describe, test } from 'node:test';
 import { WebSocket } from 'ws';
-import { within } from './support/bounded.js';
-import { rawText } from './support/raw-http.js';
+import { within } from '../support/bounded.js';
+import { rawText } from '../support/raw-http.js';
 import {
   type ProxyGateway,
   startEchoUpstream,
   startProxyGateway,
   startStandInProxyGateway,
   type Upstream,
-} from './support/upstream-harness.js';
+} from '../support/upstream-harness.js';
 
 /** Opens a websocket; resolves with it once open, or rejects with the HTTP status of a refused upgrade. */
 function connect(url: string, headers: Record<string, string>): Promise<{ ws: WebSocket; first: Promise<string> }> {

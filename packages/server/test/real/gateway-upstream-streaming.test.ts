@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { after, before, describe, test } from 'node:test';
-import { startEchoUpstream, type Upstream } from './support/upstream-harness.js';
+import { startEchoUpstream, type Upstream } from '../support/upstream-harness.js';
 
 const MiB = 1024 * 1024;
 const TOTAL = 100 * MiB;
@@ -119,7 +119,7 @@ describe('gateway upstream mode, streaming (the real gateway, in its own process
     const tokenFile = join(dir, 'bearer');
     child = spawn(
       process.execPath,
-      ['--import', 'tsx', join(import.meta.dirname, 'support/upstream-gateway-child.ts'), up.url.href, tokenFile],
+      ['--import', 'tsx', join(import.meta.dirname, '../support/upstream-gateway-child.ts'), up.url.href, tokenFile],
       { stdio: ['ignore', 'pipe', 'inherit'] },
     );
     port = await new Promise<number>((resolve, reject) => {

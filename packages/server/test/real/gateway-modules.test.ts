@@ -6,13 +6,13 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { WebSocket } from 'ws';
-import { moduleHostNodeArgs } from '../src/gateway/module-host.js';
-import { type AppModule, ModuleHostError, startModuleHost } from '../src/index.js';
-import { applicationUser, type GatewayHarness, gatewayApi, startGatewayHarness } from './support/gateway-harness.js';
-import { loopbackCertificate } from './support/loopback-cert.js';
-import { fixtureModule, moduleModeAttach, writeModulePackage } from './support/module-host.js';
-import { scratch } from './support/node-harness.js';
-import { rawRequest } from './support/raw-http.js';
+import { moduleHostNodeArgs } from '../../src/gateway/module-host.js';
+import { type AppModule, ModuleHostError, startModuleHost } from '../../src/index.js';
+import { applicationUser, type GatewayHarness, gatewayApi, startGatewayHarness } from '../support/gateway-harness.js';
+import { loopbackCertificate } from '../support/loopback-cert.js';
+import { fixtureModule, moduleModeAttach, writeModulePackage } from '../support/module-host.js';
+import { scratch } from '../support/node-harness.js';
+import { rawRequest } from '../support/raw-http.js';
 
 // Module mode of the application gateway (spec rule 1: identity is established before
 // application modules run; a package loaded into the application cannot replace it). The modules

@@ -3,12 +3,12 @@ import { readFileSync } from 'node:fs';
 import { request as httpsRequest } from 'node:https';
 import { connect } from 'node:net';
 import { after, before, describe, test } from 'node:test';
-import type { GatewayAttach } from '../src/index.js';
-import { createServiceMetrics } from '../src/index.js';
-import { applicationUser, type GatewayHarness, gatewayApi, startGateway, startGatewayHarness } from './support/gateway-harness.js';
-import { loopbackCertificate } from './support/loopback-cert.js';
-import { scratch } from './support/node-harness.js';
-import { rawRequest } from './support/raw-http.js';
+import type { GatewayAttach } from '../../src/index.js';
+import { createServiceMetrics } from '../../src/index.js';
+import { applicationUser, type GatewayHarness, gatewayApi, startGateway, startGatewayHarness } from '../support/gateway-harness.js';
+import { loopbackCertificate } from '../support/loopback-cert.js';
+import { scratch } from '../support/node-harness.js';
+import { rawRequest } from '../support/raw-http.js';
 
 /** An attach that says what the gateway made of the client's address and protocol. */
 const whoAmI: GatewayAttach = async (app) => {

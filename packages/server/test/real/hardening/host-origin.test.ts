@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { isLoopbackHostHeader, isLoopbackOrigin } from '../../src/http/loopback.js';
+import { isLoopbackHostHeader, isLoopbackOrigin } from '../../../src/http/loopback.js';
 import { againstEverySurface, type Listener, networkAddress, rawExchange, SURFACES, send } from './surfaces.js';
 
 const LOOPBACK_HOSTS = [

@@ -3,15 +3,15 @@ import { generateKeyPairSync } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import type { ProviderHandle, ProviderPolicy } from '@svc/core';
 import { startProviderHost } from '@svc/provider-host';
-import { buildNodeApp, createNodeIdentity, ed25519KeyProvider } from '../src/index.js';
-import { NODE_ROUTES } from '../src/node/routes.js';
-import { startHarness } from './support/harness.js';
-import { adminToken, type NodeHarness, nodeApi, startNodeHarness, TEST_COMPONENTS } from './support/node-harness.js';
+import { buildNodeApp, createNodeIdentity, ed25519KeyProvider } from '../../src/index.js';
+import { NODE_ROUTES } from '../../src/node/routes.js';
+import { startHarness } from '../support/harness.js';
+import { adminToken, type NodeHarness, nodeApi, startNodeHarness, TEST_COMPONENTS } from '../support/node-harness.js';
 
 // Item 7 of #13: installed provider packages, each a real confined child process
 // (@svc/provider-host), appear in status and health, and in discovery as data only.
 
-const PACKAGE_DIR = new URL('./fixtures/provider-package', import.meta.url).pathname;
+const PACKAGE_DIR = new URL('../fixtures/provider-package', import.meta.url).pathname;
 
 function policy(name: string): ProviderPolicy {
   return { name, realms: ['application'], allowedIssuers: ['webauthn:app.example.com'], jit: { enabled: false, emailDomains: [] } };

@@ -10,7 +10,7 @@ import { createAssertionSigner } from '@svc/server';
 
 // Debian's interpreter on purpose: `python3` on PATH may be another one without python3-jwt.
 const PYTHON = '/usr/bin/python3';
-const SCRIPT = fileURLToPath(new URL('./support/assertion-upstream.py', import.meta.url));
+const SCRIPT = fileURLToPath(new URL('../support/assertion-upstream.py', import.meta.url));
 const AUD = 'http://127.0.0.1:3000';
 const PUBLIC_ORIGIN = 'https://app.example';
 

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { connect, type Socket } from 'node:net';
 import { afterEach, describe, test } from 'node:test';
-import { MANAGEMENT_CONNECTION_LIMITS, NODE_CONNECTION_LIMITS } from '../src/http/connection-limits.js';
-import { api } from './support/harness.js';
-import { type NodeHarness, startNodeHarness } from './support/node-harness.js';
+import { MANAGEMENT_CONNECTION_LIMITS, NODE_CONNECTION_LIMITS } from '../../src/http/connection-limits.js';
+import { api } from '../support/harness.js';
+import { type NodeHarness, startNodeHarness } from '../support/node-harness.js';
 
 /**
  * Opens `count` idle sockets to the node surface, from `peers` loopback addresses in turn

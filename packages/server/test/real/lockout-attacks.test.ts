@@ -3,7 +3,7 @@ import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { request as httpRequest } from 'node:http';
 import { describe, test } from 'node:test';
-import { admin, api, type Harness, newDeviceKey, signIn, startHarness } from './support/harness.js';
+import { admin, api, type Harness, newDeviceKey, signIn, startHarness } from '../support/harness.js';
 
 /** A request from `localAddress` (any of 127.0.0.0/8: another local account's curl), with node:http. */
 function postFrom(

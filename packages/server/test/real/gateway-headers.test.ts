@@ -3,7 +3,7 @@ import type { IncomingMessage } from 'node:http';
 import { connect } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { IDENTITY_HEADER_NAMES, IDENTITY_HEADER_PREFIXES, normalizeHeaderName } from '@svc/core';
-import type { GatewayAttach } from '../src/index.js';
+import type { GatewayAttach } from '../../src/index.js';
 import {
   ATTACH_MODES,
   applicationUser,
@@ -12,8 +12,8 @@ import {
   type GatewayHarness,
   startGatewayHarness,
   testPolicy,
-} from './support/gateway-harness.js';
-import { rawRequest } from './support/raw-http.js';
+} from '../support/gateway-harness.js';
+import { rawRequest } from '../support/raw-http.js';
 
 /** The project's own identity header of {@link testPolicy}. */
 const PROJECT_HEADER = 'X-Tenant';

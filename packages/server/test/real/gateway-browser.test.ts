@@ -6,11 +6,11 @@ import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
-import { launchBrowser, pageWithAuthenticator } from '../../../test-support/browser.js';
-import { applicationUser, echoAttach, type GatewayHarness, startGatewayHarness } from './support/gateway-harness.js';
-import { loopbackCertificate } from './support/loopback-cert.js';
-import { scratch } from './support/node-harness.js';
-import { testRedirectProvider, testWebauthnProvider } from './support/test-provider.js';
+import { launchBrowser, pageWithAuthenticator } from '../../../../test-support/browser.js';
+import { applicationUser, echoAttach, type GatewayHarness, startGatewayHarness } from '../support/gateway-harness.js';
+import { loopbackCertificate } from '../support/loopback-cert.js';
+import { scratch } from '../support/node-harness.js';
+import { testRedirectProvider, testWebauthnProvider } from '../support/test-provider.js';
 
 /** A plain server on 127.0.0.1:0 answering every request with `handler`. */
 async function startPage(

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { Store } from '@svc/core';
-import { admin, api, startHarness } from './support/harness.js';
+import { admin, api, startHarness } from '../support/harness.js';
 
 // The timeout is the property, not a performance figure: without draining, the keep-alive
 // connection of the in-flight request would hold app.close() for Fastify's 72 s keep-alive.
