@@ -18,6 +18,7 @@ describe('node surface: health', () => {
   before(async () => {
     h = await startNodeHarness({
       socket: false,
+      store: 'memory',
       providers: [ed25519KeyProvider, flaky],
       wrapStore: (store: Store) => {
         const b = breakablePing(store);

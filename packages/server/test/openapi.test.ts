@@ -8,7 +8,7 @@ import { renderOpenApiDocument } from '../src/index.js';
 import { buildOpenApiDocument } from '../src/openapi/document.js';
 import { OPENAPI_PATH } from '../src/openapi/route.js';
 import { admin, api } from './support/harness.js';
-import { type NodeHarness, startNodeHarness } from './support/node-harness.js';
+import { type NodeHarness, nodeApi, startNodeHarness } from './support/node-harness.js';
 
 const committed = new URL('../../../docs/openapi.json', import.meta.url);
 
@@ -77,7 +77,7 @@ describe('routes served against the document', () => {
   let h: NodeHarness;
   let doc: Doc;
   before(async () => {
-    h = await startNodeHarness();
+    h = await startNodeHarness({ socket: false, store: 'memory' });
     doc = JSON.parse(readFileSync(committed, 'utf8'));
   });
   after(() => h.close());
@@ -117,9 +117,9 @@ describe('routes served against the document', () => {
   });
 
   test('the node surface does not serve the document', async () => {
-    const r = await fetch(h.nodeBase + OPENAPI_PATH);
+    const r = await nodeApi(h, 'GET', OPENAPI_PATH);
     assert.equal(r.status, 404);
-    assert.equal(((await r.json()) as { code: string }).code, 'not_found');
+    assert.equal((r.body as { code: string }).code, 'not_found');
   });
 
   test('a response schema drops no field: served audit events still re-hash to their chain', async () => {

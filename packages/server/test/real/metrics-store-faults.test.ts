@@ -8,8 +8,8 @@ import { type AuthDeps, DEFAULT_AUTH_SETTINGS, issueBootstrapToken, silentLogger
 import Database from 'better-sqlite3';
 import type { FastifyInstance } from 'fastify';
 import { openSqliteStore } from 'svc-store-sqlite';
-import { buildManagementApp, createServiceMetrics, instrumentStore, type ServiceMetrics } from '../src/index.js';
-import { createFakeClock, type DeviceKey, newDeviceKey } from './support/harness.js';
+import { buildManagementApp, createServiceMetrics, instrumentStore, type ServiceMetrics } from '../../src/index.js';
+import { createFakeClock, type DeviceKey, newDeviceKey } from '../support/harness.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'svc-metrics-faults-'));
 const file = join(dir, 'control.db');
