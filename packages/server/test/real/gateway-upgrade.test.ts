@@ -6,6 +6,7 @@ import { after, before, describe, test } from 'node:test';
 import type { Principal } from '@svc/core';
 import { upgradePrincipal } from '../../src/gateway/app.js';
 import type { GatewayAttach } from '../../src/index.js';
+import { within } from '../support/bounded.js';
 import { applicationUser, echoAttach, type GatewayHarness, gatewayApi, startGatewayHarness } from '../support/gateway-harness.js';
 import { admin } from '../support/harness.js';
 
@@ -54,20 +55,26 @@ describe('websocket upgrades go through the same identity step', () => {
 
   /** Sends an upgrade request (then `PING` a moment later) and reads everything until the server closes. */
   const upgrade = (target: string, headers = '') =>
-    new Promise<string>((resolve, reject) => {
-      const socket = connect(h.gatewayPort, '127.0.0.1', () => {
-        socket.write(`GET ${target} HTTP/1.1\r\nHost: 127.0.0.1\r\n${UPGRADE}${headers}\r\n`);
-        setTimeout(() => {
-          if (!socket.destroyed) socket.write('PING');
-        }, 5);
-      });
-      let text = '';
-      socket.on('data', (c) => {
-        text += c.toString('utf8');
-      });
-      socket.on('close', () => resolve(text));
-      socket.on('error', (err: NodeJS.ErrnoException) => (err.code === 'ECONNRESET' || err.code === 'EPIPE' ? resolve(text) : reject(err)));
-    });
+    within(
+      new Promise<string>((resolve, reject) => {
+        const socket = connect(h.gatewayPort, '127.0.0.1', () => {
+          socket.write(`GET ${target} HTTP/1.1\r\nHost: 127.0.0.1\r\n${UPGRADE}${headers}\r\n`);
+          setTimeout(() => {
+            if (!socket.destroyed) socket.write('PING');
+          }, 5);
+        });
+        let text = '';
+        socket.on('data', (c) => {
+          text += c.toString('utf8');
+        });
+        socket.on('close', () => resolve(text));
+        socket.on('error', (err: NodeJS.ErrnoException) =>
+          err.code === 'ECONNRESET' || err.code === 'EPIPE' ? resolve(text) : reject(err),
+        );
+      }),
+      20_000,
+      `the gateway to answer and close an upgrade of ${target}`,
+    );
 
   test('no token on a non-public path: 401 with the application challenge, the listener never sees it', async () => {
     const before = seen.length;

@@ -16,9 +16,11 @@ import {
 
 /** Opens a websocket; resolves with it once open, or rejects with the HTTP status of a refused upgrade. */
 function connect(url: string, headers: Record<string, string>): Promise<{ ws: WebSocket; first: Promise<string> }> {
-  return new Promise((resolve, reject) => {
+  const opened = new Promise<{ ws: WebSocket; first: Promise<string> }>((resolve, reject) => {
     const ws = new WebSocket(url, { headers });
-    const first = new Promise<string>((r) => ws.once('message', (data) => r(String(data))));
+    const first = within(new Promise<string>((r) => ws.once('message', (data) => r(String(data)))), 20_000, `the first message on ${url}`);
+    // A test that expects no first message never awaits it: its bound must not fail the run.
+    first.catch(() => {});
     ws.once('open', () => resolve({ ws, first }));
     ws.once('unexpected-response', (_req, res) => {
       let body = '';
@@ -29,10 +31,15 @@ function connect(url: string, headers: Record<string, string>): Promise<{ ws: We
     });
     ws.once('error', reject);
   });
+  return within(opened, 20_000, `the websocket upgrade of ${url}`);
 }
 
 function nextMessage(ws: WebSocket): Promise<{ data: string; binary: boolean }> {
-  return new Promise((resolve) => ws.once('message', (data, binary) => resolve({ data: String(data), binary })));
+  return within(
+    new Promise((resolve) => ws.once('message', (data, binary) => resolve({ data: String(data), binary }))),
+    20_000,
+    'the next websocket message',
+  );
 }
 
 describe('gateway upstream mode, websockets', () => {

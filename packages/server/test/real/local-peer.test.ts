@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { connect, createServer, type Socket } from 'node:net';
 import { describe, test } from 'node:test';
 import { sourceKey } from '../../src/http/local-peer.js';
+import { within } from '../support/bounded.js';
 
 /** The server side of one loopback connection to `host`, from this process. */
 async function acceptedFrom(host: string): Promise<{ socket: Socket; close(): Promise<void> }> {
@@ -11,7 +12,7 @@ async function acceptedFrom(host: string): Promise<{ socket: Socket; close(): Pr
   const address = server.address();
   if (address === null || typeof address === 'string') throw new Error('no port');
   const client = connect(address.port, host);
-  const socket = await accepted;
+  const socket = await within(accepted, 10_000, `the server side of a connection to ${host}`);
   return {
     socket,
     async close() {
@@ -58,7 +59,7 @@ describe('the source of a loopback peer is its local account', () => {
       return;
     }
     const client = connect((server.address() as { port: number }).port, '127.0.0.1');
-    const socket = await accepted;
+    const socket = await within(accepted, 10_000, 'the server side of a connection from 127.0.0.1 to [::]');
     try {
       assert.equal(socket.remoteAddress, '::ffff:127.0.0.1');
       assert.equal(await sourceKey(socket.remoteAddress as string, socket), `addr:loopback|uid:${process.getuid?.()}`);
