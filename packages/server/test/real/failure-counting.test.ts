@@ -9,6 +9,7 @@ import { clientAddressKey, createFailureLimiter, type FailureLimiter } from '../
 import { hardenSurface } from '../../src/http/harden.js';
 import { serverOptions } from '../../src/http/server-options.js';
 import { signInRoutes } from '../../src/http/sign-in-routes.js';
+import { until, within } from '../support/bounded.js';
 import { admin, api, createFakeClock, signIn } from '../support/harness.js';
 import { adminToken, completion, type NodeHarness, nodeApi, prepare, startNodeHarness } from '../support/node-harness.js';
 
@@ -94,18 +95,14 @@ describe('failure counting plugin', () => {
         socket.write('POST /attempt HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n'),
       );
       socket.on('error', () => {});
-      await g.reached;
+      await within(g.reached, 10_000, 'the attempt to reach its handler');
       const closed = new Promise((resolve) => socket.once('close', resolve));
       socket.destroy();
-      await closed;
+      await within(closed, 10_000, 'the client socket to close');
       // The budget (1) is held by the running attempt: the next one runs uncounted.
       assert.equal((await limiter.reserve(['credential'])).counted, false);
       g.open();
-      const deadline = Date.now() + 5_000;
-      while (limiter.check(['credential']) === null) {
-        assert.ok(Date.now() < deadline, 'waited 5 s for the abandoned attempt to fail and be counted');
-        await new Promise((resolve) => setTimeout(resolve, 10));
-      }
+      await until(() => limiter.check(['credential']) !== null, 5_000, 'the abandoned attempt to fail and be counted');
       assert.equal(limiter.check(['credential'])?.code, 'rate_limited', 'the abandoned attempt failed and was counted');
       assert.equal(limiter.check([clientAddressKey('127.0.0.1')]), null, 'only the route keys were charged');
     } finally {

@@ -8,6 +8,7 @@ import { after, before, describe, test } from 'node:test';
 import { WebSocket } from 'ws';
 import { moduleHostNodeArgs } from '../../src/gateway/module-host.js';
 import { type AppModule, ModuleHostError, startModuleHost } from '../../src/index.js';
+import { within } from '../support/bounded.js';
 import { applicationUser, type GatewayHarness, gatewayApi, startGatewayHarness } from '../support/gateway-harness.js';
 import { loopbackCertificate } from '../support/loopback-cert.js';
 import { fixtureModule, moduleModeAttach, writeModulePackage } from '../support/module-host.js';
@@ -452,18 +453,26 @@ export async function svcApp(app) {
       const user = await applicationUser(h);
       const subject = (await gatewayApi(h, 'GET', '/.svc/auth/v1/me', { token: user.pair.access_token })).body.subject;
       const url = `ws://127.0.0.1:${h.gatewayPort}/socket`;
-      const first = await new Promise<string>((resolve, reject) => {
-        const ws = new WebSocket(url, { headers: { authorization: `Bearer ${user.pair.access_token}`, 'svc-subject': FORGED } });
-        ws.once('message', (data) => resolve(String(data)));
-        ws.once('error', reject);
-      });
+      const first = await within(
+        new Promise<string>((resolve, reject) => {
+          const ws = new WebSocket(url, { headers: { authorization: `Bearer ${user.pair.access_token}`, 'svc-subject': FORGED } });
+          ws.once('message', (data) => resolve(String(data)));
+          ws.once('error', reject);
+        }),
+        20_000,
+        "the module's first websocket message",
+      );
       assert.deepEqual(JSON.parse(first), { subject, frozen: true, forged: null, privateHeaders: [] });
-      const refused = await new Promise<number>((resolve, reject) => {
-        const ws = new WebSocket(url, { headers: { 'svc-subject': FORGED } });
-        ws.once('unexpected-response', (_req, res) => resolve(res.statusCode ?? 0));
-        ws.once('open', () => reject(new Error('an unauthenticated upgrade reached the module')));
-        ws.once('error', () => {});
-      });
+      const refused = await within(
+        new Promise<number>((resolve, reject) => {
+          const ws = new WebSocket(url, { headers: { 'svc-subject': FORGED } });
+          ws.once('unexpected-response', (_req, res) => resolve(res.statusCode ?? 0));
+          ws.once('open', () => reject(new Error('an unauthenticated upgrade reached the module')));
+          ws.once('error', () => {});
+        }),
+        20_000,
+        'the refusal of an unauthenticated websocket upgrade',
+      );
       assert.equal(refused, 401);
     } finally {
       await h.close();

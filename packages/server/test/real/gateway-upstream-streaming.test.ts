@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { after, before, describe, test } from 'node:test';
+import { within } from '../support/bounded.js';
 import { startEchoUpstream, type Upstream } from '../support/upstream-harness.js';
 
 const MiB = 1024 * 1024;
@@ -122,15 +123,19 @@ describe('gateway upstream mode, streaming (the real gateway, in its own process
       ['--import', 'tsx', join(import.meta.dirname, '../support/upstream-gateway-child.ts'), up.url.href, tokenFile],
       { stdio: ['ignore', 'pipe', 'inherit'] },
     );
-    port = await new Promise<number>((resolve, reject) => {
-      let out = '';
-      child.stdout?.on('data', (d: Buffer) => {
-        out += d.toString();
-        const m = /listening on http:\/\/127\.0\.0\.1:(\d+)/.exec(out);
-        if (m?.[1]) resolve(Number(m[1]));
-      });
-      child.once('exit', (code) => reject(new Error(`the gateway exited ${code}`)));
-    });
+    port = await within(
+      new Promise<number>((resolve, reject) => {
+        let out = '';
+        child.stdout?.on('data', (d: Buffer) => {
+          out += d.toString();
+          const m = /listening on http:\/\/127\.0\.0\.1:(\d+)/.exec(out);
+          if (m?.[1]) resolve(Number(m[1]));
+        });
+        child.once('exit', (code) => reject(new Error(`the gateway exited ${code}`)));
+      }),
+      60_000,
+      'the gateway child process to print its listening line',
+    );
     bearer = readFileSync(tokenFile, 'utf8');
     // Warm-up: the proxy path compiled and its pools made before anything is measured.
     for (let i = 0; i < 3; i++) {
@@ -142,7 +147,7 @@ describe('gateway upstream mode, streaming (the real gateway, in its own process
     if (child.exitCode === null) {
       const exited = new Promise((r) => child.once('exit', r));
       child.kill('SIGTERM');
-      await exited;
+      await within(exited, 20_000, 'the gateway child process to exit on SIGTERM');
     }
     await up.close();
     rmSync(dir, { recursive: true, force: true });

@@ -136,7 +136,7 @@ describe('a client that stops reading is cut', () => {
     socket.on('error', () => {});
     let trickle: NodeJS.Timeout | undefined;
     try {
-      await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+      await within(new Promise<void>((resolve) => socket.once('connect', () => resolve())), 10_000, 'the raw client to connect');
       socket.write(`GET /download?bytes=${64 * 1024 * 1024} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${gw.bearer}\r\n\r\n`);
       // Bytes keep arriving from the caller (the start of a pipelined request, one byte at a
       // time), so the socket is never idle on the read side; it never reads a byte of the answer.
@@ -170,7 +170,7 @@ describe('a deadline that fires during a response never writes into it', () => {
       received += d.toString('latin1');
     });
     try {
-      await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+      await within(new Promise<void>((resolve) => socket.once('connect', () => resolve())), 10_000, 'the raw client to connect');
       // `/stall` sends its head and a first chunk, then nothing; the half-sent next request's
       // head deadline (10 s) fires while that response is still open.
       socket.write(`GET /stall HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${gw.bearer}\r\n\r\nGET /`);
@@ -203,7 +203,7 @@ describe('a request body that barely moves is cut', () => {
     socket.on('error', () => {});
     let trickle: NodeJS.Timeout | undefined;
     try {
-      await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+      await within(new Promise<void>((resolve) => socket.once('connect', () => resolve())), 10_000, 'the raw client to connect');
       socket.write(
         'POST /public/upload HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/octet-stream\r\nContent-Length: 1000000\r\n\r\n',
       );
