@@ -1,18 +1,11 @@
-// The public API of @svc/server, by name: what the composition root (the `svc` CLI), the docs
-// generator and the tests build the surfaces with. Route plugins, hooks and the HTTP hardening
-// stay inside the package; its own tests import those from their modules.
+// The public API of @svc/server: what a program that runs svc's surfaces needs (the composition
+// root, the docs generator, the bench), by name, and the types of their options. Route plugins,
+// hooks, the HTTP hardening, the address parsers and the default caps stay inside the package;
+// its own tests import those from their modules.
 
 export { SERVER_FAILURE_CODES, type ServerFailureCode } from './failure-codes.js';
-// The application gateway (may bind a network address).
-export {
-  APPLICATION_AUTH_PREFIX,
-  buildGatewayApp,
-  INSUFFICIENT_SCOPE_CHALLENGE,
-  isReservedPath,
-  JWKS_PATH,
-  RESERVED_PREFIX,
-  upgradePrincipal,
-} from './gateway/app.js';
+// The application gateway (may bind a network address) and the ways the application is attached.
+export { buildGatewayApp } from './gateway/app.js';
 export {
   type AssertionRequest,
   type AssertionSigner,
@@ -23,12 +16,10 @@ export {
 // Module mode: application modules behind the gateway, after identity.
 export {
   type AppModule,
-  MODULE_HOST_DEFAULTS,
   type ModuleHost,
   ModuleHostError,
   type ModuleHostLog,
   type ModuleHostOptions,
-  moduleHostNodeArgs,
   startModuleHost,
 } from './gateway/module-host.js';
 export { moduleHostAttach } from './gateway/modules.js';
@@ -39,57 +30,35 @@ export type {
   UpstreamAttachOptions,
   UpstreamIdentityHeaders,
 } from './gateway/options.js';
-export { onUpgradeSessionEnd, SESSION_END_CLOSE_GRACE_MS } from './gateway/session-watch.js';
 // Upstream mode: every authenticated request proxied to the application.
-export { DEFAULT_UPSTREAM_TIMEOUTS, type UpstreamTimeouts, upstreamAttach } from './gateway/upstream.js';
+export { type UpstreamTimeouts, upstreamAttach } from './gateway/upstream.js';
+// Connection caps of every listener, sized to the process's descriptor limit.
 export {
-  APPLICATION_CONNECTION_LIMITS,
   type ConnectionLimits,
   type ConnectionPlan,
-  DEFAULT_UPSTREAM_CONNECTIONS,
   DESCRIPTOR_RESERVE,
   type DescriptorLimit,
   descriptorsForDefaults,
-  MANAGEMENT_CONNECTION_LIMITS,
-  METRICS_CONNECTION_LIMITS,
-  NODE_CONNECTION_LIMITS,
   openDescriptors,
-  parseDescriptorLimit,
   planConnectionLimits,
   readDescriptorLimit,
 } from './http/connection-limits.js';
-export { parseIPv4 } from './http/loopback.js';
-// Listeners that may bind a network address (the node surface, the application gateway).
-export {
-  APP_LISTEN_ENV,
-  APP_LISTEN_NAMES,
-  cleartextExposed,
-  isLoopbackHost,
-  type NetworkListenNames,
-  parseNetworkListenAddress,
-  resolveAppListen,
-  resolveNetworkListen,
-} from './http/network-listen.js';
+// Where each listener binds: flag, environment, configuration, default; refused before binding.
+export { ListenAddressError } from './http/listen-address-error.js';
+export { cleartextExposed, isLoopbackHost, resolveAppListen } from './http/network-listen.js';
 // The management API (loopback only).
 export { buildManagementApp, type ManagementAppOptions } from './management/app.js';
-export {
-  DEFAULT_MANAGEMENT_LISTEN,
-  ListenAddressError,
-  MANAGEMENT_LISTEN_ENV,
-  parseListenAddress,
-  resolveManagementListen,
-} from './management/listen-address.js';
+export { resolveManagementListen } from './management/listen-address.js';
 // The metrics listener and the instruments behind it.
 export { buildMetricsApp, type MetricsAppOptions } from './metrics/app.js';
 export { instrumentStore } from './metrics/instrument-store.js';
-export { METRICS_LISTEN_ENV, type MetricsListen, resolveMetricsListen } from './metrics/listen-address.js';
+export { type MetricsListen, resolveMetricsListen } from './metrics/listen-address.js';
 export { type BearerCacheCounters, createServiceMetrics, type MetricsSources, type ServiceMetrics } from './metrics/metrics.js';
-// The node surface (may bind a network address).
+// The node surface (may bind a network address) and the node's key.
 export { buildNodeApp, type NodeAppOptions } from './node/app.js';
-export { type ComponentStatus, ed25519KeyProvider, type NodeProvider, providerPackageOf } from './node/components.js';
+export { type ComponentStatus, ed25519KeyProvider, type NodeProvider } from './node/components.js';
 export { createNodeIdentity, type NodeIdentity } from './node/identity.js';
-export { DEFAULT_NODE_LISTEN, NODE_LISTEN_ENV, parseNodeListenAddress, resolveNodeListen } from './node/listen-address.js';
-export { NODE_ROUTES, type NodeRoute, type NodeRouteAuth } from './node/routes.js';
-// The OpenAPI document of both surfaces.
-export { buildOpenApiDocument, type OpenApiDocument, renderOpenApiDocument } from './openapi/document.js';
-export { OPENAPI_PATH } from './openapi/route.js';
+export { resolveNodeListen } from './node/listen-address.js';
+
+// The OpenAPI document of the surfaces, as `npm run docs` writes it.
+export { renderOpenApiDocument } from './openapi/document.js';

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { DEFAULT_APP_LISTEN } from '@svc/core/settings';
-import { APP_LISTEN_ENV, cleartextExposed, isLoopbackHost, ListenAddressError, resolveAppListen } from '../src/index.js';
+import { APP_LISTEN_ENV } from '../src/http/network-listen.js';
+import { cleartextExposed, isLoopbackHost, ListenAddressError, resolveAppListen } from '../src/index.js';
 
 test('the gateway address: --app-listen > SVC_APP_LISTEN > :svc/app-listen > 127.0.0.1:8080, empty values unset', () => {
   assert.equal(DEFAULT_APP_LISTEN, '127.0.0.1:8080');

@@ -21,7 +21,7 @@ const stalled = (code: string) => auditShippingAfter(['file', 'stdout'], Object.
 describe('a stalled audit shipping in node health', () => {
   let h: NodeHarness;
   before(async () => {
-    h = await startNodeHarness({ auditShipping: () => shipping });
+    h = await startNodeHarness({ socket: false, store: 'memory', auditShipping: () => shipping });
   });
   after(() => h.close());
 

@@ -3,13 +3,11 @@ import { test } from 'node:test';
 import {
   APPLICATION_CONNECTION_LIMITS,
   DEFAULT_UPSTREAM_CONNECTIONS,
-  DESCRIPTOR_RESERVE,
-  descriptorsForDefaults,
   MANAGEMENT_CONNECTION_LIMITS,
   NODE_CONNECTION_LIMITS,
   parseDescriptorLimit,
-  planConnectionLimits,
-} from '../src/index.js';
+} from '../src/http/connection-limits.js';
+import { DESCRIPTOR_RESERVE, descriptorsForDefaults, planConnectionLimits } from '../src/index.js';
 
 const ALL = { management: true, node: true, application: true };
 

@@ -22,7 +22,7 @@ describe('device names with bidi overrides or control characters are refused at 
   let h: NodeHarness;
   let token: string;
   before(async () => {
-    h = await startNodeHarness({ pairingFailureLimit: { maxFailures: 1000 } });
+    h = await startNodeHarness({ socket: false, store: 'memory', pairingFailureLimit: { maxFailures: 1000 } });
     token = await adminToken(h);
   });
   after(() => h.close());

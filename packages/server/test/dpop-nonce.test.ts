@@ -15,7 +15,7 @@ describe('DPoP server nonces', () => {
   let h: GatewayHarness;
   let key: HarnessKey;
   before(async () => {
-    h = await startGatewayHarness({ settings: REFRESH });
+    h = await startGatewayHarness({ socket: false, store: 'memory', settings: REFRESH });
     key = (await enroll(h)).key;
   });
   after(() => h.close());

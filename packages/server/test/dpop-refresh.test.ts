@@ -38,7 +38,7 @@ describe('DPoP-bound refresh tokens on the management API (:refresh, the default
   let h: Harness;
   let key: HarnessKey;
   before(async () => {
-    h = await startHarness({ settings: REFRESH });
+    h = await startHarness({ socket: false, store: 'memory', settings: REFRESH });
     key = (await enroll(h)).key;
   });
   after(() => h.close());
@@ -131,7 +131,11 @@ describe('DPoP-bound refresh tokens on the management API (:refresh, the default
 
 describe('bearer sessions keep working', () => {
   test('a session made under :off (as every session made before the binding) refreshes without a proof', async () => {
-    const h = await startHarness({ settings: { senderConstraint: { management: 'off', application: 'off' } } });
+    const h = await startHarness({
+      socket: false,
+      store: 'memory',
+      settings: { senderConstraint: { management: 'off', application: 'off' } },
+    });
     try {
       const { key } = await enroll(h);
       const pair = await signIn(h, key);
@@ -147,7 +151,7 @@ describe('bearer sessions keep working', () => {
 describe('DPoP-bound refresh tokens on the application gateway', () => {
   let h: GatewayHarness;
   before(async () => {
-    h = await startGatewayHarness({ settings: REFRESH });
+    h = await startGatewayHarness({ socket: false, store: 'memory', settings: REFRESH });
   });
   after(() => h.close());
 
@@ -181,7 +185,7 @@ describe('DPoP-bound refresh tokens and the failure budget', () => {
   let h: Harness;
   let key: HarnessKey;
   before(async () => {
-    h = await startHarness({ settings: REFRESH });
+    h = await startHarness({ socket: false, store: 'memory', settings: REFRESH });
     key = (await enroll(h)).key;
   });
   after(() => h.close());

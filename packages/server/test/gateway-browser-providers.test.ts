@@ -36,7 +36,7 @@ describe('a redirect ceremony (OIDC-like) through the gateway', () => {
   let provider: TestProvider;
   before(async () => {
     provider = testRedirectProvider({ subject: 'carol', jit: true });
-    h = await startGatewayHarness({ attach: echoAttach, gateway: { providers: [provider] } });
+    h = await startGatewayHarness({ socket: false, store: 'memory', attach: echoAttach, gateway: { providers: [provider] } });
   });
   after(() => h.close());
 
@@ -125,7 +125,7 @@ describe('a redirect ceremony (OIDC-like) through the gateway', () => {
 
   test('link: a signed-in bearer user links the provider identity, then signs in through it as the same subject', async () => {
     const linker = testRedirectProvider({ name: 'linkidp', subject: 'dave', jit: false });
-    const g = await startGatewayHarness({ attach: echoAttach, gateway: { providers: [linker] } });
+    const g = await startGatewayHarness({ socket: false, store: 'memory', attach: echoAttach, gateway: { providers: [linker] } });
     try {
       const user = await applicationUser(g);
       const me = await gatewayApi(g, 'GET', '/.svc/auth/v1/me', { token: user.pair.access_token });
@@ -159,7 +159,12 @@ describe('a redirect ceremony (OIDC-like) through the gateway', () => {
 describe('a JSON ceremony (as a passkey runs it from the page)', () => {
   let h: GatewayHarness;
   before(async () => {
-    h = await startGatewayHarness({ attach: echoAttach, gateway: { providers: [testJsonProvider({ subject: 'erin' })] } });
+    h = await startGatewayHarness({
+      socket: false,
+      store: 'memory',
+      attach: echoAttach,
+      gateway: { providers: [testJsonProvider({ subject: 'erin' })] },
+    });
   });
   after(() => h.close());
 
@@ -209,11 +214,11 @@ describe('a JSON ceremony (as a passkey runs it from the page)', () => {
 describe('failed provider proofs are budgeted', () => {
   test('a client that keeps failing callbacks gets 429 rate_limited before the provider is asked again', async () => {
     const provider = testRedirectProvider({ name: 'budgetidp' });
-    const h = await startNodeHarness();
+    const h = await startNodeHarness({ socket: false, store: 'memory' });
     try {
       const limiter = createFailureLimiter({ clock: h.deps.clock, store: h.deps.store, maxFailures: 3, scope: 'app-signin-test' });
-      const g = await startGateway(h, { attach: echoAttach, providers: [provider], limiter });
-      const gw = { gatewayBase: g.base } as GatewayHarness;
+      const g = await startGateway(h, { socket: false, attach: echoAttach, providers: [provider], limiter });
+      const gw = { gatewayBase: g.base, gateway: g.app, injected: g.injected } as GatewayHarness;
       try {
         const statuses: number[] = [];
         for (let i = 0; i < 5; i++) {
@@ -234,7 +239,12 @@ describe('failed provider proofs are budgeted', () => {
 
 describe('begun ceremonies are budgeted', () => {
   test('a client that only begins ceremonies is stopped (429 rate_limited) after 20 unanswered flows; finishing gives a slot back', async () => {
-    const h = await startGatewayHarness({ attach: echoAttach, gateway: { providers: [testRedirectProvider({ name: 'floodidp' })] } });
+    const h = await startGatewayHarness({
+      socket: false,
+      store: 'memory',
+      attach: echoAttach,
+      gateway: { providers: [testRedirectProvider({ name: 'floodidp' })] },
+    });
     try {
       const begun: { flow: string; location: string }[] = [];
       for (let i = 0; i < 20; i++) begun.push(await beginRedirect(h, 'floodidp'));
@@ -259,6 +269,8 @@ describe('a link intent (svc auth pair --provider): its code stands in for a sig
     idp = testRedirectProvider({ name: 'corp', subject: 'erin', jit: false });
     other = testRedirectProvider({ name: 'other', subject: 'frank', issuer: 'https://other.test', jit: false });
     h = await startGatewayHarness({
+      socket: false,
+      store: 'memory',
       attach: echoAttach,
       providerPackages: [idp, other],
       gateway: { providers: [idp, other] },

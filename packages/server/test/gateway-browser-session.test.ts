@@ -1,11 +1,9 @@
 import assert from 'node:assert/strict';
-import type { IncomingMessage } from 'node:http';
-import { connect } from 'node:net';
-import { type Duplex, Writable } from 'node:stream';
+import { Writable } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
 import { DEFAULT_AUTH_SETTINGS } from '@svc/core/settings';
 import pino from 'pino';
-import { buildGatewayApp, type GatewayAttach, upgradePrincipal } from '../src/index.js';
+import { buildGatewayApp, type GatewayAttach } from '../src/index.js';
 import { browserRequest, cookiesSet } from './support/browser-http.js';
 import {
   ATTACH_MODES,
@@ -30,14 +28,15 @@ const EVIL_ORIGIN = 'http://localhost:9';
 const plainCookies = (pair: Pair) => ({ 'svc-access': pair.access_token, 'svc-refresh': pair.refresh_token });
 const ACCESS_TTL_MS = DEFAULT_AUTH_SETTINGS.accessTokenTtlSeconds * 1000;
 
-for (const mode of ATTACH_MODES) {
+// The other attach modes (a real upstream, module mode) run in real/gateway-browser-session-sockets.test.ts.
+for (const mode of ATTACH_MODES.filter((m) => m.name === 'in-process echo')) {
   describe(`session cookies reach the application as a principal, never as cookies (${mode.name})`, () => {
     let h: GatewayHarness;
     let close: () => Promise<void>;
     before(async () => {
       const started = await mode.start();
       close = started.close;
-      h = await startGatewayHarness({ attach: started.attach });
+      h = await startGatewayHarness({ socket: false, store: 'memory', attach: started.attach });
     });
     after(async () => {
       await h.close();
@@ -77,7 +76,9 @@ for (const mode of ATTACH_MODES) {
 }
 
 describe("the application cannot set the gateway's cookies", () => {
-  for (const mode of ['in-process', 'module mode'] as const) {
+  // Module mode runs in real/gateway-browser-session-sockets.test.ts.
+  const modes: readonly ('in-process' | 'module mode')[] = ['in-process'];
+  for (const mode of modes) {
     test(`a Set-Cookie of a session cookie name from the application is dropped, its own cookies pass, a refresh still lands (${mode})`, async () => {
       const plant: GatewayAttach = async (app) => {
         app.get('/app/plant', async (_req, reply) => {
@@ -90,7 +91,7 @@ describe("the application cannot set the gateway's cookies", () => {
       // Module mode: the same route from fixtures/app-modules/plant-app, in its confined process.
       const modules = mode === 'module mode' ? await moduleModeAttach([fixtureModule('plant-app')]) : null;
       const attach = modules === null ? plant : modules.attach;
-      const h = await startGatewayHarness({ attach });
+      const h = await startGatewayHarness({ socket: false, store: 'memory', attach });
       try {
         const user = await applicationUser(h);
         const live = await browserRequest(h, 'GET', '/app/plant', { cookies: plainCookies(user.pair) });
@@ -113,7 +114,7 @@ describe("the application cannot set the gateway's cookies", () => {
 describe('cookies and the Authorization header are never mixed', () => {
   let h: GatewayHarness;
   before(async () => {
-    h = await startGatewayHarness({ attach: echoAttach });
+    h = await startGatewayHarness({ socket: false, store: 'memory', attach: echoAttach });
   });
   after(() => h.close());
 
@@ -157,7 +158,7 @@ describe('cookie names and attributes follow the transport', () => {
   let h: GatewayHarness;
   before(async () => {
     // A trusted TLS-terminating proxy on loopback: X-Forwarded-Proto: https is believed.
-    h = await startGatewayHarness({ attach: echoAttach, gateway: { trustedProxies: ['127.0.0.1'] } });
+    h = await startGatewayHarness({ socket: false, store: 'memory', attach: echoAttach, gateway: { trustedProxies: ['127.0.0.1'] } });
   });
   after(() => h.close());
 
@@ -212,6 +213,8 @@ describe('transparent refresh', () => {
   let h: GatewayHarness;
   before(async () => {
     h = await startGatewayHarness({
+      socket: false,
+      store: 'memory',
       attach: echoAttach,
       policy: testPolicy({ requirements: [requirement('/fresh/*', { maxAuthAgeSeconds: 3600 })] }),
     });
@@ -289,6 +292,8 @@ describe('CSRF: a cookie-authenticated request that changes state must come from
   before(async () => {
     reached = [];
     h = await startGatewayHarness({
+      socket: false,
+      store: 'memory',
       attach: async (app) => {
         app.addHook('onRequest', async (req) => {
           reached.push(`${req.method} ${req.url}`);
@@ -390,7 +395,7 @@ describe('CSRF: a cookie-authenticated request that changes state must come from
 describe('logout and the sign-in page', () => {
   let h: GatewayHarness;
   before(async () => {
-    h = await startGatewayHarness({ attach: echoAttach, gateway: { providers: [testRedirectProvider()] } });
+    h = await startGatewayHarness({ socket: false, store: 'memory', attach: echoAttach, gateway: { providers: [testRedirectProvider()] } });
   });
   after(() => h.close());
 
@@ -523,56 +528,14 @@ describe('logout and the sign-in page', () => {
   });
 });
 
-describe('websocket upgrades with session cookies', () => {
-  let h: GatewayHarness;
-  before(async () => {
-    h = await startGatewayHarness({
-      attach: async (app) => {
-        await echoAttach(app);
-        app.server.on('upgrade', (req: IncomingMessage, socket: Duplex) => {
-          const seen = JSON.stringify({ principal: upgradePrincipal(req), cookie: req.headers.cookie ?? null });
-          socket.end(`HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n${seen}`);
-        });
-      },
-    });
-  });
-  after(() => h.close());
-
-  const upgrade = (headers: string) =>
-    new Promise<string>((resolve, reject) => {
-      const socket = connect(h.gatewayPort, '127.0.0.1', () => {
-        socket.write(
-          `GET /ws HTTP/1.1\r\nHost: 127.0.0.1:${h.gatewayPort}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n${headers}\r\n`,
-        );
-      });
-      let data = '';
-      socket.on('data', (c: Buffer) => {
-        data += c.toString('utf8');
-      });
-      socket.on('end', () => resolve(data));
-      socket.on('error', reject);
-    });
-
-  test('cross-site websocket hijacking: a cookie upgrade from another origin is refused 403 csrf_refused', async () => {
-    const user = await applicationUser(h);
-    const answer = await upgrade(`Origin: ${EVIL_ORIGIN}\r\nCookie: svc-access=${user.pair.access_token}\r\n`);
-    assert.match(answer, /^HTTP\/1.1 403/);
-    assert.match(answer, /csrf_refused/);
-  });
-
-  test('a cookie upgrade from the gateway origin gets the principal, without the cookie', async () => {
-    const user = await applicationUser(h);
-    const answer = await upgrade(`Origin: http://127.0.0.1:${h.gatewayPort}\r\nCookie: a=1; svc-access=${user.pair.access_token}\r\n`);
-    assert.match(answer, /^HTTP\/1.1 101/);
-    const seen = JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4));
-    assert.equal(seen.principal.session, user.pair.session_id);
-    assert.equal(seen.cookie, 'a=1');
-  });
-});
-
 describe('the gateway origin', () => {
   test('with publicOrigin the CSRF rule compares Origin with it, not with the Host the request names', async () => {
-    const h = await startGatewayHarness({ attach: echoAttach, gateway: { publicOrigin: 'http://localhost:1234' } });
+    const h = await startGatewayHarness({
+      socket: false,
+      store: 'memory',
+      attach: echoAttach,
+      gateway: { publicOrigin: 'http://localhost:1234' },
+    });
     try {
       const user = await applicationUser(h);
       const own = await browserRequest(h, 'POST', '/app/x', {
@@ -589,7 +552,7 @@ describe('the gateway origin', () => {
   });
 
   test('a publicOrigin that is not an http(s) origin is refused when the gateway is built', async () => {
-    const h = await startGatewayHarness();
+    const h = await startGatewayHarness({ socket: false, store: 'memory' });
     try {
       for (const publicOrigin of ['app.example.com', 'https://app.example.com/path', 'null']) {
         await assert.rejects(
@@ -614,7 +577,12 @@ describe('cookies never appear in logs', () => {
       },
     });
     const logger = pino({ level: 'trace' }, sink);
-    const h = await startGatewayHarness({ attach: echoAttach, gateway: { logger, providers: [testRedirectProvider()] } });
+    const h = await startGatewayHarness({
+      socket: false,
+      store: 'memory',
+      attach: echoAttach,
+      gateway: { logger, providers: [testRedirectProvider()] },
+    });
     try {
       const user = await applicationUser(h);
       await browserRequest(h, 'GET', '/app/x', { cookies: plainCookies(user.pair) });

@@ -10,6 +10,7 @@ import {
   applicationUser,
   echoAttach,
   type GatewayHarness,
+  type GatewayTarget,
   gatewayApi,
   startGateway,
   startGatewayHarness,
@@ -28,15 +29,17 @@ describe('revocation reaches the gateway at once, in this process and in another
   let h: GatewayHarness;
   let mgmt: Pair;
   /** A second gateway over its own connection to the same SQLite file (as another process would have). */
-  let other: { base: string; close(): Promise<void> };
+  let other: GatewayTarget & { close(): Promise<void> };
   before(async () => {
-    h = await startGatewayHarness({ attach: echoAttach });
+    h = await startGatewayHarness({ socket: false, attach: echoAttach });
     mgmt = (await admin(h)).pair;
     const store = await openSqliteStore({ file: join(h.dir, 'control.db') });
     const deps: AuthDeps = { ...h.deps, store, random: (n) => randomBytes(n) };
-    const g = await startGateway({ deps }, { attach: echoAttach });
+    const g = await startGateway({ deps }, { socket: false, attach: echoAttach });
     other = {
-      base: g.base,
+      gatewayBase: g.base,
+      gateway: g.app,
+      injected: g.injected,
       async close() {
         await g.app.close();
         await store.close();
@@ -51,7 +54,7 @@ describe('revocation reaches the gateway at once, in this process and in another
   /** The status of a request with `token` on both gateways. */
   const both = async (token: string) => [
     (await gatewayApi(h, 'GET', '/app/x', { token })).status,
-    (await gatewayApi({ gatewayBase: other.base }, 'GET', '/app/x', { token })).status,
+    (await gatewayApi(other, 'GET', '/app/x', { token })).status,
   ];
 
   test('logout (POST /.svc/auth/v1/revoke with no body)', async () => {
@@ -67,7 +70,7 @@ describe('revocation reaches the gateway at once, in this process and in another
 
   test('logout on the other gateway, with {}', async () => {
     const u = await applicationUser(h);
-    const r = await gatewayApi({ gatewayBase: other.base }, 'POST', '/.svc/auth/v1/revoke', { token: u.pair.access_token, body: {} });
+    const r = await gatewayApi(other, 'POST', '/.svc/auth/v1/revoke', { token: u.pair.access_token, body: {} });
     assert.equal(r.status, 200);
     assert.deepEqual(await both(u.pair.access_token), [401, 401]);
   });
@@ -112,7 +115,7 @@ describe('revocation reaches the gateway at once, in this process and in another
     assert.equal(rotated.status, 200);
     assert.deepEqual(await both(rotated.body.access_token), [200, 200]);
     h.clock.advance((h.deps.settings.refreshReuseGraceSeconds + 1) * 1000);
-    const reused = await gatewayApi({ gatewayBase: other.base }, 'POST', '/.svc/auth/v1/refresh', {
+    const reused = await gatewayApi(other, 'POST', '/.svc/auth/v1/refresh', {
       body: { refresh_token: u.pair.refresh_token },
     });
     assert.equal(reused.status, 401);
@@ -125,7 +128,7 @@ describe('application-realm sign-in over HTTP', () => {
   let h: GatewayHarness;
   let mgmt: Pair;
   before(async () => {
-    h = await startGatewayHarness({ attach: echoAttach });
+    h = await startGatewayHarness({ socket: false, attach: echoAttach });
     mgmt = (await admin(h)).pair;
   });
   after(() => h?.close());
@@ -162,9 +165,13 @@ describe('application-realm sign-in over HTTP', () => {
   });
 
   test('failed proofs are rate limited by the same code as the management API: 429 rate_limited with Retry-After', async () => {
-    const g = await startGateway(h, { attach: echoAttach, limiter: createFailureLimiter({ clock: h.clock, maxFailures: 3 }) });
+    const g = await startGateway(h, {
+      socket: false,
+      attach: echoAttach,
+      limiter: createFailureLimiter({ clock: h.clock, maxFailures: 3 }),
+    });
     try {
-      const gw = { gatewayBase: g.base };
+      const gw = { gatewayBase: g.base, gateway: g.app, injected: g.injected };
       const key = newDeviceKey();
       const codes: string[] = [];
       for (let i = 0; i < 5; i++) {

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { DEFAULT_MANAGEMENT_LISTEN, ListenAddressError, parseListenAddress, resolveManagementListen } from '../src/index.js';
+import { ListenAddressError, resolveManagementListen } from '../src/index.js';
+import { DEFAULT_MANAGEMENT_LISTEN, parseListenAddress } from '../src/management/listen-address.js';
 
 describe('management listen address', () => {
   test('loopback addresses are accepted', () => {

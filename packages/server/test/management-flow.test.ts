@@ -6,7 +6,7 @@ import { admin, api, enroll, type Harness, newDeviceKey, signIn, startHarness } 
 describe('management API: the whole flow', () => {
   let h: Harness;
   before(async () => {
-    h = await startHarness();
+    h = await startHarness({ socket: false, store: 'memory' });
   });
   after(() => h.close());
 
@@ -111,7 +111,7 @@ describe('management API: the whole flow', () => {
 describe('management API: each contract error from its endpoint', () => {
   let h: Harness;
   before(async () => {
-    h = await startHarness();
+    h = await startHarness({ socket: false, store: 'memory' });
   });
   after(() => h.close());
 
@@ -308,7 +308,7 @@ describe('management API: each contract error from its endpoint', () => {
 describe('management API: operator routes', () => {
   let h: Harness;
   before(async () => {
-    h = await startHarness();
+    h = await startHarness({ socket: false, store: 'memory' });
   });
   after(() => h.close());
 

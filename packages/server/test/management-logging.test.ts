@@ -18,7 +18,7 @@ function captureLogger(lines: string[]) {
 
 test('no token, signature or Authorization header ever reaches the log', async () => {
   const lines: string[] = [];
-  const h = await startHarness({ logger: captureLogger(lines) });
+  const h = await startHarness({ socket: false, store: 'memory', logger: captureLogger(lines) });
   try {
     const { pair } = await admin(h);
     await api(h, 'GET', '/v1/auth/me', { token: pair.access_token });
@@ -92,7 +92,7 @@ test("a request's own logger is made only when it logs at an enabled level, and 
 test('requests that log nothing make no logger, and the ones logged keep their request id, over HTTP', async () => {
   const quiet: string[] = [];
   const q = countingLogger(quiet, 'error');
-  let h = await startHarness({ logger: q.logger });
+  let h = await startHarness({ socket: false, store: 'memory', logger: q.logger });
   try {
     const { pair } = await admin(h);
     const before = q.made.children;
@@ -103,7 +103,7 @@ test('requests that log nothing make no logger, and the ones logged keep their r
   }
   const loud: string[] = [];
   const l = countingLogger(loud, 'info');
-  h = await startHarness({ logger: l.logger });
+  h = await startHarness({ socket: false, store: 'memory', logger: l.logger });
   try {
     const { pair } = await admin(h);
     await api(h, 'GET', '/v1/auth/me', { token: pair.access_token });

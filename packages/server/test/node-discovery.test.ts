@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { isValidNodeId, nodeIdOf } from '@svc/core';
-import { NODE_ROUTES } from '../src/index.js';
+import { NODE_ROUTES } from '../src/node/routes.js';
 import { adminToken, type NodeHarness, nodeApi, startNodeHarness } from './support/node-harness.js';
 
 const SIX_ROUTES = [
@@ -16,7 +16,7 @@ const SIX_ROUTES = [
 describe('node surface: discovery', () => {
   let h: NodeHarness;
   before(async () => {
-    h = await startNodeHarness();
+    h = await startNodeHarness({ socket: false, store: 'memory' });
   });
   after(() => h.close());
 
@@ -94,7 +94,7 @@ describe('node surface: discovery', () => {
 describe('node surface: shared hardening', () => {
   let h: NodeHarness;
   before(async () => {
-    h = await startNodeHarness();
+    h = await startNodeHarness({ socket: false, store: 'memory' });
   });
   after(() => h.close());
 

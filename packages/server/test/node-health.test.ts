@@ -17,6 +17,8 @@ describe('node surface: health', () => {
   };
   before(async () => {
     h = await startNodeHarness({
+      socket: false,
+      store: 'memory',
       providers: [ed25519KeyProvider, flaky],
       wrapStore: (store: Store) => {
         const b = breakablePing(store);

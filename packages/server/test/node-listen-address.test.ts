@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { DEFAULT_NODE_LISTEN, ListenAddressError, parseNodeListenAddress, resolveNodeListen } from '../src/index.js';
+import { ListenAddressError, resolveNodeListen } from '../src/index.js';
+import { DEFAULT_NODE_LISTEN, parseNodeListenAddress } from '../src/node/listen-address.js';
 
 test('the node surface may bind loopback, network and wildcard addresses, and host names', () => {
   assert.deepEqual(parseNodeListenAddress('127.0.0.1:9091'), { host: '127.0.0.1', port: 9091 });

@@ -16,7 +16,7 @@ describe('node surface: pairing', () => {
   let token: string;
   before(async () => {
     // A high limit here: the rate limit has its own test below.
-    h = await startNodeHarness({ pairingFailureLimit: { maxFailures: 1000 } });
+    h = await startNodeHarness({ socket: false, store: 'memory', pairingFailureLimit: { maxFailures: 1000 } });
     token = await adminToken(h);
   });
   after(() => h.close());
@@ -275,7 +275,7 @@ describe('node surface: pairing', () => {
 describe('node surface: pairing rate limit', () => {
   let h: NodeHarness;
   before(async () => {
-    h = await startNodeHarness({ pairingFailureLimit: { maxFailures: 3, windowSeconds: 60 } });
+    h = await startNodeHarness({ socket: false, store: 'memory', pairingFailureLimit: { maxFailures: 3, windowSeconds: 60 } });
   });
   after(() => h.close());
 

@@ -26,7 +26,7 @@ describe('realms end to end: a device paired into the application realm', () => 
   const key = newDeviceKey();
   let appPair: TokenPairJson;
   before(async () => {
-    h = await startNodeHarness();
+    h = await startNodeHarness({ socket: false, store: 'memory' });
     const intent = await prepare(h, await adminToken(h), { realm: 'application', name: 'app client', public_key: key.publicKeyHex });
     const r = await nodeApi(h, 'POST', '/edge/0-alpha/pairing/complete', { body: completion(h, intent, key) });
     assert.equal(r.status, 201);

@@ -4,9 +4,11 @@ import { after, before, describe, test } from 'node:test';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { canonicalJson, ERROR_CODES, sha256Hex } from '@svc/core';
 import { type RegisteredRoute, registeredRoutes } from '../src/http/route-registry.js';
-import { buildGatewayApp, buildOpenApiDocument, OPENAPI_PATH, renderOpenApiDocument } from '../src/index.js';
+import { buildGatewayApp, renderOpenApiDocument } from '../src/index.js';
+import { buildOpenApiDocument } from '../src/openapi/document.js';
+import { OPENAPI_PATH } from '../src/openapi/route.js';
 import { admin, api } from './support/harness.js';
-import { type NodeHarness, startNodeHarness } from './support/node-harness.js';
+import { type NodeHarness, nodeApi, startNodeHarness } from './support/node-harness.js';
 
 const committed = new URL('../../../docs/openapi.json', import.meta.url);
 
@@ -79,7 +81,7 @@ describe('routes served against the document', () => {
   let doc: Doc;
   let gateway: readonly RegisteredRoute[];
   before(async () => {
-    h = await startNodeHarness();
+    h = await startNodeHarness({ socket: false, store: 'memory' });
     doc = JSON.parse(readFileSync(committed, 'utf8'));
     // The routes a gateway registers before any application is attached: its reserved /.svc/ routes.
     const app = await buildGatewayApp({
@@ -163,9 +165,9 @@ describe('routes served against the document', () => {
   });
 
   test('the node surface does not serve the document', async () => {
-    const r = await fetch(h.nodeBase + OPENAPI_PATH);
+    const r = await nodeApi(h, 'GET', OPENAPI_PATH);
     assert.equal(r.status, 404);
-    assert.equal(((await r.json()) as { code: string }).code, 'not_found');
+    assert.equal((r.body as { code: string }).code, 'not_found');
   });
 
   test('a response schema drops no field: served audit events still re-hash to their chain', async () => {

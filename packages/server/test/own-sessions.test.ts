@@ -5,7 +5,7 @@ import { admin, api, type Harness, signIn, startHarness } from './support/harnes
 describe('management API: a principal sees and ends its own sessions', () => {
   let h: Harness;
   before(async () => {
-    h = await startHarness();
+    h = await startHarness({ socket: false, store: 'memory' });
   });
   after(() => h.close());
 

@@ -20,7 +20,7 @@ import { bearerToken } from '../http/bearer.js';
 import type { ChallengeBudget } from '../http/challenge-budget.js';
 import { failureCounting } from '../http/failure-counting.js';
 import { clientAddressKey, type FailureLimiter } from '../http/failure-limiter.js';
-import { applicationPrincipal } from '../management/route-options.js';
+import { applicationPrincipal } from '../http/principal.js';
 import { clearSessionCookies, cookieNamesOf, readSessionCookies, setCookieValue, setSessionCookies } from './browser-cookies.js';
 import { applyCookieEffects, cookieIdentity, gatewayOriginOf, LOGIN_PATH } from './browser-session.js';
 import { renderLoginPage } from './login-page.js';

@@ -13,7 +13,7 @@ import {
   type TokenPairJson,
 } from '@svc/core';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { applicationPrincipal } from '../management/route-options.js';
+import { applicationPrincipal } from '../http/principal.js';
 import { clearSessionCookies, cookieNamesOf, type SessionCookies, servedOverTls, setSessionCookies } from './browser-cookies.js';
 
 /** Where the browser sign-in lives. */

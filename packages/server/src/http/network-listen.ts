@@ -1,6 +1,6 @@
 import { isIPv6 } from 'node:net';
 import { DEFAULT_APP_LISTEN } from '@svc/core/settings';
-import { ListenAddressError } from '../management/listen-address.js';
+import { ListenAddressError } from './listen-address-error.js';
 import { isIPv6Loopback, parseIPv4 } from './loopback.js';
 
 const LABEL = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/i;

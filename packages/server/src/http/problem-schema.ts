@@ -19,6 +19,9 @@ export interface ProblemResponse {
   readonly content: { readonly [PROBLEM_CONTENT_TYPE]: { readonly schema: { readonly $ref: string } } };
 }
 
+/** The statuses of a refused body: over 64 KiB, not JSON. */
+export const BODY_PROBLEMS = [413, 415] as const;
+
 /** The refusals every route of every surface can answer: a malformed request, a bug. */
 export const COMMON_PROBLEMS = [400, 500] as const;
 

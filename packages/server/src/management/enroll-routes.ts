@@ -2,9 +2,9 @@ import { deviceToJson, enrollWithBootstrapToken } from '@svc/core';
 import type { FastifyPluginAsync } from 'fastify';
 import { failureCounting } from '../http/failure-counting.js';
 import { clientAddressKey } from '../http/failure-limiter.js';
-import { documented, problemResponses } from '../http/problem-schema.js';
+import { BODY_PROBLEMS, documented, problemResponses } from '../http/problem-schema.js';
 import type { EnrollRouteOptions } from './route-options.js';
-import { BODY_PROBLEMS, deviceResponse, type EnrollBody, enrollBody, LOOPBACK_GUARD } from './schemas.js';
+import { deviceResponse, type EnrollBody, enrollBody, LOOPBACK_GUARD } from './schemas.js';
 
 /**
  * `POST /v1/auth/enroll`: the first management device, enrolled with a bootstrap token (a

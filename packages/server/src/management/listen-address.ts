@@ -1,5 +1,5 @@
 import { isIPv6 } from 'node:net';
-import type { ServerFailureCode } from '../failure-codes.js';
+import { ListenAddressError } from '../http/listen-address-error.js';
 import { isIPv6Loopback, isIPv6Unspecified, parseIPv4 } from '../http/loopback.js';
 
 /** Where the management API listens when neither `--listen` nor `SVC_MANAGEMENT_LISTEN` says otherwise. */
@@ -7,15 +7,6 @@ export const DEFAULT_MANAGEMENT_LISTEN = '127.0.0.1:9090';
 
 /** The environment variable that overrides the default listen address, or turns the embedded API `off`. */
 export const MANAGEMENT_LISTEN_ENV = 'SVC_MANAGEMENT_LISTEN';
-
-/** A listen address refused before anything binds. The message is one line: the address, why, and what to do. */
-export class ListenAddressError extends Error {
-  readonly code = 'listen_address_refused' as const satisfies ServerFailureCode;
-  constructor(message: string) {
-    super(message);
-    this.name = 'ListenAddressError';
-  }
-}
 
 const REMOTE_HINT = 'use 127.0.0.1:<port>, [::1]:<port> or localhost:<port>, and an SSH tunnel for remote administration';
 

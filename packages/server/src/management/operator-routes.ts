@@ -1,7 +1,8 @@
 import { AuthError, auditEventToJson, deviceToJson, type Principal, removeDevice, revokeOtherSessions, sessionToJson } from '@svc/core';
 import type { FastifyPluginAsync } from 'fastify';
+import { principalOf, requireManagementPrincipal } from '../http/principal.js';
 import { documented, problemResponses } from '../http/problem-schema.js';
-import { type ManagementRouteOptions, principalOf, requireManagementPrincipal } from './route-options.js';
+import type { ManagementRouteOptions } from './route-options.js';
 import {
   type AuditQuery,
   auditPageResponse,

@@ -1,12 +1,12 @@
 import type { FastifyInstance } from 'fastify';
+import { decoratePrincipal } from '../http/principal.js';
+import { sessionRoutes } from '../http/session-routes.js';
+import { type SignInRouteOptions, signInRoutes } from '../http/sign-in-routes.js';
 import { openApiRoute } from '../openapi/route.js';
 import { enrollRoutes } from './enroll-routes.js';
 import { healthRoutes } from './health-routes.js';
 import { operatorRoutes } from './operator-routes.js';
-import { decoratePrincipal, type SignInRouteOptions } from './route-options.js';
 import { LOOPBACK_GUARD, MANAGEMENT_BEARER } from './schemas.js';
-import { sessionRoutes } from './session-routes.js';
-import { signInRoutes } from './sign-in-routes.js';
 
 /** What {@link registerManagementRoutes} needs: the budgets of the sign-in plugin and the OpenAPI document to serve. */
 export interface ManagementRoutesOptions extends Pick<SignInRouteOptions, 'deps' | 'limiter' | 'challenges'> {

@@ -8,9 +8,6 @@ export {
   type AuditQuery,
   auditPageResponse,
   auditQuery,
-  type ChallengeBody,
-  challengeBody,
-  challengeResponse,
   type DeviceParams,
   deviceListResponse,
   deviceParams,
@@ -21,24 +18,13 @@ export {
   enrollBody,
   healthResponse,
   noQuery,
-  principalResponse,
   type RealmQuery,
-  type RefreshBody,
-  type RevokeBody,
   realmQuery,
-  refreshBody,
-  revokeBody,
   revokeOthersResponse,
-  revokeResponse,
-  type SessionBody,
-  sessionBody,
   sessionListResponse,
-  tokenPairResponse,
 } from '@svc/core';
 
 /** The status of the management API's DNS-rebinding guard (`403 forbidden_host`), on every route. */
 export const LOOPBACK_GUARD = 403;
-/** The statuses of a refused body: over 64 KiB, not JSON. */
-export const BODY_PROBLEMS = [413, 415] as const;
 /** The bearer-token security requirement of the OpenAPI document. */
 export const MANAGEMENT_BEARER = [{ managementBearer: [] }];

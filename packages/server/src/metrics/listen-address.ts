@@ -1,5 +1,5 @@
+import { ListenAddressError } from '../http/listen-address-error.js';
 import { isLoopbackHost } from '../http/network-listen.js';
-import { ListenAddressError } from '../management/listen-address.js';
 import { parseNodeListenAddress } from '../node/listen-address.js';
 
 /** The environment variable that sets the metrics listen address, or turns the listener `off`. */

@@ -1,10 +1,10 @@
 import type { FastifyPluginAsync } from 'fastify';
-import { documented, problemResponses } from '../http/problem-schema.js';
-import { requireManagementPrincipal } from '../management/route-options.js';
+import { requireManagementPrincipal } from '../http/principal.js';
+import { BODY_PROBLEMS, documented, problemResponses } from '../http/problem-schema.js';
 import { diagnosticsPayload, signDiagnostics } from './diagnostics.js';
 import type { NodeRouteOptions } from './route-options.js';
 import { NODE_PATHS } from './routes.js';
-import { BODY_PROBLEMS, type DiagnosticsBody, diagnosticsBody, MANAGEMENT_BEARER, signedDiagnosticsResponse } from './schemas.js';
+import { type DiagnosticsBody, diagnosticsBody, MANAGEMENT_BEARER, signedDiagnosticsResponse } from './schemas.js';
 
 /**
  * `POST /edge/0-alpha/diagnostics` (management-realm bearer token), body

@@ -2,12 +2,11 @@ import { AuthError, completePairing, deviceToJson, isIdOfKind, prepareLinkPairin
 import type { FastifyPluginAsync } from 'fastify';
 import { failureCounting } from '../http/failure-counting.js';
 import { clientAddressKey } from '../http/failure-limiter.js';
-import { documented, problemResponses } from '../http/problem-schema.js';
-import { principalOf, requireManagementPrincipal } from '../management/route-options.js';
+import { principalOf, requireManagementPrincipal } from '../http/principal.js';
+import { BODY_PROBLEMS, documented, problemResponses } from '../http/problem-schema.js';
 import type { PairingRouteOptions } from './route-options.js';
 import { NODE_PATHS } from './routes.js';
 import {
-  BODY_PROBLEMS,
   type CompleteBody,
   completeBody,
   MANAGEMENT_BEARER,

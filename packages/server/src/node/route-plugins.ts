@@ -1,7 +1,7 @@
 import type { AuditShippingHealth } from '@svc/core';
 import type { FastifyInstance } from 'fastify';
 import type { FailureLimiter } from '../http/failure-limiter.js';
-import { decoratePrincipal } from '../management/route-options.js';
+import { decoratePrincipal } from '../http/principal.js';
 import type { ComponentStatus } from './components.js';
 import { diagnosticsRoutes } from './diagnostics-routes.js';
 import { discoveryRoutes } from './discovery-routes.js';

@@ -22,5 +22,3 @@ export {
 
 /** The bearer-token security requirement of the OpenAPI document. */
 export const MANAGEMENT_BEARER = [{ managementBearer: [] }];
-/** The statuses of a refused body: over 64 KiB, not JSON. */
-export const BODY_PROBLEMS = [413, 415] as const;

@@ -1,7 +1,7 @@
 import { type NodeStatusJson, rfc3339 } from '@svc/core';
 import type { FastifyPluginAsync } from 'fastify';
+import { requireManagementPrincipal } from '../http/principal.js';
 import { documented, problemResponses } from '../http/problem-schema.js';
-import { requireManagementPrincipal } from '../management/route-options.js';
 import type { StatusRouteOptions } from './route-options.js';
 import { NODE_API_VERSION, NODE_PATHS } from './routes.js';
 import { MANAGEMENT_BEARER, nodeStatusResponse } from './schemas.js';

@@ -2,9 +2,8 @@ import { type AuthDeps, RESERVED_PREFIX, revokeResponse } from '@svc/core';
 import type { FastifySchema } from 'fastify';
 import { APPLICATION_AUTH_PREFIX, buildGatewayApp, JWKS_PATH } from '../gateway/app.js';
 import { LOGIN_PATH } from '../gateway/browser-session.js';
-import { type DocumentedSchema, documented, problemResponses } from '../http/problem-schema.js';
+import { BODY_PROBLEMS, type DocumentedSchema, documented, problemResponses } from '../http/problem-schema.js';
 import { type RegisteredRoute, registeredRoutes } from '../http/route-registry.js';
-import { BODY_PROBLEMS } from '../management/schemas.js';
 
 /**
  * The gateway's catch-alls under `/.svc/`: they answer `404 not_found` to every path of the

@@ -1,8 +1,10 @@
 // Requests as a browser makes them to the gateway: cookies in a Cookie header, no redirects followed.
+import type { GatewayTarget } from './gateway-harness.js';
+import { api } from './harness.js';
 
 /** A browser's request: `cookies` as a `Cookie` header, no `Authorization` unless given. */
 export async function browserRequest(
-  h: { gatewayBase: string },
+  h: GatewayTarget,
   method: string,
   path: string,
   opts: { cookies?: Record<string, string>; headers?: Record<string, string>; body?: string } = {},
@@ -11,6 +13,14 @@ export async function browserRequest(
   const headers: Record<string, string> = { ...(opts.headers ?? {}) };
   const jar = Object.entries(opts.cookies ?? {});
   if (jar.length > 0) headers.cookie = [headers.cookie, ...jar.map(([k, v]) => `${k}=${v}`)].filter(Boolean).join('; ');
+  if (h.injected === true && h.gateway !== undefined) {
+    // Through inject (the harness has no socket): a redirect is never followed there either.
+    const r = await api({ base: h.gatewayBase, app: h.gateway, injected: true }, method, path, {
+      headers,
+      ...(opts.body === undefined ? {} : { rawBody: opts.body }),
+    });
+    return { ...r, setCookies: r.headers.getSetCookie() };
+  }
   const res = await fetch(h.gatewayBase + path, {
     method,
     headers,

@@ -1,7 +1,7 @@
 import type { AppPathRequirement } from '@svc/core/config';
 import type { FastifyInstance } from 'fastify';
 import { buildGatewayApp, type GatewayAppOptions, type GatewayAttach, type GatewayPolicy, upstreamAttach } from '../../src/index.js';
-import { api, type DeviceKey, type Harness, type Pair, type Reply } from './harness.js';
+import { api, type DeviceKey, type Harness, INJECT_BASE, listenOrReady, type Pair, type Reply } from './harness.js';
 import { fixtureModule, moduleModeAttach } from './module-host.js';
 import { adminToken, completion, type NodeHarness, type NodeHarnessOptions, nodeApi, prepare, startNodeHarness } from './node-harness.js';
 import { startEchoUpstream, testIdentityHeaders } from './upstream-harness.js';
@@ -101,12 +101,15 @@ export interface GatewayHarnessOptions extends NodeHarnessOptions {
   readonly gateway?: Partial<Omit<GatewayAppOptions, 'deps'>>;
 }
 
-/** Builds and starts a gateway on 127.0.0.1:0 over `h`'s deps. */
+/**
+ * Builds and starts a gateway on 127.0.0.1:0 over `h`'s deps, or, with `socket: false`, makes
+ * it ready for inject (port 0, base {@link INJECT_BASE}).
+ */
 export async function startGateway(
   h: Pick<Harness, 'deps'>,
-  opts: Partial<Omit<GatewayAppOptions, 'deps'>> & { readonly host?: string } = {},
-): Promise<{ app: FastifyInstance; base: string; port: number }> {
-  const { host: _host, ...rest } = opts;
+  opts: Partial<Omit<GatewayAppOptions, 'deps'>> & { readonly host?: string; readonly socket?: boolean } = {},
+): Promise<{ app: FastifyInstance; base: string; port: number; injected: boolean }> {
+  const { host: _host, socket: _socket, ...rest } = opts;
   const app = await buildGatewayApp({
     deps: h.deps,
     logger: false,
@@ -114,16 +117,16 @@ export async function startGateway(
     trustedProxies: opts.trustedProxies ?? [],
     ...rest,
   });
-  await app.listen({ host: opts.host ?? '127.0.0.1', port: 0 });
-  const address = app.server.address();
-  if (address === null || typeof address === 'string') throw new Error('no port');
-  return { app, base: `http://127.0.0.1:${address.port}`, port: address.port };
+  const socket = opts.socket ?? true;
+  const port = await listenOrReady(app, socket, opts.host ?? '127.0.0.1');
+  return { app, base: socket ? `http://127.0.0.1:${port}` : INJECT_BASE, port, injected: !socket };
 }
 
 export async function startGatewayHarness(opts: GatewayHarnessOptions = {}): Promise<GatewayHarness> {
   const h = await startNodeHarness(opts);
   try {
     const g = await startGateway(h, {
+      socket: !h.injected,
       ...(opts.gatewayHost === undefined ? {} : { host: opts.gatewayHost }),
       policy: opts.policy ?? testPolicy(),
       ...(opts.attach === undefined ? {} : { attach: opts.attach }),
@@ -145,14 +148,26 @@ export async function startGatewayHarness(opts: GatewayHarnessOptions = {}): Pro
   }
 }
 
-/** A request to the gateway (the same helper as the management one, other base URL). */
+/** A gateway to send requests to: its origin, and (harness without a socket) the app to inject into. */
+export interface GatewayTarget {
+  readonly gatewayBase: string;
+  readonly gateway?: FastifyInstance;
+  readonly injected?: boolean;
+}
+
+/** A request to the gateway (the same helper as the management one, other base URL; injected when the harness has no socket). */
 export function gatewayApi(
-  h: { gatewayBase: string },
+  h: GatewayTarget,
   method: string,
   path: string,
   opts: { body?: unknown; token?: string; headers?: Record<string, string>; rawBody?: string } = {},
 ): Promise<Reply> {
-  return api({ base: h.gatewayBase } as Harness, method, path, opts);
+  return api(
+    { base: h.gatewayBase, ...(h.gateway === undefined ? {} : { app: h.gateway }), injected: h.injected ?? false },
+    method,
+    path,
+    opts,
+  );
 }
 
 /** Pairs a new application-realm device through the node surface (as an admin prepares it); returns its key and device id. */
@@ -164,7 +179,7 @@ export async function pairApplicationDevice(h: NodeHarness): Promise<{ key: Devi
 }
 
 /** Challenge, signature, session at the gateway: an application-realm sign-in over HTTP. */
-export async function applicationSignIn(h: { gatewayBase: string }, key: DeviceKey): Promise<Pair> {
+export async function applicationSignIn(h: GatewayTarget, key: DeviceKey): Promise<Pair> {
   const c = await gatewayApi(h, 'POST', '/.svc/auth/v1/challenges', { body: { public_key: key.publicKeyHex } });
   if (c.status !== 201) throw new Error(`challenge failed: ${c.text}`);
   const s = await gatewayApi(h, 'POST', '/.svc/auth/v1/sessions', {

@@ -3,9 +3,11 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Readable } from 'node:stream';
 import { type AuthDeps, issueBootstrapToken, publicKeyHexOf, silentLogger } from '@svc/core';
 import { type AuthSettings, DEFAULT_AUTH_SETTINGS } from '@svc/core/settings';
 import type { Store } from '@svc/core/store';
+import { createMemoryStore } from '@svc/store-testkit';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { openSqliteStore, type SqliteStoreOptions } from 'svc-store-sqlite';
 import { buildManagementApp } from '../../src/index.js';
@@ -49,11 +51,19 @@ export const BEARER_TEST_SETTINGS: Pick<AuthSettings, 'senderConstraint'> = Obje
   senderConstraint: Object.freeze({ management: 'off', application: 'off' } as const),
 });
 
-/** A running management API on 127.0.0.1 with a real SQLite control store in a 0700 temp dir. */
+/**
+ * A management API with a real SQLite control store in a 0700 temp dir (or, `store: 'memory'`,
+ * the in-memory reference store): listening on
+ * 127.0.0.1, or (`socket: false`) not listening at all, every request of {@link api} going
+ * through Fastify's `inject()` (the fast tier: no socket, no port; `port` is then 0).
+ */
 export interface Harness {
   readonly app: FastifyInstance;
   readonly port: number;
+  /** The origin requests are made to: `http://127.0.0.1:<port>`, or `http://127.0.0.1` without a socket (its `Host` for inject). */
   readonly base: string;
+  /** Whether requests go through `app.inject()` (started with `socket: false`) rather than over a socket. */
+  readonly injected: boolean;
   readonly deps: AuthDeps;
   readonly clock: FakeClock;
   readonly store: Store;
@@ -71,11 +81,44 @@ export interface HarnessOptions {
   dir?: string;
   /** Options of the SQLite store besides its file. */
   storeOptions?: Omit<SqliteStoreOptions, 'file'>;
+  /**
+   * The control store: a real SQLite file in `dir` (default), or store-testkit's in-memory
+   * reference store (the fast tier, where the store is not the subject; `dir` is then still
+   * made, empty, for the files a test writes beside it).
+   */
+  store?: 'sqlite' | 'memory';
+  /**
+   * Whether the app listens on 127.0.0.1 (default true). Without a socket, {@link api} injects
+   * requests: for every route test where the socket is not the subject.
+   */
+  socket?: boolean;
+}
+
+/** The origin of a harness that does not listen: what {@link api} sends as `Host` through inject. */
+export const INJECT_BASE = 'http://127.0.0.1';
+
+/**
+ * Starts `app` as a harness asks: listening on `host`:0 and answering its port, or (without a
+ * socket) ready for `inject()` with port 0.
+ *
+ * @example
+ * const port = await listenOrReady(app, opts.socket ?? true);
+ */
+export async function listenOrReady(app: FastifyInstance, socket: boolean, host = '127.0.0.1'): Promise<number> {
+  if (!socket) {
+    await app.ready();
+    return 0;
+  }
+  await app.listen({ host, port: 0 });
+  const address = app.server.address();
+  if (address === null || typeof address === 'string') throw new Error('no port');
+  return address.port;
 }
 
 export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> {
   const dir = opts.dir ?? mkdtempSync(join(tmpdir(), 'svc-server-test-'));
-  const real = await openSqliteStore({ ...(opts.storeOptions ?? {}), file: join(dir, 'control.db') });
+  const real: Store =
+    opts.store === 'memory' ? createMemoryStore() : await openSqliteStore({ ...(opts.storeOptions ?? {}), file: join(dir, 'control.db') });
   const store = opts.wrapStore ? opts.wrapStore(real) : real;
   const clock = createFakeClock();
   const deps: AuthDeps = {
@@ -88,13 +131,13 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
   };
   await store.initProject({ projectId: deps.projectId, createdAt: clock.now() });
   const app = await buildManagementApp({ deps, logger: opts.logger ?? false });
-  await app.listen({ host: '127.0.0.1', port: 0 });
-  const address = app.server.address();
-  if (address === null || typeof address === 'string') throw new Error('no port');
+  const socket = opts.socket ?? true;
+  const port = await listenOrReady(app, socket);
   return {
     app,
-    port: address.port,
-    base: `http://127.0.0.1:${address.port}`,
+    port,
+    base: socket ? `http://127.0.0.1:${port}` : INJECT_BASE,
+    injected: !socket,
     deps,
     clock,
     store,
@@ -132,9 +175,23 @@ export interface Reply {
   readonly text: string;
 }
 
-/** A JSON request with fetch: `body` is JSON-encoded, `token` becomes a bearer header. */
+/** Where {@link api} sends a request: an origin, and the app to inject into when `injected`. */
+export interface Target {
+  readonly base: string;
+  readonly app?: FastifyInstance;
+  readonly injected?: boolean;
+}
+
+/**
+ * A JSON request: `body` is JSON-encoded, `token` becomes a bearer header. Over a socket with
+ * fetch, or, to a harness started without a socket, through `app.inject()` with the same
+ * headers fetch would add (so a route sees the same request either way) and `Host` from `base`.
+ *
+ * @example
+ * const r = await api(h, 'POST', '/v1/auth/challenges', { body: { public_key: key.publicKeyHex } });
+ */
 export async function api(
-  h: Harness,
+  h: Target,
   method: string,
   path: string,
   opts: { body?: unknown; token?: string; headers?: Record<string, string>; rawBody?: string } = {},
@@ -147,15 +204,91 @@ export async function api(
     headers['content-type'] ??= 'application/json';
   }
   if (opts.token !== undefined) headers.authorization = `Bearer ${opts.token}`;
-  const res = await fetch(h.base + path, { method, headers, ...(body === undefined ? {} : { body }) });
-  const text = await res.text();
-  let parsed: unknown = null;
-  try {
-    parsed = text === '' ? null : JSON.parse(text);
-  } catch {
-    parsed = null;
+  if (h.injected === true) {
+    if (h.app === undefined) throw new TypeError('api: an injected target needs its app');
+    return parsed(await injectAs(h.app, h.base, method, path, headers, body));
   }
-  return { status: res.status, headers: res.headers, body: parsed, text };
+  const res = await fetch(h.base + path, { method, headers, ...(body === undefined ? {} : { body }) });
+  return parsed({ status: res.status, headers: res.headers, text: await res.text() });
+}
+
+/** The headers fetch adds to every request (undici), added by inject too unless the test set them. */
+const FETCH_HEADERS: Readonly<Record<string, string>> = {
+  accept: '*/*',
+  'accept-language': '*',
+  'sec-fetch-mode': 'cors',
+  'user-agent': 'node',
+  'accept-encoding': 'gzip, deflate',
+};
+
+/**
+ * The class `inject()` makes its requests from (light-my-request's own, with this as its
+ * parent): it adds the one view of a request's headers Node's `IncomingMessage` has and
+ * light-my-request's has not, `headersDistinct` (every value of every field, by lower-case
+ * name). The gateway's header hygiene cleans that view too, so the gateway can be injected.
+ * Built once from `rawHeaders`, then kept, so a deletion in it stays (as in Node); kept beside
+ * the request, since light-my-request copies this class's prototype without running its constructor.
+ */
+class InjectedRequest extends Readable {
+  declare rawHeaders: string[];
+  get headersDistinct(): Record<string, string[]> {
+    let distinct = DISTINCT.get(this);
+    if (distinct === undefined) {
+      distinct = {};
+      for (let i = 0; i + 1 < this.rawHeaders.length; i += 2) {
+        const name = (this.rawHeaders[i] as string).toLowerCase();
+        const values = distinct[name] ?? [];
+        values.push(this.rawHeaders[i + 1] as string);
+        distinct[name] = values;
+      }
+      DISTINCT.set(this, distinct);
+    }
+    return distinct;
+  }
+}
+const DISTINCT = new WeakMap<InjectedRequest, Record<string, string[]>>();
+
+/**
+ * One request through `app.inject()`, as fetch would send it to `base`: its `Host`, its
+ * default headers. Like the sockets' `api` with its default `redirect: 'follow'`, a redirect
+ * would differ (inject never follows one): a test that needs that keeps its socket.
+ */
+async function injectAs(
+  app: FastifyInstance,
+  base: string,
+  method: string,
+  path: string,
+  headers: Record<string, string>,
+  body: string | undefined,
+): Promise<{ status: number; headers: Headers; text: string }> {
+  const sent: Record<string, string> = { host: new URL(base).host };
+  for (const [name, value] of Object.entries(FETCH_HEADERS)) sent[name] = value;
+  for (const [name, value] of Object.entries(headers)) sent[name.toLowerCase()] = value;
+  const res = await app.inject({
+    method: method as 'GET',
+    url: path,
+    headers: sent,
+    Request: InjectedRequest,
+    ...(body === undefined ? {} : { payload: body }),
+  });
+  const out = new Headers();
+  for (const [name, value] of Object.entries(res.headers)) {
+    if (value === undefined) continue;
+    for (const v of Array.isArray(value) ? value : [value]) out.append(name, String(v));
+  }
+  return { status: res.statusCode, headers: out, text: res.payload };
+}
+
+/** A response with its body parsed as JSON (null when empty or not JSON). */
+function parsed(res: { status: number; headers: Headers; text: string }): Reply {
+  const { text } = res;
+  let body: unknown = null;
+  try {
+    body = text === '' ? null : JSON.parse(text);
+  } catch {
+    body = null;
+  }
+  return { status: res.status, headers: res.headers, body, text };
 }
 
 /** A raw node:http response. */

@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { networkAddress } from '../hardening/surfaces.js';
+import { networkAddress } from '../real/hardening/surfaces.js';
 
 /** A non-loopback IPv4 address of this machine the tests may bind and connect to, or why there is none. */
 export type TestNetworkAddress =

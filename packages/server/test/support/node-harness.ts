@@ -6,7 +6,17 @@ import { type AuditShippingHealth, type ProviderHandle, pairingProofString } fro
 import type { Store } from '@svc/core/store';
 import type { FastifyInstance } from 'fastify';
 import { buildNodeApp, type ComponentStatus, createNodeIdentity, type NodeIdentity, type NodeProvider } from '../../src/index.js';
-import { admin, api, type DeviceKey, type Harness, type HarnessOptions, newDeviceKey, type Reply, startHarness } from './harness.js';
+import {
+  admin,
+  api,
+  type DeviceKey,
+  type Harness,
+  type HarnessOptions,
+  listenOrReady,
+  newDeviceKey,
+  type Reply,
+  startHarness,
+} from './harness.js';
 
 /** What the composition root reports in these tests. */
 export const TEST_COMPONENTS: ComponentStatus = Object.freeze({
@@ -24,7 +34,7 @@ export const TEST_COMPONENTS: ComponentStatus = Object.freeze({
   ],
 });
 
-/** The management API and the node surface on 127.0.0.1, sharing one real SQLite store and one fake clock. */
+/** The management API and the node surface on 127.0.0.1 (or, with `socket: false`, injected), sharing one real SQLite store and one fake clock. */
 export interface NodeHarness extends Harness {
   readonly node: FastifyInstance;
   readonly nodeBase: string;
@@ -58,14 +68,14 @@ export async function startNodeHarness(opts: NodeHarnessOptions = {}): Promise<N
     healthCheckTimeoutMs: 1000,
     logger: false,
   });
-  await node.listen({ host: opts.nodeHost ?? '127.0.0.1', port: 0 });
-  const address = node.server.address();
-  if (address === null || typeof address === 'string') throw new Error('no port');
+  const socket = opts.socket ?? true;
+  const port = await listenOrReady(node, socket, opts.nodeHost ?? '127.0.0.1');
   const urlHost = opts.nodeUrlHost ?? opts.nodeHost ?? '127.0.0.1';
+  const origin = `http://${urlHost.includes(':') ? `[${urlHost}]` : urlHost}`;
   return {
     ...h,
     node,
-    nodeBase: `http://${urlHost.includes(':') ? `[${urlHost}]` : urlHost}:${address.port}`,
+    nodeBase: socket ? `${origin}:${port}` : origin,
     identity,
     async close() {
       await node.close();
@@ -81,7 +91,7 @@ export function nodeApi(
   path: string,
   opts: { body?: unknown; token?: string; headers?: Record<string, string>; rawBody?: string } = {},
 ): Promise<Reply> {
-  return api({ ...h, base: h.nodeBase }, method, path, opts);
+  return api({ base: h.nodeBase, app: h.node, injected: h.injected }, method, path, opts);
 }
 
 /** A signed-in management admin's access token. */

@@ -172,8 +172,12 @@ function handle(req: IncomingMessage, res: ServerResponse, shape: EchoShape): vo
       res.end(text);
     };
     const ms = url.pathname === '/slow' ? Number(url.searchParams.get('ms')) : 0;
-    if (ms > 0) setTimeout(answer, ms);
-    else answer();
+    if (ms > 0) {
+      // A request the gateway gave up on is never answered: its timer goes with it, so an
+      // upstream that "never answers" (a huge `ms`) keeps no test process alive.
+      const timer = setTimeout(answer, ms);
+      res.once('close', () => clearTimeout(timer));
+    } else answer();
   });
 }
 

@@ -1,0 +1,63 @@
+import { type AuthDeps, principalResponse, type Realm, type RevokeBody, revokeBody, revokeResponse, revokeSession } from '@svc/core';
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
+import { bearerPrincipal, principalOf, requireBearerPrincipal } from './principal.js';
+import { BODY_PROBLEMS, documented, problemResponses } from './problem-schema.js';
+
+/** What {@link sessionRoutes} receives: the realm its bearer tokens belong to (data, so one plugin serves every realm). */
+export interface SessionRouteOptions {
+  readonly deps: AuthDeps;
+  readonly realm: Realm;
+  /** The origin clients reach these routes at, for a DPoP proof's `htu` (the gateway's public one); default the request's own. */
+  readonly originOf?: (req: FastifyRequest) => string;
+  /** Statuses the surface's own guards may answer on every route, for the documented responses (the management API: `403 forbidden_host`). */
+  readonly guardProblems: readonly number[];
+  /** The OpenAPI security requirement of the bearer routes. */
+  readonly security: ReadonlyArray<Readonly<Record<string, readonly string[]>>>;
+}
+
+/**
+ * The bearer routes of one realm, under the plugin's prefix: `GET {prefix}/me` (the principal;
+ * one store lookup, the hot path) and `POST {prefix}/revoke` (logout with `{}` or no body, or
+ * revoke another session with `{"session_id"}`, which only a management principal may; an
+ * application principal naming any session but its own gets `404 not_found`; effective from
+ * the next request on, in every process sharing the store). A token of another realm is
+ * `401 invalid_token` on both.
+ *
+ * @example
+ * await app.register(sessionRoutes, { prefix: '/v1/auth', deps, realm: 'management', guardProblems: [403], security: MANAGEMENT_BEARER });
+ */
+export const sessionRoutes: FastifyPluginAsync<SessionRouteOptions> = async (app, { deps, realm, guardProblems, security, originOf }) => {
+  app.get(
+    '/me',
+    {
+      schema: documented({
+        summary: 'The principal of the bearer token',
+        security,
+        response: { 200: { description: 'The principal', ...principalResponse }, ...problemResponses(...guardProblems, 401, 503) },
+      }),
+    },
+    (req) => bearerPrincipal(deps, req, realm, originOf),
+  );
+
+  app.post<{ Body: RevokeBody }>(
+    '/revoke',
+    {
+      onRequest: requireBearerPrincipal(deps, realm, originOf),
+      // A logout needs nothing but the bearer token: a POST without a body means `{}`.
+      preValidation: (req, _reply, done) => {
+        if (req.body === undefined) req.body = {};
+        done();
+      },
+      schema: documented({
+        summary: realm === 'management' ? 'Log out, or revoke another session' : 'Log out',
+        security,
+        body: revokeBody,
+        response: {
+          200: { description: 'The revoked session', ...revokeResponse },
+          ...problemResponses(...guardProblems, ...BODY_PROBLEMS, 401, 404, 503),
+        },
+      }),
+    },
+    async (req) => revokeSession(deps, { principal: principalOf(req), sessionId: req.body.session_id }),
+  );
+};

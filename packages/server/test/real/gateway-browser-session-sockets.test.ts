@@ -1,0 +1,151 @@
+// The browser session where a socket or a process is the subject: the real upstream and module
+// attach modes, and websocket upgrades over a raw socket (the in-process mode and the cookie,
+// CSRF and logout rules run injected in gateway-browser-session.test.ts).
+import assert from 'node:assert/strict';
+import type { IncomingMessage } from 'node:http';
+import { connect } from 'node:net';
+import type { Duplex } from 'node:stream';
+import { after, before, describe, test } from 'node:test';
+import { DEFAULT_AUTH_SETTINGS } from '@svc/core/settings';
+import { upgradePrincipal } from '../../src/gateway/app.js';
+import type { GatewayAttach } from '../../src/index.js';
+import { browserRequest, cookiesSet } from '../support/browser-http.js';
+import { ATTACH_MODES, applicationUser, echoAttach, type GatewayHarness, startGatewayHarness } from '../support/gateway-harness.js';
+import type { Pair } from '../support/harness.js';
+import { fixtureModule, moduleModeAttach } from '../support/module-host.js';
+
+// The gateway listens on 127.0.0.1, where the DNS-rebinding guard already refuses any
+// non-loopback Origin (403 forbidden_host): the attacking page is another loopback origin, a
+// different site (localhost vs 127.0.0.1) or the same site on another port, which only the CSRF
+// rule stops.
+const EVIL_ORIGIN = 'http://localhost:9';
+
+const plainCookies = (pair: Pair) => ({ 'svc-access': pair.access_token, 'svc-refresh': pair.refresh_token });
+const ACCESS_TTL_MS = DEFAULT_AUTH_SETTINGS.accessTokenTtlSeconds * 1000;
+
+for (const mode of ATTACH_MODES.filter((m) => m.name !== 'in-process echo')) {
+  describe(`session cookies reach the application as a principal, never as cookies (${mode.name})`, () => {
+    let h: GatewayHarness;
+    let close: () => Promise<void>;
+    before(async () => {
+      const started = await mode.start();
+      close = started.close;
+      h = await startGatewayHarness({ attach: started.attach });
+    });
+    after(async () => {
+      await h.close();
+      await close();
+    });
+
+    test('an access cookie authenticates; the gateway cookies are removed and the application keeps its own', async () => {
+      const user = await applicationUser(h);
+      const r = await browserRequest(h, 'GET', '/app/x', {
+        headers: { cookie: 'theme=dark' },
+        cookies: { ...plainCookies(user.pair), 'svc-flow': 'flw_x', '__Host-svc-access': 'svca_forged', lang: 'fr' },
+      });
+      assert.equal(r.status, 200, r.text);
+      assert.equal(r.body.principal.session, user.pair.session_id);
+      assert.equal(r.body.headers.cookie, 'theme=dark; lang=fr');
+      assert.doesNotMatch(JSON.stringify(r.body.rawHeaders), /svc-(access|refresh|flow)|svca_|svcr_/i);
+      assert.doesNotMatch(JSON.stringify(r.body.headersDistinct ?? {}), /svca_|svcr_/);
+      assert.deepEqual(r.setCookies, [], 'a live access cookie changes nothing');
+    });
+
+    test('a transparent refresh sets the new cookies on the application response', async () => {
+      const user = await applicationUser(h);
+      h.clock.advance(ACCESS_TTL_MS + 1000);
+      const r = await browserRequest(h, 'GET', '/app/x', { cookies: plainCookies(user.pair) });
+      assert.equal(r.status, 200, r.text);
+      assert.equal(r.body.principal.session, user.pair.session_id);
+      assert.deepEqual(Object.keys(cookiesSet(r.setCookies)).sort(), ['svc-access', 'svc-refresh']);
+    });
+
+    test('a request with only gateway cookies reaches the application with no Cookie header at all', async () => {
+      const user = await applicationUser(h);
+      const r = await browserRequest(h, 'GET', '/app/x', { cookies: plainCookies(user.pair) });
+      assert.equal(r.status, 200);
+      assert.equal(r.body.headers.cookie, undefined);
+    });
+  });
+}
+
+describe("the application cannot set the gateway's cookies", () => {
+  for (const mode of ['module mode'] as const) {
+    test(`a Set-Cookie of a session cookie name from the application is dropped, its own cookies pass, a refresh still lands (${mode})`, async () => {
+      const plant: GatewayAttach = async (app) => {
+        app.get('/app/plant', async (_req, reply) => {
+          reply.header('set-cookie', 'svc-access=svca_planted; Path=/');
+          reply.header('set-cookie', '__Host-svc-refresh=svcr_planted; Path=/; Secure');
+          reply.header('set-cookie', 'theme=dark; Path=/');
+          return { ok: true };
+        });
+      };
+      // Module mode: the same route from fixtures/app-modules/plant-app, in its confined process.
+      const modules = mode === 'module mode' ? await moduleModeAttach([fixtureModule('plant-app')]) : null;
+      const attach = modules === null ? plant : modules.attach;
+      const h = await startGatewayHarness({ attach });
+      try {
+        const user = await applicationUser(h);
+        const live = await browserRequest(h, 'GET', '/app/plant', { cookies: plainCookies(user.pair) });
+        assert.equal(live.status, 200);
+        assert.deepEqual(live.setCookies, ['theme=dark; Path=/']);
+        h.clock.advance(ACCESS_TTL_MS + 1000);
+        const refreshed = await browserRequest(h, 'GET', '/app/plant', { cookies: plainCookies(user.pair) });
+        const set = cookiesSet(refreshed.setCookies);
+        assert.deepEqual(Object.keys(set).sort(), ['svc-access', 'svc-refresh', 'theme']);
+        assert.notEqual(set['svc-access'], 'svca_planted');
+        assert.match(set['svc-access'] ?? '', /^svca_/);
+      } finally {
+        await h.close();
+        await modules?.close();
+      }
+    });
+  }
+});
+
+describe('websocket upgrades with session cookies', () => {
+  let h: GatewayHarness;
+  before(async () => {
+    h = await startGatewayHarness({
+      attach: async (app) => {
+        await echoAttach(app);
+        app.server.on('upgrade', (req: IncomingMessage, socket: Duplex) => {
+          const seen = JSON.stringify({ principal: upgradePrincipal(req), cookie: req.headers.cookie ?? null });
+          socket.end(`HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n${seen}`);
+        });
+      },
+    });
+  });
+  after(() => h.close());
+
+  const upgrade = (headers: string) =>
+    new Promise<string>((resolve, reject) => {
+      const socket = connect(h.gatewayPort, '127.0.0.1', () => {
+        socket.write(
+          `GET /ws HTTP/1.1\r\nHost: 127.0.0.1:${h.gatewayPort}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n${headers}\r\n`,
+        );
+      });
+      let data = '';
+      socket.on('data', (c: Buffer) => {
+        data += c.toString('utf8');
+      });
+      socket.on('end', () => resolve(data));
+      socket.on('error', reject);
+    });
+
+  test('cross-site websocket hijacking: a cookie upgrade from another origin is refused 403 csrf_refused', async () => {
+    const user = await applicationUser(h);
+    const answer = await upgrade(`Origin: ${EVIL_ORIGIN}\r\nCookie: svc-access=${user.pair.access_token}\r\n`);
+    assert.match(answer, /^HTTP\/1.1 403/);
+    assert.match(answer, /csrf_refused/);
+  });
+
+  test('a cookie upgrade from the gateway origin gets the principal, without the cookie', async () => {
+    const user = await applicationUser(h);
+    const answer = await upgrade(`Origin: http://127.0.0.1:${h.gatewayPort}\r\nCookie: a=1; svc-access=${user.pair.access_token}\r\n`);
+    assert.match(answer, /^HTTP\/1.1 101/);
+    const seen = JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4));
+    assert.equal(seen.principal.session, user.pair.session_id);
+    assert.equal(seen.cookie, 'a=1');
+  });
+});
