@@ -3,7 +3,10 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { bash, cleanEnv, enrolledProject, problemCode, type ServerProcess, startServer, svc, svcOk, tempDir } from '../helpers.js';
+import { bash, cleanEnv, problemCode, type ServerProcess, startServer, tempDir } from '../helpers.js';
+// The service is the installed `svc`, spawned; the operator's commands, whose process boundary
+// is not the subject here, run in process (svcInProcess).
+import { enrolledProjectInProcess as enrolledProject, svcInProcess as svc, svcOkInProcess as svcOk } from '../in-process.js';
 import { createSchemas, loginOverHttp, me, PG_URL, revoke, writePostgresProject } from '../support/store-projects.js';
 
 const DEPLOYMENT_MD = fileURLToPath(new URL('../../../../docs/deployment.md', import.meta.url));

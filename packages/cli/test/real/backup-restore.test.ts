@@ -6,20 +6,16 @@ import { after, describe, test } from 'node:test';
 import { digestToken, publicKeyHexOf, signBackup } from '@svc/core';
 import { loadProject, restoreProject } from '@svc/runtime';
 import Database from 'better-sqlite3';
+import { bash, cleanEnv, problemCode, type RunResult, type ServerProcess, SVC_BIN, startServer, tempDir } from '../helpers.js';
+// The service is the installed `svc`, spawned, and so is the backup taken under the shell's
+// umask (the umask is the process's); the operator's other commands, whose process boundary is
+// not the subject here, run in process (svcInProcess).
 import {
-  bash,
-  cleanEnv,
-  enrolledProject,
-  keygen,
-  problemCode,
-  type RunResult,
-  type ServerProcess,
-  SVC_BIN,
-  startServer,
-  svc,
-  svcOk,
-  tempDir,
-} from '../helpers.js';
+  enrolledProjectInProcess as enrolledProject,
+  keygenInProcess as keygen,
+  svcInProcess as svc,
+  svcOkInProcess as svcOk,
+} from '../in-process.js';
 import { loginOverHttp, me, revoke } from '../support/store-projects.js';
 
 function mode(path: string): number {
