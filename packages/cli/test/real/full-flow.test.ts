@@ -2,7 +2,11 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { bash, cleanEnv, initProject, type ServerProcess, SVC_BIN, startServer, svc, svcOk, tempDir } from '../helpers.js';
+import { bash, cleanEnv, type ServerProcess, SVC_BIN, startServer, tempDir } from '../helpers.js';
+// The flow is the subject: the service (`auth serve`) is the installed `svc`, spawned, and so is
+// the `svc auth pubkey` the outside client's script runs; the operator's commands run `main` in
+// process (svcInProcess), the same CLI without a Node start each.
+import { initProjectInProcess as initProject, svcInProcess as svc, svcOkInProcess as svcOk } from '../in-process.js';
 import { currentCredentials, writeCurrentCredentials } from '../support/credentials-file.js';
 
 describe('the bootstrap → enroll → challenge → session → me → refresh → revoke flow through the real svc CLI', () => {

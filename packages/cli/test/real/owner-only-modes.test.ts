@@ -2,10 +2,13 @@ import assert from 'node:assert/strict';
 import { chmodSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
-import { cleanEnv, enrolledProject, type ServerProcess, startServer, svc, svcOk, tempDir } from '../helpers.js';
+import { cleanEnv, type ServerProcess, startServer, svc, tempDir } from '../helpers.js';
+import { enrolledProjectInProcess, svcInProcess, svcOkInProcess } from '../in-process.js';
 
 const mode = (p: string) => statSync(p).mode & 0o777;
 
+// A mode read by the command itself (the refusals below) is checked by a spawned `svc`, the
+// process that would be started on those files; a mode the CLI writes is checked here on disk.
 describe('owner-only modes', () => {
   const tmp = tempDir();
   const credsDir = join(tmp.dir, 'fresh-config', 'svc');
@@ -19,11 +22,14 @@ describe('owner-only modes', () => {
   });
 
   test('control dir 0700, db/wal/shm 0600, node key 0600, keygen output 0600, credentials 0600 in a 0700 dir', async () => {
-    const p = await enrolledProject(tmp.dir, { env });
+    // The modes are the files' on disk, stat'ed here, whichever process wrote them (the CLI sets
+    // them explicitly, and a child would inherit this process's umask anyway): the operator's
+    // commands run in process; the service is the installed `svc`, spawned.
+    const p = await enrolledProjectInProcess(tmp.dir, { env });
     dir = p.dir;
     const control = join(dir, '.svc', 'control');
     server = await startServer(['auth', 'serve', '--listen', '127.0.0.1:0', dir], { env });
-    await svcOk(['auth', 'login', '--key', p.keyFile, '--url', server.url], { env });
+    await svcOkInProcess(['auth', 'login', '--key', p.keyFile, '--url', server.url], { env });
     assert.equal(mode(control), 0o700);
     for (const f of ['control.db', 'control.db-wal', 'control.db-shm', 'node-key.pem']) assert.equal(mode(join(control, f)), 0o600, f);
     assert.equal(mode(p.keyFile), 0o600);
@@ -86,10 +92,10 @@ describe('owner-only modes', () => {
 
   test('keygen refuses to overwrite an existing key without --force', async () => {
     const key = join(tmp.dir, 'k.pem');
-    const first = (await svcOk(['auth', 'keygen', '--out', key], { env })).stdout.trim();
-    assert.equal((await svc(['auth', 'keygen', '--out', key], { env })).code, 1);
-    assert.equal((await svcOk(['auth', 'pubkey', '--key', key], { env })).stdout.trim(), first);
-    const second = (await svcOk(['auth', 'keygen', '--out', key, '--force'], { env })).stdout.trim();
+    const first = (await svcOkInProcess(['auth', 'keygen', '--out', key], { env })).stdout.trim();
+    assert.equal((await svcInProcess(['auth', 'keygen', '--out', key], { env })).code, 1);
+    assert.equal((await svcOkInProcess(['auth', 'pubkey', '--key', key], { env })).stdout.trim(), first);
+    const second = (await svcOkInProcess(['auth', 'keygen', '--out', key, '--force'], { env })).stdout.trim();
     assert.notEqual(second, first);
     assert.equal(mode(key), 0o600);
   });

@@ -3,10 +3,13 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import pg from 'pg';
-import { cleanEnv, enrolledProject, problemCode, type ServerProcess, startServer, svc, svcOk, tempDir } from '../helpers.js';
+import { cleanEnv, problemCode, type ServerProcess, startServer, tempDir } from '../helpers.js';
+// The store is the subject here, and the service (`auth serve`) is the installed `svc`, spawned;
+// the operator's and client's commands, whose process boundary is not the subject, run in
+// process (svcInProcess): a spawn costs a Node start and the CLI's modules on a 2-core machine.
+import { enrolledProjectInProcess as enrolledProject, svcInProcess as svc, svcOkInProcess as svcOk } from '../in-process.js';
 import { currentCredentials } from '../support/credentials-file.js';
 import {
-  auditEvents,
   createSchemas,
   dpopProofFor,
   loginOverHttp,
@@ -33,6 +36,12 @@ interface Observed {
   loggedOutAccess: [number, string];
   auditVerify: number;
   auditTypes: string[];
+}
+
+/** `svc auth audit <dir> --json` in process, parsed: one event per line (as `auditEvents` of `support/store-projects.ts`). */
+async function auditEvents(dir: string, env: NodeJS.ProcessEnv): Promise<{ type: string }[]> {
+  const out = (await svcOk(['auth', 'audit', dir, '--json'], { env })).stdout.trim();
+  return out === '' ? [] : out.split('\n').map((l) => JSON.parse(l) as { type: string });
 }
 
 async function schemaExists(schema: string): Promise<boolean> {

@@ -8,7 +8,16 @@ import { after, before, describe, test } from 'node:test';
 import { auditDraft } from '@svc/core';
 import Database from 'better-sqlite3';
 import { openSqliteStore } from 'svc-store-sqlite';
-import { cleanEnv, enrolledProject, initProject, keygen, type ServerProcess, startServer, svc, svcOk, tempDir } from '../helpers.js';
+import { cleanEnv, type ServerProcess, startServer, tempDir } from '../helpers.js';
+// What the CLI prints is the subject, read from its stdout and stderr, not the process boundary:
+// the commands run in process (svcInProcess); the service (`auth serve`) is the installed `svc`, spawned.
+import {
+  enrolledProjectInProcess as enrolledProject,
+  initProjectInProcess as initProject,
+  keygenInProcess as keygen,
+  svcInProcess as svc,
+  svcOkInProcess as svcOk,
+} from '../in-process.js';
 import { currentCredentials } from '../support/credentials-file.js';
 
 /** Characters that must never reach the terminal raw. */
