@@ -5,7 +5,9 @@ import { fileURLToPath } from 'node:url';
 import { createDpopProof, loadDeviceKey } from '@svc/client';
 import { parseSessionToken } from '@svc/core';
 import pg from 'pg';
-import { svcOk } from '../helpers.js';
+// In process: installing a package and reading the audit trail are offline commands (the
+// callers spawn the `svc serve` whose behaviour they test).
+import { svcOkInProcess as svcOk } from '../in-process.js';
 
 /** The test server: `SVC_TEST_PG_URL`, else the local trust-auth one `scripts/ensure-postgres.sh` starts. */
 export const PG_URL = process.env.SVC_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
