@@ -16,7 +16,11 @@ import {
 } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { after, describe, test } from 'node:test';
-import { cleanEnv, enrolledProject, run, SVC_BIN, svc, tempDir } from '../helpers.js';
+import { cleanEnv, run, SVC_BIN, tempDir } from '../helpers.js';
+// Verification is the CLI's own check before it opens the store: those `svc` runs are in
+// process (svcInProcess). The umask test keeps a spawned `svc`, as the umask it inherits is the
+// subject.
+import { enrolledProjectInProcess as enrolledProject, svcInProcess as svc } from '../in-process.js';
 
 const ADDON = 'svc-store-sqlite@0.1.0';
 

@@ -4,7 +4,11 @@ import { appendFileSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSyn
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { cleanEnv, enrolledProject, run, svc, svcOk, tempDir } from '../helpers.js';
+import { cleanEnv, run, tempDir } from '../helpers.js';
+// Verification is the CLI's own check before it opens the store, not anything about the
+// process: every `svc` here runs in process (svcInProcess). A refused `auth serve` never gets
+// as far as listening, so it is no server either.
+import { enrolledProjectInProcess as enrolledProject, svcInProcess as svc, svcOkInProcess as svcOk } from '../in-process.js';
 import { bundledSha256 } from '../support/store-projects.js';
 
 const SQLITE_PACKAGE = fileURLToPath(new URL('../../../store-sqlite/', import.meta.url));

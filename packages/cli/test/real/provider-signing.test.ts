@@ -6,9 +6,12 @@ import { after, before, describe, test } from 'node:test';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { packAddon, publisherKeyFromPem, serializePackageSignature, signPackage } from '@svc/addons/build';
 import { ADDON_MANIFEST_FILE } from '@svc/core';
-import { bash, cleanEnv, initProject, run, startServer, svc, svcOk, tempDir } from '../helpers.js';
+import { bash, cleanEnv, run, startServer, tempDir } from '../helpers.js';
+// Signing, installing and the refusals are the CLI's own checks: those `svc` runs are in process
+// (svcInProcess). A service that starts is the installed `svc`, spawned (startServer).
+import { initProjectInProcess as initProject, svcInProcess as svc, svcOkInProcess as svcOk } from '../in-process.js';
 
-// Provider packages through the real `svc`: signed with `svc package sign` (or the openssl
+// Provider packages through `svc`: signed with `svc package sign` (or the openssl
 // recipe of docs/providers.md), installed with `svc package install` only when the signature
 // verifies and is by a publisher project.edn trusts, and verified again on every start. Every
 // attack is refused with one line naming the check and exit code 1.
