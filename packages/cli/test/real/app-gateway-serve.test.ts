@@ -4,7 +4,11 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { connect } from 'node:tls';
-import { bash, cleanEnv, freePort, initProject, type StartedProcess, startUntilReady, stdoutEnded, svc, tempDir } from '../helpers.js';
+import { bash, cleanEnv, freePort, type StartedProcess, startUntilReady, stdoutEnded, tempDir } from '../helpers.js';
+// The gateways that listen are the installed `svc`, spawned (ready lines, signals, SIGHUP); `init`,
+// `--help` and the refusals, which return before anything binds and whose exit code and output
+// are the subject, run in process.
+import { initProjectInProcess as initProject, svcInProcess as svc } from '../in-process.js';
 
 const APP_READY = /svc app: application gateway listening on (https?:\/\/\S+)\n/;
 

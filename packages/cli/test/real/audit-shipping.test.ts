@@ -20,7 +20,12 @@ import { createManagementClient, loadDeviceKey, login } from '@svc/client';
 import { auditDraft, type NodeHealthFacts, nodeHealthVerdict } from '@svc/core';
 import { openSqliteStore } from 'svc-store-sqlite';
 import { JsonLinesFile } from '../../../runtime/src/audit-shipping.js';
-import { cleanEnv, enrolledProject, run, SVC_BIN, startServer, startUntilReady, svcOk, tempDir, withTimeout } from '../helpers.js';
+import { cleanEnv, run, SVC_BIN, startServer, startUntilReady, tempDir, withTimeout } from '../helpers.js';
+// The services are the installed `svc`, spawned (SIGKILL mid-delivery, signals, what another
+// process sees), and so is `audit --follow` (exit on SIGTERM) and the serve refused only after
+// its listener bound; the operator's setup and offline commands (init, keygen, enroll, backup,
+// restore, audit verify), whose process boundary is not the subject, run in process.
+import { enrolledProjectInProcess as enrolledProject, svcOkInProcess as svcOk } from '../in-process.js';
 
 /** Adds `:svc/audit-sinks SINKS` to the project's `project.edn`. */
 function withSinks(dir: string, sinks: string): void {

@@ -1,7 +1,10 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { cleanEnv, freePort, initProject, startServer, svc, tempDir } from '../helpers.js';
+import { cleanEnv, freePort, startServer, tempDir } from '../helpers.js';
+// A serve that listens is the installed `svc`, spawned; `init` and the refusals, which return
+// before anything binds and whose exit code and output are the subject, run in process.
+import { initProjectInProcess as initProject, svcInProcess as svc } from '../in-process.js';
 
 /** A port nothing listens on right now (bound and released). */
 async function nothingListens(port: number): Promise<boolean> {

@@ -2,7 +2,10 @@ import assert from 'node:assert/strict';
 import { mkdirSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
-import { cleanEnv, svc, svcOk, tempDir } from '../helpers.js';
+import { cleanEnv, tempDir } from '../helpers.js';
+// The nodes are the installed `svc`, spawned; `init` and the refusal of a missing node key,
+// which returns before anything binds, run in process.
+import { svcInProcess as svc, svcOkInProcess as svcOk } from '../in-process.js';
 import { startServe } from '../support/node-serve.js';
 import { createSchemas, writePostgresProject } from '../support/store-projects.js';
 

@@ -2,7 +2,10 @@ import assert from 'node:assert/strict';
 import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { cleanEnv, freePort, initProject, svc, tempDir } from '../helpers.js';
+import { cleanEnv, freePort, tempDir } from '../helpers.js';
+// The servers are the installed `svc`, spawned; `init` and the refusals, which return before
+// anything binds and whose exit code and output are the subject, run in process.
+import { initProjectInProcess as initProject, svcInProcess as svc } from '../in-process.js';
 import { startServe } from '../support/node-serve.js';
 
 describe('serving the node surface: svc node serve and svc serve', () => {
