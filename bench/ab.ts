@@ -11,7 +11,20 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import autocannon from 'autocannon';
-import { type Cost, costOf, type Device, login, type Proc, root, setupProject, start, started, stop } from './harness.js';
+import {
+  type Chain,
+  type Cost,
+  costOf,
+  type Device,
+  login,
+  type Proc,
+  root,
+  rotationRequest,
+  setupProject,
+  start,
+  started,
+  stop,
+} from './harness.js';
 
 const PAIRS = Math.max(1, Number(process.env.AB_PAIRS ?? 3));
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
@@ -66,27 +79,16 @@ async function logins(server: Proc, devices: readonly Device[]): Promise<Cost> {
 }
 
 async function rotations(server: Proc, devices: readonly Device[]): Promise<Cost> {
-  const chains: string[] = [];
+  // Sessions are bound to their device key by default (DPoP, #30): each rotation carries a proof by it (harness `rotationRequest`).
+  const chains: Chain[] = [];
   for (let i = 0; i < CONNECTIONS * 2; i++) {
     const d = devices[i % devices.length] as Device;
-    chains.push((await login(server.url, d.key, d.pub)).refresh_token);
+    chains.push({ token: (await login(server.url, d.key, d.pub)).refresh_token, key: d.key });
   }
-  const rotation: autocannon.Request = {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    setupRequest: (req, ctx: object) => {
-      const c = ctx as { rt?: string | undefined };
-      c.rt ??= chains.pop();
-      return { ...req, body: JSON.stringify({ refresh_token: c.rt }) };
-    },
-    onResponse: (status, body, ctx: object) => {
-      if (status === 200) (ctx as { rt?: string | undefined }).rt = (JSON.parse(body) as { refresh_token: string }).refresh_token;
-    },
-  };
+  const url = `${server.url}/v1/auth/refresh`;
+  const rotation = rotationRequest(chains, url);
   // One long request list per connection: a chain lives as long as the list (see bench/run.ts).
-  return costOf(server, () =>
-    run({ url: `${server.url}/v1/auth/refresh`, amount: ROTATIONS, requests: Array.from({ length: ROTATIONS }, () => rotation) }),
-  );
+  return costOf(server, () => run({ url, amount: ROTATIONS, requests: Array.from({ length: ROTATIONS }, () => rotation) }));
 }
 
 interface Tree {
