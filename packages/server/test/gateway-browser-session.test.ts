@@ -6,7 +6,6 @@ import pino from 'pino';
 import { buildGatewayApp, type GatewayAttach } from '../src/index.js';
 import { browserRequest, cookiesSet } from './support/browser-http.js';
 import {
-  ATTACH_MODES,
   applicationUser,
   echoAttach,
   type GatewayHarness,
@@ -15,8 +14,8 @@ import {
   startGatewayHarness,
   testPolicy,
 } from './support/gateway-harness.js';
-import type { Pair } from './support/harness.js';
 import { fixtureModule, moduleModeAttach } from './support/module-host.js';
+import { plainCookies, sessionCookieSuites } from './support/session-cookie-suite.js';
 import { testRedirectProvider } from './support/test-provider.js';
 
 // The gateway listens on 127.0.0.1, where the DNS-rebinding guard already refuses any
@@ -25,55 +24,10 @@ import { testRedirectProvider } from './support/test-provider.js';
 // rule stops.
 const EVIL_ORIGIN = 'http://localhost:9';
 
-const plainCookies = (pair: Pair) => ({ 'svc-access': pair.access_token, 'svc-refresh': pair.refresh_token });
 const ACCESS_TTL_MS = DEFAULT_AUTH_SETTINGS.accessTokenTtlSeconds * 1000;
 
 // The other attach modes (a real upstream, module mode) run in real/gateway-browser-session-sockets.test.ts.
-for (const mode of ATTACH_MODES.filter((m) => m.name === 'in-process echo')) {
-  describe(`session cookies reach the application as a principal, never as cookies (${mode.name})`, () => {
-    let h: GatewayHarness;
-    let close: () => Promise<void>;
-    before(async () => {
-      const started = await mode.start();
-      close = started.close;
-      h = await startGatewayHarness({ socket: false, store: 'memory', attach: started.attach });
-    });
-    after(async () => {
-      await h.close();
-      await close();
-    });
-
-    test('an access cookie authenticates; the gateway cookies are removed and the application keeps its own', async () => {
-      const user = await applicationUser(h);
-      const r = await browserRequest(h, 'GET', '/app/x', {
-        headers: { cookie: 'theme=dark' },
-        cookies: { ...plainCookies(user.pair), 'svc-flow': 'flw_x', '__Host-svc-access': 'svca_forged', lang: 'fr' },
-      });
-      assert.equal(r.status, 200, r.text);
-      assert.equal(r.body.principal.session, user.pair.session_id);
-      assert.equal(r.body.headers.cookie, 'theme=dark; lang=fr');
-      assert.doesNotMatch(JSON.stringify(r.body.rawHeaders), /svc-(access|refresh|flow)|svca_|svcr_/i);
-      assert.doesNotMatch(JSON.stringify(r.body.headersDistinct ?? {}), /svca_|svcr_/);
-      assert.deepEqual(r.setCookies, [], 'a live access cookie changes nothing');
-    });
-
-    test('a transparent refresh sets the new cookies on the application response', async () => {
-      const user = await applicationUser(h);
-      h.clock.advance(ACCESS_TTL_MS + 1000);
-      const r = await browserRequest(h, 'GET', '/app/x', { cookies: plainCookies(user.pair) });
-      assert.equal(r.status, 200, r.text);
-      assert.equal(r.body.principal.session, user.pair.session_id);
-      assert.deepEqual(Object.keys(cookiesSet(r.setCookies)).sort(), ['svc-access', 'svc-refresh']);
-    });
-
-    test('a request with only gateway cookies reaches the application with no Cookie header at all', async () => {
-      const user = await applicationUser(h);
-      const r = await browserRequest(h, 'GET', '/app/x', { cookies: plainCookies(user.pair) });
-      assert.equal(r.status, 200);
-      assert.equal(r.body.headers.cookie, undefined);
-    });
-  });
-}
+sessionCookieSuites((m) => m.name === 'in-process echo', { socket: false, store: 'memory' });
 
 describe("the application cannot set the gateway's cookies", () => {
   // Module mode runs in real/gateway-browser-session-sockets.test.ts.
