@@ -43,6 +43,7 @@ export { createLogger, REDACT_PATHS } from './logger.js';
 export { nodeKeyHistoryFile, readNodeKeyHistory, writeFileAtomic } from './node-key-history.js';
 export { loadNodeIdentity, rotateNodeKey } from './node-keys.js';
 export { type InstalledPackage, installPackage } from './package-install.js';
+export { signProviderPackage } from './package-sign.js';
 export { chosenProfile, defaultProjectEdn, loadProject, type Project, projectNameFor } from './project.js';
 export {
   type AuditVerification,

@@ -1,9 +1,6 @@
-import { readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { AddonArchiveError, MAX_ARCHIVE_BYTES, PROVIDER_EXPORT, readAddonArchive, sha256Hex, signatureFileOf } from '@svc/addons';
-import { publisherKeyFromPem, serializePackageSignature, signPackage } from '@svc/addons/build';
+import { signProviderPackage } from '@svc/runtime';
 import { parseCommandArgs, requireOption } from '../args.js';
-import { CliError } from '../cli-error.js';
 import type { Command } from '../command.js';
 import { printJson, printText } from '../output.js';
 
@@ -35,45 +32,8 @@ export const packageSign: Command = {
   async run(argv) {
     const args = parseCommandArgs(spec, argv);
     if (args === null) return 0;
-    const archivePath = resolve(args.positionals[0] as string);
     const keyFile = resolve(requireOption(args.values.key, '--key PEM_FILE', spec.name));
-    const st = statSync(archivePath, { throwIfNoEntry: false });
-    if (!st?.isFile()) throw new CliError(`no archive at ${archivePath}`);
-    if (st.size > MAX_ARCHIVE_BYTES) throw new CliError(`the archive ${archivePath} is larger than ${MAX_ARCHIVE_BYTES} bytes`);
-    const data = readFileSync(archivePath);
-    let archive: Awaited<ReturnType<typeof readAddonArchive>>;
-    try {
-      archive = await readAddonArchive(data);
-    } catch (error) {
-      if (error instanceof AddonArchiveError) throw new CliError(`cannot sign ${archivePath}: ${error.message}`, { cause: error });
-      throw error;
-    }
-    if (archive.manifest.exports[PROVIDER_EXPORT] === undefined) {
-      throw new CliError(
-        `cannot sign ${archivePath}: ${archive.name}@${archive.version} does not declare the ${PROVIDER_EXPORT} export; only provider packages are signed`,
-      );
-    }
-    const keyStat = statSync(keyFile, { throwIfNoEntry: false });
-    if (keyStat === undefined) throw new CliError(`no key file at ${keyFile}`);
-    // A publisher key others can read is a key others may have copied.
-    if ((keyStat.mode & 0o077) !== 0) {
-      throw new CliError(
-        `the key file ${keyFile} is readable or writable by others (mode ${(keyStat.mode & 0o777).toString(8)}); run chmod 600 on it`,
-      );
-    }
-    let key: ReturnType<typeof publisherKeyFromPem>;
-    try {
-      key = publisherKeyFromPem(readFileSync(keyFile));
-    } catch (error) {
-      throw new CliError(
-        `cannot use ${keyFile} as a publisher key: ${(error as Error).message}; expected an Ed25519 PKCS#8 PEM (openssl genpkey -algorithm ed25519)`,
-      );
-    }
-    const sig = signPackage({ name: archive.name, version: archive.version, sha256: sha256Hex(data) }, key);
-    const out = signatureFileOf(archivePath);
-    const tmp = `${out}.tmp-${process.pid}`;
-    writeFileSync(tmp, serializePackageSignature(sig), { mode: 0o644 });
-    renameSync(tmp, out);
+    const { signatureFile: out, signature: sig } = await signProviderPackage(resolve(args.positionals[0] as string), keyFile);
     if (args.values.json === true) {
       printJson({ signature_file: out, package: sig.package, version: sig.version, sha256: sig.sha256, publisher_key: sig.publisher_key });
     } else {
