@@ -3,7 +3,7 @@ import { Writable } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
 import { DEFAULT_AUTH_SETTINGS } from '@svc/core/settings';
 import pino from 'pino';
-import { buildGatewayApp, type GatewayAttach } from '../src/index.js';
+import { buildGatewayApp } from '../src/index.js';
 import { browserRequest, cookiesSet } from './support/browser-http.js';
 import {
   applicationUser,
@@ -14,8 +14,7 @@ import {
   startGatewayHarness,
   testPolicy,
 } from './support/gateway-harness.js';
-import { fixtureModule, moduleModeAttach } from './support/module-host.js';
-import { plainCookies, sessionCookieSuites } from './support/session-cookie-suite.js';
+import { plainCookies, plantedCookieSuite, sessionCookieSuites } from './support/session-cookie-suite.js';
 import { testRedirectProvider } from './support/test-provider.js';
 
 // The gateway listens on 127.0.0.1, where the DNS-rebinding guard already refuses any
@@ -29,41 +28,8 @@ const ACCESS_TTL_MS = DEFAULT_AUTH_SETTINGS.accessTokenTtlSeconds * 1000;
 // The other attach modes (a real upstream, module mode) run in real/gateway-browser-session-sockets.test.ts.
 sessionCookieSuites((m) => m.name === 'in-process echo', { socket: false, store: 'memory' });
 
-describe("the application cannot set the gateway's cookies", () => {
-  // Module mode runs in real/gateway-browser-session-sockets.test.ts.
-  const modes: readonly ('in-process' | 'module mode')[] = ['in-process'];
-  for (const mode of modes) {
-    test(`a Set-Cookie of a session cookie name from the application is dropped, its own cookies pass, a refresh still lands (${mode})`, async () => {
-      const plant: GatewayAttach = async (app) => {
-        app.get('/app/plant', async (_req, reply) => {
-          reply.header('set-cookie', 'svc-access=svca_planted; Path=/');
-          reply.header('set-cookie', '__Host-svc-refresh=svcr_planted; Path=/; Secure');
-          reply.header('set-cookie', 'theme=dark; Path=/');
-          return { ok: true };
-        });
-      };
-      // Module mode: the same route from fixtures/app-modules/plant-app, in its confined process.
-      const modules = mode === 'module mode' ? await moduleModeAttach([fixtureModule('plant-app')]) : null;
-      const attach = modules === null ? plant : modules.attach;
-      const h = await startGatewayHarness({ socket: false, store: 'memory', attach });
-      try {
-        const user = await applicationUser(h);
-        const live = await browserRequest(h, 'GET', '/app/plant', { cookies: plainCookies(user.pair) });
-        assert.equal(live.status, 200);
-        assert.deepEqual(live.setCookies, ['theme=dark; Path=/']);
-        h.clock.advance(ACCESS_TTL_MS + 1000);
-        const refreshed = await browserRequest(h, 'GET', '/app/plant', { cookies: plainCookies(user.pair) });
-        const set = cookiesSet(refreshed.setCookies);
-        assert.deepEqual(Object.keys(set).sort(), ['svc-access', 'svc-refresh', 'theme']);
-        assert.notEqual(set['svc-access'], 'svca_planted');
-        assert.match(set['svc-access'] ?? '', /^svca_/);
-      } finally {
-        await h.close();
-        await modules?.close();
-      }
-    });
-  }
-});
+// Module mode runs in real/gateway-browser-session-sockets.test.ts.
+plantedCookieSuite(['in-process'], { socket: false, store: 'memory' });
 
 describe('cookies and the Authorization header are never mixed', () => {
   let h: GatewayHarness;

@@ -26,6 +26,7 @@ import { cleanEnv, run, SVC_BIN, startServer, startUntilReady, tempDir, withTime
 // its listener bound; the operator's setup and offline commands (init, keygen, enroll, backup,
 // restore, audit verify), whose process boundary is not the subject, run in process.
 import { enrolledProjectInProcess as enrolledProject, svcOkInProcess as svcOk } from '../in-process.js';
+import { REPO_ROOT } from '../repo.js';
 
 /** Adds `:svc/audit-sinks SINKS` to the project's `project.edn`. */
 function withSinks(dir: string, sinks: string): void {
@@ -58,7 +59,7 @@ function waitFor(check: () => boolean, what: string, timeoutMs = 60_000): Promis
   });
 }
 
-const HEALTHCHECK = fileURLToPath(new URL('../../../../docs/docker/healthcheck.mjs', import.meta.url));
+const HEALTHCHECK = join(REPO_ROOT, 'docs/docker/healthcheck.mjs');
 
 /** The container's HEALTHCHECK against this node: through node health, or through /readyz when `metrics` is given. */
 async function containerHealthy(nodeUrl: string, metricsUrl?: string): Promise<boolean> {

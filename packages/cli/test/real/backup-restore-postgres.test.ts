@@ -2,14 +2,14 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { bash, cleanEnv, problemCode, type ServerProcess, startServer, tempDir } from '../helpers.js';
 // The service is the installed `svc`, spawned; the operator's commands, whose process boundary
 // is not the subject here, run in process (svcInProcess).
 import { enrolledProjectInProcess as enrolledProject, svcInProcess as svc, svcOkInProcess as svcOk } from '../in-process.js';
+import { REPO_ROOT } from '../repo.js';
 import { createSchemas, loginOverHttp, me, PG_URL, revoke, writePostgresProject } from '../support/store-projects.js';
 
-const DEPLOYMENT_MD = fileURLToPath(new URL('../../../../docs/deployment.md', import.meta.url));
+const DEPLOYMENT_MD = join(REPO_ROOT, 'docs/deployment.md');
 
 /** The placeholders the documented commands use, replaced by the test's database, schema and file. */
 const DOC_URL = 'postgres://svc@db.internal:5432/svc';

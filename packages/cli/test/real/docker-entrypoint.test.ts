@@ -5,18 +5,18 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { type NodeHealthFacts, nodeHealthVerdict } from '@svc/core';
 import { bash, CHILD_TIMEOUT_MS, cleanEnv, keygen, run, SVC_BIN, svcOk, tempDir, withTimeout } from '../helpers.js';
+import { REPO_ROOT } from '../repo.js';
 import { bundledSha256, createSchemas, PG_URL } from '../support/store-projects.js';
 
 // The container's entrypoint and HEALTHCHECK, run as they are in the image but against a temp
 // project and control directory (no container engine here). `svc` is the linked
 // node_modules/.bin/svc, as the image links /usr/local/bin/svc to packages/cli/bin/svc.js.
-const ENTRYPOINT = fileURLToPath(new URL('../../../../docs/docker/entrypoint.sh', import.meta.url));
-const HEALTHCHECK = fileURLToPath(new URL('../../../../docs/docker/healthcheck.mjs', import.meta.url));
-const POSTGRES_PROJECT = fileURLToPath(new URL('../../../../docs/docker/project.postgres.edn', import.meta.url));
-const DOCS = fileURLToPath(new URL('../../../../docs/', import.meta.url));
+const ENTRYPOINT = join(REPO_ROOT, 'docs/docker/entrypoint.sh');
+const HEALTHCHECK = join(REPO_ROOT, 'docs/docker/healthcheck.mjs');
+const POSTGRES_PROJECT = join(REPO_ROOT, 'docs/docker/project.postgres.edn');
+const DOCS = join(REPO_ROOT, 'docs/');
 
 const NODE_READY = /svc node: node surface listening on (http:\/\/127\.0\.0\.1:(\d+))/;
 const MANAGEMENT_READY = /svc auth: management API listening on (http:\/\/127\.0\.0\.1:(\d+))/;

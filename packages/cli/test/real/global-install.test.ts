@@ -2,10 +2,10 @@ import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { delimiter, dirname, join } from 'node:path';
 import { after, describe, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { bash, run, tempDir } from '../helpers.js';
+import { REPO_ROOT } from '../repo.js';
 
-const REPO = fileURLToPath(new URL('../../../../', import.meta.url));
+const REPO = REPO_ROOT;
 
 /**
  * The environment of a user's shell outside the checkout: `PATH` holds the install prefix's

@@ -2,10 +2,10 @@ import assert from 'node:assert/strict';
 import { copyFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { cleanEnv, run, type ServerProcess, startServer, svcOk, tempDir } from '../helpers.js';
+import { REPO_ROOT } from '../repo.js';
 
-const repoGitignore = fileURLToPath(new URL('../../../../.gitignore', import.meta.url));
+const repoGitignore = join(REPO_ROOT, '.gitignore');
 
 describe('ignore files', () => {
   const tmp = tempDir('svc-ignore-test-');

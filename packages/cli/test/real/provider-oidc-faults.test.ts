@@ -10,11 +10,11 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { startIdp, type TestIdp } from '../../../provider-oidc/test/support/idp.js';
 import { cleanEnv, freePort, initProject, type StartedProcess, startUntilReady, svcOk, tempDir } from '../helpers.js';
+import { REPO_ROOT } from '../repo.js';
 
-const ROOT = fileURLToPath(new URL('../../../../', import.meta.url));
+const ROOT = REPO_ROOT;
 const APP_READY = /svc app: application gateway listening on (https?:\/\/\S+)\n/;
 
 describe('an unusable OpenID Provider answers 502 naming the provider module', () => {

@@ -10,12 +10,11 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
-import { launchBrowser } from '../../../../test-support/browser.js';
 import { startIdp, type TestIdp } from '../../../provider-oidc/test/support/idp.js';
 import { cleanEnv, freePort, initProject, type StartedProcess, startUntilReady, svcOk, tempDir } from '../helpers.js';
+import { launchBrowser, REPO_ROOT } from '../repo.js';
 
-const ROOT = fileURLToPath(new URL('../../../../', import.meta.url));
+const ROOT = REPO_ROOT;
 const APP_READY = /svc app: application gateway listening on (https?:\/\/\S+)\n/;
 /** The gateway's session cookies (plain names over http, `__Host-` over TLS); `svc-flow` is not one. */
 const SESSION_COOKIE = /^(__Host-)?svc-(access|refresh)$/;

@@ -9,11 +9,10 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
-import { launchBrowser, pageWithAuthenticator } from '../../../../test-support/browser.js';
 import { cleanEnv, freePort, initProject, keygen, type StartedProcess, startUntilReady, svc, svcOk, tempDir } from '../helpers.js';
+import { launchBrowser, pageWithAuthenticator, REPO_ROOT } from '../repo.js';
 
-const ROOT = fileURLToPath(new URL('../../../../', import.meta.url));
+const ROOT = REPO_ROOT;
 const APP_READY = /svc app: application gateway listening on (https?:\/\/\S+)\n/;
 
 /** The application behind the gateway: answers with the identity headers it received. */

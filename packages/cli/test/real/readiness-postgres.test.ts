@@ -3,12 +3,12 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { type AddressInfo, connect, createServer, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { cleanEnv, enrolledProject, problemCode, run, type StartedProcess, startUntilReady, tempDir } from '../helpers.js';
+import { REPO_ROOT } from '../repo.js';
 import { createSchemas, PG_URL, writePostgresProject } from '../support/store-projects.js';
 
 const METRICS = /svc: metrics listening on (http:\/\/\S+)\/metrics/;
-const HEALTHCHECK = fileURLToPath(new URL('../../../../docs/docker/healthcheck.mjs', import.meta.url));
+const HEALTHCHECK = join(REPO_ROOT, 'docs/docker/healthcheck.mjs');
 
 /** The container image's HEALTHCHECK (`node healthcheck.mjs`) with the metrics listener set as a container would set it. */
 function healthcheck(metricsUrl: string) {

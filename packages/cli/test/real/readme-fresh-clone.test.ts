@@ -4,9 +4,9 @@ import { accessSync, constants, copyFileSync, existsSync, mkdirSync, mkdtempSync
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
+import { REPO_ROOT } from '../repo.js';
 
-const REPO = fileURLToPath(new URL('../../../../', import.meta.url)).replace(/\/$/, '');
+const REPO = REPO_ROOT.replace(/\/$/, '');
 /** Installs compile better-sqlite3 from source on a loaded 2-core machine. */
 const INSTALL_TIMEOUT_MS = 15 * 60_000;
 

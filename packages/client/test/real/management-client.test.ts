@@ -4,7 +4,6 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import {
   ApiError,
   ApiUnreachableError,
@@ -15,8 +14,9 @@ import {
   login,
   openManagementSession,
 } from '../../src/index.js';
+import { REPO_ROOT } from '../repo.js';
 
-const SVC = fileURLToPath(new URL('../../../../node_modules/.bin/svc', import.meta.url));
+const SVC = join(REPO_ROOT, 'node_modules/.bin/svc');
 
 function env(): NodeJS.ProcessEnv {
   return Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('SVC_') && k !== 'NODE_OPTIONS'));

@@ -5,8 +5,8 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import type { ProviderContext, ProviderJson } from '@svc/core';
 import { createWebAuthnProvider } from '@svc/provider-webauthn';
-import { addAuthenticator, launchBrowser, pageWithAuthenticator } from '../../../../test-support/browser.js';
 import { type FinishOutcome, type Harness, startHarness } from '../harness.js';
+import { addAuthenticator, launchBrowser, pageWithAuthenticator } from '../repo.js';
 
 type Browser = Awaited<ReturnType<typeof launchBrowser>>;
 type AuthPage = Awaited<ReturnType<typeof pageWithAuthenticator>>;

@@ -6,13 +6,9 @@ import type { IncomingMessage } from 'node:http';
 import { connect } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
-import { DEFAULT_AUTH_SETTINGS } from '@svc/core/settings';
 import { upgradePrincipal } from '../../src/gateway/app.js';
-import type { GatewayAttach } from '../../src/index.js';
-import { browserRequest, cookiesSet } from '../support/browser-http.js';
 import { applicationUser, echoAttach, type GatewayHarness, startGatewayHarness } from '../support/gateway-harness.js';
-import { fixtureModule, moduleModeAttach } from '../support/module-host.js';
-import { plainCookies, sessionCookieSuites } from '../support/session-cookie-suite.js';
+import { plantedCookieSuite, sessionCookieSuites } from '../support/session-cookie-suite.js';
 
 // The gateway listens on 127.0.0.1, where the DNS-rebinding guard already refuses any
 // non-loopback Origin (403 forbidden_host): the attacking page is another loopback origin, a
@@ -20,43 +16,9 @@ import { plainCookies, sessionCookieSuites } from '../support/session-cookie-sui
 // rule stops.
 const EVIL_ORIGIN = 'http://localhost:9';
 
-const ACCESS_TTL_MS = DEFAULT_AUTH_SETTINGS.accessTokenTtlSeconds * 1000;
-
 sessionCookieSuites((m) => m.name !== 'in-process echo');
 
-describe("the application cannot set the gateway's cookies", () => {
-  for (const mode of ['module mode'] as const) {
-    test(`a Set-Cookie of a session cookie name from the application is dropped, its own cookies pass, a refresh still lands (${mode})`, async () => {
-      const plant: GatewayAttach = async (app) => {
-        app.get('/app/plant', async (_req, reply) => {
-          reply.header('set-cookie', 'svc-access=svca_planted; Path=/');
-          reply.header('set-cookie', '__Host-svc-refresh=svcr_planted; Path=/; Secure');
-          reply.header('set-cookie', 'theme=dark; Path=/');
-          return { ok: true };
-        });
-      };
-      // Module mode: the same route from fixtures/app-modules/plant-app, in its confined process.
-      const modules = mode === 'module mode' ? await moduleModeAttach([fixtureModule('plant-app')]) : null;
-      const attach = modules === null ? plant : modules.attach;
-      const h = await startGatewayHarness({ attach });
-      try {
-        const user = await applicationUser(h);
-        const live = await browserRequest(h, 'GET', '/app/plant', { cookies: plainCookies(user.pair) });
-        assert.equal(live.status, 200);
-        assert.deepEqual(live.setCookies, ['theme=dark; Path=/']);
-        h.clock.advance(ACCESS_TTL_MS + 1000);
-        const refreshed = await browserRequest(h, 'GET', '/app/plant', { cookies: plainCookies(user.pair) });
-        const set = cookiesSet(refreshed.setCookies);
-        assert.deepEqual(Object.keys(set).sort(), ['svc-access', 'svc-refresh', 'theme']);
-        assert.notEqual(set['svc-access'], 'svca_planted');
-        assert.match(set['svc-access'] ?? '', /^svca_/);
-      } finally {
-        await h.close();
-        await modules?.close();
-      }
-    });
-  }
-});
+plantedCookieSuite(['module mode']);
 
 describe('websocket upgrades with session cookies', () => {
   let h: GatewayHarness;

@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
-import { launchBrowser, pageWithAuthenticator } from '../../../../test-support/browser.js';
+import { launchBrowser, pageWithAuthenticator } from '../repo.js';
 import { applicationUser, echoAttach, type GatewayHarness, startGatewayHarness } from '../support/gateway-harness.js';
 import { loopbackCertificate } from '../support/loopback-cert.js';
 import { scratch } from '../support/node-harness.js';

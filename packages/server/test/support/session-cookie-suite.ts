@@ -1,9 +1,11 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { DEFAULT_AUTH_SETTINGS } from '@svc/core/settings';
+import type { GatewayAttach } from '../../src/index.js';
 import { browserRequest, cookiesSet } from './browser-http.js';
 import { ATTACH_MODES, applicationUser, type GatewayHarness, type GatewayHarnessOptions, startGatewayHarness } from './gateway-harness.js';
 import type { Pair } from './harness.js';
+import { fixtureModule, moduleModeAttach } from './module-host.js';
 
 /** A session's two cookies as a browser on plain HTTP sends them. */
 export const plainCookies = (pair: Pair) => ({ 'svc-access': pair.access_token, 'svc-refresh': pair.refresh_token });
@@ -65,4 +67,50 @@ export function sessionCookieSuites(
       });
     });
   }
+}
+
+/**
+ * An application's Set-Cookie of a session cookie name is dropped, once per attach mode given:
+ * in process (fast tier, injected) and module mode (real tier, its confined process).
+ *
+ * @example
+ * plantedCookieSuite(['in-process'], { socket: false, store: 'memory' });
+ */
+export function plantedCookieSuite(
+  modes: readonly ('in-process' | 'module mode')[],
+  harness: Omit<GatewayHarnessOptions, 'attach'> = {},
+): void {
+  describe("the application cannot set the gateway's cookies", () => {
+    for (const mode of modes) {
+      test(`a Set-Cookie of a session cookie name from the application is dropped, its own cookies pass, a refresh still lands (${mode})`, async () => {
+        const plant: GatewayAttach = async (app) => {
+          app.get('/app/plant', async (_req, reply) => {
+            reply.header('set-cookie', 'svc-access=svca_planted; Path=/');
+            reply.header('set-cookie', '__Host-svc-refresh=svcr_planted; Path=/; Secure');
+            reply.header('set-cookie', 'theme=dark; Path=/');
+            return { ok: true };
+          });
+        };
+        // Module mode: the same route from fixtures/app-modules/plant-app, in its confined process.
+        const modules = mode === 'module mode' ? await moduleModeAttach([fixtureModule('plant-app')]) : null;
+        const attach = modules === null ? plant : modules.attach;
+        const h = await startGatewayHarness({ ...harness, attach });
+        try {
+          const user = await applicationUser(h);
+          const live = await browserRequest(h, 'GET', '/app/plant', { cookies: plainCookies(user.pair) });
+          assert.equal(live.status, 200);
+          assert.deepEqual(live.setCookies, ['theme=dark; Path=/']);
+          h.clock.advance(ACCESS_TTL_MS + 1000);
+          const refreshed = await browserRequest(h, 'GET', '/app/plant', { cookies: plainCookies(user.pair) });
+          const set = cookiesSet(refreshed.setCookies);
+          assert.deepEqual(Object.keys(set).sort(), ['svc-access', 'svc-refresh', 'theme']);
+          assert.notEqual(set['svc-access'], 'svca_planted');
+          assert.match(set['svc-access'] ?? '', /^svca_/);
+        } finally {
+          await h.close();
+          await modules?.close();
+        }
+      });
+    }
+  });
 }
