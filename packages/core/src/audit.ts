@@ -25,6 +25,15 @@ export const AUDIT_EVENT_TYPES = [
   'link.removed',
   'provider.signin',
   'provider.signin_failed',
+  'user.created',
+  'user.updated',
+  'user.disabled',
+  'user.enabled',
+  'user.removed',
+  'group.saved',
+  'group.removed',
+  'scim_token.created',
+  'scim_token.revoked',
 ] as const;
 
 /** A kind of audit event. */

@@ -82,6 +82,21 @@ export const ERROR_CODES = {
     meaning: 'unknown, expired or already finished provider flow, or a flow begun with another provider',
   },
   already_linked: { status: 409, title: 'Conflict', meaning: 'that external identity is already linked in that realm' },
+  user_disabled: {
+    status: 403,
+    title: 'Forbidden',
+    meaning:
+      'the user is disabled (by an operator, the company directory, or because new users wait for approval): every sign-in is refused until an operator enables them',
+  },
+  user_exists: { status: 409, title: 'Conflict', meaning: 'a user with that subject, or with that SCIM userName in the realm, already exists' },
+  group_exists: { status: 409, title: 'Conflict', meaning: 'a group with that name already exists in the realm' },
+  last_management_user: {
+    status: 409,
+    title: 'Conflict',
+    meaning:
+      'refusing to disable or remove the last active management user who can sign in: enroll or enable another administrator first',
+  },
+  invalid_scim_token: { status: 401, title: 'Unauthorized', meaning: 'the SCIM bearer token is missing, unknown or revoked' },
   forbidden_host: {
     status: 403,
     title: 'Forbidden',

@@ -14,6 +14,10 @@ export const ID_PREFIXES = {
   link: 'lnk_',
   /** A provider ceremony in progress (single use, short lived). */
   flow: 'flw_',
+  /** A group record (the directory's groups). */
+  group: 'grp_',
+  /** A SCIM token's id (the token itself is `svcs_...`). */
+  scimToken: 'sct_',
 } as const;
 
 /** A kind of ID. */

@@ -254,3 +254,50 @@ export {
 export { PROBLEM_SCHEMA_ID, type ProblemJson, problemSchema } from './wire/problem.js';
 export type { WireType } from './wire/wire-type.js';
 export { deviceToJson, sessionToJson } from './wire.js';
+export {
+  type AttributeSource,
+  checkDisplayName,
+  checkEmail,
+  checkGroups,
+  checkUserName,
+  DISPLAY_NAME_MAX_CHARS,
+  EMAIL_MAX_CHARS,
+  emailDomainOf,
+  GROUP_NAME_PATTERN,
+  groupNameProblem,
+  type IdentityAttributes,
+  identityAttributesOf,
+  identityHeaders,
+  isAttributeSource,
+  MAX_USER_GROUPS,
+  normalizeEmailDomain,
+  USER_STATUSES,
+  type UserStatus,
+} from './users.js';
+export {
+  addUser,
+  decideUserUpdate,
+  getUser,
+  identityAttributesFromClaims,
+  listGroups,
+  listUsers,
+  type ProvidedAttributes,
+  refreshedUser,
+  removeUser,
+  type UserActor,
+  type UserAttributesInput,
+  updateUser,
+  USERS_PAGE_DEFAULT,
+  USERS_PAGE_MAX,
+  userToJson,
+} from './use-cases/users.js';
+export {
+  type GroupJson,
+  groupSchema,
+  type UserJson,
+  type UserPageJson,
+  type UserRemovedJson,
+  userPageSchema,
+  userRemovedSchema,
+  userSchema,
+} from './wire/users.js';

@@ -1,10 +1,18 @@
 import type { Realm } from './realm.js';
 
-/** The claims a principal carries: facts about how and when it signed in. */
+/**
+ * The claims a principal carries: how and when it signed in, and who the user is when known
+ * (`email`, `email_verified`, `name`, `groups`: absent when unknown, never empty; see
+ * `identityAttributesOf`).
+ */
 export interface PrincipalClaims {
   readonly amr: readonly string[];
   readonly auth_time: string;
   readonly exp: string;
+  readonly email?: string;
+  readonly email_verified?: boolean;
+  readonly name?: string;
+  readonly groups?: readonly string[];
 }
 
 /** A verified caller. Immutable: deep-frozen when made. */
@@ -29,6 +37,13 @@ export function makePrincipal(p: Principal): Principal {
     realm: p.realm,
     session: p.session,
     device: p.device,
-    claims: Object.freeze({ amr: Object.freeze([...p.claims.amr]), auth_time: p.claims.auth_time, exp: p.claims.exp }),
+    claims: Object.freeze({
+      amr: Object.freeze([...p.claims.amr]),
+      auth_time: p.claims.auth_time,
+      exp: p.claims.exp,
+      ...(p.claims.email === undefined ? {} : { email: p.claims.email, email_verified: p.claims.email_verified === true }),
+      ...(p.claims.name === undefined ? {} : { name: p.claims.name }),
+      ...(p.claims.groups === undefined ? {} : { groups: Object.freeze([...p.claims.groups]) }),
+    }),
   });
 }

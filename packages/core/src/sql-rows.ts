@@ -13,6 +13,19 @@ export const DEVICE_COLUMNS = 'id, public_key, realm, subject, name, created_at,
 export const SESSION_COLUMNS =
   'id, realm, subject, device_id, created_at, expires_at, access_expires_at, refresh_expires_at, generation, last_rotated_at, revoked_at, revoked_reason, client_address, user_agent, amr, jkt';
 export const ACCESS_COLUMNS = `${SESSION_COLUMNS}, access_digest`;
+/**
+ * The bearer check's columns over {@link ACCESS_FROM}: the session's, its access digest, and
+ * its user's attributes (`u_*`, null when the subject has no user).
+ */
+export const ACCESS_USER_COLUMNS = `${SESSION_COLUMNS.split(', ')
+  .map((c) => `s.${c}`)
+  .join(', ')}, s.access_digest, u.name AS u_name, u.email AS u_email, u.email_verified AS u_email_verified, u.groups AS u_groups`;
+/** The bearer check's FROM: a session and its user, one primary-key lookup each. */
+export const ACCESS_FROM = 'sessions s LEFT JOIN users u ON u.subject = s.subject';
+export const USER_COLUMNS =
+  'subject, realm, user_name, external_id, name, name_source, email, email_verified, email_source, groups, groups_source, status, created_at, updated_at, last_sign_in_at, disabled_at';
+export const GROUP_COLUMNS = 'id, realm, name, external_id, created_at, updated_at';
+export const SCIM_TOKEN_COLUMNS = 'id, digest, name, created_at, created_by, last_used_at, revoked_at';
 export const ROTATION_COLUMNS = `${SESSION_COLUMNS}, refresh_digest, prev_refresh_digest, prev_rotated_at`;
 /** The columns of a `RefreshRow`, for the stores' SELECT before `decideRotation`. */
 export const REFRESH_COLUMNS = `${ROTATION_COLUMNS}, prev_successor`;

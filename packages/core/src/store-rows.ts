@@ -2,7 +2,20 @@ import type { AuditData, AuditEvent, AuditEventType } from './audit.js';
 import { GENESIS_HASH } from './audit.js';
 import type { ProviderIntent } from './provider.js';
 import type { Realm } from './realm.js';
-import type { ChallengeRecord, DeviceRecord, FlowRecord, LinkRecord, PairingIntentRecord, SessionRecord, StoreStats } from './store.js';
+import type {
+  ChallengeRecord,
+  DeviceRecord,
+  FlowRecord,
+  GroupRecord,
+  LinkRecord,
+  PairingIntentRecord,
+  ScimTokenRecord,
+  SessionRecord,
+  SessionUser,
+  StoreStats,
+  UserRecord,
+} from './store.js';
+import type { AttributeSource, UserStatus } from './users.js';
 import { isSessionLive } from './store-rules.js';
 
 // The relational layout both SQL store addons share: the same tables and column names in the
@@ -41,9 +54,56 @@ export interface SessionRow {
   jkt?: string | null;
 }
 
-/** A session row with the digest an access token is checked against. */
+/**
+ * A session row with the digest an access token is checked against, and its user's attributes
+ * (`u_*`, from `LEFT JOIN users`: all null when the subject has no user).
+ */
 export interface AccessRow extends SessionRow {
   access_digest: string;
+  u_name?: string | null;
+  u_email?: string | null;
+  u_email_verified?: number | boolean | null;
+  u_groups?: string | null;
+}
+
+export interface UserRow {
+  subject: string;
+  realm: Realm;
+  user_name: string | null;
+  external_id: string | null;
+  name: string | null;
+  name_source: string | null;
+  email: string | null;
+  /** 0/1 on SQLite, a boolean on PostgreSQL. */
+  email_verified: number | boolean;
+  email_source: string | null;
+  /** The groups as JSON text: a sorted array of names. */
+  groups: string;
+  groups_source: string | null;
+  status: UserStatus;
+  created_at: number;
+  updated_at: number;
+  last_sign_in_at: number | null;
+  disabled_at: number | null;
+}
+
+export interface GroupRow {
+  id: string;
+  realm: Realm;
+  name: string;
+  external_id: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface ScimTokenRow {
+  id: string;
+  digest: string;
+  name: string;
+  created_at: number;
+  created_by: string | null;
+  last_used_at: number | null;
+  revoked_at: number | null;
 }
 
 /** A session row with the refresh bookkeeping the rotation decision needs. */
@@ -131,7 +191,9 @@ export function toDevice(r: DeviceRow): DeviceRecord {
 }
 
 export function toSession(r: SessionRow): SessionRecord {
+  const user = 'u_groups' in r ? sessionUserOf(r as AccessRow) : undefined;
   return Object.freeze({
+    ...(user === undefined ? {} : { user }),
     id: r.id,
     realm: r.realm,
     subject: r.subject,
@@ -148,6 +210,156 @@ export function toSession(r: SessionRow): SessionRecord {
     userAgent: r.user_agent,
     amr: amrOf(r.amr),
     jkt: r.jkt ?? null,
+  });
+}
+
+// A user's groups text → one frozen array per distinct text (few distinct sets; the bearer
+// path builds none per request).
+const groupArrays = new Map<string, readonly string[]>();
+
+/**
+ * The groups JSON text a user row holds, as a frozen array (shared between rows that hold the
+ * same text). Anything that is not a JSON array of strings reads as no groups.
+ *
+ * @example
+ * groupsOf('["dev","ops"]'); // ['dev', 'ops']
+ */
+export function groupsOf(text: string | null | undefined): readonly string[] {
+  if (text === null || text === undefined || text === '' || text === '[]') return NO_GROUPS;
+  let known = groupArrays.get(text);
+  if (known === undefined) {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      parsed = [];
+    }
+    known = Object.freeze(Array.isArray(parsed) ? parsed.filter((g): g is string => typeof g === 'string') : []);
+    if (groupArrays.size < 10_000) groupArrays.set(text, known);
+  }
+  return known;
+}
+
+const NO_GROUPS: readonly string[] = Object.freeze([]);
+
+/**
+ * The JSON text a user row keeps its groups in (the array as given: sorted and unique by
+ * `checkGroups`).
+ *
+ * @example
+ * groupsText(['dev', 'ops']); // '["dev","ops"]'
+ */
+export function groupsText(groups: readonly string[]): string {
+  return JSON.stringify(groups);
+}
+
+function sessionUserOf(r: AccessRow): SessionUser | null {
+  if (r.u_groups === null || r.u_groups === undefined) return null;
+  return Object.freeze({
+    name: r.u_name ?? null,
+    email: r.u_email ?? null,
+    emailVerified: r.u_email_verified === true || r.u_email_verified === 1,
+    groups: groupsOf(r.u_groups),
+  });
+}
+
+export function toUser(r: UserRow): UserRecord {
+  return Object.freeze({
+    subject: r.subject,
+    realm: r.realm,
+    userName: r.user_name,
+    externalId: r.external_id,
+    name: r.name,
+    nameSource: r.name_source as AttributeSource | null,
+    email: r.email,
+    emailVerified: r.email_verified === true || r.email_verified === 1,
+    emailSource: r.email_source as AttributeSource | null,
+    groups: groupsOf(r.groups),
+    groupsSource: r.groups_source as AttributeSource | null,
+    status: r.status,
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+    lastSignInAt: r.last_sign_in_at,
+    disabledAt: r.disabled_at,
+  });
+}
+
+/**
+ * A user as the SQL stores write it (the booleans as 0/1; PostgreSQL's driver maps them to
+ * its boolean column, `::boolean` casts where needed).
+ *
+ * @example
+ * insertUser.run(userRowOf(user));
+ */
+export function userRowOf(u: UserRecord): UserRow & { email_verified: number } {
+  return {
+    subject: u.subject,
+    realm: u.realm,
+    user_name: u.userName,
+    external_id: u.externalId,
+    name: u.name,
+    name_source: u.nameSource,
+    email: u.email,
+    email_verified: u.emailVerified ? 1 : 0,
+    email_source: u.emailSource,
+    groups: groupsText(u.groups),
+    groups_source: u.groupsSource,
+    status: u.status,
+    created_at: u.createdAt,
+    updated_at: u.updatedAt,
+    last_sign_in_at: u.lastSignInAt,
+    disabled_at: u.disabledAt,
+  };
+}
+
+/**
+ * The user a subject gets with its first credential when none was made for it: active, no
+ * attributes.
+ *
+ * @example
+ * const user = defaultUser({ subject: device.subject, realm: device.realm, now });
+ */
+export function defaultUser(input: { readonly subject: string; readonly realm: Realm; readonly now: number }): UserRecord {
+  return Object.freeze({
+    subject: input.subject,
+    realm: input.realm,
+    userName: null,
+    externalId: null,
+    name: null,
+    nameSource: null,
+    email: null,
+    emailVerified: false,
+    emailSource: null,
+    groups: NO_GROUPS,
+    groupsSource: null,
+    status: 'active',
+    createdAt: input.now,
+    updatedAt: input.now,
+    lastSignInAt: null,
+    disabledAt: null,
+  });
+}
+
+export function toGroup(r: GroupRow): GroupRecord {
+  return Object.freeze({
+    id: r.id,
+    realm: r.realm,
+    name: r.name,
+    externalId: r.external_id,
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+  });
+}
+
+export function toScimToken(r: ScimTokenRow): ScimTokenRecord {
+  return Object.freeze({
+    id: r.id,
+    digest: r.digest,
+    name: r.name,
+    createdAt: r.created_at,
+    createdBy: r.created_by,
+    lastUsedAt: r.last_used_at,
+    revokedAt: r.revoked_at,
   });
 }
 

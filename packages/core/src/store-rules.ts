@@ -1,4 +1,4 @@
-import type { BootstrapOutcome, DeviceRecord, PairingCompletion, SessionRecord } from './store.js';
+import type { BootstrapOutcome, DeviceRecord, PairingCompletion, SessionRecord, UserFilter, UserRecord } from './store.js';
 import { digestsEqual } from './tokens.js';
 
 // The single-use and liveness rules every store applies, pure: each takes what the store read
@@ -21,6 +21,38 @@ export const REVOKED_REFRESH_REUSED = 'refresh_token_reused';
 export const REVOKED_DEVICE_REMOVED = 'device_removed';
 /** Why a session was revoked when its link (a passkey, an OIDC login) was removed. */
 export const REVOKED_LINK_REMOVED = 'link_removed';
+/** The revocation reason of the sessions a user's disabling ends. */
+export const REVOKED_USER_DISABLED = 'user_disabled';
+/** The revocation reason of the sessions a user's removal ends. */
+export const REVOKED_USER_REMOVED = 'user_removed';
+
+/**
+ * Whether `user` passes a {@link UserFilter} (paging aside): the rule the memory store applies and
+ * the SQL stores write as their WHERE clause. `text` matches a substring of the name, email or
+ * userName, ASCII letters compared without case.
+ *
+ * @example
+ * users.filter((u) => userMatches(u, { realm: 'application', group: 'ops', limit: 10 }));
+ */
+export function userMatches(user: UserRecord, filter: UserFilter): boolean {
+  if (filter.realm !== undefined && user.realm !== filter.realm) return false;
+  if (filter.status !== undefined && user.status !== filter.status) return false;
+  if (filter.group !== undefined && !user.groups.includes(filter.group)) return false;
+  if (filter.email !== undefined && user.email !== filter.email) return false;
+  if (filter.userName !== undefined && user.userName !== filter.userName) return false;
+  if (filter.externalId !== undefined && user.externalId !== filter.externalId) return false;
+  if (filter.after !== undefined && !(user.subject > filter.after)) return false;
+  if (filter.text !== undefined) {
+    const needle = asciiLower(filter.text);
+    const hay = [user.name, user.email, user.userName].filter((x): x is string => x !== null).map(asciiLower);
+    if (!hay.some((h) => h.includes(needle))) return false;
+  }
+  return true;
+}
+
+function asciiLower(s: string): string {
+  return s.replace(/[A-Z]/g, (c) => c.toLowerCase());
+}
 
 /** How a device-key session was made (RFC 8176 has no value for Ed25519 keys: the contract's own). */
 export const DEVICE_AMR: readonly string[] = Object.freeze(['ed25519']);

@@ -2,6 +2,7 @@ import type { AttemptWindow } from './attempt-budget.js';
 import type { AuditEvent, AuditEventDraft } from './audit.js';
 import type { ProviderIntent } from './provider.js';
 import type { Realm } from './realm.js';
+import type { AttributeSource, UserStatus } from './users.js';
 
 /**
  * The store contract: typed, domain-level operations with atomic semantics. All times are
@@ -23,9 +24,12 @@ import type { Realm } from './realm.js';
  * made (`amr`), and its `deviceId` may be a link id. 6: `createLink` may complete a link
  * intent (a pairing intent whose code is bound to a provider) in the same transaction. 7: a session
  * records the key its tokens are bound to (`jkt`); DPoP proofs are used once (`useDpopProof`), and
- * server nonces are looked up (`hasDpopRecord`).
+ * server nonces are looked up (`hasDpopRecord`). 8: users (`getUser`, `listUsers`, `createUser`,
+ * `changeUser`, `listGroups`), group records and SCIM tokens; a disabled user's sign-ins are
+ * refused inside the session-creating transactions (`createSession` answers `user_disabled`),
+ * a bearer check reads the session's user attributes with it (`SessionRecord.user`).
  */
-export const STORE_CONTRACT_VERSION = 7;
+export const STORE_CONTRACT_VERSION = 8;
 
 /** An enrolled device. `removedAt` is set when an operator removes it. */
 export interface DeviceRecord {
@@ -70,6 +74,132 @@ export interface SessionRecord {
    * `:auth/sender-constraint :off`, by a provider, or before the binding existed.
    */
   readonly jkt?: string | null;
+  /**
+   * The attributes of the session's user, read WITH the session by `findSessionByAccessDigest`
+   * (one query: the bearer path makes no second one), so the principal carries them; absent on
+   * every other read, null when the subject has no user record.
+   */
+  readonly user?: SessionUser | null;
+}
+
+/** What a bearer check reads of a session's user. */
+export interface SessionUser {
+  readonly name: string | null;
+  readonly email: string | null;
+  readonly emailVerified: boolean;
+  readonly groups: readonly string[];
+}
+
+/**
+ * A user: one per subject, in its realm. Created with the subject's first credential (a device,
+ * a link) or by an operator or the directory (SCIM); its attributes say who the person is, and
+ * where each came from (`*Source`, null while unset).
+ */
+export interface UserRecord {
+  readonly subject: string;
+  readonly realm: Realm;
+  /** The SCIM `userName` (unique in the realm), or null. */
+  readonly userName: string | null;
+  /** The directory's own id for the user (SCIM `externalId`), or null. */
+  readonly externalId: string | null;
+  readonly name: string | null;
+  readonly nameSource: AttributeSource | null;
+  /** A checked email (core's `checkEmail`: ASCII, A-label domain), or null. */
+  readonly email: string | null;
+  readonly emailVerified: boolean;
+  readonly emailSource: AttributeSource | null;
+  /** Sorted, unique, each a valid group name (`checkGroups`). */
+  readonly groups: readonly string[];
+  readonly groupsSource: AttributeSource | null;
+  readonly status: UserStatus;
+  readonly createdAt: number;
+  readonly updatedAt: number;
+  readonly lastSignInAt: number | null;
+  readonly disabledAt: number | null;
+}
+
+/** What {@link Store.changeUser}'s decision asks the store to write. */
+export type UserChange =
+  /** The user takes `user` (same subject and realm); with `revokeSessions`, every live session of the subject is revoked with that reason. */
+  | {
+      readonly kind: 'update';
+      readonly user: UserRecord;
+      readonly revokeSessions: string | null;
+      readonly events: readonly AuditEventDraft[];
+    }
+  /** The user is deleted, its devices and links removed and its live sessions revoked (reason `user_removed`). */
+  | { readonly kind: 'remove'; readonly events: readonly AuditEventDraft[] }
+  /** Nothing to write (the decision found nothing changes). */
+  | { readonly kind: 'none' };
+
+/** What changing a user led to. */
+export type UserChangeOutcome =
+  | { readonly kind: 'unknown' }
+  | { readonly kind: 'none'; readonly user: UserRecord }
+  | { readonly kind: 'updated'; readonly user: UserRecord; readonly revokedSessions: number }
+  | { readonly kind: 'removed'; readonly revokedSessions: number; readonly removedDevices: number; readonly removedLinks: number };
+
+/** What a decision about a user knows besides the user (counted inside the store's transaction). */
+export interface UserChangeContext {
+  /**
+   * For a management-realm user: how many OTHER management users are active and hold a live
+   * credential (an active device or a live link), counted with those rows locked where writers
+   * run concurrently, so N concurrent disables or removals of the last N leave one. 0 for an
+   * application-realm user.
+   */
+  readonly otherActiveManagementUsers: number;
+}
+
+/** A group in a realm, as {@link Store.listGroups} counts it. */
+export interface GroupSummary {
+  readonly realm: Realm;
+  readonly name: string;
+  /** The group record's id (`grp_`), or null for a name only users carry. */
+  readonly id: string | null;
+  /** How many users of the realm are in it. */
+  readonly members: number;
+}
+
+/** A named group kept on its own (the directory creates groups before it fills them). */
+export interface GroupRecord {
+  readonly id: string;
+  readonly realm: Realm;
+  readonly name: string;
+  /** The directory's own id (SCIM `externalId`), or null. */
+  readonly externalId: string | null;
+  readonly createdAt: number;
+  readonly updatedAt: number;
+}
+
+/** A SCIM bearer token, by its digest (the token itself is shown once). */
+export interface ScimTokenRecord {
+  readonly id: string;
+  readonly digest: string;
+  readonly name: string;
+  readonly createdAt: number;
+  readonly createdBy: string | null;
+  readonly lastUsedAt: number | null;
+  readonly revokedAt: number | null;
+}
+
+/** A filter of {@link Store.listUsers}: each given narrows the list. */
+export interface UserFilter {
+  readonly realm?: Realm;
+  readonly status?: UserStatus;
+  /** Users in this group. */
+  readonly group?: string;
+  /** Exact (checked) email. */
+  readonly email?: string;
+  /** Exact SCIM userName. */
+  readonly userName?: string;
+  /** Exact SCIM externalId. */
+  readonly externalId?: string;
+  /** A case-insensitive substring of the name, email or userName (ASCII case folding). */
+  readonly text?: string;
+  /** Only subjects sorting after this one (paging). */
+  readonly after?: string;
+  /** At most this many (1-1000). */
+  readonly limit: number;
 }
 
 /**
@@ -120,7 +250,9 @@ export type LinkSessionOutcome =
   /** The link is unknown or removed (maybe meanwhile): nothing written. */
   | { readonly kind: 'link_removed' }
   /** The presented counter does not advance the stored one (a cloned authenticator?): nothing written. */
-  | { readonly kind: 'counter_regressed'; readonly stored: number | null };
+  | { readonly kind: 'counter_regressed'; readonly stored: number | null }
+  /** The link's user is disabled: nothing written. */
+  | { readonly kind: 'user_disabled' };
 
 /** A challenge a device must sign. */
 export interface ChallengeRecord {
@@ -181,7 +313,9 @@ export type PairingCompletion =
   | { readonly kind: 'completed'; readonly device: DeviceRecord }
   /** Someone else completed it first, or it expired or burned meanwhile. */
   | { readonly kind: 'invalid' }
-  | { readonly kind: 'already_enrolled' };
+  | { readonly kind: 'already_enrolled' }
+  /** The intent's subject is a disabled user: nothing written (the intent stays live). */
+  | { readonly kind: 'user_disabled' };
 
 /** What reserving an attempt against shared budgets led to. */
 export type AttemptReservation =
@@ -235,15 +369,18 @@ export interface Store {
    * Uses up the bootstrap token with `digest` and enrolls `device`, atomically. Checks in
    * this order: unknown (or superseded) → `unknown`; already used → `used`; `expiresAt <=
    * now` → `expired`; the key already enrolled (an active device) → `already_enrolled`
-   * (the token stays unused). On success marks it used, inserts the device and appends
-   * `event`, all in one transaction.
+   * (the token stays unused). On success marks it used, inserts the device, creates the
+   * subject's user (active, no attributes) and appends `event`, all in one transaction.
    */
   consumeBootstrapToken(
     input: { readonly digest: string; readonly now: number; readonly device: DeviceRecord },
     event: AuditEventDraft,
   ): Promise<BootstrapOutcome>;
 
-  /** Inserts a device with its event; `already_enrolled` when an active device has that key. */
+  /**
+   * Inserts a device with its event, creating the subject's user (active, no attributes) when it
+   * has none; `already_enrolled` when an active device has that key.
+   */
   enrollDevice(device: DeviceRecord, event: AuditEventDraft): Promise<'enrolled' | 'already_enrolled'>;
   /** The active (not removed) device with that public key. */
   findDeviceByPublicKey(publicKey: string): Promise<DeviceRecord | null>;
@@ -282,10 +419,17 @@ export interface Store {
    * Inserts a session with its first pair and its event, only while the session's device is
    * still active: checked inside the transaction (and, where the engine allows concurrent
    * writers, with the device row locked), so a sign-in racing a device removal can never leave
-   * a live session for a removed device. False, and nothing written, when the device is
-   * unknown or removed.
+   * a live session for a removed device; and only while the subject's user is not disabled
+   * (its row read under a share lock where writers run concurrently, so a sign-in racing a
+   * {@link Store.changeUser} that disables is either refused or revoked by it). Records the
+   * sign-in as the user's `lastSignInAt`. `device_inactive` when the device is unknown or
+   * removed, `user_disabled` when the user is disabled; then nothing is written.
    */
-  createSession(session: SessionRecord, pair: TokenPairDigests, event: AuditEventDraft): Promise<boolean>;
+  createSession(
+    session: SessionRecord,
+    pair: TokenPairDigests,
+    event: AuditEventDraft,
+  ): Promise<'created' | 'device_inactive' | 'user_disabled'>;
   /**
    * Session `sessionId` if `digest` is the digest of its CURRENT access token (revoked or not,
    * expired or not), compared in constant time; otherwise null. The id comes from the token's
@@ -380,8 +524,9 @@ export interface Store {
   ): Promise<{ readonly failures: number; readonly burned: boolean } | null>;
   /**
    * Completes a live intent (not completed, not burned, `expiresAt > now`, code digest equal
-   * to `codeDigest`) and enrolls `device`, with the event, atomically. Exactly one of N
-   * concurrent completions wins.
+   * to `codeDigest`) and enrolls `device`, with the event, atomically, creating the subject's user
+   * when it has none. Exactly one of N concurrent completions wins. `user_disabled` (nothing
+   * written) when the intent's subject is a disabled user.
    */
   completePairing(
     input: { readonly id: string; readonly codeDigest: string; readonly now: number; readonly device: DeviceRecord },
@@ -406,7 +551,13 @@ export interface Store {
      * and nothing written. Of N concurrent links completing one intent, exactly one is created.
      */
     pairing?: { readonly id: string; readonly codeDigest: string; readonly now: number },
-  ): Promise<'created' | 'already_linked' | 'intent_invalid'>;
+    /**
+     * The user of a NEW subject (just-in-time provisioning), created in the same transaction
+     * (`subject` and `realm` equal the link's). Without it, a subject that has no user gets one
+     * (active, no attributes). A link to an existing DISABLED user is `'user_disabled'`, nothing written.
+     */
+    user?: UserRecord,
+  ): Promise<'created' | 'already_linked' | 'intent_invalid' | 'user_disabled'>;
   /** A link by id, removed or not. */
   getLink(id: string): Promise<LinkRecord | null>;
   /** The live link of an external identity in a realm. */
@@ -431,6 +582,13 @@ export interface Store {
    * which the same conditional update writes with `lastUsedAt = now`: of N concurrent sign-ins
    * presenting the same counter, exactly one wins. `'unchanged'` is only for a link created by
    * the same ceremony (its counter was just stored): the counter is left as it is.
+   *
+   * The link's user must not be disabled (read under a share lock, as in `createSession`):
+   * otherwise `user_disabled`, nothing written. The user's `lastSignInAt` becomes `now`, and
+   * `refresh` (when given) is called with the user as stored (null when the subject has none):
+   * the user it returns, with its events appended after `events`, is written in the same
+   * transaction (the identity provider's attributes, refreshed at each sign-in); null changes
+   * nothing else.
    */
   createLinkSession(
     input: {
@@ -438,6 +596,7 @@ export interface Store {
       readonly pair: TokenPairDigests;
       readonly counter: number | null | 'unchanged';
       readonly now: number;
+      readonly refresh?: (current: UserRecord | null) => { readonly user: UserRecord; readonly events: readonly AuditEventDraft[] } | null;
     },
     events: readonly AuditEventDraft[],
   ): Promise<LinkSessionOutcome>;
@@ -496,6 +655,64 @@ export interface Store {
    * checked on every node.
    */
   hasDpopRecord(input: { readonly key: string; readonly now: number }): Promise<boolean>;
+
+  /** A user by subject, or null. */
+  getUser(subject: string): Promise<UserRecord | null>;
+  /** Users matching `filter`, ordered by subject (ids sort by creation time), at most `filter.limit`. */
+  listUsers(filter: UserFilter): Promise<readonly UserRecord[]>;
+  /**
+   * Inserts a user with its event. `exists` when the subject has one; `user_name_taken` when
+   * another user of the realm has its `userName` (a unique index decides, also between nodes);
+   * then nothing is written.
+   */
+  createUser(user: UserRecord, event: AuditEventDraft): Promise<'created' | 'exists' | 'user_name_taken'>;
+  /**
+   * The one way a user changes: the store locks and reads the user (and, for a management-realm
+   * user, counts the other active management users: {@link UserChangeContext}), calls `decide`
+   * inside the transaction, and writes what it returns with its events, atomically:
+   * - `update`: the user row takes `user`; with `revokeSessions`, every live session of the
+   *   subject is revoked with that reason in the same transaction (a disable ends every session
+   *   at once, on every node sharing the store);
+   * - `remove`: the user row is deleted, its active devices and live links marked removed and its
+   *   live sessions revoked (reason `user_removed`);
+   * - `none`: nothing written.
+   * `decide` may throw (a refusal): the transaction is rolled back and the error propagates.
+   * `unknown` when the subject has no user; `user_name_taken` (nothing written) when the update's
+   * `userName` belongs to another user of the realm.
+   */
+  changeUser(
+    input: { readonly subject: string; readonly now: number },
+    decide: (current: UserRecord, context: UserChangeContext) => UserChange,
+  ): Promise<UserChangeOutcome | { readonly kind: 'user_name_taken' }>;
+  /**
+   * The groups of a realm (or of both): every group record, and every name a user carries,
+   * with its member count, sorted by realm then name.
+   */
+  listGroups(filter: { readonly realm?: Realm }): Promise<readonly GroupSummary[]>;
+  /** A group record by id, or null. */
+  getGroup(id: string): Promise<GroupRecord | null>;
+  /**
+   * Inserts or replaces (by id) a group record with its event. `name_taken`, nothing written, when
+   * another group record of the realm has that name.
+   */
+  saveGroup(group: GroupRecord, event: AuditEventDraft): Promise<'saved' | 'name_taken'>;
+  /**
+   * Deletes a group record and takes its name out of every user of the realm, with the event,
+   * in one transaction. False, nothing written, when it is unknown.
+   */
+  deleteGroup(input: { readonly id: string; readonly now: number }, event: AuditEventDraft): Promise<boolean>;
+
+  /** Stores a SCIM token (its digest only) with its event. */
+  createScimToken(token: ScimTokenRecord, event: AuditEventDraft): Promise<void>;
+  /**
+   * The live (not revoked) SCIM token whose digest is `digest`, compared in constant time, its
+   * `lastUsedAt` set to `now`; null otherwise.
+   */
+  useScimToken(input: { readonly digest: string; readonly now: number }): Promise<ScimTokenRecord | null>;
+  /** Every SCIM token, revoked ones included, oldest first. */
+  listScimTokens(): Promise<readonly ScimTokenRecord[]>;
+  /** Revokes a SCIM token with its event. False, nothing written, when unknown or already revoked. */
+  revokeScimToken(input: { readonly id: string; readonly now: number }, event: AuditEventDraft): Promise<boolean>;
 }
 
 /** The operation set of {@link Store}: what a store addon must declare, exactly. */
@@ -542,6 +759,18 @@ export const STORE_OPERATIONS = [
   'consumeFlow',
   'useDpopProof',
   'hasDpopRecord',
+  'getUser',
+  'listUsers',
+  'createUser',
+  'changeUser',
+  'listGroups',
+  'getGroup',
+  'saveGroup',
+  'deleteGroup',
+  'createScimToken',
+  'useScimToken',
+  'listScimTokens',
+  'revokeScimToken',
 ] as const satisfies readonly (keyof Store)[];
 
 /** A name in the operation set. */

@@ -3,7 +3,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { RandomBytes } from './ports.js';
 
 /** The kinds of secret token and their scanner-friendly prefixes. */
-export const TOKEN_PREFIXES = { bootstrap: 'svcb_', access: 'svca_', refresh: 'svcr_' } as const;
+export const TOKEN_PREFIXES = { bootstrap: 'svcb_', access: 'svca_', refresh: 'svcr_', scim: 'svcs_' } as const;
 
 /** A kind of token. */
 export type TokenKind = keyof typeof TOKEN_PREFIXES;
@@ -17,6 +17,7 @@ const SECRET = '[A-Za-z0-9_-]{43}';
 const SELECTOR = '[0-9A-HJKMNP-TV-Z]{26}';
 const TOKEN_BODIES: Readonly<Record<TokenKind, RegExp>> = {
   bootstrap: new RegExp(`^${SECRET}$`),
+  scim: new RegExp(`^${SECRET}$`),
   access: new RegExp(`^${SELECTOR}${SECRET}$`),
   refresh: new RegExp(`^${SELECTOR}${SECRET}$`),
 };
@@ -35,7 +36,7 @@ function secret(random: RandomBytes): string {
  * @example
  * const token = mintToken('bootstrap', randomBytes); // "svcb_..."
  */
-export function mintToken(kind: 'bootstrap', random: RandomBytes): string {
+export function mintToken(kind: 'bootstrap' | 'scim', random: RandomBytes): string {
   return TOKEN_PREFIXES[kind] + secret(random);
 }
 

@@ -10,6 +10,9 @@ import {
   clampPairToSession,
   type DeviceRecord,
   decideAttemptWindow,
+  defaultUser,
+  type GroupRecord,
+  type GroupSummary,
   decideBootstrapConsumption,
   decideDeviceRemoval,
   decidePairingCompletion,
@@ -29,8 +32,10 @@ import {
   REVOKED_DEVICE_REMOVED,
   REVOKED_LINK_REMOVED,
   REVOKED_REFRESH_REUSED,
+  REVOKED_USER_REMOVED,
   type RefreshRow,
   type RotationOutcome,
+  type ScimTokenRecord,
   type SessionRecord,
   STORE_OPERATIONS,
   type Store,
@@ -38,6 +43,11 @@ import {
   type TokenPairDigests,
   toSession,
   toStoreStats,
+  type UserChange,
+  type UserChangeOutcome,
+  type UserFilter,
+  type UserRecord,
+  userMatches,
 } from '@svc/core/store';
 
 // The reference store: the whole contract over plain maps, every decision taken by core's
@@ -74,6 +84,10 @@ interface MemoryData {
   readonly flows: Map<string, { readonly record: FlowRecord; readonly consumedAt: number | null }>;
   /** The DPoP replay cache: proof key → when its record expires. */
   readonly dpopProofs: Map<string, number>;
+  /** Users by subject. */
+  readonly users: Map<string, UserRecord>;
+  readonly groups: Map<string, GroupRecord>;
+  readonly scimTokens: Map<string, ScimTokenRecord>;
 }
 
 const INVALID: RotationOutcome = Object.freeze({ kind: 'invalid' });
@@ -99,6 +113,9 @@ export class MemoryStore implements Store {
       links: new Map(),
       flows: new Map(),
       dpopProofs: new Map(),
+      users: new Map(),
+      groups: new Map(),
+      scimTokens: new Map(),
     };
   }
 
@@ -149,7 +166,56 @@ export class MemoryStore implements Store {
   #insertDevice(device: DeviceRecord): DeviceRecord {
     const stored = Object.freeze({ ...device, removedAt: null });
     this.#d.devices.set(stored.id, stored);
+    this.#ensureUser(stored.subject, stored.realm, stored.createdAt);
     return stored;
+  }
+
+  /** The subject's user, created (active, no attributes) when it has none. */
+  #ensureUser(subject: string, realm: Realm, now: number): UserRecord {
+    const known = this.#d.users.get(subject);
+    if (known !== undefined) return known;
+    const user = defaultUser({ subject, realm, now });
+    this.#d.users.set(subject, user);
+    return user;
+  }
+
+  #userDisabled(subject: string): boolean {
+    return this.#d.users.get(subject)?.status === 'disabled';
+  }
+
+  #signedIn(subject: string, now: number): void {
+    const user = this.#d.users.get(subject);
+    if (user !== undefined) this.#d.users.set(subject, Object.freeze({ ...user, lastSignInAt: now }));
+  }
+
+  #userNameTaken(user: UserRecord): boolean {
+    if (user.userName === null) return false;
+    for (const u of this.#d.users.values()) {
+      if (u.subject !== user.subject && u.realm === user.realm && u.userName === user.userName) return true;
+    }
+    return false;
+  }
+
+  /** Active management users holding a live credential, other than `subject`. */
+  #otherActiveManagementUsers(subject: string): number {
+    let n = 0;
+    for (const u of this.#d.users.values()) {
+      if (u.realm !== 'management' || u.status !== 'active' || u.subject === subject) continue;
+      const device = [...this.#d.devices.values()].some((d) => d.subject === u.subject && d.removedAt === null);
+      const link = [...this.#d.links.values()].some((l) => l.subject === u.subject && l.removedAt === null);
+      if (device || link) n++;
+    }
+    return n;
+  }
+
+  #revokeSubjectSessions(subject: string, now: number, reason: string): number {
+    let n = 0;
+    for (const [id, s] of this.#d.sessions) {
+      if (s.row.subject !== subject || !isSessionLive(toSession(s.row), now)) continue;
+      this.#d.sessions.set(id, { ...s, row: { ...s.row, revoked_at: now, revoked_reason: reason, prev_successor: null } });
+      n++;
+    }
+    return n;
   }
 
   async ping(): Promise<void> {}
@@ -272,12 +338,18 @@ export class MemoryStore implements Store {
     return c.record;
   }
 
-  async createSession(session: SessionRecord, pair: TokenPairDigests, event: AuditEventDraft): Promise<boolean> {
+  async createSession(
+    session: SessionRecord,
+    pair: TokenPairDigests,
+    event: AuditEventDraft,
+  ): Promise<'created' | 'device_inactive' | 'user_disabled'> {
     const device = this.#d.devices.get(session.deviceId);
-    if (device === undefined || device.removedAt !== null) return false;
+    if (device === undefined || device.removedAt !== null) return 'device_inactive';
+    if (this.#userDisabled(session.subject)) return 'user_disabled';
     this.#insertSession(session, pair);
+    this.#signedIn(session.subject, session.createdAt);
     this.#append(event);
-    return true;
+    return 'created';
   }
 
   #insertSession(session: SessionRecord, pair: TokenPairDigests): void {
@@ -311,7 +383,16 @@ export class MemoryStore implements Store {
 
   async findSessionByAccessDigest(sessionId: string, digest: string): Promise<SessionRecord | null> {
     const s = this.#d.sessions.get(sessionId);
-    return s === undefined || !digestsEqual(s.accessDigest, digest) ? null : toSession(s.row);
+    if (s === undefined || !digestsEqual(s.accessDigest, digest)) return null;
+    const user = this.#d.users.get(s.row.subject);
+    const session = toSession(s.row);
+    return Object.freeze({
+      ...session,
+      user:
+        user === undefined
+          ? null
+          : Object.freeze({ name: user.name, email: user.email, emailVerified: user.emailVerified, groups: user.groups }),
+    });
   }
 
   async getSession(id: string): Promise<SessionRecord | null> {
@@ -459,6 +540,7 @@ export class MemoryStore implements Store {
       keyTaken: this.#activeDeviceWithKey(input.device.publicKey) !== undefined,
     });
     if (decision.kind !== 'complete') return decision;
+    if (this.#userDisabled(input.device.subject)) return { kind: 'user_disabled' };
     const device = this.#insertDevice(input.device);
     // `complete` is only ever decided for an intent that exists.
     const completed = intent as PairingIntentRecord;
@@ -487,7 +569,8 @@ export class MemoryStore implements Store {
     link: LinkRecord,
     event: AuditEventDraft,
     pairing?: Parameters<Store['createLink']>[2],
-  ): Promise<'created' | 'already_linked' | 'intent_invalid'> {
+    user?: UserRecord,
+  ): Promise<'created' | 'already_linked' | 'intent_invalid' | 'user_disabled'> {
     const intent = pairing === undefined ? undefined : this.#d.intents.get(pairing.id);
     if (pairing !== undefined) {
       const decision = decidePairingCompletion(intent, { codeDigest: pairing.codeDigest, now: pairing.now, keyTaken: false });
@@ -495,6 +578,12 @@ export class MemoryStore implements Store {
     }
     if (this.#liveLink(link.realm, link.issuer, link.externalSubject) !== undefined) return 'already_linked';
     if (this.#d.links.has(link.id)) throw new Error(`link ${link.id} already exists`);
+    if (this.#userDisabled(link.subject)) return 'user_disabled';
+    if (user !== undefined && (user.subject !== link.subject || user.realm !== link.realm)) {
+      throw new Error(`the user of link ${link.id} must have its subject and realm`);
+    }
+    if (user !== undefined && !this.#d.users.has(user.subject)) this.#d.users.set(user.subject, Object.freeze({ ...user }));
+    else this.#ensureUser(link.subject, link.realm, link.createdAt);
     this.#d.links.set(link.id, Object.freeze({ ...link, removedAt: null }));
     if (pairing !== undefined && intent !== undefined) {
       // `deviceId` stays null: it names devices only; the `link.created` event names the intent.
@@ -562,10 +651,150 @@ export class MemoryStore implements Store {
     if (input.counter !== 'unchanged' && !isCounterAdvance(link.counter, input.counter)) {
       return { kind: 'counter_regressed', stored: link.counter };
     }
+    const current = this.#d.users.get(link.subject) ?? null;
+    if (current?.status === 'disabled') return { kind: 'user_disabled' };
+    // Decided before anything is written: a refresh that throws leaves nothing half done.
+    const refreshed = input.refresh === undefined ? null : input.refresh(current);
+    if (refreshed !== null && (refreshed.user.subject !== link.subject || refreshed.user.realm !== link.realm)) {
+      throw new Error('a refreshed user must keep its subject and realm');
+    }
     this.#d.links.set(link.id, Object.freeze({ ...link, counter, lastUsedAt: input.now }));
     this.#insertSession(input.session, input.pair);
+    if (refreshed !== null) this.#d.users.set(link.subject, Object.freeze({ ...refreshed.user }));
+    this.#signedIn(link.subject, input.now);
     for (const event of events) this.#append(event);
+    for (const event of refreshed?.events ?? []) this.#append(event);
     return { kind: 'created' };
+  }
+
+  async getUser(subject: string): Promise<UserRecord | null> {
+    return this.#d.users.get(subject) ?? null;
+  }
+
+  async listUsers(filter: UserFilter): Promise<readonly UserRecord[]> {
+    return [...this.#d.users.values()]
+      .filter((u) => userMatches(u, filter))
+      .sort((a, b) => (a.subject < b.subject ? -1 : a.subject > b.subject ? 1 : 0))
+      .slice(0, filter.limit);
+  }
+
+  async createUser(user: UserRecord, event: AuditEventDraft): Promise<'created' | 'exists' | 'user_name_taken'> {
+    if (this.#d.users.has(user.subject)) return 'exists';
+    if (this.#userNameTaken(user)) return 'user_name_taken';
+    this.#d.users.set(user.subject, Object.freeze({ ...user }));
+    this.#append(event);
+    return 'created';
+  }
+
+  async changeUser(
+    input: { readonly subject: string; readonly now: number },
+    decide: (current: UserRecord, context: { readonly otherActiveManagementUsers: number }) => UserChange,
+  ): Promise<UserChangeOutcome | { readonly kind: 'user_name_taken' }> {
+    const current = this.#d.users.get(input.subject);
+    if (current === undefined) return { kind: 'unknown' };
+    const change = decide(current, {
+      otherActiveManagementUsers: current.realm === 'management' ? this.#otherActiveManagementUsers(current.subject) : 0,
+    });
+    if (change.kind === 'none') return { kind: 'none', user: current };
+    if (change.kind === 'update') {
+      if (change.user.subject !== current.subject || change.user.realm !== current.realm) {
+        throw new Error('a changed user must keep its subject and realm');
+      }
+      if (this.#userNameTaken(change.user)) return { kind: 'user_name_taken' };
+      this.#d.users.set(current.subject, Object.freeze({ ...change.user }));
+      const revokedSessions = change.revokeSessions === null ? 0 : this.#revokeSubjectSessions(current.subject, input.now, change.revokeSessions);
+      for (const event of change.events) this.#append(event);
+      return { kind: 'updated', user: this.#d.users.get(current.subject) as UserRecord, revokedSessions };
+    }
+    let removedDevices = 0;
+    for (const [id, d] of this.#d.devices) {
+      if (d.subject !== current.subject || d.removedAt !== null) continue;
+      this.#d.devices.set(id, Object.freeze({ ...d, removedAt: input.now }));
+      removedDevices++;
+    }
+    let removedLinks = 0;
+    for (const [id, l] of this.#d.links) {
+      if (l.subject !== current.subject || l.removedAt !== null) continue;
+      this.#d.links.set(id, Object.freeze({ ...l, removedAt: input.now }));
+      removedLinks++;
+    }
+    const revokedSessions = this.#revokeSubjectSessions(current.subject, input.now, REVOKED_USER_REMOVED);
+    this.#d.users.delete(current.subject);
+    for (const event of change.events) this.#append(event);
+    return { kind: 'removed', revokedSessions, removedDevices, removedLinks };
+  }
+
+  async listGroups(filter: { readonly realm?: Realm }): Promise<readonly GroupSummary[]> {
+    const groups = new Map<string, { realm: Realm; name: string; id: string | null; members: number }>();
+    const key = (realm: Realm, name: string): string => `${realm}\u0000${name}`;
+    for (const g of this.#d.groups.values()) {
+      if (filter.realm === undefined || g.realm === filter.realm) groups.set(key(g.realm, g.name), { realm: g.realm, name: g.name, id: g.id, members: 0 });
+    }
+    for (const u of this.#d.users.values()) {
+      if (filter.realm !== undefined && u.realm !== filter.realm) continue;
+      for (const name of u.groups) {
+        const k = key(u.realm, name);
+        const g = groups.get(k) ?? { realm: u.realm, name, id: null, members: 0 };
+        g.members++;
+        groups.set(k, g);
+      }
+    }
+    return [...groups.values()]
+      .sort((a, b) => (a.realm < b.realm ? -1 : a.realm > b.realm ? 1 : a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+      .map((g) => Object.freeze(g));
+  }
+
+  async getGroup(id: string): Promise<GroupRecord | null> {
+    return this.#d.groups.get(id) ?? null;
+  }
+
+  async saveGroup(group: GroupRecord, event: AuditEventDraft): Promise<'saved' | 'name_taken'> {
+    for (const g of this.#d.groups.values()) if (g.id !== group.id && g.realm === group.realm && g.name === group.name) return 'name_taken';
+    this.#d.groups.set(group.id, Object.freeze({ ...group }));
+    this.#append(event);
+    return 'saved';
+  }
+
+  async deleteGroup(input: { readonly id: string; readonly now: number }, event: AuditEventDraft): Promise<boolean> {
+    const group = this.#d.groups.get(input.id);
+    if (group === undefined) return false;
+    this.#d.groups.delete(group.id);
+    for (const [subject, u] of this.#d.users) {
+      if (u.realm !== group.realm || !u.groups.includes(group.name)) continue;
+      const groups = Object.freeze(u.groups.filter((g) => g !== group.name));
+      this.#d.users.set(subject, Object.freeze({ ...u, groups, groupsSource: groups.length === 0 ? null : u.groupsSource, updatedAt: input.now }));
+    }
+    this.#append(event);
+    return true;
+  }
+
+  async createScimToken(token: ScimTokenRecord, event: AuditEventDraft): Promise<void> {
+    if (this.#d.scimTokens.has(token.id)) throw new Error(`SCIM token ${token.id} already exists`);
+    this.#d.scimTokens.set(token.id, Object.freeze({ ...token }));
+    this.#append(event);
+  }
+
+  async useScimToken(input: { readonly digest: string; readonly now: number }): Promise<ScimTokenRecord | null> {
+    for (const t of this.#d.scimTokens.values()) {
+      if (t.revokedAt === null && digestsEqual(t.digest, input.digest)) {
+        const used = Object.freeze({ ...t, lastUsedAt: input.now });
+        this.#d.scimTokens.set(t.id, used);
+        return used;
+      }
+    }
+    return null;
+  }
+
+  async listScimTokens(): Promise<readonly ScimTokenRecord[]> {
+    return [...this.#d.scimTokens.values()].sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : 1));
+  }
+
+  async revokeScimToken(input: { readonly id: string; readonly now: number }, event: AuditEventDraft): Promise<boolean> {
+    const t = this.#d.scimTokens.get(input.id);
+    if (t === undefined || t.revokedAt !== null) return false;
+    this.#d.scimTokens.set(t.id, Object.freeze({ ...t, revokedAt: input.now }));
+    this.#append(event);
+    return true;
   }
 
   async createFlow(flow: FlowRecord): Promise<void> {

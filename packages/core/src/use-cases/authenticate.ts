@@ -7,6 +7,7 @@ import type { SessionRecord } from '../store.js';
 import { isAccessValid } from '../store-rules.js';
 import { rfc3339 } from '../time.js';
 import { parseSessionToken } from '../tokens.js';
+import { identityAttributesOf } from '../users.js';
 import { checkDpopProof, type DpopRequest } from './check-dpop-proof.js';
 
 /**
@@ -97,7 +98,12 @@ function principalOf(session: SessionRecord): Principal {
     realm: session.realm,
     session: session.id,
     device: session.deviceId,
-    claims: { amr: session.amr, auth_time: rfc3339(session.createdAt), exp: rfc3339(session.accessExpiresAt) },
+    claims: {
+      amr: session.amr,
+      auth_time: rfc3339(session.createdAt),
+      exp: rfc3339(session.accessExpiresAt),
+      ...(session.user === undefined || session.user === null ? {} : identityAttributesOf(session.user)),
+    },
   });
   if (typeof session.jkt === 'string') bindings.set(principal, session.jkt);
   if (Object.isFrozen(session)) principals.set(session, principal);

@@ -279,6 +279,8 @@ export async function completePairing(
       throw new AuthError('already_enrolled', 'that public key is already enrolled');
     case 'invalid':
       throw new AuthError('invalid_pairing_intent', 'the enrolment intent was completed, burned or expired meanwhile');
+    case 'user_disabled':
+      throw new AuthError('user_disabled', 'the user this device would be enrolled for is disabled: an operator must enable them');
   }
 }
 

@@ -299,7 +299,7 @@ export async function finishProviderFlow(
   const flowId = input.flowId;
   const now = deps.clock.now();
   const fail = async (
-    code: 'invalid_credential' | 'invalid_flow' | 'invalid_token' | 'already_linked' | 'invalid_pairing_intent',
+    code: 'invalid_credential' | 'invalid_flow' | 'invalid_token' | 'already_linked' | 'invalid_pairing_intent' | 'user_disabled',
     reason: string,
     detail: string,
     flow: FlowRecord | null,
@@ -430,6 +430,7 @@ export async function finishProviderFlow(
       throw await fail('invalid_pairing_intent', 'pairing_intent_used', 'the link intent was completed, burned or expired meanwhile', flow);
     }
     if (created === 'already_linked') return null;
+    if (created === 'user_disabled') throw await fail('user_disabled', 'user_disabled', 'the user is disabled: an operator must enable them', flow, facts);
     deps.log.info({ event: 'link.created', link_id: link.id, provider: name, realm }, 'identity linked');
     return link;
   };
@@ -488,7 +489,13 @@ async function signInWithLink(
     readonly flow: FlowRecord;
     readonly client: SessionClientInput | undefined;
     readonly facts: AuditData;
-    readonly fail: (code: 'invalid_credential', reason: string, detail: string, flow: FlowRecord, extra?: AuditData) => Promise<AuthError>;
+    readonly fail: (
+      code: 'invalid_credential' | 'user_disabled',
+      reason: string,
+      detail: string,
+      flow: FlowRecord,
+      extra?: AuditData,
+    ) => Promise<AuthError>;
   },
 ): Promise<TokenPairJson> {
   const { link, now, provider } = input;
@@ -541,5 +548,7 @@ async function signInWithLink(
         input.flow,
         { ...input.facts, stored_counter: outcome.stored, presented_counter: input.counter === 'unchanged' ? null : input.counter },
       );
+    case 'user_disabled':
+      throw await input.fail('user_disabled', 'user_disabled', 'the user is disabled: an operator must enable them', input.flow, input.facts);
   }
 }

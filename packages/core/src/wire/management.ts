@@ -167,7 +167,15 @@ export const principalResponse = {
       type: 'object',
       required: ['amr', 'auth_time', 'exp'],
       additionalProperties: true,
-      properties: { amr: { type: 'array', items: { type: 'string' } }, auth_time: { type: 'string' }, exp: { type: 'string' } },
+      properties: {
+        amr: { type: 'array', items: { type: 'string' } },
+        auth_time: { type: 'string' },
+        exp: { type: 'string' },
+        email: { type: 'string' },
+        email_verified: { type: 'boolean' },
+        name: { type: 'string' },
+        groups: { type: 'array', items: { type: 'string' } },
+      },
     },
   },
 } as const;
