@@ -1,7 +1,6 @@
 // Who a subject is, as people and applications know them: the rules for a user's attributes
 // (display name, email, groups), where each came from, and how they reach an application.
 // Pure: every adapter (management API, SCIM, providers, gateway) applies these, none re-decides.
-import { domainToASCII } from 'node:url';
 
 /** A user's status: `disabled` users hold no session and every sign-in is refused. */
 export const USER_STATUSES = ['active', 'disabled'] as const;
@@ -60,7 +59,7 @@ export function checkGroups(groups: unknown): { readonly groups: readonly string
 
 // C0 and C1 controls, DEL, line and paragraph separators, and the bidirectional overrides and
 // isolates (a name that reorders the text around it on a page or in a log line).
-const UNSAFE_NAME_CHARS = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff]/u;
+const UNSAFE_NAME_CHARS = /[\p{Cc}\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff]/u;
 
 /**
  * A display name in NFC, trimmed, or the problem with it: 1 to 128 characters, no control,
@@ -99,11 +98,11 @@ export function checkEmail(email: unknown): { readonly email: string } | { reado
   const local = trimmed.slice(0, at);
   const domainIn = trimmed.slice(at + 1);
   if (local.length > 64 || !LOCAL_PART.test(local)) {
-    return { problem: 'email: the part before @ must be ASCII letters, digits and !#$%&\'*+/=?^_`{|}~.- (no quotes or spaces)' };
+    return { problem: "email: the part before @ must be ASCII letters, digits and !#$%&'*+/=?^_`{|}~.- (no quotes or spaces)" };
   }
-  const domain = domainToASCII(domainIn.normalize('NFC'));
+  const domain = domainToAscii(domainIn.normalize('NFC'));
   const labels = domain.split('.');
-  if (domain === '' || labels.length < 2 || !labels.every((l) => LABEL.test(l))) {
+  if (domain === '' || labels.length < 2 || !labels.every((l) => LABEL.test(l)) || !/[a-z]/.test(labels.at(-1) ?? '')) {
     return { problem: `email: ${describe(domainIn)} is not a valid domain name` };
   }
   const out = `${local}@${domain}`;
@@ -203,6 +202,16 @@ export function identityAttributesOf(user: {
   if (user.name !== null && user.name !== '') out.name = user.name;
   if (user.groups.length > 0) out.groups = user.groups;
   return out;
+}
+
+/** The WHATWG URL parser's domain to ASCII (IDNA, UTS #46): what browsers do; '' when it is not a host. */
+function domainToAscii(domain: string): string {
+  if (/[/?#@:\\%\s[\]]/.test(domain)) return '';
+  try {
+    return new URL(`http://${domain}/`).hostname;
+  } catch {
+    return '';
+  }
 }
 
 function describe(value: unknown): string {
