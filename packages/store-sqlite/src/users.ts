@@ -47,32 +47,6 @@ function prepare(db: Database.Database) {
     deleteUser: p<[string]>('DELETE FROM users WHERE subject = ?'),
     signedIn: p<[number, string]>('UPDATE users SET last_sign_in_at = ? WHERE subject = ?'),
     userNameTaken: p<[Realm, string, string], number>('SELECT 1 FROM users WHERE realm = ? AND user_name = ? AND subject <> ?').pluck(true),
-    // Every filter given narrows; `text` is a substring of name, email or userName, ASCII letters
-    // without case (SQLite's lower() folds ASCII only; instr() has no wildcards to escape).
-    listUsers: p<
-      {
-        realm: Realm | null;
-        status: string | null;
-        group: string | null;
-        email: string | null;
-        userName: string | null;
-        externalId: string | null;
-        text: string | null;
-        after: string | null;
-        limit: number;
-      },
-      UserRow
-    >(
-      `SELECT ${USER_COLUMNS} FROM users
-       WHERE (@realm IS NULL OR realm = @realm) AND (@status IS NULL OR status = @status)
-         AND (@group IS NULL OR EXISTS (SELECT 1 FROM json_each(users.groups) g WHERE g.value = @group))
-         AND (@email IS NULL OR email = @email) AND (@userName IS NULL OR user_name = @userName)
-         AND (@externalId IS NULL OR external_id = @externalId)
-         AND (@text IS NULL OR instr(lower(name), lower(@text)) > 0 OR instr(lower(email), lower(@text)) > 0
-           OR instr(lower(user_name), lower(@text)) > 0)
-         AND (@after IS NULL OR subject > @after)
-       ORDER BY subject LIMIT @limit`,
-    ),
     // The other management users that could still sign in: active, holding an active device or a live link.
     otherActiveManagementUsers: p<[string], number>(
       `SELECT COUNT(*) FROM users u
@@ -123,6 +97,8 @@ function prepare(db: Database.Database) {
 export class SqliteUsers {
   readonly #ctx: SqliteContext;
   readonly #s: ReturnType<typeof prepare>;
+  // listUsers' statements by SQL: at most one per combination of filters.
+  readonly #listUsers = new Map<string, Database.Statement<Record<string, string | number>, UserRow>>();
 
   constructor(ctx: SqliteContext) {
     this.#ctx = ctx;
@@ -167,19 +143,37 @@ export class SqliteUsers {
   }
 
   async listUsers(filter: UserFilter): Promise<readonly UserRecord[]> {
-    return this.#s.listUsers
-      .all({
-        realm: filter.realm ?? null,
-        status: filter.status ?? null,
-        group: filter.group ?? null,
-        email: filter.email ?? null,
-        userName: filter.userName ?? null,
-        externalId: filter.externalId ?? null,
-        text: filter.text ?? null,
-        after: filter.after ?? null,
-        limit: filter.limit,
-      })
-      .map(toUser);
+    // Only the filters given go into the WHERE clause, so the indexes serve them (the primary
+    // key pages with `after`; (realm, user_name), (realm, email) and (realm, external_id) find
+    // the directory's lookups); one statement per combination, prepared once.
+    const where: string[] = [];
+    const params: Record<string, string | number> = { limit: filter.limit };
+    const add = (key: keyof UserFilter, sql: string): void => {
+      const value = filter[key];
+      if (value === undefined) return;
+      where.push(sql);
+      params[key] = value;
+    };
+    add('realm', 'realm = @realm');
+    add('status', 'status = @status');
+    add('group', 'EXISTS (SELECT 1 FROM json_each(users.groups) g WHERE g.value = @group)');
+    add('email', 'email = @email');
+    add('userName', 'user_name = @userName');
+    add('externalId', 'external_id = @externalId');
+    // A substring of the name, email or userName, ASCII letters without case: SQLite's lower()
+    // folds ASCII only, and instr() has no wildcards to escape.
+    add(
+      'text',
+      '(instr(lower(name), lower(@text)) > 0 OR instr(lower(email), lower(@text)) > 0 OR instr(lower(user_name), lower(@text)) > 0)',
+    );
+    add('after', 'subject > @after');
+    const sql = `SELECT ${USER_COLUMNS} FROM users${where.length === 0 ? '' : ` WHERE ${where.join(' AND ')}`} ORDER BY subject LIMIT @limit`;
+    let statement = this.#listUsers.get(sql);
+    if (statement === undefined) {
+      statement = this.#ctx.db.prepare<Record<string, string | number>, UserRow>(sql);
+      this.#listUsers.set(sql, statement);
+    }
+    return statement.all(params).map(toUser);
   }
 
   async createUser(user: UserRecord, event: AuditEventDraft): Promise<'created' | 'exists' | 'user_name_taken'> {
