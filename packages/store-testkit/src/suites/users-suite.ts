@@ -573,6 +573,36 @@ export function usersSuite(ctx: SuiteContext): void {
         assert.equal(verifyAuditChain(await allEvents(w.store)).ok, true);
       }));
 
+    test('sign-ins racing the disabling of their user never leave a live session for it', () =>
+      ctx.world(async (w) => {
+        const stores = await peers(w);
+        const { device } = await enrollDevice(w.deps, 'application');
+        const link = await addLink(w.deps, { subject: device.subject });
+        // Started in this order: sign-ins before the disable and after it, on both connections.
+        const attempts = Array.from({ length: RACERS }, (_, i): (() => Promise<unknown>) => {
+          if (i === RACERS / 2) return () => setStatus(w.deps, device.subject, 'disabled');
+          const deps = w.depsFor(stores[i % stores.length] ?? w.store);
+          return i % 3 === 0 ? () => linkSession(deps, link) : () => createStoreSession(deps, device);
+        });
+        const results = await Promise.allSettled(attempts.map((attempt) => attempt()));
+        assert.equal(results[RACERS / 2]?.status, 'fulfilled', 'the disable is done');
+        assert.equal((await w.store.getUser(device.subject))?.status, 'disabled');
+        assert.deepEqual(await w.store.listActiveSessions({ now: w.clock.now(), subject: device.subject }), []);
+      }));
+
+    test('a disable committed through one connection is seen by the next sign-in and bearer check on another', () =>
+      ctx.world(async (w) => {
+        const peer = await w.peer();
+        if (peer === null) return;
+        const { device } = await enrollDevice(w.deps, 'application');
+        const peerDeps = w.depsFor(peer);
+        const { session, pair } = await createStoreSession(peerDeps, device);
+        assert.equal((await peer.findSessionByAccessDigest(session.id, pair.digests.accessDigest))?.revokedAt, null);
+        await setStatus(w.deps, device.subject, 'disabled');
+        assert.equal((await peer.findSessionByAccessDigest(session.id, pair.digests.accessDigest))?.revokedReason, 'user_disabled');
+        await assert.rejects(createStoreSession(peerDeps, device), /: user_disabled$/);
+      }));
+
     test("a disabled user's link sign-in is `user_disabled` and its pairing `user_disabled`: nothing written", () =>
       ctx.world(async ({ deps, store, clock }) => {
         const link = await addLink(deps, {});
