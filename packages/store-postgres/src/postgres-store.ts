@@ -55,7 +55,12 @@ export { SEAL_DELAY_MS } from './audit-sealer.js';
  *   a blocked UPDATE re-checks its WHERE against the winner's committed row, so exactly one
  *   of N concurrent attempts matches;
  * - a refresh rotation locks its session row (`SELECT ... FOR UPDATE`) and decides on the
- *   latest committed state, so concurrent presentations are decided one after the other.
+ *   latest committed state, so concurrent presentations are decided one after the other;
+ * - a sign-in takes its device (or link) row, then its user row (the UPDATE recording the
+ *   sign-in re-checks that the user is not disabled); a user change takes the subject's device
+ *   and link rows, then the user rows it decides on (for a management user, the realm's active
+ *   ones, in subject order), in the same order, so a disable or removal racing sign-ins never
+ *   deadlocks and leaves no live session, and N concurrent disables of the last N leave one.
  */
 export class PostgresStore implements Store {
   /** The schema every table lives in. */
