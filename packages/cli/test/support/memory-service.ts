@@ -13,7 +13,6 @@ import {
 import { DEFAULT_AUTH_SETTINGS } from '@svc/core/settings';
 import { buildGatewayApp, buildManagementApp } from '@svc/server';
 import { createMemoryStore } from '@svc/store-testkit';
-import type { FastifyInstance } from 'fastify';
 
 /**
  * The management API and an application gateway on 127.0.0.1 over one in-memory store (the
@@ -35,7 +34,7 @@ export interface MemoryService {
 
 const NODE_ID = 'node_memory_service';
 
-async function listen(app: FastifyInstance): Promise<string> {
+async function listen(app: Awaited<ReturnType<typeof buildManagementApp>>): Promise<string> {
   await app.listen({ host: '127.0.0.1', port: 0 });
   const address = app.server.address();
   if (address === null || typeof address === 'string') throw new Error('no port');
