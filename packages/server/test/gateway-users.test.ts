@@ -1,11 +1,16 @@
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { openSqliteStore } from 'svc-store-sqlite';
 import {
   applicationSignIn,
   applicationUser,
   echoAttach,
   type GatewayHarness,
+  type GatewayTarget,
   gatewayApi,
+  startGateway,
   startGatewayHarness,
 } from './support/gateway-harness.js';
 import { admin, api, type Pair } from './support/harness.js';
@@ -43,7 +48,15 @@ describe('application users: self-service at the gateway and disabled users', ()
       devices.body.devices.map((d: { id: string }) => d.id),
       [ada.deviceId],
     );
-    assert.equal((await gatewayApi(h, 'GET', '/.svc/auth/v1/sessions?realm=management', { token: laptop.access_token })).status, 400);
+    for (const [method, path, body] of [
+      ['GET', '/.svc/auth/v1/sessions?realm=management'],
+      ['GET', '/.svc/auth/v1/devices?subject=sub_x'],
+      ['POST', '/.svc/auth/v1/sessions/revoke-others', { all: true }],
+    ] as [string, string, unknown?][]) {
+      const r = await gatewayApi(h, method, path, { token: laptop.access_token, ...(body === undefined ? {} : { body }) });
+      assert.equal(r.status, 400, `${method} ${path}`);
+      assert.equal(r.body.code, 'invalid_request');
+    }
 
     const revoked = await gatewayApi(h, 'POST', '/.svc/auth/v1/sessions/revoke-others', { token: laptop.access_token, body: {} });
     assert.equal(revoked.status, 200, revoked.text);
@@ -118,5 +131,50 @@ describe('application users: self-service at the gateway and disabled users', ()
     assert.equal(paired.status, 201, paired.text);
     const pair = await applicationSignIn(h, intent.key);
     assert.equal(await subjectOf(pair), subject);
+  });
+});
+
+describe('a disable reaches another process sharing the SQLite store at once', () => {
+  let h: GatewayHarness;
+  let mgmt: Pair;
+  /** A second gateway over its own connection to the same SQLite file (as another process would have). */
+  let other: GatewayTarget & { close(): Promise<void> };
+  before(async () => {
+    h = await startGatewayHarness({ socket: false, attach: echoAttach });
+    mgmt = (await admin(h)).pair;
+    const store = await openSqliteStore({ file: join(h.dir, 'control.db') });
+    const g = await startGateway({ deps: { ...h.deps, store, random: (n) => randomBytes(n) } }, { socket: false, attach: echoAttach });
+    other = {
+      gatewayBase: g.base,
+      gateway: g.app,
+      injected: g.injected,
+      async close() {
+        await g.app.close();
+        await store.close();
+      },
+    };
+  });
+  after(async () => {
+    await other?.close();
+    await h?.close();
+  });
+
+  test("a disabled user's stolen token, just used on the other gateway (cached there), is refused by it on the very next request", async () => {
+    const victim = await applicationUser(h);
+    assert.equal((await gatewayApi(other, 'GET', '/app/x', { token: victim.pair.access_token })).status, 200, 'warm: accepted before');
+    const subject = (await gatewayApi(h, 'GET', '/.svc/auth/v1/me', { token: victim.pair.access_token })).body.subject;
+    const disabled = await api(h, 'POST', `/v1/auth/users/${subject}/disable`, { token: mgmt.access_token });
+    assert.equal(disabled.status, 200, disabled.text);
+    for (const target of [h, other]) {
+      const r = await gatewayApi(target, 'GET', '/app/x', { token: victim.pair.access_token });
+      assert.equal(r.status, 401);
+      assert.equal(r.body.code, 'invalid_token');
+    }
+    const c = await gatewayApi(other, 'POST', '/.svc/auth/v1/challenges', { body: { public_key: victim.key.publicKeyHex } });
+    const s = await gatewayApi(other, 'POST', '/.svc/auth/v1/sessions', {
+      body: { challenge_id: c.body.challenge_id, signature: victim.key.signHex(c.body.challenge) },
+    });
+    assert.equal(s.status, 403);
+    assert.equal(s.body.code, 'user_disabled');
   });
 });
