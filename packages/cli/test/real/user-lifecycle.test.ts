@@ -56,9 +56,10 @@ async function pairOverHttp(
   keyFile: string,
   publicKey: string,
   subject?: string,
+  realm: 'application' | 'management' = 'application',
 ): Promise<{ status: number; body: Json; retry: () => Promise<{ status: number; body: Json }> }> {
   const prepared = await call(`${urls.node}/edge/0-alpha/pairing/prepare`, 'POST', adminToken, {
-    realm: 'application',
+    realm,
     public_key: publicKey,
     ...(subject === undefined ? {} : { subject }),
   });
@@ -160,6 +161,42 @@ describe('disabling a user, through the installed svc and svc serve on SQLite', 
     const mine = audit.filter((e) => e.subject === subject).map((e) => e.type as string);
     assert.ok(mine.includes('user.disabled') && mine.includes('user.enabled'), mine.join(' '));
     assert.doesNotMatch(JSON.stringify(audit), /svc[abr]_[A-Za-z0-9]/, 'no token in the audit trail');
+  });
+
+  test("a disabled administrator's CLI session is refused at once; the remaining administrator is then the last and cannot disable or remove itself", async () => {
+    const secondHome = join(tmp.dir, 'second-admin-home');
+    const secondCreds = join(secondHome, 'credentials.json');
+    const secondEnv = cleanEnv({ HOME: secondHome, SVC_CREDENTIALS: secondCreds });
+    const keyFile = join(tmp.dir, 'second-admin.pem');
+    const publicKey = await keygen(keyFile, { env: secondEnv });
+    const paired = await pairOverHttp(server.ready, adminToken, keyFile, publicKey, undefined, 'management');
+    assert.equal(paired.status, 201, JSON.stringify(paired.body));
+    await svcOk(['auth', 'login', '--key', keyFile, '--url', server.ready.management], { env: secondEnv });
+    const second = JSON.parse((await svcOk(['auth', 'whoami', '--json'], { env: secondEnv })).stdout).subject as string;
+    const stolen = currentCredentials(secondCreds).access_token as string;
+    await svcOk(['auth', 'users', '--realm', 'management'], { env: secondEnv });
+
+    const disabled = JSON.parse((await svcOk(['auth', 'users', 'disable', second, '--json'], { env: adminEnv })).stdout);
+    assert.equal(disabled.revoked_sessions, 1);
+    const me = await call(`${server.ready.management}/v1/auth/me`, 'GET', stolen);
+    assert.equal(me.status, 401, 'the very next request with its access token');
+    assert.equal(me.body.code, 'invalid_token');
+    const listing = await svc(['auth', 'users'], { env: secondEnv });
+    assert.equal(listing.code, 1);
+    assert.match(listing.stderr, /invalid_refresh_token/);
+    const relogin = await svc(['auth', 'login', '--key', keyFile, '--url', server.ready.management], { env: secondEnv });
+    assert.equal(relogin.code, 1);
+    assert.match(relogin.stderr, /\(user_disabled\)/);
+
+    const first = JSON.parse((await svcOk(['auth', 'whoami', '--json'], { env: adminEnv })).stdout).subject as string;
+    for (const action of ['disable', 'remove']) {
+      const r = await svc(['auth', 'users', action, first], { env: adminEnv });
+      assert.equal(r.code, 1, r.stderr);
+      assert.match(r.stderr, /\(last_management_user\)/);
+    }
+    const removed = JSON.parse((await svcOk(['auth', 'users', 'remove', second, '--json'], { env: adminEnv })).stdout);
+    assert.equal(removed.removed_devices, 1);
+    assert.equal((await svc(['auth', 'whoami'], { env: adminEnv })).code, 0, 'the remaining administrator is still signed in');
   });
 });
 

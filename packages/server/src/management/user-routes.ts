@@ -114,7 +114,7 @@ export const userRoutes: FastifyPluginAsync<ManagementRouteOptions> = async (app
         body: userChangeBody,
         response: {
           200: { description: 'The user as changed', ...userResponse },
-          ...problemResponses(LOOPBACK_GUARD, ...BODY_PROBLEMS, 401, 404, 409, 503),
+          ...problemResponses(LOOPBACK_GUARD, ...BODY_PROBLEMS, 401, 404, 503),
         },
       }),
     },
