@@ -198,6 +198,20 @@ export async function updateUser(
     readonly realm?: Realm;
   },
 ): Promise<UserJson> {
+  return (await updateUserCounting(deps, input)).user;
+}
+
+/**
+ * {@link updateUser}, also answering how many sessions the change revoked (a disable: every live
+ * session of the user; otherwise 0), as the management API's disable and enable report it.
+ *
+ * @example
+ * const { user, revokedSessions } = await updateUserCounting(deps, { subject, attributes: { status: 'disabled' }, actor, source: 'operator' });
+ */
+export async function updateUserCounting(
+  deps: AuthDeps,
+  input: Parameters<typeof updateUser>[1],
+): Promise<{ readonly user: UserJson; readonly revokedSessions: number }> {
   const subject = subjectOf(input.subject);
   const now = deps.clock.now();
   // Bad input throws inside the decision: the store rolls back and nothing is written.
@@ -213,7 +227,7 @@ export async function updateUser(
       'user changed',
     );
   }
-  return userToJson(outcome.user);
+  return { user: userToJson(outcome.user), revokedSessions: outcome.kind === 'updated' ? outcome.revokedSessions : 0 };
 }
 
 /**
