@@ -127,6 +127,7 @@ export {
   type ExternalIdentity,
   PROVIDER_CONTRACT_VERSION,
   type ProviderBeginResult,
+  type ProviderClaim,
   type ProviderContext,
   type ProviderFinishResult,
   type ProviderHandle,
