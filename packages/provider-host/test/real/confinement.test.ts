@@ -209,7 +209,10 @@ test('a provider that returns a disallowed issuer, or signs in to a realm its po
   });
   await withFixture(answer({ issuer: ISSUER, subject: 'alice', claims: { groups: ['admin\u202e'] } }), async (h) => {
     const { identity } = await h.finish(ctxOf('application'), finishInput());
-    assert.match(checkProviderIdentity(h.policy, 'application', identity) ?? '', /the claim groups is an array whose items are not all printable/);
+    assert.match(
+      checkProviderIdentity(h.policy, 'application', identity) ?? '',
+      /the claim groups is an array whose items are not all printable/,
+    );
   });
 });
 

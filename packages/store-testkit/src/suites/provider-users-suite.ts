@@ -208,7 +208,10 @@ export function providerUsersSuite(ctx: SuiteContext): void {
         const sessions = (await eventsOf(deps, 'session.created')).length;
         await rejectsWithCode(ceremony(deps, oidc, { proof: { subject: 'ann', claims: ann } }), 'user_disabled');
         assert.equal(await lastFailure(deps), 'user_disabled');
-        await rejectsWithCode(ceremony(deps, passkey, { proof: { subject: 'cred-1', counter: 2, credentialId: 'cred-1' } }), 'user_disabled');
+        await rejectsWithCode(
+          ceremony(deps, passkey, { proof: { subject: 'cred-1', counter: 2, credentialId: 'cred-1' } }),
+          'user_disabled',
+        );
         assert.equal(await lastFailure(deps), 'user_disabled');
         assert.equal((await eventsOf(deps, 'session.created')).length, sessions);
       }));
@@ -344,7 +347,11 @@ export function providerUsersSuite(ctx: SuiteContext): void {
           policy: { allowedIssuers: ['webauthn:example.com'], jit: { enabled: true, emailDomains: [] } },
         });
         const pair = pairOf(
-          await ceremony(deps, passkey, { intent: 'signup', proof: { subject: 'cred-1', counter: 0 }, displayName: '  Zoë Ångström 山田 ' }),
+          await ceremony(deps, passkey, {
+            intent: 'signup',
+            proof: { subject: 'cred-1', counter: 0 },
+            displayName: '  Zoë Ångström 山田 ',
+          }),
         );
         const principal = await authenticate(deps, pair.access_token, 'application');
         const user = await store.getUser(principal.subject);
