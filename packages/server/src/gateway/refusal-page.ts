@@ -43,9 +43,10 @@ function displayEmail(email: string): string {
 /** Who the page says is signed in: the name and email when known, else the subject id. */
 function signedInAs(principal: Principal): string {
   const { name, email, email_verified } = principal.claims;
-  const mail = email === undefined ? null : `${displayEmail(email)}${email_verified === true ? '' : ' (not verified)'}`;
-  if (name !== undefined && mail !== null) return `${name} (${mail})`;
-  return name ?? mail ?? principal.subject;
+  if (email === undefined) return name ?? principal.subject;
+  const mail = displayEmail(email);
+  if (name !== undefined) return `${name} (${mail}${email_verified === true ? '' : ', not verified'})`;
+  return `${mail}${email_verified === true ? '' : ' (not verified)'}`;
 }
 
 const PAGE_STYLE = `
