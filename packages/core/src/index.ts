@@ -193,6 +193,7 @@ export {
   type UserActor,
   type UserAttributesInput,
   updateUser,
+  updateUserCounting,
   userToJson,
 } from './use-cases/users.js';
 export {
@@ -292,13 +293,29 @@ export {
 export { PROBLEM_SCHEMA_ID, type ProblemJson, problemSchema } from './wire/problem.js';
 export {
   type GroupJson,
+  type GroupListJson,
+  type GroupListQuery,
+  groupListQuery,
+  groupListResponse,
   groupSchema,
+  type UserChangeBody,
+  type UserCreateBody,
   type UserJson,
+  type UserListQuery,
   type UserPageJson,
+  type UserParams,
   type UserRemovedJson,
+  type UserResponseJson,
+  type UserStatusJson,
+  userChangeBody,
+  userCreateBody,
+  userListQuery,
   userPageSchema,
+  userParams,
   userRemovedSchema,
+  userResponse,
   userSchema,
+  userStatusResponse,
 } from './wire/users.js';
 export type { WireType } from './wire/wire-type.js';
 export { deviceToJson, sessionToJson } from './wire.js';

@@ -26,6 +26,7 @@ import { installDpopNonces } from '../http/dpop-nonce.js';
 import { toAuthError } from '../http/error-handling.js';
 import { createFailureLimiter, type FailureLimiter } from '../http/failure-limiter.js';
 import { hardenSurface } from '../http/harden.js';
+import { ownSessionRoutes } from '../http/own-session-routes.js';
 import { applicationPrincipal, decoratePrincipal } from '../http/principal.js';
 import { serverOptions } from '../http/server-options.js';
 import { sessionRoutes } from '../http/session-routes.js';
@@ -387,6 +388,15 @@ const reservedRoutes: FastifyPluginAsync<ReservedRouteOptions> = async (
     originOf: (req) => gatewayOriginOf(req, publicOrigin),
   });
   await app.register(sessionRoutes, {
+    prefix: APPLICATION_AUTH_PREFIX,
+    deps,
+    realm: 'application',
+    guardProblems: [],
+    security: APPLICATION_BEARER,
+    originOf: (req) => gatewayOriginOf(req, publicOrigin),
+  });
+  // Self-service: the caller's own sessions and devices, and sign-out everywhere else.
+  await app.register(ownSessionRoutes, {
     prefix: APPLICATION_AUTH_PREFIX,
     deps,
     realm: 'application',
