@@ -32,7 +32,7 @@ const HINTS: { readonly [C in ErrorCode]: string | null } = {
   forbidden_host: null,
   insufficient_claims: null,
   csrf_refused: null,
-  not_found: 'check the id with `svc auth devices` or `svc auth sessions`',
+  not_found: 'check the id with `svc auth users`, `svc auth devices` or `svc auth sessions`',
   method_not_allowed: null,
   already_enrolled: 'sign in with it: `svc auth login --key FILE`',
   payload_too_large: null,

@@ -5,6 +5,7 @@ import {
   type ManagementSession,
   openManagementSession,
   openSession,
+  type SignInClient,
 } from '@svc/client';
 import { CliError, EXIT, UsageError } from './cli-error.js';
 import { CONTEXT_HELP, credentialStore } from './credentials.js';
@@ -99,6 +100,28 @@ export async function viaApi<T>(
       throw new CliError(`${explained.message}${NO_TARGET_HINT}`, { cause: error });
     }
     throw explained;
+  }
+}
+
+/**
+ * Runs `fn` as the signed-in subject of the saved session in whichever realm it signed in to
+ * (the management API, or the application gateway for an application sign-in): the
+ * self-service calls (own sessions, own devices, sign out everywhere else), with the access
+ * token refreshed once when expired or refused; any refusal is one clear line starting with `what`.
+ *
+ * @example
+ * const { sessions } = await viaOwnSession(args.values, 'listing your sessions failed', (api, token) => api.ownSessions(token));
+ */
+export async function viaOwnSession<T>(
+  values: { readonly credentials?: string; readonly context?: string; readonly url?: string },
+  what: string,
+  fn: (api: SignInClient, accessToken: string) => Promise<T>,
+): Promise<T> {
+  const session = openSavedDeviceSession(values);
+  try {
+    return await session.withAccessToken((token) => fn(session.client, token));
+  } catch (error) {
+    throw explainFailure(what, error);
   }
 }
 

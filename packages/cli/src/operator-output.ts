@@ -1,5 +1,5 @@
 import type { AuditEventJson } from '@svc/client';
-import type { DeviceJson, LinkJson, SessionJson } from '@svc/core';
+import type { DeviceJson, GroupJson, LinkJson, SessionJson, UserJson } from '@svc/core';
 import { printJson, printLine, printTable, printText } from './output.js';
 
 /**
@@ -85,4 +85,83 @@ export function printAuditEvent(event: AuditEventJson, json: boolean): void {
     ...Object.entries(event.data).map(([k, v]) => `${k}=${String(v)}`),
   ].filter((x) => x !== null);
   printText(`#${event.seq} ${event.at} ${event.type} ${who.join(' ')}`);
+}
+
+/**
+ * Prints a page of users as `svc auth users` does: `{"users": [...], "next"}` with `json`, else
+ * a table with a header row and, when there is a next page, the command that reads it.
+ *
+ * @example
+ * printUsers(page, args.values.json === true);
+ */
+export function printUsers(page: { readonly users: readonly UserJson[]; readonly next: string | null }, json: boolean): void {
+  if (json) {
+    printJson(page);
+    return;
+  }
+  if (page.users.length === 0) printLine('no users');
+  else
+    printTable(
+      ['SUBJECT', 'REALM', 'STATUS', 'NAME', 'EMAIL', 'GROUPS', 'LAST SIGN-IN'],
+      page.users.map((u) => [
+        u.subject,
+        u.realm,
+        u.status,
+        u.name ?? '-',
+        u.email === null ? '-' : `${u.email}${u.email_verified ? '' : ' (unverified)'}`,
+        u.groups.length === 0 ? '-' : u.groups.join(','),
+        u.last_sign_in_at ?? '-',
+      ]),
+    );
+  if (page.next !== null) printText(`more: svc auth users --after ${page.next} (with the same filters)`);
+}
+
+/**
+ * Prints one user as `svc auth users show` does: `{"user": ...}` with `json` (plus `extra`),
+ * else one `field: value` line each, and where each attribute came from.
+ *
+ * @example
+ * printUser(user, args.values.json === true);
+ */
+export function printUser(user: UserJson, json: boolean, extra: Record<string, unknown> = {}): void {
+  if (json) {
+    printJson({ user, ...extra });
+    return;
+  }
+  const source = (s: string | null) => (s === null ? '' : ` (from ${s})`);
+  printTable(
+    ['FIELD', 'VALUE'],
+    [
+      ['subject', user.subject],
+      ['realm', user.realm],
+      ['status', user.status + (user.disabled_at === null ? '' : ` since ${user.disabled_at}`)],
+      ['name', (user.name ?? '-') + source(user.sources.name)],
+      [
+        'email',
+        (user.email === null ? '-' : `${user.email}${user.email_verified ? ' (verified)' : ' (unverified)'}`) + source(user.sources.email),
+      ],
+      ['groups', (user.groups.length === 0 ? '-' : user.groups.join(',')) + source(user.sources.groups)],
+      ['user name', user.user_name ?? '-'],
+      ['external id', user.external_id ?? '-'],
+      ['created', user.created_at],
+      ['updated', user.updated_at],
+      ['last sign-in', user.last_sign_in_at ?? '-'],
+    ],
+  );
+}
+
+/**
+ * Prints groups as `svc auth groups` does: `{"groups": [...]}` with `json`, else a table.
+ *
+ * @example
+ * printGroups(groups, args.values.json === true);
+ */
+export function printGroups(groups: readonly GroupJson[], json: boolean): void {
+  if (json) printJson({ groups });
+  else if (groups.length === 0) printLine('no groups');
+  else
+    printTable(
+      ['REALM', 'NAME', 'MEMBERS', 'ID'],
+      groups.map((g) => [g.realm, g.name, String(g.members), g.id ?? '-']),
+    );
 }

@@ -22,10 +22,18 @@ export {
   createApplicationClient,
   createManagementClient,
   createSignInClient,
+  type GroupJson,
+  type GroupListJson,
   type ManagementClient,
   type ManagementClientOptions,
   SIGN_IN_PREFIXES,
   type SignInClient,
+  type UserJson,
+  type UserPageJson,
+  type UserQuery,
+  type UserRemovedJson,
+  type UserResponseJson,
+  type UserStatusJson,
 } from './management-client.js';
 export {
   type DeviceSession,

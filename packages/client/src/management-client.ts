@@ -5,6 +5,7 @@ import type {
   DeviceRemovedJson,
   DeviceResponseJson,
   EnrollBody,
+  GroupListJson,
   HealthJson,
   PrincipalJson,
   Realm,
@@ -13,6 +14,12 @@ import type {
   SessionBody,
   SessionListJson,
   TokenPairJson,
+  UserChangeBody,
+  UserCreateBody,
+  UserPageJson,
+  UserRemovedJson,
+  UserResponseJson,
+  UserStatusJson,
 } from '@svc/core';
 import { ApiError, ApiUnreachableError, problemFromResponse } from './api-error.js';
 import { assertMayCarryBearer } from './bearer-transport.js';
@@ -21,7 +28,18 @@ import { createDpopProof } from './dpop-proof.js';
 
 // The answers' types are derived from the schemas the server serializes them with (core's
 // wire shapes): one declaration, so the SDK cannot miss a field the server sends.
-export type { AuditEventJson, AuditPageJson, ChallengeJson } from '@svc/core';
+export type {
+  AuditEventJson,
+  AuditPageJson,
+  ChallengeJson,
+  GroupJson,
+  GroupListJson,
+  UserJson,
+  UserPageJson,
+  UserRemovedJson,
+  UserResponseJson,
+  UserStatusJson,
+} from '@svc/core';
 
 /**
  * Where each realm's sign-in routes live: the management API's `/v1/auth/...`, the application
@@ -49,6 +67,25 @@ export interface SignInClient {
   refresh(refreshToken: string, key?: DeviceKey): Promise<TokenPairJson>;
   me(accessToken: string): Promise<PrincipalJson>;
   revoke(accessToken: string, sessionId?: string): Promise<RevokedJson>;
+  /** The caller's own active sessions, newest first (self-service, in either realm). */
+  ownSessions(accessToken: string): Promise<SessionListJson>;
+  /** The caller's own enrolled devices (self-service, in either realm). */
+  ownDevices(accessToken: string): Promise<DeviceListJson>;
+  /** Revokes the caller's other sessions (sign out everywhere else), in either realm. */
+  revokeOtherSessions(accessToken: string): Promise<RevokeOthersJson>;
+}
+
+/** The filters of {@link ManagementClient.users}: each given narrows the page. */
+export interface UserQuery {
+  readonly realm?: Realm;
+  readonly status?: 'active' | 'disabled';
+  readonly group?: string;
+  readonly email?: string;
+  /** A substring of the name, email or user name. */
+  readonly filter?: string;
+  /** The `next` of the previous page. */
+  readonly after?: string;
+  readonly limit?: number;
 }
 
 /** Typed calls to the loopback management API: the management realm's sign-in calls and the operator's. */
@@ -62,8 +99,18 @@ export interface ManagementClient extends SignInClient {
   removeDevice(accessToken: string, deviceId: string): Promise<DeviceRemovedJson>;
   /** Active sessions; with `mine`, only those of the caller's own subject. */
   sessions(accessToken: string, options?: { readonly mine?: boolean }): Promise<SessionListJson>;
-  /** Revokes the caller's other sessions (sign out everywhere else). */
-  revokeOtherSessions(accessToken: string): Promise<RevokeOthersJson>;
+  /** A page of users (`next`: the `after` of the next page, null on the last). */
+  users(accessToken: string, query?: UserQuery): Promise<UserPageJson>;
+  user(accessToken: string, subject: string): Promise<UserResponseJson>;
+  addUser(accessToken: string, input: UserCreateBody): Promise<UserResponseJson>;
+  /** Sets each attribute given; `null` clears one. */
+  changeUser(accessToken: string, subject: string, input: UserChangeBody): Promise<UserResponseJson>;
+  /** Refuses the user's sign-ins and revokes all its sessions at once. */
+  disableUser(accessToken: string, subject: string): Promise<UserStatusJson>;
+  /** Restores sign-in (not the revoked sessions). */
+  enableUser(accessToken: string, subject: string): Promise<UserStatusJson>;
+  removeUser(accessToken: string, subject: string): Promise<UserRemovedJson>;
+  groups(accessToken: string, options?: { readonly realm?: Realm }): Promise<GroupListJson>;
 }
 
 /** Options of {@link createManagementClient}. */
@@ -192,6 +239,11 @@ function signInCalls<R extends Realm>(baseUrl: string, call: Call, realm: R): Si
         bearer: accessToken,
         body: sessionId === undefined ? {} : { session_id: sessionId },
       }),
+    // `?mine`: the management API's listings are the operator's without it; the gateway's are always the caller's own.
+    ownSessions: (accessToken) => call<SessionListJson>('GET', `${prefix}/sessions?mine`, { bearer: accessToken }),
+    ownDevices: (accessToken) => call<DeviceListJson>('GET', `${prefix}/devices?mine`, { bearer: accessToken }),
+    revokeOtherSessions: (accessToken) =>
+      call<RevokeOthersJson>('POST', `${prefix}/sessions/revoke-others`, { bearer: accessToken, body: {} }),
   };
 }
 
@@ -247,7 +299,26 @@ export function createManagementClient(options: ManagementClientOptions): Manage
       call<DeviceRemovedJson>('DELETE', `/v1/auth/devices/${encodeURIComponent(deviceId)}`, { bearer: accessToken }),
     sessions: (accessToken, options) =>
       call<SessionListJson>('GET', `/v1/auth/sessions${options?.mine === true ? '?mine' : ''}`, { bearer: accessToken }),
-    revokeOtherSessions: (accessToken) =>
-      call<RevokeOthersJson>('POST', '/v1/auth/sessions/revoke-others', { bearer: accessToken, body: {} }),
+    users: (accessToken, query = {}) => {
+      const q = new URLSearchParams();
+      for (const [name, value] of Object.entries(query)) if (value !== undefined) q.set(name, String(value));
+      const qs = q.size > 0 ? `?${q.toString()}` : '';
+      return call<UserPageJson>('GET', `/v1/auth/users${qs}`, { bearer: accessToken });
+    },
+    user: (accessToken, subject) => call<UserResponseJson>('GET', userPath(subject), { bearer: accessToken }),
+    addUser: (accessToken, input) => call<UserResponseJson>('POST', '/v1/auth/users', { bearer: accessToken, body: input }),
+    changeUser: (accessToken, subject, input) => call<UserResponseJson>('PATCH', userPath(subject), { bearer: accessToken, body: input }),
+    disableUser: (accessToken, subject) => call<UserStatusJson>('POST', `${userPath(subject)}/disable`, { bearer: accessToken, body: {} }),
+    enableUser: (accessToken, subject) => call<UserStatusJson>('POST', `${userPath(subject)}/enable`, { bearer: accessToken, body: {} }),
+    removeUser: (accessToken, subject) => call<UserRemovedJson>('DELETE', userPath(subject), { bearer: accessToken }),
+    groups: (accessToken, options = {}) =>
+      call<GroupListJson>('GET', `/v1/auth/groups${options.realm === undefined ? '' : `?realm=${encodeURIComponent(options.realm)}`}`, {
+        bearer: accessToken,
+      }),
   } satisfies ManagementClient);
+}
+
+/** The path of one user's routes. */
+function userPath(subject: string): string {
+  return `/v1/auth/users/${encodeURIComponent(subject)}`;
 }

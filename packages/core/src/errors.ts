@@ -88,13 +88,16 @@ export const ERROR_CODES = {
     meaning:
       'the user is disabled (by an operator, the company directory, or because new users wait for approval): every sign-in is refused until an operator enables them',
   },
-  user_exists: { status: 409, title: 'Conflict', meaning: 'a user with that subject, or with that SCIM userName in the realm, already exists' },
+  user_exists: {
+    status: 409,
+    title: 'Conflict',
+    meaning: 'a user with that subject, or with that SCIM userName in the realm, already exists',
+  },
   group_exists: { status: 409, title: 'Conflict', meaning: 'a group with that name already exists in the realm' },
   last_management_user: {
     status: 409,
     title: 'Conflict',
-    meaning:
-      'refusing to disable or remove the last active management user who can sign in: enroll or enable another administrator first',
+    meaning: 'refusing to disable or remove the last active management user who can sign in: enroll or enable another administrator first',
   },
   invalid_scim_token: { status: 401, title: 'Unauthorized', meaning: 'the SCIM bearer token is missing, unknown or revoked' },
   forbidden_host: {
@@ -106,7 +109,7 @@ export const ERROR_CODES = {
     status: 403,
     title: 'Forbidden',
     meaning:
-      'the application gateway knows the caller, but a requirement of the path (`:svc/app-require`: subject, sign-in method or sign-in age) is not met',
+      'the application gateway knows the caller, but a requirement of the path (`:svc/app-require`: subject, group, verified email domain, sign-in method or sign-in age) is not met',
   },
   csrf_refused: {
     status: 403,

@@ -110,6 +110,7 @@ export {
   type RelayedSessionEnd,
   relayedSessionEnd,
   requirementFor,
+  requirementNeeds,
   type UpgradeRequestHead,
   unambiguousPath,
   unmetRequirement,
@@ -178,6 +179,44 @@ export { finishProviderFlow, type ProviderFlowOutcome, startProviderFlow } from 
 export { removeDevice } from './use-cases/remove-device.js';
 export { revokeExposedSession, revokeOtherSessions, revokeSession } from './use-cases/revoke-session.js';
 export { rotateRefreshToken, rotationAuditDraft } from './use-cases/rotate-refresh-token.js';
+export {
+  addUser,
+  decideUserUpdate,
+  getUser,
+  identityAttributesFromClaims,
+  listGroups,
+  listUsers,
+  type ProvidedAttributes,
+  refreshedUser,
+  removeUser,
+  USERS_PAGE_DEFAULT,
+  USERS_PAGE_MAX,
+  type UserActor,
+  type UserAttributesInput,
+  updateUser,
+  updateUserCounting,
+  userToJson,
+} from './use-cases/users.js';
+export {
+  type AttributeSource,
+  checkDisplayName,
+  checkEmail,
+  checkGroups,
+  checkUserName,
+  DISPLAY_NAME_MAX_CHARS,
+  EMAIL_MAX_CHARS,
+  emailDomainOf,
+  GROUP_NAME_PATTERN,
+  groupNameProblem,
+  type IdentityAttributes,
+  identityAttributesOf,
+  identityHeaders,
+  isAttributeSource,
+  MAX_USER_GROUPS,
+  normalizeEmailDomain,
+  USER_STATUSES,
+  type UserStatus,
+} from './users.js';
 export type { LinkJson, LinkListJson, LinkRemovedJson } from './wire/links.js';
 // The wire shapes of the management API and the node surface (schemas and their derived types), shared by the server and the client SDK.
 export {
@@ -253,52 +292,31 @@ export {
   signedDiagnosticsResponse,
 } from './wire/node.js';
 export { PROBLEM_SCHEMA_ID, type ProblemJson, problemSchema } from './wire/problem.js';
-export type { WireType } from './wire/wire-type.js';
-export { deviceToJson, sessionToJson } from './wire.js';
-export {
-  type AttributeSource,
-  checkDisplayName,
-  checkEmail,
-  checkGroups,
-  checkUserName,
-  DISPLAY_NAME_MAX_CHARS,
-  EMAIL_MAX_CHARS,
-  emailDomainOf,
-  GROUP_NAME_PATTERN,
-  groupNameProblem,
-  type IdentityAttributes,
-  identityAttributesOf,
-  identityHeaders,
-  isAttributeSource,
-  MAX_USER_GROUPS,
-  normalizeEmailDomain,
-  USER_STATUSES,
-  type UserStatus,
-} from './users.js';
-export {
-  addUser,
-  decideUserUpdate,
-  getUser,
-  identityAttributesFromClaims,
-  listGroups,
-  listUsers,
-  type ProvidedAttributes,
-  refreshedUser,
-  removeUser,
-  type UserActor,
-  type UserAttributesInput,
-  updateUser,
-  USERS_PAGE_DEFAULT,
-  USERS_PAGE_MAX,
-  userToJson,
-} from './use-cases/users.js';
 export {
   type GroupJson,
+  type GroupListJson,
+  type GroupListQuery,
+  groupListQuery,
+  groupListResponse,
   groupSchema,
+  type UserChangeBody,
+  type UserCreateBody,
   type UserJson,
+  type UserListQuery,
   type UserPageJson,
+  type UserParams,
   type UserRemovedJson,
+  type UserResponseJson,
+  type UserStatusJson,
+  userChangeBody,
+  userCreateBody,
+  userListQuery,
   userPageSchema,
+  userParams,
   userRemovedSchema,
+  userResponse,
   userSchema,
+  userStatusResponse,
 } from './wire/users.js';
+export type { WireType } from './wire/wire-type.js';
+export { deviceToJson, sessionToJson } from './wire.js';

@@ -131,8 +131,9 @@ const ALLOWED: Record<
   '@svc/cli': {
     imports: ['@svc/core', '@svc/addons', '@svc/client', '@svc/runtime'],
     // The OIDC end-to-end test runs provider-oidc's test IdP (oidc-provider), imported from
-    // that package's test support rather than copied; the store tests read the stores directly.
-    testImports: ['pg', 'oidc-provider', '@svc/server', 'svc-store-sqlite', 'better-sqlite3'],
+    // that package's test support rather than copied; the store tests read the stores directly;
+    // the in-process tests of the API commands serve the management API over the memory store.
+    testImports: ['pg', 'oidc-provider', '@svc/server', 'svc-store-sqlite', 'better-sqlite3', '@svc/store-testkit'],
   },
 };
 

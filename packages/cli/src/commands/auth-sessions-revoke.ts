@@ -4,7 +4,7 @@ import { parseCommandArgs } from '../args.js';
 import { UsageError } from '../cli-error.js';
 import { type Command, PROJECT_HELP, PROJECT_OPTIONS } from '../command.js';
 import { explainFailure } from '../errors-map.js';
-import { checkMode, SESSION_HELP, SESSION_OPTIONS, viaApi } from '../operator-api.js';
+import { checkMode, SESSION_HELP, SESSION_OPTIONS, viaApi, viaOwnSession } from '../operator-api.js';
 import { printJson, printText } from '../output.js';
 
 const spec = {
@@ -14,7 +14,8 @@ const spec = {
   help: [
     '<SESSION_ID>          the ses_... id (see `svc auth sessions`)',
     '<PROJECT>             the project directory (offline); without it, the management API with the saved session',
-    '--others              revoke all your other sessions (sign out everywhere else), keeping this one',
+    '--others              revoke all your other sessions (sign out everywhere else), keeping this one; with an',
+    '                      application login, over the application gateway',
     '--json                print {"session_id","revoked"} (with --others, {"revoked": [SESSION_ID]})',
     PROJECT_HELP,
     ...SESSION_HELP,
@@ -49,7 +50,10 @@ export const authSessionsRevoke: Command = {
           `${spec.name}: --others revokes your other sessions over the management API; give no <SESSION_ID> or <PROJECT>`,
         );
       }
-      const { revoked } = await viaApi(args.values, 'revoking your other sessions failed', (api, token) => api.revokeOtherSessions(token));
+      // Self-service: the signed-in subject of the saved session, in either realm.
+      const { revoked } = await viaOwnSession(args.values, 'revoking your other sessions failed', (api, token) =>
+        api.revokeOtherSessions(token),
+      );
       if (args.values.json === true) printJson({ revoked });
       else printText(revoked.length === 0 ? 'no other sessions to revoke' : revoked.map((id) => `session ${id} revoked`).join('\n'));
       return 0;

@@ -3,7 +3,7 @@ import { withProject } from '@svc/runtime';
 import { parseCommandArgs } from '../args.js';
 import { UsageError } from '../cli-error.js';
 import { type Command, PROJECT_HELP, PROJECT_OPTIONS } from '../command.js';
-import { checkMode, SESSION_HELP, SESSION_OPTIONS, viaApi } from '../operator-api.js';
+import { checkMode, SESSION_HELP, SESSION_OPTIONS, viaApi, viaOwnSession } from '../operator-api.js';
 import { printSessions } from '../operator-output.js';
 
 const spec = {
@@ -13,7 +13,8 @@ const spec = {
   help: [
     '<PROJECT>             the project directory (offline); without it, the management API with the saved session',
     '--realm REALM         only sessions of that realm',
-    "--mine                only your own (the signed-in subject's), over the management API",
+    "--mine                only your own (the signed-in subject's), over the API of the saved sign-in's realm",
+    '                      (the management API, or the application gateway after an application login)',
     '--json                print {"sessions": [Session]}',
     PROJECT_HELP,
     ...SESSION_HELP,
@@ -49,7 +50,10 @@ export const authSessions: Command = {
         (await store.listActiveSessions(realm === undefined ? { now: Date.now() } : { now: Date.now(), realm })).map(sessionToJson),
       );
     } else {
-      const listed = await viaApi(args.values, 'listing sessions failed', (api, token) => api.sessions(token, { mine }));
+      // --mine is self-service: the signed-in subject of the saved session, in either realm.
+      const listed = mine
+        ? await viaOwnSession(args.values, 'listing your sessions failed', (api, token) => api.ownSessions(token))
+        : await viaApi(args.values, 'listing sessions failed', (api, token) => api.sessions(token));
       sessions = listed.sessions.filter((s) => realm === undefined || s.realm === realm);
     }
     printSessions(sessions, args.values.json === true);

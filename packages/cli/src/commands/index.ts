@@ -126,6 +126,47 @@ export const COMMANDS: readonly CommandEntry[] = [
     load: async () => (await import('./auth-sessions-revoke.js')).authSessionsRevoke,
   },
   {
+    path: ['auth', 'users'],
+    summary: 'List the users (who each subject is, its status and groups) over the management API, one page at a time.',
+    load: async () => (await import('./auth-users.js')).authUsers,
+  },
+  {
+    path: ['auth', 'users', 'show'],
+    summary: 'Show one user: its attributes, where each came from, its status and last sign-in.',
+    load: async () => (await import('./auth-users-show.js')).authUsersShow,
+  },
+  {
+    path: ['auth', 'users', 'add'],
+    summary: 'Add a user without a credential yet (then pair a device or link a login to it with `svc auth pair --subject`).',
+    load: async () => (await import('./auth-users-add.js')).authUsersAdd,
+  },
+  {
+    path: ['auth', 'users', 'set'],
+    summary: "Change a user's name, email or groups (what you set stays yours: a sign-in provider no longer refreshes it).",
+    load: async () => (await import('./auth-users-set.js')).authUsersSet,
+  },
+  {
+    path: ['auth', 'users', 'disable'],
+    summary:
+      'Disable a user: refuse its sign-ins and revoke all its sessions at once, on every node (audited; refuses the last management user).',
+    load: async () => (await import('./auth-users-disable.js')).authUsersDisable,
+  },
+  {
+    path: ['auth', 'users', 'enable'],
+    summary: 'Enable a disabled user: sign-in works again (its revoked sessions stay revoked).',
+    load: async () => (await import('./auth-users-enable.js')).authUsersEnable,
+  },
+  {
+    path: ['auth', 'users', 'remove'],
+    summary: 'Remove a user with its devices and links, revoking its sessions (audited; refuses the last management user).',
+    load: async () => (await import('./auth-users-remove.js')).authUsersRemove,
+  },
+  {
+    path: ['auth', 'groups'],
+    summary: 'List the groups of the users, with their member counts, over the management API.',
+    load: async () => (await import('./auth-groups.js')).authGroups,
+  },
+  {
     path: ['auth', 'audit'],
     summary: 'Print the audit log, oldest first: offline on a project, or over the management API.',
     load: async () => (await import('./auth-audit.js')).authAudit,

@@ -24,7 +24,7 @@ import { applicationPrincipal } from '../http/principal.js';
 import { applySecurityHeaders } from '../http/security-headers.js';
 import { clearSessionCookies, cookieNamesOf, readSessionCookies, setCookieValue, setSessionCookies } from './browser-cookies.js';
 import { applyCookieEffects, cookieIdentity, gatewayOriginOf, isBrowserNavigation, LOGIN_PATH } from './browser-session.js';
-import { renderLoginPage, renderRefusalPage } from './login-page.js';
+import { renderLoginPage, renderSignInRefusedPage } from './login-page.js';
 
 /** What {@link browserRoutes} receives. */
 export interface BrowserRouteOptions {
@@ -209,7 +209,7 @@ export const browserRoutes: FastifyPluginAsync<BrowserRouteOptions> = async (
       )
       .header('referrer-policy', 'same-origin')
       .type('text/html; charset=utf-8')
-      .send(renderRefusalPage({ nonce, code: err.code, detail: err.message }));
+      .send(renderSignInRefusedPage({ nonce, code: err.code, detail: err.message }));
   });
 
   app.get<{ Querystring: { return?: string; pairing?: string } }>('/login', async (req, reply) => {

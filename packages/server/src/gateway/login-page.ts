@@ -183,9 +183,9 @@ const REFUSALS: Readonly<Record<string, { readonly title: string; readonly messa
  * way back to the sign-in page. No script.
  *
  * @example
- * renderRefusalPage({ nonce, code: 'user_disabled', detail: 'the user is disabled: an operator must enable them' });
+ * renderSignInRefusedPage({ nonce, code: 'user_disabled', detail: 'the user is disabled: an operator must enable them' });
  */
-export function renderRefusalPage(input: { readonly nonce: string; readonly code: string; readonly detail: string }): string {
+export function renderSignInRefusedPage(input: { readonly nonce: string; readonly code: string; readonly detail: string }): string {
   const known = REFUSALS[input.code];
   const title = known?.title ?? 'Sign-in failed';
   const message = known?.message ?? input.detail;
