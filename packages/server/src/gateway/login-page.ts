@@ -69,6 +69,7 @@ for (const button of document.querySelectorAll('button[data-provider]')) {
 const PAGE_STYLE = `
 body { font-family: system-ui, sans-serif; max-width: 24rem; margin: 4rem auto; padding: 0 1rem; }
 h1 { font-size: 1.4rem; }
+h2 { font-size: 1.1rem; }
 .provider { display: block; width: 100%; box-sizing: border-box; margin: 0.5rem 0; padding: 0.7rem; font-size: 1rem;
   text-align: center; border: 1px solid #555; border-radius: 0.4rem; background: #f4f4f4; color: #111; text-decoration: none; cursor: pointer; }
 #status { color: #a00; min-height: 1.5rem; }
