@@ -322,11 +322,13 @@ export async function finishProviderFlow(
     detail: string,
     flow: FlowRecord | null,
     extra: AuditData = {},
+    /** The subject refused, when known beyond the flow's (a disabled user's sign-in). */
+    subject?: string,
   ): Promise<AuthError> => {
     await deps.store.appendAuditEvent(
       auditDraft(deps, 'provider.signin_failed', {
         realm: flow?.realm ?? null,
-        subject: flow?.subject ?? null,
+        subject: subject ?? flow?.subject ?? null,
         at: now,
         data: { provider: name, reason, flow_id: flowId, intent: flow?.intent ?? null, ...extra },
       }),
@@ -474,7 +476,7 @@ export async function finishProviderFlow(
     }
     if (created === 'already_linked') return null;
     if (created === 'user_disabled')
-      throw await fail('user_disabled', 'user_disabled', 'the user is disabled: an operator must enable them', flow, facts);
+      throw await fail('user_disabled', 'user_disabled', 'the user is disabled: an operator must enable them', flow, facts, link.subject);
     deps.log.info({ event: 'link.created', link_id: link.id, provider: name, realm }, 'identity linked');
     return link;
   };
@@ -571,6 +573,7 @@ async function signInWithLink(
       detail: string,
       flow: FlowRecord,
       extra?: AuditData,
+      subject?: string,
     ) => Promise<AuthError>;
   },
 ): Promise<TokenPairJson> {
@@ -637,7 +640,8 @@ async function signInWithLink(
         'user_disabled',
         'the user is disabled: an operator must enable them',
         input.flow,
-        input.facts,
+        { ...input.facts, link_id: link.id },
+        link.subject,
       );
   }
 }

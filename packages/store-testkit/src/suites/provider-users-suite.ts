@@ -208,6 +208,7 @@ export function providerUsersSuite(ctx: SuiteContext): void {
         const sessions = (await eventsOf(deps, 'session.created')).length;
         await rejectsWithCode(ceremony(deps, oidc, { proof: { subject: 'ann', claims: ann } }), 'user_disabled');
         assert.equal(await lastFailure(deps), 'user_disabled');
+        assert.equal((await eventsOf(deps, 'provider.signin_failed')).at(-1)?.subject, principal.subject, 'the refused user is named');
         await rejectsWithCode(
           ceremony(deps, passkey, { proof: { subject: 'cred-1', counter: 2, credentialId: 'cred-1' } }),
           'user_disabled',
