@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { ProviderJson } from '@svc/core';
+import { createFailureLimiter } from '../src/http/failure-limiter.js';
 import { browserRequest, cookiesSet } from './support/browser-http.js';
-import { echoAttach, type GatewayHarness, gatewayApi, startGatewayHarness } from './support/gateway-harness.js';
+import { echoAttach, type GatewayHarness, gatewayApi, startGateway, startGatewayHarness } from './support/gateway-harness.js';
+import { startNodeHarness } from './support/node-harness.js';
 import { type TestProvider, testJsonProvider, testRedirectProvider, testWebauthnProvider } from './support/test-provider.js';
 
 // The gateway's side of provider users (#27): the sign-in page asks a new passkey user's name,
@@ -130,5 +132,40 @@ describe('a refused provider sign-in in a browser', () => {
     const r = await callback('application/json');
     assert.equal(r.status, 403);
     assert.equal(r.body.code, 'user_disabled');
+  });
+});
+
+describe('refusal pages do not hide failed proofs from the budget', () => {
+  test('a browser that keeps failing callbacks gets the page for each 401, then 429, and the provider is not asked again', async () => {
+    const provider = testRedirectProvider({ name: 'budgetidp' });
+    const h = await startNodeHarness({ socket: false, store: 'memory' });
+    try {
+      const limiter = createFailureLimiter({ clock: h.deps.clock, store: h.deps.store, maxFailures: 3, scope: 'app-signin-test' });
+      const g = await startGateway(h, { socket: false, attach: echoAttach, providers: [provider], limiter });
+      const gw = { gatewayBase: g.base, gateway: g.app, injected: g.injected } as GatewayHarness;
+      const html = { accept: 'text/html' };
+      try {
+        const answers: string[] = [];
+        for (let i = 0; i < 5; i++) {
+          const begun = await browserRequest(gw, 'GET', '/.svc/auth/v1/providers/budgetidp/begin', { headers: html });
+          const flow = cookiesSet(begun.setCookies)[FLOW] as string;
+          const wrong = (begun.headers.get('location') ?? '').slice(gw.gatewayBase.length).replace(/code=[^&]+/, 'code=wrong');
+          const r = await browserRequest(gw, 'GET', wrong, { cookies: { [FLOW]: flow }, headers: html });
+          answers.push(`${r.status} ${/<code>([a-z_]+)<\/code>/.exec(r.text)?.[1] ?? r.body?.code}`);
+        }
+        assert.deepEqual(answers, [
+          '401 invalid_credential',
+          '401 invalid_credential',
+          '401 invalid_credential',
+          '429 rate_limited',
+          '429 rate_limited',
+        ]);
+        assert.equal(provider.finished(), 0);
+      } finally {
+        await g.app.close();
+      }
+    } finally {
+      await h.close();
+    }
   });
 });
