@@ -53,8 +53,16 @@ export interface SvcIdentity {
   readonly realm: string;
   readonly session: string;
   readonly device: string;
-  /** The principal's claims: `amr` (how it signed in), `auth_time`, `exp` (of its session). */
+  /** How it signed in: `amr` (the methods), `auth_time`, `exp` (of the access token that authenticated the request). */
   readonly claims: Readonly<Record<string, unknown>>;
+  /** The caller's email (ASCII; an internationalised domain in its A-label form, `xn--...`), when known. */
+  readonly email?: string;
+  /** Whether the email was verified (false unless the assertion says true); present exactly when `email` is. */
+  readonly emailVerified?: boolean;
+  /** The caller's display name (UTF-8), when known. */
+  readonly name?: string;
+  /** The caller's groups, when it is in any. */
+  readonly groups?: readonly string[];
   /** The gateway node that signed the assertion. */
   readonly issuer: string;
   /** The assertion's unique id, for applications that keep a replay cache. */
@@ -136,6 +144,27 @@ const str = (p: JWTPayload, name: string): string => {
   return v;
 };
 
+/** Who the caller is, as the assertion states it (absent when unknown); a claim of the wrong type is refused. */
+function identityOf(p: JWTPayload): Pick<SvcIdentity, 'email' | 'emailVerified' | 'name' | 'groups'> {
+  const out: { email?: string; emailVerified?: boolean; name?: string; groups?: readonly string[] } = {};
+  if (p.email !== undefined) {
+    if (typeof p.email !== 'string' || p.email === '') throw refuse('missing_claim', 'its "email" claim is not a string');
+    out.email = p.email;
+    out.emailVerified = p.email_verified === true;
+  }
+  if (p.name !== undefined) {
+    if (typeof p.name !== 'string' || p.name === '') throw refuse('missing_claim', 'its "name" claim is not a string');
+    out.name = p.name;
+  }
+  if (p.groups !== undefined) {
+    if (!Array.isArray(p.groups) || !p.groups.every((g) => typeof g === 'string')) {
+      throw refuse('missing_claim', 'its "groups" claim is not an array of group names');
+    }
+    out.groups = Object.freeze([...(p.groups as string[])]);
+  }
+  return out;
+}
+
 /**
  * Verifies the `Svc-Assertion` header the svc auth gateway attached to a request and returns
  * who it vouches for. Checks, in order: EdDSA only, `typ` `svc-assertion+jwt`, a key the
@@ -186,6 +215,7 @@ export async function verifySvcAssertion(token: unknown, options: VerifySvcAsser
     issuer: str(payload, 'iss'),
     assertionId: str(payload, 'jti'),
     expiresAt: exp,
+    ...identityOf(payload),
   };
   const htm = str(payload, 'htm');
   const htu = str(payload, 'htu');

@@ -5,6 +5,7 @@ import { normalizeHeaderName } from './gateway-policy.js';
 import { isIdOfKind } from './ids.js';
 import { cidrPrefixLength, ipVersion } from './ip-address.js';
 import { MAX_AUTH_AGE_SECONDS_LIMIT, PROJECT_KEYS, type ProjectKeySpec, UNSTRIPPABLE_HEADERS } from './settings.js';
+import { groupNameProblem, normalizeEmailDomain } from './users.js';
 
 // The application gateway's `:svc/app-*` keys: reading them from one merged configuration, and
 // the path-pattern and listen-address rules the CLI also applies to its flags.
@@ -224,10 +225,15 @@ function upstreamProblem(value: string): string | null {
   return null;
 }
 
-/** Reads the `:svc/app-require` map: path pattern → `{:subjects [...] :amr [...] :max-auth-age-seconds n}`. */
+/**
+ * Reads the `:svc/app-require` map: path pattern → `{:subjects [...] :groups [...] :email-domains [...]
+ * :amr [...] :max-auth-age-seconds n}`. Group names are checked as users' groups are (core's
+ * `groupNameProblem`); domains are kept in the form emails are (lowercase A-label,
+ * `normalizeEmailDomain`), so `"Bücher.example"` matches `user@xn--bcher-kva.example`.
+ */
 function readRequirements(map: EdnMap, publicPaths: readonly string[], bad: (key: string, message: string) => void): AppPathRequirement[] {
   const out: AppPathRequirement[] = [];
-  const KEYS = [':subjects', ':amr', ':max-auth-age-seconds'];
+  const KEYS = [':subjects', ':groups', ':email-domains', ':amr', ':max-auth-age-seconds'];
   for (const [path, body] of map) {
     const key = `:svc/app-require ${JSON.stringify(path)}`;
     const problem = path.startsWith(':') ? 'path patterns are strings, e.g. "/admin/*"' : appPathPatternProblem(path);
@@ -241,7 +247,10 @@ function readRequirements(map: EdnMap, publicPaths: readonly string[], bad: (key
       continue;
     }
     if (!isEdnMap(body)) {
-      bad(key, `expected a map such as {:subjects ["sub_..."] :amr ["ed25519"] :max-auth-age-seconds 3600}, found ${describe(body)}`);
+      bad(
+        key,
+        `expected a map such as {:groups ["ops"] :email-domains ["example.com"] :amr ["ed25519"] :max-auth-age-seconds 3600}, found ${describe(body)}`,
+      );
       continue;
     }
     for (const k of body.keys()) if (!KEYS.includes(k)) bad(`${key} ${k}`, `unknown key; expected one of ${KEYS.join(', ')}`);
@@ -253,12 +262,16 @@ function readRequirements(map: EdnMap, publicPaths: readonly string[], bad: (key
       const v = body.get(k);
       if (v === undefined) return null;
       if (!Array.isArray(v) || v.length === 0 || !v.every((x: EdnValue) => typeof x === 'string' && valid(x))) {
-        bad(`${key} ${k}`, `expected a non-empty vector of ${what}, found ${describe(v)}`);
+        const wrong = Array.isArray(v) ? v.find((x: EdnValue) => typeof x !== 'string' || !valid(x)) : undefined;
+        bad(`${key} ${k}`, `expected a non-empty vector of ${what}, found ${describe(wrong === undefined ? v : wrong)}`);
         return null;
       }
       return [...new Set(v as string[])];
     };
     const subjects = list(':subjects', (x) => isIdOfKind(x, 'subject'), 'subject ids ("sub_...")');
+    const groups = list(':groups', (x) => groupNameProblem(x) === null, 'group names (a-z, 0-9, ".", "_", "-", up to 64, e.g. "ops")');
+    const domainList = list(':email-domains', (x) => normalizeEmailDomain(x) !== null, 'email domains (e.g. "example.com")');
+    const emailDomains = domainList === null ? null : [...new Set(domainList.map((d) => normalizeEmailDomain(d) as string))];
     const amr = list(':amr', (x) => /^[a-z0-9][a-z0-9_-]{0,63}$/i.test(x), 'authentication method names (e.g. "ed25519")');
     const age = body.get(':max-auth-age-seconds');
     let maxAuthAgeSeconds: number | null = null;
@@ -270,7 +283,7 @@ function readRequirements(map: EdnMap, publicPaths: readonly string[], bad: (key
         );
       } else maxAuthAgeSeconds = age;
     }
-    out.push({ path, subjects, amr, maxAuthAgeSeconds });
+    out.push({ path, subjects, groups, emailDomains, amr, maxAuthAgeSeconds });
   }
   return out;
 }

@@ -10,6 +10,13 @@ export interface AppPathRequirement {
   readonly path: string;
   /** When not null, the principal's subject must be one of these. */
   readonly subjects: readonly string[] | null;
+  /** When not null, the principal must be in at least one of these groups (its `groups` claim). */
+  readonly groups: readonly string[] | null;
+  /**
+   * When not null, the principal's email must be VERIFIED and at one of these domains (lowercase,
+   * A-label form, as emails are kept): an unverified email never satisfies it.
+   */
+  readonly emailDomains: readonly string[] | null;
   /** When not null, the principal's `amr` claim must hold at least one of these methods. */
   readonly amr: readonly string[] | null;
   /** When not null, the principal must have signed in at most this many seconds ago (`auth_time`). */

@@ -24,7 +24,16 @@ export interface AssertionClaims {
   readonly sid: string;
   readonly dev: string;
   readonly realm: Realm;
-  readonly claims: PrincipalClaims;
+  /** How the caller signed in: `amr`, `auth_time`, `exp` (who the caller is goes at the top level, below). */
+  readonly claims: Pick<PrincipalClaims, 'amr' | 'auth_time' | 'exp'>;
+  /** The caller's email (ASCII, an internationalised domain in A-label form), when known. */
+  readonly email?: string;
+  /** Whether that email was verified (present exactly when `email` is). */
+  readonly email_verified?: boolean;
+  /** The caller's display name (UTF-8, NFC), when known. */
+  readonly name?: string;
+  /** The caller's groups (sorted group names), when it is in any. */
+  readonly groups?: readonly string[];
   /** Seconds since the epoch. */
   readonly iat: number;
   /** `iat` + {@link ASSERTION_TTL_SECONDS}. */
@@ -83,8 +92,9 @@ export function assertionHtu(protocol: string, host: string | undefined, request
 }
 
 /**
- * The claims of the assertion for `principal` on one request: who (sub, sid, dev, realm and the
- * principal's claims), for whom (aud), by whom (iss), when (iat, exp = iat + 30 s), which
+ * The claims of the assertion for `principal` on one request: who (sub, sid, dev, realm, and
+ * when known `email`, `email_verified`, `name`, `groups` at the top level: absent when unknown,
+ * never empty), how it signed in (`claims`: amr, auth_time, exp), for whom (aud), by whom (iss), when (iat, exp = iat + 30 s), which
  * request (htm, htu) and a unique `jti`.
  *
  * @example
@@ -104,6 +114,7 @@ export function assertionClaims(
   },
 ): AssertionClaims {
   const iat = Math.floor(at.now / 1000);
+  const c = principal.claims;
   return {
     iss: at.issuer,
     aud: at.audience,
@@ -111,7 +122,10 @@ export function assertionClaims(
     sid: principal.session,
     dev: principal.device,
     realm: principal.realm,
-    claims: principal.claims,
+    claims: { amr: c.amr, auth_time: c.auth_time, exp: c.exp },
+    ...(c.email === undefined || c.email === '' ? {} : { email: c.email, email_verified: c.email_verified === true }),
+    ...(c.name === undefined || c.name === '' ? {} : { name: c.name }),
+    ...(c.groups === undefined || c.groups.length === 0 ? {} : { groups: c.groups }),
     iat,
     exp: iat + ASSERTION_TTL_SECONDS,
     jti: at.jti,

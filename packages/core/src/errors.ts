@@ -109,7 +109,7 @@ export const ERROR_CODES = {
     status: 403,
     title: 'Forbidden',
     meaning:
-      'the application gateway knows the caller, but a requirement of the path (`:svc/app-require`: subject, sign-in method or sign-in age) is not met',
+      'the application gateway knows the caller, but a requirement of the path (`:svc/app-require`: subject, group, verified email domain, sign-in method or sign-in age) is not met',
   },
   csrf_refused: {
     status: 403,

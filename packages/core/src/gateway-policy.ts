@@ -5,11 +5,13 @@
  * ambiguous (refused, never normalised), which paths are public, and whether a principal meets
  * a path's requirement. The server applies them; nothing here does I/O.
  */
+import { domainToUnicode } from 'node:url';
 import type { AppPathRequirement } from './app-config.js';
 import { AuthError } from './errors.js';
 import type { Principal } from './principal.js';
 import type { SessionRecord } from './store.js';
 import { TOKEN_PREFIXES } from './tokens.js';
+import { emailDomainOf } from './users.js';
 
 /**
  * Identity-header name prefixes of the contract (compared after {@link normalizeHeaderName}):
@@ -400,26 +402,67 @@ export function requirementFor(requirements: readonly AppPathRequirement[], path
 }
 
 /**
- * Why `principal` does not meet `requirement` at `now` (epoch ms), or null when it does:
- * its subject must be one of `subjects`, its `amr` must hold one of `amr`, and it must have
- * signed in (`auth_time`) at most `maxAuthAgeSeconds` ago. A null field asks nothing.
+ * Why `principal` does not meet `requirement` at `now` (epoch ms), or null when it does. Each
+ * field given must hold, and within a field any listed value suffices: its subject must be one
+ * of `subjects`; it must be in one of `groups`; its email must be verified and at one of
+ * `emailDomains` (an unverified email never counts, whatever its domain); its `amr` must hold
+ * one of `amr`; and it must have signed in (`auth_time`) at most `maxAuthAgeSeconds` ago. A
+ * null field asks nothing.
  *
  * @example
- * unmetRequirement({ path: '/admin/*', subjects: ['dev_1'], amr: null, maxAuthAgeSeconds: null }, principal, Date.now());
- * // 'the subject is not one allowed here' (or null)
+ * unmetRequirement({ path: '/admin/*', subjects: null, groups: ['ops'], emailDomains: null, amr: null, maxAuthAgeSeconds: null }, principal, Date.now());
+ * // 'membership of one of these groups is required here: ops' (or null)
  */
 export function unmetRequirement(requirement: AppPathRequirement, principal: Principal, now: number): string | null {
   if (requirement.subjects !== null && !requirement.subjects.includes(principal.subject)) return 'the subject is not one allowed here';
-  if (requirement.amr !== null && !requirement.amr.some((m) => principal.claims.amr.includes(m))) {
+  const claims = principal.claims;
+  if (requirement.groups !== null && !requirement.groups.some((g) => claims.groups?.includes(g) === true)) {
+    return `membership of one of these groups is required here: ${requirement.groups.join(', ')}`;
+  }
+  if (requirement.emailDomains !== null) {
+    const domain = claims.email === undefined ? null : emailDomainOf(claims.email).toLowerCase();
+    if (claims.email_verified !== true || domain === null || !requirement.emailDomains.includes(domain)) {
+      return `a verified email at one of these domains is required here: ${requirement.emailDomains.join(', ')}`;
+    }
+  }
+  if (requirement.amr !== null && !requirement.amr.some((m) => claims.amr.includes(m))) {
     return `signing in with one of these methods is required here: ${requirement.amr.join(', ')}`;
   }
   if (requirement.maxAuthAgeSeconds !== null) {
-    const authTime = Date.parse(principal.claims.auth_time);
+    const authTime = Date.parse(claims.auth_time);
     if (!Number.isFinite(authTime) || now - authTime > requirement.maxAuthAgeSeconds * 1000) {
       return `a sign-in at most ${requirement.maxAuthAgeSeconds} s old is required here; sign in again`;
     }
   }
   return null;
+}
+
+/**
+ * What a requirement asks for, in words a person reads on the gateway's refusal page (one
+ * phrase per field given, every field must hold): "a member of ops or admins", "an email at
+ * example.com, verified", ... A subject list is not spelled out (it names other people's
+ * accounts).
+ *
+ * @example
+ * requirementNeeds({ path: '/ops/*', subjects: null, groups: ['ops', 'admins'], emailDomains: ['example.com'], amr: null, maxAuthAgeSeconds: null });
+ * // ['a member of ops or admins', 'an email at example.com, verified']
+ */
+export function requirementNeeds(requirement: AppPathRequirement): string[] {
+  const or = (items: readonly string[]) =>
+    items.length <= 1 ? (items[0] ?? '') : `${items.slice(0, -1).join(', ')} or ${items[items.length - 1] as string}`;
+  const out: string[] = [];
+  if (requirement.subjects !== null) out.push('one of the accounts allowed here');
+  if (requirement.groups !== null) out.push(`a member of ${or(requirement.groups)}`);
+  if (requirement.emailDomains !== null) out.push(`an email at ${or(requirement.emailDomains.map(displayDomain))}, verified`);
+  if (requirement.amr !== null) out.push(`a sign-in with ${or(requirement.amr)}`);
+  if (requirement.maxAuthAgeSeconds !== null) out.push(`a sign-in at most ${requirement.maxAuthAgeSeconds} seconds old`);
+  return out;
+}
+
+/** A domain as people write it (`bücher.example` for `xn--bcher-kva.example`). */
+function displayDomain(domain: string): string {
+  const unicode = domainToUnicode(domain);
+  return unicode === '' ? domain : unicode;
 }
 
 /**

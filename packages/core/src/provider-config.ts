@@ -1,7 +1,8 @@
-import type { EdnMap, EdnValue } from './edn-model.js';
+import { type EdnMap, type EdnValue, isKeyword } from './edn-model.js';
 import type { ConfigProblem } from './errors.js';
 import type { ProviderPolicy } from './provider.js';
 import type { Realm } from './realm.js';
+import { groupNameProblem, type UserStatus } from './users.js';
 
 // A provider module's `:config` holds two kinds of keys: the service's policy for it
 // (`:provider/...`, read here into core's `ProviderPolicy`, enforced by the service) and the
@@ -57,6 +58,41 @@ export const PROVIDER_POLICY_SETTINGS: readonly ProviderPolicySetting[] = [
     allowed: 'a vector of domain names',
     meaning:
       'with `:provider/jit`, only identities with a verified email in one of these domains are provisioned; empty: any verified email',
+  },
+  {
+    key: ':provider/jit-groups',
+    default: '`[]`',
+    allowed: 'a vector of group names (`[a-z0-9][a-z0-9._-]{0,63}`)',
+    meaning:
+      "with `:provider/jit`, the groups a new user starts in (kept as the operator's: the provider's sign-ins do not change them). Refused beside `:provider/groups-claim`: a user's groups come from one place",
+  },
+  {
+    key: ':provider/jit-status',
+    default: '`:active`',
+    allowed: '`:active`, `:disabled`',
+    meaning:
+      'with `:provider/jit`, the status a new user starts with: `:disabled` is sign-up by invitation: the first sign-in creates the user and is refused `403 user_disabled` until an operator enables them',
+  },
+  {
+    key: ':provider/groups-claim',
+    default: 'none',
+    allowed: 'a claim name such as `"groups"`',
+    meaning:
+      "the claim holding the user's groups (an array of strings, or one space- or comma-separated string), refreshed at each sign-in while the provider owns the user's groups; none: groups do not come from this provider",
+  },
+  {
+    key: ':provider/group-prefix',
+    default: 'none',
+    allowed: 'a string such as `"app-"`',
+    meaning:
+      'with `:provider/groups-claim`, only groups starting with this prefix are kept, the prefix removed (`app-ops` becomes `ops`); a group that is not a valid name after that is left out',
+  },
+  {
+    key: ':provider/link-by-verified-email',
+    default: 'false',
+    allowed: 'true, false',
+    meaning:
+      "an identity with no link whose VERIFIED email equals exactly one existing user's email in the realm is linked to that user (audited `link.created` via `verified_email`); an unverified email never links. Off, an identity is only ever found by its (issuer, subject) link. Application realm only; trust the identity provider's `email_verified` before turning it on",
   },
 ];
 
@@ -140,8 +176,67 @@ export function readProviderModuleConfig(
   const emailDomains = (
     strings(':provider/jit-email-domains', (s) => DOMAIN.test(s.toLowerCase()), 'domain names such as "example.com"', false) ?? []
   ).map((s) => s.toLowerCase());
+  const onlyWithJit = (k: string) => {
+    if (config.has(k) && !jit) bad(k, 'only applies to just-in-time provisioning: set :provider/jit true, or remove this key');
+  };
+  const jitGroups = [
+    ...(strings(':provider/jit-groups', (g) => groupNameProblem(g) === null, 'group names such as "staff"', false) ?? []),
+  ].sort();
+  onlyWithJit(':provider/jit-groups');
+  let jitStatus: UserStatus = 'active';
+  const statusValue = config.get(':provider/jit-status');
+  if (statusValue !== undefined) {
+    if (isKeyword(statusValue) && (statusValue.keyword === 'active' || statusValue.keyword === 'disabled')) jitStatus = statusValue.keyword;
+    else bad(':provider/jit-status', `expected :active or :disabled, found ${describeShort(statusValue)}`);
+  }
+  onlyWithJit(':provider/jit-status');
+  const text = (k: string, valid: (s: string) => boolean, what: string): string | null => {
+    const v = config.get(k);
+    if (v === undefined) return null;
+    if (typeof v !== 'string' || !valid(v)) {
+      bad(k, `expected ${what}, found ${describeShort(v)}`);
+      return null;
+    }
+    return v;
+  };
+  const groupsClaim = text(':provider/groups-claim', (s) => /^[a-z][a-z0-9_]{0,63}$/.test(s), 'a claim name such as "groups"');
+  const groupPrefix = text(
+    ':provider/group-prefix',
+    (s) => s.length >= 1 && s.length <= 64 && !hasControlCharacter(s),
+    'a prefix of 1 to 64 printable characters such as "app-"',
+  );
+  if (groupPrefix !== null && !config.has(':provider/groups-claim')) {
+    bad(':provider/group-prefix', 'only applies with :provider/groups-claim: name the claim holding the groups, or remove this key');
+  }
+  if (jitGroups.length > 0 && config.has(':provider/groups-claim')) {
+    bad(
+      ':provider/jit-groups',
+      "a user's groups come from one place: the identity provider's claim (:provider/groups-claim) or the operator's default (:provider/jit-groups); remove one",
+    );
+  }
+  const linkValue = config.get(':provider/link-by-verified-email');
+  let linkByVerifiedEmail = false;
+  if (linkValue !== undefined) {
+    if (typeof linkValue !== 'boolean')
+      bad(':provider/link-by-verified-email', `expected true or false, found ${describeShort(linkValue)}`);
+    else linkByVerifiedEmail = linkValue;
+  }
+  if (linkByVerifiedEmail && realms.includes('management')) {
+    bad(
+      ':provider/link-by-verified-email',
+      'linking by email is for the application realm only: a management-realm link always needs an existing management principal; remove "management" from :provider/realms or turn it off',
+    );
+  }
   return {
-    policy: { name: alias, realms, allowedIssuers, jit: { enabled: jit, emailDomains: [...new Set(emailDomains)] } },
+    policy: {
+      name: alias,
+      realms,
+      allowedIssuers,
+      jit: { enabled: jit, emailDomains: [...new Set(emailDomains)], groups: jitGroups, status: jitStatus },
+      groupsClaim,
+      groupPrefix,
+      linkByVerifiedEmail,
+    },
     settings,
   };
 }

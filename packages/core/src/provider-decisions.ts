@@ -1,6 +1,9 @@
 import type { Principal } from './principal.js';
 import type { ExternalIdentity, ProviderHealth, ProviderIntent, ProviderPolicy } from './provider.js';
 import type { Realm } from './realm.js';
+import type { UserRecord } from './store.js';
+import { defaultUser } from './store-rows.js';
+import type { ProvidedAttributes } from './use-cases/users.js';
 
 // The service's rules for provider ceremonies, pure: who may begin which ceremony in which
 // realm, when just-in-time provisioning applies, what a provider session's `amr` says, and
@@ -61,6 +64,86 @@ export function jitRefusal(
   const at = email.lastIndexOf('@');
   const domain = at < 1 ? '' : email.slice(at + 1).toLowerCase();
   return policy.jit.emailDomains.some((d) => d.toLowerCase() === domain) ? null : 'email_domain_not_allowed';
+}
+
+/**
+ * The user a just-in-time sign-in creates with its new subject (in the link's transaction: the
+ * store's `createLink` with its 4th argument): the identity provider's attributes, owned by it
+ * (`provider:<name>`, refreshed at each sign-in); the name the person typed at sign-up, when
+ * given, as their own (`self`: no provider's refresh replaces it); the configured groups
+ * (`:provider/jit-groups`, as the operator's); and the configured status: `disabled` waits for
+ * an operator to enable it (`:provider/jit-status`, sign-up by invitation).
+ *
+ * @example
+ * jitUser(policy, { subject: 'sub_...', realm: 'application', now, attributes: { email: 'ann@example.com', emailVerified: true }, displayName: null });
+ */
+export function jitUser(
+  policy: ProviderPolicy,
+  input: {
+    readonly subject: string;
+    readonly realm: Realm;
+    readonly now: number;
+    readonly attributes: ProvidedAttributes;
+    readonly displayName: string | null;
+  },
+): UserRecord {
+  const source = `provider:${policy.name}` as const;
+  const { attributes: a, displayName } = input;
+  const groups = policy.jit.groups ?? [];
+  const disabled = policy.jit.status === 'disabled';
+  return Object.freeze({
+    ...defaultUser(input),
+    name: displayName ?? a.name ?? null,
+    nameSource: displayName !== null ? 'self' : a.name !== undefined ? source : null,
+    email: a.email ?? null,
+    emailVerified: a.email !== undefined && a.emailVerified === true,
+    emailSource: a.email !== undefined ? source : null,
+    ...(groups.length > 0
+      ? { groups: Object.freeze([...groups]), groupsSource: 'operator' as const }
+      : a.groups !== undefined
+        ? { groups: a.groups, groupsSource: source }
+        : {}),
+    status: disabled ? 'disabled' : 'active',
+    disabledAt: disabled ? input.now : null,
+  });
+}
+
+/**
+ * The verified email by which an identity with no link may be linked to an existing user
+ * (`:provider/link-by-verified-email`), or null when it may not: the option on, the application
+ * realm, a sign-in, and an email the identity provider says is verified. An unverified email
+ * never links.
+ *
+ * @example
+ * emailToLinkBy({ ...policy, linkByVerifiedEmail: true }, 'application', 'signin', { email: 'ann@example.com', emailVerified: true }); // 'ann@example.com'
+ */
+export function emailToLinkBy(policy: ProviderPolicy, realm: Realm, intent: ProviderIntent, attributes: ProvidedAttributes): string | null {
+  if (policy.linkByVerifiedEmail !== true || realm !== 'application' || intent !== 'signin') return null;
+  return attributes.email !== undefined && attributes.emailVerified === true ? attributes.email : null;
+}
+
+/**
+ * Whom an identity is linked to by its verified email, given the users of the realm with that
+ * email: the one user whose email is verified too (a user holding the address unverified, e.g.
+ * from another identity provider that did not vouch for it, never receives the link: that
+ * would let whoever typed the address first take the person's next sign-in); `none` when no
+ * user has it verified (the identity is then new: just-in-time rules apply); a refusal when
+ * several do (`email_owner_ambiguous`), or when the one who does already has an identity at the
+ * same issuer (`email_owner_has_issuer_link`: an issuer that moved an address to a new subject
+ * may have given it to another person).
+ *
+ * @example
+ * emailLinkOwner([ann], false); // { owner: ann }
+ */
+export function emailLinkOwner(
+  candidates: readonly UserRecord[],
+  ownerLinkedAtIssuer: (subject: string) => boolean,
+): { readonly owner: UserRecord } | 'none' | 'email_owner_ambiguous' | 'email_owner_has_issuer_link' {
+  const verified = candidates.filter((u) => u.emailVerified);
+  const [owner, ...others] = verified;
+  if (owner === undefined) return 'none';
+  if (others.length > 0) return 'email_owner_ambiguous';
+  return ownerLinkedAtIssuer(owner.subject) ? 'email_owner_has_issuer_link' : { owner };
 }
 
 /**

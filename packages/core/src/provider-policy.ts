@@ -11,8 +11,10 @@ export const IDENTITY_MAX_CHARS = 255;
 export const CLAIMS_MAX_COUNT = 16;
 /** The longest claim name, in characters. */
 export const CLAIM_NAME_MAX_CHARS = 64;
-/** The longest string claim value, in characters. */
+/** The longest string claim value, in characters (each item of an array claim too). */
 export const CLAIM_VALUE_MAX_CHARS = 256;
+/** The most items of an array claim (a groups claim: an IdP may send more groups than the prefix keeps). */
+export const CLAIM_ARRAY_MAX_ITEMS = 200;
 
 // Control and format (bidi) characters: they would forge lines or reorder text in listings,
 // logs and terminals.
@@ -28,7 +30,8 @@ function printable(value: unknown, max: number): value is string {
  * issuer is one the policy allows, the realm is one the provider may act in, the subject is
  * printable text of 1 to {@link IDENTITY_MAX_CHARS} characters without control characters, and
  * the claims are few and small (at most {@link CLAIMS_MAX_COUNT}, lowercase names, strings of
- * at most {@link CLAIM_VALUE_MAX_CHARS} printable characters or booleans).
+ * at most {@link CLAIM_VALUE_MAX_CHARS} printable characters, booleans, or arrays of at most
+ * {@link CLAIM_ARRAY_MAX_ITEMS} such strings: a groups claim).
  *
  * @example
  * const refused = checkProviderIdentity(handle.policy, 'application', result.identity);
@@ -48,7 +51,12 @@ export function checkProviderIdentity(policy: ProviderPolicy, realm: Realm, iden
     if (name.length > CLAIM_NAME_MAX_CHARS || !CLAIM_NAME.test(name)) return 'a claim name is not a short lowercase name';
     if (typeof value === 'boolean') continue;
     if (typeof value === 'string' && (value === '' || printable(value, CLAIM_VALUE_MAX_CHARS))) continue;
-    return `the claim ${name} is not a boolean or printable text of at most ${CLAIM_VALUE_MAX_CHARS} characters`;
+    if (Array.isArray(value)) {
+      if (value.length > CLAIM_ARRAY_MAX_ITEMS) return `the claim ${name} has more than ${CLAIM_ARRAY_MAX_ITEMS} items`;
+      if (value.every((item: unknown) => printable(item, CLAIM_VALUE_MAX_CHARS))) continue;
+      return `the claim ${name} is an array whose items are not all printable text of 1 to ${CLAIM_VALUE_MAX_CHARS} characters`;
+    }
+    return `the claim ${name} is not a boolean, printable text of at most ${CLAIM_VALUE_MAX_CHARS} characters, or an array of such text`;
   }
   return null;
 }

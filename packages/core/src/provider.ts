@@ -1,4 +1,5 @@
 import type { Realm } from './realm.js';
+import type { UserStatus } from './users.js';
 
 // The provider contract (spec: "optional provider packages may prove or link an external
 // credential; they cannot create sessions or principals themselves"). A provider package's
@@ -13,14 +14,20 @@ export const PROVIDER_CONTRACT_VERSION = 1;
 /** JSON, the only thing that crosses the provider boundary. */
 export type ProviderJson = null | boolean | number | string | readonly ProviderJson[] | { readonly [key: string]: ProviderJson };
 
+/** One claim's value: a string, a boolean, or an array of strings (a groups claim). */
+export type ProviderClaim = string | boolean | readonly string[];
+
 /** What a provider proved: an identity at an external issuer. Checked by core before use. */
 export interface ExternalIdentity {
   /** Who vouches: an OIDC issuer URL (`https://login.example.com`), or `webauthn:<rp id>` for passkeys. */
   readonly issuer: string;
   /** The subject at that issuer: an OIDC `sub`, or a WebAuthn credential id (base64url). */
   readonly subject: string;
-  /** A few facts about it (`email`, `email_verified`, `name`): strings and booleans only, small. */
-  readonly claims: Readonly<Record<string, string | boolean>>;
+  /**
+   * A few facts about it (`email`, `email_verified`, `name`, a groups claim): strings, booleans
+   * and arrays of short strings only, small (core's `checkProviderIdentity` holds them to it).
+   */
+  readonly claims: Readonly<Record<string, ProviderClaim>>;
 }
 
 /**
@@ -120,8 +127,27 @@ export interface ProviderPolicy {
   readonly realms: readonly Realm[];
   /** Issuers whose identities it may return; anything else is refused. */
   readonly allowedIssuers: readonly string[];
-  /** Just-in-time provisioning of a new subject at first sign-in (application realm only): off unless set. */
-  readonly jit: { readonly enabled: boolean; readonly emailDomains: readonly string[] };
+  /**
+   * Just-in-time provisioning of a new subject at first sign-in (application realm only): off
+   * unless set. `groups`: the groups a new user starts in (`:provider/jit-groups`, kept as the
+   * operator's); `status`: `disabled` makes a new user wait for an operator to enable them
+   * (`:provider/jit-status`, sign-up by invitation). Absent: none, and `active`.
+   */
+  readonly jit: {
+    readonly enabled: boolean;
+    readonly emailDomains: readonly string[];
+    readonly groups?: readonly string[];
+    readonly status?: UserStatus;
+  };
+  /** The claim holding the user's groups (`:provider/groups-claim`); absent or null: groups do not come from this provider. */
+  readonly groupsClaim?: string | null;
+  /** With `groupsClaim`, only groups starting with this prefix are kept, the prefix removed (`:provider/group-prefix`). */
+  readonly groupPrefix?: string | null;
+  /**
+   * An identity with no link whose VERIFIED email is exactly one existing user's email in the
+   * realm is linked to that user (`:provider/link-by-verified-email`, application realm only). Absent: false.
+   */
+  readonly linkByVerifiedEmail?: boolean;
 }
 
 /**

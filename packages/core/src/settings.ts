@@ -404,11 +404,11 @@ export const PROJECT_KEYS: readonly ProjectKeySpec[] = [
   {
     key: ':svc/app-require',
     type: 'app-require',
-    expected: 'a map of path pattern to {:subjects [...] :amr [...] :max-auth-age-seconds n}',
+    expected: 'a map of path pattern to {:subjects [...] :groups [...] :email-domains [...] :amr [...] :max-auth-age-seconds n}',
     default: '`{}`',
     inProfile: true,
     meaning:
-      'per-path requirements beyond being signed in: `:subjects` (one of these `sub_...`), `:amr` (one of these methods), `:max-auth-age-seconds` (signed in at most this long ago); the most specific pattern applies. Patterns are matched as the application reads the path: case-insensitively, a prefix `/admin/*` also covers the bare `/admin`, and both `/admin/*` and `/admin` cover `/admin/` and `/admin.json` (docs/gateway.md section 3)',
+      'per-path requirements beyond being signed in: `:subjects` (one of these `sub_...`), `:groups` (a member of one of these groups), `:email-domains` (a VERIFIED email at one of these domains; an unverified email never counts; an internationalised domain may be written either way), `:amr` (one of these methods), `:max-auth-age-seconds` (signed in at most this long ago); every key given must hold, and within a key any listed value suffices; the most specific pattern applies. Patterns are matched as the application reads the path: case-insensitively, a prefix `/admin/*` also covers the bare `/admin`, and both `/admin/*` and `/admin` cover `/admin/` and `/admin.json` (docs/gateway.md section 3)',
   },
   {
     key: ':svc/app-tls',

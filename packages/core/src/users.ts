@@ -9,9 +9,11 @@ export type UserStatus = (typeof USER_STATUSES)[number];
 
 /**
  * Where an attribute came from: `operator` (the management API or CLI), `scim` (the company
- * directory), or `provider:<name>` (an identity provider, refreshed at each sign-in through it).
+ * directory), `provider:<name>` (an identity provider, refreshed at each sign-in through it), or
+ * `self` (the user chose it, e.g. the display name typed at passkey sign-up: no identity
+ * provider's refresh replaces it; an operator or the directory may).
  */
-export type AttributeSource = 'operator' | 'scim' | `provider:${string}`;
+export type AttributeSource = 'operator' | 'scim' | 'self' | `provider:${string}`;
 
 /** A group name, as it reaches the application (`Svc-Groups`, the `groups` claim). */
 export const GROUP_NAME_PATTERN = /^[a-z0-9][a-z0-9._-]{0,63}$/;
@@ -147,13 +149,18 @@ export function checkUserName(value: unknown, field = 'userName'): { readonly us
 }
 
 /**
- * Whether `source` names who may set an attribute: `operator`, `scim` or `provider:<name>`.
+ * Whether `source` names who may set an attribute: `operator`, `scim`, `self` or `provider:<name>`.
  *
  * @example
  * isAttributeSource('provider:google'); // true
  */
 export function isAttributeSource(source: unknown): source is AttributeSource {
-  return source === 'operator' || source === 'scim' || (typeof source === 'string' && /^provider:[a-z0-9][a-z0-9._-]{0,63}$/.test(source));
+  return (
+    source === 'operator' ||
+    source === 'scim' ||
+    source === 'self' ||
+    (typeof source === 'string' && /^provider:[a-z0-9][a-z0-9._-]{0,63}$/.test(source))
+  );
 }
 
 /** Who the caller is, as the principal and the application see it: absent when unknown, never empty. */

@@ -171,6 +171,28 @@ describe('assertion claims and request binding', () => {
       htm: 'POST',
       htu: 'https://app.example/x',
     });
+    assert.equal('email' in c || 'name' in c || 'groups' in c || 'email_verified' in c, false, 'unknown: absent, never empty');
+  });
+
+  test('who the caller is, when known, is at the top level: email (A-label), email_verified, name, groups (an array)', () => {
+    const known = makePrincipal({
+      ...principal,
+      claims: {
+        ...principal.claims,
+        email: 'zoe@xn--bcher-kva.example',
+        email_verified: false,
+        name: 'Zoë Ångström 山田',
+        groups: ['admins', 'ops'],
+      },
+    });
+    const c = assertionClaims(known, { issuer: 'N', audience: 'a', now: T0, jti: 'j', method: 'GET', htu: 'https://app.example/' });
+    assert.equal(c.email, 'zoe@xn--bcher-kva.example');
+    assert.equal(c.email_verified, false);
+    assert.equal(c.name, 'Zoë Ångström 山田');
+    assert.deepEqual(c.groups, ['admins', 'ops']);
+    assert.deepEqual(c.claims, principal.claims, 'claims says how it signed in, not again who');
+    const decoded = JSON.parse(JSON.stringify(c));
+    assert.deepEqual([decoded.name, decoded.groups], ['Zoë Ångström 山田', ['admins', 'ops']], 'survives JSON as UTF-8');
   });
 
   test('htu is scheme://host/path without query or fragment, normalised', () => {

@@ -12,8 +12,10 @@ import {
   isSvcCredential,
   makePrincipal,
   normalizeHeaderName,
+  type PrincipalClaims,
   relayedSessionEnd,
   requirementFor,
+  requirementNeeds,
   unambiguousPath,
   unmetRequirement,
   upgradeRefusal,
@@ -46,6 +48,9 @@ describe('identity headers', () => {
     // The contract's full list (Application gateway, step 1 "Strip"): one example per name and prefix.
     const contract = [
       'svc-subject',
+      'svc-email',
+      'svc-name',
+      'svc-groups',
       'x-svc-subject',
       'x-forwarded-user',
       'x-forwarded-email',
@@ -275,6 +280,8 @@ describe('public paths and requirements', () => {
   const req = (path: string, over: Partial<AppPathRequirement> = {}): AppPathRequirement => ({
     path,
     subjects: null,
+    groups: null,
+    emailDomains: null,
     amr: null,
     maxAuthAgeSeconds: null,
     ...over,
@@ -325,6 +332,70 @@ describe('public paths and requirements', () => {
     assert.match(unmetRequirement(req('/a', { amr: ['hwk'] }), principal, signedIn) ?? '', /hwk/);
     assert.equal(unmetRequirement(req('/a', { maxAuthAgeSeconds: 60 }), principal, signedIn + 60_000), null);
     assert.match(unmetRequirement(req('/a', { maxAuthAgeSeconds: 60 }), principal, signedIn + 60_001) ?? '', /sign in again/);
+  });
+
+  const who = (claims: Partial<PrincipalClaims>) =>
+    makePrincipal({
+      subject: 'sub_a',
+      realm: 'application',
+      session: 'ses_a',
+      device: 'dev_a',
+      claims: { amr: ['ed25519'], auth_time: '2026-11-22T10:00:00.000Z', exp: '2026-11-22T10:15:00.000Z', ...claims },
+    });
+
+  test('groups: any listed group suffices; none, or no groups at all, is refused', () => {
+    const r = req('/ops/*', { groups: ['ops', 'admins'] });
+    assert.equal(unmetRequirement(r, who({ groups: ['admins'] }), signedIn), null);
+    assert.equal(unmetRequirement(r, who({ groups: ['dev', 'ops'] }), signedIn), null);
+    assert.match(unmetRequirement(r, who({ groups: ['dev'] }), signedIn) ?? '', /groups is required here: ops, admins/);
+    assert.match(unmetRequirement(r, who({}), signedIn) ?? '', /groups/, 'a caller in no group');
+    assert.match(unmetRequirement(r, who({ groups: ['OPS', 'ops-x', 'op'] }), signedIn) ?? '', /groups/, 'no near miss counts');
+  });
+
+  test('email domains: a VERIFIED email at a listed domain; an unverified one never satisfies it', () => {
+    const r = req('/staff/*', { emailDomains: ['example.com', 'xn--bcher-kva.example'] });
+    assert.equal(unmetRequirement(r, who({ email: 'ada@example.com', email_verified: true }), signedIn), null);
+    assert.equal(unmetRequirement(r, who({ email: 'zoe@xn--bcher-kva.example', email_verified: true }), signedIn), null);
+    const unverified = unmetRequirement(r, who({ email: 'ada@example.com', email_verified: false }), signedIn);
+    assert.match(unverified ?? '', /a verified email at one of these domains is required here: example\.com/);
+    assert.match(unmetRequirement(r, who({ email: 'ada@example.org', email_verified: true }), signedIn) ?? '', /verified email/);
+    assert.match(
+      unmetRequirement(r, who({ email: 'ada@sub.example.com', email_verified: true }), signedIn) ?? '',
+      /verified email/,
+      'a subdomain is another domain',
+    );
+    assert.match(unmetRequirement(r, who({ email: 'ada@evilexample.com', email_verified: true }), signedIn) ?? '', /verified email/);
+    assert.match(
+      unmetRequirement(r, who({ email: 'example.com@evil.org', email_verified: true }), signedIn) ?? '',
+      /verified email/,
+      'the domain is after the last @',
+    );
+    assert.match(unmetRequirement(r, who({}), signedIn) ?? '', /verified email/, 'no email at all');
+  });
+
+  test('every key given must hold (groups AND email domains AND amr); within a key any value suffices', () => {
+    const r = req('/ops/*', { groups: ['ops', 'admins'], emailDomains: ['example.com'], amr: ['ed25519', 'hwk'] });
+    const ok = { groups: ['admins'], email: 'ada@example.com', email_verified: true } as const;
+    assert.equal(unmetRequirement(r, who(ok), signedIn), null);
+    assert.match(unmetRequirement(r, who({ ...ok, groups: ['dev'] }), signedIn) ?? '', /groups/);
+    assert.match(unmetRequirement(r, who({ ...ok, email_verified: false }), signedIn) ?? '', /verified email/);
+    assert.match(unmetRequirement(r, who({ ...ok, amr: ['passkey'] }), signedIn) ?? '', /methods/);
+    const withSubjects = req('/ops/*', { subjects: ['sub_b'], groups: ['ops'] });
+    assert.match(
+      unmetRequirement(withSubjects, who({ groups: ['ops'] }), signedIn) ?? '',
+      /subject/,
+      'the group does not stand in for the subject',
+    );
+  });
+
+  test('what a requirement asks for, in words (the refusal page), never the allowed subjects', () => {
+    assert.deepEqual(requirementNeeds(req('/a', { groups: ['ops', 'admins'] })), ['a member of ops or admins']);
+    assert.deepEqual(requirementNeeds(req('/a', { groups: ['a', 'b', 'c'] })), ['a member of a, b or c']);
+    assert.deepEqual(requirementNeeds(req('/a', { emailDomains: ['example.com'] })), ['an email at example.com, verified']);
+    assert.deepEqual(requirementNeeds(req('/a', { emailDomains: ['xn--bcher-kva.example'] })), ['an email at bücher.example, verified']);
+    const all = requirementNeeds(req('/a', { subjects: ['sub_secret'], amr: ['hwk'], maxAuthAgeSeconds: 300 }));
+    assert.deepEqual(all, ['one of the accounts allowed here', 'a sign-in with hwk', 'a sign-in at most 300 seconds old']);
+    assert.ok(!all.join(' ').includes('sub_secret'));
   });
 });
 

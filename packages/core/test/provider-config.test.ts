@@ -64,7 +64,10 @@ test('a provider module loads with its policy defaults and its own settings kept
     name: 'oidc',
     realms: ['application'],
     allowedIssuers: ['https://login.example.com'],
-    jit: { enabled: false, emailDomains: [] },
+    jit: { enabled: false, emailDomains: [], groups: [], status: 'active' },
+    groupsClaim: null,
+    groupPrefix: null,
+    linkByVerifiedEmail: false,
   });
   assert.deepEqual([...(oidc?.settings.keys() ?? [])], [':oidc/issuer', ':oidc/client-id', ':oidc/client-secret']);
   assert.ok(Object.isFrozen(oidc?.policy));
@@ -84,7 +87,7 @@ test('the policy keys are read and kept out of the settings the provider receive
   const policy = cfg.providers[0]?.policy;
   assert.deepEqual(policy?.realms, ['application', 'management']);
   assert.deepEqual(policy?.allowedIssuers, ['https://a.example', 'https://b.example']);
-  assert.deepEqual(policy?.jit, { enabled: false, emailDomains: ['example.com'] });
+  assert.deepEqual(policy?.jit, { enabled: false, emailDomains: ['example.com'], groups: [], status: 'active' });
   assert.ok(![...(cfg.providers[0]?.settings.keys() ?? [])].some((k) => k.startsWith(':provider/')));
 });
 
@@ -99,6 +102,53 @@ test('just-in-time provisioning into the management realm is refused', () => {
   assert.deepEqual(problemsOf(project({ config: { ':provider/jit': true, ':provider/realms': ['management'] } })), [
     'p/project.edn: :svc/modules :oidc :config :provider/jit: just-in-time provisioning is for the application realm only: a management-realm link always needs an existing management principal; remove "management" from :provider/realms or turn :provider/jit off',
   ]);
+});
+
+test('the user keys are read: JIT groups and status, the groups claim and its prefix, linking by verified email', () => {
+  const jit = validateProjectConfig(
+    project({ config: { ':provider/jit': true, ':provider/jit-groups': ['staff', 'all'], ':provider/jit-status': kw('disabled') } }),
+    { file: 'p/project.edn' },
+  ).providers[0]?.policy;
+  assert.deepEqual(jit?.jit, { enabled: true, emailDomains: [], groups: ['all', 'staff'], status: 'disabled' });
+  const claims = validateProjectConfig(
+    project({
+      config: { ':provider/groups-claim': 'groups', ':provider/group-prefix': 'app-', ':provider/link-by-verified-email': true },
+    }),
+    { file: 'p/project.edn' },
+  ).providers[0]?.policy;
+  assert.equal(claims?.groupsClaim, 'groups');
+  assert.equal(claims?.groupPrefix, 'app-');
+  assert.equal(claims?.linkByVerifiedEmail, true);
+});
+
+test('the user keys refuse what cannot work: JIT keys without JIT, a prefix without a claim, groups from two places, email linking into management', () => {
+  const keys = (config: Record<string, EdnValue>) => problemsOf(project({ config })).map((p) => p.split(': ')[1]);
+  assert.deepEqual(keys({ ':provider/jit-groups': ['staff'], ':provider/jit-status': kw('disabled') }).sort(), [
+    ':svc/modules :oidc :config :provider/jit-groups',
+    ':svc/modules :oidc :config :provider/jit-status',
+  ]);
+  assert.deepEqual(keys({ ':provider/group-prefix': 'app-' }), [':svc/modules :oidc :config :provider/group-prefix']);
+  assert.deepEqual(keys({ ':provider/jit': true, ':provider/jit-groups': ['staff'], ':provider/groups-claim': 'groups' }), [
+    ':svc/modules :oidc :config :provider/jit-groups',
+  ]);
+  assert.deepEqual(keys({ ':provider/realms': ['application', 'management'], ':provider/link-by-verified-email': true }), [
+    ':svc/modules :oidc :config :provider/link-by-verified-email',
+  ]);
+  assert.deepEqual(
+    keys({
+      ':provider/jit': true,
+      ':provider/jit-groups': ['Not A Group'],
+      ':provider/jit-status': 'disabled',
+      ':provider/groups-claim': 'Groups!',
+      ':provider/link-by-verified-email': 'yes',
+    }).sort(),
+    [
+      ':svc/modules :oidc :config :provider/groups-claim',
+      ':svc/modules :oidc :config :provider/jit-groups',
+      ':svc/modules :oidc :config :provider/jit-status',
+      ':svc/modules :oidc :config :provider/link-by-verified-email',
+    ],
+  );
 });
 
 test('a literal client secret in a provider module is refused: secrets are references', () => {

@@ -3,7 +3,10 @@ import type { ProviderBeginResult, ProviderFinishResult, ProviderHealth, Provide
 /** Shape bounds of the claims an answer may carry (core's `checkProviderIdentity` is stricter on what they mean). */
 const MAX_PROVIDER_CLAIMS = 32;
 const MAX_PROVIDER_CLAIM_CHARS = 1024;
-const MAX_PROVIDER_CLAIMS_BYTES = 4096;
+/** A groups claim may be long: the whole claims object, as JSON, is held to 16 KiB. */
+const MAX_PROVIDER_CLAIMS_BYTES = 16 * 1024;
+/** The most items of an array claim (a groups claim). */
+const MAX_PROVIDER_CLAIM_ITEMS = 200;
 
 // The shape of every answer a confined provider gives, checked where it crosses the process
 // boundary and before anything of the service sees it. Exact: a key the contract does not name
@@ -159,7 +162,12 @@ function claimsShapeProblem(claims: unknown): string | null {
   for (const [name, v] of entries) {
     if (name.length === 0 || name.length > 64) return 'a claim name is empty or over 64 characters';
     if (typeof v === 'boolean') continue;
-    if (typeof v !== 'string') return `the claim ${JSON.stringify(name)} is neither a string nor a boolean`;
+    if (Array.isArray(v)) {
+      if (v.length > MAX_PROVIDER_CLAIM_ITEMS) return `the claim ${JSON.stringify(name)} has over ${MAX_PROVIDER_CLAIM_ITEMS} items`;
+      if (v.every((item: unknown) => typeof item === 'string' && item.length <= MAX_PROVIDER_CLAIM_CHARS)) continue;
+      return `the claim ${JSON.stringify(name)} is an array that is not of strings of at most ${MAX_PROVIDER_CLAIM_CHARS} characters`;
+    }
+    if (typeof v !== 'string') return `the claim ${JSON.stringify(name)} is neither a string, a boolean nor an array of strings`;
     if (v.length > MAX_PROVIDER_CLAIM_CHARS) return `the claim ${JSON.stringify(name)} is over ${MAX_PROVIDER_CLAIM_CHARS} characters`;
   }
   const bytes = Buffer.byteLength(JSON.stringify(claims), 'utf8');
@@ -168,8 +176,8 @@ function claimsShapeProblem(claims: unknown): string | null {
 
 /**
  * Checks `finish`'s answer: exactly `{identity, credential}`; the identity exactly
- * `{issuer, subject, claims}` (non-empty bounded strings; at most 32 string or boolean claims,
- * 4 KiB); the credential null or exactly `{id, data, counter}` (a bounded id, JSON data of at
+ * `{issuer, subject, claims}` (non-empty bounded strings; at most 32 string, boolean or
+ * string-array claims, 16 KiB); the credential null or exactly `{id, data, counter}` (a bounded id, JSON data of at
  * most 16 KiB, a counter that is null or a non-negative safe integer). Anything else, such as
  * a `principal`, a `session` or an `access_token` beside them, is refused.
  *
@@ -194,7 +202,7 @@ export function checkFinishAnswer(value: unknown): Checked<ProviderFinishResult>
   const checkedIdentity = {
     issuer: identity.issuer as string,
     subject: identity.subject as string,
-    claims: { ...(identity.claims as Record<string, string | boolean>) },
+    claims: { ...(identity.claims as Record<string, string | boolean | readonly string[]>) },
   };
   const credential = value.credential;
   if (credential === null) return ok({ identity: checkedIdentity, credential: null });

@@ -532,7 +532,15 @@ export async function startProviderHost(opts: ProviderHostOptions): Promise<Prov
     name: opts.policy.name,
     realms: Object.freeze([...opts.policy.realms]),
     allowedIssuers: Object.freeze([...opts.policy.allowedIssuers]),
-    jit: Object.freeze({ enabled: opts.policy.jit.enabled, emailDomains: Object.freeze([...opts.policy.jit.emailDomains]) }),
+    jit: Object.freeze({
+      enabled: opts.policy.jit.enabled,
+      emailDomains: Object.freeze([...opts.policy.jit.emailDomains]),
+      groups: Object.freeze([...(opts.policy.jit.groups ?? [])]),
+      status: opts.policy.jit.status ?? 'active',
+    }),
+    groupsClaim: opts.policy.groupsClaim ?? null,
+    groupPrefix: opts.policy.groupPrefix ?? null,
+    linkByVerifiedEmail: opts.policy.linkByVerifiedEmail ?? false,
   });
 
   return Object.freeze({

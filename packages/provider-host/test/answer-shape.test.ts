@@ -39,6 +39,12 @@ test('a forged principal, session, token or realm anywhere in a finish answer is
   }
 });
 
+test('a groups claim (an array of strings) crosses the boundary as it was sent', () => {
+  const checked = checkFinishAnswer({ identity: { ...identity, claims: { groups: ['app-ops', 'staff'] } }, credential: null });
+  assert.ok(checked.ok);
+  assert.deepEqual(checked.value.identity.claims, { groups: ['app-ops', 'staff'] });
+});
+
 test('malformed finish answers are refused with the reason', () => {
   const cases: Array<[unknown, RegExp]> = [
     [null, /not an object/],
@@ -49,7 +55,9 @@ test('malformed finish answers are refused with the reason', () => {
     [{ identity: { ...identity, issuer: 7 }, credential: null }, /the issuer is not a string/],
     [{ identity: { ...identity, subject: 'x'.repeat(ANSWER_LIMITS.subjectChars + 1) }, credential: null }, /the subject is over/],
     [{ identity: { ...identity, subject: 'a\nb' }, credential: null }, /control character/],
-    [{ identity: { ...identity, claims: { roles: ['admin'] } }, credential: null }, /neither a string nor a boolean/],
+    [{ identity: { ...identity, claims: { roles: { admin: true } } }, credential: null }, /neither a string, a boolean nor an array/],
+    [{ identity: { ...identity, claims: { groups: ['ops', 7] } }, credential: null }, /array that is not of strings/],
+    [{ identity: { ...identity, claims: { groups: Array.from({ length: 201 }, (_, i) => `g${i}`) } }, credential: null }, /over 200 items/],
     [
       { identity: { ...identity, claims: Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`k${i}`, true])) }, credential: null },
       /40 claims/,

@@ -88,7 +88,16 @@ test("docs/assertion.md's claim table lists exactly the claims of a Svc-Assertio
     realm: 'application',
     session: 'ses_01M84XB7JK413JQJX2SW4VPAG7',
     device: 'dev_01M84XB67ZNN6J16MCRPGN9WG1',
-    claims: { amr: ['ed25519'], auth_time: '2026-11-27T10:00:00.000Z', exp: '2026-11-27T10:15:00.000Z' },
+    // Every attribute known, so that every claim an assertion can carry is in it.
+    claims: {
+      amr: ['ed25519'],
+      auth_time: '2026-11-27T10:00:00.000Z',
+      exp: '2026-11-27T10:15:00.000Z',
+      email: 'ada@example.com',
+      email_verified: true,
+      name: 'Ada',
+      groups: ['ops'],
+    },
   });
   const claims = assertionClaims(principal, {
     issuer: 'node_x',
@@ -106,7 +115,8 @@ test("docs/assertion.md's claim table lists exactly the claims of a Svc-Assertio
   assert.deepEqual([...documented].sort(), Object.keys(claims).sort());
   // What each says of the principal's own claims.
   const row = (name: string) => table.find((l) => l.startsWith(`| \`${name}\``)) ?? '';
-  for (const key of Object.keys(principal.claims)) assert.match(row('claims'), new RegExp(`\`${key}\``));
+  for (const key of Object.keys(claims.claims)) assert.match(row('claims'), new RegExp(`\`${key}\``));
+  for (const key of ['email', 'email_verified', 'name', 'groups']) assert.ok(row(key) !== '', `${key} has its own row`);
   assert.match(row('sub'), /subject/);
   assert.doesNotMatch(row('sub'), /a device id/);
 });

@@ -304,6 +304,54 @@ describe('Svc-Assertion signing and verification', () => {
     assert.deepEqual(headers(fake, null), {});
   });
 
+  const known = makePrincipal({
+    ...principal,
+    claims: {
+      ...principal.claims,
+      email: 'zoe@xn--bcher-kva.example',
+      email_verified: true,
+      name: 'Zoë Ångström 山田, "<b>"',
+      groups: ['admins', 'ops'],
+    },
+  });
+
+  test('who the caller is: Svc-Email (ASCII, A-label), Svc-Name (percent-encoded UTF-8), Svc-Groups (comma-separated)', async () => {
+    const headers = svcIdentityHeaders(signer);
+    const h = headers(REQ as unknown as Parameters<typeof headers>[0], known);
+    assert.equal(h['svc-email'], 'zoe@xn--bcher-kva.example');
+    assert.equal(h['svc-name'], 'Zo%C3%AB%20%C3%85ngstr%C3%B6m%20%E5%B1%B1%E7%94%B0%2C%20%22%3Cb%3E%22');
+    assert.equal(decodeURIComponent(h['svc-name'] as string), 'Zoë Ångström 山田, "<b>"');
+    assert.equal(h['svc-groups'], 'admins,ops');
+    for (const [name, value] of Object.entries(h)) assert.match(value, /^[\x21-\x7e]+$/, `${name} is visible ASCII, never empty`);
+  });
+
+  test('unknown attributes: no Svc-Email, Svc-Name or Svc-Groups header, no email/name/groups claim (never empty)', async () => {
+    const headers = svcIdentityHeaders(signer);
+    const h = headers(REQ as unknown as Parameters<typeof headers>[0], principal);
+    for (const name of ['svc-email', 'svc-name', 'svc-groups']) assert.equal(name in h, false, name);
+    const { payload } = parts(h['svc-assertion'] as string);
+    for (const claim of ['email', 'email_verified', 'name', 'groups']) assert.equal(claim in payload, false, claim);
+    const who = await verify(h['svc-assertion'] as string);
+    for (const field of ['email', 'emailVerified', 'name', 'groups']) assert.equal(field in who, false, field);
+  });
+
+  test('the assertion carries email, email_verified, name and groups (an array) at the top level, and verifies to them', async () => {
+    const token = signer.sign(known, REQ);
+    const { payload } = parts(token);
+    assert.equal(payload.email, 'zoe@xn--bcher-kva.example');
+    assert.equal(payload.email_verified, true);
+    assert.equal(payload.name, 'Zoë Ångström 山田, "<b>"');
+    assert.deepEqual(payload.groups, ['admins', 'ops']);
+    assert.deepEqual(Object.keys(payload.claims).sort(), ['amr', 'auth_time', 'exp'], 'claims: how it signed in only');
+    const who = await verify(token);
+    assert.equal(who.email, 'zoe@xn--bcher-kva.example');
+    assert.equal(who.emailVerified, true);
+    assert.equal(who.name, 'Zoë Ångström 山田, "<b>"');
+    assert.deepEqual(who.groups, ['admins', 'ops']);
+    const unverified = makePrincipal({ ...known, claims: { ...known.claims, email_verified: false } });
+    assert.equal((await verify(signer.sign(unverified, REQ))).emailVerified, false);
+  });
+
   describe('key rotation with overlap, through a real JWK Set server', () => {
     let jwksServer: Awaited<ReturnType<typeof serveJwks>>;
     before(async () => {

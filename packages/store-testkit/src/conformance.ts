@@ -9,6 +9,7 @@ import { linksSuite } from './suites/links-suite.js';
 import { pairingSuite } from './suites/pairing-suite.js';
 import { projectSuite } from './suites/project-suite.js';
 import { providerSuite } from './suites/provider-suite.js';
+import { providerUsersSuite } from './suites/provider-users-suite.js';
 import { revocationSuite } from './suites/revocation-suite.js';
 import { sessionsSuite } from './suites/sessions-suite.js';
 import { signInSuite } from './suites/sign-in-suite.js';
@@ -45,5 +46,6 @@ export function storeConformance(name: string, factory: StoreFactory): void {
     providerSuite(ctx);
     dpopSuite(ctx);
     usersSuite(ctx);
+    providerUsersSuite(ctx);
   });
 }

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import {
   BUNDLED_PASSKEY_PACKAGE,
   type ProviderBeginResult,
+  type ProviderClaim,
   type ProviderContext,
   type ProviderFinishResult,
   type ProviderHandle,
@@ -20,7 +21,7 @@ export interface TestProof {
   readonly subject: string;
   /** Default: the provider's first allowed issuer. */
   readonly issuer?: string;
-  readonly claims?: Readonly<Record<string, string | boolean>>;
+  readonly claims?: Readonly<Record<string, ProviderClaim>>;
   /** A passkey's signature counter: present, the answer carries a credential with it. */
   readonly counter?: number;
   /** The credential id the request names (`credentialIdOf`), as a passkey assertion does. */

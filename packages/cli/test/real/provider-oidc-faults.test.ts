@@ -130,6 +130,12 @@ describe('an unusable OpenID Provider answers 502 naming the provider module', (
     return fetch(url, { headers: { cookie, accept: 'text/html,application/xhtml+xml' }, redirect: 'manual' });
   }
 
+  /** A refused callback's code: the browser gets the sign-in refusal page, which names it (an outage stays problem+json). */
+  function refusalCode(res: Response, text: string): string | undefined {
+    assert.match(res.headers.get('content-type') ?? '', /^text\/html/, text);
+    return /<code>([a-z_]+)<\/code>/.exec(text)?.[1];
+  }
+
   /** `provider.signin_failed` events of :corp in the audit trail. */
   async function corpRefusals(): Promise<number> {
     const out = await svcOk(['auth', 'audit', dir, '--json']);
@@ -147,7 +153,7 @@ describe('an unusable OpenID Provider answers 502 naming the provider module', (
       const res = await callback(cookie, { code: 'a-forged-code', state: forged, iss: idp.issuer });
       const text = await res.text();
       assert.equal(res.status, 401, text);
-      assert.equal((JSON.parse(text) as { code?: string }).code, 'invalid_credential');
+      assert.equal(refusalCode(res, text), 'invalid_credential');
       assert.equal(await corpRefusals(), before + 1, 'the refusal is audited as provider.signin_failed');
     });
 
@@ -177,7 +183,7 @@ describe('an unusable OpenID Provider answers 502 naming the provider module', (
       const denied = await callback(cookie, { error: 'access_denied' });
       const text = await denied.text();
       assert.equal(denied.status, 401, text);
-      assert.equal((JSON.parse(text) as { code?: string }).code, 'invalid_credential');
+      assert.equal(refusalCode(denied, text), 'invalid_credential');
       assert.equal(await corpRefusals(), before + 1, 'the refusal is audited');
     });
   });

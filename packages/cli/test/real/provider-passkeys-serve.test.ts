@@ -84,9 +84,13 @@ describe('passkeys through svc serve: the signed, bundled WebAuthn provider, con
       // No session: the browser is sent to the sign-in page, the application sees nothing.
       await page.goto(`${gateway}/whoami`);
       assert.match(new URL(page.url()).pathname, /^\/\.svc\/auth\/v1\/login/);
+      // Sign-up asks for the name the new user will be known by (any script).
+      await page.fill('#display-name', 'Zoë Ångström 山田');
+      if (process.env.SVC_SCREENSHOTS) await page.screenshot({ path: join(process.env.SVC_SCREENSHOTS, 'login-signup-name.png') });
       await page.click('button[data-intent="signup"]');
       await page.waitForURL(`${gateway}/whoami`);
       const first = JSON.parse((await page.textContent('body')) ?? '') as Record<string, string | null>;
+      assert.equal(decodeURIComponent(first['svc-name'] ?? ''), 'Zoë Ångström 山田', 'the upstream receives the name typed at sign-up');
       assert.equal(first['svc-realm'], 'application');
       assert.match(first['svc-subject'] ?? '', /^sub_/);
       assert.match(first['svc-device'] ?? '', /^lnk_/, 'the session was made from the passkey link');
@@ -95,9 +99,14 @@ describe('passkeys through svc serve: the signed, bundled WebAuthn provider, con
       await page.goto(`${gateway}/hardware/keys`);
       assert.equal((JSON.parse((await page.textContent('body')) ?? '') as { path?: string }).path, '/hardware/keys');
 
-      // The operator sees the link.
+      // The operator sees the link, labelled with the person's name (not the provider module), and the user's name.
       const links = await svcOk(['auth', 'links', dir, '--json']);
       assert.ok(links.stdout.includes(first['svc-device'] as string));
+      const table = (await svcOk(['auth', 'links', dir])).stdout;
+      const row = table.split('\n').find((l) => l.includes(first['svc-device'] as string)) ?? '';
+      assert.match(row, /Zoë Ångström 山田/, table);
+      const user = JSON.parse((await svcOk(['auth', 'users', 'show', first['svc-subject'] as string, '--json'], { env: adminEnv })).stdout);
+      assert.equal(user.user?.name ?? user.name, 'Zoë Ångström 山田');
 
       // Sign out: the session ends; the application is out of reach again.
       const out = await page.evaluate(async () => {

@@ -17,8 +17,11 @@ import type {
   StoredCredential,
 } from '../provider.js';
 import {
+  emailLinkOwner,
+  emailToLinkBy,
   IDENTITY_PROVIDER_RETRY_SECONDS,
   jitRefusal,
+  jitUser,
   PROVIDER_FLOW_TTL_SECONDS,
   PROVIDER_UNAVAILABLE_RETRY_SECONDS,
   providerAmr,
@@ -30,15 +33,18 @@ import {
 import { checkProviderIdentity } from '../provider-policy.js';
 import { isRealm, type Realm } from '../realm.js';
 import { type SessionClientInput, sessionClient } from '../session-client.js';
-import type { FlowRecord, LinkRecord, PairingIntentRecord } from '../store.js';
+import type { FlowRecord, LinkRecord, PairingIntentRecord, UserRecord } from '../store.js';
+import { defaultUser } from '../store-rows.js';
 import { newSessionRecord } from '../store-rules.js';
 import { digestToken, mintSessionToken } from '../tokens.js';
+import { checkDisplayName } from '../users.js';
 import type { LinkJson } from '../wire/links.js';
 import type { TokenPairJson } from '../wire/management.js';
 import { tokenPairToJson } from '../wire.js';
 import { auditDraft } from './event.js';
 import { linkToJson } from './links.js';
 import { checkLinkPairing } from './pairing.js';
+import { identityAttributesFromClaims, type ProvidedAttributes, refreshedUser } from './users.js';
 
 /** The largest provider `state`, and the largest credential data, kept in the store (JSON text). */
 export const PROVIDER_STATE_MAX_CHARS = 16_384;
@@ -290,12 +296,24 @@ export async function finishProviderFlow(
     readonly origin: string;
     readonly principal: Principal | null;
     readonly client?: SessionClientInput;
+    /**
+     * The name the person typed at sign-up (the sign-in page's `display_name`, the service's own
+     * field, never the provider's): checked with `checkDisplayName`, kept as the new user's name
+     * (source `self`). Only for a `signup` flow.
+     */
+    readonly displayName?: unknown;
   },
 ): Promise<ProviderFlowOutcome> {
   const { provider, principal } = input;
   const name = provider.policy.name;
   const origin = checkOrigin(input.origin);
   if (!isIdOfKind(input.flowId, 'flow')) throw new AuthError('invalid_flow', 'flow_id must be a flow id (flw_...)');
+  let displayName: string | null = null;
+  if (input.displayName !== undefined) {
+    const checked = checkDisplayName(input.displayName);
+    if ('problem' in checked) throw new AuthError('invalid_request', `display_name: ${checked.problem}`);
+    displayName = checked.name;
+  }
   const flowId = input.flowId;
   const now = deps.clock.now();
   const fail = async (
@@ -304,11 +322,13 @@ export async function finishProviderFlow(
     detail: string,
     flow: FlowRecord | null,
     extra: AuditData = {},
+    /** The subject refused, when known beyond the flow's (a disabled user's sign-in). */
+    subject?: string,
   ): Promise<AuthError> => {
     await deps.store.appendAuditEvent(
       auditDraft(deps, 'provider.signin_failed', {
         realm: flow?.realm ?? null,
-        subject: flow?.subject ?? null,
+        subject: subject ?? flow?.subject ?? null,
         at: now,
         data: { provider: name, reason, flow_id: flowId, intent: flow?.intent ?? null, ...extra },
       }),
@@ -321,6 +341,9 @@ export async function finishProviderFlow(
   if (flow === null) throw await fail('invalid_flow', 'flow_unknown_expired_or_used', 'unknown, expired or already finished flow', null);
   if (flow.provider !== name) throw await fail('invalid_flow', 'flow_of_other_provider', 'the flow was begun with another provider', flow);
   const { realm, intent } = flow;
+  if (displayName !== null && intent !== 'signup') {
+    throw new AuthError('invalid_request', 'display_name is only for a sign-up: it names the new user');
+  }
   // The policy may have changed since the flow began: checked again.
   if (!provider.policy.realms.includes(realm)) {
     throw await fail('invalid_credential', 'realm_not_allowed', `the provider ${name} does not serve the ${realm} realm`, flow);
@@ -391,9 +414,25 @@ export async function finishProviderFlow(
     throw await fail('invalid_credential', 'credential_malformed', "the provider's credential was refused: malformed or too large", flow);
   }
   const facts = { issuer: identity.issuer, external_subject: identity.subject };
+  // Who the identity provider says the person is, checked like an operator's input: what fails
+  // a check is left out (and logged), never passed on. Written to the user at each sign-in.
+  const mapped = identityAttributesFromClaims(identity.claims, {
+    groupsClaim: provider.policy.groupsClaim ?? null,
+    groupPrefix: provider.policy.groupPrefix ?? null,
+  });
+  if (mapped.dropped.length > 0) {
+    deps.log.warn(
+      { event: 'provider.claims_dropped', provider: name, dropped: mapped.dropped },
+      'claims that failed their check were left out',
+    );
+  }
+  const attributes = mapped.attributes;
 
   const linked = await deps.store.findLiveLink({ realm, issuer: identity.issuer, externalSubject: identity.subject });
-  const newLink = (subject: string): LinkRecord => ({
+  // What `svc auth links` shows for the credential: the email, the name typed at sign-up, the
+  // provider's name for the person, else the provider module.
+  const linkName = attributes.email ?? displayName ?? attributes.name ?? name;
+  const newLink = (subject: string, label = linkName): LinkRecord => ({
     id: newId('link', deps.clock, deps.random),
     realm,
     subject,
@@ -402,12 +441,16 @@ export async function finishProviderFlow(
     externalSubject: identity.subject,
     credentialData: checked.data,
     counter: checked.credential?.counter ?? null,
-    name: typeof identity.claims.email === 'string' && identity.claims.email !== '' ? identity.claims.email : name,
+    name: label,
     createdAt: now,
     lastUsedAt: null,
     removedAt: null,
   });
-  const createLink = async (link: LinkRecord, by: Principal | null): Promise<LinkRecord | null> => {
+  const createLink = async (
+    link: LinkRecord,
+    by: Principal | null,
+    how: { readonly via?: 'jit' | 'verified_email'; readonly user?: UserRecord; readonly data?: AuditData } = {},
+  ): Promise<LinkRecord | null> => {
     const created = await deps.store.createLink(
       link,
       auditDraft(deps, 'link.created', {
@@ -418,35 +461,39 @@ export async function finishProviderFlow(
         data: {
           provider: name,
           ...facts,
-          via: paired !== null ? 'pairing' : intent === 'link' ? 'principal' : 'jit',
+          via: how.via ?? (paired !== null ? 'pairing' : intent === 'link' ? 'principal' : 'jit'),
           by_subject: paired?.createdBy ?? by?.subject ?? null,
           by_session: by?.session ?? null,
           ...(paired === null ? {} : { intent_id: paired.id }),
+          ...how.data,
         },
       }),
       paired === null ? undefined : { id: paired.id, codeDigest: paired.codeDigest, now },
+      how.user,
     );
     if (created === 'intent_invalid') {
       throw await fail('invalid_pairing_intent', 'pairing_intent_used', 'the link intent was completed, burned or expired meanwhile', flow);
     }
     if (created === 'already_linked') return null;
     if (created === 'user_disabled')
-      throw await fail('user_disabled', 'user_disabled', 'the user is disabled: an operator must enable them', flow, facts);
+      throw await fail('user_disabled', 'user_disabled', 'the user is disabled: an operator must enable them', flow, facts, link.subject);
     deps.log.info({ event: 'link.created', link_id: link.id, provider: name, realm }, 'identity linked');
     return link;
   };
 
+  const signIn = (link: LinkRecord, counter: number | null | 'unchanged') =>
+    signInWithLink(deps, { provider, link, counter, now, flow, client: input.client, fail, facts, attributes });
+
   if (intent === 'link') {
     if (linked !== null) throw await fail('already_linked', 'already_linked', 'that identity is already linked in this realm', flow, facts);
-    const link = await createLink(newLink(flow.subject as string), paired === null ? principal : null);
+    // A credential without a name of its own (a passkey) is labelled with its user's name.
+    const owner = attributes.email === undefined && attributes.name === undefined ? await deps.store.getUser(flow.subject as string) : null;
+    const link = await createLink(newLink(flow.subject as string, owner?.name ?? linkName), paired === null ? principal : null);
     if (link === null) throw await fail('already_linked', 'already_linked', 'that identity is already linked in this realm', flow, facts);
     if (paired === null) return { outcome: 'linked', link: linkToJson(link) };
     // Completing an admin's link intent signs its holder in with the new credential, as a first
     // sign-in with a new passkey does: the counter the ceremony reported was stored with the link.
-    return {
-      outcome: 'session',
-      pair: await signInWithLink(deps, { provider, link, counter: 'unchanged', now, flow, client: input.client, fail, facts }),
-    };
+    return { outcome: 'session', pair: await signIn(link, 'unchanged') };
   }
 
   let link: LinkRecord | null = linked !== null && linked.provider === name ? linked : null;
@@ -458,6 +505,30 @@ export async function finishProviderFlow(
     throw await fail('already_linked', 'already_linked', 'that identity is already linked in this realm', flow, facts);
   }
   let counter: number | null | 'unchanged' = checked.credential?.counter ?? null;
+  if (link === null && linked === null) {
+    // An identity is found by its (issuer, subject) link, never by email, unless the operator
+    // turned on linking by verified email for this provider.
+    const email = emailToLinkBy(provider.policy, realm, intent, attributes);
+    if (email !== null) {
+      const candidates = await deps.store.listUsers({ realm, email, limit: 10 });
+      let found = emailLinkOwner(candidates, () => false);
+      if (typeof found === 'object') {
+        const ownerLinks = await deps.store.listLinks({ realm, subject: found.owner.subject });
+        const atIssuer = ownerLinks.some((l) => l.issuer === identity.issuer);
+        found = emailLinkOwner(candidates, () => atIssuer);
+      }
+      if (found === 'email_owner_ambiguous' || found === 'email_owner_has_issuer_link') {
+        throw await fail('invalid_credential', found, 'the credential is not linked', flow, { ...facts, email });
+      }
+      if (found !== 'none') {
+        link = await createLink(newLink(found.owner.subject), null, { via: 'verified_email', data: { email } });
+        if (link !== null) counter = 'unchanged';
+        link ??= await deps.store.findLiveLink({ realm, issuer: identity.issuer, externalSubject: identity.subject });
+        if (link === null || link.provider !== name)
+          throw await fail('invalid_credential', 'not_linked', 'the credential is not linked', flow, facts);
+      }
+    }
+  }
   if (link === null) {
     if (linked !== null) throw await fail('invalid_credential', 'linked_with_other_provider', 'the credential is not linked', flow, facts);
     const jit = jitRefusal(provider.policy, realm, identity);
@@ -466,7 +537,14 @@ export async function finishProviderFlow(
         ...facts,
         jit,
       });
-    link = await createLink(newLink(newId('subject', deps.clock, deps.random)), null);
+    const subject = newId('subject', deps.clock, deps.random);
+    const user = jitUser(provider.policy, { subject, realm, now, attributes, displayName });
+    // A new person: said so in the audit trail (an identity whose link was removed comes back
+    // as a new subject only this way, with JIT on).
+    link = await createLink(newLink(subject), null, {
+      user,
+      data: { new_subject: true, user_status: user.status, ...(user.groups.length > 0 ? { user_groups: user.groups.join(',') } : {}) },
+    });
     // The counter this ceremony reported was just stored with the new link.
     if (link !== null) counter = 'unchanged';
     // A concurrent first sign-in of the same identity linked it first: sign in with that link.
@@ -474,10 +552,7 @@ export async function finishProviderFlow(
     if (link === null || link.provider !== name)
       throw await fail('invalid_credential', 'not_linked', 'the credential is not linked', flow, facts);
   }
-  return {
-    outcome: 'session',
-    pair: await signInWithLink(deps, { provider, link, counter, now, flow, client: input.client, fail, facts }),
-  };
+  return { outcome: 'session', pair: await signIn(link, counter) };
 }
 
 async function signInWithLink(
@@ -490,12 +565,15 @@ async function signInWithLink(
     readonly flow: FlowRecord;
     readonly client: SessionClientInput | undefined;
     readonly facts: AuditData;
+    /** What the identity provider says about the person: written to the user in the session's transaction. */
+    readonly attributes: ProvidedAttributes;
     readonly fail: (
       code: 'invalid_credential' | 'user_disabled',
       reason: string,
       detail: string,
       flow: FlowRecord,
       extra?: AuditData,
+      subject?: string,
     ) => Promise<AuthError>;
   },
 ): Promise<TokenPairJson> {
@@ -526,6 +604,13 @@ async function signInWithLink(
       },
       counter: input.counter,
       now,
+      // The identity provider's attributes, refreshed at each sign-in (only those unset or owned
+      // by this provider: `refreshedUser`), in the session's transaction.
+      refresh: (current) => {
+        const base = current ?? defaultUser({ subject: link.subject, realm: link.realm, now });
+        const refreshed = refreshedUser(deps, base, input.attributes, provider.policy.name, now);
+        return refreshed ?? (current === null ? { user: base, events: [] } : null);
+      },
     },
     [
       auditDraft(deps, 'provider.signin', {
@@ -555,7 +640,8 @@ async function signInWithLink(
         'user_disabled',
         'the user is disabled: an operator must enable them',
         input.flow,
-        input.facts,
+        { ...input.facts, link_id: link.id },
+        link.subject,
       );
   }
 }

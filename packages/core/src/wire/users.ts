@@ -5,7 +5,10 @@ import type { WireType } from './wire-type.js';
 // and accepts. A user's credentials and sessions are listed by their own routes.
 
 const nullableString = { type: ['string', 'null'] } as const;
-const source = { type: ['string', 'null'], description: '`operator`, `scim`, `provider:<name>`, or null while unset' } as const;
+const source = {
+  type: ['string', 'null'],
+  description: '`operator`, `scim`, `self` (the user chose it at sign-up), `provider:<name>`, or null while unset',
+} as const;
 
 /** A user: who a subject is, its status, and where each attribute came from. */
 export const userSchema = {

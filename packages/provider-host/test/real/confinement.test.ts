@@ -204,8 +204,15 @@ test('a provider that returns a disallowed issuer, or signs in to a realm its po
   await withFixture(answer({ issuer: ISSUER, subject: 42, claims: {} }), async (h) => {
     await refused(h.finish(ctxOf('application'), finishInput()), 'malformed_answer', /the subject is not a string/);
   });
-  await withFixture(answer({ issuer: ISSUER, subject: 'alice', claims: { groups: ['admin'] } }), async (h) => {
-    await refused(h.finish(ctxOf('application'), finishInput()), 'malformed_answer', /neither a string nor a boolean/);
+  await withFixture(answer({ issuer: ISSUER, subject: 'alice', claims: { groups: [{ admin: true }] } }), async (h) => {
+    await refused(h.finish(ctxOf('application'), finishInput()), 'malformed_answer', /array that is not of strings/);
+  });
+  await withFixture(answer({ issuer: ISSUER, subject: 'alice', claims: { groups: ['admin\u202e'] } }), async (h) => {
+    const { identity } = await h.finish(ctxOf('application'), finishInput());
+    assert.match(
+      checkProviderIdentity(h.policy, 'application', identity) ?? '',
+      /the claim groups is an array whose items are not all printable/,
+    );
   });
 });
 

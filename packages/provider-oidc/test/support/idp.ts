@@ -45,6 +45,8 @@ export async function startIdp(options: {
   readonly issuer?: string;
   /** Put email and name in the ID token itself, as many IdPs do, rather than only in userinfo (oidc-provider's default for the code flow). */
   readonly claimsInIdToken?: boolean;
+  /** What the IdP says about `sub` at each sign-in (default {@link claimsOf}): a test may change it between sign-ins. */
+  readonly claims?: (sub: string) => Record<string, unknown>;
 }): Promise<TestIdp> {
   let handler: (req: IncomingMessage, res: ServerResponse) => void = (_req, res) => res.writeHead(503).end();
   const server = createServer((req, res) => handler(req, res));
@@ -71,7 +73,7 @@ export async function startIdp(options: {
     pkce: { required: () => true },
     claims: { openid: ['sub'], email: ['email', 'email_verified'], profile: ['name'] },
     async findAccount(_ctx, sub) {
-      return { accountId: sub, claims: async () => ({ sub, ...claimsOf(sub) }) };
+      return { accountId: sub, claims: async () => ({ sub, ...(options.claims ?? claimsOf)(sub) }) };
     },
     features: { devInteractions: { enabled: true } },
     conformIdTokenClaims: options.claimsInIdToken !== true,

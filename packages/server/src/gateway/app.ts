@@ -17,6 +17,7 @@ import {
   unmetRequirement,
   WEBSOCKET_SESSION_CHECK_SECONDS,
 } from '@svc/core';
+import type { AppPathRequirement } from '@svc/core/config';
 import Fastify, { type FastifyInstance, type FastifyPluginAsync, type FastifyRequest, type onRequestAsyncHookHandler } from 'fastify';
 import { accessCredential, bearerChallenge, dpopRequestOf } from '../http/bearer.js';
 import { type ChallengeBudget, createChallengeBudget } from '../http/challenge-budget.js';
@@ -45,6 +46,7 @@ import {
 import { installHeaderHygiene, removeHeaders, requestPath } from './hygiene.js';
 import { markProvenKey } from './key-binding.js';
 import type { GatewayAppOptions, GatewayPolicy } from './options.js';
+import { RequirementRefusal, sendRefusalPage, wantsHtmlRefusal } from './refusal-page.js';
 import { createSessionWatcher, type SessionWatcher } from './session-watch.js';
 import { forwardedClientAddress, trustedPeerPredicate } from './trusted-proxies.js';
 
@@ -148,15 +150,20 @@ async function settleIdentity(deps: AuthDeps, policy: GatewayPolicy, input: Iden
     if (ours) principal = await applicationPrincipal(deps, token, input.clientAddress, proof).catch(() => null);
   } else {
     principal = await applicationPrincipal(deps, token, input.clientAddress, proof);
-    if (requirement !== null) {
-      const unmet = unmetRequirement(requirement, principal, deps.clock.now());
-      if (unmet !== null) {
-        throw new AuthError('insufficient_claims', unmet, { headers: { 'www-authenticate': INSUFFICIENT_SCOPE_CHALLENGE } });
-      }
-    }
+    if (requirement !== null) checkRequirement(deps, requirement, principal);
   }
   const provenKey = proof !== undefined && principal !== null ? principalKeyBinding(principal) : null;
   return { reserved: false, principal, removeAuthorization: ours, provenKey };
+}
+
+/**
+ * Refuses `principal` where it does not meet `requirement` (core's `unmetRequirement`):
+ * `403 insufficient_claims` with `WWW-Authenticate: ... error="insufficient_scope"`, as a
+ * {@link RequirementRefusal} so a browser can be shown who it is and what the path needs.
+ */
+function checkRequirement(deps: AuthDeps, requirement: AppPathRequirement, principal: Principal): void {
+  const unmet = unmetRequirement(requirement, principal, deps.clock.now());
+  if (unmet !== null) throw new RequirementRefusal(requirement, principal, unmet, { 'www-authenticate': INSUFFICIENT_SCOPE_CHALLENGE });
 }
 
 /** {@link settleIdentity} for a request that carries the gateway's session cookies and no `Authorization`. */
@@ -195,12 +202,7 @@ async function settleCookieIdentity(
     if (isPublic) return { reserved: false, principal: null, removeAuthorization: false };
     throw new AuthError('invalid_token', 'the session cookies are expired or revoked; sign in again', { realm: 'application' });
   }
-  if (requirement !== null) {
-    const unmet = unmetRequirement(requirement, principal, deps.clock.now());
-    if (unmet !== null) {
-      throw new AuthError('insufficient_claims', unmet, { headers: { 'www-authenticate': INSUFFICIENT_SCOPE_CHALLENGE } });
-    }
-  }
+  if (requirement !== null) checkRequirement(deps, requirement, principal);
   return { reserved: false, principal, removeAuthorization: false };
 }
 
@@ -256,6 +258,9 @@ function gatewayIdentity(deps: AuthDeps, policy: GatewayPolicy, browser: Browser
       if (browser.signInPage && err instanceof AuthError && err.code === 'invalid_token' && isBrowserNavigation(req)) {
         return reply.redirect(loginLocation(req.url), 302);
       }
+      // A browser that is signed in but not allowed here is told who it is and what the path
+      // needs, with a way to sign out; every other client keeps the problem+json.
+      if (err instanceof RequirementRefusal && wantsHtmlRefusal(req)) return sendRefusalPage(reply, err);
       throw err;
     }
     if (outcome.reserved) return;

@@ -8,6 +8,7 @@ import {
   assertionSigningKey,
   type Clock,
   canonicalOrigin,
+  identityHeaders,
   type Principal,
   publishedAssertionKeys,
   type RandomBytes,
@@ -149,7 +150,9 @@ export function createAssertionSigner(opts: AssertionSignerOptions): AssertionSi
 /**
  * The contract's identity headers of upstream mode for a request (a ready
  * `UpstreamAttachOptions.identityHeaders`): `Svc-Subject`, `Svc-Realm`, `Svc-Session`,
- * `Svc-Device` and the signed `Svc-Assertion`; none on a public path (no principal).
+ * `Svc-Device`, who the caller is when known (core's `identityHeaders`: `Svc-Email`, `Svc-Name`
+ * percent-encoded, `Svc-Groups` comma-separated; absent when unknown, never empty) and the
+ * signed `Svc-Assertion`; none on a public path (no principal).
  *
  * @example
  * const attach = upstreamAttach({ upstream: new URL(app.upstream), identityHeaders: svcIdentityHeaders(signer) });
@@ -162,6 +165,7 @@ export function svcIdentityHeaders(signer: AssertionSigner): UpstreamIdentityHea
       'svc-realm': principal.realm,
       'svc-session': principal.session,
       'svc-device': principal.device,
+      ...identityHeaders(principal.claims),
       'svc-assertion': signer.sign(principal, {
         method: req.method,
         protocol: req.protocol,

@@ -21,9 +21,10 @@ import type { ChallengeBudget } from '../http/challenge-budget.js';
 import { failureCounting } from '../http/failure-counting.js';
 import { clientAddressKey, type FailureLimiter } from '../http/failure-limiter.js';
 import { applicationPrincipal } from '../http/principal.js';
+import { applySecurityHeaders } from '../http/security-headers.js';
 import { clearSessionCookies, cookieNamesOf, readSessionCookies, setCookieValue, setSessionCookies } from './browser-cookies.js';
-import { applyCookieEffects, cookieIdentity, gatewayOriginOf, LOGIN_PATH } from './browser-session.js';
-import { renderLoginPage } from './login-page.js';
+import { applyCookieEffects, cookieIdentity, gatewayOriginOf, isBrowserNavigation, LOGIN_PATH } from './browser-session.js';
+import { renderLoginPage, renderSignInRefusedPage } from './login-page.js';
 
 /** What {@link browserRoutes} receives. */
 export interface BrowserRouteOptions {
@@ -148,6 +149,10 @@ async function callerPrincipal(deps: AuthDeps, req: FastifyRequest, reply: Fasti
   return identity.principal;
 }
 
+function isJsonObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
 /** Accepts a form body on logout (a plain `<form method="post">` button) without reading it. */
 const IGNORED_FORM_BODY_LIMIT = 1024;
 
@@ -183,6 +188,29 @@ export const browserRoutes: FastifyPluginAsync<BrowserRouteOptions> = async (
     return provider;
   };
   const sameOrigin = sameOriginOnly(publicOrigin);
+
+  // A sign-in that comes back from an identity provider is a top-level navigation (its
+  // `callback`, or a `begin` link): a refusal there is a page for the person, with the same
+  // status and code, not JSON in the browser's window. Everything else, and every other client,
+  // goes on to the surface's problem+json.
+  app.setErrorHandler((err, req, reply) => {
+    const route = req.routeOptions.url ?? '';
+    const navigation = route.endsWith('/callback') || (route.endsWith('/begin') && req.method === 'GET');
+    if (!(err instanceof AuthError) || err.status >= 500 || !navigation || !isBrowserNavigation(req)) throw err;
+    req.log.info({ code: err.code, status: err.status }, 'request refused');
+    const nonce = randomBytes(18).toString('base64');
+    applySecurityHeaders(reply);
+    for (const [name, value] of Object.entries(err.headers ?? {})) reply.header(name, value);
+    return reply
+      .code(err.status)
+      .header(
+        'content-security-policy',
+        `default-src 'none'; style-src 'nonce-${nonce}'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'`,
+      )
+      .header('referrer-policy', 'same-origin')
+      .type('text/html; charset=utf-8')
+      .send(renderSignInRefusedPage({ nonce, code: err.code, detail: err.message }));
+  });
 
   app.get<{ Querystring: { return?: string; pairing?: string } }>('/login', async (req, reply) => {
     const nonce = randomBytes(18).toString('base64');
@@ -276,7 +304,7 @@ export const browserRoutes: FastifyPluginAsync<BrowserRouteOptions> = async (
   });
 
   /** Finishes the browser's ceremony: the flow cookie names it, and is spent whatever the outcome. */
-  const finish = async (req: FastifyRequest, reply: FastifyReply, name: string, body: ProviderJson) => {
+  const finish = async (req: FastifyRequest, reply: FastifyReply, name: string, body: ProviderJson, displayName?: unknown) => {
     const provider = providerNamed(name);
     const names = cookieNamesOf(req);
     const flow = parseFlowCookie(readSessionCookies(req.headers.cookie, names).flow);
@@ -293,13 +321,22 @@ export const browserRoutes: FastifyPluginAsync<BrowserRouteOptions> = async (
       origin: gatewayOriginOf(req, publicOrigin),
       principal,
       client: { address: req.ip, userAgent: req.headers['user-agent'] },
+      ...(displayName === undefined ? {} : { displayName }),
     });
     if (outcome.outcome === 'session') setSessionCookies(reply, names, outcome.pair);
     return { outcome, returnPath: flow.returnPath ?? '/' };
   };
 
   app.post<{ Params: { name: string } }>('/providers/:name/finish', { onRequest: sameOrigin, config: attempts }, async (req, reply) => {
-    const { outcome, returnPath } = await finish(req, reply, req.params.name, (req.body ?? null) as ProviderJson);
+    // `display_name` is the service's own field (the name typed at sign-up), never the provider's.
+    let body = (req.body ?? null) as ProviderJson;
+    let displayName: unknown;
+    if (isJsonObject(req.body) && Object.hasOwn(req.body, 'display_name')) {
+      const { display_name, ...proof } = req.body;
+      displayName = display_name;
+      body = proof as ProviderJson;
+    }
+    const { outcome, returnPath } = await finish(req, reply, req.params.name, body, displayName);
     // The tokens stay in the HttpOnly cookies: the page's script never holds them.
     return outcome.outcome === 'session'
       ? { outcome: 'session', session_id: outcome.pair.session_id, redirect: returnPath }

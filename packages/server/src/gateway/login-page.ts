@@ -1,3 +1,5 @@
+import { DISPLAY_NAME_MAX_CHARS } from '@svc/core';
+
 /** One button of the sign-in page. */
 export interface LoginPageProvider {
   /** The provider module's alias: its route segment. */
@@ -24,17 +26,28 @@ const PAGE_SCRIPT = `
 const returnPath = document.body.dataset.return;
 const pairing = document.body.dataset.pairing;
 const codeInput = document.getElementById('pairing-code');
+const nameInput = document.getElementById('display-name');
 const status = document.getElementById('status');
+const MESSAGES = {
+  user_disabled: 'Your account is not active yet: an administrator must approve it before you can sign in. Ask your administrator, then sign in again.',
+};
 async function post(url, body) {
   const r = await fetch(url, { method: 'POST', credentials: 'same-origin', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
   const answer = await r.json().catch(() => ({}));
-  if (!r.ok) throw new Error(answer.detail || r.statusText);
+  if (!r.ok) throw Object.assign(new Error(MESSAGES[answer.code] || answer.detail || r.statusText), { code: answer.code });
   return answer;
 }
 for (const button of document.querySelectorAll('button[data-provider]')) {
   button.addEventListener('click', async () => {
     status.textContent = '';
     const base = '/.svc/auth/v1/providers/' + encodeURIComponent(button.dataset.provider);
+    const signup = button.dataset.intent === 'signup';
+    const displayName = signup && nameInput ? nameInput.value.trim() : '';
+    if (signup && nameInput && displayName === '') {
+      status.textContent = 'Type your name first: it is how this site will know you.';
+      nameInput.focus();
+      return;
+    }
     try {
       const begin = { intent: button.dataset.intent, return: returnPath };
       if (pairing) { begin.pairing_intent_id = pairing; begin.pairing_code = codeInput.value; }
@@ -43,10 +56,11 @@ for (const button of document.querySelectorAll('button[data-provider]')) {
       const credential = options.user
         ? await navigator.credentials.create({ publicKey: PublicKeyCredential.parseCreationOptionsFromJSON(options) })
         : await navigator.credentials.get({ publicKey: PublicKeyCredential.parseRequestOptionsFromJSON(options) });
-      const done = await post(base + '/finish', credential.toJSON());
+      const proof = credential.toJSON();
+      const done = await post(base + '/finish', displayName === '' ? proof : { ...proof, display_name: displayName });
       location.assign(done.redirect || '/');
     } catch (err) {
-      status.textContent = 'Sign-in failed: ' + err.message;
+      status.textContent = err.code === 'user_disabled' ? err.message : 'Sign-in failed: ' + err.message;
     }
   });
 }
@@ -55,11 +69,16 @@ for (const button of document.querySelectorAll('button[data-provider]')) {
 const PAGE_STYLE = `
 body { font-family: system-ui, sans-serif; max-width: 24rem; margin: 4rem auto; padding: 0 1rem; }
 h1 { font-size: 1.4rem; }
+h2 { font-size: 1.1rem; }
 .provider { display: block; width: 100%; box-sizing: border-box; margin: 0.5rem 0; padding: 0.7rem; font-size: 1rem;
   text-align: center; border: 1px solid #555; border-radius: 0.4rem; background: #f4f4f4; color: #111; text-decoration: none; cursor: pointer; }
 #status { color: #a00; min-height: 1.5rem; }
 label, #pairing-code { display: block; width: 100%; box-sizing: border-box; margin: 0.5rem 0; font-size: 1rem; }
 #pairing-code { padding: 0.6rem; letter-spacing: 0.1em; }
+#display-name { display: block; width: 100%; box-sizing: border-box; margin: 0.5rem 0; padding: 0.6rem; font-size: 1rem; }
+.signup { margin-top: 1.5rem; padding-top: 0.5rem; border-top: 1px solid #ccc; }
+.refusal { border-left: 4px solid #a00; padding: 0.2rem 0 0.2rem 0.8rem; }
+.code { color: #555; font-size: 0.85rem; }
 `;
 
 /**
@@ -83,19 +102,38 @@ export function renderLoginPage(input: {
   const buttons = input.providers.flatMap((p) => {
     const name = escapeHtml(p.name);
     if (p.kind === 'webauthn') {
-      const signIn = `<button type="button" class="provider" data-provider="${name}" data-intent="signin">Sign in with a passkey (${name})</button>`;
-      const signUp = `<button type="button" class="provider" data-provider="${name}" data-intent="signup">Create a passkey (${name})</button>`;
-      return p.signup ? [signIn, signUp] : [signIn];
+      return [
+        `<button type="button" class="provider" data-provider="${name}" data-intent="signin">Sign in with a passkey (${name})</button>`,
+      ];
     }
     const href = `/.svc/auth/v1/providers/${encodeURIComponent(p.name)}/begin?return=${encodeURIComponent(input.returnPath)}`;
     return [`<a class="provider" href="${escapeHtml(href)}">Sign in with ${name}</a>`];
   });
+  // A new passkey makes a new user: the page asks for the name they will be known by (the
+  // service checks it and keeps it as the user's own, `self`).
+  const signUps = input.providers
+    .filter((p) => p.kind === 'webauthn' && p.signup)
+    .map((p) => {
+      const name = escapeHtml(p.name);
+      return `<button type="button" class="provider" data-provider="${name}" data-intent="signup">Create a passkey (${name})</button>`;
+    });
+  const signUp =
+    signUps.length === 0
+      ? ''
+      : [
+          '<section class="signup">',
+          '<h2>New here?</h2>',
+          '<label for="display-name">Your name</label>',
+          `<input id="display-name" name="display_name" autocomplete="name" maxlength="${DISPLAY_NAME_MAX_CHARS}" spellcheck="false">`,
+          ...signUps,
+          '</section>',
+        ].join('\n');
   return page(
     nonce,
     input.returnPath,
     '',
     'Sign in',
-    buttons.length === 0 ? '<p>No sign-in method is configured.</p>' : buttons.join('\n'),
+    buttons.length === 0 && signUps.length === 0 ? '<p>No sign-in method is configured.</p>' : [...buttons, signUp].join('\n'),
   );
 }
 
@@ -122,7 +160,51 @@ function renderPairingPage(
   return page(nonce, input.returnPath, ` data-pairing="${escapeHtml(input.pairingIntentId)}"`, 'Set up your sign-in', body);
 }
 
-function page(nonce: string, returnPath: string, bodyAttributes: string, title: string, content: string): string {
+/** What a browser is told when its sign-in is refused: a sentence for a person, the code for whoever helps them. */
+const REFUSALS: Readonly<Record<string, { readonly title: string; readonly message: string }>> = {
+  user_disabled: {
+    title: 'Your account is not active',
+    message:
+      'An administrator must approve (or enable again) your account before you can sign in. Ask your administrator, then sign in again.',
+  },
+  invalid_credential: {
+    title: 'Sign-in refused',
+    message:
+      'This sign-in could not be accepted: your account may not be set up here. Ask your administrator, or try another way to sign in.',
+  },
+  invalid_flow: {
+    title: 'Sign-in expired',
+    message: 'The sign-in took too long or was already used. Start again from the sign-in page.',
+  },
+};
+
+/**
+ * The page a browser gets when a sign-in that came back from an identity provider (its
+ * `callback`, a top-level navigation) is refused: what happened in words, the stable code, and a
+ * way back to the sign-in page. No script.
+ *
+ * @example
+ * renderSignInRefusedPage({ nonce, code: 'user_disabled', detail: 'the user is disabled: an operator must enable them' });
+ */
+export function renderSignInRefusedPage(input: { readonly nonce: string; readonly code: string; readonly detail: string }): string {
+  const known = REFUSALS[input.code];
+  const title = known?.title ?? 'Sign-in failed';
+  const message = known?.message ?? input.detail;
+  return page(
+    escapeHtml(input.nonce),
+    '/',
+    '',
+    title,
+    [
+      `<p class="refusal">${escapeHtml(message)}</p>`,
+      `<p class="code">Code: <code>${escapeHtml(input.code)}</code></p>`,
+      '<a class="provider" href="/.svc/auth/v1/login">Back to the sign-in page</a>',
+    ].join('\n'),
+    false,
+  );
+}
+
+function page(nonce: string, returnPath: string, bodyAttributes: string, title: string, content: string, script = true): string {
   return `<!doctype html>
 <html lang="en">
 <head>
@@ -135,8 +217,7 @@ function page(nonce: string, returnPath: string, bodyAttributes: string, title: 
 <body data-return="${escapeHtml(returnPath)}"${bodyAttributes}>
 <h1>${title}</h1>
 ${content}
-<p id="status" role="status"></p>
-<script nonce="${nonce}">${PAGE_SCRIPT}</script>
+${script ? `<p id="status" role="status"></p>\n<script nonce="${nonce}">${PAGE_SCRIPT}</script>` : ''}
 </body>
 </html>
 `;

@@ -117,7 +117,13 @@ export const GATEWAY_ROUTE_DOCS: Readonly<Record<string, DocumentedSchema>> = {
   [`POST ${APPLICATION_AUTH_PREFIX}/providers/:name/finish`]: documented({
     summary: "Finish a provider's ceremony begun in this browser (the flow cookie): the session goes into HttpOnly cookies",
     params: providerParams,
-    body: { description: "The provider's answer from the browser (a passkey's assertion)", type: 'object', additionalProperties: true },
+    body: {
+      description:
+        "The provider's answer from the browser (a passkey's assertion), and for a sign-up the service's own `display_name` (the new user's name, 1-128 characters; taken out before the provider sees the body)",
+      type: 'object',
+      additionalProperties: true,
+      properties: { display_name: { type: 'string', maxLength: 512 } },
+    },
     response: {
       200: {
         description: 'Signed in (`outcome: "session"`), or the identity linked to the signed-in user (`outcome: "linked"`)',
@@ -136,7 +142,10 @@ export const GATEWAY_ROUTE_DOCS: Readonly<Record<string, DocumentedSchema>> = {
   [`GET ${APPLICATION_AUTH_PREFIX}/providers/:name/callback`]: documented({
     summary: "The provider's redirect back (an OpenID Provider's `redirect_uri`): finishes the ceremony begun in this browser",
     params: providerParams,
-    response: { 303: redirect('Signed in: back to the return path'), ...problemResponses(...CEREMONY_PROBLEMS, 409) },
+    response: {
+      303: redirect('Signed in: back to the return path'),
+      ...problemResponses(...CEREMONY_PROBLEMS, 403, 409),
+    },
   }),
   [`POST ${APPLICATION_AUTH_PREFIX}/logout`]: documented({
     summary: "Log the browser out: revokes the cookies' session and clears them (a plain form button works)",

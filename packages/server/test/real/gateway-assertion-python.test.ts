@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { type AssertionKeySetJson, type FreshAssertionKey, firstAssertionKeySet, makePrincipal } from '@svc/core';
-import { createAssertionSigner } from '@svc/server';
+import { createAssertionSigner, svcIdentityHeaders } from '@svc/server';
 
 // Debian's interpreter on purpose: `python3` on PATH may be another one without python3-jwt.
 const PYTHON = '/usr/bin/python3';
@@ -72,9 +72,11 @@ describe('a Python upstream verifies Svc-Assertion with PyJWT against the served
     path: string,
     assertion: string,
     method = 'GET',
-  ): Promise<{ status: number; body: { sub?: string; reason?: string } }> {
-    const res = await fetch(`${upstream}${path}`, { method, headers: { 'svc-assertion': assertion } });
-    return { status: res.status, body: (await res.json()) as { sub?: string; reason?: string } };
+    headers: Record<string, string> = {},
+    // biome-ignore lint/suspicious/noExplicitAny: the Python answer is inspected field by field
+  ): Promise<{ status: number; body: any }> {
+    const res = await fetch(`${upstream}${path}`, { method, headers: { ...headers, 'svc-assertion': assertion } });
+    return { status: res.status, body: await res.json() };
   }
   async function refused(path: string, assertion: string, reason: RegExp, method = 'GET') {
     const r = await send(path, assertion, method);
@@ -84,9 +86,28 @@ describe('a Python upstream verifies Svc-Assertion with PyJWT against the served
 
   test('a valid assertion is accepted and names the subject', async () => {
     const r = await send('/orders/7?page=2', signer.sign(principal, request('/orders/7?page=2')));
-    assert.deepEqual(r, { status: 200, body: { sub: 'dev_alice' } });
+    assert.deepEqual(r, { status: 200, body: { sub: 'dev_alice', headers: {} } }, 'nothing known: no email, name or groups anywhere');
     const post = await send('/orders', signer.sign(principal, request('/orders', 'POST')), 'POST');
     assert.equal(post.status, 200);
+  });
+
+  test('who the caller is: the verified claims and the plain headers read the same in Python (UTF-8 name, A-label email, groups)', async () => {
+    const known = makePrincipal({
+      ...principal,
+      claims: {
+        ...principal.claims,
+        email: 'zoe@xn--bcher-kva.example',
+        email_verified: true,
+        name: 'Zoë Ångström 山田',
+        groups: ['admins', 'ops'],
+      },
+    });
+    const request = { method: 'GET', protocol: 'https', host: 'app.example', url: '/me' };
+    const sent = svcIdentityHeaders(signer)(request as unknown as Parameters<ReturnType<typeof svcIdentityHeaders>>[0], known);
+    const r = await send('/me', sent['svc-assertion'] as string, 'GET', sent);
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    const who = { email: 'zoe@xn--bcher-kva.example', name: 'Zoë Ångström 山田', groups: ['admins', 'ops'] };
+    assert.deepEqual(r.body, { sub: 'dev_alice', ...who, email_verified: true, headers: who });
   });
 
   test('an expired assertion is refused', async () => {

@@ -181,10 +181,15 @@ describe('a passkey ceremony run by the sign-in page (WebAuthn JSON helpers, vir
     const base = `http://localhost:${h.gatewayPort}`;
     try {
       await page.goto(`${base}/.svc/auth/v1/login?return=%2Fapp%2Fhome`);
+      // Sign-up asks for the new user's name first.
+      await page.click('button[data-intent="signup"]');
+      assert.match((await page.textContent('#status')) ?? '', /Type your name first/);
+      await page.fill('#display-name', 'Zoë Ångström');
       await page.click('button[data-intent="signup"]');
       await page.waitForURL(`${base}/app/home`);
       const first = JSON.parse((await page.textContent('body')) ?? 'null');
       assert.deepEqual(first.principal.claims.amr, ['hwk', 'user']);
+      assert.equal(first.principal.claims.name, 'Zoë Ångström', 'the name typed at sign-up is the new user’s');
       const out = await page.evaluate(
         async () => ((await (await fetch('/.svc/auth/v1/logout', { method: 'POST' })).json()) as { revoked: boolean }).revoked,
       );

@@ -24,6 +24,10 @@ const FORGED_NAMES: readonly string[] = [
   ...IDENTITY_HEADER_PREFIXES.map((p) => (p.endsWith('-') ? `${p}subject` : p)),
   'Svc-Assertion',
   'Svc-Realm',
+  // Who the caller is (#27): the application may trust these as much as Svc-Subject.
+  'Svc-Email',
+  'Svc-Name',
+  'Svc-Groups',
   'X-Auth-Request-Email',
   'Cf-Access-Jwt-Assertion',
   'X-MS-Client-Principal-Name',
@@ -85,6 +89,9 @@ function forgedArrivals(echo: Echo): string[] {
     if (isForged(echo.rawHeaders[i] as string)) seen.push(`rawHeaders.${echo.rawHeaders[i]}`);
   for (let i = 1; i < echo.rawHeaders.length; i += 2)
     if (/forged/.test(echo.rawHeaders[i] as string)) seen.push(`value ${echo.rawHeaders[i]}`);
+  // A forged Svc-Email, Svc-Name or Svc-Groups the gateway did not replace would be read back as
+  // the principal by the upstream echo: no forged value may be there either.
+  if (/forged/.test(JSON.stringify(echo.principal ?? null))) seen.push(`principal ${JSON.stringify(echo.principal)}`);
   return seen;
 }
 

@@ -5,6 +5,7 @@ import { request as httpsRequest } from 'node:https';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { updateUser } from '@svc/core';
 import { WebSocket } from 'ws';
 import { moduleHostNodeArgs } from '../../src/gateway/module-host.js';
 import { type AppModule, ModuleHostError, startModuleHost } from '../../src/index.js';
@@ -25,6 +26,56 @@ import { rawRequest } from '../support/raw-http.js';
 
 const FORGED = 'forged-admin';
 const REFUSED = /^refused: /;
+
+describe('module mode: request.principal.claims carries who the caller is, across the module socket, frozen', () => {
+  let h: GatewayHarness;
+  let token: string;
+  let subject: string;
+  let closeModules: () => Promise<void> = async () => {};
+  const actor = { via: 'cli', subject: null, session: null } as const;
+
+  before(async () => {
+    const modules = await moduleModeAttach([fixtureModule('good-app')]);
+    closeModules = modules.close;
+    // The module host's process and socket are the subject here; the store is the reference one
+    // (the SQL stores' users come with their own branch).
+    h = await startGatewayHarness({ attach: modules.attach, store: 'memory' });
+    token = (await applicationUser(h)).pair.access_token;
+    subject = (await gatewayApi(h, 'GET', '/.svc/auth/v1/me', { token })).body.subject;
+  });
+  after(async () => {
+    await h?.close();
+    await closeModules();
+  });
+
+  test('email (A-label), email_verified, name (any script) and groups reach the module as the gateway read them; no change sticks', async () => {
+    await updateUser(h.deps, {
+      subject,
+      attributes: { name: 'Zoë Ångström 山田', email: 'zoe@bücher.example', email_verified: true, groups: ['ops', 'admins'] },
+      actor,
+      source: 'operator',
+    });
+    const r = await gatewayApi(h, 'GET', '/whoami', { token, headers: { 'svc-email': 'boss@example.com', 'svc-groups': 'root' } });
+    assert.equal(r.status, 200, r.text);
+    const { amr, auth_time, exp, ...who } = r.body.claims;
+    assert.deepEqual(who, {
+      email: 'zoe@xn--bcher-kva.example',
+      email_verified: true,
+      name: 'Zoë Ångström 山田',
+      groups: ['admins', 'ops'],
+    });
+    assert.ok(Array.isArray(amr) && typeof auth_time === 'string' && typeof exp === 'string');
+    assert.equal(r.body.frozen, true);
+    for (const [attack, outcome] of Object.entries(r.body.attempts)) assert.match(String(outcome), REFUSED, attack);
+  });
+
+  test('unknown attributes are absent from the claims, never empty', async () => {
+    await updateUser(h.deps, { subject, attributes: { name: null, email: null, groups: [] }, actor, source: 'operator' });
+    const r = await gatewayApi(h, 'GET', '/whoami', { token });
+    assert.equal(r.status, 200, r.text);
+    assert.deepEqual(Object.keys(r.body.claims).sort(), ['amr', 'auth_time', 'exp']);
+  });
+});
 
 describe('module mode: application modules run after identity and cannot replace it', () => {
   let h: GatewayHarness;

@@ -83,7 +83,7 @@ export function testPolicy(over: Partial<GatewayPolicy> = {}): GatewayPolicy {
 
 /** A requirement with every field absent unless given. */
 export function requirement(path: string, over: Partial<Omit<AppPathRequirement, 'path'>> = {}): AppPathRequirement {
-  return { path, subjects: null, amr: null, maxAuthAgeSeconds: null, ...over };
+  return { path, subjects: null, groups: null, emailDomains: null, amr: null, maxAuthAgeSeconds: null, ...over };
 }
 
 /** The management API, the node surface and the gateway on 127.0.0.1, sharing one SQLite store and one fake clock. */

@@ -6,6 +6,7 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import {
   BUNDLED_PASSKEY_PACKAGE,
+  type ProviderClaim,
   type ProviderContext,
   type ProviderHandle,
   type ProviderJson,
@@ -22,6 +23,10 @@ export interface TestProviderOptions {
   readonly issuer?: string;
   readonly jit?: boolean;
   readonly kind?: string;
+  /** The claims every ceremony proves. Default: alice@example.com, verified. */
+  readonly claims?: Readonly<Record<string, ProviderClaim>>;
+  /** Policy settings beyond the defaults (JIT users, a groups claim, linking by email). */
+  readonly policy?: Partial<Omit<ProviderPolicy, 'name' | 'realms' | 'allowedIssuers'>>;
 }
 
 /** The test provider and what it was asked. */
@@ -54,6 +59,7 @@ export function testRedirectProvider(opts: TestProviderOptions = {}): TestProvid
     realms: ['application'],
     allowedIssuers: [issuer],
     jit: { enabled: opts.jit ?? true, emailDomains: [] },
+    ...opts.policy,
   };
   const begun: ProviderContext[] = [];
   let finished = 0;
@@ -83,7 +89,7 @@ export function testRedirectProvider(opts: TestProviderOptions = {}): TestProvid
       }
       finished++;
       return {
-        identity: { issuer, subject: opts.subject ?? 'alice', claims: { email: 'alice@example.com', email_verified: true } },
+        identity: { issuer, subject: opts.subject ?? 'alice', claims: opts.claims ?? { email: 'alice@example.com', email_verified: true } },
         credential: null,
       };
     },

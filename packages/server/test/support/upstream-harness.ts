@@ -4,7 +4,7 @@
 import { createHash } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { type AuthDeps, AuthError, authenticate, type Principal } from '@svc/core';
+import { type AuthDeps, AuthError, authenticate, identityHeaders, type Principal } from '@svc/core';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { type WebSocket, WebSocketServer } from 'ws';
 import type { GatewayAttach, UpstreamIdentityHeaders } from '../../src/gateway/options.js';
@@ -42,7 +42,7 @@ export interface Upstream {
 }
 
 /** The identity headers {@link testIdentityHeaders} sets, lower-cased. */
-const GATEWAY_SET = ['svc-subject', 'svc-realm', 'svc-session', 'svc-device', 'svc-assertion'];
+const GATEWAY_SET = ['svc-subject', 'svc-realm', 'svc-session', 'svc-device', 'svc-email', 'svc-name', 'svc-groups', 'svc-assertion'];
 
 /**
  * The answer of the gateway tests' in-process echo attach (`Echo` of gateway-harness.ts), made
@@ -82,7 +82,19 @@ function attachEcho(req: IncomingMessage): object {
     principal:
       subject === undefined
         ? null
-        : { subject, realm: set['svc-realm'], session: set['svc-session'], device: set['svc-device'], assertion: set['svc-assertion'] },
+        : {
+            subject,
+            realm: set['svc-realm'],
+            session: set['svc-session'],
+            device: set['svc-device'],
+            assertion: set['svc-assertion'],
+            // Who the caller is, read back from Svc-Email, Svc-Name (percent-decoded) and Svc-Groups.
+            claims: {
+              ...(set['svc-email'] === undefined ? {} : { email: set['svc-email'] }),
+              ...(set['svc-name'] === undefined ? {} : { name: decodeURIComponent(set['svc-name']) }),
+              ...(set['svc-groups'] === undefined ? {} : { groups: set['svc-groups'].split(',') }),
+            },
+          },
   };
 }
 
@@ -237,6 +249,8 @@ export const testIdentityHeaders: UpstreamIdentityHeaders = (_req, principal) =>
         'Svc-Realm': principal.realm,
         'Svc-Session': principal.session,
         'Svc-Device': principal.device,
+        // The gateway's own rule for who the caller is (Svc-Email, Svc-Name, Svc-Groups).
+        ...identityHeaders(principal.claims),
         'Svc-Assertion': `test-assertion-for-${principal.subject}`,
       };
 
