@@ -14,6 +14,7 @@ import {
   principalKeyBinding,
   RESERVED_PREFIX,
   requirementFor,
+  SCIM_BASE_PATH,
   unmetRequirement,
   WEBSOCKET_SESSION_CHECK_SECONDS,
 } from '@svc/core';
@@ -44,6 +45,7 @@ import {
 import { installHeaderHygiene, removeHeaders, requestPath } from './hygiene.js';
 import { markProvenKey } from './key-binding.js';
 import type { GatewayAppOptions, GatewayPolicy } from './options.js';
+import { scimRoutes } from './scim-routes.js';
 import { createSessionWatcher, type SessionWatcher } from './session-watch.js';
 import { forwardedClientAddress, trustedPeerPredicate } from './trusted-proxies.js';
 
@@ -390,6 +392,8 @@ const reservedRoutes: FastifyPluginAsync<ReservedRouteOptions> = async (
     originOf: (req) => gatewayOriginOf(req, publicOrigin),
   });
   await app.register(browserRoutes, { prefix: APPLICATION_AUTH_PREFIX, deps, providers, limiter, challenges, publicOrigin });
+  // The company directory's provisioning (SCIM 2.0), authorised by SCIM tokens only.
+  await app.register(scimRoutes, { prefix: SCIM_BASE_PATH, deps, publicOrigin });
   app.get(JWKS_PATH, async (_req, reply) => {
     const set = jwks === undefined ? { keys: [] } : jwks();
     return reply.type('application/jwk-set+json').send(JSON.stringify(set));
@@ -413,7 +417,8 @@ const reservedRoutes: FastifyPluginAsync<ReservedRouteOptions> = async (
  *    (`challenges`, `sessions`, `refresh`, `me`, `revoke`) from the same plugins as the
  *    management API, with its rules, errors, audit and failure limits; the browser routes
  *    (`login`, `providers/<name>/{begin,finish,callback}`, `logout`, see {@link browserRoutes});
- *    `GET /.svc/jwks.json`; anything else `404 not_found`.
+ *    `GET /.svc/jwks.json`; the SCIM 2.0 service under `/.svc/scim/v2` (see {@link scimRoutes},
+ *    authorised by SCIM tokens only); anything else `404 not_found`.
  * 3. **Identity** (every other path): an application-realm bearer, or, with no
  *    `Authorization` header, the browser's session cookies (refreshed transparently, CSRF
  *    checked: `403 csrf_refused`), or `401 invalid_token` with

@@ -7,6 +7,7 @@ import { enrollRoutes } from './enroll-routes.js';
 import { healthRoutes } from './health-routes.js';
 import { operatorRoutes } from './operator-routes.js';
 import { LOOPBACK_GUARD, MANAGEMENT_BEARER } from './schemas.js';
+import { scimTokenRoutes } from './scim-token-routes.js';
 
 /** What {@link registerManagementRoutes} needs: the budgets of the sign-in plugin and the OpenAPI document to serve. */
 export interface ManagementRoutesOptions extends Pick<SignInRouteOptions, 'deps' | 'limiter' | 'challenges'> {
@@ -36,5 +37,6 @@ export async function registerManagementRoutes(app: FastifyInstance, opts: Manag
     security: MANAGEMENT_BEARER,
   });
   await app.register(operatorRoutes, { deps });
+  await app.register(scimTokenRoutes, { deps });
   await app.register(openApiRoute, { document: opts.openApiJson });
 }
