@@ -10,6 +10,9 @@ import type {
   Realm,
   RevokedJson,
   RevokeOthersJson,
+  ScimTokenCreatedJson,
+  ScimTokenListJson,
+  ScimTokenRevokedJson,
   SessionBody,
   SessionListJson,
   TokenPairJson,
@@ -64,6 +67,12 @@ export interface ManagementClient extends SignInClient {
   sessions(accessToken: string, options?: { readonly mine?: boolean }): Promise<SessionListJson>;
   /** Revokes the caller's other sessions (sign out everywhere else). */
   revokeOtherSessions(accessToken: string): Promise<RevokeOthersJson>;
+  /** Creates a SCIM token for a company directory: the answer carries the token, shown this once. */
+  createScimToken(accessToken: string, name: string): Promise<ScimTokenCreatedJson>;
+  /** The SCIM tokens (never the tokens themselves), revoked ones included. */
+  scimTokens(accessToken: string): Promise<ScimTokenListJson>;
+  /** Revokes a SCIM token (`sct_...`). */
+  revokeScimToken(accessToken: string, id: string): Promise<ScimTokenRevokedJson>;
 }
 
 /** Options of {@link createManagementClient}. */
@@ -249,5 +258,11 @@ export function createManagementClient(options: ManagementClientOptions): Manage
       call<SessionListJson>('GET', `/v1/auth/sessions${options?.mine === true ? '?mine' : ''}`, { bearer: accessToken }),
     revokeOtherSessions: (accessToken) =>
       call<RevokeOthersJson>('POST', '/v1/auth/sessions/revoke-others', { bearer: accessToken, body: {} }),
+    // The answer is a bearer secret: it never comes back over clear text from another machine.
+    createScimToken: (accessToken, name) =>
+      call<ScimTokenCreatedJson>('POST', '/v1/auth/scim-tokens', { bearer: accessToken, body: { name }, secret: true }),
+    scimTokens: (accessToken) => call<ScimTokenListJson>('GET', '/v1/auth/scim-tokens', { bearer: accessToken }),
+    revokeScimToken: (accessToken, id) =>
+      call<ScimTokenRevokedJson>('DELETE', `/v1/auth/scim-tokens/${encodeURIComponent(id)}`, { bearer: accessToken }),
   } satisfies ManagementClient);
 }
