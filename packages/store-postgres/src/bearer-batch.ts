@@ -1,19 +1,20 @@
 import { digestsEqual } from '@svc/core';
-import { ACCESS_COLUMNS } from '@svc/core/sql-rows';
+import { ACCESS_FROM, ACCESS_USER_COLUMNS } from '@svc/core/sql-rows';
 import { type AccessRow, type SessionRecord, toSession } from '@svc/core/store';
 import type { Pool, QueryConfig } from 'pg';
 
 // The hot path of every authenticated request: a named statement, so each connection parses
-// and plans it once. One primary-key lookup; the digest is then compared in constant time.
+// and plans it once. One primary-key lookup (and one of its user's row, whose attributes the
+// principal carries: no second query); the digest is then compared in constant time.
 const SESSION_FOR_ACCESS: Omit<QueryConfig, 'values'> = {
   name: 'svc_session_for_access',
-  text: `SELECT ${ACCESS_COLUMNS} FROM sessions WHERE id = $1`,
+  text: `SELECT ${ACCESS_USER_COLUMNS} FROM ${ACCESS_FROM} WHERE s.id = $1`,
 };
 
 // The same lookup for the bearer checks of one event-loop turn at once (see `BearerBatch.find`).
 const SESSIONS_FOR_ACCESS: Omit<QueryConfig, 'values'> = {
   name: 'svc_sessions_for_access',
-  text: `SELECT ${ACCESS_COLUMNS} FROM sessions WHERE id = ANY($1::text[])`,
+  text: `SELECT ${ACCESS_USER_COLUMNS} FROM ${ACCESS_FROM} WHERE s.id = ANY($1::text[])`,
 };
 
 /** The most bearer checks one query answers; a busier turn sends several. */

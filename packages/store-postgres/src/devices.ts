@@ -13,6 +13,7 @@ import {
 import type { PoolClient } from 'pg';
 import { INSERT_DEVICE, type PgContext } from './context.js';
 import { changes, first, rollback, rows } from './sql.js';
+import { ensureDefaultUser } from './users.js';
 
 /** Inserts `device` unless an active device has its key (the partial unique index decides, also between nodes). */
 export async function insertDevice(_ctx: PgContext, c: PoolClient, device: DeviceRecord): Promise<DeviceRecord | null> {
@@ -99,6 +100,7 @@ export async function consumeBootstrapToken(
     const device = await insertDevice(ctx, c, input.device);
     // The key is taken: undo the claim, the token stays usable for another key.
     if (device === null) return rollback({ kind: 'already_enrolled' });
+    await ensureDefaultUser(c, { subject: device.subject, realm: device.realm, now: device.createdAt });
     await ctx.append(c, event);
     return { kind: 'enrolled', device };
   });
@@ -106,7 +108,9 @@ export async function consumeBootstrapToken(
 
 export async function enrollDevice(ctx: PgContext, device: DeviceRecord, event: AuditEventDraft): Promise<'enrolled' | 'already_enrolled'> {
   return ctx.tx(async (c) => {
-    if ((await insertDevice(ctx, c, device)) === null) return 'already_enrolled';
+    const enrolled = await insertDevice(ctx, c, device);
+    if (enrolled === null) return 'already_enrolled';
+    await ensureDefaultUser(c, { subject: enrolled.subject, realm: enrolled.realm, now: enrolled.createdAt });
     await ctx.append(c, event);
     return 'enrolled';
   });

@@ -5,6 +5,7 @@ import { type DeviceRecord, type IntentRow, type PairingCompletion, type Pairing
 import type { PgContext } from './context.js';
 import { insertDevice } from './devices.js';
 import { changes, first, rollback } from './sql.js';
+import { ensureDefaultUser, lockedUserStatus } from './users.js';
 
 export async function createPairingIntent(ctx: PgContext, intent: PairingIntentRecord, event: AuditEventDraft): Promise<void> {
   await ctx.tx(async (c) => {
@@ -67,6 +68,10 @@ export async function completePairing(
     const device = await insertDevice(ctx, c, input.device);
     // The intent stays live when the key is taken, like a bootstrap token: the admin's code is not wasted.
     if (device === null) return rollback({ kind: 'already_enrolled' });
+    // A disabled user gets no new device: nothing written, the intent stays live.
+    const status = await lockedUserStatus(c, device.subject);
+    if (status === 'disabled') return rollback({ kind: 'user_disabled' });
+    if (status === null) await ensureDefaultUser(c, { subject: device.subject, realm: device.realm, now: device.createdAt });
     await ctx.append(c, event);
     return { kind: 'completed', device };
   });

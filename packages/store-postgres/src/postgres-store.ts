@@ -6,16 +6,24 @@ import {
   classifyStoreErrors,
   type DeviceRecord,
   type FlowRecord,
+  type GroupRecord,
+  type GroupSummary,
   type LinkRecord,
   type LinkSessionOutcome,
   type PairingCompletion,
   type PairingIntentRecord,
   type RotationOutcome,
+  type ScimTokenRecord,
   type SessionRecord,
   STORE_OPERATIONS,
   type Store,
   type StoreStats,
   type TokenPairDigests,
+  type UserChange,
+  type UserChangeContext,
+  type UserChangeOutcome,
+  type UserFilter,
+  type UserRecord,
 } from '@svc/core/store';
 import type { Pool, PoolClient } from 'pg';
 import { AttemptBudget } from './attempt-budget.js';
@@ -30,6 +38,7 @@ import * as pairing from './pairing.js';
 import * as providers from './providers.js';
 import * as sessions from './sessions.js';
 import { transaction } from './sql.js';
+import * as users from './users.js';
 
 export { SEAL_DELAY_MS } from './audit-sealer.js';
 
@@ -170,7 +179,11 @@ export class PostgresStore implements Store {
     return sessions.consumeChallenge(this.#ctx, input);
   }
 
-  async createSession(session: SessionRecord, pair: TokenPairDigests, event: AuditEventDraft): Promise<boolean> {
+  async createSession(
+    session: SessionRecord,
+    pair: TokenPairDigests,
+    event: AuditEventDraft,
+  ): Promise<'created' | 'device_inactive' | 'user_disabled'> {
     return sessions.createSession(this.#ctx, session, pair, event);
   }
 
@@ -258,8 +271,9 @@ export class PostgresStore implements Store {
     link: LinkRecord,
     event: AuditEventDraft,
     pairing?: Parameters<Store['createLink']>[2],
-  ): Promise<'created' | 'already_linked' | 'intent_invalid'> {
-    return providers.createLink(this.#ctx, link, event, pairing);
+    user?: UserRecord,
+  ): Promise<'created' | 'already_linked' | 'intent_invalid' | 'user_disabled'> {
+    return providers.createLink(this.#ctx, link, event, pairing, user);
   }
 
   async getLink(id: string): Promise<LinkRecord | null> {
@@ -310,6 +324,57 @@ export class PostgresStore implements Store {
 
   async hasDpopRecord(input: { readonly key: string; readonly now: number }): Promise<boolean> {
     return sessions.hasDpopRecord(this.#ctx, input);
+  }
+
+  async getUser(subject: string): Promise<UserRecord | null> {
+    return users.getUser(this.#ctx, subject);
+  }
+
+  async listUsers(filter: UserFilter): Promise<readonly UserRecord[]> {
+    return users.listUsers(this.#ctx, filter);
+  }
+
+  async createUser(user: UserRecord, event: AuditEventDraft): Promise<'created' | 'exists' | 'user_name_taken'> {
+    return users.createUser(this.#ctx, user, event);
+  }
+
+  async changeUser(
+    input: { readonly subject: string; readonly now: number },
+    decide: (current: UserRecord, context: UserChangeContext) => UserChange,
+  ): Promise<UserChangeOutcome | { readonly kind: 'user_name_taken' }> {
+    return users.changeUser(this.#ctx, input, decide);
+  }
+
+  async listGroups(filter: { readonly realm?: Realm }): Promise<readonly GroupSummary[]> {
+    return users.listGroups(this.#ctx, filter);
+  }
+
+  async getGroup(id: string): Promise<GroupRecord | null> {
+    return users.getGroup(this.#ctx, id);
+  }
+
+  async saveGroup(group: GroupRecord, event: AuditEventDraft): Promise<'saved' | 'name_taken'> {
+    return users.saveGroup(this.#ctx, group, event);
+  }
+
+  async deleteGroup(input: { readonly id: string; readonly now: number }, event: AuditEventDraft): Promise<boolean> {
+    return users.deleteGroup(this.#ctx, input, event);
+  }
+
+  async createScimToken(token: ScimTokenRecord, event: AuditEventDraft): Promise<void> {
+    return users.createScimToken(this.#ctx, token, event);
+  }
+
+  async useScimToken(input: { readonly digest: string; readonly now: number }): Promise<ScimTokenRecord | null> {
+    return users.useScimToken(this.#ctx, input);
+  }
+
+  async listScimTokens(): Promise<readonly ScimTokenRecord[]> {
+    return users.listScimTokens(this.#ctx);
+  }
+
+  async revokeScimToken(input: { readonly id: string; readonly now: number }, event: AuditEventDraft): Promise<boolean> {
+    return users.revokeScimToken(this.#ctx, input, event);
   }
 
   async reserveAttempts(input: Parameters<Store['reserveAttempts']>[0]): Promise<AttemptReservation> {

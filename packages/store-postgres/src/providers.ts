@@ -1,7 +1,16 @@
 // The PostgreSQL store's operations on provider links and flows (see `PostgresStore`, whose methods call these).
 import type { AuditEventDraft, Realm } from '@svc/core';
-import { consumableFlowSql, counterAdvanceSql, FLOW_COLUMNS, LINK_COLUMNS, liveIntentSql, liveSessionSql } from '@svc/core/sql-rows';
 import {
+  consumableFlowSql,
+  counterAdvanceSql,
+  FLOW_COLUMNS,
+  LINK_COLUMNS,
+  liveIntentSql,
+  liveSessionSql,
+  USER_COLUMNS,
+} from '@svc/core/sql-rows';
+import {
+  defaultUser,
   type FlowRecord,
   type FlowRow,
   type LinkRecord,
@@ -12,18 +21,23 @@ import {
   type Store,
   toFlow,
   toLink,
+  toUser,
+  type UserRecord,
+  type UserRow,
 } from '@svc/core/store';
 import type { PgContext } from './context.js';
 import { insertSession } from './sessions.js';
 import { changes, first, rollback, rows } from './sql.js';
+import { ensureUser, lockedUserStatus, writeUser } from './users.js';
 
 export async function createLink(
   ctx: PgContext,
   link: LinkRecord,
   event: AuditEventDraft,
   pairing?: Parameters<Store['createLink']>[2],
-): Promise<'created' | 'already_linked' | 'intent_invalid'> {
-  return ctx.tx(async (c): Promise<'created' | 'already_linked' | 'intent_invalid'> => {
+  user?: UserRecord,
+): Promise<'created' | 'already_linked' | 'intent_invalid' | 'user_disabled'> {
+  return ctx.tx(async (c): Promise<'created' | 'already_linked' | 'intent_invalid' | 'user_disabled'> => {
     if (pairing !== undefined) {
       // The one conditional update that decides which link completes the intent (device_id
       // stays null: it names devices only; the link.created event names the intent).
@@ -56,6 +70,13 @@ export async function createLink(
     );
     // With an intent, its completion above goes back too: the code is not wasted.
     if (inserted === 0) return pairing === undefined ? 'already_linked' : rollback('already_linked' as const);
+    // A disabled user gets no new credential (the intent's completion goes back too).
+    const status = await lockedUserStatus(c, link.subject);
+    if (status === 'disabled') return rollback('user_disabled' as const);
+    if (user !== undefined && (user.subject !== link.subject || user.realm !== link.realm)) {
+      throw new Error(`the user of link ${link.id} must have its subject and realm`);
+    }
+    if (status === null) await ensureUser(c, user ?? defaultUser({ subject: link.subject, realm: link.realm, now: link.createdAt }));
     await ctx.append(c, event);
     return 'created';
   });
@@ -133,13 +154,18 @@ export async function createLinkSession(
     // winner's committed counter, and only one matches.
     const used =
       input.counter === 'unchanged'
-        ? await changes(c, 'UPDATE links SET last_used_at = $2 WHERE id = $1 AND removed_at IS NULL', [session.deviceId, now])
-        : await changes(
+        ? await first<{ subject: string; realm: Realm }>(
             c,
-            `UPDATE links SET counter = $3, last_used_at = $2 WHERE id = $1 AND removed_at IS NULL AND ${counterAdvanceSql('$3::bigint')}`,
+            'UPDATE links SET last_used_at = $2 WHERE id = $1 AND removed_at IS NULL RETURNING subject, realm',
+            [session.deviceId, now],
+          )
+        : await first<{ subject: string; realm: Realm }>(
+            c,
+            `UPDATE links SET counter = $3, last_used_at = $2 WHERE id = $1 AND removed_at IS NULL AND ${counterAdvanceSql('$3::bigint')}
+             RETURNING subject, realm`,
             [session.deviceId, now, input.counter],
           );
-    if (used === 0) {
+    if (used === undefined) {
       const link = await first<{ removed_at: number | null; counter: number | null }>(
         c,
         'SELECT removed_at, counter FROM links WHERE id = $1',
@@ -148,8 +174,22 @@ export async function createLinkSession(
       if (link === undefined || link.removed_at !== null) return { kind: 'link_removed' };
       return { kind: 'counter_regressed', stored: link.counter };
     }
+    // The user row after the link row, as changeUser takes them, locked for the update of its
+    // sign-in time (a share lock then an update would deadlock two sign-ins of one user): a
+    // concurrent disable either commits first and is seen here, or waits and revokes this session.
+    const row = await first<UserRow>(c, `SELECT ${USER_COLUMNS} FROM users WHERE subject = $1 FOR UPDATE`, [used.subject]);
+    const current = row === undefined ? null : toUser(row);
+    // Nothing is written: the counter's advance goes back too.
+    if (current?.status === 'disabled') return rollback({ kind: 'user_disabled' });
+    const refreshed = input.refresh === undefined ? null : input.refresh(current);
+    if (refreshed !== null && (refreshed.user.subject !== used.subject || refreshed.user.realm !== used.realm)) {
+      throw new Error('a refreshed user must keep its subject and realm');
+    }
+    if (refreshed !== null) await writeUser(c, { ...refreshed.user, lastSignInAt: now });
+    else if (current !== null) await c.query('UPDATE users SET last_sign_in_at = $2 WHERE subject = $1', [used.subject, now]);
     await insertSession(ctx, c, session, input.pair);
     for (const event of events) await ctx.append(c, event);
+    for (const event of refreshed?.events ?? []) await ctx.append(c, event);
     return { kind: 'created' };
   });
 }

@@ -80,31 +80,42 @@ export async function createSession(
   session: SessionRecord,
   pair: TokenPairDigests,
   event: AuditEventDraft,
-): Promise<boolean> {
+): Promise<'created' | 'device_inactive' | 'user_disabled'> {
   // One statement, so one round trip and its own transaction: the device row's share lock, the
-  // session and its pending event commit together or not at all. A concurrent removeDevice
-  // (which updates the device row) either waits for this session and revokes it, or commits
-  // first, and then FOR SHARE re-reads the removed row, selects nothing and nothing is inserted.
-  const created = await first<{ n: number }>(
+  // user's sign-in time, the session and its pending event commit together or not at all. A
+  // concurrent removeDevice (which updates the device row) either waits for this session and
+  // revokes it, or commits first, and then FOR SHARE re-reads the removed row, selects nothing
+  // and nothing is inserted. The user row is taken after the device row (changeUser takes them
+  // in the same order) by the UPDATE that records the sign-in: a changeUser that disables the
+  // user either waits for this session and revokes it, or commits first, and then the UPDATE
+  // re-checks its WHERE on the disabled row and matches nothing. (An UPDATE rather than a share
+  // lock: two sign-ins of one user that each held a share lock and then updated would deadlock.)
+  // A subject without a user row (read in the statement's snapshot) signs in as before.
+  const created = await first<{ n: number; live: number }>(
     ctx.pool,
     {
       name: 'svc_create_session',
       text: `WITH live AS (
        SELECT id FROM devices WHERE id = $4 AND removed_at IS NULL FOR SHARE
+     ), known AS (
+       SELECT 1 FROM users WHERE subject = $3
+     ), signed AS (
+       UPDATE users SET last_sign_in_at = $5 WHERE subject = $3 AND status <> 'disabled' AND EXISTS (SELECT 1 FROM live) RETURNING 1
      ), created AS (
        INSERT INTO sessions (${NEW_SESSION_COLUMNS})
        SELECT $1, $2, $3, live.id, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18 FROM live
+        WHERE EXISTS (SELECT 1 FROM signed) OR NOT EXISTS (SELECT 1 FROM known)
        RETURNING id
      ), audited AS (
        INSERT INTO audit_pending (${PENDING_COLUMNS}) SELECT ${pendingParams(19)} FROM created
      )
-     SELECT count(*)::int AS n FROM created`,
+     SELECT (SELECT count(*)::int FROM created) AS n, (SELECT count(*)::int FROM live) AS live`,
     },
     [...sessionValues(session, pair), ...pendingValues(event)],
   );
-  if (created?.n !== 1) return false;
+  if (created?.n !== 1) return created?.live === 1 ? 'user_disabled' : 'device_inactive';
   ctx.scheduleSeal();
-  return true;
+  return 'created';
 }
 
 export async function insertSession(_ctx: PgContext, c: PoolClient, session: SessionRecord, pair: TokenPairDigests): Promise<void> {

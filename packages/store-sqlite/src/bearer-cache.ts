@@ -17,10 +17,12 @@ interface BearerLookup {
 }
 
 /**
- * Sessions as bearer checks last read them, by id: the hot path of every authenticated request
- * skips its query while nothing changed. Never stale: every write of this connection that
- * changes a session's pair or revocation drops that session ({@link BearerCache.drop}: a
- * rotation, a revocation, a reuse; a device removal drops them all), and any commit by another
+ * Sessions as bearer checks last read them (each with its user's attributes), by id: the hot
+ * path of every authenticated request skips its query while nothing changed. Never stale: every
+ * write of this connection that changes a session's pair or revocation drops that session
+ * ({@link BearerCache.drop}: a rotation, a revocation, a reuse; a device removal drops them all),
+ * every write that changes a user drops its subject's sessions ({@link BearerCache.dropSubject};
+ * a group's deletion drops them all), and any commit by another
  * connection or process (a CLI revocation, another server) changes `data_version`, which is
  * read before each use and then empties the whole cache.
  *
@@ -46,6 +48,14 @@ export class BearerCache {
   /** Forgets one session (its pair or revocation changed). */
   drop(sessionId: string): void {
     this.#entries.delete(sessionId);
+  }
+
+  /**
+   * Forgets every session of `subject` (its user changed: the attributes the check answers with
+   * them). Walks the cache: user changes are rare beside bearer checks.
+   */
+  dropSubject(subject: string): void {
+    for (const [id, entry] of this.#entries) if (entry.record.subject === subject) this.#entries.delete(id);
   }
 
   /** Forgets every session (many changed at once). */

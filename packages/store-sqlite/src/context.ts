@@ -1,5 +1,5 @@
-import type { AuditEvent, AuditEventDraft } from '@svc/core';
-import type { DeviceRecord, DeviceRow, SessionRecord, TokenPairDigests } from '@svc/core/store';
+import type { AuditEvent, AuditEventDraft, Realm } from '@svc/core';
+import type { DeviceRecord, DeviceRow, SessionRecord, TokenPairDigests, UserRecord, UserRow } from '@svc/core/store';
 import type Database from 'better-sqlite3';
 import type { BearerCache } from './bearer-cache.js';
 import type { WriteQueue } from './write-queue.js';
@@ -22,4 +22,14 @@ export interface SqliteContext {
   insertDevice(device: DeviceRecord): DeviceRecord;
   /** Inserts a session with its first pair (see `SqliteSessions.insertSession`). */
   insertSession(session: SessionRecord, pair: TokenPairDigests): void;
+  /** The user row of a subject, if any (see `SqliteUsers.userRow`). */
+  userRow(subject: string): UserRow | undefined;
+  /** Inserts a user unless its subject has one; true when inserted (see `SqliteUsers.insertUser`). */
+  insertUser(user: UserRecord): boolean;
+  /** Creates the subject's user (active, no attributes) when it has none (see `SqliteUsers.ensureUser`). */
+  ensureUser(subject: string, realm: Realm, now: number): void;
+  /** Writes a user over its row (see `SqliteUsers.writeUser`). */
+  writeUser(user: UserRecord): void;
+  /** Records a sign-in as the user's lastSignInAt (see `SqliteUsers.signedIn`). */
+  signedIn(subject: string, now: number): void;
 }

@@ -72,6 +72,7 @@ export class SqliteDevices {
       name: device.name,
       createdAt: device.createdAt,
     });
+    this.#ctx.ensureUser(device.subject, device.realm, device.createdAt);
     const row = this.#s.deviceById.get(device.id);
     if (row === undefined) throw new Error(`device ${device.id} vanished inside the transaction that inserted it`);
     return toDevice(row);

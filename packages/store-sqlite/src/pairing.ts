@@ -93,6 +93,7 @@ export class SqlitePairing {
         keyTaken: this.#ctx.activeDeviceWithKey(input.device.publicKey) !== undefined,
       });
       if (decision.kind !== 'complete') return decision;
+      if (this.#ctx.userRow(input.device.subject)?.status === 'disabled') return { kind: 'user_disabled' };
       const device = this.#ctx.insertDevice(input.device);
       this.#s.completeIntent.run({ id: input.id, now: input.now, deviceId: device.id });
       this.#ctx.append(event);

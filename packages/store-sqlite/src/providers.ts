@@ -6,6 +6,7 @@ import {
   type FlowRecord,
   type FlowRow,
   type IntentRow,
+  isCounterAdvance,
   type LinkRecord,
   type LinkRow,
   type LinkSessionOutcome,
@@ -15,6 +16,8 @@ import {
   toFlow,
   toIntent,
   toLink,
+  toUser,
+  type UserRecord,
 } from '@svc/core/store';
 import type Database from 'better-sqlite3';
 import type { SqliteContext } from './context.js';
@@ -75,8 +78,12 @@ export class SqliteProviders {
     link: LinkRecord,
     event: AuditEventDraft,
     pairing?: Parameters<Store['createLink']>[2],
-  ): Promise<'created' | 'already_linked' | 'intent_invalid'> {
-    return this.#ctx.writes.run((): 'created' | 'already_linked' | 'intent_invalid' => {
+    user?: UserRecord,
+  ): Promise<'created' | 'already_linked' | 'intent_invalid' | 'user_disabled'> {
+    if (user !== undefined && (user.subject !== link.subject || user.realm !== link.realm)) {
+      throw new TypeError(`the user of link ${link.id} must have its subject and realm`);
+    }
+    return this.#ctx.writes.run((): 'created' | 'already_linked' | 'intent_invalid' | 'user_disabled' => {
       if (pairing !== undefined) {
         const intent = this.#s.intentById.get(pairing.id);
         const decision = decidePairingCompletion(intent && toIntent(intent), {
@@ -86,8 +93,14 @@ export class SqliteProviders {
         });
         if (decision.kind !== 'complete') return 'intent_invalid';
       }
+      const live = { realm: link.realm, issuer: link.issuer, externalSubject: link.externalSubject };
+      if (this.#s.liveLink.get(live) !== undefined) return 'already_linked';
+      if (this.#ctx.userRow(link.subject)?.status === 'disabled') return 'user_disabled';
       // The partial unique index decides: a live link of the same identity makes this a no-op.
       if (this.#s.insertLink.run(link).changes === 0) return 'already_linked';
+      // A new subject's user (just in time), or the default one; an existing user is kept.
+      if (user !== undefined) this.#ctx.insertUser(user);
+      else this.#ctx.ensureUser(link.subject, link.realm, link.createdAt);
       // `device_id` stays null: it names devices only; the `link.created` event names the intent.
       if (pairing !== undefined) this.#s.completeLinkIntent.run({ id: pairing.id, now: pairing.now });
       this.#ctx.append(event);
@@ -138,19 +151,30 @@ export class SqliteProviders {
   ): Promise<LinkSessionOutcome> {
     return this.#ctx.writes.run((): LinkSessionOutcome => {
       const { session, now } = input;
-      // Inside the write transaction (one writer at a time): the link's state cannot change
-      // between this conditional update and the session's insert.
-      const used =
-        input.counter === 'unchanged'
-          ? this.#s.touchLink.run({ id: session.deviceId, now }).changes
-          : this.#s.useLink.run({ id: session.deviceId, now, counter: input.counter }).changes;
-      if (used === 0) {
-        const link = this.#s.linkById.get(session.deviceId);
-        if (link === undefined || link.removed_at !== null) return { kind: 'link_removed' };
+      // Inside the write transaction (one writer at a time): the link's and the user's state
+      // cannot change between these reads, the conditional update and the session's insert.
+      const link = this.#s.linkById.get(session.deviceId);
+      if (link === undefined || link.removed_at !== null) return { kind: 'link_removed' };
+      if (input.counter !== 'unchanged' && !isCounterAdvance(link.counter, input.counter)) {
         return { kind: 'counter_regressed', stored: link.counter };
       }
+      const row = this.#ctx.userRow(link.subject);
+      if (row?.status === 'disabled') return { kind: 'user_disabled' };
+      // Decided before anything is written (a refresh that throws rolls this write back anyway).
+      const refreshed = input.refresh === undefined ? null : input.refresh(row === undefined ? null : toUser(row));
+      if (refreshed !== null && (refreshed.user.subject !== link.subject || refreshed.user.realm !== link.realm)) {
+        throw new Error('a refreshed user must keep its subject and realm');
+      }
+      const used =
+        input.counter === 'unchanged'
+          ? this.#s.touchLink.run({ id: link.id, now }).changes
+          : this.#s.useLink.run({ id: link.id, now, counter: input.counter }).changes;
+      if (used === 0) return { kind: 'counter_regressed', stored: link.counter };
       this.#ctx.insertSession(session, input.pair);
+      if (refreshed !== null) this.#ctx.writeUser(refreshed.user);
+      this.#ctx.signedIn(link.subject, now);
       for (const event of events) this.#ctx.append(event);
+      for (const event of refreshed?.events ?? []) this.#ctx.append(event);
       return { kind: 'created' };
     });
   }

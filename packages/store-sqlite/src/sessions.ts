@@ -169,15 +169,22 @@ export class SqliteSessions {
     return this.#s.hasDpopRecord.get(input.key, input.now) !== undefined;
   }
 
-  async createSession(session: SessionRecord, pair: TokenPairDigests, event: AuditEventDraft): Promise<boolean> {
+  async createSession(
+    session: SessionRecord,
+    pair: TokenPairDigests,
+    event: AuditEventDraft,
+  ): Promise<'created' | 'device_inactive' | 'user_disabled'> {
     return this.#ctx.writes.run(() => {
-      // The device is re-read inside the write transaction: a removal committed after the
-      // sign-in looked the device up must win, never leave a live session behind.
+      // The device and the user are re-read inside the write transaction: a removal or a
+      // disable committed after the sign-in looked the device up must win, never leave a live
+      // session behind.
       const device = this.#s.deviceById.get(session.deviceId);
-      if (device === undefined || device.removed_at !== null) return false;
+      if (device === undefined || device.removed_at !== null) return 'device_inactive';
+      if (this.#ctx.userRow(session.subject)?.status === 'disabled') return 'user_disabled';
       this.#ctx.insertSession(session, pair);
+      this.#ctx.signedIn(session.subject, session.createdAt);
       this.#ctx.append(event);
-      return true;
+      return 'created';
     });
   }
 

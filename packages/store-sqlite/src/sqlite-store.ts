@@ -1,5 +1,5 @@
 import type { AuditEvent, AuditEventDraft, Realm } from '@svc/core';
-import { ACCESS_COLUMNS } from '@svc/core/sql-rows';
+import { ACCESS_FROM, ACCESS_USER_COLUMNS } from '@svc/core/sql-rows';
 import {
   type AccessRow,
   type AttemptReservation,
@@ -8,17 +8,25 @@ import {
   classifyStoreErrors,
   type DeviceRecord,
   type FlowRecord,
+  type GroupRecord,
+  type GroupSummary,
   type LinkRecord,
   type LinkSessionOutcome,
   type PairingCompletion,
   type PairingIntentRecord,
   type RotationOutcome,
+  type ScimTokenRecord,
   type SessionRecord,
   STORE_OPERATIONS,
   type Store,
   type StoreStats,
   StoreUnavailableError,
   type TokenPairDigests,
+  type UserChange,
+  type UserChangeContext,
+  type UserChangeOutcome,
+  type UserFilter,
+  type UserRecord,
 } from '@svc/core/store';
 import type Database from 'better-sqlite3';
 import { SqliteAuditTrail } from './audit-trail.js';
@@ -32,6 +40,7 @@ import { SqliteMaintenance } from './maintenance.js';
 import { SqlitePairing } from './pairing.js';
 import { SqliteProviders } from './providers.js';
 import { SqliteSessions } from './sessions.js';
+import { SqliteUsers } from './users.js';
 import { DEFAULT_LOCK_WAIT_MS, WriteQueue } from './write-queue.js';
 
 export { DEFAULT_LOCK_WAIT_MS } from './write-queue.js';
@@ -46,7 +55,8 @@ function prepareStatements(db: Db) {
     // Health's probe of a known fault (see ping): a commit that rewrites one page, changing nothing.
     probeTouch: p<[]>('UPDATE project SET created_at = created_at'),
     dataVersion: p<[], number>('PRAGMA data_version').pluck(true),
-    sessionForAccess: p<[string], AccessRow>(`SELECT ${ACCESS_COLUMNS} FROM sessions WHERE id = ?`),
+    // The session and its user's attributes in one query: two primary-key lookups.
+    sessionForAccess: p<[string], AccessRow>(`SELECT ${ACCESS_USER_COLUMNS} FROM ${ACCESS_FROM} WHERE s.id = ?`),
   };
 }
 
@@ -93,6 +103,7 @@ export class SqliteStore implements Store {
   readonly #pairing: SqlitePairing;
   readonly #providers: SqliteProviders;
   readonly #maintenance: SqliteMaintenance;
+  readonly #users: SqliteUsers;
 
   /** Wraps an open, migrated connection; use `openSqliteStore` rather than calling this. */
   constructor(
@@ -129,6 +140,11 @@ export class SqliteStore implements Store {
       activeDeviceWithKey: (publicKey) => this.#devices.activeDeviceWithKey(publicKey),
       insertDevice: (device) => this.#devices.insertDevice(device),
       insertSession: (session, pair) => this.#sessions.insertSession(session, pair),
+      userRow: (subject) => this.#users.userRow(subject),
+      insertUser: (user) => this.#users.insertUser(user),
+      ensureUser: (subject, realm, now) => this.#users.ensureUser(subject, realm, now),
+      writeUser: (user) => this.#users.writeUser(user),
+      signedIn: (subject, now) => this.#users.signedIn(subject, now),
     };
     this.#devices = new SqliteDevices(ctx);
     this.#sessions = new SqliteSessions(ctx);
@@ -136,6 +152,7 @@ export class SqliteStore implements Store {
     this.#pairing = new SqlitePairing(ctx);
     this.#providers = new SqliteProviders(ctx);
     this.#maintenance = new SqliteMaintenance(ctx);
+    this.#users = new SqliteUsers(ctx);
   }
 
   /**
@@ -240,7 +257,11 @@ export class SqliteStore implements Store {
     return this.#sessions.hasDpopRecord(input);
   }
 
-  async createSession(session: SessionRecord, pair: TokenPairDigests, event: AuditEventDraft): Promise<boolean> {
+  async createSession(
+    session: SessionRecord,
+    pair: TokenPairDigests,
+    event: AuditEventDraft,
+  ): Promise<'created' | 'device_inactive' | 'user_disabled'> {
     return this.#sessions.createSession(session, pair, event);
   }
 
@@ -329,8 +350,9 @@ export class SqliteStore implements Store {
     link: LinkRecord,
     event: AuditEventDraft,
     pairing?: Parameters<Store['createLink']>[2],
-  ): Promise<'created' | 'already_linked' | 'intent_invalid'> {
-    return this.#providers.createLink(link, event, pairing);
+    user?: UserRecord,
+  ): Promise<'created' | 'already_linked' | 'intent_invalid' | 'user_disabled'> {
+    return this.#providers.createLink(link, event, pairing, user);
   }
 
   async getLink(id: string): Promise<LinkRecord | null> {
@@ -373,6 +395,57 @@ export class SqliteStore implements Store {
 
   async consumeFlow(input: { readonly id: string; readonly now: number }): Promise<FlowRecord | null> {
     return this.#providers.consumeFlow(input);
+  }
+
+  async getUser(subject: string): Promise<UserRecord | null> {
+    return this.#users.getUser(subject);
+  }
+
+  async listUsers(filter: UserFilter): Promise<readonly UserRecord[]> {
+    return this.#users.listUsers(filter);
+  }
+
+  async createUser(user: UserRecord, event: AuditEventDraft): Promise<'created' | 'exists' | 'user_name_taken'> {
+    return this.#users.createUser(user, event);
+  }
+
+  async changeUser(
+    input: { readonly subject: string; readonly now: number },
+    decide: (current: UserRecord, context: UserChangeContext) => UserChange,
+  ): Promise<UserChangeOutcome | { readonly kind: 'user_name_taken' }> {
+    return this.#users.changeUser(input, decide);
+  }
+
+  async listGroups(filter: { readonly realm?: Realm }): Promise<readonly GroupSummary[]> {
+    return this.#users.listGroups(filter);
+  }
+
+  async getGroup(id: string): Promise<GroupRecord | null> {
+    return this.#users.getGroup(id);
+  }
+
+  async saveGroup(group: GroupRecord, event: AuditEventDraft): Promise<'saved' | 'name_taken'> {
+    return this.#users.saveGroup(group, event);
+  }
+
+  async deleteGroup(input: { readonly id: string; readonly now: number }, event: AuditEventDraft): Promise<boolean> {
+    return this.#users.deleteGroup(input, event);
+  }
+
+  async createScimToken(token: ScimTokenRecord, event: AuditEventDraft): Promise<void> {
+    return this.#users.createScimToken(token, event);
+  }
+
+  async useScimToken(input: { readonly digest: string; readonly now: number }): Promise<ScimTokenRecord | null> {
+    return this.#users.useScimToken(input);
+  }
+
+  async listScimTokens(): Promise<readonly ScimTokenRecord[]> {
+    return this.#users.listScimTokens();
+  }
+
+  async revokeScimToken(input: { readonly id: string; readonly now: number }, event: AuditEventDraft): Promise<boolean> {
+    return this.#users.revokeScimToken(input, event);
   }
 
   async reserveAttempts(_input: Parameters<Store['reserveAttempts']>[0]): Promise<AttemptReservation> {

@@ -13,6 +13,7 @@ import { revocationSuite } from './suites/revocation-suite.js';
 import { sessionsSuite } from './suites/sessions-suite.js';
 import { signInSuite } from './suites/sign-in-suite.js';
 import { statsSuite } from './suites/stats-suite.js';
+import { usersSuite } from './suites/users-suite.js';
 
 /**
  * Registers the store conformance suite with `node:test`: every store operation, at the store
@@ -43,5 +44,6 @@ export function storeConformance(name: string, factory: StoreFactory): void {
     linksSuite(ctx);
     providerSuite(ctx);
     dpopSuite(ctx);
+    usersSuite(ctx);
   });
 }

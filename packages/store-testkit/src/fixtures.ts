@@ -28,6 +28,7 @@ import {
   newSessionRecord,
   type RotationOutcome,
   type SessionRecord,
+  type SessionUser,
   type Store,
   sealSuccessor,
   type TokenPairDigests,
@@ -182,8 +183,16 @@ export async function createStoreSession(
       data: { amr: 'ed25519' },
     }),
   );
-  if (!created) throw new Error(`createSession refused a session for active device ${device.id}`);
+  if (created !== 'created') throw new Error(`createSession refused a session for device ${device.id}: ${created}`);
   return { session, pair };
+}
+
+/** The attributes the bearer check reads for a user that has none set (a default user). */
+export const NO_ATTRIBUTES: SessionUser = Object.freeze({ name: null, email: null, emailVerified: false, groups: Object.freeze([]) });
+
+/** `session` as the bearer check answers it: with its user's attributes (null: the subject has no user). */
+export function withUser(session: SessionRecord, user: SessionUser | null): SessionRecord {
+  return { ...session, user };
 }
 
 /** Presents a refresh token straight to the store; `calls` counts how often the audit callback ran. */

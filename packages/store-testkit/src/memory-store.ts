@@ -10,14 +10,14 @@ import {
   clampPairToSession,
   type DeviceRecord,
   decideAttemptWindow,
-  defaultUser,
-  type GroupRecord,
-  type GroupSummary,
   decideBootstrapConsumption,
   decideDeviceRemoval,
   decidePairingCompletion,
   decidePairingFailure,
+  defaultUser,
   type FlowRecord,
+  type GroupRecord,
+  type GroupSummary,
   gracePairEnded,
   isChallengeConsumable,
   isCounterAdvance,
@@ -702,7 +702,8 @@ export class MemoryStore implements Store {
       }
       if (this.#userNameTaken(change.user)) return { kind: 'user_name_taken' };
       this.#d.users.set(current.subject, Object.freeze({ ...change.user }));
-      const revokedSessions = change.revokeSessions === null ? 0 : this.#revokeSubjectSessions(current.subject, input.now, change.revokeSessions);
+      const revokedSessions =
+        change.revokeSessions === null ? 0 : this.#revokeSubjectSessions(current.subject, input.now, change.revokeSessions);
       for (const event of change.events) this.#append(event);
       return { kind: 'updated', user: this.#d.users.get(current.subject) as UserRecord, revokedSessions };
     }
@@ -728,7 +729,8 @@ export class MemoryStore implements Store {
     const groups = new Map<string, { realm: Realm; name: string; id: string | null; members: number }>();
     const key = (realm: Realm, name: string): string => `${realm}\u0000${name}`;
     for (const g of this.#d.groups.values()) {
-      if (filter.realm === undefined || g.realm === filter.realm) groups.set(key(g.realm, g.name), { realm: g.realm, name: g.name, id: g.id, members: 0 });
+      if (filter.realm === undefined || g.realm === filter.realm)
+        groups.set(key(g.realm, g.name), { realm: g.realm, name: g.name, id: g.id, members: 0 });
     }
     for (const u of this.#d.users.values()) {
       if (filter.realm !== undefined && u.realm !== filter.realm) continue;
@@ -762,7 +764,10 @@ export class MemoryStore implements Store {
     for (const [subject, u] of this.#d.users) {
       if (u.realm !== group.realm || !u.groups.includes(group.name)) continue;
       const groups = Object.freeze(u.groups.filter((g) => g !== group.name));
-      this.#d.users.set(subject, Object.freeze({ ...u, groups, groupsSource: groups.length === 0 ? null : u.groupsSource, updatedAt: input.now }));
+      this.#d.users.set(
+        subject,
+        Object.freeze({ ...u, groups, groupsSource: groups.length === 0 ? null : u.groupsSource, updatedAt: input.now }),
+      );
     }
     this.#append(event);
     return true;

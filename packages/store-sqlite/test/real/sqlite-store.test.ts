@@ -10,6 +10,7 @@ import {
   removeDevice,
   revokeSession,
   rotateRefreshToken,
+  updateUser,
   verifyAuditChain,
 } from '@svc/core';
 import { ConfigError, type EdnValue } from '@svc/core/config';
@@ -319,6 +320,56 @@ for (const bearerCacheSessions of [undefined, 1])
         await secondAdmin(w.deps);
         await removeDevice(w.deps, { principal, deviceId: principal.device });
         await refused(w.deps, pair.access_token);
+      }));
+
+    test("a user's attributes changed by this connection or by another show on the very next check", () =>
+      withCachedSession(async (w) => {
+        const actor = { via: 'cli', subject: null, session: null } as const;
+        const claims = async () => (await authenticate(w.deps, { token: w.second.access_token, realm: 'management' })).claims;
+        assert.equal((await claims()).email, undefined);
+        await updateUser(w.deps, {
+          subject: w.principal.subject,
+          attributes: { email: 'ada@example.com', groups: ['ops'] },
+          actor,
+          source: 'operator',
+        });
+        assert.equal((await claims()).email, 'ada@example.com');
+        await updateUser(w.otherDeps, { subject: w.principal.subject, attributes: { name: 'Ada' }, actor, source: 'operator' });
+        assert.equal((await claims()).name, 'Ada');
+        assert.deepEqual((await claims()).groups, ['ops']);
+        // A group's deletion on this connection takes the name off the cached session's user.
+        const group = {
+          id: 'grp_01KAQ0000000000000000000G1',
+          realm: 'management' as const,
+          name: 'ops',
+          externalId: null,
+          createdAt: 0,
+          updatedAt: 0,
+        };
+        await w.cacher.saveGroup(group, {
+          id: 'evt_01KAQ0000000000000000000E1',
+          at: 0,
+          type: 'group.saved',
+          realm: null,
+          subject: null,
+          deviceId: null,
+          sessionId: null,
+          data: {},
+        });
+        await w.cacher.deleteGroup(
+          { id: group.id, now: w.clock.now() },
+          {
+            id: 'evt_01KAQ0000000000000000000E2',
+            at: 0,
+            type: 'group.removed',
+            realm: null,
+            subject: null,
+            deviceId: null,
+            sessionId: null,
+            data: {},
+          },
+        );
+        assert.equal((await claims()).groups, undefined);
       }));
   });
 
@@ -679,6 +730,106 @@ describe('sqlite store: migration 10 (grace pair erasure)', () => {
       ]);
     } finally {
       after.close();
+    }
+  });
+});
+
+describe('sqlite store: migration 12 (users, groups, SCIM tokens)', () => {
+  test('a version 11 store gets a user (active, no attributes, created with its first credential) for every subject holding or having held a device or link', async () => {
+    const file = freshFile();
+    const raw = new Database(file);
+    raw.pragma('journal_mode = WAL');
+    raw.pragma('foreign_keys = ON');
+    raw.exec('CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT');
+    for (const m of loadMigrations().filter((m) => m.version <= 11)) {
+      raw.exec(m.sql);
+      raw.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, 0)').run(m.version, m.name);
+    }
+    const device = raw.prepare(
+      'INSERT INTO devices (id, public_key, realm, subject, name, created_at, removed_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+    );
+    // An admin with two devices (the later one removed), an application user whose only device
+    // was removed, and one with a device and an older link.
+    device.run('dev_01KAQ0000000000000000000A1', 'a1'.repeat(32), 'management', 'sub_01KAQ0000000000000000000AD', 'laptop', 2000, null);
+    device.run('dev_01KAQ0000000000000000000A2', 'a2'.repeat(32), 'management', 'sub_01KAQ0000000000000000000AD', 'phone', 1000, 5000);
+    device.run('dev_01KAQ0000000000000000000R1', 'b1'.repeat(32), 'application', 'sub_01KAQ0000000000000000000RM', 'kiosk', 3000, 4000);
+    device.run('dev_01KAQ0000000000000000000L1', 'c1'.repeat(32), 'application', 'sub_01KAQ0000000000000000000LK', 'tablet', 7000, null);
+    raw
+      .prepare(
+        `INSERT INTO links (id, realm, subject, provider, issuer, external_subject, name, created_at)
+         VALUES ('lnk_01KAQ0000000000000000000L1', 'application', 'sub_01KAQ0000000000000000000LK', 'corp', 'https://login.example.com', 'ann', 'ann', 6000)`,
+      )
+      .run();
+    raw
+      .prepare(
+        `INSERT INTO sessions (id, realm, subject, device_id, created_at, expires_at, access_digest, access_expires_at, refresh_digest, refresh_expires_at)
+         VALUES ('ses_01KAQ0000000000000000000S1', 'management', 'sub_01KAQ0000000000000000000AD', 'dev_01KAQ0000000000000000000A1', 2000, 9e12, ?, 9e12, ?, 9e12)`,
+      )
+      .run('d1'.repeat(32), 'e1'.repeat(32));
+    raw.close();
+    for (const f of [file, `${file}-wal`, `${file}-shm`]) if (existsSync(f)) chmodSync(f, 0o600);
+
+    const store = await openSqliteStore({ file });
+    try {
+      const users = await store.listUsers({ limit: 10 });
+      const blank = (subject: string, realm: 'management' | 'application', createdAt: number) => ({
+        subject,
+        realm,
+        userName: null,
+        externalId: null,
+        name: null,
+        nameSource: null,
+        email: null,
+        emailVerified: false,
+        emailSource: null,
+        groups: [],
+        groupsSource: null,
+        status: 'active',
+        createdAt,
+        updatedAt: createdAt,
+        lastSignInAt: null,
+        disabledAt: null,
+      });
+      assert.deepEqual(users, [
+        blank('sub_01KAQ0000000000000000000AD', 'management', 1000),
+        blank('sub_01KAQ0000000000000000000LK', 'application', 6000),
+        blank('sub_01KAQ0000000000000000000RM', 'application', 3000),
+      ]);
+      // The bearer check reads the backfilled user with the session.
+      const session = await store.findSessionByAccessDigest('ses_01KAQ0000000000000000000S1', 'd1'.repeat(32));
+      assert.deepEqual(session?.user, { name: null, email: null, emailVerified: false, groups: [] });
+      assert.deepEqual(await store.listGroups({}), []);
+      assert.deepEqual(await store.listScimTokens(), []);
+    } finally {
+      await store.close();
+    }
+    const after = new Database(file, { readonly: true });
+    try {
+      assert.equal(after.prepare('SELECT MAX(version) FROM schema_migrations').pluck().get(), 12);
+      const indexes = after
+        .prepare("SELECT name FROM sqlite_schema WHERE type = 'index' AND tbl_name IN ('users', 'groups') ORDER BY name")
+        .pluck()
+        .all();
+      assert.ok(
+        indexes.includes('users_realm_user_name') && indexes.includes('users_realm_email') && indexes.includes('groups_realm_name'),
+      );
+    } finally {
+      after.close();
+    }
+  });
+
+  test('a userName names one user of a realm even for a write that skips the store (the unique index decides)', async () => {
+    const file = freshFile();
+    const store = await openSqliteStore({ file });
+    await store.close();
+    const raw = new Database(file);
+    try {
+      const insert = raw.prepare("INSERT INTO users (subject, realm, user_name, created_at, updated_at) VALUES (?, ?, 'ada', 0, 0)");
+      insert.run('sub_01KAQ0000000000000000000U1', 'application');
+      insert.run('sub_01KAQ0000000000000000000U2', 'management');
+      assert.throws(() => insert.run('sub_01KAQ0000000000000000000U3', 'application'), /UNIQUE constraint failed/);
+    } finally {
+      raw.close();
     }
   });
 });

@@ -288,7 +288,7 @@ export function linksSuite(ctx: SuiteContext): void {
           expiresAt: deps.clock.now() + minutes(60),
           pair: pairFor.digests,
         });
-        assert.equal(await store.createSession(asDevice, pairFor.digests, auditDraft(deps, 'session.created', {})), false);
+        assert.equal(await store.createSession(asDevice, pairFor.digests, auditDraft(deps, 'session.created', {})), 'device_inactive');
         await removeLinkAt(deps, link);
         const before = await auditLength(store);
         assert.deepEqual((await linkSession(deps, link, null)).outcome, { kind: 'link_removed' });
