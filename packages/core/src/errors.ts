@@ -88,13 +88,16 @@ export const ERROR_CODES = {
     meaning:
       'the user is disabled (by an operator, the company directory, or because new users wait for approval): every sign-in is refused until an operator enables them',
   },
-  user_exists: { status: 409, title: 'Conflict', meaning: 'a user with that subject, or with that SCIM userName in the realm, already exists' },
+  user_exists: {
+    status: 409,
+    title: 'Conflict',
+    meaning: 'a user with that subject, or with that SCIM userName in the realm, already exists',
+  },
   group_exists: { status: 409, title: 'Conflict', meaning: 'a group with that name already exists in the realm' },
   last_management_user: {
     status: 409,
     title: 'Conflict',
-    meaning:
-      'refusing to disable or remove the last active management user who can sign in: enroll or enable another administrator first',
+    meaning: 'refusing to disable or remove the last active management user who can sign in: enroll or enable another administrator first',
   },
   invalid_scim_token: { status: 401, title: 'Unauthorized', meaning: 'the SCIM bearer token is missing, unknown or revoked' },
   forbidden_host: {
@@ -298,7 +301,11 @@ export const CORE_FAILURE_CODES = defineFailureCodes({
 export type CoreFailureCode = keyof typeof CORE_FAILURE_CODES;
 
 /** The error classes of core whose `code` is an HTTP code of {@link ERROR_CODES}, for the docs. */
-export const HTTP_ERROR_CLASSES = ['AuthError (@svc/core)', 'StoreUnavailableError (@svc/core, always `store_unavailable`)'] as const;
+export const HTTP_ERROR_CLASSES = [
+  'AuthError (@svc/core)',
+  'StoreUnavailableError (@svc/core, always `store_unavailable`)',
+  'ScimError (@svc/core, an AuthError with its SCIM `scimType`)',
+] as const;
 
 /**
  * Whether `value` is a failure code of a table defined in this process ({@link defineFailureCodes}):

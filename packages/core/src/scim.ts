@@ -44,17 +44,16 @@ export type ScimType =
   | 'noTarget'
   | 'tooMany';
 
-/** A SCIM refusal: the HTTP status, the RFC 7644 `scimType` (when one fits) and a detail for the administrator. */
-export class ScimError extends Error {
-  readonly status: number;
+/**
+ * A SCIM refusal: an {@link AuthError} (its registered `code` gives the HTTP status) with the
+ * RFC 7644 `scimType` that fits, if any.
+ */
+export class ScimError extends AuthError {
   readonly scimType: ScimType | null;
-  readonly detail: string;
-  constructor(status: number, scimType: ScimType | null, detail: string) {
-    super(detail);
+  constructor(code: ErrorCode, scimType: ScimType | null, detail: string) {
+    super(code, detail);
     this.name = 'ScimError';
-    this.status = status;
     this.scimType = scimType;
-    this.detail = detail;
   }
 }
 
@@ -83,16 +82,17 @@ const SCIM_TYPE_OF_CODE: Partial<Record<ErrorCode, ScimType>> = {
 export function scimErrorOf(err: unknown): ScimError {
   if (err instanceof ScimError) return err;
   if (err instanceof AuthError) {
-    return new ScimError(err.status, SCIM_TYPE_OF_CODE[err.code] ?? null, err.expose ? err.detail : 'the request failed');
+    const detail = err.expose ? err.detail : 'the request failed';
+    return new ScimError(err.code, SCIM_TYPE_OF_CODE[err.code] ?? null, detail);
   }
-  return new ScimError(500, null, 'the request failed');
+  return new ScimError('internal_error', null, 'the request failed');
 }
 
 /**
  * The RFC 7644 §3.12 body of a SCIM error (`status` is a string there).
  *
  * @example
- * scimErrorJson(new ScimError(409, 'uniqueness', 'userName is taken'));
+ * scimErrorJson(new ScimError('user_exists', 'uniqueness', 'userName is taken'));
  */
 export function scimErrorJson(err: ScimError): ScimErrorJson {
   return {
@@ -104,7 +104,7 @@ export function scimErrorJson(err: ScimError): ScimErrorJson {
 }
 
 function invalid(detail: string, scimType: ScimType = 'invalidValue'): ScimError {
-  return new ScimError(400, scimType, detail);
+  return new ScimError('invalid_request', scimType, detail);
 }
 
 function isObject(v: unknown): v is Record<string, unknown> {

@@ -15,8 +15,8 @@ import type {
   StoreStats,
   UserRecord,
 } from './store.js';
-import type { AttributeSource, UserStatus } from './users.js';
 import { isSessionLive } from './store-rules.js';
+import type { AttributeSource, UserStatus } from './users.js';
 
 // The relational layout both SQL store addons share: the same tables and column names in the
 // SQLite and PostgreSQL migrations, rows as their drivers return them (times as numbers; the

@@ -99,7 +99,7 @@ export function checkEmail(email: unknown): { readonly email: string } | { reado
   const local = trimmed.slice(0, at);
   const domainIn = trimmed.slice(at + 1);
   if (local.length > 64 || !LOCAL_PART.test(local)) {
-    return { problem: 'email: the part before @ must be ASCII letters, digits and !#$%&\'*+/=?^_`{|}~.- (no quotes or spaces)' };
+    return { problem: "email: the part before @ must be ASCII letters, digits and !#$%&'*+/=?^_`{|}~.- (no quotes or spaces)" };
   }
   const domain = domainToASCII(domainIn.normalize('NFC'));
   const labels = domain.split('.');

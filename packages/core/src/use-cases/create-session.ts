@@ -101,7 +101,8 @@ export async function createSession(
       data: { challenge_id: challenge.id, amr: 'ed25519' },
     }),
   );
-  if (created === 'device_inactive') throw await fail('invalid_signature', 'device_removed', `the key is not enrolled in the ${realm} realm`);
+  if (created === 'device_inactive')
+    throw await fail('invalid_signature', 'device_removed', `the key is not enrolled in the ${realm} realm`);
   if (created === 'user_disabled') throw await fail('user_disabled', 'user_disabled', 'the user is disabled: an operator must enable them');
   deps.log.info({ event: 'session.created', session_id: session.id, device_id: device.id, realm }, 'session created');
   return tokenPairToJson(session, access, refresh, now, s.senderConstraint[realm] === 'required');

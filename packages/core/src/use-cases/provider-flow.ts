@@ -430,7 +430,8 @@ export async function finishProviderFlow(
       throw await fail('invalid_pairing_intent', 'pairing_intent_used', 'the link intent was completed, burned or expired meanwhile', flow);
     }
     if (created === 'already_linked') return null;
-    if (created === 'user_disabled') throw await fail('user_disabled', 'user_disabled', 'the user is disabled: an operator must enable them', flow, facts);
+    if (created === 'user_disabled')
+      throw await fail('user_disabled', 'user_disabled', 'the user is disabled: an operator must enable them', flow, facts);
     deps.log.info({ event: 'link.created', link_id: link.id, provider: name, realm }, 'identity linked');
     return link;
   };
@@ -549,6 +550,12 @@ async function signInWithLink(
         { ...input.facts, stored_counter: outcome.stored, presented_counter: input.counter === 'unchanged' ? null : input.counter },
       );
     case 'user_disabled':
-      throw await input.fail('user_disabled', 'user_disabled', 'the user is disabled: an operator must enable them', input.flow, input.facts);
+      throw await input.fail(
+        'user_disabled',
+        'user_disabled',
+        'the user is disabled: an operator must enable them',
+        input.flow,
+        input.facts,
+      );
   }
 }

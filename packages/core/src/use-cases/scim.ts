@@ -30,11 +30,11 @@ export function scimActor(token: ScimTokenRecord): UserActor {
 }
 
 function noSuchUser(): ScimError {
-  return new ScimError(404, null, 'no such user');
+  return new ScimError('not_found', null, 'no such user');
 }
 
 function noSuchGroup(): ScimError {
-  return new ScimError(404, null, 'no such group');
+  return new ScimError('not_found', null, 'no such group');
 }
 
 /** Every user matching `filter`, page by page (the store's pages are keyed by subject). */
@@ -221,10 +221,10 @@ export async function scimListGroups(
 
 function checkedGroupState(state: ScimGroupState): ScimGroupState {
   const problem = groupNameProblem(state.displayName);
-  if (problem !== null) throw new ScimError(400, 'invalidValue', `displayName: ${problem}`);
+  if (problem !== null) throw new ScimError('invalid_request', 'invalidValue', `displayName: ${problem}`);
   if (state.externalId !== null) {
     const ext = checkUserName(state.externalId, 'externalId');
-    if ('problem' in ext) throw new ScimError(400, 'invalidValue', ext.problem);
+    if ('problem' in ext) throw new ScimError('invalid_request', 'invalidValue', ext.problem);
     return { ...state, externalId: ext.userName };
   }
   return state;
@@ -234,7 +234,7 @@ async function checkMembers(deps: Pick<AuthDeps, 'store'>, subjects: readonly st
   for (const s of subjects) {
     const user = isIdOfKind(s, 'subject') ? await deps.store.getUser(s) : null;
     if (user === null || user.realm !== SCIM_REALM)
-      throw new ScimError(400, 'invalidValue', `member ${JSON.stringify(s.slice(0, 70))} is not a user`);
+      throw new ScimError('invalid_request', 'invalidValue', `member ${JSON.stringify(s.slice(0, 70))} is not a user`);
   }
 }
 
@@ -253,7 +253,8 @@ async function changeMembership(
     if (change.add !== null) groups.add(change.add);
     return decideUserUpdate(deps, current, context, { attributes: { groups: [...groups] }, source: 'scim', actor, now });
   });
-  if (outcome.kind === 'unknown' && change.add !== null) throw new ScimError(400, 'invalidValue', `member ${subject} is not a user`);
+  if (outcome.kind === 'unknown' && change.add !== null)
+    throw new ScimError('invalid_request', 'invalidValue', `member ${subject} is not a user`);
 }
 
 function groupEvent(deps: AuthDeps, type: 'group.saved' | 'group.removed', group: GroupRecord, token: ScimTokenRecord, now: number) {

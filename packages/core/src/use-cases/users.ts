@@ -97,7 +97,8 @@ export async function listUsers(
   if (input.email !== undefined) filter.email = checked(checkEmail(input.email)).email;
   if (input.userName !== undefined) filter.userName = checked(checkUserName(input.userName)).userName;
   if (input.text !== undefined) {
-    if (typeof input.text !== 'string' || input.text.length > 256) throw new AuthError('invalid_request', 'filter must be a string of at most 256 characters');
+    if (typeof input.text !== 'string' || input.text.length > 256)
+      throw new AuthError('invalid_request', 'filter must be a string of at most 256 characters');
     if (input.text !== '') filter.text = input.text;
   }
   if (input.after !== undefined) filter.after = subjectOf(input.after, 'after');
@@ -497,11 +498,23 @@ function changedAttributes(a: UserRecord, b: UserRecord): Record<string, string 
 }
 
 function describeUser(u: UserRecord): AuditData {
-  return { name: u.name, email: u.email, email_verified: u.emailVerified, groups: u.groups.join(','), status: u.status, user_name: u.userName };
+  return {
+    name: u.name,
+    email: u.email,
+    email_verified: u.emailVerified,
+    groups: u.groups.join(','),
+    status: u.status,
+    user_name: u.userName,
+  };
 }
 
 function actorData(actor: UserActor): AuditData {
-  return { via: actor.via, by_subject: actor.subject, by_session: actor.session, ...(actor.token === undefined ? {} : { by_token: actor.token }) };
+  return {
+    via: actor.via,
+    by_subject: actor.subject,
+    by_session: actor.session,
+    ...(actor.token === undefined ? {} : { by_token: actor.token }),
+  };
 }
 
 function checked<T extends object>(r: T | { readonly problem: string }): T {

@@ -1,5 +1,6 @@
 import {
   type AuthDeps,
+  AuthError,
   authenticateScimToken,
   SCIM_BASE_PATH,
   ScimError,
@@ -97,14 +98,19 @@ export const scimRoutes: FastifyPluginAsync<ScimRouteOptions> = async (app, { de
   const parseJson = app.getDefaultJsonParser('error', 'error');
   app.addContentTypeParser(SCIM_CONTENT_TYPE, { parseAs: 'string', bodyLimit: BODY_LIMIT }, (req, body, done) => {
     if (!isScimContentType(req.headers['content-type'])) {
-      done(new ScimError(415, null, `bodies must be ${SCIM_CONTENT_TYPE} or application/json in UTF-8`), undefined);
+      done(new ScimError('unsupported_media_type', null, `bodies must be ${SCIM_CONTENT_TYPE} or application/json in UTF-8`), undefined);
       return;
     }
     parseJson(req, typeof body === 'string' ? body : body.toString('utf8'), done);
   });
 
   app.setErrorHandler((err, req, reply) => {
-    const scim = err instanceof ScimError ? err : scimErrorOf(toAuthError(err));
+    const refusal = toAuthError(err);
+    // Fastify's own refusal of a body (malformed JSON, a __proto__ key) is a syntax error to SCIM.
+    const scim =
+      !(err instanceof AuthError) && refusal.code === 'invalid_request'
+        ? new ScimError('invalid_request', 'invalidSyntax', refusal.detail)
+        : scimErrorOf(refusal);
     if (scim.status >= 500) req.log.error({ err }, 'SCIM request failed');
     else req.log.info({ status: scim.status, scim_type: scim.scimType }, 'SCIM request refused');
     applySecurityHeaders(reply);
@@ -132,7 +138,7 @@ export const scimRoutes: FastifyPluginAsync<ScimRouteOptions> = async (app, { de
   });
   app.get<{ Params: IdParams }>('/ResourceTypes/:id', async (req, reply) => {
     const type = scimResourceTypes(base(req)).find((t) => t.id === req.params.id);
-    if (type === undefined) throw new ScimError(404, null, 'no such resource type');
+    if (type === undefined) throw new ScimError('not_found', null, 'no such resource type');
     return send(reply, 200, type);
   });
   app.get('/Schemas', async (req, reply) => {
@@ -141,7 +147,7 @@ export const scimRoutes: FastifyPluginAsync<ScimRouteOptions> = async (app, { de
   });
   app.get<{ Params: IdParams }>('/Schemas/:id', async (req, reply) => {
     const schema = scimSchemas(base(req)).find((s) => s.id === req.params.id);
-    if (schema === undefined) throw new ScimError(404, null, 'no such schema');
+    if (schema === undefined) throw new ScimError('not_found', null, 'no such schema');
     return send(reply, 200, schema);
   });
 
@@ -214,7 +220,7 @@ export const scimRoutes: FastifyPluginAsync<ScimRouteOptions> = async (app, { de
 
   // Every other path of the service is a SCIM 404, after the token check (nothing is told to a caller without one).
   const unknown = async (): Promise<never> => {
-    throw new ScimError(404, null, 'no such SCIM endpoint (or not with this method)');
+    throw new ScimError('not_found', null, 'no such SCIM endpoint (or not with this method)');
   };
   app.all('/', unknown);
   app.all('/*', unknown);
