@@ -731,7 +731,6 @@ export function scimListResponse(resources: readonly unknown[], totalResults: nu
 export function scimServiceProviderConfig(base: string): Record<string, unknown> {
   return {
     schemas: [SCIM_SCHEMA.serviceProviderConfig],
-    documentationUri: 'https://github.com/svc-auth/svc/blob/main/docs/scim.md',
     patch: { supported: true },
     bulk: { supported: false, maxOperations: 0, maxPayloadSize: 0 },
     filter: { supported: true, maxResults: SCIM_PAGE_MAX },

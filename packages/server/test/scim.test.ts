@@ -535,6 +535,20 @@ describe('SCIM 2.0 provisioning on the gateway', () => {
     assert.deepEqual(g.body.members, []);
   });
 
+  test('a PUT or PATCH to a userName another user has is 409 uniqueness, nothing written', async () => {
+    const a = await scim('POST', '/Users', { schemas: [USER], userName: 'first' });
+    const b = await scim('POST', '/Users', { schemas: [USER], userName: 'second', displayName: 'Second' });
+    assertScimError(await scim('PUT', `/Users/${b.body.id}`, { schemas: [USER], userName: 'first' }), 409, 'uniqueness');
+    assertScimError(
+      await scim('PATCH', `/Users/${b.body.id}`, { schemas: [PATCH], Operations: [{ op: 'replace', path: 'userName', value: 'first' }] }),
+      409,
+      'uniqueness',
+    );
+    const kept = await h.deps.store.getUser(b.body.id);
+    assert.deepEqual([kept?.userName, kept?.name], ['second', 'Second']);
+    assert.equal((await h.deps.store.getUser(a.body.id))?.userName, 'first');
+  });
+
   test('a user created inactive holds no session', async () => {
     const r = await scim('POST', '/Users', { schemas: [USER], userName: 'dormant', active: false });
     assert.equal(r.status, 201);
