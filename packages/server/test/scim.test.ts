@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { SCIM_SCHEMA } from '@svc/core';
+import { createFailureLimiter } from '../src/http/failure-limiter.js';
 import {
   applicationSignIn,
   applicationUser,
@@ -8,6 +9,7 @@ import {
   type GatewayHarness,
   gatewayApi,
   pairApplicationDevice,
+  startGateway,
   startGatewayHarness,
 } from './support/gateway-harness.js';
 import { admin, api, type Reply } from './support/harness.js';
@@ -141,6 +143,21 @@ describe('SCIM 2.0 provisioning on the gateway', () => {
     test('an unknown SCIM path says nothing without a token, 404 with one', async () => {
       assertScimError(await scim('GET', '/Nope', undefined, null), 401);
       assertScimError(await scim('GET', '/Nope'), 404);
+    });
+
+    test('token guessing: beyond the budget of refusals a guess is 429 (Retry-After), and the real token still works', async () => {
+      const g = await startGateway(h, { socket: false, scimLimiter: createFailureLimiter({ clock: h.deps.clock, maxFailures: 3 }) });
+      try {
+        const target = { gatewayBase: g.base, gateway: g.app, injected: true };
+        const guess = (n: number) => gatewayApi(target, 'GET', `${BASE}/Users`, { token: `svcs_${String(n).padStart(43, 'A')}` });
+        for (let i = 0; i < 3; i++) assertScimError(await guess(i), 401);
+        const limited = await guess(4);
+        assertScimError(limited, 429);
+        assert.match(limited.headers.get('retry-after') ?? '', /^\d+$/);
+        assert.equal((await gatewayApi(target, 'GET', `${BASE}/Users`, { token: scimToken })).status, 200);
+      } finally {
+        await g.app.close();
+      }
     });
 
     test('the last use of a token is recorded', async () => {

@@ -362,6 +362,8 @@ interface ReservedRouteOptions {
   readonly jwks: GatewayAppOptions['jwks'];
   readonly providers: NonNullable<GatewayAppOptions['providers']>;
   readonly publicOrigin: string | undefined;
+  /** The budget of refused SCIM tokens (default: 30 per address unit per 60 s, its own scope). */
+  readonly scimLimiter: FailureLimiter | undefined;
 }
 
 /**
@@ -371,7 +373,7 @@ interface ReservedRouteOptions {
  */
 const reservedRoutes: FastifyPluginAsync<ReservedRouteOptions> = async (
   app,
-  { deps, limiter, challenges, jwks, providers, publicOrigin },
+  { deps, limiter, challenges, jwks, providers, publicOrigin, scimLimiter },
 ) => {
   await app.register(signInRoutes, {
     prefix: APPLICATION_AUTH_PREFIX,
@@ -393,7 +395,12 @@ const reservedRoutes: FastifyPluginAsync<ReservedRouteOptions> = async (
   });
   await app.register(browserRoutes, { prefix: APPLICATION_AUTH_PREFIX, deps, providers, limiter, challenges, publicOrigin });
   // The company directory's provisioning (SCIM 2.0), authorised by SCIM tokens only.
-  await app.register(scimRoutes, { prefix: SCIM_BASE_PATH, deps, publicOrigin });
+  await app.register(scimRoutes, {
+    prefix: SCIM_BASE_PATH,
+    deps,
+    publicOrigin,
+    limiter: scimLimiter ?? createFailureLimiter({ clock: deps.clock, store: deps.store, scope: 'scim' }),
+  });
   app.get(JWKS_PATH, async (_req, reply) => {
     const set = jwks === undefined ? { keys: [] } : jwks();
     return reply.type('application/jwk-set+json').send(JSON.stringify(set));
@@ -507,7 +514,15 @@ export async function buildGatewayApp(opts: GatewayAppOptions): Promise<FastifyI
 
   const limiter = opts.limiter ?? createFailureLimiter({ clock: deps.clock, store: deps.store, scope: 'app-signin' });
   const challenges = opts.challenges ?? createChallengeBudget({ clock: deps.clock });
-  await app.register(reservedRoutes, { deps, limiter, challenges, jwks: opts.jwks, providers, publicOrigin });
+  await app.register(reservedRoutes, {
+    deps,
+    limiter,
+    challenges,
+    jwks: opts.jwks,
+    providers,
+    publicOrigin,
+    scimLimiter: opts.scimLimiter,
+  });
 
   // From here on, nothing may claim a reserved path.
   app.addHook('onRoute', (route) => {

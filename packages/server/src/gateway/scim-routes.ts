@@ -32,6 +32,7 @@ import {
 import type { GroupRecord, ScimTokenRecord, UserRecord } from '@svc/core/store';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { toAuthError } from '../http/error-handling.js';
+import { clientAddressKey, type FailureLimiter } from '../http/failure-limiter.js';
 import { BODY_LIMIT } from '../http/json-body.js';
 import { applySecurityHeaders } from '../http/security-headers.js';
 import { gatewayOriginOf } from './browser-session.js';
@@ -47,6 +48,8 @@ export interface ScimRouteOptions {
   readonly deps: AuthDeps;
   /** The gateway's configured public origin (`:svc/app-public-origin`), for `meta.location`. */
   readonly publicOrigin: string | undefined;
+  /** The budget of refused SCIM tokens per client address unit: beyond it, a refusal is `429` (a valid token always goes through). */
+  readonly limiter: FailureLimiter;
 }
 
 /** The SCIM token each request authenticated with (set by the auth hook, before any handler). */
@@ -88,13 +91,13 @@ type ListQuery = {
  * The SCIM 2.0 service (RFC 7643/7644) under `/.svc/scim/v2` on the gateway (docs/scim.md):
  * a company directory provisions the application realm's users and groups. Authorised only by
  * a live SCIM token (`Authorization: Bearer svcs_...`): anything else is `401` with a SCIM
- * error body. Bodies are `application/scim+json` (or `application/json`), errors RFC 7644
+ * error body (refused tokens are counted per client address unit: beyond the budget, `429`). Bodies are `application/scim+json` (or `application/json`), errors RFC 7644
  * §3.12 bodies; the mapping rules are core's (`scim.ts`), the changes core's use cases.
  *
  * @example
  * await app.register(scimRoutes, { prefix: SCIM_BASE_PATH, deps, publicOrigin });
  */
-export const scimRoutes: FastifyPluginAsync<ScimRouteOptions> = async (app, { deps, publicOrigin }) => {
+export const scimRoutes: FastifyPluginAsync<ScimRouteOptions> = async (app, { deps, publicOrigin, limiter }) => {
   const parseJson = app.getDefaultJsonParser('error', 'error');
   app.addContentTypeParser(SCIM_CONTENT_TYPE, { parseAs: 'string', bodyLimit: BODY_LIMIT }, (req, body, done) => {
     if (!isScimContentType(req.headers['content-type'])) {
@@ -114,12 +117,24 @@ export const scimRoutes: FastifyPluginAsync<ScimRouteOptions> = async (app, { de
     if (scim.status >= 500) req.log.error({ err }, 'SCIM request failed');
     else req.log.info({ status: scim.status, scim_type: scim.scimType }, 'SCIM request refused');
     applySecurityHeaders(reply);
+    reply.headers(refusal.headers);
     if (scim.status === 401) reply.header('www-authenticate', SCIM_BEARER_CHALLENGE);
     return send(reply, scim.status, scimErrorJson(scim));
   });
 
   app.addHook('onRequest', async (req) => {
-    tokens.set(req, await authenticateScimToken(deps, req.headers.authorization));
+    try {
+      tokens.set(req, await authenticateScimToken(deps, req.headers.authorization));
+    } catch (err) {
+      // Refused tokens are counted per address unit; beyond the budget the refusal is a 429, so a
+      // guesser learns nothing more. A valid token is never refused for another's failures.
+      if (err instanceof AuthError && err.status === 401) {
+        const attempt = await limiter.reserve([clientAddressKey(req.ip)]);
+        if (!attempt.counted) throw attempt.refusal();
+        attempt.fail();
+      }
+      throw err;
+    }
   });
 
   const base = (req: FastifyRequest): string => `${gatewayOriginOf(req, publicOrigin)}${SCIM_BASE_PATH}`;

@@ -33,7 +33,7 @@ const scimBody = (description: string) => ({
  */
 const errors = (...statuses: number[]) => {
   const out: Record<string, unknown> = {};
-  for (const [status, problem] of Object.entries(problemResponses(401, 403, ...statuses))) {
+  for (const [status, problem] of Object.entries(problemResponses(401, 403, 429, ...statuses))) {
     out[status] = {
       description: `A SCIM error (RFC 7644 §3.12); before the SCIM service, the gateway's problem+json. ${problem.description}`,
       content: { ...problem.content, 'application/scim+json': { schema: scimError } },
