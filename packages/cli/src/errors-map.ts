@@ -28,7 +28,7 @@ const HINTS: { readonly [C in ErrorCode]: string | null } = {
   user_exists: 'list the users with `svc auth users --filter <TEXT>`',
   group_exists: 'list the groups with `svc auth groups`',
   last_management_user: 'enroll or enable another administrator first (`svc auth pair`, `svc auth users enable`)',
-  invalid_scim_token: 'create a SCIM token with `svc auth scim token create`',
+  invalid_scim_token: 'create a SCIM token with `svc auth scim token create --name NAME` (docs/scim.md)',
   forbidden_host: null,
   insufficient_claims: null,
   csrf_refused: null,
@@ -57,6 +57,8 @@ export interface ExplainOptions {
    * device), exit 1.
    */
   readonly invalidRequest?: 'usage' | 'refusal';
+  /** Hints of this command that say more than the shared ones (e.g. which listing has the id for `not_found`). */
+  readonly hints?: { readonly [C in ErrorCode]?: string };
 }
 
 function isHttpUrl(url: string): boolean {
@@ -79,7 +81,7 @@ function isHttpUrl(url: string): boolean {
 export function explainFailure(what: string, error: unknown, options: ExplainOptions = {}): unknown {
   if (error instanceof AuthError || error instanceof ApiError) {
     // An ApiError may carry a code this build does not know (a newer server): no hint then.
-    const hint = isErrorCode(error.code) ? HINTS[error.code] : null;
+    const hint = isErrorCode(error.code) ? (options.hints?.[error.code] ?? HINTS[error.code]) : null;
     const usage = error.code === 'invalid_request' && options.invalidRequest !== 'refusal';
     return new CliError(`${what} (${error.code}): ${error.detail}${hint === null ? '' : `; ${hint}`}`, {
       cause: error,

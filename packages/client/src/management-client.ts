@@ -11,6 +11,9 @@ import type {
   Realm,
   RevokedJson,
   RevokeOthersJson,
+  ScimTokenCreatedJson,
+  ScimTokenListJson,
+  ScimTokenRevokedJson,
   SessionBody,
   SessionListJson,
   TokenPairJson,
@@ -111,6 +114,12 @@ export interface ManagementClient extends SignInClient {
   enableUser(accessToken: string, subject: string): Promise<UserStatusJson>;
   removeUser(accessToken: string, subject: string): Promise<UserRemovedJson>;
   groups(accessToken: string, options?: { readonly realm?: Realm }): Promise<GroupListJson>;
+  /** Creates a SCIM token for a company directory: the answer carries the token, shown this once. */
+  createScimToken(accessToken: string, name: string): Promise<ScimTokenCreatedJson>;
+  /** The SCIM tokens (never the tokens themselves), revoked ones included. */
+  scimTokens(accessToken: string): Promise<ScimTokenListJson>;
+  /** Revokes a SCIM token (`sct_...`). */
+  revokeScimToken(accessToken: string, id: string): Promise<ScimTokenRevokedJson>;
 }
 
 /** Options of {@link createManagementClient}. */
@@ -315,6 +324,12 @@ export function createManagementClient(options: ManagementClientOptions): Manage
       call<GroupListJson>('GET', `/v1/auth/groups${options.realm === undefined ? '' : `?realm=${encodeURIComponent(options.realm)}`}`, {
         bearer: accessToken,
       }),
+    // The answer is a bearer secret: it never comes back over clear text from another machine.
+    createScimToken: (accessToken, name) =>
+      call<ScimTokenCreatedJson>('POST', '/v1/auth/scim-tokens', { bearer: accessToken, body: { name }, secret: true }),
+    scimTokens: (accessToken) => call<ScimTokenListJson>('GET', '/v1/auth/scim-tokens', { bearer: accessToken }),
+    revokeScimToken: (accessToken, id) =>
+      call<ScimTokenRevokedJson>('DELETE', `/v1/auth/scim-tokens/${encodeURIComponent(id)}`, { bearer: accessToken }),
   } satisfies ManagementClient);
 }
 

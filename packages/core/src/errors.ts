@@ -301,7 +301,11 @@ export const CORE_FAILURE_CODES = defineFailureCodes({
 export type CoreFailureCode = keyof typeof CORE_FAILURE_CODES;
 
 /** The error classes of core whose `code` is an HTTP code of {@link ERROR_CODES}, for the docs. */
-export const HTTP_ERROR_CLASSES = ['AuthError (@svc/core)', 'StoreUnavailableError (@svc/core, always `store_unavailable`)'] as const;
+export const HTTP_ERROR_CLASSES = [
+  'AuthError (@svc/core)',
+  'StoreUnavailableError (@svc/core, always `store_unavailable`)',
+  'ScimError (@svc/core, an AuthError with its SCIM `scimType`)',
+] as const;
 
 /**
  * Whether `value` is a failure code of a table defined in this process ({@link defineFailureCodes}):

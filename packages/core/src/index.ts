@@ -143,6 +143,40 @@ export {
 export { BUNDLED_PASSKEY_PACKAGE, providerAmr, providerOutageOf, SVC_PUBLISHER_KEY } from './provider-decisions.js';
 export { checkProviderIdentity } from './provider-policy.js';
 export { isRealm, type Realm } from './realm.js';
+// SCIM 2.0 provisioning (docs/scim.md): the mapping rules, the use cases and SCIM tokens.
+export {
+  applyScimGroupPatch,
+  applyScimUserPatch,
+  parseScimFilter,
+  SCIM_BASE_PATH,
+  SCIM_PAGE_DEFAULT,
+  SCIM_PAGE_MAX,
+  SCIM_PATCH_MAX_OPERATIONS,
+  SCIM_REALM,
+  SCIM_SCHEMA,
+  ScimError,
+  type ScimErrorJson,
+  type ScimFilter,
+  type ScimGroupState,
+  type ScimType,
+  type ScimUserState,
+  scimErrorJson,
+  scimErrorOf,
+  scimGroup,
+  scimGroupInput,
+  scimListFilter,
+  scimListResponse,
+  scimPage,
+  scimPatchOperations,
+  scimResourceTypes,
+  scimSchemas,
+  scimServiceProviderConfig,
+  scimUser,
+  scimUserAttributes,
+  scimUserChanges,
+  scimUserInput,
+  scimUserState,
+} from './scim.js';
 export type { SenderConstraint, SenderConstraints } from './sender-constraint.js';
 export { rfc3339, secondsUntil } from './time.js';
 export {
@@ -179,6 +213,32 @@ export { finishProviderFlow, type ProviderFlowOutcome, startProviderFlow } from 
 export { removeDevice } from './use-cases/remove-device.js';
 export { revokeExposedSession, revokeOtherSessions, revokeSession } from './use-cases/revoke-session.js';
 export { rotateRefreshToken, rotationAuditDraft } from './use-cases/rotate-refresh-token.js';
+export {
+  scimActor,
+  scimCreateGroup,
+  scimCreateUser,
+  scimDeleteGroup,
+  scimDeleteUser,
+  scimGetGroup,
+  scimGetUser,
+  scimGroupMembers,
+  scimGroupRefs,
+  scimListGroups,
+  scimListUsers,
+  scimPatchGroup,
+  scimPatchUser,
+  scimReplaceGroup,
+  scimReplaceUser,
+} from './use-cases/scim.js';
+export {
+  authenticateScimToken,
+  createScimToken,
+  listScimTokens,
+  revokeScimToken,
+  SCIM_TOKEN_NAME_MAX_CHARS,
+  type ScimTokenActor,
+  scimTokenToJson,
+} from './use-cases/scim-tokens.js';
 export {
   addUser,
   decideUserUpdate,
@@ -292,6 +352,20 @@ export {
   signedDiagnosticsResponse,
 } from './wire/node.js';
 export { PROBLEM_SCHEMA_ID, type ProblemJson, problemSchema } from './wire/problem.js';
+export {
+  type ScimTokenCreateBody,
+  type ScimTokenCreatedJson,
+  type ScimTokenJson,
+  type ScimTokenListJson,
+  type ScimTokenParams,
+  type ScimTokenRevokedJson,
+  scimTokenCreateBody,
+  scimTokenCreatedResponse,
+  scimTokenListResponse,
+  scimTokenParams,
+  scimTokenRevokedResponse,
+  scimTokenSchema,
+} from './wire/scim-tokens.js';
 export {
   type GroupJson,
   type GroupListJson,

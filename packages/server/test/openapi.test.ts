@@ -73,8 +73,8 @@ describe('OpenAPI document', () => {
   });
 });
 
-/** The gateway's 404 catch-alls of the reserved prefix: they answer every other path, and are no operation of the API. */
-const GATEWAY_CATCH_ALLS = ['/.svc', '/.svc/*'];
+/** The gateway's 404 catch-alls of the reserved prefix (and of its SCIM service): they answer every other path, and are no operation of the API. */
+const GATEWAY_CATCH_ALLS = ['/.svc', '/.svc/*', '/.svc/scim/v2', '/.svc/scim/v2/', '/.svc/scim/v2/*'];
 
 describe('routes served against the document', () => {
   let h: NodeHarness;

@@ -167,6 +167,21 @@ export const COMMANDS: readonly CommandEntry[] = [
     load: async () => (await import('./auth-groups.js')).authGroups,
   },
   {
+    path: ['auth', 'scim', 'token', 'create'],
+    summary: "Create a SCIM token for a company directory's provisioning (printed once; only its digest is kept).",
+    load: async () => (await import('./auth-scim-token-create.js')).authScimTokenCreate,
+  },
+  {
+    path: ['auth', 'scim', 'token', 'list'],
+    summary: 'List the SCIM tokens (never the tokens themselves), revoked ones included.',
+    load: async () => (await import('./auth-scim-token-list.js')).authScimTokenList,
+  },
+  {
+    path: ['auth', 'scim', 'token', 'revoke'],
+    summary: "Revoke a SCIM token: the directory's next request with it is refused (audited).",
+    load: async () => (await import('./auth-scim-token-revoke.js')).authScimTokenRevoke,
+  },
+  {
     path: ['auth', 'audit'],
     summary: 'Print the audit log, oldest first: offline on a project, or over the management API.',
     load: async () => (await import('./auth-audit.js')).authAudit,

@@ -14,6 +14,7 @@ import {
   principalKeyBinding,
   RESERVED_PREFIX,
   requirementFor,
+  SCIM_BASE_PATH,
   unmetRequirement,
   WEBSOCKET_SESSION_CHECK_SECONDS,
 } from '@svc/core';
@@ -47,6 +48,7 @@ import { installHeaderHygiene, removeHeaders, requestPath } from './hygiene.js';
 import { markProvenKey } from './key-binding.js';
 import type { GatewayAppOptions, GatewayPolicy } from './options.js';
 import { RequirementRefusal, sendRefusalPage, wantsHtmlRefusal } from './refusal-page.js';
+import { scimRoutes } from './scim-routes.js';
 import { createSessionWatcher, type SessionWatcher } from './session-watch.js';
 import { forwardedClientAddress, trustedPeerPredicate } from './trusted-proxies.js';
 
@@ -366,6 +368,8 @@ interface ReservedRouteOptions {
   readonly jwks: GatewayAppOptions['jwks'];
   readonly providers: NonNullable<GatewayAppOptions['providers']>;
   readonly publicOrigin: string | undefined;
+  /** The budget of refused SCIM tokens (default: 30 per address unit per 60 s, its own scope). */
+  readonly scimLimiter: FailureLimiter | undefined;
 }
 
 /**
@@ -375,7 +379,7 @@ interface ReservedRouteOptions {
  */
 const reservedRoutes: FastifyPluginAsync<ReservedRouteOptions> = async (
   app,
-  { deps, limiter, challenges, jwks, providers, publicOrigin },
+  { deps, limiter, challenges, jwks, providers, publicOrigin, scimLimiter },
 ) => {
   await app.register(signInRoutes, {
     prefix: APPLICATION_AUTH_PREFIX,
@@ -405,6 +409,13 @@ const reservedRoutes: FastifyPluginAsync<ReservedRouteOptions> = async (
     originOf: (req) => gatewayOriginOf(req, publicOrigin),
   });
   await app.register(browserRoutes, { prefix: APPLICATION_AUTH_PREFIX, deps, providers, limiter, challenges, publicOrigin });
+  // The company directory's provisioning (SCIM 2.0), authorised by SCIM tokens only.
+  await app.register(scimRoutes, {
+    prefix: SCIM_BASE_PATH,
+    deps,
+    publicOrigin,
+    limiter: scimLimiter ?? createFailureLimiter({ clock: deps.clock, store: deps.store, scope: 'scim' }),
+  });
   app.get(JWKS_PATH, async (_req, reply) => {
     const set = jwks === undefined ? { keys: [] } : jwks();
     return reply.type('application/jwk-set+json').send(JSON.stringify(set));
@@ -428,7 +439,8 @@ const reservedRoutes: FastifyPluginAsync<ReservedRouteOptions> = async (
  *    (`challenges`, `sessions`, `refresh`, `me`, `revoke`) from the same plugins as the
  *    management API, with its rules, errors, audit and failure limits; the browser routes
  *    (`login`, `providers/<name>/{begin,finish,callback}`, `logout`, see {@link browserRoutes});
- *    `GET /.svc/jwks.json`; anything else `404 not_found`.
+ *    `GET /.svc/jwks.json`; the SCIM 2.0 service under `/.svc/scim/v2` (see {@link scimRoutes},
+ *    authorised by SCIM tokens only); anything else `404 not_found`.
  * 3. **Identity** (every other path): an application-realm bearer, or, with no
  *    `Authorization` header, the browser's session cookies (refreshed transparently, CSRF
  *    checked: `403 csrf_refused`), or `401 invalid_token` with
@@ -517,7 +529,15 @@ export async function buildGatewayApp(opts: GatewayAppOptions): Promise<FastifyI
 
   const limiter = opts.limiter ?? createFailureLimiter({ clock: deps.clock, store: deps.store, scope: 'app-signin' });
   const challenges = opts.challenges ?? createChallengeBudget({ clock: deps.clock });
-  await app.register(reservedRoutes, { deps, limiter, challenges, jwks: opts.jwks, providers, publicOrigin });
+  await app.register(reservedRoutes, {
+    deps,
+    limiter,
+    challenges,
+    jwks: opts.jwks,
+    providers,
+    publicOrigin,
+    scimLimiter: opts.scimLimiter,
+  });
 
   // From here on, nothing may claim a reserved path.
   app.addHook('onRoute', (route) => {

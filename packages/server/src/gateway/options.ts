@@ -39,6 +39,8 @@ export interface GatewayAppOptions {
   readonly attach?: GatewayAttach;
   /** The budget of failed sign-in proofs. Default: 30 failures per address unit (or per session, for refresh) per 60 s. */
   readonly limiter?: FailureLimiter;
+  /** The budget of refused SCIM tokens at `/.svc/scim/v2`. Default: 30 per address unit per 60 s (scope `scim`). */
+  readonly scimLimiter?: FailureLimiter;
   /** The budget of unanswered challenges. Default: 100 per source (address unit; on loopback, local account) per 60 s, never per public key. */
   readonly challenges?: ChallengeBudget;
   /**

@@ -8,6 +8,7 @@ import { healthRoutes } from './health-routes.js';
 import { operatorRoutes } from './operator-routes.js';
 import { LOOPBACK_GUARD, MANAGEMENT_BEARER } from './schemas.js';
 import { userRoutes } from './user-routes.js';
+import { scimTokenRoutes } from './scim-token-routes.js';
 
 /** What {@link registerManagementRoutes} needs: the budgets of the sign-in plugin and the OpenAPI document to serve. */
 export interface ManagementRoutesOptions extends Pick<SignInRouteOptions, 'deps' | 'limiter' | 'challenges'> {
@@ -38,5 +39,6 @@ export async function registerManagementRoutes(app: FastifyInstance, opts: Manag
   });
   await app.register(operatorRoutes, { deps });
   await app.register(userRoutes, { deps });
+  await app.register(scimTokenRoutes, { deps });
   await app.register(openApiRoute, { document: opts.openApiJson });
 }

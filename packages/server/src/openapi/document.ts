@@ -80,6 +80,11 @@ export async function buildOpenApiDocument(): Promise<OpenApiDocument> {
             scheme: 'bearer',
             description: 'An application-realm access token (POST /.svc/auth/v1/sessions, POST /.svc/auth/v1/refresh on the gateway)',
           },
+          scimBearer: {
+            type: 'http',
+            scheme: 'bearer',
+            description: 'A SCIM token (svcs_..., `svc auth scim token create`): the only credential of /.svc/scim/v2 (docs/scim.md)',
+          },
         },
       },
     },

@@ -4,12 +4,13 @@ import { APPLICATION_AUTH_PREFIX, buildGatewayApp, JWKS_PATH } from '../gateway/
 import { LOGIN_PATH } from '../gateway/browser-session.js';
 import { BODY_PROBLEMS, type DocumentedSchema, documented, problemResponses } from '../http/problem-schema.js';
 import { type RegisteredRoute, registeredRoutes } from '../http/route-registry.js';
+import { SCIM_CATCH_ALLS, SCIM_ROUTE_DOCS } from './scim.js';
 
 /**
  * The gateway's catch-alls under `/.svc/`: they answer `404 not_found` to every path of the
  * prefix no other route claims. Not operations of the API, so not in the document.
  */
-const RESERVED_CATCH_ALLS: ReadonlySet<string> = new Set([RESERVED_PREFIX.replace(/\/$/, ''), `${RESERVED_PREFIX}*`]);
+const RESERVED_CATCH_ALLS: ReadonlySet<string> = new Set([RESERVED_PREFIX.replace(/\/$/, ''), `${RESERVED_PREFIX}*`, ...SCIM_CATCH_ALLS]);
 
 const providerParams = {
   type: 'object',
@@ -41,6 +42,7 @@ const CEREMONY_PROBLEMS = [401, 404, 429, 502, 503] as const;
  * left out of the document, and an entry here that matches no served route is refused too.
  */
 export const GATEWAY_ROUTE_DOCS: Readonly<Record<string, DocumentedSchema>> = {
+  ...SCIM_ROUTE_DOCS,
   [`GET ${JWKS_PATH}`]: documented({
     summary: 'The public keys that sign Svc-Assertion (JWK Set, OKP/Ed25519; docs/assertion.md)',
     response: {
