@@ -7,8 +7,8 @@ import { enrollRoutes } from './enroll-routes.js';
 import { healthRoutes } from './health-routes.js';
 import { operatorRoutes } from './operator-routes.js';
 import { LOOPBACK_GUARD, MANAGEMENT_BEARER } from './schemas.js';
-import { userRoutes } from './user-routes.js';
 import { scimTokenRoutes } from './scim-token-routes.js';
+import { userRoutes } from './user-routes.js';
 
 /** What {@link registerManagementRoutes} needs: the budgets of the sign-in plugin and the OpenAPI document to serve. */
 export interface ManagementRoutesOptions extends Pick<SignInRouteOptions, 'deps' | 'limiter' | 'challenges'> {
