@@ -37,10 +37,7 @@ describe('the HTML refusal page of a path requirement, in Chromium', () => {
   let h: GatewayHarness;
   before(async () => {
     browser = await launchBrowser();
-    // The browser and the gateway's socket are the subject; users live in the reference store
-    // (the SQL stores' users come with their own branch).
     h = await startGatewayHarness({
-      store: 'memory',
       attach: echoAttach,
       policy: testPolicy({
         requirements: [
