@@ -3,6 +3,7 @@
 // directory, the auth deps over it, and one application-realm session, signed in through the
 // core use cases, whose access token goes to a file (0600; never to a process's output). Every
 // request the benchmark sends is authenticated against that store, as `svc serve` does.
+// BENCH_USER_ATTRIBUTES=1 gives the signed-in user a name, an email and groups (#27).
 import { generateKeyPairSync, type KeyObject, randomBytes, sign } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -20,6 +21,7 @@ import {
   preparePairing,
   publicKeyHexOf,
   silentLogger,
+  updateUser,
 } from '@svc/core';
 import { DEFAULT_AUTH_SETTINGS } from '@svc/core/settings';
 import type { FastifyInstance } from 'fastify';
@@ -77,6 +79,18 @@ export async function openGatewayProject(tokenFile: string): Promise<GatewayProj
     publicKey: appPub,
     signature: signHex(appKey.privateKey, pairingProofString({ nodeId, intentId: intent.intent_id, publicKey: appPub })),
   });
+  if (process.env.BENCH_USER_ATTRIBUTES === '1') {
+    // The user as an operator or a directory describes it (#27): every request then carries
+    // Svc-Email, Svc-Name and Svc-Groups, and the assertion its email, name and groups claims.
+    const subject = (await deps.store.findDeviceByPublicKey(appPub))?.subject;
+    if (subject === undefined) throw new Error('the paired application device is not in the store');
+    await updateUser(deps, {
+      subject,
+      attributes: { name: 'Zoë Ångström 山田', email: 'zoe@bücher.example', email_verified: true, groups: ['admins', 'ops'] },
+      actor: { via: 'cli', subject: null, session: null },
+      source: 'operator',
+    });
+  }
   writeFileSync(tokenFile, await signIn(appKey, 'application'), { mode: 0o600 });
   return {
     deps,

@@ -36,6 +36,16 @@ describe('configuration errors are refused at load with the file and the key (ex
     ['weakening-key', GOOD.replace(':auth/store :store}', ':auth/store :store :auth/dev-mode true}'), ':auth/dev-mode'],
     ['project-not-a-string', GOOD.replace('{:svc/project "demo"', '{:svc/project 42'), ':svc/project'],
     ['truncated', GOOD.slice(0, -3), 'project.edn:4:22: the map opened here is never closed'],
+    [
+      'bad-require-group',
+      GOOD.replace('{:svc/project "demo"', '{:svc/project "demo" :svc/app-require {"/ops/*" {:groups ["Tour Guides"]}}'),
+      ':svc/app-require "/ops/*" :groups: expected a non-empty vector of group names',
+    ],
+    [
+      'bad-require-email-domain',
+      GOOD.replace('{:svc/project "demo"', '{:svc/project "demo" :svc/app-require {"/staff/*" {:email-domains ["@example.com"]}}'),
+      ':svc/app-require "/staff/*" :email-domains: expected a non-empty vector of email domains (e.g. "example.com"), found string "@example.com"',
+    ],
     ['unpinned-store-package', GOOD.replace(':store {:package "svc-store-sqlite"', ':store {:package "svc-store-other"'), ':package'],
   ];
   for (const [name, edn, key] of cases) {

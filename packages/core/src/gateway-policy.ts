@@ -5,7 +5,6 @@
  * ambiguous (refused, never normalised), which paths are public, and whether a principal meets
  * a path's requirement. The server applies them; nothing here does I/O.
  */
-import { domainToUnicode } from 'node:url';
 import type { AppPathRequirement } from './app-config.js';
 import { AuthError } from './errors.js';
 import type { Principal } from './principal.js';
@@ -441,28 +440,23 @@ export function unmetRequirement(requirement: AppPathRequirement, principal: Pri
  * What a requirement asks for, in words a person reads on the gateway's refusal page (one
  * phrase per field given, every field must hold): "a member of ops or admins", "an email at
  * example.com, verified", ... A subject list is not spelled out (it names other people's
- * accounts).
+ * accounts). `domainName` shows a domain (kept in A-label form) as people read it, e.g. Node's
+ * `domainToUnicode`; by default as kept.
  *
  * @example
  * requirementNeeds({ path: '/ops/*', subjects: null, groups: ['ops', 'admins'], emailDomains: ['example.com'], amr: null, maxAuthAgeSeconds: null });
  * // ['a member of ops or admins', 'an email at example.com, verified']
  */
-export function requirementNeeds(requirement: AppPathRequirement): string[] {
+export function requirementNeeds(requirement: AppPathRequirement, domainName: (domain: string) => string = (d) => d): string[] {
   const or = (items: readonly string[]) =>
     items.length <= 1 ? (items[0] ?? '') : `${items.slice(0, -1).join(', ')} or ${items[items.length - 1] as string}`;
   const out: string[] = [];
   if (requirement.subjects !== null) out.push('one of the accounts allowed here');
   if (requirement.groups !== null) out.push(`a member of ${or(requirement.groups)}`);
-  if (requirement.emailDomains !== null) out.push(`an email at ${or(requirement.emailDomains.map(displayDomain))}, verified`);
+  if (requirement.emailDomains !== null) out.push(`an email at ${or(requirement.emailDomains.map(domainName))}, verified`);
   if (requirement.amr !== null) out.push(`a sign-in with ${or(requirement.amr)}`);
   if (requirement.maxAuthAgeSeconds !== null) out.push(`a sign-in at most ${requirement.maxAuthAgeSeconds} seconds old`);
   return out;
-}
-
-/** A domain as people write it (`bücher.example` for `xn--bcher-kva.example`). */
-function displayDomain(domain: string): string {
-  const unicode = domainToUnicode(domain);
-  return unicode === '' ? domain : unicode;
 }
 
 /**

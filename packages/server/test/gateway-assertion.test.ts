@@ -236,6 +236,15 @@ describe('Svc-Assertion signing and verification', () => {
     await refused(verifySvcAssertion('not.a.jws', { jwks: jwks(), audience: AUD }), 'malformed');
   });
 
+  test('ill-typed identity claims (a signer bug or a foreign token under the same key) are refused, not passed on', async () => {
+    const { header, payload } = parts(signer.sign(principal, REQ));
+    for (const bad of [{ groups: 'ops' }, { groups: ['ops', 7] }, { email: 42 }, { email: '' }, { name: ['Ada'] }]) {
+      await refused(verify(forge(header, { ...payload, ...bad }, privateOf(set))), 'missing_claim');
+    }
+    const odd = await verify(forge(header, { ...payload, email: 'a@example.com', email_verified: 'yes' }, privateOf(set)));
+    assert.equal(odd.emailVerified, false, 'only true is verified');
+  });
+
   test('a request without a Host cannot get an assertion', () => {
     assert.throws(() => signer.sign(principal, { ...REQ, host: undefined }), TypeError);
   });

@@ -47,7 +47,7 @@ import {
 import { installHeaderHygiene, removeHeaders, requestPath } from './hygiene.js';
 import { markProvenKey } from './key-binding.js';
 import type { GatewayAppOptions, GatewayPolicy } from './options.js';
-import { RequirementRefusal, sendRefusalPage, wantsHtmlRefusal } from './refusal-page.js';
+import { refusalContextOf, requirementRefusal, sendRefusalPage, wantsHtmlRefusal } from './refusal-page.js';
 import { scimRoutes } from './scim-routes.js';
 import { createSessionWatcher, type SessionWatcher } from './session-watch.js';
 import { forwardedClientAddress, trustedPeerPredicate } from './trusted-proxies.js';
@@ -161,11 +161,11 @@ async function settleIdentity(deps: AuthDeps, policy: GatewayPolicy, input: Iden
 /**
  * Refuses `principal` where it does not meet `requirement` (core's `unmetRequirement`):
  * `403 insufficient_claims` with `WWW-Authenticate: ... error="insufficient_scope"`, as a
- * {@link RequirementRefusal} so a browser can be shown who it is and what the path needs.
+ * {@link requirementRefusal} so a browser can be shown who it is and what the path needs.
  */
 function checkRequirement(deps: AuthDeps, requirement: AppPathRequirement, principal: Principal): void {
   const unmet = unmetRequirement(requirement, principal, deps.clock.now());
-  if (unmet !== null) throw new RequirementRefusal(requirement, principal, unmet, { 'www-authenticate': INSUFFICIENT_SCOPE_CHALLENGE });
+  if (unmet !== null) throw requirementRefusal(requirement, principal, unmet, { 'www-authenticate': INSUFFICIENT_SCOPE_CHALLENGE });
 }
 
 /** {@link settleIdentity} for a request that carries the gateway's session cookies and no `Authorization`. */
@@ -262,7 +262,8 @@ function gatewayIdentity(deps: AuthDeps, policy: GatewayPolicy, browser: Browser
       }
       // A browser that is signed in but not allowed here is told who it is and what the path
       // needs, with a way to sign out; every other client keeps the problem+json.
-      if (err instanceof RequirementRefusal && wantsHtmlRefusal(req)) return sendRefusalPage(reply, err);
+      const refused = refusalContextOf(err);
+      if (refused !== undefined && wantsHtmlRefusal(req)) return sendRefusalPage(reply, err as AuthError, refused);
       throw err;
     }
     if (outcome.reserved) return;

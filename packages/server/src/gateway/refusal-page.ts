@@ -8,19 +8,33 @@ import { escapeHtml } from './login-page.js';
 /** The browser route that ends the session (a form POST: a plain link would let any page sign the user out). */
 const LOGOUT_PATH = '/.svc/auth/v1/logout';
 
-/**
- * A path requirement the principal does not meet (`403 insufficient_claims`), with who was
- * refused and what the path needs, so a browser can be shown a page that says so. API clients
- * get the problem+json of the `AuthError` it is.
- */
-export class RequirementRefusal extends AuthError {
+/** Who was refused and what the path needs, for the refusals {@link requirementRefusal} made. */
+interface RefusalContext {
   readonly principal: Principal;
   readonly requirement: AppPathRequirement;
-  constructor(requirement: AppPathRequirement, principal: Principal, detail: string, headers: Record<string, string>) {
-    super('insufficient_claims', detail, { headers });
-    this.principal = principal;
-    this.requirement = requirement;
-  }
+}
+
+const refusals = new WeakMap<AuthError, RefusalContext>();
+
+/**
+ * The `403 insufficient_claims` of a path requirement the principal does not meet, remembering
+ * who was refused and what the path needs ({@link refusalContextOf}), so a browser can be shown a
+ * page that says so. API clients get its problem+json.
+ */
+export function requirementRefusal(
+  requirement: AppPathRequirement,
+  principal: Principal,
+  detail: string,
+  headers: Record<string, string>,
+): AuthError {
+  const error = new AuthError('insufficient_claims', detail, { headers });
+  refusals.set(error, { principal, requirement });
+  return error;
+}
+
+/** Who was refused and what the path needs, when `err` is a refusal {@link requirementRefusal} made; else undefined. */
+export function refusalContextOf(err: unknown): RefusalContext | undefined {
+  return err instanceof AuthError ? refusals.get(err) : undefined;
 }
 
 /**
@@ -33,11 +47,16 @@ export function wantsHtmlRefusal(req: FastifyRequest): boolean {
   return typeof accept === 'string' && accept.toLowerCase().includes('text/html');
 }
 
-/** An email as a person reads it: an A-label domain (`xn--bcher-kva.example`) shown in Unicode. */
+/** A domain as a person reads it: an A-label one (`xn--bcher-kva.example`) in Unicode (`bücher.example`). */
+function displayDomain(domain: string): string {
+  const unicode = domainToUnicode(domain);
+  return unicode === '' ? domain : unicode;
+}
+
+/** An email as a person reads it: its domain by {@link displayDomain}. */
 function displayEmail(email: string): string {
   const at = email.lastIndexOf('@');
-  const domain = domainToUnicode(email.slice(at + 1));
-  return domain === '' ? email : `${email.slice(0, at + 1)}${domain}`;
+  return `${email.slice(0, at + 1)}${displayDomain(email.slice(at + 1))}`;
 }
 
 /** Who the page says is signed in: the name and email when known, else the subject id. */
@@ -73,7 +92,7 @@ export function renderRefusalPage(input: {
   readonly principal: Principal;
   readonly requirement: AppPathRequirement;
 }): string {
-  const needs = requirementNeeds(input.requirement);
+  const needs = requirementNeeds(input.requirement, displayDomain);
   const nonce = escapeHtml(input.nonce);
   return `<!doctype html>
 <html lang="en">
@@ -99,7 +118,7 @@ ${needs.map((n) => `<li>${escapeHtml(n)}</li>`).join('\n')}
 }
 
 /** Sends {@link renderRefusalPage} as the `403` of `refusal`, with its own Content-Security-Policy. */
-export function sendRefusalPage(reply: FastifyReply, refusal: RequirementRefusal): FastifyReply {
+export function sendRefusalPage(reply: FastifyReply, refusal: AuthError, context: RefusalContext): FastifyReply {
   const nonce = randomBytes(18).toString('base64');
   for (const [name, value] of Object.entries(refusal.headers)) reply.header(name, value);
   return reply
@@ -110,5 +129,5 @@ export function sendRefusalPage(reply: FastifyReply, refusal: RequirementRefusal
     )
     .header('referrer-policy', 'same-origin')
     .type('text/html; charset=utf-8')
-    .send(renderRefusalPage({ nonce, principal: refusal.principal, requirement: refusal.requirement }));
+    .send(renderRefusalPage({ nonce, principal: context.principal, requirement: context.requirement }));
 }

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import type { IncomingMessage } from 'node:http';
 import { connect } from 'node:net';
 import { after, before, describe, test } from 'node:test';
-import { IDENTITY_HEADER_NAMES, IDENTITY_HEADER_PREFIXES, normalizeHeaderName } from '@svc/core';
+import { IDENTITY_HEADER_NAMES, IDENTITY_HEADER_PREFIXES, normalizeHeaderName, updateUser } from '@svc/core';
 import type { GatewayAttach } from '../../src/index.js';
 import {
   ATTACH_MODES,
@@ -10,6 +10,7 @@ import {
   type Echo,
   echoAttach,
   type GatewayHarness,
+  gatewayApi,
   startGatewayHarness,
   testPolicy,
 } from '../support/gateway-harness.js';
@@ -45,6 +46,9 @@ const FORGED_NAMES: readonly string[] = [
   'Oidc-Claim-Email',
   PROJECT_HEADER,
 ];
+
+/** The attributes of the signed-in user of the table. */
+const KNOWN = { name: 'Ada Lovelace', email: 'ada@example.com', email_verified: true, groups: ['analysts'] };
 
 /** Upper, lower and mixed case, and each with `_` for `-`. */
 function spellings(name: string): string[] {
@@ -108,6 +112,15 @@ for (const mode of ATTACH_MODES) {
       const user = await applicationUser(h);
       token = user.pair.access_token;
       session = user.pair.session_id;
+      // A user the gateway knows by name, email and groups: its own Svc-Email, Svc-Name and
+      // Svc-Groups go with every request, and a forged one must neither stay beside them nor win.
+      const me = await gatewayApi(h, 'GET', '/.svc/auth/v1/me', { token });
+      await updateUser(h.deps, {
+        subject: me.body.subject,
+        attributes: KNOWN,
+        actor: { via: 'cli', subject: null, session: null },
+        source: 'operator',
+      });
     });
     after(async () => {
       await h?.close();
@@ -129,6 +142,12 @@ for (const mode of ATTACH_MODES) {
           assert.ok(!echo.rawHeaders.some((v) => v.includes(token)), 'the token is nowhere in the raw headers');
           assert.equal(echo.principal.session, session, 'the principal is the real one');
           assert.equal(echo.principal.realm, 'application');
+          const { email, name, groups } = echo.principal.claims;
+          assert.deepEqual(
+            { email, name, groups },
+            { email: KNOWN.email, name: KNOWN.name, groups: KNOWN.groups },
+            'who the caller is: the real one',
+          );
         }
       });
 

@@ -37,9 +37,7 @@ describe('module mode: request.principal.claims carries who the caller is, acros
   before(async () => {
     const modules = await moduleModeAttach([fixtureModule('good-app')]);
     closeModules = modules.close;
-    // The module host's process and socket are the subject here; the store is the reference one
-    // (the SQL stores' users come with their own branch).
-    h = await startGatewayHarness({ attach: modules.attach, store: 'memory' });
+    h = await startGatewayHarness({ attach: modules.attach });
     token = (await applicationUser(h)).pair.access_token;
     subject = (await gatewayApi(h, 'GET', '/.svc/auth/v1/me', { token })).body.subject;
   });

@@ -7,7 +7,6 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, type TestContext, test } from 'node:test';
 import { updateUser } from '@svc/core';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { launchBrowser } from '../repo.js';
 import {
   applicationUser,
@@ -21,6 +20,10 @@ import {
 import type { Pair } from '../support/harness.js';
 
 const actor = { via: 'cli', subject: null, session: null } as const;
+
+type Browser = Awaited<ReturnType<typeof launchBrowser>>;
+type BrowserContext = Awaited<ReturnType<Browser['newContext']>>;
+type Page = Awaited<ReturnType<BrowserContext['newPage']>>;
 
 /** Writes a full-page screenshot to SVC_TEST_SCREENSHOTS (a directory), when that is set, and says where. */
 async function screenshot(page: Page, name: string, t: TestContext): Promise<void> {
@@ -37,10 +40,7 @@ describe('the HTML refusal page of a path requirement, in Chromium', () => {
   let h: GatewayHarness;
   before(async () => {
     browser = await launchBrowser();
-    // The browser and the gateway's socket are the subject; users live in the reference store
-    // (the SQL stores' users come with their own branch).
     h = await startGatewayHarness({
-      store: 'memory',
       attach: echoAttach,
       policy: testPolicy({
         requirements: [
