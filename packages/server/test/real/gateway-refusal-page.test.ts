@@ -112,7 +112,7 @@ describe('the HTML refusal page of a path requirement, in Chromium', () => {
       assert.equal(response?.status(), 403);
       assert.equal(await page.textContent('.who'), evil, 'the name, character for character, as text');
       assert.equal(await page.locator('img, script, b').count(), 0, 'no element from the name');
-      assert.equal(await page.evaluate(() => (window as unknown as { pwned?: number }).pwned ?? null), null);
+      assert.equal(await page.evaluate(() => (globalThis as unknown as { pwned?: number }).pwned ?? null), null);
       assert.deepEqual(dialogs, []);
       assert.deepEqual(await page.locator('li').allTextContents(), ['a member of ops or admins']);
       await screenshot(page, 'gateway-refusal-403-markup-name.png', t);
