@@ -22,9 +22,20 @@ function isDraft(value: unknown): value is AuditEventDraft {
  */
 function committed(operation: string, result: unknown): boolean {
   switch (operation) {
-    case 'createSession':
     case 'revokeSession':
+    case 'revokeScimToken':
+    case 'deleteGroup':
       return result === true;
+    case 'createSession':
+    case 'createLink':
+    case 'createUser':
+      return result === 'created';
+    case 'saveGroup':
+      return result === 'saved';
+    case 'createLinkSession':
+      return (result as { kind?: unknown } | null)?.kind === 'created';
+    case 'changeUser':
+      return ['updated', 'removed'].includes((result as { kind?: unknown } | null)?.kind as string);
     case 'enrollDevice':
       return result === 'enrolled';
     case 'completePairing':
@@ -58,16 +69,18 @@ export function instrumentStore<S extends Store>(store: S, metrics: ServiceMetri
       const value = Reflect.get(target, prop, receiver);
       if (typeof prop !== 'string' || !OPERATIONS.has(prop) || typeof value !== 'function') return value;
       return async (...args: unknown[]) => {
-        let event: AuditEventDraft | undefined;
-        const wrapped = args.map((arg) => {
-          if (isDraft(arg)) {
-            event = arg;
-            return arg;
-          }
+        // The events handed in (one, or a list), then those the last call of each decision
+        // callback returned (one, or a `{events}` list beside the change it decided).
+        const given: AuditEventDraft[] = [];
+        const decided = new Map<number, AuditEventDraft[]>();
+        const wrapped = args.map((arg, i) => {
+          if (isDraft(arg)) given.push(arg);
+          else if (Array.isArray(arg)) given.push(...arg.filter(isDraft));
           if (typeof arg !== 'function') return arg;
           return (...inner: unknown[]) => {
             const out = (arg as (...a: unknown[]) => unknown)(...inner);
-            if (isDraft(out)) event = out;
+            const events = (out as { events?: unknown } | null)?.events;
+            decided.set(i, isDraft(out) ? [out] : Array.isArray(events) ? events.filter(isDraft) : []);
             return out;
           };
         });
@@ -80,7 +93,7 @@ export function instrumentStore<S extends Store>(store: S, metrics: ServiceMetri
           throw error;
         }
         metrics.observeStoreOperation(prop, (performance.now() - started) / 1000, false);
-        if (event !== undefined && committed(prop, result)) metrics.recordAuditEvent(event);
+        if (committed(prop, result)) for (const event of [...given, ...[...decided.values()].flat()]) metrics.recordAuditEvent(event);
         return result;
       };
     },
