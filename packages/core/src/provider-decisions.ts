@@ -124,7 +124,8 @@ export function emailToLinkBy(policy: ProviderPolicy, realm: Realm, intent: Prov
 
 /**
  * Whom an identity is linked to by its verified email, given the users of the realm with that
- * email: the one user whose email is verified too (a user holding the address unverified, e.g.
+ * email: the one user whose email is verified and was set by an operator or the directory (a
+ * user holding the address unverified, or verified only by an identity provider, e.g.
  * from another identity provider that did not vouch for it, never receives the link: that
  * would let whoever typed the address first take the person's next sign-in); `none` when no
  * user has it verified (the identity is then new: just-in-time rules apply); a refusal when
@@ -139,7 +140,10 @@ export function emailLinkOwner(
   candidates: readonly UserRecord[],
   ownerLinkedAtIssuer: (subject: string) => boolean,
 ): { readonly owner: UserRecord } | 'none' | 'email_owner_ambiguous' | 'email_owner_has_issuer_link' {
-  const verified = candidates.filter((u) => u.emailVerified);
+  // Only an address the operator or the company directory vouched for: one that an identity
+  // provider verified (a just-in-time user's) may have been claimed first by whoever could get a
+  // weaker provider to verify the victim's address (a pre-hijack), so it never receives a link.
+  const verified = candidates.filter((u) => u.emailVerified && (u.emailSource === 'operator' || u.emailSource === 'scim'));
   const [owner, ...others] = verified;
   if (owner === undefined) return 'none';
   if (others.length > 0) return 'email_owner_ambiguous';

@@ -59,9 +59,10 @@ export function checkGroups(groups: unknown): { readonly groups: readonly string
   return { groups: Object.freeze(unique) };
 }
 
-// C0 and C1 controls, DEL, line and paragraph separators, and the bidirectional overrides and
-// isolates (a name that reorders the text around it on a page or in a log line).
-const UNSAFE_NAME_CHARS = /[\p{Cc}\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff]/u;
+// C0 and C1 controls, DEL, line and paragraph separators, the bidirectional overrides and
+// isolates (a name that reorders the text around it on a page or in a log line), and lone
+// surrogates (not text: a store would replace them, and percent-encoding them throws).
+const UNSAFE_NAME_CHARS = /[\p{Cc}\p{Cs}\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff]/u;
 
 /**
  * A display name in NFC, trimmed, or the problem with it: 1 to 128 characters, no control,
@@ -173,8 +174,10 @@ export interface IdentityAttributes {
 
 /**
  * The identity headers the gateway sends upstream for `attributes` (contract: application
- * gateway): `Svc-Email` (ASCII), `Svc-Name` (percent-encoded UTF-8), `Svc-Groups` (comma-separated);
- * a header is absent when its attribute is unknown or empty, never an empty string.
+ * gateway): `Svc-Email` (ASCII; only a verified email), `Svc-Name` (percent-encoded UTF-8),
+ * `Svc-Groups` (comma-separated); a header is absent when its attribute is unknown, empty or (the
+ * email) unverified, never an empty string. The assertion's `email` and `email_verified` claims
+ * carry an unverified email with its flag, for an app that wants to tell them apart.
  *
  * @example
  * identityHeaders({ email: 'ada@example.com', name: 'Ada Lovelace', groups: ['ops'] });
@@ -182,7 +185,9 @@ export interface IdentityAttributes {
  */
 export function identityHeaders(attributes: IdentityAttributes): Readonly<Record<string, string>> {
   const out: Record<string, string> = {};
-  if (attributes.email !== undefined && attributes.email !== '') out['svc-email'] = attributes.email;
+  // Only a verified email: the apps that read identity headers (an auth-proxy login) take the
+  // header as who the caller IS, and an address an IdP let a user type unverified is not that.
+  if (attributes.email !== undefined && attributes.email !== '' && attributes.email_verified === true) out['svc-email'] = attributes.email;
   if (attributes.name !== undefined && attributes.name !== '') out['svc-name'] = encodeURIComponent(attributes.name);
   if (attributes.groups !== undefined && attributes.groups.length > 0) out['svc-groups'] = attributes.groups.join(',');
   return out;

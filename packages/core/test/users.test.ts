@@ -50,7 +50,7 @@ describe('user attributes: what is accepted at input', () => {
   test('a display name in any script is kept (NFC, trimmed); control and bidi-override characters are refused', () => {
     assert.deepEqual(checkDisplayName('  Zoë Ångström 山田 '), { name: 'Zoë Ångström 山田' });
     assert.deepEqual(checkDisplayName('Zoe\u0308'), { name: 'Zoë' });
-    for (const bad of ['', '   ', 'a\nb', 'evil\u202Egnp.exe', 'x'.repeat(129), 'tab\there', null]) {
+    for (const bad of ['', '   ', 'a\nb', 'evil\u202Egnp.exe', 'x'.repeat(129), 'tab\there', 'lone \uD800 surrogate', null]) {
       assert.ok('problem' in checkDisplayName(bad), `accepted ${JSON.stringify(bad)}`);
     }
   });
@@ -87,6 +87,11 @@ describe('user attributes: what reaches the application', () => {
   test('unknown attributes are absent, never empty strings', () => {
     assert.deepEqual(identityHeaders({}), {});
     assert.deepEqual(identityHeaders({ groups: [] }), {});
+  });
+
+  test('header forgery by an unverified email: an address the IdP let a user type is never sent as Svc-Email', () => {
+    assert.deepEqual(identityHeaders({ email: 'ceo@example.com', email_verified: false, name: 'Mallory' }), { 'svc-name': 'Mallory' });
+    assert.deepEqual(identityHeaders({ email: 'ceo@example.com', name: 'Mallory' }), { 'svc-name': 'Mallory' });
     assert.deepEqual(identityAttributesOf(user()), {});
     assert.deepEqual(identityAttributesOf(user({ email: 'a@example.com', emailVerified: false })), {
       email: 'a@example.com',

@@ -301,10 +301,38 @@ export function providerUsersSuite(ctx: SuiteContext): void {
           'invalid_credential',
         );
         assert.equal(await lastFailure(deps), 'email_owner_ambiguous');
-        // Ann signs in (a new user by JIT, her email verified); the issuer later gives her address to a new subject.
+        // Ann, known to the operator, signs in (linked by her verified email); the issuer later gives her address to a new subject.
+        await addUser(deps, {
+          realm: 'application',
+          attributes: { email: ann.email, email_verified: true },
+          actor: OPERATOR,
+          source: 'operator',
+        });
         pairOf(await ceremony(deps, provider, { proof: { subject: 'ann-1', claims: ann } }));
         await rejectsWithCode(ceremony(deps, provider, { proof: { subject: 'ann-2', claims: ann } }), 'invalid_credential');
         assert.equal(await lastFailure(deps), 'email_owner_has_issuer_link');
+      }));
+
+    test('pre-hijack: an account whose email only another identity provider vouched for never receives a link by email', () =>
+      ctx.world(async ({ deps, store }) => {
+        // Mallory signs up through a lax provider that "verifies" Ann's address.
+        const lax = createTestProvider({
+          name: 'lax',
+          policy: { allowedIssuers: ['https://lax.example.net'], jit: { enabled: true, emailDomains: [] } },
+        });
+        pairOf(await ceremony(deps, lax, { proof: { subject: 'mallory', claims: ann } }));
+        const [mallory] = await store.listUsers({ realm: 'application', email: ann.email, limit: 10 });
+        assert.equal(mallory?.emailSource, 'provider:lax');
+        // Ann's first sign-in through the company's provider, which links by verified email.
+        const corp = createTestProvider({ policy: { linkByVerifiedEmail: true, jit: { enabled: true, emailDomains: [] } } });
+        pairOf(await ceremony(deps, corp, { proof: { subject: 'ann', claims: ann } }));
+        const annLink = await store.findLiveLink({
+          realm: 'application',
+          issuer: corp.policy.allowedIssuers[0] as string,
+          externalSubject: 'ann',
+        });
+        assert.ok(annLink !== null);
+        assert.notEqual(annLink.subject, mallory?.subject, "Ann's sign-in did not land in Mallory's account");
       }));
 
     test('a disabled user is not reached by linking by email either', () =>
