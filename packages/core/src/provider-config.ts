@@ -92,7 +92,7 @@ export const PROVIDER_POLICY_SETTINGS: readonly ProviderPolicySetting[] = [
     default: 'false',
     allowed: 'true, false',
     meaning:
-      "an identity with no link whose VERIFIED email equals exactly one existing user's email in the realm is linked to that user (audited `link.created` via `verified_email`); an unverified email never links. Off, an identity is only ever found by its (issuer, subject) link. Application realm only; trust the identity provider's `email_verified` before turning it on",
+      "an identity with no link whose VERIFIED email equals exactly one existing user's email in the realm, set verified by an operator or the company directory, is linked to that user (audited `link.created` via `verified_email`); an unverified email never links. Off, an identity is only ever found by its (issuer, subject) link. Application realm only; trust the identity provider's `email_verified` before turning it on",
   },
 ];
 
