@@ -57,7 +57,8 @@ describe('passkeys through svc serve: the signed, bundled WebAuthn provider, con
         ':svc/modules  {',
         `:svc/modules {:passkeys {:package "@svc/provider-webauthn" :activate [:svc/auth-provider]
                            :config {:webauthn/rp-id "localhost" :webauthn/rp-name "Demo"
-                                    :webauthn/origins ["${gateway}"] :provider/jit true}}
+                                    :webauthn/origins ["${gateway}"]
+                                    :provider/jit true :provider/jit-status :disabled}}
                 `,
       );
     assert.ok(edn.includes(':passkeys'), edn);
@@ -88,6 +89,18 @@ describe('passkeys through svc serve: the signed, bundled WebAuthn provider, con
       await page.fill('#display-name', 'Zoë Ångström 山田');
       if (process.env.SVC_SCREENSHOTS) await page.screenshot({ path: join(process.env.SVC_SCREENSHOTS, 'login-signup-name.png') });
       await page.click('button[data-intent="signup"]');
+      // Sign-up by invitation (the README's setting): the new user waits for an operator.
+      await page.locator('#status', { hasText: /administrator must approve/ }).waitFor({ timeout: 15_000 });
+      const pending = JSON.parse(
+        (await svcOk(['auth', 'users', '--status', 'disabled', '--realm', 'application', '--json'], { env: adminEnv })).stdout,
+      ) as {
+        users: { subject: string; name: string | null }[];
+      };
+      const waiting = pending.users.find((u) => u.name === 'Zoë Ångström 山田');
+      assert.ok(waiting, `the new user waits, disabled, with the name typed: ${JSON.stringify(pending)}`);
+      await svcOk(['auth', 'users', 'enable', waiting.subject], { env: adminEnv });
+      // Approved: the same passkey now signs in.
+      await page.click('button[data-intent="signin"]');
       await page.waitForURL(`${gateway}/whoami`);
       const first = JSON.parse((await page.textContent('body')) ?? '') as Record<string, string | null>;
       assert.equal(decodeURIComponent(first['svc-name'] ?? ''), 'Zoë Ångström 山田', 'the upstream receives the name typed at sign-up');
