@@ -169,12 +169,15 @@ export {
   scimPage,
   scimPatchOperations,
   scimResourceTypes,
+  scimSameEmail,
   scimSchemas,
   scimServiceProviderConfig,
+  scimShownUserName,
   scimUser,
   scimUserAttributes,
   scimUserChanges,
   scimUserInput,
+  scimUserNameMatches,
   scimUserState,
 } from './scim.js';
 export type { SenderConstraint, SenderConstraints } from './sender-constraint.js';

@@ -477,6 +477,46 @@ export function applyScimUserPatch(state: ScimUserState, ops: readonly PatchOper
 }
 
 /**
+ * The `userName` a stored user is shown with: the directory's `userName`, else the email, else
+ * the subject (a user that did not come from the directory).
+ *
+ * @example
+ * scimShownUserName(pairedUser); // 'ann@example.com'
+ */
+export function scimShownUserName(u: UserRecord): string {
+  return u.userName ?? u.email ?? u.subject;
+}
+
+/** ASCII lower case (how emails and shown userNames are compared: RFC 7643 userName is case-insensitive). */
+function asciiLower(s: string): string {
+  return s.replace(/[A-Z]/g, (c) => c.toLowerCase());
+}
+
+/**
+ * Whether a `userName eq "<value>"` filter finds the user: its userName when it has one (exact,
+ * as it is unique), else its email compared case-insensitively, else its subject. So a directory
+ * looking up a person by the userName the listing shows finds them.
+ *
+ * @example
+ * scimUserNameMatches(pairedUser, 'Ann@Example.com'); // true when its email is ann@example.com and it has no userName
+ */
+export function scimUserNameMatches(u: UserRecord, value: string): boolean {
+  if (u.userName !== null) return u.userName === value;
+  if (u.email !== null) return asciiLower(u.email) === asciiLower(value);
+  return u.subject === value;
+}
+
+/**
+ * Whether two emails are the same address for uniqueness (ASCII case folded).
+ *
+ * @example
+ * scimSameEmail('Ann@example.com', 'ann@example.com'); // true
+ */
+export function scimSameEmail(a: string, b: string): boolean {
+  return asciiLower(a) === asciiLower(b);
+}
+
+/**
  * A stored user as a SCIM User resource (RFC 7643 §4.1): `id` is the subject; `userName` is the
  * directory's, else the email, else the subject (a user that did not come from the directory);
  * `groups` (read-only) lists the group records the user is in.
@@ -494,7 +534,7 @@ export function scimUser(
     schemas: [SCIM_SCHEMA.user],
     id: u.subject,
     ...(u.externalId === null ? {} : { externalId: u.externalId }),
-    userName: u.userName ?? u.email ?? u.subject,
+    userName: scimShownUserName(u),
     ...(u.name === null ? {} : { name: { formatted: u.name }, displayName: u.name }),
     ...(u.email === null ? {} : { emails: [{ value: u.email, type: 'work', primary: true }] }),
     active: u.status === 'active',

@@ -182,6 +182,23 @@ export interface ScimTokenRecord {
   readonly revokedAt: number | null;
 }
 
+/**
+ * How precisely a SCIM token's `lastUsedAt` is kept: {@link Store.useScimToken} writes it at most
+ * once per this many ms per token, so a directory's requests are not each a store write.
+ */
+export const SCIM_TOKEN_USE_RESOLUTION_MS = 60_000;
+
+/**
+ * Whether a use of a SCIM token at `now` records itself: never recorded, recorded at least
+ * {@link SCIM_TOKEN_USE_RESOLUTION_MS} ago, or recorded "in the future" (the clock stepped back).
+ *
+ * @example
+ * scimTokenUseIsDue(null, 1000); // true
+ */
+export function scimTokenUseIsDue(lastUsedAt: number | null, now: number): boolean {
+  return lastUsedAt === null || now < lastUsedAt || now - lastUsedAt >= SCIM_TOKEN_USE_RESOLUTION_MS;
+}
+
 /** A filter of {@link Store.listUsers}: each given narrows the list. */
 export interface UserFilter {
   readonly realm?: Realm;
@@ -705,8 +722,11 @@ export interface Store {
   /** Stores a SCIM token (its digest only) with its event. */
   createScimToken(token: ScimTokenRecord, event: AuditEventDraft): Promise<void>;
   /**
-   * The live (not revoked) SCIM token whose digest is `digest`, compared in constant time, its
-   * `lastUsedAt` set to `now`; null otherwise.
+   * The live (not revoked) SCIM token whose digest is `digest`, compared in constant time; null
+   * otherwise, with nothing written. Its `lastUsedAt` is set to `now` only when the use is due
+   * ({@link scimTokenUseIsDue}: at most once per {@link SCIM_TOKEN_USE_RESOLUTION_MS}); the token
+   * is looked up by a read first, so an unknown token, or a known one used within the minute,
+   * writes nothing (on SQLite: never enters the single-writer queue).
    */
   useScimToken(input: { readonly digest: string; readonly now: number }): Promise<ScimTokenRecord | null>;
   /** Every SCIM token, revoked ones included, oldest first. */

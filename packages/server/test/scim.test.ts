@@ -635,3 +635,210 @@ describe('SCIM 2.0 provisioning on the gateway', () => {
     assert.equal((await gatewayApi(h, 'GET', '/app/x', { token: pair.access_token })).status, 200);
   });
 });
+
+// Review findings (SCIM part of #27), as attacks, on both embedded stores.
+for (const store of ['memory', 'sqlite'] as const) {
+  describe(`SCIM attacks on the directory's own consistency (${store})`, () => {
+    let h: GatewayHarness;
+    let mgmtToken: string;
+    let scimToken: string;
+    const scim = (method: string, path: string, body?: unknown): Promise<Reply> =>
+      gatewayApi(h, method, BASE + path, {
+        ...(body === undefined ? {} : { body }),
+        token: scimToken,
+        headers: body === undefined ? {} : SCIM_JSON,
+      });
+    const filterUsers = (expr: string) => scim('GET', `/Users?filter=${encodeURIComponent(expr)}`);
+
+    before(async () => {
+      h = await startGatewayHarness({ socket: false, store, attach: echoAttach });
+      mgmtToken = (await admin(h)).pair.access_token;
+      scimToken = (await api(h, 'POST', '/v1/auth/scim-tokens', { token: mgmtToken, body: { name: 'entra' } })).body.token;
+    });
+    after(async () => {
+      await h?.close();
+    });
+
+    /** A paired application user (not from the directory), with `email` set verified by an operator when given. */
+    const existingPerson = async (email: string | null): Promise<{ subject: string; access: string }> => {
+      const u = await applicationUser(h);
+      const subject = (await gatewayApi(h, 'GET', '/.svc/auth/v1/me', { token: u.pair.access_token })).body.subject;
+      if (email !== null) {
+        const set = await api(h, 'PATCH', `/v1/auth/users/${subject}`, { token: mgmtToken, body: { email, email_verified: true } });
+        assert.equal(set.status, 200, set.text);
+      }
+      return { subject, access: u.pair.access_token };
+    };
+
+    test('a directory re-creating an existing person instead of finding them is refused: the shown userName finds them, a duplicate POST is 409', async () => {
+      const ann = await existingPerson('ann@example.com');
+      const shown = await scim('GET', `/Users/${ann.subject}`);
+      assert.equal(shown.body.userName, 'ann@example.com');
+      // The directory looks the person up by the userName the listing shows, in any letter case (RFC 7643: userName is case-insensitive).
+      for (const asked of ['ann@example.com', 'Ann@Example.COM']) {
+        const found = await filterUsers(`userName eq "${asked}"`);
+        assert.equal(found.status, 200, found.text);
+        assert.deepEqual(
+          found.body.Resources.map((r: { id: string }) => r.id),
+          [ann.subject],
+          `filter userName eq ${asked}`,
+        );
+        assert.equal(found.body.totalResults, 1);
+      }
+      // Had it not found them, its POST of the same person is refused, whether by that userName or by a userName of its own with the same email.
+      const bySameName = await scim('POST', '/Users', { schemas: [USER], userName: 'ANN@example.com' });
+      assert.equal(bySameName.status, 409, bySameName.text);
+      assert.equal(bySameName.body.scimType, 'uniqueness');
+      const bySameEmail = await scim('POST', '/Users', {
+        schemas: [USER],
+        userName: 'ann.other',
+        emails: [{ value: 'Ann@example.com', primary: true }],
+      });
+      assert.equal(bySameEmail.status, 409, bySameEmail.text);
+      assert.equal(bySameEmail.body.scimType, 'uniqueness');
+      const holders = await api(h, 'GET', '/v1/auth/users?realm=application&filter=ann', { token: mgmtToken });
+      assert.equal(holders.status, 200, holders.text);
+      assert.deepEqual(
+        holders.body.users.map((u: { subject: string }) => u.subject),
+        [ann.subject],
+        'no second account of the person was created',
+      );
+      // So deprovisioning through what the filter found ends the real account's session at once.
+      const off = await scim('PATCH', `/Users/${ann.subject}`, {
+        schemas: [PATCH],
+        Operations: [{ op: 'replace', value: { active: false } }],
+      });
+      assert.equal(off.status, 200, off.text);
+      assert.equal((await gatewayApi(h, 'GET', '/.svc/auth/v1/me', { token: ann.access })).status, 401);
+    });
+
+    test('a person with neither userName nor email is found by the subject they are shown with; an unverified email is not a match for the uniqueness refusal', async () => {
+      const bare = await existingPerson(null);
+      const shown = await scim('GET', `/Users/${bare.subject}`);
+      assert.equal(shown.body.userName, bare.subject);
+      const found = await filterUsers(`userName eq "${bare.subject}"`);
+      assert.deepEqual(
+        found.body.Resources.map((r: { id: string }) => r.id),
+        [bare.subject],
+      );
+      // A directory user whose userName is an email is found by it exactly, and not by a user who only contains it.
+      const created = await scim('POST', '/Users', { schemas: [USER], userName: 'bob@example.com' });
+      assert.equal(created.status, 201, created.text);
+      const bob = await filterUsers('userName eq "bob@example.com"');
+      assert.deepEqual(
+        bob.body.Resources.map((r: { id: string }) => r.id),
+        [created.body.id],
+      );
+      assert.equal((await filterUsers('userName eq "b@example.com"')).body.totalResults, 0, 'a substring is not a match');
+      // An email held unverified does not block the directory's own user.
+      const carol = await existingPerson(null);
+      const unverified = await api(h, 'PATCH', `/v1/auth/users/${carol.subject}`, {
+        token: mgmtToken,
+        body: { email: 'carol@example.com', email_verified: false },
+      });
+      assert.equal(unverified.status, 200, unverified.text);
+      const own = await scim('POST', '/Users', { schemas: [USER], userName: 'carol', emails: [{ value: 'carol@example.com' }] });
+      assert.equal(own.status, 201, own.text);
+    });
+
+    test('a group write refused for one member writes nothing: POST, PATCH and a renaming PUT', async () => {
+      const a = (await scim('POST', '/Users', { schemas: [USER], userName: `a-${store}` })).body.id;
+      const b = (await scim('POST', '/Users', { schemas: [USER], userName: `b-${store}` })).body.id;
+      const full = Array.from({ length: 100 }, (_, i) => `g${i}`);
+      const set = await api(h, 'PATCH', `/v1/auth/users/${b}`, { token: mgmtToken, body: { groups: full } });
+      assert.equal(set.status, 200, set.text);
+      const groupsOfA = async (): Promise<string[]> =>
+        (await scim('GET', `/Users/${a}`)).body.groups.map((g: { display: string }) => g.display);
+
+      const created = await scim('POST', '/Groups', { schemas: [GROUP], displayName: 'eng', members: [{ value: a }, { value: b }] });
+      assert.equal(created.status, 400, created.text);
+      assert.equal(created.body.scimType, 'invalidValue');
+      assert.equal(
+        (await scim('GET', `/Groups?filter=${encodeURIComponent('displayName eq "eng"')}`)).body.totalResults,
+        0,
+        'no group written',
+      );
+      assert.deepEqual(await groupsOfA(), [], 'no member written');
+
+      const ops = await scim('POST', '/Groups', { schemas: [GROUP], displayName: 'ops' });
+      assert.equal(ops.status, 201, ops.text);
+      const patched = await scim('PATCH', `/Groups/${ops.body.id}`, {
+        schemas: [PATCH],
+        Operations: [{ op: 'add', path: 'members', value: [{ value: a }, { value: b }] }],
+      });
+      assert.equal(patched.status, 400, patched.text);
+      assert.deepEqual(await groupsOfA(), [], 'the first member was not added');
+
+      const put = await scim('PUT', `/Groups/${ops.body.id}`, {
+        schemas: [GROUP],
+        displayName: 'sre',
+        members: [{ value: a }, { value: b }],
+      });
+      assert.equal(put.status, 400, put.text);
+      const after = await scim('GET', `/Groups/${ops.body.id}`);
+      assert.equal(after.body.displayName, 'ops', 'not renamed');
+      assert.deepEqual(after.body.members, []);
+      assert.deepEqual(await groupsOfA(), []);
+    });
+
+    test('a SCIM token flood is not a write flood: a refused client over budget is 429 before the shared budget, and a valid token is written once a minute', async () => {
+      const real = createFailureLimiter({ clock: h.deps.clock, maxFailures: 2 });
+      let reserved = 0;
+      const limiter = {
+        check: (keys: readonly string[]) => real.check(keys),
+        reserve: (keys: readonly string[]) => {
+          reserved += 1;
+          return real.reserve(keys);
+        },
+      };
+      const g = await startGateway(h, { socket: false, scimLimiter: limiter });
+      try {
+        const target = { gatewayBase: g.base, gateway: g.app, injected: true };
+        const lastUsed = async (): Promise<string | null> =>
+          (await api(h, 'GET', '/v1/auth/scim-tokens', { token: mgmtToken })).body.tokens.find((t: { name: string }) => t.name === 'entra')
+            .last_used_at;
+        const guess = (n: number) => gatewayApi(target, 'GET', `${BASE}/Users`, { token: `svcs_${String(n).padStart(43, 'B')}` });
+        for (let i = 0; i < 2; i++) assert.equal((await guess(i)).status, 401);
+        assert.equal(reserved, 2);
+        for (let i = 2; i < 12; i++) assert.equal((await guess(i)).status, 429);
+        assert.equal(reserved, 2, 'a client over budget is refused without reserving (no store I/O for the budget)');
+
+        const use = () => gatewayApi(target, 'GET', `${BASE}/ServiceProviderConfig`, { token: scimToken });
+        assert.equal((await use()).status, 200, 'a valid token goes through the spent budget');
+        const first = await lastUsed();
+        assert.notEqual(first, null);
+        h.clock.advance(30_000);
+        assert.equal((await use()).status, 200);
+        assert.equal(await lastUsed(), first, 'a use within the minute is not written');
+        h.clock.advance(30_000);
+        assert.equal((await use()).status, 200);
+        assert.notEqual(await lastUsed(), first, 'a minute later it is');
+      } finally {
+        await g.app.close();
+      }
+    });
+
+    test('paging GET /Users and GET /Groups gives every resource once, in order, with the right total', async () => {
+      for (let i = 0; i < 5; i++) assert.equal((await scim('POST', '/Users', { schemas: [USER], userName: `pager-${i}` })).status, 201);
+      for (let i = 0; i < 5; i++) assert.equal((await scim('POST', '/Groups', { schemas: [GROUP], displayName: `pg-${i}` })).status, 201);
+      for (const resource of ['/Users', '/Groups']) {
+        const all = await scim('GET', `${resource}?count=1000`);
+        const ids: string[] = all.body.Resources.map((r: { id: string }) => r.id);
+        assert.equal(all.body.totalResults, ids.length);
+        assert.deepEqual([...ids].sort(), ids, 'ordered by id');
+        const paged: string[] = [];
+        for (let start = 1; start <= ids.length; start += 3) {
+          const page = await scim('GET', `${resource}?startIndex=${start}&count=3`);
+          assert.equal(page.body.totalResults, ids.length);
+          assert.equal(page.body.startIndex, start);
+          paged.push(...page.body.Resources.map((r: { id: string }) => r.id));
+        }
+        assert.deepEqual(paged, ids, `${resource} pages`);
+        const beyond = await scim('GET', `${resource}?startIndex=${ids.length + 1}&count=3`);
+        assert.deepEqual([beyond.body.totalResults, beyond.body.Resources.length], [ids.length, 0]);
+      }
+      const one = await scim('GET', `/Groups?filter=${encodeURIComponent('displayName eq "pg-3"')}&count=0`);
+      assert.deepEqual([one.body.totalResults, one.body.Resources.length], [1, 0]);
+    });
+  });
+}

@@ -10,6 +10,7 @@ import {
   REVOKED_USER_REMOVED,
   type ScimTokenRecord,
   type ScimTokenRow,
+  scimTokenUseIsDue,
   toGroup,
   toScimToken,
   toUser,
@@ -363,12 +364,20 @@ export async function useScimToken(
 ): Promise<ScimTokenRecord | null> {
   // Found by its (unique) digest, a SHA-256 of a secret no one can guess; compared again in
   // constant time, as every other digest is.
+  // A read first: an unknown token, or one whose use was recorded within the minute, writes nothing.
+  const found = await first<ScimTokenRow>(
+    ctx.pool,
+    `SELECT ${SCIM_TOKEN_COLUMNS} FROM scim_tokens WHERE digest = $1 AND revoked_at IS NULL`,
+    [input.digest],
+  );
+  if (found === undefined || !digestsEqual(found.digest, input.digest)) return null;
+  if (!scimTokenUseIsDue(found.last_used_at === null ? null : Number(found.last_used_at), input.now)) return toScimToken(found);
   const row = await first<ScimTokenRow>(
     ctx.pool,
-    `UPDATE scim_tokens SET last_used_at = $2 WHERE digest = $1 AND revoked_at IS NULL RETURNING ${SCIM_TOKEN_COLUMNS}`,
-    [input.digest, input.now],
+    `UPDATE scim_tokens SET last_used_at = $2 WHERE id = $1 AND revoked_at IS NULL RETURNING ${SCIM_TOKEN_COLUMNS}`,
+    [found.id, input.now],
   );
-  return row === undefined || !digestsEqual(row.digest, input.digest) ? null : toScimToken(row);
+  return row === undefined ? null : toScimToken(row);
 }
 
 export async function listScimTokens(ctx: PgContext): Promise<readonly ScimTokenRecord[]> {

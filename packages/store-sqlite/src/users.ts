@@ -11,6 +11,7 @@ import {
   REVOKED_USER_REMOVED,
   type ScimTokenRecord,
   type ScimTokenRow,
+  scimTokenUseIsDue,
   toGroup,
   toScimToken,
   toUser,
@@ -298,13 +299,16 @@ export class SqliteUsers {
   }
 
   async useScimToken(input: { readonly digest: string; readonly now: number }): Promise<ScimTokenRecord | null> {
+    // A read first, outside the single-writer queue: an unknown token, or one whose use was
+    // recorded within the minute, writes nothing.
+    const found = this.#s.liveScimToken.get(input.digest);
+    // The digest found the row; it is still compared in constant time before it counts.
+    if (found === undefined || !digestsEqual(found.digest, input.digest)) return null;
+    if (!scimTokenUseIsDue(found.last_used_at, input.now)) return toScimToken(found);
     return this.#ctx.writes.run(() => {
-      const row = this.#s.liveScimToken.get(input.digest);
-      // The digest found the row; it is still compared in constant time before it counts.
-      if (row === undefined || !digestsEqual(row.digest, input.digest)) return null;
-      this.#s.useScimToken.run(input.now, row.id);
-      const used = this.#s.scimTokenById.get(row.id);
-      return used === undefined ? null : toScimToken(used);
+      this.#s.useScimToken.run(input.now, found.id);
+      const used = this.#s.scimTokenById.get(found.id);
+      return used === undefined || used.revoked_at !== null ? null : toScimToken(used);
     });
   }
 

@@ -40,6 +40,7 @@ import {
   STORE_OPERATIONS,
   type Store,
   type StoreStats,
+  scimTokenUseIsDue,
   type TokenPairDigests,
   toSession,
   toStoreStats,
@@ -782,6 +783,7 @@ export class MemoryStore implements Store {
   async useScimToken(input: { readonly digest: string; readonly now: number }): Promise<ScimTokenRecord | null> {
     for (const t of this.#d.scimTokens.values()) {
       if (t.revokedAt === null && digestsEqual(t.digest, input.digest)) {
+        if (!scimTokenUseIsDue(t.lastUsedAt, input.now)) return t;
         const used = Object.freeze({ ...t, lastUsedAt: input.now });
         this.#d.scimTokens.set(t.id, used);
         return used;

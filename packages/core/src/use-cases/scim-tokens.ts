@@ -109,8 +109,10 @@ export async function revokeScimToken(
 
 /**
  * The live SCIM token an `Authorization` header carries (`Bearer svcs_...`), its last use
- * recorded; anything else (no header, another scheme, another kind of token, unknown, revoked)
- * is `401 invalid_scim_token`. A token of the wrong shape is refused without touching the store.
+ * recorded (at most once a minute: the store's `useScimToken`); anything else (no header,
+ * another scheme, another kind of token, unknown, revoked) is `401 invalid_scim_token`. A token
+ * of the wrong shape is refused without touching the store, a well-formed refused one with a
+ * read only.
  *
  * @example
  * const token = await authenticateScimToken(deps, req.headers.authorization);

@@ -10,13 +10,15 @@ import {
   type ScimGroupState,
   scimGroupInput,
   scimPatchOperations,
+  scimSameEmail,
   scimUserAttributes,
   scimUserChanges,
   scimUserInput,
+  scimUserNameMatches,
   scimUserState,
 } from '../scim.js';
 import type { GroupRecord, ScimTokenRecord, UserFilter, UserRecord } from '../store.js';
-import { checkUserName, groupNameProblem } from '../users.js';
+import { checkEmail, checkUserName, groupNameProblem, MAX_USER_GROUPS } from '../users.js';
 import { auditDraft } from './event.js';
 import { addUser, decideUserUpdate, removeUser, type UserActor, updateUser } from './users.js';
 
@@ -37,14 +39,20 @@ function noSuchGroup(): ScimError {
   return new ScimError('not_found', null, 'no such group');
 }
 
+const PAGE = 1000;
+
+function bySubject(a: UserRecord, b: UserRecord): number {
+  return a.subject < b.subject ? -1 : a.subject > b.subject ? 1 : 0;
+}
+
 /** Every user matching `filter`, page by page (the store's pages are keyed by subject). */
 async function allUsers(deps: Pick<AuthDeps, 'store'>, filter: Omit<UserFilter, 'limit' | 'after'>): Promise<UserRecord[]> {
   const out: UserRecord[] = [];
   let after: string | undefined;
   for (;;) {
-    const page = await deps.store.listUsers({ ...filter, limit: 1000, ...(after === undefined ? {} : { after }) });
+    const page = await deps.store.listUsers({ ...filter, limit: PAGE, ...(after === undefined ? {} : { after }) });
     out.push(...page);
-    if (page.length < 1000) return out;
+    if (page.length < PAGE) return out;
     after = page.at(-1)?.subject;
   }
 }
@@ -63,8 +71,33 @@ export async function scimGetUser(deps: Pick<AuthDeps, 'store'>, id: string): Pr
 }
 
 /**
- * The application-realm users a SCIM list asks for (`filter`: `username` or `externalid` eq),
- * the page from `startIndex` (1-based) of `count`, and the total.
+ * The application-realm users a `userName eq "<value>"` finds: those SHOWN with that userName
+ * (core's `scimUserNameMatches`: the directory's userName, else the email case-insensitively,
+ * else the subject), so a directory looking up a person it did not create finds them instead of
+ * creating a second account. Candidates come from the store's filters (exact userName, the
+ * case-insensitive text match, the subject), never a scan of every user.
+ */
+async function usersShownAs(deps: Pick<AuthDeps, 'store'>, value: string): Promise<UserRecord[]> {
+  const found = new Map<string, UserRecord>();
+  for (const u of await allUsers(deps, { realm: SCIM_REALM, userName: value })) found.set(u.subject, u);
+  // Only an address can be an email (and a short value would match half the realm as text).
+  if (value.includes('@')) {
+    for (const u of await allUsers(deps, { realm: SCIM_REALM, text: value })) {
+      if (scimUserNameMatches(u, value)) found.set(u.subject, u);
+    }
+  }
+  if (isIdOfKind(value, 'subject')) {
+    const u = await deps.store.getUser(value);
+    if (u !== null && u.realm === SCIM_REALM && scimUserNameMatches(u, value)) found.set(u.subject, u);
+  }
+  return [...found.values()].sort(bySubject);
+}
+
+/**
+ * The application-realm users a SCIM list asks for (`filter`: `username` eq, matching the
+ * userName each user is shown with, or `externalid` eq), the page from `startIndex` (1-based)
+ * of `count`, and the total. Without a filter the store is read page by page and only the asked
+ * page is kept (the total needs every user counted).
  *
  * @example
  * const { total, users } = await scimListUsers(deps, { filter: { attr: 'username', value: 'bjensen' }, startIndex: 1, count: 100 });
@@ -73,20 +106,62 @@ export async function scimListUsers(
   deps: Pick<AuthDeps, 'store'>,
   input: { readonly filter: ScimFilter | null; readonly startIndex: number; readonly count: number },
 ): Promise<{ readonly total: number; readonly users: readonly UserRecord[] }> {
-  let users: UserRecord[];
-  if (input.filter === null) users = await allUsers(deps, { realm: SCIM_REALM });
-  else {
-    const checked = checkUserName(input.filter.value, input.filter.attr);
-    if ('problem' in checked) users = [];
-    else if (input.filter.attr === 'username') users = await allUsers(deps, { realm: SCIM_REALM, userName: checked.userName });
-    else users = await allUsers(deps, { realm: SCIM_REALM, externalId: checked.userName });
+  const from = input.startIndex - 1;
+  if (input.filter === null) {
+    const users: UserRecord[] = [];
+    let total = 0;
+    let after: string | undefined;
+    for (;;) {
+      const page = await deps.store.listUsers({ realm: SCIM_REALM, limit: PAGE, ...(after === undefined ? {} : { after }) });
+      for (const u of page) {
+        if (total >= from && users.length < input.count) users.push(u);
+        total += 1;
+      }
+      if (page.length < PAGE) return { total, users };
+      after = page.at(-1)?.subject;
+    }
   }
-  return { total: users.length, users: users.slice(input.startIndex - 1, input.startIndex - 1 + input.count) };
+  let users: UserRecord[];
+  const checked = checkUserName(input.filter.value, input.filter.attr);
+  if ('problem' in checked) users = [];
+  else if (input.filter.attr === 'username') users = await usersShownAs(deps, checked.userName);
+  else users = await allUsers(deps, { realm: SCIM_REALM, externalId: checked.userName });
+  return { total: users.length, users: users.slice(from, from + input.count) };
+}
+
+/**
+ * Refuses (`409 user_exists`, SCIM `uniqueness`) to create a user the realm already has: one
+ * shown with that userName (a user the directory did not create is shown with its email, else
+ * its subject), or one holding that email, verified. A directory that did not find the person
+ * must not make a second account of them: its later `active: false` or DELETE would end the
+ * duplicate and leave the real account active.
+ */
+async function refuseExistingPerson(deps: Pick<AuthDeps, 'store'>, input: ReturnType<typeof scimUserInput>): Promise<void> {
+  const userName = checkUserName(input.userName, 'userName');
+  if (!('problem' in userName) && (await usersShownAs(deps, userName.userName)).length > 0) {
+    throw new ScimError(
+      'user_exists',
+      'uniqueness',
+      'a user of the realm is already shown with that userName: find it with filter=userName eq "..." and change it instead',
+    );
+  }
+  if (input.email === null) return;
+  const email = checkEmail(input.email);
+  if ('problem' in email) return; // refused later, by the user rules
+  const holders = await allUsers(deps, { realm: SCIM_REALM, text: email.email });
+  if (holders.some((u) => u.emailVerified && u.email !== null && scimSameEmail(u.email, email.email))) {
+    throw new ScimError(
+      'user_exists',
+      'uniqueness',
+      'a user of the realm already has that email (verified): find it with filter=userName eq "<email>" and change it instead',
+    );
+  }
 }
 
 /**
  * Creates an application-realm user from a SCIM User (`POST /Users`): audited `user.created`
- * by the token; a taken `userName` is `409 uniqueness`.
+ * by the token. A `userName` another user is shown with, or an email another user holds
+ * verified, is `409 uniqueness` (the directory must find and change that user instead).
  *
  * @example
  * const user = await scimCreateUser(deps, { body, token });
@@ -95,7 +170,9 @@ export async function scimCreateUser(
   deps: AuthDeps,
   input: { readonly body: unknown; readonly token: ScimTokenRecord },
 ): Promise<UserRecord> {
-  const attributes = scimUserAttributes(scimUserInput(input.body));
+  const parsed = scimUserInput(input.body);
+  const attributes = scimUserAttributes(parsed);
+  await refuseExistingPerson(deps, parsed);
   const created = await addUser(deps, { realm: SCIM_REALM, attributes, actor: scimActor(input.token), source: 'scim' });
   return scimGetUser(deps, created.subject);
 }
@@ -207,16 +284,25 @@ export async function scimListGroups(
   deps: Pick<AuthDeps, 'store'>,
   input: { readonly filter: ScimFilter | null; readonly startIndex: number; readonly count: number },
 ): Promise<{ readonly total: number; readonly groups: readonly GroupRecord[] }> {
-  const refs = await scimGroupRefs(deps);
   const f = input.filter;
-  const named = f !== null && f.attr === 'displayname' ? refs.filter((r) => r.name === f.value) : refs;
-  const records: GroupRecord[] = [];
-  for (const r of named) {
-    const g = await deps.store.getGroup(r.id);
-    if (g !== null && (f === null || f.attr !== 'externalid' || g.externalId === f.value)) records.push(g);
+  const from = input.startIndex - 1;
+  const refs = (await scimGroupRefs(deps)).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  const records = async (ids: readonly { readonly id: string }[]): Promise<GroupRecord[]> => {
+    const out: GroupRecord[] = [];
+    for (const r of ids) {
+      const g = await deps.store.getGroup(r.id);
+      if (g !== null && g.realm === SCIM_REALM) out.push(g);
+    }
+    return out;
+  };
+  if (f !== null && f.attr === 'externalid') {
+    // The one filter the group summaries cannot answer: every record is read.
+    const matching = (await records(refs)).filter((g) => g.externalId === f.value);
+    return { total: matching.length, groups: matching.slice(from, from + input.count) };
   }
-  records.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-  return { total: records.length, groups: records.slice(input.startIndex - 1, input.startIndex - 1 + input.count) };
+  // Paged on the summaries; only the page's records are read.
+  const named = f === null ? refs : refs.filter((r) => r.name === f.value);
+  return { total: named.length, groups: await records(named.slice(from, from + input.count)) };
 }
 
 function checkedGroupState(state: ScimGroupState): ScimGroupState {
@@ -230,11 +316,22 @@ function checkedGroupState(state: ScimGroupState): ScimGroupState {
   return state;
 }
 
-async function checkMembers(deps: Pick<AuthDeps, 'store'>, subjects: readonly string[]): Promise<void> {
+/**
+ * Checks every member a group change adds BEFORE anything is written: each an application-realm
+ * user with room for one more group (at most {@link MAX_USER_GROUPS}), so a refused request
+ * (`400 invalidValue`) writes nothing.
+ */
+async function checkMembers(deps: Pick<AuthDeps, 'store'>, subjects: readonly string[], group: string): Promise<void> {
   for (const s of subjects) {
     const user = isIdOfKind(s, 'subject') ? await deps.store.getUser(s) : null;
     if (user === null || user.realm !== SCIM_REALM)
       throw new ScimError('invalid_request', 'invalidValue', `member ${JSON.stringify(s.slice(0, 70))} is not a user`);
+    if (!user.groups.includes(group) && user.groups.length >= MAX_USER_GROUPS)
+      throw new ScimError(
+        'invalid_request',
+        'invalidValue',
+        `member ${s} is already in ${MAX_USER_GROUPS} groups, the most a user can be in`,
+      );
   }
 }
 
@@ -280,7 +377,8 @@ async function saveGroupRecord(deps: AuthDeps, group: GroupRecord, token: ScimTo
 
 /**
  * Creates a group record from a SCIM Group (`POST /Groups`) and adds its members (each a
- * change of that user's groups, source `scim`). A `displayName` that is not a valid group name
+ * change of that user's groups, source `scim`), every member checked before anything is
+ * written (a refused request writes nothing; the writes are then one transaction each). A `displayName` that is not a valid group name
  * (`[a-z0-9][a-z0-9._-]{0,63}`) is `400 invalidValue`, never rewritten; a taken one `409
  * uniqueness`.
  *
@@ -292,7 +390,7 @@ export async function scimCreateGroup(
   input: { readonly body: unknown; readonly token: ScimTokenRecord },
 ): Promise<GroupRecord> {
   const state = checkedGroupState(scimGroupInput(input.body));
-  await checkMembers(deps, state.members);
+  await checkMembers(deps, state.members, state.displayName);
   const now = deps.clock.now();
   const group: GroupRecord = {
     id: newId('group', deps.clock, deps.random),
@@ -309,13 +407,16 @@ export async function scimCreateGroup(
   return group;
 }
 
-/** Brings a group from its current state to `next`: renamed (on every member too), its externalId, its members. */
+/**
+ * Brings a group from its current state to `next`: renamed (on every member too), its
+ * externalId, its members; the name and every added member checked before anything is written.
+ */
 async function applyGroupState(deps: AuthDeps, group: GroupRecord, next: ScimGroupState, token: ScimTokenRecord): Promise<GroupRecord> {
   const state = checkedGroupState(next);
   const current = (await scimGroupMembers(deps, group)).map((u) => u.subject);
   const adds = state.members.filter((s) => !current.includes(s));
   const removes = current.filter((s) => !state.members.includes(s));
-  await checkMembers(deps, adds);
+  await checkMembers(deps, adds, state.displayName);
   const actor = scimActor(token);
   let saved = group;
   if (state.displayName !== group.name || state.externalId !== group.externalId) {

@@ -127,9 +127,14 @@ export const scimRoutes: FastifyPluginAsync<ScimRouteOptions> = async (app, { de
       tokens.set(req, await authenticateScimToken(deps, req.headers.authorization));
     } catch (err) {
       // Refused tokens are counted per address unit; beyond the budget the refusal is a 429, so a
-      // guesser learns nothing more. A valid token is never refused for another's failures.
+      // guesser learns nothing more. A valid token is never refused for another's failures (the
+      // token lookup is a read: a refused one wrote nothing). A client already over budget in
+      // this process is answered 429 before the shared budget is even reserved.
       if (err instanceof AuthError && err.status === 401) {
-        const attempt = await limiter.reserve([clientAddressKey(req.ip)]);
+        const key = clientAddressKey(req.ip);
+        const over = limiter.check([key]);
+        if (over !== null) throw over;
+        const attempt = await limiter.reserve([key]);
         if (!attempt.counted) throw attempt.refusal();
         attempt.fail();
       }

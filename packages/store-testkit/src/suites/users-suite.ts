@@ -17,6 +17,7 @@ import {
   type LinkRecord,
   newSessionRecord,
   type PairingIntentRecord,
+  SCIM_TOKEN_USE_RESOLUTION_MS,
   type ScimTokenRecord,
   type Store,
   type UserRecord,
@@ -818,6 +819,39 @@ export function usersSuite(ctx: SuiteContext): void {
           { ...okta, lastUsedAt: clock.now() - 1000, revokedAt: clock.now() },
           { ...entra, lastUsedAt: clock.now() },
         ]);
+      }));
+
+    test('a SCIM token flood is not a write flood: lastUsedAt is written at most once a minute per token, and an unknown or revoked token writes nothing', () =>
+      ctx.world(async ({ deps, store, clock }) => {
+        const token: ScimTokenRecord = {
+          id: newId('scimToken', deps.clock, deps.random),
+          digest: sha256Hex('svcs_flood'),
+          name: 'flood',
+          createdAt: clock.now(),
+          createdBy: null,
+          lastUsedAt: null,
+          revokedAt: null,
+        };
+        await store.createScimToken(token, auditDraft(deps, 'scim_token.created', {}));
+        const first = clock.now();
+        assert.equal((await store.useScimToken({ digest: token.digest, now: first }))?.lastUsedAt, first, 'the first use is recorded');
+        clock.advance(SCIM_TOKEN_USE_RESOLUTION_MS - 1);
+        const within = await store.useScimToken({ digest: token.digest, now: clock.now() });
+        assert.equal(within?.id, token.id, 'the token is still accepted within the minute');
+        assert.equal(within?.lastUsedAt, first, 'a use within the minute is not written');
+        assert.equal((await store.listScimTokens())[0]?.lastUsedAt, first);
+        clock.advance(1);
+        assert.equal(
+          (await store.useScimToken({ digest: token.digest, now: clock.now() }))?.lastUsedAt,
+          clock.now(),
+          'a minute later the use is recorded',
+        );
+        assert.equal(await store.useScimToken({ digest: sha256Hex('svcs_unknown'), now: clock.now() }), null);
+        await store.revokeScimToken({ id: token.id, now: clock.now() }, auditDraft(deps, 'scim_token.revoked', {}));
+        clock.advance(SCIM_TOKEN_USE_RESOLUTION_MS);
+        assert.equal(await store.useScimToken({ digest: token.digest, now: clock.now() }), null, 'a revoked token is refused');
+        const [after] = await store.listScimTokens();
+        assert.equal(after?.lastUsedAt, clock.now() - SCIM_TOKEN_USE_RESOLUTION_MS, 'a revoked token use writes nothing');
       }));
   });
 }
