@@ -319,10 +319,10 @@ export type RotationOutcome =
 /** What completing a pairing intent led to. */
 export type PairingCompletion =
   | { readonly kind: 'completed'; readonly device: DeviceRecord }
-  /** Someone else completed it first, or it expired or burned meanwhile. */
+  /** Someone else completed it first, or it expired or burned meanwhile, or its subject or creator has no user (removed). */
   | { readonly kind: 'invalid' }
   | { readonly kind: 'already_enrolled' }
-  /** The intent's subject is a disabled user: nothing written (the intent stays live). */
+  /** The intent's subject or creator is a disabled user: nothing written (the intent stays live). */
   | { readonly kind: 'user_disabled' };
 
 /** What reserving an attempt against shared budgets led to. */
