@@ -99,6 +99,17 @@ export function liveIntentSql(now: string): string {
 }
 
 /**
+ * Burns every live intent created by or for a subject (a disable or a removal of its user):
+ * parameters subject, now.
+ *
+ * @example
+ * `${burnSubjectIntentsSql('$1', '$2')}`
+ */
+export function burnSubjectIntentsSql(subject: string, now: string): string {
+  return `UPDATE pairing_intents SET burned_at = ${now} WHERE (subject = ${subject} OR created_by = ${subject}) AND ${liveIntentSql(now)}`;
+}
+
+/**
  * `decidePairingFailure` as one conditional UPDATE's SET and WHERE: the count is taken on the
  * row as committed, so concurrent wrong codes each count once and exactly one burns the intent.
  *

@@ -223,6 +223,25 @@ export function decidePairingCompletion(
 }
 
 /**
+ * Whether an intent's users let it complete, given the status of its subject's user and of its
+ * creator's (`createdBy`) user, each read inside the completing transaction (null: no user).
+ * A missing user was removed: `invalid` (completion must never recreate a removed user, nor
+ * honour the intent of a removed admin); a disabled one: `user_disabled`. Nothing is written
+ * either way.
+ *
+ * @example
+ * decideIntentUsers('active', null); // 'invalid': the admin who prepared it was removed
+ */
+export function decideIntentUsers(
+  subject: UserRecord['status'] | null,
+  creator: UserRecord['status'] | null,
+): 'complete' | 'invalid' | 'user_disabled' {
+  if (subject === null || creator === null) return 'invalid';
+  if (subject === 'disabled' || creator === 'disabled') return 'user_disabled';
+  return 'complete';
+}
+
+/**
  * Removing a device: `not_found` when it is unknown or already removed (nothing written);
  * with `keepLast`, `last` when it is the only active device of its realm (nothing written);
  * otherwise `remove`: mark it removed, revoke its live sessions ({@link REVOKED_DEVICE_REMOVED}),

@@ -136,8 +136,16 @@ export type UserChange =
 export type UserChangeOutcome =
   | { readonly kind: 'unknown' }
   | { readonly kind: 'none'; readonly user: UserRecord }
-  | { readonly kind: 'updated'; readonly user: UserRecord; readonly revokedSessions: number }
-  | { readonly kind: 'removed'; readonly revokedSessions: number; readonly removedDevices: number; readonly removedLinks: number };
+  /** `burnedIntents`: live pairing and link intents created by or for the subject, burned because the update revoked its sessions (a disable). */
+  | { readonly kind: 'updated'; readonly user: UserRecord; readonly revokedSessions: number; readonly burnedIntents: number }
+  /** `burnedIntents`: live pairing and link intents created by or for the subject, burned with the removal. */
+  | {
+      readonly kind: 'removed';
+      readonly revokedSessions: number;
+      readonly removedDevices: number;
+      readonly removedLinks: number;
+      readonly burnedIntents: number;
+    };
 
 /** What a decision about a user knows besides the user (counted inside the store's transaction). */
 export interface UserChangeContext {
@@ -328,10 +336,10 @@ export type RotationOutcome =
 /** What completing a pairing intent led to. */
 export type PairingCompletion =
   | { readonly kind: 'completed'; readonly device: DeviceRecord }
-  /** Someone else completed it first, or it expired or burned meanwhile. */
+  /** Someone else completed it first, or it expired or burned meanwhile, or its subject or creator has no user (removed). */
   | { readonly kind: 'invalid' }
   | { readonly kind: 'already_enrolled' }
-  /** The intent's subject is a disabled user: nothing written (the intent stays live). */
+  /** The intent's subject or creator is a disabled user: nothing written (the intent stays live). */
   | { readonly kind: 'user_disabled' };
 
 /** What reserving an attempt against shared budgets led to. */
@@ -525,7 +533,11 @@ export interface Store {
   /** The last event's position and hash, or null for an empty chain. */
   auditHead(): Promise<{ readonly seq: number; readonly hash: string } | null>;
 
-  /** Stores a pairing intent with its event. */
+  /**
+   * Stores a pairing intent with its event, and creates its subject's user (active, no
+   * attributes) when it has none, in the same transaction: an intent for a new subject has its
+   * user from the start, so completion can require one (a subject without a user was removed).
+   */
   createPairingIntent(intent: PairingIntentRecord, event: AuditEventDraft): Promise<void>;
   /** An intent by id. */
   getPairingIntent(id: string): Promise<PairingIntentRecord | null>;
@@ -542,8 +554,9 @@ export interface Store {
   /**
    * Completes a live intent (not completed, not burned, `expiresAt > now`, code digest equal
    * to `codeDigest`) and enrolls `device`, with the event, atomically, creating the subject's user
-   * when it has none. Exactly one of N concurrent completions wins. `user_disabled` (nothing
-   * written) when the intent's subject is a disabled user.
+   * Exactly one of N concurrent completions wins. Nothing is written, and the answer is
+   * `invalid` when the intent's subject or its creator (`createdBy`) has no user (removed),
+   * `user_disabled` when either is a disabled user ({@link decideIntentUsers}).
    */
   completePairing(
     input: { readonly id: string; readonly codeDigest: string; readonly now: number; readonly device: DeviceRecord },
@@ -566,6 +579,8 @@ export interface Store {
      * (`completedAt = now`, `deviceId = link.id`), only while live (not completed, not burned,
      * `expiresAt > now`, its code digest equal to `codeDigest`); otherwise `'intent_invalid'`
      * and nothing written. Of N concurrent links completing one intent, exactly one is created.
+     * With an intent, the link's subject and the intent's creator must both have a user
+     * (otherwise `'intent_invalid'`: removed), neither disabled (`'user_disabled'`).
      */
     pairing?: { readonly id: string; readonly codeDigest: string; readonly now: number },
     /**
@@ -689,9 +704,11 @@ export interface Store {
    * inside the transaction, and writes what it returns with its events, atomically:
    * - `update`: the user row takes `user`; with `revokeSessions`, every live session of the
    *   subject is revoked with that reason in the same transaction (a disable ends every session
-   *   at once, on every node sharing the store);
-   * - `remove`: the user row is deleted, its active devices and live links marked removed and its
-   *   live sessions revoked (reason `user_removed`);
+   *   at once, on every node sharing the store), and every live pairing or link intent created
+   *   by or for the subject is burned (`burnedAt = now`);
+   * - `remove`: the user row is deleted, its active devices and live links marked removed, its
+   *   live sessions revoked (reason `user_removed`) and every live intent created by or for it
+   *   burned;
    * - `none`: nothing written.
    * `decide` may throw (a refusal): the transaction is rolled back and the error propagates.
    * `unknown` when the subject has no user; `user_name_taken` (nothing written) when the update's

@@ -87,7 +87,7 @@ describe('application users: self-service at the gateway and disabled users', ()
     }
   });
 
-  test("a disabled user's stolen application token is refused at once at the gateway; its device, and a pairing for it, are refused 403 user_disabled", async () => {
+  test("a disabled user's stolen application token is refused at once at the gateway; its device, and a pairing for it, are refused 403 user_disabled; an intent prepared before the disable is burned by it", async () => {
     const eve = await applicationUser(h);
     const subject = await subjectOf(eve.pair);
     // An intent to pair one more device for the same user, prepared before the disable.
@@ -109,7 +109,15 @@ describe('application users: self-service at the gateway and disabled users', ()
     assert.equal(signIn.status, 403);
     assert.equal(signIn.body.code, 'user_disabled');
 
-    const paired = await nodeApi(h, 'POST', '/edge/0-alpha/pairing/complete', { body: completion(h, intent, intent.key) });
+    // The disable burned the intent prepared before it: it never completes, enabled or not.
+    const burned = await nodeApi(h, 'POST', '/edge/0-alpha/pairing/complete', { body: completion(h, intent, intent.key) });
+    assert.equal(burned.status, 401, burned.text);
+    assert.equal(burned.body.code, 'invalid_pairing_intent');
+    // One prepared while the user is disabled is refused as long as it is.
+    const whileDisabled = await prepare(h, mgmt.access_token, { realm: 'application', subject });
+    const paired = await nodeApi(h, 'POST', '/edge/0-alpha/pairing/complete', {
+      body: completion(h, whileDisabled, whileDisabled.key),
+    });
     assert.equal(paired.status, 403, paired.text);
     assert.equal(paired.body.code, 'user_disabled');
 
@@ -118,8 +126,12 @@ describe('application users: self-service at the gateway and disabled users', ()
     assert.equal((await gatewayApi(h, 'GET', '/app/x', { token: eve.pair.access_token })).status, 401, 'enabling restores no session');
     const back = await applicationSignIn(h, eve.key);
     assert.equal((await gatewayApi(h, 'GET', '/app/x', { token: back.access_token })).status, 200, 'sign-in works again');
-    const later = await nodeApi(h, 'POST', '/edge/0-alpha/pairing/complete', { body: completion(h, intent, intent.key) });
-    assert.equal(later.status, 201, `the intent stayed live: ${later.text}`);
+    const stale = await nodeApi(h, 'POST', '/edge/0-alpha/pairing/complete', { body: completion(h, intent, intent.key) });
+    assert.equal(stale.status, 401, `the intent burned by the disable stays burned: ${stale.text}`);
+    const later = await nodeApi(h, 'POST', '/edge/0-alpha/pairing/complete', {
+      body: completion(h, whileDisabled, whileDisabled.key),
+    });
+    assert.equal(later.status, 201, `the intent refused while disabled stayed live: ${later.text}`);
   });
 
   test('an operator adds an application user first and pairs a device to it: the device signs in as that subject', async () => {

@@ -1,11 +1,18 @@
 // The PostgreSQL store's operations on pairing intents (see `PostgresStore`, whose methods call these).
 import type { AuditEventDraft } from '@svc/core';
 import { INTENT_COLUMNS, liveIntentSql, pairingFailureSql } from '@svc/core/sql-rows';
-import { type DeviceRecord, type IntentRow, type PairingCompletion, type PairingIntentRecord, toIntent } from '@svc/core/store';
+import {
+  type DeviceRecord,
+  decideIntentUsers,
+  type IntentRow,
+  type PairingCompletion,
+  type PairingIntentRecord,
+  toIntent,
+} from '@svc/core/store';
 import type { PgContext } from './context.js';
 import { insertDevice } from './devices.js';
-import { changes, first, rollback } from './sql.js';
-import { ensureDefaultUser, lockedUserStatus } from './users.js';
+import { first, rollback } from './sql.js';
+import { ensureDefaultUser, lockedIntentUsers } from './users.js';
 
 export async function createPairingIntent(ctx: PgContext, intent: PairingIntentRecord, event: AuditEventDraft): Promise<void> {
   await ctx.tx(async (c) => {
@@ -23,6 +30,8 @@ export async function createPairingIntent(ctx: PgContext, intent: PairingIntentR
       intent.burnedAt,
       intent.deviceId,
     ]);
+    // A new subject's user comes with its intent: completion requires one.
+    await ensureDefaultUser(c, { subject: intent.subject, realm: intent.realm, now: intent.createdAt });
     await ctx.append(c, event);
   });
 }
@@ -59,19 +68,21 @@ export async function completePairing(
 ): Promise<PairingCompletion> {
   return ctx.tx(async (c): Promise<PairingCompletion> => {
     // The one conditional update that decides the winner (device_id's foreign key is checked at COMMIT).
-    const claimed = await changes(
+    const claimed = await first<{ created_by: string }>(
       c,
-      `UPDATE pairing_intents SET completed_at = $3, device_id = $4 WHERE id = $1 AND code_digest = $2 AND ${liveIntentSql('$3')}`,
+      `UPDATE pairing_intents SET completed_at = $3, device_id = $4 WHERE id = $1 AND code_digest = $2 AND ${liveIntentSql('$3')}
+       RETURNING created_by`,
       [input.id, input.codeDigest, input.now, input.device.id],
     );
-    if (claimed === 0) return { kind: 'invalid' };
+    if (claimed === undefined) return { kind: 'invalid' };
     const device = await insertDevice(ctx, c, input.device);
     // The intent stays live when the key is taken, like a bootstrap token: the admin's code is not wasted.
     if (device === null) return rollback({ kind: 'already_enrolled' });
-    // A disabled user gets no new device: nothing written, the intent stays live.
-    const status = await lockedUserStatus(c, device.subject);
-    if (status === 'disabled') return rollback({ kind: 'user_disabled' });
-    if (status === null) await ensureDefaultUser(c, { subject: device.subject, realm: device.realm, now: device.createdAt });
+    // A removed (no user) or disabled subject or creator gets no device: nothing written, and
+    // never a user recreated (a removal that committed meanwhile is seen here as no row).
+    const locked = await lockedIntentUsers(c, device.subject, claimed.created_by);
+    const users = decideIntentUsers(locked.subject, locked.creator);
+    if (users !== 'complete') return rollback({ kind: users });
     await ctx.append(c, event);
     return { kind: 'completed', device };
   });

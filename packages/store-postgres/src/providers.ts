@@ -10,6 +10,7 @@ import {
   USER_COLUMNS,
 } from '@svc/core/sql-rows';
 import {
+  decideIntentUsers,
   defaultUser,
   type FlowRecord,
   type FlowRow,
@@ -28,7 +29,7 @@ import {
 import type { PgContext } from './context.js';
 import { insertSession } from './sessions.js';
 import { changes, first, rollback, rows } from './sql.js';
-import { ensureUser, lockedUserStatus, writeUser } from './users.js';
+import { ensureUser, lockedIntentUsers, lockedUserStatus, writeUser } from './users.js';
 
 export async function createLink(
   ctx: PgContext,
@@ -38,15 +39,17 @@ export async function createLink(
   user?: UserRecord,
 ): Promise<'created' | 'already_linked' | 'intent_invalid' | 'user_disabled'> {
   return ctx.tx(async (c): Promise<'created' | 'already_linked' | 'intent_invalid' | 'user_disabled'> => {
+    let createdBy: string | null = null;
     if (pairing !== undefined) {
       // The one conditional update that decides which link completes the intent (device_id
       // stays null: it names devices only; the link.created event names the intent).
-      const claimed = await changes(
+      const claimed = await first<{ created_by: string }>(
         c,
-        `UPDATE pairing_intents SET completed_at = $3 WHERE id = $1 AND code_digest = $2 AND ${liveIntentSql('$3')}`,
+        `UPDATE pairing_intents SET completed_at = $3 WHERE id = $1 AND code_digest = $2 AND ${liveIntentSql('$3')} RETURNING created_by`,
         [pairing.id, pairing.codeDigest, pairing.now],
       );
-      if (claimed === 0) return 'intent_invalid';
+      if (claimed === undefined) return 'intent_invalid';
+      createdBy = claimed.created_by;
     }
     // The partial unique index decides, also between nodes: a concurrent insert of the same
     // identity waits for this one's commit, then does nothing.
@@ -70,6 +73,14 @@ export async function createLink(
     );
     // With an intent, its completion above goes back too: the code is not wasted.
     if (inserted === 0) return pairing === undefined ? 'already_linked' : rollback('already_linked' as const);
+    if (createdBy !== null) {
+      // An intent's subject and creator must both have a user, neither disabled: a removed one
+      // (no row, maybe removed meanwhile) is never recreated; the intent's completion goes back.
+      const locked = await lockedIntentUsers(c, link.subject, createdBy);
+      const users = decideIntentUsers(locked.subject, locked.creator);
+      if (users === 'invalid') return rollback('intent_invalid' as const);
+      if (users === 'user_disabled') return rollback('user_disabled' as const);
+    }
     // A disabled user gets no new credential (the intent's completion goes back too).
     const status = await lockedUserStatus(c, link.subject);
     if (status === 'disabled') return rollback('user_disabled' as const);

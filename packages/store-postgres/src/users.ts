@@ -1,7 +1,7 @@
 // The PostgreSQL store's operations on users, group records and SCIM tokens (see `PostgresStore`,
 // whose methods call these), and the user steps the credential-making operations share.
 import { type AuditEventDraft, digestsEqual, type Realm } from '@svc/core';
-import { GROUP_COLUMNS, liveSessionSql, SCIM_TOKEN_COLUMNS, USER_COLUMNS } from '@svc/core/sql-rows';
+import { burnSubjectIntentsSql, GROUP_COLUMNS, liveIntentSql, liveSessionSql, SCIM_TOKEN_COLUMNS, USER_COLUMNS } from '@svc/core/sql-rows';
 import {
   defaultUser,
   type GroupRecord,
@@ -85,6 +85,26 @@ function asciiLower(s: string): string {
 export async function lockedUserStatus(c: PoolClient, subject: string): Promise<UserRecord['status'] | null> {
   const row = await first<{ status: UserRecord['status'] }>(c, 'SELECT status FROM users WHERE subject = $1 FOR SHARE', [subject]);
   return row?.status ?? null;
+}
+
+/**
+ * The statuses of an intent's subject's user and of its creator's user, their rows read under a
+ * share lock taken in subject order (as `changeUser` locks management users), so a completion
+ * never deadlocks with a change; a concurrent disable or removal either commits first, and is
+ * seen (a removed row reads as null: no user is ever recreated), or waits for this transaction.
+ */
+export async function lockedIntentUsers(
+  c: PoolClient,
+  subject: string,
+  createdBy: string,
+): Promise<{ readonly subject: UserRecord['status'] | null; readonly creator: UserRecord['status'] | null }> {
+  const locked = await rows<{ subject: string; status: UserRecord['status'] }>(
+    c,
+    'SELECT subject, status FROM users WHERE subject = $1 OR subject = $2 ORDER BY subject COLLATE "C" FOR SHARE',
+    [subject, createdBy],
+  );
+  const status = (s: string) => locked.find((u) => u.subject === s)?.status ?? null;
+  return { subject: status(subject), creator: status(createdBy) };
 }
 
 /**
@@ -174,9 +194,19 @@ export async function createUser(
 }
 
 /** The users a `changeUser` of `subject` locks, with that subject's row among them (or not: unknown). */
-async function lockForChange(c: PoolClient, subject: string): Promise<{ current: UserRow | undefined; context: UserChangeContext }> {
+async function lockForChange(
+  c: PoolClient,
+  subject: string,
+  now: number,
+): Promise<{ current: UserRow | undefined; context: UserChangeContext }> {
   // The subject's credentials first: a sign-in takes its device (or link) row, then its user
   // row, so taking them in the same order here means a removal racing a sign-in never deadlocks.
+  // Before them, the live intents by or for the subject: a completion claims its intent first,
+  // then its user rows, so a disable or removal burning them takes the same order.
+  await c.query(
+    `SELECT id FROM pairing_intents WHERE (subject = $1 OR created_by = $1) AND ${liveIntentSql('$2')} ORDER BY id FOR UPDATE`,
+    [subject, now],
+  );
   await c.query('SELECT id FROM devices WHERE subject = $1 AND removed_at IS NULL ORDER BY id FOR NO KEY UPDATE', [subject]);
   await c.query('SELECT id FROM links WHERE subject = $1 AND removed_at IS NULL ORDER BY id FOR NO KEY UPDATE', [subject]);
   const realm = await first<{ realm: Realm }>(c, 'SELECT realm FROM users WHERE subject = $1', [subject]);
@@ -214,7 +244,7 @@ export async function changeUser(
   decide: (current: UserRecord, context: UserChangeContext) => UserChange,
 ): Promise<UserChangeOutcome | { readonly kind: 'user_name_taken' }> {
   return ctx.tx(async (c): Promise<UserChangeOutcome | { readonly kind: 'user_name_taken' }> => {
-    const { current: row, context } = await lockForChange(c, input.subject);
+    const { current: row, context } = await lockForChange(c, input.subject, input.now);
     if (row === undefined) return { kind: 'unknown' };
     const current = toUser(row);
     // A decision that throws (a refusal) rolls the transaction back: nothing was written yet.
@@ -238,8 +268,11 @@ export async function changeUser(
       if (written === undefined) throw new Error(`user ${current.subject} vanished while locked`);
       const revokedSessions =
         change.revokeSessions === null ? 0 : await revokeSubjectSessions(c, current.subject, input.now, change.revokeSessions);
+      // A disable also burns the intents by or for the subject (locked first, in lockForChange).
+      const burnedIntents =
+        change.revokeSessions === null ? 0 : await changes(c, burnSubjectIntentsSql('$1', '$2'), [current.subject, input.now]);
       for (const event of change.events) await ctx.append(c, event);
-      return { kind: 'updated', user: toUser(written), revokedSessions };
+      return { kind: 'updated', user: toUser(written), revokedSessions, burnedIntents };
     }
     const removedDevices = await changes(c, 'UPDATE devices SET removed_at = $2 WHERE subject = $1 AND removed_at IS NULL', [
       current.subject,
@@ -250,9 +283,10 @@ export async function changeUser(
       input.now,
     ]);
     const revokedSessions = await revokeSubjectSessions(c, current.subject, input.now, REVOKED_USER_REMOVED);
+    const burnedIntents = await changes(c, burnSubjectIntentsSql('$1', '$2'), [current.subject, input.now]);
     await c.query('DELETE FROM users WHERE subject = $1', [current.subject]);
     for (const event of change.events) await ctx.append(c, event);
-    return { kind: 'removed', revokedSessions, removedDevices, removedLinks };
+    return { kind: 'removed', revokedSessions, removedDevices, removedLinks, burnedIntents };
   });
 }
 

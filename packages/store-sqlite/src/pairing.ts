@@ -3,6 +3,7 @@ import type { AuditEventDraft } from '@svc/core';
 import { INTENT_COLUMNS, pairingFailureSql } from '@svc/core/sql-rows';
 import {
   type DeviceRecord,
+  decideIntentUsers,
   decidePairingCompletion,
   type IntentRow,
   type PairingCompletion,
@@ -57,6 +58,8 @@ export class SqlitePairing {
         burnedAt: intent.burnedAt,
         deviceId: intent.deviceId,
       });
+      // A new subject's user comes with its intent: completion requires one.
+      this.#ctx.ensureUser(intent.subject, intent.realm, intent.createdAt);
       this.#ctx.append(event);
     }, true);
   }
@@ -93,7 +96,12 @@ export class SqlitePairing {
         keyTaken: this.#ctx.activeDeviceWithKey(input.device.publicKey) !== undefined,
       });
       if (decision.kind !== 'complete') return decision;
-      if (this.#ctx.userRow(input.device.subject)?.status === 'disabled') return { kind: 'user_disabled' };
+      // A removed (no user) or disabled subject or creator: nothing written, never a user recreated.
+      const users = decideIntentUsers(
+        this.#ctx.userRow(input.device.subject)?.status ?? null,
+        this.#ctx.userRow((intent as IntentRow).created_by)?.status ?? null,
+      );
+      if (users !== 'complete') return { kind: users };
       const device = this.#ctx.insertDevice(input.device);
       this.#s.completeIntent.run({ id: input.id, now: input.now, deviceId: device.id });
       this.#ctx.append(event);

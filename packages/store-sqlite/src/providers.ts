@@ -2,6 +2,7 @@
 import type { AuditEventDraft, Realm } from '@svc/core';
 import { consumableFlowSql, counterAdvanceSql, FLOW_COLUMNS, INTENT_COLUMNS, LINK_COLUMNS, liveSessionSql } from '@svc/core/sql-rows';
 import {
+  decideIntentUsers,
   decidePairingCompletion,
   type FlowRecord,
   type FlowRow,
@@ -92,6 +93,13 @@ export class SqliteProviders {
           keyTaken: false,
         });
         if (decision.kind !== 'complete') return 'intent_invalid';
+        // A removed (no user) or disabled subject or creator: nothing written, never a user recreated.
+        const users = decideIntentUsers(
+          this.#ctx.userRow(link.subject)?.status ?? null,
+          this.#ctx.userRow((intent as IntentRow).created_by)?.status ?? null,
+        );
+        if (users === 'invalid') return 'intent_invalid';
+        if (users === 'user_disabled') return 'user_disabled';
       }
       const live = { realm: link.realm, issuer: link.issuer, externalSubject: link.externalSubject };
       if (this.#s.liveLink.get(live) !== undefined) return 'already_linked';

@@ -1,6 +1,6 @@
 // The SQLite store's operations on users, groups and SCIM tokens (see `SqliteStore`, whose methods call these).
 import { type AuditEventDraft, digestsEqual, type Realm } from '@svc/core';
-import { GROUP_COLUMNS, liveSessionSql, SCIM_TOKEN_COLUMNS, USER_COLUMNS } from '@svc/core/sql-rows';
+import { burnSubjectIntentsSql, GROUP_COLUMNS, liveSessionSql, SCIM_TOKEN_COLUMNS, USER_COLUMNS } from '@svc/core/sql-rows';
 import {
   defaultUser,
   type GroupRecord,
@@ -55,6 +55,7 @@ function prepare(db: Database.Database) {
          AND (EXISTS (SELECT 1 FROM devices d WHERE d.subject = u.subject AND d.removed_at IS NULL)
            OR EXISTS (SELECT 1 FROM links l WHERE l.subject = u.subject AND l.removed_at IS NULL))`,
     ).pluck(true),
+    burnSubjectIntents: p<{ subject: string; now: number }>(burnSubjectIntentsSql('@subject', '@now')),
     revokeSubjectSessions: p<{ subject: string; now: number; reason: string }>(
       `UPDATE sessions SET revoked_at = @now, revoked_reason = @reason, prev_successor = NULL
        WHERE subject = @subject AND ${liveSessionSql('@now')}`,
@@ -216,9 +217,12 @@ export class SqliteUsers {
             ? 0
             : this.#s.revokeSubjectSessions.run({ subject: current.subject, now: input.now, reason: change.revokeSessions }).changes;
         for (const event of change.events) this.#ctx.append(event);
+        // A disable also burns the intents by or for the subject: none completes while it is disabled, nor after.
+        const burnedIntents =
+          change.revokeSessions === null ? 0 : this.#s.burnSubjectIntents.run({ subject: current.subject, now: input.now }).changes;
         const written = this.#s.userBySubject.get(current.subject);
         if (written === undefined) throw new Error(`user ${current.subject} vanished inside the transaction that wrote it`);
-        return { kind: 'updated', user: toUser(written), revokedSessions };
+        return { kind: 'updated', user: toUser(written), revokedSessions, burnedIntents };
       }
       this.#ctx.cache.dropSubject(current.subject);
       const removedDevices = this.#s.removeSubjectDevices.run(input.now, current.subject).changes;
@@ -228,9 +232,10 @@ export class SqliteUsers {
         now: input.now,
         reason: REVOKED_USER_REMOVED,
       }).changes;
+      const burnedIntents = this.#s.burnSubjectIntents.run({ subject: current.subject, now: input.now }).changes;
       this.#s.deleteUser.run(current.subject);
       for (const event of change.events) this.#ctx.append(event);
-      return { kind: 'removed', revokedSessions, removedDevices, removedLinks };
+      return { kind: 'removed', revokedSessions, removedDevices, removedLinks, burnedIntents };
     }, true);
   }
 

@@ -25,6 +25,7 @@ import {
 } from '@svc/core';
 import {
   type DeviceRecord,
+  defaultUser,
   newSessionRecord,
   type RotationOutcome,
   type SessionRecord,
@@ -294,4 +295,15 @@ export function dpopProof(key: DeviceKey, p: TestDpopProof): string {
   const b64 = (v: object) => Buffer.from(JSON.stringify(v), 'utf8').toString('base64url');
   const input = `${b64(header)}.${b64(claims)}`;
   return `${input}.${Buffer.from(key.sign(input), 'hex').toString('base64url')}`;
+}
+
+/**
+ * An active management user, as the admin who prepares intents (their `createdBy`): completion
+ * requires the creator to have a user, not disabled. Answers its subject.
+ */
+export async function intentCreator(deps: AuthDeps, store: Store = deps.store): Promise<string> {
+  const user = defaultUser({ subject: newId('subject', deps.clock, deps.random), realm: 'management', now: deps.clock.now() });
+  const created = await store.createUser(user, auditDraft(deps, 'user.created', { realm: 'management', subject: user.subject }));
+  assert.equal(created, 'created', 'the intent creator is created');
+  return user.subject;
 }

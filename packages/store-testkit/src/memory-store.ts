@@ -12,6 +12,7 @@ import {
   decideAttemptWindow,
   decideBootstrapConsumption,
   decideDeviceRemoval,
+  decideIntentUsers,
   decidePairingCompletion,
   decidePairingFailure,
   defaultUser,
@@ -22,6 +23,7 @@ import {
   isChallengeConsumable,
   isCounterAdvance,
   isFlowConsumable,
+  isIntentLive,
   isSessionActive,
   isSessionLive,
   type LinkRecord,
@@ -178,6 +180,22 @@ export class MemoryStore implements Store {
     const user = defaultUser({ subject, realm, now });
     this.#d.users.set(subject, user);
     return user;
+  }
+
+  /** {@link decideIntentUsers} on the users of an intent's subject and creator. */
+  #intentUsers(subject: string, createdBy: string): 'complete' | 'invalid' | 'user_disabled' {
+    return decideIntentUsers(this.#d.users.get(subject)?.status ?? null, this.#d.users.get(createdBy)?.status ?? null);
+  }
+
+  /** Burns every live intent created by or for `subject`; how many. */
+  #burnSubjectIntents(subject: string, now: number): number {
+    let n = 0;
+    for (const [id, i] of this.#d.intents) {
+      if ((i.subject !== subject && i.createdBy !== subject) || !isIntentLive(i, now)) continue;
+      this.#d.intents.set(id, Object.freeze({ ...i, burnedAt: now }));
+      n++;
+    }
+    return n;
   }
 
   #userDisabled(subject: string): boolean {
@@ -510,6 +528,7 @@ export class MemoryStore implements Store {
   async createPairingIntent(intent: PairingIntentRecord, event: AuditEventDraft): Promise<void> {
     if (this.#d.intents.has(intent.id)) throw new Error(`pairing intent ${intent.id} already exists`);
     this.#d.intents.set(intent.id, Object.freeze({ ...intent }));
+    this.#ensureUser(intent.subject, intent.realm, intent.createdAt);
     this.#append(event);
   }
 
@@ -541,10 +560,11 @@ export class MemoryStore implements Store {
       keyTaken: this.#activeDeviceWithKey(input.device.publicKey) !== undefined,
     });
     if (decision.kind !== 'complete') return decision;
-    if (this.#userDisabled(input.device.subject)) return { kind: 'user_disabled' };
-    const device = this.#insertDevice(input.device);
     // `complete` is only ever decided for an intent that exists.
     const completed = intent as PairingIntentRecord;
+    const users = this.#intentUsers(input.device.subject, completed.createdBy);
+    if (users !== 'complete') return { kind: users };
+    const device = this.#insertDevice(input.device);
     this.#d.intents.set(completed.id, Object.freeze({ ...completed, completedAt: input.now, deviceId: device.id }));
     this.#append(event);
     return { kind: 'completed', device };
@@ -576,6 +596,9 @@ export class MemoryStore implements Store {
     if (pairing !== undefined) {
       const decision = decidePairingCompletion(intent, { codeDigest: pairing.codeDigest, now: pairing.now, keyTaken: false });
       if (decision.kind !== 'complete') return 'intent_invalid';
+      const users = this.#intentUsers(link.subject, (intent as PairingIntentRecord).createdBy);
+      if (users === 'invalid') return 'intent_invalid';
+      if (users === 'user_disabled') return 'user_disabled';
     }
     if (this.#liveLink(link.realm, link.issuer, link.externalSubject) !== undefined) return 'already_linked';
     if (this.#d.links.has(link.id)) throw new Error(`link ${link.id} already exists`);
@@ -705,8 +728,9 @@ export class MemoryStore implements Store {
       this.#d.users.set(current.subject, Object.freeze({ ...change.user }));
       const revokedSessions =
         change.revokeSessions === null ? 0 : this.#revokeSubjectSessions(current.subject, input.now, change.revokeSessions);
+      const burnedIntents = change.revokeSessions === null ? 0 : this.#burnSubjectIntents(current.subject, input.now);
       for (const event of change.events) this.#append(event);
-      return { kind: 'updated', user: this.#d.users.get(current.subject) as UserRecord, revokedSessions };
+      return { kind: 'updated', user: this.#d.users.get(current.subject) as UserRecord, revokedSessions, burnedIntents };
     }
     let removedDevices = 0;
     for (const [id, d] of this.#d.devices) {
@@ -721,9 +745,10 @@ export class MemoryStore implements Store {
       removedLinks++;
     }
     const revokedSessions = this.#revokeSubjectSessions(current.subject, input.now, REVOKED_USER_REMOVED);
+    const burnedIntents = this.#burnSubjectIntents(current.subject, input.now);
     this.#d.users.delete(current.subject);
     for (const event of change.events) this.#append(event);
-    return { kind: 'removed', revokedSessions, removedDevices, removedLinks };
+    return { kind: 'removed', revokedSessions, removedDevices, removedLinks, burnedIntents };
   }
 
   async listGroups(filter: { readonly realm?: Realm }): Promise<readonly GroupSummary[]> {

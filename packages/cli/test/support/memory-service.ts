@@ -2,15 +2,18 @@ import { randomBytes } from 'node:crypto';
 import { loadDeviceKey } from '@svc/client';
 import {
   type AuthDeps,
+  auditDraft,
   completePairing,
   issueBootstrapToken,
   makePrincipal,
+  newId,
   pairingProofString,
   preparePairing,
   rfc3339,
   silentLogger,
 } from '@svc/core';
 import { DEFAULT_AUTH_SETTINGS } from '@svc/core/settings';
+import { defaultUser } from '@svc/core/store';
 import { buildGatewayApp, buildManagementApp } from '@svc/server';
 import { createMemoryStore } from '@svc/store-testkit';
 
@@ -69,12 +72,17 @@ export async function startMemoryService(): Promise<MemoryService> {
   const url = await listen(management);
   const appUrl = await listen(gateway);
   const operator = makePrincipal({
-    subject: 'operator-test',
+    subject: newId('subject', deps.clock, deps.random),
     realm: 'management',
     session: 'operator-test',
     device: 'operator-test',
     claims: { amr: ['control-dir'], auth_time: rfc3339(Date.now()), exp: rfc3339(Date.now() + 60_000) },
   });
+  // A management principal is a user: completing the intents it prepares requires one, active.
+  await store.createUser(
+    defaultUser({ subject: operator.subject, realm: 'management', now: Date.now() }),
+    auditDraft(deps, 'user.created', { realm: 'management', subject: operator.subject }),
+  );
   return {
     deps,
     url,

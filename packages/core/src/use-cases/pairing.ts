@@ -119,6 +119,12 @@ async function storeIntent(
 ): Promise<Omit<PreparedPairing, 'public_key' | 'provider'>> {
   const ttl = parseTtl(deps, input.ttlSeconds);
   const subject = parseSubject(deps, input.subject);
+  // A named subject must have a user: one without was removed, and an intent must not bring it
+  // back (completion refuses a subject without a user; a new subject's user is created with its
+  // intent, by the store, in the same transaction).
+  if (input.subject !== undefined && input.subject !== null && (await deps.store.getUser(subject)) === null) {
+    throw new AuthError('not_found', 'no user has that subject (removed, or never enrolled)');
+  }
   const name = input.name === undefined || input.name === null ? null : parseDeviceName(input.name, '');
   const now = deps.clock.now();
   const id = newId('intent', deps.clock, deps.random);
@@ -278,9 +284,15 @@ export async function completePairing(
     case 'already_enrolled':
       throw new AuthError('already_enrolled', 'that public key is already enrolled');
     case 'invalid':
-      throw new AuthError('invalid_pairing_intent', 'the enrolment intent was completed, burned or expired meanwhile');
+      throw new AuthError(
+        'invalid_pairing_intent',
+        'the enrolment intent was completed, burned or expired meanwhile, or its user or the admin who prepared it was removed',
+      );
     case 'user_disabled':
-      throw new AuthError('user_disabled', 'the user this device would be enrolled for is disabled: an operator must enable them');
+      throw new AuthError(
+        'user_disabled',
+        'the user this device would be enrolled for, or the admin who prepared the intent, is disabled: an operator must enable them',
+      );
   }
 }
 

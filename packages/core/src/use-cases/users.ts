@@ -223,7 +223,14 @@ export async function updateUserCounting(
   if (outcome.kind === 'user_name_taken') throw new AuthError('user_exists', 'another user of the realm has that user_name');
   if (outcome.kind === 'updated') {
     deps.log.info(
-      { event: 'user.updated', subject, status: outcome.user.status, revoked_sessions: outcome.revokedSessions, via: input.actor.via },
+      {
+        event: 'user.updated',
+        subject,
+        status: outcome.user.status,
+        revoked_sessions: outcome.revokedSessions,
+        burned_intents: outcome.burnedIntents,
+        via: input.actor.via,
+      },
       'user changed',
     );
   }
@@ -296,7 +303,10 @@ export async function removeUser(
     };
   });
   if (outcome.kind !== 'removed') throw new AuthError('not_found', 'no such user');
-  deps.log.info({ event: 'user.removed', subject, revoked_sessions: outcome.revokedSessions }, 'user removed');
+  deps.log.info(
+    { event: 'user.removed', subject, revoked_sessions: outcome.revokedSessions, burned_intents: outcome.burnedIntents },
+    'user removed',
+  );
   return {
     subject,
     removed: true,

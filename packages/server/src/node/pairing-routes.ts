@@ -51,7 +51,7 @@ export const pairingRoutes: FastifyPluginAsync<PairingRouteOptions> = async (app
         body: prepareBody,
         response: {
           201: { description: 'The intent and its one-time code', ...preparedPairingResponse },
-          ...problemResponses(...BODY_PROBLEMS, 401, 503),
+          ...problemResponses(...BODY_PROBLEMS, 401, 404, 503),
         },
       }),
     },

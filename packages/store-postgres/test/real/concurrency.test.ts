@@ -2,7 +2,14 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { type AuditEventDraft, type AuditEventType, digestToken, mintSessionToken, mintToken, newId, verifyAuditChain } from '@svc/core';
-import type { DeviceRecord, RotationOutcome, SessionRecord, Store, TokenPairDigests } from '@svc/core/store';
+import {
+  type DeviceRecord,
+  defaultUser,
+  type RotationOutcome,
+  type SessionRecord,
+  type Store,
+  type TokenPairDigests,
+} from '@svc/core/store';
 import type { PostgresStore } from '../../src/index.js';
 import { createTestEnv } from '../pg-test-env.js';
 
@@ -299,16 +306,20 @@ describe('across two nodes (two pools on one schema)', () => {
   test('of 50 concurrent completions of one pairing intent exactly one enrolls a device', async () => {
     const id = newId('intent', clock, random);
     const codeDigest = randomBytes(32).toString('hex');
+    const subject = newId('subject', clock, random);
+    // Completion requires the intent's creator to be a user (active).
+    const admin = defaultUser({ subject: newId('subject', clock, random), realm: 'management', now: T0 });
+    assert.equal(await n.a.createUser(admin, draft('user.created')), 'created');
     await n.a.createPairingIntent(
       {
         id,
         realm: 'application',
-        subject: newId('subject', clock, random),
+        subject,
         name: null,
         codeDigest,
         createdAt: T0,
         expiresAt: T0 + 300_000,
-        createdBy: 'sub_admin',
+        createdBy: admin.subject,
         failures: 0,
         completedAt: null,
         burnedAt: null,
@@ -317,7 +328,10 @@ describe('across two nodes (two pools on one schema)', () => {
       draft('pairing.prepared'),
     );
     const outcomes = await storm(n.nodes, (_, node) =>
-      node.completePairing({ id, codeDigest, now: T0 + 1, device: { ...device(), realm: 'application' } }, draft('pairing.completed')),
+      node.completePairing(
+        { id, codeDigest, now: T0 + 1, device: { ...device(), realm: 'application', subject } },
+        draft('pairing.completed'),
+      ),
     );
     assert.deepEqual(tally(outcomes.map((o) => o.kind)), { completed: 1, invalid: ATTEMPTS - 1 });
     const winner = outcomes.find((o) => o.kind === 'completed');

@@ -10,6 +10,7 @@ import {
   defaultUser,
   type GroupRecord,
   newSessionRecord,
+  type PairingIntentRecord,
   type SessionRecord,
   type Store,
   type TokenPairDigests,
@@ -59,13 +60,20 @@ function session(d: DeviceRecord, p: TokenPairDigests): SessionRecord {
 }
 
 /** Two nodes on one fresh schema: two stores, two pools. */
-async function twoNodes(): Promise<{ a: PostgresStore; b: PostgresStore; nodes: readonly Store[]; close(): Promise<void> }> {
+async function twoNodes(): Promise<{
+  a: PostgresStore;
+  b: PostgresStore;
+  nodes: readonly Store[];
+  schemaName: string;
+  close(): Promise<void>;
+}> {
   const schema = env.schema();
   const a = await env.open(schema);
   const b = await env.open(schema);
   return {
     a,
     b,
+    schemaName: schema,
     nodes: [a, b],
     async close() {
       await a.close();
@@ -225,6 +233,125 @@ test('sign-ins racing the removal of their user on the other node leave no live 
     assert.deepEqual(await liveSessionsOf(n.b, d.subject), []);
     assert.equal(await n.a.getUser(d.subject), null);
     assert.equal((await n.a.getDevice(d.id))?.removedAt, T0);
+  } finally {
+    await n.close();
+  }
+});
+
+/** An active management user: an admin who prepares intents. */
+async function admin(store: Store): Promise<string> {
+  const user = defaultUser({ subject: newId('subject', clock, random), realm: 'management', now: T0 });
+  assert.equal(await store.createUser(user, draft('user.created')), 'created');
+  return user.subject;
+}
+
+/** A live pairing intent for `subject` by `createdBy`, stored (with the subject's user when it has none). */
+async function intentFor(store: Store, subject: string, createdBy: string): Promise<PairingIntentRecord> {
+  const intent: PairingIntentRecord = {
+    id: newId('intent', clock, random),
+    realm: 'management',
+    subject,
+    name: null,
+    codeDigest: randomBytes(32).toString('hex'),
+    createdAt: T0,
+    expiresAt: T0 + 900_000,
+    createdBy,
+    failures: 0,
+    completedAt: null,
+    burnedAt: null,
+    deviceId: null,
+  };
+  await store.createPairingIntent(intent, draft('pairing.prepared'));
+  return intent;
+}
+
+function completeIntent(store: Store, intent: PairingIntentRecord, d: DeviceRecord = device(intent.subject)) {
+  return store.completePairing({ id: intent.id, codeDigest: intent.codeDigest, now: T0, device: d }, draft('pairing.completed'));
+}
+
+test("migration 16 gives PostgreSQL the users (realm, external_id) index SQLite's 012 has: the directory's externalId look-up reads it", async () => {
+  const schema = env.schema();
+  const store = await env.open(schema);
+  try {
+    const found = await env.admin.query<{ indexdef: string }>(
+      `SELECT indexdef FROM pg_indexes WHERE schemaname = $1 AND tablename = 'users' AND indexname = 'users_realm_external_id'`,
+      [schema],
+    );
+    assert.match(found.rows[0]?.indexdef ?? '', /\(realm, external_id\) WHERE \(external_id IS NOT NULL\)/);
+  } finally {
+    await store.close();
+  }
+});
+
+test("attack: a completion waiting behind its user's removal sees no user row and is refused: the removed user is not recreated", async () => {
+  const n = await twoNodes();
+  const raw = await env.admin.connect();
+  try {
+    const by = await admin(n.a);
+    const d = device();
+    assert.equal(await n.a.enrollDevice(d, draft('device.enrolled')), 'enrolled');
+    const intent = await intentFor(n.a, d.subject, by);
+    // A removal that holds the user's row (as changeUser does) but, unlike changeUser, burns no
+    // intent: only the completion's own check stands between the intent and a recreated user.
+    await raw.query('BEGIN');
+    await raw.query(`SET LOCAL search_path TO ${n.schemaName}`);
+    await raw.query('SELECT subject FROM users WHERE subject = $1 FOR UPDATE', [d.subject]);
+    const completion = completeIntent(n.b, intent);
+    const deadline = Date.now() + 10_000;
+    for (;;) {
+      const waiting = await env.admin.query<{ n: number }>(
+        `SELECT COUNT(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%FROM users WHERE subject%FOR SHARE%'`,
+      );
+      if ((waiting.rows[0]?.n ?? 0) > 0) break;
+      assert.ok(Date.now() < deadline, 'the completion did not come to wait on the user row within 10 s');
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    await raw.query('DELETE FROM users WHERE subject = $1', [d.subject]);
+    await raw.query('COMMIT');
+    assert.deepEqual(await completion, { kind: 'invalid' });
+    assert.equal(await n.a.getUser(d.subject), null, 'the removed user is not recreated');
+    assert.deepEqual(
+      (await n.a.listDevices({ subject: d.subject })).map((x) => x.id),
+      [d.id],
+      'no device enrolled by the refused completion',
+    );
+    assert.equal((await n.a.getPairingIntent(intent.id))?.completedAt, null, 'the completion went back entirely');
+  } finally {
+    await raw.query('ROLLBACK').catch(() => undefined);
+    raw.release();
+    await n.close();
+  }
+});
+
+test(`${RACERS} completions of intents for a user and by its admin, racing the removal of both on the other node: no error, no user recreated, every intent completed before or burned`, async () => {
+  const n = await twoNodes();
+  try {
+    const by = await admin(n.a);
+    const d = device();
+    assert.equal(await n.a.enrollDevice(d, draft('device.enrolled')), 'enrolled');
+    const intents: PairingIntentRecord[] = [];
+    for (let i = 0; i < RACERS; i++) {
+      intents.push(await intentFor(n.a, i % 2 === 0 ? d.subject : newId('subject', clock, random), by));
+    }
+    const completions = intents.map((intent) => completeIntent(n.a, intent));
+    const remove = (subject: string) => n.b.changeUser({ subject, now: T0 }, () => ({ kind: 'remove', events: [draft('user.removed')] }));
+    const [user, creator, ...results] = await Promise.all([remove(d.subject), remove(by), ...completions]);
+    assert.equal(user.kind, 'removed');
+    assert.equal(creator.kind, 'removed');
+    const kinds = results.map((r) => r.kind);
+    assert.deepEqual(new Set(kinds.filter((k) => k !== 'completed' && k !== 'invalid')), new Set(), JSON.stringify(kinds));
+    const completed = kinds.filter((k) => k === 'completed').length;
+    const burned = (user.kind === 'removed' ? user.burnedIntents : 0) + (creator.kind === 'removed' ? creator.burnedIntents : 0);
+    // An intent for the user is also by the admin: burned once, by whichever removal came first.
+    assert.equal(completed + burned, RACERS, `completed ${completed}, burned ${burned}`);
+    assert.equal(await n.a.getUser(d.subject), null, 'the removed user is not recreated');
+    assert.equal(await n.a.getUser(by), null);
+    assert.deepEqual(await n.a.listDevices({ subject: d.subject }), [], "the user's devices, old and new, are removed");
+    for (const intent of intents) {
+      const stored = await n.a.getPairingIntent(intent.id);
+      assert.ok(stored?.completedAt !== null || stored?.burnedAt !== null, `intent ${intent.id} is neither completed nor burned`);
+    }
+    assert.equal(verifyAuditChain(await n.a.listAuditEvents({ afterSeq: 0, limit: 1e6 })).ok, true);
   } finally {
     await n.close();
   }

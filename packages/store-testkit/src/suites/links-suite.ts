@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { type AuditEventDraft, type AuthDeps, auditDraft, newId, type Realm, sha256Hex, verifyAuditChain } from '@svc/core';
 import { type FlowRecord, type LinkRecord, newSessionRecord, type PairingIntentRecord, type Store } from '@svc/core/store';
-import { allEvents, auditLength, createStoreSession, enrollDevice, mintPair, minutes, settle } from '../fixtures.js';
+import { allEvents, auditLength, createStoreSession, enrollDevice, intentCreator, mintPair, minutes, settle } from '../fixtures.js';
 import type { SuiteContext, World } from '../harness.js';
 import { RACERS } from './concurrency-suite.js';
 
@@ -83,7 +83,7 @@ async function linkIntent(deps: AuthDeps, over: Partial<PairingIntentRecord> = {
     codeDigest: sha256Hex(`code ${newId('event', deps.clock, deps.random)}`),
     createdAt: now,
     expiresAt: now + minutes(15),
-    createdBy: newId('subject', deps.clock, deps.random),
+    createdBy: over.createdBy ?? (await intentCreator(deps)),
     failures: 0,
     completedAt: null,
     burnedAt: null,

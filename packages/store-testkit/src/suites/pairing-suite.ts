@@ -21,6 +21,7 @@ import {
   deviceRecord,
   enrollDevice,
   eventTypes,
+  intentCreator,
   newDeviceKey,
   rejectsWithCode,
   seconds,
@@ -199,7 +200,7 @@ export function pairingSuite(ctx: SuiteContext): void {
           codeDigest: sha256Hex('right'),
           createdAt: now,
           expiresAt: now + seconds(300),
-          createdBy: 'sub_01KAQ00000000000000000000Z',
+          createdBy: await intentCreator(deps),
           failures: 0,
           completedAt: null,
           burnedAt: null,
@@ -248,14 +249,14 @@ export function pairingSuite(ctx: SuiteContext): void {
           codeDigest: sha256Hex('right'),
           createdAt: now,
           expiresAt: now + seconds(300),
-          createdBy: 'sub_01KAQ00000000000000000000Z',
+          createdBy: await intentCreator(deps),
           failures: 0,
           completedAt: null,
           burnedAt: null,
           deviceId: null,
         };
         await store.createPairingIntent(intent, auditDraft(deps, 'pairing.prepared', { data: { intent_id: intent.id } }));
-        const device = deviceRecord(deps, 'management');
+        const device = { ...deviceRecord(deps, 'management'), subject: intent.subject };
         const event = () => auditDraft(deps, 'pairing.completed', { data: { intent_id: intent.id } });
         const before = await auditLength(store);
         assert.deepEqual(await store.completePairing({ id: intent.id, codeDigest: intent.codeDigest, now, device }, event()), {

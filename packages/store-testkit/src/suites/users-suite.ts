@@ -31,6 +31,7 @@ import {
   enrollDevice,
   enrolledEvent,
   eventTypes,
+  intentCreator,
   mintPair,
   minutes,
   NO_ATTRIBUTES,
@@ -107,7 +108,7 @@ async function linkSession(deps: AuthDeps, link: LinkRecord, refresh?: Parameter
 }
 
 /** A live pairing intent for `subject`, stored with its event. */
-async function pairingIntent(deps: AuthDeps, subject: string, realm: Realm): Promise<PairingIntentRecord> {
+async function pairingIntent(deps: AuthDeps, subject: string, realm: Realm, createdBy?: string): Promise<PairingIntentRecord> {
   const now = deps.clock.now();
   const intent: PairingIntentRecord = {
     id: newId('intent', deps.clock, deps.random),
@@ -117,7 +118,7 @@ async function pairingIntent(deps: AuthDeps, subject: string, realm: Realm): Pro
     codeDigest: sha256Hex(`code ${newId('event', deps.clock, deps.random)}`),
     createdAt: now,
     expiresAt: now + minutes(15),
-    createdBy: 'sub_01KAQ00000000000000000000A',
+    createdBy: createdBy ?? (await intentCreator(deps)),
     failures: 0,
     completedAt: null,
     burnedAt: null,
@@ -325,7 +326,7 @@ export function usersSuite(ctx: SuiteContext): void {
         assert.equal(await store.getLink(refused.id), null);
         assert.equal(await store.getLink(viaIntent.id), null);
         assert.equal((await store.getPairingIntent(intent.id))?.completedAt, null, 'the intent stays live');
-        assert.equal(await auditLength(store), before + 1, 'only the intent was written');
+        assert.equal(await auditLength(store), before + 2, 'only the intent (and its creator, a user) was written');
       }));
 
     test('createSession answers `device_inactive` or `user_disabled` (nothing written) and records the sign-in as lastSignInAt', () =>
@@ -394,7 +395,7 @@ export function usersSuite(ctx: SuiteContext): void {
           return { kind: 'update', user: next, revokeSessions: null, events };
         });
         assert.deepEqual(seen, { current: ada, context: { otherActiveManagementUsers: 0 } });
-        assert.deepEqual(outcome, { kind: 'updated', user: next, revokedSessions: 0 });
+        assert.deepEqual(outcome, { kind: 'updated', user: next, revokedSessions: 0, burnedIntents: 0 });
         assert.deepEqual(await store.getUser(ada.subject), next);
         const appended = (await allEvents(store)).slice(before);
         assert.deepEqual(
@@ -501,7 +502,7 @@ export function usersSuite(ctx: SuiteContext): void {
         const before = await auditLength(store);
         const event = userEvent(deps, 'user.removed', (await store.getUser(device.subject)) as UserRecord);
         const outcome = await store.changeUser({ subject: device.subject, now: clock.now() }, () => ({ kind: 'remove', events: [event] }));
-        assert.deepEqual(outcome, { kind: 'removed', revokedSessions: 2, removedDevices: 1, removedLinks: 1 });
+        assert.deepEqual(outcome, { kind: 'removed', revokedSessions: 2, removedDevices: 1, removedLinks: 1, burnedIntents: 0 });
         assert.equal(await store.getUser(device.subject), null);
         assert.equal((await store.getDevice(device.id))?.removedAt, clock.now());
         assert.equal((await store.getLink(link.id))?.removedAt, clock.now());
@@ -627,8 +628,117 @@ export function usersSuite(ctx: SuiteContext): void {
         assert.deepEqual(completion, { kind: 'user_disabled' });
         assert.equal(await store.getDevice(device.id), null);
         assert.deepEqual(await store.getPairingIntent(intent.id), intent, 'the intent stays live');
-        assert.equal(await auditLength(store), before + 1, 'only the intent was written');
+        assert.equal(await auditLength(store), before + 2, 'only the intent (and its creator, a user) was written');
         assert.equal((await store.getUser(link.subject))?.lastSignInAt, null);
+      }));
+
+    test("attack: a disabled admin's own intent, prepared before the disable, enrolls nothing: the disable burns every live intent by or for them", () =>
+      ctx.world(async ({ deps, store, clock }) => {
+        const admin = await intentCreator(deps);
+        const other = await intentCreator(deps);
+        const forNewcomer = await pairingIntent(deps, newId('subject', deps.clock, deps.random), 'management', admin);
+        const forAdmin = await pairingIntent(deps, admin, 'management', other);
+        const unrelated = await pairingIntent(deps, newId('subject', deps.clock, deps.random), 'application', other);
+        assert.equal((await store.getUser(forNewcomer.subject))?.status, 'active', "the new subject's user comes with its intent");
+        clock.advance(1000);
+        const before = await auditLength(store);
+        const disabled = await setStatus(deps, admin, 'disabled');
+        assert.equal(disabled.kind === 'updated' ? disabled.burnedIntents : null, 2, 'the intents by and for the admin');
+        assert.equal(await auditLength(store), before + 1, 'the disable appends its own events only');
+        assert.equal((await store.getPairingIntent(forNewcomer.id))?.burnedAt, clock.now());
+        assert.equal((await store.getPairingIntent(forAdmin.id))?.burnedAt, clock.now());
+        assert.deepEqual(await store.getPairingIntent(unrelated.id), unrelated, "another admin's intent stays live");
+        const device = { ...deviceRecord(deps, 'management'), subject: forNewcomer.subject };
+        const complete = (intent: PairingIntentRecord, d = device) =>
+          store.completePairing(
+            { id: intent.id, codeDigest: intent.codeDigest, now: clock.now(), device: d },
+            auditDraft(deps, 'pairing.completed', { data: { intent_id: intent.id } }),
+          );
+        assert.deepEqual(await complete(forNewcomer), { kind: 'invalid' });
+        assert.deepEqual(await complete(forAdmin, { ...device, subject: admin }), { kind: 'invalid' });
+        const link = linkRecord(deps, { subject: forNewcomer.subject, realm: 'management' });
+        const linked = await store.createLink(link, linkedEvent(deps, link), {
+          id: forNewcomer.id,
+          codeDigest: forNewcomer.codeDigest,
+          now: clock.now(),
+        });
+        assert.equal(linked, 'intent_invalid');
+        // Enabled again, the admin's old intents stay burned.
+        await setStatus(deps, admin, 'active');
+        assert.deepEqual(await complete(forNewcomer), { kind: 'invalid' });
+        assert.equal(await store.getDevice(device.id), null);
+        assert.equal(await store.getLink(link.id), null);
+      }));
+
+    test('attack: an intent whose creator is disabled or gone completes nothing, even one the disable did not burn', () =>
+      ctx.world(async ({ deps, store, clock }) => {
+        const admin = await intentCreator(deps);
+        await setStatus(deps, admin, 'disabled');
+        // Stored after the disable (no use case would): the completion itself refuses it.
+        const byDisabled = await pairingIntent(deps, newId('subject', deps.clock, deps.random), 'management', admin);
+        const byGone = await pairingIntent(deps, newId('subject', deps.clock, deps.random), 'management', 'sub_01KAQ0000000000000000GONE');
+        const complete = (intent: PairingIntentRecord) => {
+          const device = { ...deviceRecord(deps, 'management'), subject: intent.subject };
+          return store.completePairing(
+            { id: intent.id, codeDigest: intent.codeDigest, now: clock.now(), device },
+            auditDraft(deps, 'pairing.completed', { data: { intent_id: intent.id } }),
+          );
+        };
+        const before = await auditLength(store);
+        assert.deepEqual(await complete(byDisabled), { kind: 'user_disabled' });
+        assert.deepEqual(await complete(byGone), { kind: 'invalid' });
+        const link = (intent: PairingIntentRecord) => {
+          const l = linkRecord(deps, { subject: intent.subject, realm: 'management' });
+          return store.createLink(l, linkedEvent(deps, l), { id: intent.id, codeDigest: intent.codeDigest, now: clock.now() });
+        };
+        assert.equal(await link(byDisabled), 'user_disabled');
+        assert.equal(await link(byGone), 'intent_invalid');
+        assert.equal(await auditLength(store), before, 'nothing written');
+        assert.equal((await store.getPairingIntent(byDisabled.id))?.completedAt, null);
+        assert.deepEqual(await store.listDevices({ subject: byDisabled.subject }), []);
+        assert.deepEqual(await store.listLinks({ subject: byGone.subject }), []);
+      }));
+
+    test('attack: a removed user does not come back through an intent prepared for them (or by them) before the removal', () =>
+      ctx.world(async ({ deps, store, clock }) => {
+        const { device: first } = await enrollDevice(deps, 'application');
+        const subject = first.subject;
+        const forUser = await pairingIntent(deps, subject, 'application');
+        const linkForUser = await pairingIntent(deps, subject, 'application');
+        const admin = await intentCreator(deps);
+        const byAdmin = await pairingIntent(deps, newId('subject', deps.clock, deps.random), 'application', admin);
+        clock.advance(1000);
+        const removed = await store.changeUser({ subject, now: clock.now() }, (current) => ({
+          kind: 'remove',
+          events: [userEvent(deps, 'user.removed', current)],
+        }));
+        assert.equal(removed.kind === 'removed' ? removed.burnedIntents : null, 2);
+        const gone = await store.changeUser({ subject: admin, now: clock.now() }, () => ({ kind: 'remove', events: [] }));
+        assert.equal(gone.kind === 'removed' ? gone.burnedIntents : null, 1);
+        const before = await auditLength(store);
+        const device = { ...deviceRecord(deps, 'application'), subject };
+        const completed = await store.completePairing(
+          { id: forUser.id, codeDigest: forUser.codeDigest, now: clock.now(), device },
+          auditDraft(deps, 'pairing.completed', { data: { intent_id: forUser.id } }),
+        );
+        assert.deepEqual(completed, { kind: 'invalid' });
+        const link = linkRecord(deps, { subject });
+        const linked = await store.createLink(link, linkedEvent(deps, link), {
+          id: linkForUser.id,
+          codeDigest: linkForUser.codeDigest,
+          now: clock.now(),
+        });
+        assert.equal(linked, 'intent_invalid');
+        const other = { ...deviceRecord(deps, 'application'), subject: byAdmin.subject };
+        const byRemovedAdmin = await store.completePairing(
+          { id: byAdmin.id, codeDigest: byAdmin.codeDigest, now: clock.now(), device: other },
+          auditDraft(deps, 'pairing.completed', { data: { intent_id: byAdmin.id } }),
+        );
+        assert.deepEqual(byRemovedAdmin, { kind: 'invalid' });
+        assert.equal(await store.getUser(subject), null, 'the removed user is not recreated');
+        assert.equal(await store.getDevice(device.id), null);
+        assert.equal(await store.getLink(link.id), null);
+        assert.equal(await auditLength(store), before, 'nothing written');
       }));
 
     test("createLinkSession's refresh writes the user and its events after the sign-in's, in the same transaction; a throwing refresh writes nothing", () =>
