@@ -573,7 +573,8 @@ export interface Store {
    */
   createLink(
     link: LinkRecord,
-    event: AuditEventDraft,
+    /** Its events, appended in order (`link.created`; a just-in-time user's `user.created` first). */
+    event: AuditEventDraft | readonly AuditEventDraft[],
     /**
      * A link intent this link completes: in the same transaction it is marked completed
      * (`completedAt = now`, `deviceId = link.id`), only while live (not completed, not burned,

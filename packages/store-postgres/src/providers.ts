@@ -34,7 +34,7 @@ import { ensureUser, lockedIntentUsers, lockedUserStatus, writeUser } from './us
 export async function createLink(
   ctx: PgContext,
   link: LinkRecord,
-  event: AuditEventDraft,
+  event: AuditEventDraft | readonly AuditEventDraft[],
   pairing?: Parameters<Store['createLink']>[2],
   user?: UserRecord,
 ): Promise<'created' | 'already_linked' | 'intent_invalid' | 'user_disabled'> {
@@ -88,7 +88,7 @@ export async function createLink(
       throw new Error(`the user of link ${link.id} must have its subject and realm`);
     }
     if (status === null) await ensureUser(c, user ?? defaultUser({ subject: link.subject, realm: link.realm, now: link.createdAt }));
-    await ctx.append(c, event);
+    for (const e of [event].flat()) await ctx.append(c, e);
     return 'created';
   });
 }
@@ -147,7 +147,7 @@ export async function removeLink(
       `UPDATE sessions SET revoked_at = $2, revoked_reason = $3, prev_successor = NULL WHERE device_id = $1 AND ${liveSessionSql('$2')}`,
       [input.linkId, input.now, REVOKED_LINK_REMOVED],
     );
-    await ctx.append(c, event);
+    for (const e of [event].flat()) await ctx.append(c, e);
     return { removed: true, revokedSessions };
   });
 }

@@ -77,7 +77,7 @@ export class SqliteProviders {
 
   async createLink(
     link: LinkRecord,
-    event: AuditEventDraft,
+    event: AuditEventDraft | readonly AuditEventDraft[],
     pairing?: Parameters<Store['createLink']>[2],
     user?: UserRecord,
   ): Promise<'created' | 'already_linked' | 'intent_invalid' | 'user_disabled'> {
@@ -111,7 +111,7 @@ export class SqliteProviders {
       else this.#ctx.ensureUser(link.subject, link.realm, link.createdAt);
       // `device_id` stays null: it names devices only; the `link.created` event names the intent.
       if (pairing !== undefined) this.#s.completeLinkIntent.run({ id: pairing.id, now: pairing.now });
-      this.#ctx.append(event);
+      for (const e of [event].flat()) this.#ctx.append(e);
       return 'created';
     }, true);
   }

@@ -348,7 +348,7 @@ export class SqliteStore implements Store {
 
   async createLink(
     link: LinkRecord,
-    event: AuditEventDraft,
+    event: AuditEventDraft | readonly AuditEventDraft[],
     pairing?: Parameters<Store['createLink']>[2],
     user?: UserRecord,
   ): Promise<'created' | 'already_linked' | 'intent_invalid' | 'user_disabled'> {

@@ -588,7 +588,7 @@ export class MemoryStore implements Store {
 
   async createLink(
     link: LinkRecord,
-    event: AuditEventDraft,
+    event: AuditEventDraft | readonly AuditEventDraft[],
     pairing?: Parameters<Store['createLink']>[2],
     user?: UserRecord,
   ): Promise<'created' | 'already_linked' | 'intent_invalid' | 'user_disabled'> {
@@ -613,7 +613,7 @@ export class MemoryStore implements Store {
       // `deviceId` stays null: it names devices only; the `link.created` event names the intent.
       this.#d.intents.set(intent.id, Object.freeze({ ...intent, completedAt: pairing.now }));
     }
-    this.#append(event);
+    for (const e of [event].flat()) this.#append(e);
     return 'created';
   }
 

@@ -451,23 +451,48 @@ export async function finishProviderFlow(
     by: Principal | null,
     how: { readonly via?: 'jit' | 'verified_email'; readonly user?: UserRecord; readonly data?: AuditData } = {},
   ): Promise<LinkRecord | null> => {
+    // A just-in-time user is created with its link, audited first (its attributes, by whom: the provider).
+    const userCreated =
+      how.user === undefined
+        ? []
+        : [
+            auditDraft(deps, 'user.created', {
+              realm,
+              subject: link.subject,
+              at: now,
+              data: {
+                via: 'jit',
+                provider: name,
+                by_subject: null,
+                by_session: null,
+                name: how.user.name,
+                email: how.user.email,
+                email_verified: how.user.emailVerified,
+                groups: how.user.groups.join(','),
+                status: how.user.status,
+              },
+            }),
+          ];
     const created = await deps.store.createLink(
       link,
-      auditDraft(deps, 'link.created', {
-        realm,
-        subject: link.subject,
-        deviceId: link.id,
-        at: now,
-        data: {
-          provider: name,
-          ...facts,
-          via: how.via ?? (paired !== null ? 'pairing' : intent === 'link' ? 'principal' : 'jit'),
-          by_subject: paired?.createdBy ?? by?.subject ?? null,
-          by_session: by?.session ?? null,
-          ...(paired === null ? {} : { intent_id: paired.id }),
-          ...how.data,
-        },
-      }),
+      [
+        ...userCreated,
+        auditDraft(deps, 'link.created', {
+          realm,
+          subject: link.subject,
+          deviceId: link.id,
+          at: now,
+          data: {
+            provider: name,
+            ...facts,
+            via: how.via ?? (paired !== null ? 'pairing' : intent === 'link' ? 'principal' : 'jit'),
+            by_subject: paired?.createdBy ?? by?.subject ?? null,
+            by_session: by?.session ?? null,
+            ...(paired === null ? {} : { intent_id: paired.id }),
+            ...how.data,
+          },
+        }),
+      ],
       paired === null ? undefined : { id: paired.id, codeDigest: paired.codeDigest, now },
       how.user,
     );

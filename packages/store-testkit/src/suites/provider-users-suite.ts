@@ -175,6 +175,14 @@ export function providerUsersSuite(ctx: SuiteContext): void {
         assert.equal(created?.data.new_subject, true);
         assert.equal(created?.data.user_groups, 'staff');
         assert.equal((await store.listLinks({ subject: principal.subject }))[0]?.name, 'ann@example.com');
+        // The new user is audited as created (what it was created with, by which provider), just before its link.
+        const events = (await allEvents(store)).filter((e) => e.subject === principal.subject);
+        const userCreated = events.find((e) => e.type === 'user.created');
+        assert.deepEqual(
+          [userCreated?.data.via, userCreated?.data.provider, userCreated?.data.groups, userCreated?.data.email],
+          ['jit', provider.policy.name, 'staff', 'ann@example.com'],
+        );
+        assert.equal(events.indexOf(userCreated as (typeof events)[number]) + 1, events.findIndex((e) => e.type === 'link.created'));
       }));
 
     test('sign-up by invitation: a new user starts disabled, its first sign-in is refused user_disabled until an operator enables it', () =>
