@@ -182,7 +182,10 @@ export function providerUsersSuite(ctx: SuiteContext): void {
           [userCreated?.data.via, userCreated?.data.provider, userCreated?.data.groups, userCreated?.data.email],
           ['jit', provider.policy.name, 'staff', 'ann@example.com'],
         );
-        assert.equal(events.indexOf(userCreated as (typeof events)[number]) + 1, events.findIndex((e) => e.type === 'link.created'));
+        assert.equal(
+          events.indexOf(userCreated as (typeof events)[number]) + 1,
+          events.findIndex((e) => e.type === 'link.created'),
+        );
       }));
 
     test('sign-up by invitation: a new user starts disabled, its first sign-in is refused user_disabled until an operator enables it', () =>
