@@ -146,8 +146,10 @@ export function renderLoginPage(input: {
   });
   // A new passkey makes a new user: the page asks for the name they will be known by (the
   // service checks it and keeps it as the user's own, `self`).
+  // Signing in again (step-up) is never a sign-up.
+  const stepUp = input.stepUp !== undefined && input.stepUp !== null;
   const signUps = input.providers
-    .filter((p) => p.kind === 'webauthn' && p.signup)
+    .filter((p) => p.kind === 'webauthn' && p.signup && !stepUp)
     .map(
       (p) =>
         html`<button type="button" class="button block provider" data-provider="${p.name}" data-intent="signup">Create a passkey${p.label === undefined || p.label === null ? '' : html` for ${p.label}`}</button>`,
@@ -172,7 +174,7 @@ ${signUps}
     main,
     brand,
     script: PAGE_SCRIPT,
-    data: { return: input.returnPath },
+    data: { return: input.returnPath, width: 'narrow' },
   });
 }
 
@@ -208,7 +210,7 @@ ${buttons.length === 0 ? html`<p>No sign-in method is configured.</p>` : buttons
     main,
     brand: input.brand,
     script: PAGE_SCRIPT,
-    data: { return: input.returnPath, pairing: input.pairingIntentId },
+    data: { return: input.returnPath, pairing: input.pairingIntentId, width: 'narrow' },
   });
 }
 

@@ -163,6 +163,7 @@ ${needs.map((n) => html`<li>${n}</li>`)}
     main,
     ...(input.brand === undefined ? {} : { brand: input.brand }),
     viewer: viewerOf(input.principal),
+    data: { width: 'medium' },
   });
 }
 
@@ -236,7 +237,7 @@ function wordsFor(err: AuthError, req: FastifyRequest, ctx: GatewayPageContext):
     case 'upstream_unavailable':
       return {
         title: `${app} cannot be reached right now`,
-        body: html`<p>You are signed in, but ${app} is not accepting connections at the moment. This is usually short: try again in a minute.</p>
+        body: html`<p>${app} is not accepting connections at the moment. This is usually short: try again in a minute.</p>
 <p>If it lasts, tell the people who run ${app}.</p><div class="actions">${again}${home}</div>`,
       };
     case 'upstream_timeout':
@@ -311,6 +312,6 @@ export function gatewayRefusalPage(ctx: GatewayPageContext) {
     for (const [name, value] of Object.entries(err.headers)) reply.header(name, value);
     const main = html`${words.body}
 <p class="muted">Reference: <code>${err.code}</code> (HTTP ${err.status})</p>`;
-    return sendPage(reply, err.status, nonce, renderPage({ nonce, title: words.title, main, brand: ctx.brand }));
+    return sendPage(reply, err.status, nonce, renderPage({ nonce, title: words.title, main, brand: ctx.brand, data: { width: 'medium' } }));
   };
 }
