@@ -98,11 +98,16 @@ describe('an unusable OpenID Provider answers 502 naming the provider module', (
       });
       const text = await res.text();
       assert.equal(res.status, 502, text);
-      const problem = JSON.parse(text) as { code?: string; detail?: string };
-      assert.equal(problem.code, 'identity_provider_unavailable');
-      assert.match(problem.detail ?? '', new RegExp(`\\b${alias}\\b`), 'the detail names the provider module');
+      // A browser gets a page in words (never the module alias); an API client the problem+json naming it.
+      assert.equal(refusalCode(res, text), 'identity_provider_unavailable');
+      assert.doesNotMatch(text.replace(/<code>[^<]*<\/code>|href="[^"]*"/g, ''), new RegExp(`\\b${alias}\\b`));
       assert.match(res.headers.get('retry-after') ?? '', /^[1-9][0-9]*$/);
       assert.equal(res.headers.get('set-cookie'), null, 'no flow was begun');
+      const api = await fetch(`${gateway}/.svc/auth/v1/providers/${alias}/begin`, { redirect: 'manual' });
+      const problem = (await api.json()) as { code?: string; detail?: string };
+      assert.equal(api.status, 502);
+      assert.equal(problem.code, 'identity_provider_unavailable');
+      assert.match(problem.detail ?? '', new RegExp(`\\b${alias}\\b`), 'the detail names the provider module');
     });
   }
 
