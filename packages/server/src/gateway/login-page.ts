@@ -158,6 +158,7 @@ export function renderLoginPage(input: {
   const main = html`${input.stepUp !== undefined && input.stepUp !== null && html`<p class="notice" id="step-up">${STEP_UP[input.stepUp]}</p>`}
 <p>Sign in to continue to ${site}.</p>
 ${buttons.length === 0 && signUps.length === 0 ? html`<p>No sign-in method is configured. Ask the people who run ${site}.</p>` : buttons}
+<p id="status" role="status" class="status error"></p>
 ${
   signUps.length > 0 &&
   html`<section class="signup" aria-labelledby="signup-title">
@@ -166,8 +167,7 @@ ${
 <input type="text" id="display-name" name="display_name" autocomplete="name" maxlength="${DISPLAY_NAME_MAX_CHARS}" spellcheck="false">
 ${signUps}
 </section>`
-}
-<p id="status" role="status" class="status"></p>`;
+}`;
   return renderPage({
     nonce: input.nonce,
     title: input.stepUp === undefined || input.stepUp === null ? 'Sign in' : 'Sign in again',
@@ -203,7 +203,7 @@ function renderPairingPage(input: {
 <label for="pairing-code">Code</label>
 <input type="text" id="pairing-code" name="code" autocomplete="one-time-code" autocapitalize="characters" spellcheck="false" maxlength="32" required>
 ${buttons.length === 0 ? html`<p>No sign-in method is configured.</p>` : buttons}
-<p id="status" role="status" class="status"></p>`;
+<p id="status" role="status" class="status error"></p>`;
   return renderPage({
     nonce: input.nonce,
     title: 'Set up your sign-in',

@@ -215,7 +215,8 @@ function wordsFor(err: AuthError, req: FastifyRequest, ctx: GatewayPageContext):
     return found === undefined ? null : providerWords(found);
   })();
   const known = SIGN_IN_REFUSALS[err.code];
-  if (known !== undefined) return { title: known.title, body: html`<p>${known.message}</p><div class="actions">${signIn}</div>` };
+  if (known !== undefined)
+    return { title: known.title, body: html`<p>${known.message}</p><div class="actions">${signInAgainLinkTo('/')}</div>` };
   switch (err.code) {
     case 'not_found':
       return {

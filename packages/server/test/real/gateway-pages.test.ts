@@ -95,6 +95,35 @@ describe('the branded sign-in page, the 403, 404 and 400 pages, and step-up', ()
     }
   });
 
+  test("a passkey the browser refuses: the browser's own text never shows, a plain sentence with what to try next does", async () => {
+    const context = await browser.newContext();
+    try {
+      // The browser's WebAuthn API failing as Chromium does when the person cancels or it times out.
+      // (A string: tsx's compiled functions may name helpers the page does not have.)
+      await context.addInitScript(`{
+        const refuse = () => Promise.reject(new DOMException(
+          'The operation either timed out or was not allowed. See: https://www.w3.org/TR/webauthn-2/#sctn-privacy-considerations-client.',
+          'NotAllowedError'));
+        Object.defineProperty(CredentialsContainer.prototype, 'get', { value: refuse });
+        Object.defineProperty(CredentialsContainer.prototype, 'create', { value: refuse });
+      }`);
+      const page = await context.newPage();
+      // The passkey's RP id is localhost: at that address the only failure is the browser's.
+      await page.goto(`http://localhost:${h.gatewayPort}/.svc/auth/v1/login`);
+      await page.click('button[data-intent="signin"]');
+      await page.locator('#status', { hasText: /\S/ }).waitFor({ timeout: 10_000 });
+      const status = (await page.textContent('#status')) ?? '';
+      assert.equal(
+        status,
+        'Sign-in failed: The passkey request was cancelled or timed out. Try again, and confirm on your device when it asks.',
+      );
+      assert.doesNotMatch(status, /w3\.org|operation either/);
+      await checkPage(page, 'gateway-sign-in-passkey-error');
+    } finally {
+      await context.close();
+    }
+  });
+
   test('signed in without the group a path needs: a 403 page naming who is signed in and what the path needs, with a way to switch accounts', async () => {
     const context = await browser.newContext();
     try {
