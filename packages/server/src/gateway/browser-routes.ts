@@ -226,6 +226,7 @@ export const browserRoutes: FastifyPluginAsync<BrowserRouteOptions> = async (
       brand,
       siteName,
       stepUp: stepUp === 'recent' || stepUp === 'method' ? stepUp : null,
+      stepUpMethods: wanted,
       ...(pairing === undefined ? {} : { pairingIntentId: pairing }),
     });
     return sendPage(reply, 200, nonce, page, { script: true, connect: true });

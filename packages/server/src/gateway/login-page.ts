@@ -107,11 +107,24 @@ for (const button of document.querySelectorAll('button[data-provider]')) {
 }
 `;
 
-/** The words of a step-up notice. */
-const STEP_UP: Readonly<Record<StepUpReason, string>> = {
-  recent: 'This page needs a recent sign-in. Sign in again to continue; you will come back to where you were.',
-  method: 'This page needs a sign-in with a passkey. Sign in with one of the ways below to continue.',
+/** Method names (`amr`, RFC 8176) as people read them. */
+export const METHOD_WORDS: Readonly<Record<string, string>> = {
+  hwk: 'a passkey',
+  user: 'a passkey',
+  fed: "your organisation's sign-in",
+  ed25519: 'a registered device key',
 };
+
+/** "a passkey or your organisation's sign-in": the methods of an `:amr` list in words. */
+export function methodsInWords(amr: readonly string[]): string {
+  return [...new Set(amr.map((m) => METHOD_WORDS[m] ?? m))].join(' or ');
+}
+
+/** The words of a step-up notice. */
+function stepUpNotice(reason: StepUpReason, amr: readonly string[] | null): string {
+  if (reason === 'recent') return 'This page needs a recent sign-in. Sign in again to continue; you will come back to where you were.';
+  return `This page needs a sign-in with ${methodsInWords(amr ?? ['hwk'])}. Sign in below to continue; you will come back to where you were.`;
+}
 
 /**
  * The sign-in page of the application gateway, in the house layout: one button per provider
@@ -133,6 +146,8 @@ export function renderLoginPage(input: {
   /** The site's name as the passkey provider knows it (`:webauthn/rp-name`), when it differs from the brand. */
   readonly siteName?: string | null;
   readonly stepUp?: StepUpReason | null;
+  /** The methods the page to come back to accepts (its `:amr`), for the step-up notice. */
+  readonly stepUpMethods?: readonly string[] | null;
 }): string {
   const brand = input.brand ?? DEFAULT_BRAND;
   if (input.pairingIntentId !== undefined) return renderPairingPage({ ...input, brand, pairingIntentId: input.pairingIntentId });
@@ -155,8 +170,11 @@ export function renderLoginPage(input: {
         html`<button type="button" class="button block provider" data-provider="${p.name}" data-intent="signup">Create a passkey${p.label === undefined || p.label === null ? '' : html` for ${p.label}`}</button>`,
     );
   const site = input.siteName ?? brand.name;
-  const main = html`${input.stepUp !== undefined && input.stepUp !== null && html`<p class="notice" id="step-up">${STEP_UP[input.stepUp]}</p>`}
-<p>Sign in to continue to ${site}.</p>
+  const main = html`${
+    input.stepUp !== undefined && input.stepUp !== null
+      ? html`<p class="notice" id="step-up">${stepUpNotice(input.stepUp, input.stepUpMethods ?? null)}</p>`
+      : html`<p>Sign in to continue to ${site}.</p>`
+  }
 ${buttons.length === 0 && signUps.length === 0 ? html`<p>No sign-in method is configured. Ask the people who run ${site}.</p>` : buttons}
 <p id="status" role="status" class="status error"></p>
 ${

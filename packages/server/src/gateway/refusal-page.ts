@@ -5,7 +5,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { html, type SafeHtml } from '../pages/html.js';
 import { DEFAULT_BRAND, newNonce, type PageBrand, type PageViewer, renderPage, sendPage } from '../pages/layout.js';
 import { loginLocation } from './browser-session.js';
-import { type LoginPageProvider, providerWords, SIGN_IN_REFUSALS, type StepUpReason } from './login-page.js';
+import { type LoginPageProvider, methodsInWords, providerWords, SIGN_IN_REFUSALS, type StepUpReason } from './login-page.js';
 
 /** The browser route that ends the session (a form POST: a plain link would let any page sign the user out). */
 const LOGOUT_PATH = '/.svc/auth/v1/logout';
@@ -101,14 +101,6 @@ function viewerOf(principal: Principal): PageViewer {
   };
 }
 
-/** Method names (`amr`, RFC 8176) as people read them. */
-const METHOD_WORDS: Readonly<Record<string, string>> = {
-  hwk: 'a passkey',
-  user: 'a passkey',
-  fed: "your organisation's sign-in",
-  ed25519: 'a registered device key',
-};
-
 /**
  * What a requirement asks for, in words: core's `requirementNeeds`, with the methods said as
  * people know them ("a sign-in with a passkey") and the age in minutes when it is whole minutes.
@@ -116,8 +108,7 @@ const METHOD_WORDS: Readonly<Record<string, string>> = {
 function needsInWords(requirement: AppPathRequirement): string[] {
   const words = requirementNeeds({ ...requirement, amr: null, maxAuthAgeSeconds: null }, displayDomain);
   if (requirement.amr !== null) {
-    const methods = [...new Set(requirement.amr.map((m) => METHOD_WORDS[m] ?? m))];
-    words.push(`a sign-in with ${methods.join(' or ')}`);
+    words.push(`a sign-in with ${methodsInWords(requirement.amr)}`);
   }
   const age = requirement.maxAuthAgeSeconds;
   if (age !== null) {
