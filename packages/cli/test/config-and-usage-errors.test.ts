@@ -124,6 +124,20 @@ describe('serving a bad project.edn is refused before anything listens: one line
     assert.doesNotMatch(r.stderr, /:idp/, r.stderr);
   });
 
+  test('an :svc/app-brand logo that is missing, or an accent too light for white text, is refused at load naming the file and key', async () => {
+    const withBrand = (brand: string) => GOOD.replace('{:svc/project "demo"', `{:svc/project "demo" :svc/app-brand ${brand}`);
+    const dir = projectWith('brand', withBrand('{:name "Acme" :logo "brand/logo.png" :accent "#fde047"}'));
+    const stderr = await refused(['serve'], dir, 3);
+    assert.match(stderr, /:svc\/app-brand :logo: cannot read "brand\/logo\.png": .*brand\/logo\.png does not exist/);
+    assert.match(stderr, /:svc\/app-brand :accent: #fde047 is too light for the white text on it/);
+    // With the file in place (relative to the project directory) and a dark accent, it loads.
+    mkdirSync(join(dir, 'brand'));
+    writeFileSync(join(dir, 'brand', 'logo.png'), Buffer.from('89504e470d0a1a0a0000000d49484452', 'hex'));
+    writeFileSync(join(dir, 'project.edn'), withBrand('{:name "Acme" :logo "brand/logo.png" :accent "#0f766e"}'));
+    const r = await svc(['auth', 'serve', '--listen', '127.0.0.1:0', dir]);
+    assert.doesNotMatch(r.stderr, /app-brand/, r.stderr);
+  });
+
   test('an unselected profile with a bad value is refused at load by svc serve', async () => {
     const dir = projectWith('bad-profile', withProfiles('{:prod {:svc/node-listen 9091}}'));
     const stderr = await refused(['serve'], dir, 1);

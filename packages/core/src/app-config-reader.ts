@@ -88,7 +88,11 @@ export function appListenProblem(value: string): string | null {
  * @example
  * const app = readAppGatewayConfig(merged, (key, message) => problems.push({ file, key, message }));
  */
-export function readAppGatewayConfig(merged: EdnMap, bad: (key: string, message: string) => void): AppGatewayConfig {
+export function readAppGatewayConfig(
+  merged: EdnMap,
+  bad: (key: string, message: string) => void,
+  readAsset?: AssetReader,
+): AppGatewayConfig {
   const out: { -readonly [K in keyof AppGatewayConfig]: AppGatewayConfig[K] } = { ...DEFAULT_APP_GATEWAY_CONFIG };
   const spec = (key: string) => PROJECT_KEYS.find((k) => k.key === key) as ProjectKeySpec;
   const expected = (key: string, v: EdnValue | undefined, why?: string) =>
@@ -207,7 +211,115 @@ export function readAppGatewayConfig(merged: EdnMap, bad: (key: string, message:
       out.trustedProxies = ok;
     }
   }
+
+  const brand = merged.get(':svc/app-brand');
+  if (brand !== undefined) out.brand = readAppBrand(brand, bad, readAsset);
   return out;
+}
+
+/**
+ * Reads a file named in `project.edn` (relative to the project directory) at load: its bytes,
+ * or why it cannot be read (`"no such file"`). Given by whoever loads the file from disk.
+ */
+export type AssetReader = (path: string) => { readonly bytes: Uint8Array } | { readonly problem: string };
+
+/** The largest logo `:svc/app-brand` takes: it is inlined into every page as a data: URI. */
+export const APP_BRAND_LOGO_MAX_BYTES = 64 * 1024;
+
+/** The contrast `:svc/app-brand :accent` must have against white text (WCAG 2 AA, normal text). */
+export const APP_BRAND_MIN_CONTRAST = 4.5;
+
+/**
+ * The contrast ratio of white text on `hex` (`#rrggbb`), as WCAG 2 defines it (1 to 21).
+ *
+ * @example
+ * contrastWithWhite('#0f766e'); // 5.47...
+ */
+export function contrastWithWhite(hex: string): number {
+  const channel = (i: number) => {
+    const c = Number.parseInt(hex.slice(i, i + 2), 16) / 255;
+    return c <= 0.04045 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4;
+  };
+  const luminance = 0.2126 * channel(1) + 0.7152 * channel(3) + 0.0722 * channel(5);
+  return 1.05 / (luminance + 0.05);
+}
+
+/** The media type of a logo by its content: PNG by its signature, SVG by an `<svg` root; else null. */
+function logoMediaType(bytes: Uint8Array): string | null {
+  const png = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a];
+  if (bytes.length > png.length && png.every((b, i) => bytes[i] === b)) return 'image/png';
+  const head = new TextDecoder('utf-8', { fatal: false }).decode(bytes.subarray(0, 1024));
+  if (/^\s*(?:<\?xml[^>]*>\s*)?(?:<!--[\s\S]*?-->\s*)*(?:<!doctype svg[^>]*>\s*)?<svg[\s>]/i.test(head)) return 'image/svg+xml';
+  return null;
+}
+
+/** Reads `:svc/app-brand {:name :logo :accent}`. */
+function readAppBrand(
+  value: EdnValue,
+  bad: (key: string, message: string) => void,
+  readAsset: AssetReader | undefined,
+): AppGatewayConfig['brand'] {
+  const KEY = ':svc/app-brand';
+  if (!isEdnMap(value)) {
+    bad(KEY, `expected {:name "Acme" :logo "brand/logo.png" :accent "#0f766e"}, found ${describe(value)}`);
+    return null;
+  }
+  let ok = true;
+  for (const k of value.keys()) {
+    if (k !== ':name' && k !== ':logo' && k !== ':accent') {
+      bad(`${KEY} ${k}`, 'unknown key; expected :name, :logo and :accent');
+      ok = false;
+    }
+  }
+  const name = value.get(':name');
+  if (typeof name !== 'string' || name.trim() === '' || [...name].length > 64 || hasControlCharacter(name)) {
+    bad(`${KEY} :name`, `expected the product name, 1 to 64 characters without control characters, found ${describe(name)}`);
+    ok = false;
+  }
+  let accent: string | null = null;
+  const accentValue = value.get(':accent');
+  if (accentValue !== undefined) {
+    if (typeof accentValue !== 'string' || !/^#[0-9a-fA-F]{6}$/.test(accentValue)) {
+      bad(`${KEY} :accent`, `expected a colour written #rrggbb, such as "#0f766e", found ${describe(accentValue)}`);
+      ok = false;
+    } else {
+      const ratio = contrastWithWhite(accentValue);
+      if (ratio < APP_BRAND_MIN_CONTRAST) {
+        bad(
+          `${KEY} :accent`,
+          `${accentValue} is too light for the white text on it (contrast ${ratio.toFixed(2)}:1, at least ${APP_BRAND_MIN_CONTRAST}:1 is needed to be readable); choose a darker shade`,
+        );
+        ok = false;
+      } else accent = accentValue.toLowerCase();
+    }
+  }
+  let logo: string | null = null;
+  const logoValue = value.get(':logo');
+  if (logoValue !== undefined) {
+    if (typeof logoValue !== 'string' || logoValue.trim() === '' || hasControlCharacter(logoValue)) {
+      bad(`${KEY} :logo`, `expected the path of a PNG or SVG file (from the project directory), found ${describe(logoValue)}`);
+      ok = false;
+    } else if (readAsset !== undefined) {
+      const read = readAsset(logoValue);
+      if ('problem' in read) {
+        bad(`${KEY} :logo`, `cannot read ${JSON.stringify(logoValue)}: ${read.problem}`);
+        ok = false;
+      } else if (read.bytes.length > APP_BRAND_LOGO_MAX_BYTES) {
+        bad(
+          `${KEY} :logo`,
+          `${JSON.stringify(logoValue)} is ${read.bytes.length} bytes; a logo is at most 64 KiB (it is inlined into every page)`,
+        );
+        ok = false;
+      } else {
+        const type = logoMediaType(read.bytes);
+        if (type === null) {
+          bad(`${KEY} :logo`, `${JSON.stringify(logoValue)} is neither a PNG nor an SVG image`);
+          ok = false;
+        } else logo = `data:${type};base64,${Buffer.from(read.bytes).toString('base64')}`;
+      }
+    }
+  }
+  return ok && typeof name === 'string' ? { name: name.trim(), accent, logo } : null;
 }
 
 /** Why an `:svc/app-upstream` value is not an origin URL, or null. */

@@ -31,6 +31,16 @@ export interface AppTlsConfig {
   readonly key: string;
 }
 
+/** `:svc/app-brand`: how the gateway's pages present the company. */
+export interface AppBrandConfig {
+  /** 1 to 64 characters. */
+  readonly name: string;
+  /** `#rrggbb`, dark enough for white text (WCAG AA, 4.5:1); null: the pages' default. */
+  readonly accent: string | null;
+  /** The logo file as a `data:image/png;base64,...` or `data:image/svg+xml;base64,...` URI (read at load), or null. */
+  readonly logo: string | null;
+}
+
 /** The `:svc/app-*` keys of `project.edn`, validated. */
 export interface AppGatewayConfig {
   /** `:svc/app-listen`: `"host:port"`, `"off"`, or null (the default `127.0.0.1:8080` unless a flag or `SVC_APP_LISTEN` says). */
@@ -55,6 +65,8 @@ export interface AppGatewayConfig {
   readonly tls: AppTlsConfig | null;
   /** `:svc/app-trusted-proxies`: addresses and CIDRs whose `X-Forwarded-For`/`-Proto` are believed. Empty: none. */
   readonly trustedProxies: readonly string[];
+  /** `:svc/app-brand`, or null when not set. */
+  readonly brand: AppBrandConfig | null;
 }
 
 /** The configuration with no `:svc/app-*` key set. */
@@ -68,4 +80,5 @@ export const DEFAULT_APP_GATEWAY_CONFIG: AppGatewayConfig = Object.freeze({
   requirements: Object.freeze([]),
   tls: null,
   trustedProxies: Object.freeze([]),
+  brand: null,
 });

@@ -4,7 +4,8 @@
 // and its secret references, a provider module's settings), and the error they report with.
 // The settings table they read (every key's default, bounds and meaning) is `@svc/core/settings`.
 
-export type { AppGatewayConfig, AppPathRequirement, AppTlsConfig } from './app-config.js';
+export type { AppBrandConfig, AppGatewayConfig, AppPathRequirement, AppTlsConfig } from './app-config.js';
+export { APP_BRAND_LOGO_MAX_BYTES, type AssetReader, contrastWithWhite } from './app-config-reader.js';
 export { AUDIT_SINK_SETTINGS, type AuditSinkSetting, type AuditSinks } from './audit-sinks-config.js';
 export { type ModuleConfig, type PackagePin, type ProjectConfig, type ValidateOptions, validateProjectConfig } from './config.js';
 export { type EdnKeyword, type EdnMap, type EdnTagged, type EdnValue, isEdnMap, isKeyword, isTagged } from './edn-model.js';

@@ -1,5 +1,5 @@
 import type { AppGatewayConfig } from './app-config.js';
-import { readAppGatewayConfig } from './app-config-reader.js';
+import { type AssetReader, readAppGatewayConfig } from './app-config-reader.js';
 import { type AuditSinks, readAuditSinks } from './audit-sinks-config.js';
 import { describeEdn as describe, type EdnKeyword, type EdnMap, type EdnValue, isEdnMap, isKeyword, mergeEdn } from './edn-model.js';
 import { ConfigError, type ConfigProblem } from './errors.js';
@@ -129,6 +129,8 @@ export interface ValidateOptions {
    * references checked.
    */
   readonly moduleConfigs?: ModuleConfigSchemas;
+  /** Reads a file `project.edn` names (the `:svc/app-brand` logo), relative to the project directory; absent: not read. */
+  readonly readAsset?: AssetReader;
 }
 
 /**
@@ -220,7 +222,7 @@ function checkProject(merged: EdnMap, opts: ValidateOptions): { config: Omit<Pro
   }
 
   const auditSinks = readAuditSinks(merged.get(':svc/audit-sinks'), bad);
-  const app = readAppGatewayConfig(merged, bad);
+  const app = readAppGatewayConfig(merged, bad, opts.readAsset);
 
   const packages: Record<string, PackagePin> = {};
   const pkgs = merged.get(':svc/packages') ?? new Map();

@@ -46,6 +46,12 @@ export const PROVIDER_POLICY_SETTINGS: readonly ProviderPolicySetting[] = [
       'the issuers whose identities the provider may return; anything else is refused. The default is the value of the provider\'s own `:<ns>/issuer` key (e.g. `:oidc/issuer`) and `"webauthn:<rp id>"` for `:webauthn/rp-id`; without either, no issuer is allowed',
   },
   {
+    key: ':provider/label',
+    default: 'none: "your identity provider", or "a passkey" for a passkey provider',
+    allowed: 'a string of 1 to 64 characters such as "Acme SSO"',
+    meaning: 'what the sign-in page calls the provider: its button says "Sign in with Acme SSO"; the module alias is never shown to people',
+  },
+  {
     key: ':provider/jit',
     default: 'false',
     allowed: 'true, false',
@@ -227,9 +233,15 @@ export function readProviderModuleConfig(
       'linking by email is for the application realm only: a management-realm link always needs an existing management principal; remove "management" from :provider/realms or turn it off',
     );
   }
+  const label = text(
+    ':provider/label',
+    (s) => s.trim() !== '' && [...s].length <= 64 && !hasControlCharacter(s),
+    'a label of 1 to 64 characters without control characters, such as "Acme SSO"',
+  );
   return {
     policy: {
       name: alias,
+      label: label === null ? null : label.trim(),
       realms,
       allowedIssuers,
       jit: { enabled: jit, emailDomains: [...new Set(emailDomains)], groups: jitGroups, status: jitStatus },

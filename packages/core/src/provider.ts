@@ -123,6 +123,8 @@ export interface AuthProvider {
 export interface ProviderPolicy {
   /** The module alias: the route segment (`/.svc/auth/v1/providers/<name>/...`) and the audit name. */
   readonly name: string;
+  /** What pages call it (`:provider/label`, "Acme SSO"); absent or null: a generic wording. Never the alias. */
+  readonly label?: string | null;
   /** The realms it may sign in to or link in. */
   readonly realms: readonly Realm[];
   /** Issuers whose identities it may return; anything else is refused. */

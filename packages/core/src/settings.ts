@@ -245,6 +245,7 @@ export type ProjectKeyType =
   | 'app-require'
   | 'app-tls'
   | 'app-addresses'
+  | 'app-brand'
   | 'trusted-publishers';
 
 /** One `:svc/...` key of `project.edn`. */
@@ -418,6 +419,16 @@ export const PROJECT_KEYS: readonly ProjectKeySpec[] = [
     inProfile: true,
     meaning:
       'built-in TLS of the application gateway: PEM certificate chain and private key (relative paths from the project directory), read at start and again on SIGHUP',
+  },
+  {
+    key: ':svc/app-brand',
+    type: 'app-brand',
+    expected:
+      '{:name "Acme" :logo "brand/logo.png" :accent "#0f766e"}: a name of 1 to 64 characters, an optional PNG or SVG logo of at most 64 KiB (a path from the project directory), an optional #rrggbb accent dark enough for white text (contrast at least 4.5:1)',
+    default: 'the passkey provider\'s `:webauthn/rp-name` (else "svc"), no logo, accent `#1d4ed8`',
+    inProfile: true,
+    meaning:
+      "how the gateway's pages (sign-in, refusals, step-up) present the company: the product name in the header and title, the logo (read at load; an SVG is shown as an image, never run), and the accent colour of the header bar and primary buttons",
   },
   {
     key: ':svc/app-trusted-proxies',

@@ -94,6 +94,7 @@ describe('the :svc/app-* keys of project.edn', () => {
       ],
       tls: { cert: 'tls/cert.pem', key: 'tls/key.pem' },
       trustedProxies: ['10.0.0.0/8', '::1', '192.0.2.7'],
+      brand: null,
     });
     assert.ok(Object.isFrozen(app) && Object.isFrozen(app.publicPaths) && Object.isFrozen(app.requirements[0]));
   });

@@ -62,6 +62,7 @@ test('a provider module loads with its policy defaults and its own settings kept
   assert.equal(oidc?.package, '@svc/provider-oidc');
   assert.deepEqual(oidc?.policy, {
     name: 'oidc',
+    label: null,
     realms: ['application'],
     allowedIssuers: ['https://login.example.com'],
     jit: { enabled: false, emailDomains: [], groups: [], status: 'active' },

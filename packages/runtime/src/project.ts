@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { basename, isAbsolute, join, resolve } from 'node:path';
 import { ConfigError, type ConfigProblem, type ModuleConfigSchemas, type ProjectConfig, validateProjectConfig } from '@svc/core/config';
@@ -92,6 +92,24 @@ function configFailure(problems: readonly ConfigProblem[], file: string): Runtim
   );
 }
 
+/** The largest file `project.edn` may name for reading at load (a logo): anything bigger is refused by its reader anyway. */
+const ASSET_READ_LIMIT = 1024 * 1024;
+
+/** Reads a file `project.edn` names (the `:svc/app-brand` logo), relative to the project directory. */
+function readProjectAsset(dir: string, path: string): { bytes: Uint8Array } | { problem: string } {
+  const full = isAbsolute(path) ? path : resolve(dir, path);
+  try {
+    const stats = statSync(full);
+    if (!stats.isFile()) return { problem: `${full} is not a file` };
+    // Never read a huge file into memory just to refuse it.
+    if (stats.size > ASSET_READ_LIMIT) return { problem: `${full} is ${stats.size} bytes, far too big` };
+    return { bytes: readFileSync(full) };
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    return { problem: code === 'ENOENT' ? `${full} does not exist` : `${full}: ${code ?? (error as Error).message}` };
+  }
+}
+
 /**
  * Loads `<dir>/project.edn`: parses it as EDN, validates it against core's schema with the
  * chosen profile, checks the store package is one this build supports, and resolves the
@@ -118,7 +136,12 @@ export function loadProject(dirArg: string, opts: { readonly profile: string | n
   if (problems.length > 0 || value === undefined) throw configFailure(problems, file);
   let config: ProjectConfig;
   try {
-    config = validateProjectConfig(value, { file, profile: opts.profile, moduleConfigs: BUNDLED_MODULE_CONFIGS });
+    config = validateProjectConfig(value, {
+      file,
+      profile: opts.profile,
+      moduleConfigs: BUNDLED_MODULE_CONFIGS,
+      readAsset: (path) => readProjectAsset(dir, path),
+    });
   } catch (error) {
     if (error instanceof ConfigError) throw configFailure(error.problems, file);
     throw error;

@@ -62,3 +62,6 @@ export { resolveNodeListen } from './node/listen-address.js';
 
 // The OpenAPI document of the surfaces, as `npm run docs` writes it.
 export { renderOpenApiDocument } from './openapi/document.js';
+
+// The house layout's brand (`:svc/app-brand`), for the runtime to hand to the gateway's pages.
+export { DEFAULT_BRAND, type PageBrand } from './pages/layout.js';

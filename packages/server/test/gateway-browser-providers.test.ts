@@ -416,7 +416,7 @@ describe('a link intent (svc auth pair --provider): its code stands in for a sig
     const intent = await prepareLink({ provider: 'corp' });
     const r = await browserRequest(h, 'GET', `/.svc/auth/v1/login?pairing=${intent.intent_id}`);
     assert.equal(r.status, 200);
-    assert.match(r.text, /<input id="pairing-code"/);
+    assert.match(r.text, /<input type="text" id="pairing-code"/);
     assert.match(r.text, new RegExp(`data-pairing="${intent.intent_id}"`));
     assert.match(r.text, /data-provider="corp" data-intent="link"/);
     assert.doesNotMatch(r.text, new RegExp(intent.code));

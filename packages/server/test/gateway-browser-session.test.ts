@@ -403,7 +403,7 @@ describe('logout and the sign-in page', () => {
     assert.doesNotMatch(csp, /unsafe-inline|unsafe-eval|https?:|\*/);
     assert.ok(r.text.includes(`<script nonce="${nonce}">`));
     assert.doesNotMatch(r.text, /<script[^>]*\bsrc=/);
-    assert.equal((r.text.match(/class="provider"/g) ?? []).length, 1);
+    assert.equal((r.text.match(/data-provider="/g) ?? []).length, 1);
     assert.ok(r.text.includes('href="/.svc/auth/v1/providers/testidp/begin?return=%2Fapp%2Forders"'));
     const other = await browserRequest(h, 'GET', '/.svc/auth/v1/login');
     assert.notEqual(/nonce-([^']+)/.exec(other.headers.get('content-security-policy') ?? '')?.[1], nonce, 'a fresh nonce per page');

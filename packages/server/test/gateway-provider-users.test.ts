@@ -50,7 +50,7 @@ describe('the sign-in page asks a new passkey user for their name', () => {
       try {
         const page = await browserRequest(h, 'GET', '/.svc/auth/v1/login');
         assert.equal(page.status, 200);
-        assert.equal(/<input id="display-name" name="display_name" autocomplete="name" maxlength="128"/.test(page.text), jit);
+        assert.equal(/<input type="text" id="display-name" name="display_name" autocomplete="name" maxlength="128"/.test(page.text), jit);
         assert.equal(page.text.includes('data-intent="signup"'), jit);
         assert.ok(page.text.includes('data-intent="signin"'));
       } finally {

@@ -98,11 +98,16 @@ describe('an unusable OpenID Provider answers 502 naming the provider module', (
       });
       const text = await res.text();
       assert.equal(res.status, 502, text);
-      const problem = JSON.parse(text) as { code?: string; detail?: string };
-      assert.equal(problem.code, 'identity_provider_unavailable');
-      assert.match(problem.detail ?? '', new RegExp(`\\b${alias}\\b`), 'the detail names the provider module');
+      // A browser gets a page in words (never the module alias); an API client the problem+json naming it.
+      assert.equal(refusalCode(res, text), 'identity_provider_unavailable');
+      assert.doesNotMatch(text.replace(/<code>[^<]*<\/code>|href="[^"]*"/g, ''), new RegExp(`\\b${alias}\\b`));
       assert.match(res.headers.get('retry-after') ?? '', /^[1-9][0-9]*$/);
       assert.equal(res.headers.get('set-cookie'), null, 'no flow was begun');
+      const api = await fetch(`${gateway}/.svc/auth/v1/providers/${alias}/begin`, { redirect: 'manual' });
+      const problem = (await api.json()) as { code?: string; detail?: string };
+      assert.equal(api.status, 502);
+      assert.equal(problem.code, 'identity_provider_unavailable');
+      assert.match(problem.detail ?? '', new RegExp(`\\b${alias}\\b`), 'the detail names the provider module');
     });
   }
 
@@ -130,7 +135,7 @@ describe('an unusable OpenID Provider answers 502 naming the provider module', (
     return fetch(url, { headers: { cookie, accept: 'text/html,application/xhtml+xml' }, redirect: 'manual' });
   }
 
-  /** A refused callback's code: the browser gets the sign-in refusal page, which names it (an outage stays problem+json). */
+  /** A refused callback's code: the browser gets a refusal page, which names it (an outage too: never the module alias). */
   function refusalCode(res: Response, text: string): string | undefined {
     assert.match(res.headers.get('content-type') ?? '', /^text\/html/, text);
     return /<code>([a-z_]+)<\/code>/.exec(text)?.[1];
@@ -170,9 +175,9 @@ describe('an unusable OpenID Provider answers 502 naming the provider module', (
         const res = await callback(flow.cookie, { code: `a-code-the-idp-issued-${i}`, state: flow.state, iss: idp.issuer });
         const text = await res.text();
         assert.equal(res.status, 502, `callback ${i} of ${BUDGET} with the IdP down: ${text}`);
-        const problem = JSON.parse(text) as { code?: string; detail?: string };
-        assert.equal(problem.code, 'identity_provider_unavailable');
-        assert.match(problem.detail ?? '', /\bcorp\b/, 'the detail names the provider module');
+        assert.equal(refusalCode(res, text), 'identity_provider_unavailable');
+        assert.match(text, /<h1>Sign-in is unavailable right now<\/h1>/, 'a page for the person');
+        assert.doesNotMatch(text.replace(/<code>[^<]*<\/code>|href="[^"]*"/g, ''), /\bcorp\b/, 'no module alias shown');
         assert.match(res.headers.get('retry-after') ?? '', /^[1-9][0-9]*$/);
         assert.ok(!res.headers.getSetCookie().some((c) => /svc-(access|refresh)=[^;]/.test(c)), 'no session cookie');
       }

@@ -127,7 +127,7 @@ describe('OIDC login through svc serve: the signed, bundled provider, confined, 
   async function startAtApp(page: Page, provider: string): Promise<void> {
     await page.goto(`${gateway}/whoami`);
     assert.match(new URL(page.url()).pathname, /^\/\.svc\/auth\/v1\/login/);
-    await page.click(`a:has-text("Sign in with ${provider}")`);
+    await page.click(`a[data-provider="${provider}"]`);
     await page.waitForURL((u) => u.origin === idp.issuer || u.origin === other.issuer);
   }
 

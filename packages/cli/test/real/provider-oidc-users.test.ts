@@ -112,7 +112,7 @@ describe('OIDC users through svc serve: the IdP’s email and name reach the app
   async function signInAtIdp(page: Page, provider: string, sub: string): Promise<void> {
     await page.goto(`${gateway}/whoami`);
     assert.match(new URL(page.url()).pathname, /^\/\.svc\/auth\/v1\/login/);
-    await page.click(`a:has-text("Sign in with ${provider}")`);
+    await page.click(`a[data-provider="${provider}"]`);
     await page.waitForURL((u) => u.origin === idp.issuer);
     await page.fill('input[name=login]', sub);
     await page.fill('input[name=password]', 'any password');

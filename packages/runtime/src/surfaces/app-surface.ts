@@ -3,8 +3,8 @@ import { readFileSync, statSync } from 'node:fs';
 import type { Server as HttpsServer } from 'node:https';
 import { isAbsolute, resolve } from 'node:path';
 import { createSecureContext } from 'node:tls';
-import type { AppTlsConfig } from '@svc/core/config';
-import { buildGatewayApp, cleartextExposed, instrumentStore, type ServiceMetrics } from '@svc/server';
+import type { AppTlsConfig, ProjectConfig } from '@svc/core/config';
+import { buildGatewayApp, cleartextExposed, DEFAULT_BRAND, instrumentStore, type PageBrand, type ServiceMetrics } from '@svc/server';
 import type { Logger } from 'pino';
 import { RuntimeError } from '../errors.js';
 import { appAttachment } from './app-attach.js';
@@ -106,6 +106,25 @@ function reloadTls(server: HttpsServer, tls: AppTlsConfig, projectDir: string, l
 }
 
 /**
+ * How the gateway's pages present the company: `:svc/app-brand` (its accent and logo over the
+ * pages' defaults), and the passkey provider's `:webauthn/rp-name`, the site's name when no
+ * brand is set.
+ */
+function pageBrandOf(config: ProjectConfig): { brand?: PageBrand; siteName: string | null } {
+  let siteName: string | null = null;
+  for (const provider of config.providers) {
+    const rpName = provider.settings.get(':webauthn/rp-name');
+    if (typeof rpName === 'string' && rpName.trim() !== '') {
+      siteName = rpName.trim();
+      break;
+    }
+  }
+  const brand = config.app.brand;
+  if (brand === null) return { siteName };
+  return { brand: { name: brand.name, accent: brand.accent ?? DEFAULT_BRAND.accent, logo: brand.logo }, siteName };
+}
+
+/**
  * The application gateway as a surface of the foreground service: the gateway of
  * `buildGatewayApp` with the route policy, trusted proxies and TLS of `project.edn`, and what
  * {@link appAttachment} attaches behind it. It may bind a network address; plain HTTP on one,
@@ -147,6 +166,7 @@ export function appSurface(
         ...(attachment.jwks === undefined ? {} : { jwks: attachment.jwks }),
         ...(attachment.attach === undefined ? {} : { attach: attachment.attach }),
         providers: ctx.providers,
+        ...pageBrandOf(project.config),
       }).catch(async (error: unknown) => {
         // The module process is already running: it does not outlive a gateway that failed to build.
         await attachment.close?.().catch(() => undefined);

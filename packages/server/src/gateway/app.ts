@@ -12,6 +12,7 @@ import {
   isSvcCredential,
   type Principal,
   principalKeyBinding,
+  providerAmr,
   RESERVED_PREFIX,
   requirementFor,
   SCIM_BASE_PATH,
@@ -24,7 +25,7 @@ import { accessCredential, bearerChallenge, dpopRequestOf } from '../http/bearer
 import { type ChallengeBudget, createChallengeBudget } from '../http/challenge-budget.js';
 import { APPLICATION_CONNECTION_LIMITS, installConnectionLimits } from '../http/connection-limits.js';
 import { installDpopNonces } from '../http/dpop-nonce.js';
-import { toAuthError } from '../http/error-handling.js';
+import { setHtmlRefusals, toAuthError } from '../http/error-handling.js';
 import { createFailureLimiter, type FailureLimiter } from '../http/failure-limiter.js';
 import { hardenSurface } from '../http/harden.js';
 import { ownSessionRoutes } from '../http/own-session-routes.js';
@@ -33,6 +34,7 @@ import { serverOptions } from '../http/server-options.js';
 import { sessionRoutes } from '../http/session-routes.js';
 import { signInRoutes } from '../http/sign-in-routes.js';
 import { instrumentHttp, methodLabel, UNMATCHED_ROUTE } from '../metrics/instrument-http.js';
+import { DEFAULT_BRAND, type PageBrand } from '../pages/layout.js';
 import { cookieNamesOf, dropForeignSessionCookies, readSessionCookies, stripSessionCookies } from './browser-cookies.js';
 import { browserRoutes } from './browser-routes.js';
 import {
@@ -47,7 +49,7 @@ import {
 import { installHeaderHygiene, removeHeaders, requestPath } from './hygiene.js';
 import { markProvenKey } from './key-binding.js';
 import type { GatewayAppOptions, GatewayPolicy } from './options.js';
-import { refusalContextOf, requirementRefusal, sendRefusalPage, wantsHtmlRefusal } from './refusal-page.js';
+import { gatewayRefusalPage, refusalContextOf, requirementRefusal, stepUpLocation, stepUpReason } from './refusal-page.js';
 import { scimRoutes } from './scim-routes.js';
 import { createSessionWatcher, type SessionWatcher } from './session-watch.js';
 import { forwardedClientAddress, trustedPeerPredicate } from './trusted-proxies.js';
@@ -260,10 +262,15 @@ function gatewayIdentity(deps: AuthDeps, policy: GatewayPolicy, browser: Browser
       if (browser.signInPage && err instanceof AuthError && err.code === 'invalid_token' && isBrowserNavigation(req)) {
         return reply.redirect(loginLocation(req.url), 302);
       }
-      // A browser that is signed in but not allowed here is told who it is and what the path
-      // needs, with a way to sign out; every other client keeps the problem+json.
+      // A browser that is signed in but whose sign-in is too old, or not by the method the path
+      // needs, signs in again (with a provider that can satisfy it) and comes back: step-up.
+      // Any other browser refused by a requirement is told who it is and what the path needs
+      // (the error path's page); every other client keeps the problem+json.
       const refused = refusalContextOf(err);
-      if (refused !== undefined && wantsHtmlRefusal(req)) return sendRefusalPage(reply, err as AuthError, refused);
+      if (refused !== undefined && browser.signInPage && isBrowserNavigation(req)) {
+        const reason = stepUpReason(refused.requirement, refused.principal, deps.clock.now());
+        if (reason !== null && browser.canStepUp(refused.requirement)) return reply.redirect(stepUpLocation(req.url, reason), 302);
+      }
       throw err;
     }
     if (outcome.reserved) return;
@@ -285,6 +292,8 @@ interface BrowserOptions {
   readonly publicOrigin: string | undefined;
   /** Whether the gateway has a sign-in page with at least one provider (browsers without a session are sent there). */
   readonly signInPage: boolean;
+  /** Whether a provider of the sign-in page can produce a sign-in `requirement` accepts (its `:amr`). */
+  readonly canStepUp: (requirement: AppPathRequirement) => boolean;
 }
 
 /**
@@ -371,6 +380,9 @@ interface ReservedRouteOptions {
   readonly publicOrigin: string | undefined;
   /** The budget of refused SCIM tokens (default: 30 per address unit per 60 s, its own scope). */
   readonly scimLimiter: FailureLimiter | undefined;
+  readonly brand: PageBrand;
+  readonly siteName: string | null;
+  readonly requirements: readonly AppPathRequirement[];
 }
 
 /**
@@ -380,7 +392,7 @@ interface ReservedRouteOptions {
  */
 const reservedRoutes: FastifyPluginAsync<ReservedRouteOptions> = async (
   app,
-  { deps, limiter, challenges, jwks, providers, publicOrigin, scimLimiter },
+  { deps, limiter, challenges, jwks, providers, publicOrigin, scimLimiter, brand, siteName, requirements },
 ) => {
   await app.register(signInRoutes, {
     prefix: APPLICATION_AUTH_PREFIX,
@@ -409,7 +421,17 @@ const reservedRoutes: FastifyPluginAsync<ReservedRouteOptions> = async (
     security: APPLICATION_BEARER,
     originOf: (req) => gatewayOriginOf(req, publicOrigin),
   });
-  await app.register(browserRoutes, { prefix: APPLICATION_AUTH_PREFIX, deps, providers, limiter, challenges, publicOrigin });
+  await app.register(browserRoutes, {
+    prefix: APPLICATION_AUTH_PREFIX,
+    deps,
+    providers,
+    limiter,
+    challenges,
+    publicOrigin,
+    brand,
+    siteName,
+    requirements,
+  });
   // The company directory's provisioning (SCIM 2.0), authorised by SCIM tokens only.
   await app.register(scimRoutes, {
     prefix: SCIM_BASE_PATH,
@@ -526,7 +548,31 @@ export async function buildGatewayApp(opts: GatewayAppOptions): Promise<FastifyI
   if (metrics !== undefined) instrumentHttp(app, metrics, 'application');
   decoratePrincipal(app);
   const providers = opts.providers ?? [];
-  app.addHook('onRequest', gatewayIdentity(deps, policy, { publicOrigin, signInPage: providers.length > 0 }));
+  const appProviders = providers.filter((p) => p.policy.realms.includes('application'));
+  app.addHook(
+    'onRequest',
+    gatewayIdentity(deps, policy, {
+      publicOrigin,
+      signInPage: providers.length > 0,
+      canStepUp: (requirement) =>
+        appProviders.some((p) => requirement.amr === null || providerAmr(p).some((m) => requirement.amr?.includes(m) === true)),
+    }),
+  );
+  // A browser's refusals are pages in the house layout (every other client: problem+json).
+  const siteName = opts.siteName ?? null;
+  const brand = opts.brand ?? (siteName === null ? DEFAULT_BRAND : { ...DEFAULT_BRAND, name: siteName });
+  setHtmlRefusals(
+    app,
+    gatewayRefusalPage({
+      brand,
+      providers: appProviders.map((p) => ({
+        name: p.policy.name,
+        kind: p.kind,
+        signup: p.policy.jit.enabled,
+        label: p.policy.label ?? null,
+      })),
+    }),
+  );
 
   const limiter = opts.limiter ?? createFailureLimiter({ clock: deps.clock, store: deps.store, scope: 'app-signin' });
   const challenges = opts.challenges ?? createChallengeBudget({ clock: deps.clock });
@@ -538,6 +584,9 @@ export async function buildGatewayApp(opts: GatewayAppOptions): Promise<FastifyI
     providers,
     publicOrigin,
     scimLimiter: opts.scimLimiter,
+    brand,
+    siteName,
+    requirements: policy.requirements,
   });
 
   // From here on, nothing may claim a reserved path.

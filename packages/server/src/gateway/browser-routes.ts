@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import {
   type AuthDeps,
   AuthError,
@@ -11,20 +10,23 @@ import {
   type ProviderJson,
   type ProviderReply,
   type ProviderRequest,
+  providerAmr,
+  requirementFor,
   revokeSession,
   safeReturnPath,
   startProviderFlow,
 } from '@svc/core';
+import type { AppPathRequirement } from '@svc/core/config';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
 import { bearerToken } from '../http/bearer.js';
 import type { ChallengeBudget } from '../http/challenge-budget.js';
 import { failureCounting } from '../http/failure-counting.js';
 import { clientAddressKey, type FailureLimiter } from '../http/failure-limiter.js';
 import { applicationPrincipal } from '../http/principal.js';
-import { applySecurityHeaders } from '../http/security-headers.js';
+import { DEFAULT_BRAND, newNonce, type PageBrand, sendPage } from '../pages/layout.js';
 import { clearSessionCookies, cookieNamesOf, readSessionCookies, setCookieValue, setSessionCookies } from './browser-cookies.js';
-import { applyCookieEffects, cookieIdentity, gatewayOriginOf, isBrowserNavigation, LOGIN_PATH } from './browser-session.js';
-import { renderLoginPage, renderSignInRefusedPage } from './login-page.js';
+import { applyCookieEffects, cookieIdentity, gatewayOriginOf, LOGIN_PATH } from './browser-session.js';
+import { renderLoginPage } from './login-page.js';
 
 /** What {@link browserRoutes} receives. */
 export interface BrowserRouteOptions {
@@ -36,6 +38,18 @@ export interface BrowserRouteOptions {
   readonly challenges: ChallengeBudget;
   /** The configured public origin, or undefined: each request's own (see `gatewayOriginOf`). */
   readonly publicOrigin: string | undefined;
+  /** How the pages present the company (`:svc/app-brand`). */
+  readonly brand?: PageBrand;
+  /** The site's name as the passkey provider tells authenticators (`:webauthn/rp-name`), or null. */
+  readonly siteName?: string | null;
+  /** The path requirements: the sign-in page offers only the providers that can satisfy the page to come back to. */
+  readonly requirements?: readonly AppPathRequirement[];
+}
+
+/** The path of a return path (`/app?x=1` → `/app`). */
+function pathOf(returnPath: string): string {
+  const end = returnPath.search(/[?#]/);
+  return end < 0 ? returnPath : returnPath.slice(0, end);
 }
 
 /** Intents a plain link (GET) may start: never `link`, which a cross-site page could trigger with the victim's session. */
@@ -170,7 +184,7 @@ const IGNORED_FORM_BODY_LIMIT = 1024;
  */
 export const browserRoutes: FastifyPluginAsync<BrowserRouteOptions> = async (
   app,
-  { deps, providers, limiter, challenges, publicOrigin },
+  { deps, providers, limiter, challenges, publicOrigin, brand = DEFAULT_BRAND, siteName = null, requirements = [] },
 ) => {
   // A finish that fails as a proof (401) is counted against the client's address unit, as a
   // failed signed challenge is: over the budget, 429 before anything is asked of a provider.
@@ -189,49 +203,33 @@ export const browserRoutes: FastifyPluginAsync<BrowserRouteOptions> = async (
   };
   const sameOrigin = sameOriginOnly(publicOrigin);
 
-  // A sign-in that comes back from an identity provider is a top-level navigation (its
-  // `callback`, or a `begin` link): a refusal there is a page for the person, with the same
-  // status and code, not JSON in the browser's window. Everything else, and every other client,
-  // goes on to the surface's problem+json.
-  app.setErrorHandler((err, req, reply) => {
-    const route = req.routeOptions.url ?? '';
-    const navigation = route.endsWith('/callback') || (route.endsWith('/begin') && req.method === 'GET');
-    if (!(err instanceof AuthError) || err.status >= 500 || !navigation || !isBrowserNavigation(req)) throw err;
-    req.log.info({ code: err.code, status: err.status }, 'request refused');
-    const nonce = randomBytes(18).toString('base64');
-    applySecurityHeaders(reply);
-    for (const [name, value] of Object.entries(err.headers ?? {})) reply.header(name, value);
-    return reply
-      .code(err.status)
-      .header(
-        'content-security-policy',
-        `default-src 'none'; style-src 'nonce-${nonce}'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'`,
-      )
-      .header('referrer-policy', 'same-origin')
-      .type('text/html; charset=utf-8')
-      .send(renderSignInRefusedPage({ nonce, code: err.code, detail: err.message }));
-  });
+  // A refusal a browser meets here (a callback refused, a provider down, a bad link) is a page
+  // for the person, with the same status and code: the gateway's one error path renders it
+  // (`gatewayRefusalPage`); every other client gets problem+json.
 
-  app.get<{ Querystring: { return?: string; pairing?: string } }>('/login', async (req, reply) => {
-    const nonce = randomBytes(18).toString('base64');
+  app.get<{ Querystring: { return?: string; pairing?: string; 'step-up'?: string } }>('/login', async (req, reply) => {
+    const nonce = newNonce();
     const pairing = req.query.pairing;
     if (pairing !== undefined && !isIdOfKind(pairing, 'intent')) {
       throw new AuthError('invalid_request', 'pairing must be a link intent id (int_...)');
     }
+    const returnPath = safeReturnPath(req.query.return) ?? '/';
+    // Only the providers whose sign-ins can satisfy the page to come back to (its `:amr`).
+    const requirement = requirementFor(requirements, pathOf(returnPath));
+    const wanted = requirement?.amr ?? null;
+    const usable = [...byName.values()].filter((p) => wanted === null || providerAmr(p).some((m) => wanted.includes(m)));
+    const stepUp = req.query['step-up'];
     const page = renderLoginPage({
       nonce,
-      returnPath: safeReturnPath(req.query.return) ?? '/',
-      providers: [...byName.values()].map((p) => ({ name: p.policy.name, kind: p.kind, signup: p.policy.jit.enabled })),
+      returnPath,
+      providers: usable.map((p) => ({ name: p.policy.name, kind: p.kind, signup: p.policy.jit.enabled, label: p.policy.label ?? null })),
+      brand,
+      siteName,
+      stepUp: stepUp === 'recent' || stepUp === 'method' ? stepUp : null,
+      stepUpMethods: wanted,
       ...(pairing === undefined ? {} : { pairingIntentId: pairing }),
     });
-    return reply
-      .header(
-        'content-security-policy',
-        `default-src 'none'; script-src 'nonce-${nonce}'; style-src 'nonce-${nonce}'; connect-src 'self'; img-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'`,
-      )
-      .header('referrer-policy', 'same-origin')
-      .type('text/html; charset=utf-8')
-      .send(page);
+    return sendPage(reply, 200, nonce, page, { script: true, connect: true });
   });
 
   /** Starts a ceremony and answers what the provider wants the browser to do, with the flow cookie set. */

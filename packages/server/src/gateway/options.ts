@@ -5,6 +5,7 @@ import type { ChallengeBudget } from '../http/challenge-budget.js';
 import type { ConnectionLimits } from '../http/connection-limits.js';
 import type { FailureLimiter } from '../http/failure-limiter.js';
 import type { ServiceMetrics } from '../metrics/metrics.js';
+import type { PageBrand } from '../pages/layout.js';
 
 /**
  * What serves the application once identity is settled: a plugin registered in its own
@@ -64,6 +65,10 @@ export interface GatewayAppOptions {
    * and `Host` (a trusted proxy's `X-Forwarded-Proto` / `X-Forwarded-Host`).
    */
   readonly publicOrigin?: string;
+  /** How the gateway's pages present the company (`:svc/app-brand`). Default: `DEFAULT_BRAND`, named by `siteName` when given. */
+  readonly brand?: PageBrand;
+  /** The site's name as the passkey provider tells authenticators (`:webauthn/rp-name`): the pages' name when no brand is set. */
+  readonly siteName?: string | null;
 }
 
 /** What the upstream attach adds to each proxied request, computed once identity is settled. */

@@ -54,13 +54,32 @@ export function toAuthError(err: unknown): AuthError {
   return internalError(err);
 }
 
+/** A surface's pages for refusals: the reply sent as a page, or null for problem+json. */
+export type HtmlRefusal = (req: FastifyRequest, reply: FastifyReply, err: AuthError) => FastifyReply | null;
+
+const htmlRefusals = new WeakMap<object, HtmlRefusal>();
+
+/**
+ * Lets a surface answer its refusals as pages to the clients that want one (the gateway's
+ * browsers): `page` is asked first, on the one error path, and answers null for every other
+ * client, which keeps problem+json.
+ *
+ * @example
+ * setHtmlRefusals(app, gatewayRefusalPage({ brand, providers }));
+ */
+export function setHtmlRefusals(app: FastifyInstance, page: HtmlRefusal): void {
+  htmlRefusals.set(app.server, page);
+}
+
 /** Sends `err` as problem+json with the security headers and, for a bearer refusal, `WWW-Authenticate`. */
 function reject(req: FastifyRequest, reply: FastifyReply, err: AuthError): FastifyReply {
   applySecurityHeaders(reply);
   if (err.code === 'invalid_token' && err.realm !== undefined) {
     reply.header('www-authenticate', bearerChallenge(err.realm, req.headers.authorization !== undefined));
   }
-  return sendProblem(reply, err);
+  const page = htmlRefusals.get(req.server.server);
+  const sent = page === undefined ? null : page(req, reply, err);
+  return sent ?? sendProblem(reply, err);
 }
 
 /** A route pattern, as a matcher for concrete paths, with its methods. */

@@ -183,4 +183,9 @@ code { font-family: ui-monospace, "SFMono-Regular", Menlo, monospace; font-size:
 .actions { display: flex; flex-wrap: wrap; gap: 0.5rem; margin-top: 1rem; }
 .inline { display: inline; }
 @media (max-width: 480px) { main { margin: 0; border-radius: 0; border-left: 0; border-right: 0; } th, td { padding: 0.4rem 0.25rem; } }
+body[data-width="narrow"] main { max-width: 30rem; }
+body[data-width="medium"] main { max-width: 40rem; }
+.status:empty { display: none; }
+.status { color: #991b1b; font-weight: 600; }
+.needs { padding-left: 1.25rem; }
 `;

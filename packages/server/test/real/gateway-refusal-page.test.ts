@@ -79,9 +79,12 @@ describe('the HTML refusal page of a path requirement, in Chromium', () => {
       const page = await context.newPage();
       const response = await page.goto(`${h.gatewayBase}/staff/handbook`);
       assert.equal(response?.status(), 403);
-      assert.equal(await page.title(), 'Not allowed here');
-      assert.equal((await page.textContent('p:has(.who)'))?.trim(), 'Signed in as Zoë Ångström 山田 (zoe@bücher.example, not verified).');
-      assert.deepEqual(await page.locator('li').allTextContents(), [
+      assert.equal(await page.title(), 'You do not have access to this page · svc');
+      assert.equal(
+        (await page.textContent('p:has(.who)'))?.trim(),
+        'Signed in as Zoë Ångström 山田 (zoe@bücher.example, not verified). This page is not open to your account.',
+      );
+      assert.deepEqual(await page.locator('main li').allTextContents(), [
         'a member of staff',
         'an email at example.com or bücher.example, verified',
       ]);
@@ -110,11 +113,11 @@ describe('the HTML refusal page of a path requirement, in Chromium', () => {
       });
       const response = await page.goto(`${h.gatewayBase}/ops/deploy`);
       assert.equal(response?.status(), 403);
-      assert.equal(await page.textContent('.who'), evil, 'the name, character for character, as text');
+      assert.equal(await page.textContent('main .who'), evil, 'the name, character for character, as text');
       assert.equal(await page.locator('img, script, b').count(), 0, 'no element from the name');
       assert.equal(await page.evaluate(() => (globalThis as unknown as { pwned?: number }).pwned ?? null), null);
       assert.deepEqual(dialogs, []);
-      assert.deepEqual(await page.locator('li').allTextContents(), ['a member of ops or admins']);
+      assert.deepEqual(await page.locator('main li').allTextContents(), ['a member of ops or admins']);
       await screenshot(page, 'gateway-refusal-403-markup-name.png', t);
     } finally {
       await context.close();
