@@ -574,6 +574,11 @@ export interface Store {
     event: AuditEventDraft,
   ): Promise<{ readonly removed: boolean; readonly revokedSessions: number }>;
   /**
+   * Renames a live link (the name its owner knows it by), with the event (`link.renamed`), in
+   * one transaction. False, nothing written, when it is unknown or removed.
+   */
+  renameLink(input: { readonly linkId: string; readonly name: string }, event: AuditEventDraft): Promise<boolean>;
+  /**
    * Inserts a session whose `deviceId` is a link id, with its first pair and `events` (in
    * order: `provider.signin`, `session.created`), in one transaction, only while the link is
    * live (re-checked inside the transaction, the link row locked where writers run
@@ -754,6 +759,7 @@ export const STORE_OPERATIONS = [
   'findLiveLink',
   'listLinks',
   'removeLink',
+  'renameLink',
   'createLinkSession',
   'createFlow',
   'consumeFlow',

@@ -308,6 +308,10 @@ export class PostgresStore implements Store {
     return providers.removeLink(this.#ctx, input, event);
   }
 
+  async renameLink(input: { readonly linkId: string; readonly name: string }, event: AuditEventDraft): Promise<boolean> {
+    return providers.renameLink(this.#ctx, input, event);
+  }
+
   async createLinkSession(
     input: Parameters<Store['createLinkSession']>[0],
     events: readonly AuditEventDraft[],

@@ -141,6 +141,19 @@ export async function removeLink(
   });
 }
 
+export async function renameLink(
+  ctx: PgContext,
+  input: { readonly linkId: string; readonly name: string },
+  event: AuditEventDraft,
+): Promise<boolean> {
+  return ctx.tx(async (c) => {
+    const renamed = await changes(c, 'UPDATE links SET name = $2 WHERE id = $1 AND removed_at IS NULL', [input.linkId, input.name]);
+    if (renamed === 0) return false;
+    await ctx.append(c, event);
+    return true;
+  });
+}
+
 export async function createLinkSession(
   ctx: PgContext,
   input: Parameters<Store['createLinkSession']>[0],

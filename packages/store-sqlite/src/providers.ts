@@ -48,6 +48,7 @@ function prepare(db: Database.Database) {
        ORDER BY created_at, id`,
     ),
     removeLink: p<[number, string]>('UPDATE links SET removed_at = ? WHERE id = ? AND removed_at IS NULL'),
+    renameLink: p<[string, string]>('UPDATE links SET name = ? WHERE id = ? AND removed_at IS NULL'),
     // The one conditional update of a link sign-in: live, and the counter advances (or is left alone).
     useLink: p<{ id: string; now: number; counter: number | null }>(
       `UPDATE links SET counter = @counter, last_used_at = @now WHERE id = @id AND removed_at IS NULL AND ${counterAdvanceSql('@counter')}`,
@@ -142,6 +143,14 @@ export class SqliteProviders {
       const revoked = this.#s.revokeDeviceSessions.run({ deviceId: input.linkId, now: input.now, reason: REVOKED_LINK_REMOVED }).changes;
       this.#ctx.append(event);
       return { removed: true, revokedSessions: revoked };
+    }, true);
+  }
+
+  async renameLink(input: { readonly linkId: string; readonly name: string }, event: AuditEventDraft): Promise<boolean> {
+    return this.#ctx.writes.run(() => {
+      if (this.#s.renameLink.run(input.name, input.linkId).changes === 0) return false;
+      this.#ctx.append(event);
+      return true;
     }, true);
   }
 

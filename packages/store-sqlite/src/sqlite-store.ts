@@ -382,6 +382,10 @@ export class SqliteStore implements Store {
     return this.#providers.removeLink(input, event);
   }
 
+  async renameLink(input: { readonly linkId: string; readonly name: string }, event: AuditEventDraft): Promise<boolean> {
+    return this.#providers.renameLink(input, event);
+  }
+
   async createLinkSession(
     input: Parameters<Store['createLinkSession']>[0],
     events: readonly AuditEventDraft[],

@@ -641,6 +641,14 @@ export class MemoryStore implements Store {
     return { removed: true, revokedSessions };
   }
 
+  async renameLink(input: { readonly linkId: string; readonly name: string }, event: AuditEventDraft): Promise<boolean> {
+    const link = this.#d.links.get(input.linkId);
+    if (link === undefined || link.removedAt !== null) return false;
+    this.#d.links.set(link.id, Object.freeze({ ...link, name: input.name }));
+    this.#append(event);
+    return true;
+  }
+
   async createLinkSession(
     input: Parameters<Store['createLinkSession']>[0],
     events: readonly AuditEventDraft[],

@@ -143,6 +143,33 @@ export function linksSuite(ctx: SuiteContext): void {
         assert.equal(await store.createLink(twin, linkedEvent(deps, twin)), 'created');
       }));
 
+    test('renameLink renames a live link with its event; an unknown or removed link is false and writes nothing', () =>
+      ctx.world(async ({ deps, store }) => {
+        const link = linkRecord(deps);
+        await store.createLink(link, linkedEvent(deps, link));
+        const renamed = (id: string, name: string) =>
+          store.renameLink(
+            { linkId: id, name },
+            auditDraft(deps, 'link.renamed', { realm: link.realm, subject: link.subject, deviceId: id, data: { name } }),
+          );
+        let before = await auditLength(store);
+        assert.equal(await renamed(link.id, 'Work laptop'), true);
+        assert.equal((await store.getLink(link.id))?.name, 'Work laptop');
+        assert.equal((await store.listLinks({ subject: link.subject }))[0]?.name, 'Work laptop');
+        assert.equal(await auditLength(store), before + 1);
+        const last = (await allEvents(store)).at(-1);
+        assert.equal(last?.type, 'link.renamed');
+        assert.equal(last?.data.name, 'Work laptop');
+        before = await auditLength(store);
+        assert.equal(await renamed(linkRecord(deps).id, 'Ghost'), false);
+        assert.equal(await auditLength(store), before);
+        await removeLinkAt(deps, link);
+        before = await auditLength(store);
+        assert.equal(await renamed(link.id, 'After removal'), false);
+        assert.equal((await store.getLink(link.id))?.name, 'Work laptop');
+        assert.equal(await auditLength(store), before);
+      }));
+
     test('a link that completes a link intent uses it up in the same transaction, and a used, expired, burned or mismatched intent links nothing', () =>
       ctx.world(async ({ deps, store, clock }) => {
         const intent = await linkIntent(deps);
