@@ -55,6 +55,7 @@ export {
   unaccountedState,
 } from './backup.js';
 export {
+  ACCOUNT_PAGE_PATH,
   type BrowserCookieNames,
   browserCookieNames,
   type CsrfInput,

@@ -33,6 +33,7 @@ import { serverOptions } from '../http/server-options.js';
 import { sessionRoutes } from '../http/session-routes.js';
 import { signInRoutes } from '../http/sign-in-routes.js';
 import { instrumentHttp, methodLabel, UNMATCHED_ROUTE } from '../metrics/instrument-http.js';
+import { accountRoutes } from './account-routes.js';
 import { cookieNamesOf, dropForeignSessionCookies, readSessionCookies, stripSessionCookies } from './browser-cookies.js';
 import { browserRoutes } from './browser-routes.js';
 import {
@@ -410,6 +411,8 @@ const reservedRoutes: FastifyPluginAsync<ReservedRouteOptions> = async (
     originOf: (req) => gatewayOriginOf(req, publicOrigin),
   });
   await app.register(browserRoutes, { prefix: APPLICATION_AUTH_PREFIX, deps, providers, limiter, challenges, publicOrigin });
+  // The person's own account page (`/.svc/account`): sessions, passkeys, sign out.
+  await app.register(accountRoutes, { deps, providers, publicOrigin });
   // The company directory's provisioning (SCIM 2.0), authorised by SCIM tokens only.
   await app.register(scimRoutes, {
     prefix: SCIM_BASE_PATH,
