@@ -66,6 +66,20 @@ function when(ms: number): string {
   return `${d.getUTCDate()} ${months[d.getUTCMonth()]} ${d.getUTCFullYear()}, ${two(d.getUTCHours())}:${two(d.getUTCMinutes())} UTC`;
 }
 
+/**
+ * What the page calls a passkey: its own name, unless that is only the name the service gave it
+ * when it was made (the person's name or email): then "Passkey added <date>", which tells two
+ * apart.
+ *
+ * @example
+ * passkeyTitle({ name: 'Ada Lovelace', createdAt }, principal); // 'Passkey added 27 Nov 2026, 16:40 UTC'
+ */
+export function passkeyTitle(passkey: { readonly name: string; readonly createdAt: number }, principal: Principal): string {
+  const { name, email } = principal.claims;
+  const given = passkey.name === name || passkey.name === email || passkey.name === principal.subject;
+  return given ? `Passkey added ${when(passkey.createdAt)}` : passkey.name;
+}
+
 function timeOf(ms: number): SafeHtml {
   return html`<time datetime="${new Date(ms).toISOString()}">${when(ms)}</time>`;
 }
@@ -176,24 +190,30 @@ ${input.notice != null && html`<p class="${input.notice.kind}" role="${input.not
 ${
   input.passkeys.length === 0
     ? html`<p>You have no passkey yet.</p>`
-    : html`<ul class="cards">${input.passkeys.map(
-        (p) => html`<li class="card">
-  <p class="card-title"><strong>${p.name}</strong>${p.current && html` <span class="tag ok">used for this session</span>`}</p>
-  <p class="muted">Added ${timeOf(p.createdAt)} · ${p.lastUsedAt === null ? 'never used to sign in' : html`last used ${timeOf(p.lastUsedAt)}`}</p>
-  <form method="post" action="${ACCOUNT_PATH}/passkeys/${p.id}/rename" class="row">
-    <label for="name-${p.id}">New name for ${p.name}</label>
-    <input type="text" id="name-${p.id}" name="name" value="${p.name}" maxlength="${DISPLAY_NAME_MAX_CHARS}" required autocomplete="off">
-    <button type="submit" class="button">Rename</button>
-  </form>
+    : html`<ul class="cards passkeys">${input.passkeys.map((p) => {
+        const title = passkeyTitle(p, principal);
+        return html`<li class="card">
+  <p class="card-title"><strong>${title}</strong>${p.current && html` <span class="tag ok">used for this session</span>`}</p>
+  <p class="muted">${title === p.name ? html`Added ${timeOf(p.createdAt)}` : 'Not named yet'} · ${p.lastUsedAt === null ? 'never used to sign in' : html`last used ${timeOf(p.lastUsedAt)}`}</p>
+  <div class="row">
+  <details class="rename">
+    <summary class="button">Rename</summary>
+    <form method="post" action="${ACCOUNT_PATH}/passkeys/${p.id}/rename">
+      <label for="name-${p.id}">New name (for example "Work laptop" or "Phone")</label>
+      <input type="text" id="name-${p.id}" name="name" value="${title === p.name ? p.name : ''}" maxlength="${DISPLAY_NAME_MAX_CHARS}" required autocomplete="off">
+      <button type="submit" class="button primary">Save name</button>
+    </form>
+  </details>
   ${
-    onlyWayIn
-      ? html`<p class="muted">This is your only way to sign in, so it cannot be removed. Add another passkey first.</p>`
-      : html`<form method="post" action="${ACCOUNT_PATH}/passkeys/${p.id}/remove" class="row">
-    <button type="submit" class="button danger">Remove ${p.name}</button>
+    !onlyWayIn &&
+    html`<form method="post" action="${ACCOUNT_PATH}/passkeys/${p.id}/remove">
+    <button type="submit" class="button danger" aria-label="Remove ${title}">Remove</button>
   </form>`
   }
-</li>`,
-      )}</ul>`
+  </div>
+  ${onlyWayIn && html`<p class="muted">This is your only way to sign in, so it cannot be removed. Add another passkey first.</p>`}
+</li>`;
+      })}</ul>`
 }
 ${
   provider !== undefined &&
@@ -205,18 +225,12 @@ ${
 
 <section aria-labelledby="sessions">
 <h2 id="sessions">Where you are signed in</h2>
-<div class="table-wrap"><table>
-<thead><tr><th scope="col">Signed in with</th><th scope="col">Browser</th><th scope="col">Address</th><th scope="col">Since</th><th scope="col">Last active</th></tr></thead>
-<tbody>${input.sessions.map(
-    (s) => html`<tr>
-  <td>${s.via ?? html`<span class="muted">a removed credential</span>`}${s.current && html` <span class="tag ok">this browser</span>`}</td>
-  <td>${describeUserAgent(s.userAgent)}</td>
-  <td><code>${s.address ?? 'unknown'}</code></td>
-  <td>${timeOf(s.createdAt)}</td>
-  <td>${timeOf(s.lastUsedAt)}</td>
-</tr>`,
-  )}</tbody>
-</table></div>
+<ul class="cards sessions">${input.sessions.map(
+    (s) => html`<li class="card">
+  <p class="card-title"><strong>${describeUserAgent(s.userAgent)}</strong>, from ${s.address ?? 'an unknown address'}${s.current && html` <span class="tag ok">this browser</span>`}</p>
+  <p class="muted">Signed in with ${s.via ?? 'a credential since removed'} · since ${timeOf(s.createdAt)} · last active ${timeOf(s.lastUsedAt)}</p>
+</li>`,
+  )}</ul>
 ${
   others === 0
     ? html`<p class="muted">You are not signed in anywhere else.</p>`

@@ -11,7 +11,7 @@ import {
 } from '@svc/core';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { newNonce, sendPage } from '../pages/layout.js';
-import { ACCOUNT_PATH, type AccountNotice, renderAccountPage } from './account-page.js';
+import { ACCOUNT_PATH, type AccountNotice, passkeyTitle, renderAccountPage } from './account-page.js';
 import { cookieNamesOf, readSessionCookies } from './browser-cookies.js';
 import { applyCookieEffects, cookieIdentity, gatewayOriginOf, loginLocation } from './browser-session.js';
 
@@ -103,7 +103,10 @@ export const accountRoutes: FastifyPluginAsync<AccountRouteOptions> = async (app
       deps.store.listLinks(own),
       deps.store.listDevices(own),
     ]);
-    const names = new Map<string, string>([...links.map((l) => [l.id, l.name] as const), ...devices.map((d) => [d.id, d.name] as const)]);
+    const names = new Map<string, string>([
+      ...links.map((l) => [l.id, passkeyTitle(l, principal)] as const),
+      ...devices.map((d) => [d.id, `Device key ${d.name}`] as const),
+    ]);
     const isPasskey = (provider: string) => byName.get(provider)?.kind === 'webauthn';
     const passkeys = links.filter((l) => isPasskey(l.provider));
     const currentLink = links.find((l) => l.id === principal.device);

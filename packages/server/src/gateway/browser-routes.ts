@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import {
+  ACCOUNT_PAGE_PATH,
   type AuthDeps,
   AuthError,
   type BrowserCookieNames,
@@ -220,7 +221,9 @@ export const browserRoutes: FastifyPluginAsync<BrowserRouteOptions> = async (
     }
     const page = renderLoginPage({
       nonce,
-      returnPath: safeReturnPath(req.query.return) ?? '/',
+      // A recovery or invitation code (a link intent) lands on the account page unless told otherwise:
+      // the new passkey is there, and so is the lost one to remove.
+      returnPath: safeReturnPath(req.query.return) ?? (pairing === undefined ? '/' : ACCOUNT_PAGE_PATH),
       providers: [...byName.values()].map((p) => ({ name: p.policy.name, kind: p.kind, signup: p.policy.jit.enabled })),
       ...(pairing === undefined ? {} : { pairingIntentId: pairing }),
     });

@@ -152,7 +152,8 @@ function renderPairingPage(
     return `<button type="button" class="provider" data-provider="${name}" data-intent="link">${what}</button>`;
   });
   const body = [
-    '<p>Type the code your administrator gave you, then set up your sign-in.</p>',
+    '<p>Your administrator gave you a one-time code to set up a new passkey: for a new account, or to get back in after losing the device that held your passkey.</p>',
+    '<p>Type the code, then create the passkey on this device. Your account page opens next: remove the lost passkey there.</p>',
     '<label for="pairing-code">Code</label>',
     '<input id="pairing-code" name="code" autocomplete="one-time-code" autocapitalize="characters" spellcheck="false" maxlength="32" required>',
     buttons.length === 0 ? '<p>No sign-in method is configured.</p>' : buttons.join('\n'),

@@ -192,8 +192,15 @@ code { font-family: ui-monospace, "SFMono-Regular", Menlo, monospace; font-size:
 .cards { list-style: none; margin: 0; padding: 0; display: grid; gap: 0.75rem; }
 .card { border: 1px solid #d1d5db; border-radius: 0.5rem; padding: 0.75rem 1rem; }
 .card p { margin: 0.25rem 0; }
-.card .row { display: flex; flex-wrap: wrap; align-items: flex-end; gap: 0.5rem; margin-top: 0.5rem; }
-.card .row label { flex-basis: 100%; margin: 0; }
-.card .row input[type=text] { flex: 1 1 12rem; }
+.card .row { display: flex; flex-wrap: wrap; align-items: flex-start; gap: 0.5rem; margin-top: 0.5rem; }
+.card .row form { margin: 0; }
+.rename { flex: 0 1 auto; }
+.rename[open] { flex-basis: 100%; }
+.rename[open] summary { margin-bottom: 0.25rem; }
+.rename summary { list-style: none; }
+.rename summary::-webkit-details-marker { display: none; }
+.rename form { display: flex; flex-wrap: wrap; align-items: flex-end; gap: 0.5rem; }
+.rename label { flex-basis: 100%; margin: 0.25rem 0 0; }
+.rename input[type=text] { flex: 1 1 12rem; }
 @media (max-width: 480px) { main { margin: 0; border-radius: 0; border-left: 0; border-right: 0; } th, td { padding: 0.4rem 0.25rem; } }
 `;
