@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
+import { auditDraft, newId } from '@svc/core';
+import { newDeviceKey } from '@svc/store-testkit';
 import { browserRequest, cookiesSet } from './support/browser-http.js';
 import { echoAttach, type GatewayHarness, startGatewayHarness } from './support/gateway-harness.js';
 import { type TestProvider, testRedirectProvider } from './support/test-provider.js';
@@ -121,6 +123,28 @@ describe('the account page (/.svc/account)', () => {
     assert.match(r.text, /role="alert">This passkey is your only way to sign in, so it was not removed/);
     assert.equal((await h.deps.store.getLink(only as string))?.removedAt, null);
     assert.equal((await h.deps.store.auditHead())?.seq, events);
+  });
+
+  test('a device key is another way in: with one, the only passkey may be removed', async () => {
+    const jar = await signUp(h, 'passkey');
+    const me = (await browserRequest(h, 'GET', '/.svc/auth/v1/me', { headers: { authorization: `Bearer ${jar['svc-access']}` } })).body;
+    const device = {
+      id: newId('device', h.deps.clock, h.deps.random),
+      publicKey: newDeviceKey().publicKey,
+      realm: 'application' as const,
+      subject: me.subject as string,
+      name: 'build-bot',
+      createdAt: h.deps.clock.now(),
+      removedAt: null,
+    };
+    const event = auditDraft(h.deps, 'device.enrolled', { realm: 'application', subject: device.subject, deviceId: device.id });
+    assert.equal(await h.deps.store.enrollDevice(device, event), 'enrolled');
+    const listed = await page(h, jar);
+    assert.doesNotMatch(listed.text, /This is your only way to sign in/);
+    const [only] = passkeyIds(listed.text);
+    const removed = await formPost(h, jar, `/.svc/account/passkeys/${only}/remove`);
+    assert.equal(removed.status, 303, removed.text);
+    assert.notEqual((await h.deps.store.getLink(only as string))?.removedAt, null);
   });
 
   test('add another passkey, rename it, remove the first: each a same-origin form, audited as self-service', async () => {

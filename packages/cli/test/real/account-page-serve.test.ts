@@ -9,9 +9,11 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import type { Browser, Page } from 'playwright-core';
 import { cleanEnv, freePort, initProject, keygen, type StartedProcess, startUntilReady, svcOk, tempDir } from '../helpers.js';
-import { addAuthenticator, checkPage, launchBrowser, pageWithAuthenticator, REPO_ROOT } from '../repo.js';
+import { type AuthenticatorPage, addAuthenticator, checkPage, launchBrowser, pageWithAuthenticator, REPO_ROOT } from '../repo.js';
+
+type Browser = Awaited<ReturnType<typeof launchBrowser>>;
+type Page = AuthenticatorPage['page'];
 
 const APP_READY = /svc app: application gateway listening on (https?:\/\/\S+)\n/;
 const ACCOUNT = '/.svc/account';
