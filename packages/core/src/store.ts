@@ -567,12 +567,15 @@ export interface Store {
   /**
    * Marks the link removed and revokes all its live sessions (reason `link_removed`), with the
    * event, in one transaction. `removed: false`, and nothing written, when it was unknown or
-   * already removed.
+   * already removed. With `keepAnotherWayIn`, also `removed: false, lastWayIn: true`, nothing
+   * written, when its subject would keep no other live link and no active device in its realm
+   * (decided inside the transaction, the subject's live links locked where writers run
+   * concurrently: of two concurrent removals of a subject's last two links, one is refused).
    */
   removeLink(
-    input: { readonly linkId: string; readonly now: number },
+    input: { readonly linkId: string; readonly now: number; readonly keepAnotherWayIn?: boolean },
     event: AuditEventDraft,
-  ): Promise<{ readonly removed: boolean; readonly revokedSessions: number }>;
+  ): Promise<{ readonly removed: boolean; readonly revokedSessions: number; readonly lastWayIn?: boolean }>;
   /**
    * Renames a live link (the name its owner knows it by), with the event (`link.renamed`), in
    * one transaction. False, nothing written, when it is unknown or removed.

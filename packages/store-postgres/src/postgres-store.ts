@@ -302,9 +302,9 @@ export class PostgresStore implements Store {
   }
 
   async removeLink(
-    input: { readonly linkId: string; readonly now: number },
+    input: { readonly linkId: string; readonly now: number; readonly keepAnotherWayIn?: boolean },
     event: AuditEventDraft,
-  ): Promise<{ readonly removed: boolean; readonly revokedSessions: number }> {
+  ): Promise<{ readonly removed: boolean; readonly revokedSessions: number; readonly lastWayIn?: boolean }> {
     return providers.removeLink(this.#ctx, input, event);
   }
 

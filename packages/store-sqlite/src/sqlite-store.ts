@@ -376,9 +376,9 @@ export class SqliteStore implements Store {
   }
 
   async removeLink(
-    input: { readonly linkId: string; readonly now: number },
+    input: { readonly linkId: string; readonly now: number; readonly keepAnotherWayIn?: boolean },
     event: AuditEventDraft,
-  ): Promise<{ readonly removed: boolean; readonly revokedSessions: number }> {
+  ): Promise<{ readonly removed: boolean; readonly revokedSessions: number; readonly lastWayIn?: boolean }> {
     return this.#providers.removeLink(input, event);
   }
 

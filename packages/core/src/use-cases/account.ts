@@ -41,21 +41,12 @@ async function ownLink(deps: Pick<AuthDeps, 'store'>, principal: Principal, link
 }
 
 /**
- * How many other ways in the caller's subject keeps when `linkId` is gone: its other live
- * links (passkeys, company sign-ins) and its active device keys.
- */
-export async function otherWaysIn(deps: Pick<AuthDeps, 'store'>, principal: Principal, linkId: string): Promise<number> {
-  const filter = { realm: principal.realm, subject: principal.subject };
-  const [links, devices] = await Promise.all([deps.store.listLinks(filter), deps.store.listDevices(filter)]);
-  return links.filter((l) => l.id !== linkId).length + devices.length;
-}
-
-/**
  * Removes one of the caller's own credentials (a link: a passkey, a company sign-in), with a
  * `link.removed` event marked self-service; its sessions are revoked (this one too, when it
  * signed this session in). Never the last way in: when the subject would keep no other live
  * link and no active device key, `409 last_credential` and nothing is written (add another
- * first, or ask an administrator for a recovery code).
+ * first, or ask an administrator for a recovery code), decided by the store in the removal's
+ * own transaction (`keepAnotherWayIn`), so two removals at once cannot both pass.
  *
  * @example
  * await removeOwnLink(deps, { principal, linkId: 'lnk_...' }); // { link_id, removed: true, revoked_sessions: 1 }
@@ -66,12 +57,10 @@ export async function removeOwnLink(
 ): Promise<{ readonly link_id: string; readonly removed: true; readonly revoked_sessions: number; readonly signed_out: boolean }> {
   const { principal } = input;
   const link = await ownLink(deps, principal, input.linkId);
-  if ((await otherWaysIn(deps, principal, link.id)) === 0) {
-    throw new AuthError('last_credential', 'this is your only way to sign in: add another passkey before removing this one');
-  }
   const now = deps.clock.now();
+  // The store decides "not the last way in" in the same transaction as the removal.
   const result = await deps.store.removeLink(
-    { linkId: link.id, now },
+    { linkId: link.id, now, keepAnotherWayIn: true },
     auditDraft(deps, 'link.removed', {
       realm: link.realm,
       subject: link.subject,
@@ -81,6 +70,9 @@ export async function removeOwnLink(
       data: { provider: link.provider, issuer: link.issuer, ...selfServiceData(principal) },
     }),
   );
+  if (result.lastWayIn === true) {
+    throw new AuthError('last_credential', 'this is your only way to sign in: add another passkey before removing this one');
+  }
   if (!result.removed) throw new AuthError('not_found', 'no such credential');
   deps.log.info({ event: 'link.removed', link_id: link.id, revoked_sessions: result.revokedSessions, via: 'self' }, 'link removed');
   return { link_id: link.id, removed: true, revoked_sessions: result.revokedSessions, signed_out: principal.device === link.id };
