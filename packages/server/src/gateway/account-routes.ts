@@ -10,7 +10,7 @@ import {
   signInMethodWords,
 } from '@svc/core';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
-import { newNonce, sendPage } from '../pages/layout.js';
+import { newNonce, type PageBrand, sendPage } from '../pages/layout.js';
 import { ACCOUNT_PATH, type AccountNotice, passkeyTitle, renderAccountPage } from './account-page.js';
 import { cookieNamesOf, readSessionCookies } from './browser-cookies.js';
 import { applyCookieEffects, cookieIdentity, gatewayOriginOf, loginLocation } from './browser-session.js';
@@ -21,6 +21,8 @@ export interface AccountRouteOptions {
   readonly providers: readonly ProviderHandle[];
   /** The configured public origin, or undefined: each request's own. */
   readonly publicOrigin: string | undefined;
+  /** How the page presents the company (`:svc/app-brand`); the house default without it. */
+  readonly brand?: PageBrand;
 }
 
 /** The most a form of the account page sends (a name): anything longer is refused before it is read. */
@@ -75,7 +77,7 @@ function labelOf(provider: ProviderHandle | undefined): string | undefined {
  * @example
  * await app.register(accountRoutes, { deps, providers, publicOrigin: undefined });
  */
-export const accountRoutes: FastifyPluginAsync<AccountRouteOptions> = async (app, { deps, providers, publicOrigin }) => {
+export const accountRoutes: FastifyPluginAsync<AccountRouteOptions> = async (app, { deps, providers, publicOrigin, brand }) => {
   const passkeyProviders = providers.filter((p) => p.kind === 'webauthn' && p.policy.realms.includes('application'));
   const byName = new Map(providers.map((p) => [p.policy.name, p]));
 
@@ -113,6 +115,7 @@ export const accountRoutes: FastifyPluginAsync<AccountRouteOptions> = async (app
     const nonce = newNonce();
     const page = renderAccountPage({
       nonce,
+      ...(brand === undefined ? {} : { brand }),
       principal,
       signedInWith: signInMethodWords(principal.claims.amr, labelOf(currentLink && byName.get(currentLink.provider))),
       sessions: sessions.map((s) => ({
