@@ -28,6 +28,7 @@ const HINTS: { readonly [C in ErrorCode]: string | null } = {
   user_exists: 'list the users with `svc auth users --filter <TEXT>`',
   group_exists: 'list the groups with `svc auth groups`',
   last_management_user: 'enroll or enable another administrator first (`svc auth pair`, `svc auth users enable`)',
+  last_credential: 'add another passkey first, or ask an operator for a recovery code (`svc auth pair --provider ...`)',
   invalid_scim_token: 'create a SCIM token with `svc auth scim token create --name NAME` (docs/scim.md)',
   forbidden_host: null,
   insufficient_claims: null,

@@ -23,6 +23,7 @@ export const AUDIT_EVENT_TYPES = [
   'app.assertion_key_rotated',
   'link.created',
   'link.removed',
+  'link.renamed',
   'provider.signin',
   'provider.signin_failed',
   'user.created',

@@ -137,6 +137,9 @@ export function canonicalOrigin(value: string): string | null {
   return `${scheme}://${host}:${port}`;
 }
 
+/** The account page of the application gateway: the one reserved path a sign-in may return to. */
+export const ACCOUNT_PAGE_PATH = '/.svc/account';
+
 /** The longest return path kept. */
 export const MAX_RETURN_PATH_LENGTH = 2048;
 
@@ -144,7 +147,7 @@ export const MAX_RETURN_PATH_LENGTH = 2048;
  * The path a browser may be sent back to after signing in, or null: only a path of this
  * origin (`/` then anything but `/` or `\`: never `//host` or `/\host`, which browsers read as
  * another host), printable ASCII, no backslash anywhere, not under the reserved `/.svc/`
- * prefix (no loop back into the sign-in), at most {@link MAX_RETURN_PATH_LENGTH} characters.
+ * prefix (no loop back into the sign-in) except the account page ({@link ACCOUNT_PAGE_PATH}), at most {@link MAX_RETURN_PATH_LENGTH} characters.
  * An absolute URL, even to this origin, is refused: the gateway never needs one.
  *
  * @example
@@ -159,6 +162,7 @@ export function safeReturnPath(value: unknown): string | null {
     if (c <= 0x20 || c >= 0x7f || c === 0x5c) return null;
   }
   const path = value.split(/[?#]/, 1)[0] as string;
+  if (path === ACCOUNT_PAGE_PATH) return value;
   if (path === '/.svc' || path.startsWith('/.svc/')) return null;
   return value;
 }

@@ -99,6 +99,11 @@ export const ERROR_CODES = {
     title: 'Conflict',
     meaning: 'refusing to disable or remove the last active management user who can sign in: enroll or enable another administrator first',
   },
+  last_credential: {
+    status: 409,
+    title: 'Conflict',
+    meaning: 'refusing to remove your last way to sign in (passkey, linked login or device key): add another first',
+  },
   invalid_scim_token: { status: 401, title: 'Unauthorized', meaning: 'the SCIM bearer token is missing, unknown or revoked' },
   forbidden_host: {
     status: 403,

@@ -55,6 +55,7 @@ export {
   unaccountedState,
 } from './backup.js';
 export {
+  ACCOUNT_PAGE_PATH,
   type BrowserCookieNames,
   browserCookieNames,
   type CsrfInput,
@@ -195,6 +196,7 @@ export {
 } from './tokens.js';
 // The header rules of the gateway's upstream mode.
 export { connectionNamedHeaders, relaysRequestHeader, relaysResponseHeader, upstreamHeaderName } from './upstream-headers.js';
+export { removeOwnLink, renameOwnLink, selfServiceData, signInMethodWords } from './use-cases/account.js';
 export { authenticate, principalKeyBinding } from './use-cases/authenticate.js';
 export type { DpopRequest } from './use-cases/check-dpop-proof.js';
 export { createChallenge } from './use-cases/create-challenge.js';

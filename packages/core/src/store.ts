@@ -600,12 +600,20 @@ export interface Store {
   /**
    * Marks the link removed and revokes all its live sessions (reason `link_removed`), with the
    * event, in one transaction. `removed: false`, and nothing written, when it was unknown or
-   * already removed.
+   * already removed. With `keepAnotherWayIn`, also `removed: false, lastWayIn: true`, nothing
+   * written, when its subject would keep no other live link and no active device in its realm
+   * (decided inside the transaction, the subject's live links locked where writers run
+   * concurrently: of two concurrent removals of a subject's last two links, one is refused).
    */
   removeLink(
-    input: { readonly linkId: string; readonly now: number },
+    input: { readonly linkId: string; readonly now: number; readonly keepAnotherWayIn?: boolean },
     event: AuditEventDraft,
-  ): Promise<{ readonly removed: boolean; readonly revokedSessions: number }>;
+  ): Promise<{ readonly removed: boolean; readonly revokedSessions: number; readonly lastWayIn?: boolean }>;
+  /**
+   * Renames a live link (the name its owner knows it by), with the event (`link.renamed`), in
+   * one transaction. False, nothing written, when it is unknown or removed.
+   */
+  renameLink(input: { readonly linkId: string; readonly name: string }, event: AuditEventDraft): Promise<boolean>;
   /**
    * Inserts a session whose `deviceId` is a link id, with its first pair and `events` (in
    * order: `provider.signin`, `session.created`), in one transaction, only while the link is
@@ -792,6 +800,7 @@ export const STORE_OPERATIONS = [
   'findLiveLink',
   'listLinks',
   'removeLink',
+  'renameLink',
   'createLinkSession',
   'createFlow',
   'consumeFlow',

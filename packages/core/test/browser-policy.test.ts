@@ -54,8 +54,10 @@ test('canonicalOrigin: one spelling, and nothing that is not an http(s) origin',
   }
 });
 
-test('safeReturnPath: only relative paths of this origin, never //host or /\\host, never back into /.svc/', () => {
-  for (const ok of ['/', '/app/orders?id=7', '/a#b', '/svc/x', '/.svcx']) assert.equal(safeReturnPath(ok), ok);
+test('safeReturnPath: only relative paths of this origin, never //host or /\\host, never back into /.svc/ but the account page', () => {
+  for (const ok of ['/', '/app/orders?id=7', '/a#b', '/svc/x', '/.svcx', '/.svc/account', '/.svc/account?done=added']) {
+    assert.equal(safeReturnPath(ok), ok);
+  }
   for (const bad of [
     '//evil.example',
     '/\\evil.example',
@@ -67,6 +69,8 @@ test('safeReturnPath: only relative paths of this origin, never //host or /\\hos
     '/a b',
     '/a\nLocation: x',
     '/.svc/auth/v1/login',
+    '/.svc/account/sessions/revoke-others',
+    '/.svc/accounts',
     '/.svc',
     '',
     `/${'a'.repeat(3000)}`,

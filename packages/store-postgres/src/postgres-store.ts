@@ -302,10 +302,14 @@ export class PostgresStore implements Store {
   }
 
   async removeLink(
-    input: { readonly linkId: string; readonly now: number },
+    input: { readonly linkId: string; readonly now: number; readonly keepAnotherWayIn?: boolean },
     event: AuditEventDraft,
-  ): Promise<{ readonly removed: boolean; readonly revokedSessions: number }> {
+  ): Promise<{ readonly removed: boolean; readonly revokedSessions: number; readonly lastWayIn?: boolean }> {
     return providers.removeLink(this.#ctx, input, event);
+  }
+
+  async renameLink(input: { readonly linkId: string; readonly name: string }, event: AuditEventDraft): Promise<boolean> {
+    return providers.renameLink(this.#ctx, input, event);
   }
 
   async createLinkSession(

@@ -135,10 +135,31 @@ export async function listLinks(
 
 export async function removeLink(
   ctx: PgContext,
-  input: { readonly linkId: string; readonly now: number },
+  input: { readonly linkId: string; readonly now: number; readonly keepAnotherWayIn?: boolean },
   event: AuditEventDraft,
-): Promise<{ readonly removed: boolean; readonly revokedSessions: number }> {
-  return ctx.tx(async (c) => {
+): Promise<{ readonly removed: boolean; readonly revokedSessions: number; readonly lastWayIn?: boolean }> {
+  return ctx.tx(async (c): Promise<{ removed: boolean; revokedSessions: number; lastWayIn?: boolean }> => {
+    if (input.keepAnotherWayIn === true) {
+      const link = await first<{ realm: string; subject: string }>(
+        c,
+        'SELECT realm, subject FROM links WHERE id = $1 AND removed_at IS NULL',
+        [input.linkId],
+      );
+      if (link === undefined) return { removed: false, revokedSessions: 0 };
+      // The subject's live links, locked in one order: a concurrent removal of another of them
+      // waits here, then finds the one removed first gone (re-checked under the lock).
+      const live = await c.query<{ id: string }>(
+        'SELECT id FROM links WHERE realm = $1 AND subject = $2 AND removed_at IS NULL ORDER BY id COLLATE "C" FOR UPDATE',
+        [link.realm, link.subject],
+      );
+      const devices = await first<{ n: string }>(
+        c,
+        'SELECT count(*) AS n FROM devices WHERE realm = $1 AND subject = $2 AND removed_at IS NULL',
+        [link.realm, link.subject],
+      );
+      const others = live.rows.filter((r) => r.id !== input.linkId).length + Number(devices?.n ?? 0);
+      if (others === 0) return { removed: false, revokedSessions: 0, lastWayIn: true };
+    }
     // The row lock this update takes makes a concurrent createLinkSession wait, then see the link removed.
     const removed = await changes(c, 'UPDATE links SET removed_at = $2 WHERE id = $1 AND removed_at IS NULL', [input.linkId, input.now]);
     if (removed === 0) return { removed: false, revokedSessions: 0 };
@@ -149,6 +170,19 @@ export async function removeLink(
     );
     for (const e of [event].flat()) await ctx.append(c, e);
     return { removed: true, revokedSessions };
+  });
+}
+
+export async function renameLink(
+  ctx: PgContext,
+  input: { readonly linkId: string; readonly name: string },
+  event: AuditEventDraft,
+): Promise<boolean> {
+  return ctx.tx(async (c) => {
+    const renamed = await changes(c, 'UPDATE links SET name = $2 WHERE id = $1 AND removed_at IS NULL', [input.linkId, input.name]);
+    if (renamed === 0) return false;
+    await ctx.append(c, event);
+    return true;
   });
 }
 

@@ -49,6 +49,13 @@ function prepare(db: Database.Database) {
        ORDER BY created_at, id`,
     ),
     removeLink: p<[number, string]>('UPDATE links SET removed_at = ? WHERE id = ? AND removed_at IS NULL'),
+    // The other live links and active devices of a live link's subject in its realm (no row: the link is not live).
+    otherWaysIn: p<{ id: string }, { n: number }>(
+      `SELECT (SELECT count(*) FROM links o WHERE o.realm = l.realm AND o.subject = l.subject AND o.removed_at IS NULL AND o.id <> l.id)
+            + (SELECT count(*) FROM devices d WHERE d.realm = l.realm AND d.subject = l.subject AND d.removed_at IS NULL) AS n
+       FROM links l WHERE l.id = @id AND l.removed_at IS NULL`,
+    ),
+    renameLink: p<[string, string]>('UPDATE links SET name = ? WHERE id = ? AND removed_at IS NULL'),
     // The one conditional update of a link sign-in: live, and the counter advances (or is left alone).
     useLink: p<{ id: string; now: number; counter: number | null }>(
       `UPDATE links SET counter = @counter, last_used_at = @now WHERE id = @id AND removed_at IS NULL AND ${counterAdvanceSql('@counter')}`,
@@ -141,15 +148,27 @@ export class SqliteProviders {
   }
 
   async removeLink(
-    input: { readonly linkId: string; readonly now: number },
+    input: { readonly linkId: string; readonly now: number; readonly keepAnotherWayIn?: boolean },
     event: AuditEventDraft,
-  ): Promise<{ readonly removed: boolean; readonly revokedSessions: number }> {
-    return this.#ctx.writes.run(() => {
+  ): Promise<{ readonly removed: boolean; readonly revokedSessions: number; readonly lastWayIn?: boolean }> {
+    return this.#ctx.writes.run((): { removed: boolean; revokedSessions: number; lastWayIn?: boolean } => {
+      // Writes are serialised: the count and the removal see the same state.
+      if (input.keepAnotherWayIn === true && (this.#s.otherWaysIn.get({ id: input.linkId })?.n ?? 1) === 0) {
+        return { removed: false, revokedSessions: 0, lastWayIn: true };
+      }
       if (this.#s.removeLink.run(input.now, input.linkId).changes === 0) return { removed: false, revokedSessions: 0 };
       this.#ctx.cache.clear();
       const revoked = this.#s.revokeDeviceSessions.run({ deviceId: input.linkId, now: input.now, reason: REVOKED_LINK_REMOVED }).changes;
       this.#ctx.append(event);
       return { removed: true, revokedSessions: revoked };
+    }, true);
+  }
+
+  async renameLink(input: { readonly linkId: string; readonly name: string }, event: AuditEventDraft): Promise<boolean> {
+    return this.#ctx.writes.run(() => {
+      if (this.#s.renameLink.run(input.name, input.linkId).changes === 0) return false;
+      this.#ctx.append(event);
+      return true;
     }, true);
   }
 

@@ -376,10 +376,14 @@ export class SqliteStore implements Store {
   }
 
   async removeLink(
-    input: { readonly linkId: string; readonly now: number },
+    input: { readonly linkId: string; readonly now: number; readonly keepAnotherWayIn?: boolean },
     event: AuditEventDraft,
-  ): Promise<{ readonly removed: boolean; readonly revokedSessions: number }> {
+  ): Promise<{ readonly removed: boolean; readonly revokedSessions: number; readonly lastWayIn?: boolean }> {
     return this.#providers.removeLink(input, event);
+  }
+
+  async renameLink(input: { readonly linkId: string; readonly name: string }, event: AuditEventDraft): Promise<boolean> {
+    return this.#providers.renameLink(input, event);
   }
 
   async createLinkSession(

@@ -646,11 +646,19 @@ export class MemoryStore implements Store {
   }
 
   async removeLink(
-    input: { readonly linkId: string; readonly now: number },
+    input: { readonly linkId: string; readonly now: number; readonly keepAnotherWayIn?: boolean },
     event: AuditEventDraft,
-  ): Promise<{ readonly removed: boolean; readonly revokedSessions: number }> {
+  ): Promise<{ readonly removed: boolean; readonly revokedSessions: number; readonly lastWayIn?: boolean }> {
     const link = this.#d.links.get(input.linkId);
     if (link === undefined || link.removedAt !== null) return { removed: false, revokedSessions: 0 };
+    if (input.keepAnotherWayIn === true) {
+      const mine = (r: { realm: string; subject: string; removedAt: number | null }) =>
+        r.realm === link.realm && r.subject === link.subject && r.removedAt === null;
+      // No await between this count and the write: the check and the removal are one step.
+      const others =
+        [...this.#d.links.values()].filter((l) => l.id !== link.id && mine(l)).length + [...this.#d.devices.values()].filter(mine).length;
+      if (others === 0) return { removed: false, revokedSessions: 0, lastWayIn: true };
+    }
     this.#d.links.set(link.id, Object.freeze({ ...link, removedAt: input.now }));
     let revokedSessions = 0;
     for (const [id, s] of this.#d.sessions) {
@@ -663,6 +671,14 @@ export class MemoryStore implements Store {
     }
     this.#append(event);
     return { removed: true, revokedSessions };
+  }
+
+  async renameLink(input: { readonly linkId: string; readonly name: string }, event: AuditEventDraft): Promise<boolean> {
+    const link = this.#d.links.get(input.linkId);
+    if (link === undefined || link.removedAt !== null) return false;
+    this.#d.links.set(link.id, Object.freeze({ ...link, name: input.name }));
+    this.#append(event);
+    return true;
   }
 
   async createLinkSession(

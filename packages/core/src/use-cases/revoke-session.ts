@@ -89,7 +89,7 @@ export async function revokeExposedSession(
  */
 export async function revokeOtherSessions(
   deps: AuthDeps,
-  input: { readonly principal: Principal },
+  input: { readonly principal: Principal /** `'self'` from the account page: recorded in each event. */; readonly via?: 'self' },
 ): Promise<{ readonly revoked: readonly string[] }> {
   const { principal } = input;
   const now = deps.clock.now();
@@ -98,7 +98,12 @@ export async function revokeOtherSessions(
   );
   const revoked: string[] = [];
   for (const target of others) {
-    const data = { reason: 'revoked_by_owner', by_subject: principal.subject, by_session: principal.session };
+    const data = {
+      reason: 'revoked_by_owner',
+      by_subject: principal.subject,
+      by_session: principal.session,
+      ...(input.via === undefined ? {} : { via: input.via }),
+    };
     if (await revokeWithEvent(deps, target, now, data)) revoked.push(target.id);
   }
   if (revoked.length > 0)

@@ -35,6 +35,7 @@ import { sessionRoutes } from '../http/session-routes.js';
 import { signInRoutes } from '../http/sign-in-routes.js';
 import { instrumentHttp, methodLabel, UNMATCHED_ROUTE } from '../metrics/instrument-http.js';
 import { DEFAULT_BRAND, type PageBrand } from '../pages/layout.js';
+import { accountRoutes } from './account-routes.js';
 import { cookieNamesOf, dropForeignSessionCookies, readSessionCookies, stripSessionCookies } from './browser-cookies.js';
 import { browserRoutes } from './browser-routes.js';
 import {
@@ -432,6 +433,8 @@ const reservedRoutes: FastifyPluginAsync<ReservedRouteOptions> = async (
     siteName,
     requirements,
   });
+  // The person's own account page (`/.svc/account`): sessions, passkeys, sign out.
+  await app.register(accountRoutes, { deps, providers, publicOrigin, brand });
   // The company directory's provisioning (SCIM 2.0), authorised by SCIM tokens only.
   await app.register(scimRoutes, {
     prefix: SCIM_BASE_PATH,

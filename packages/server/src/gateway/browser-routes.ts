@@ -1,4 +1,5 @@
 import {
+  ACCOUNT_PAGE_PATH,
   type AuthDeps,
   AuthError,
   type BrowserCookieNames,
@@ -213,7 +214,9 @@ export const browserRoutes: FastifyPluginAsync<BrowserRouteOptions> = async (
     if (pairing !== undefined && !isIdOfKind(pairing, 'intent')) {
       throw new AuthError('invalid_request', 'pairing must be a link intent id (int_...)');
     }
-    const returnPath = safeReturnPath(req.query.return) ?? '/';
+    // A recovery or invitation code (a link intent) lands on the account page unless told otherwise:
+    // the new passkey is there, and so is the lost one to remove.
+    const returnPath = safeReturnPath(req.query.return) ?? (pairing === undefined ? '/' : ACCOUNT_PAGE_PATH);
     // Only the providers whose sign-ins can satisfy the page to come back to (its `:amr`).
     const requirement = requirementFor(requirements, pathOf(returnPath));
     const wanted = requirement?.amr ?? null;

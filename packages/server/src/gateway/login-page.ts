@@ -217,7 +217,8 @@ function renderPairingPage(input: {
           : html`Link your ${p.label} account`;
     return html`<button type="button" class="button primary block provider" data-provider="${p.name}" data-intent="link">${what}</button>`;
   });
-  const main = html`<p>Type the code your administrator gave you, then set up how you will sign in.</p>
+  const main = html`<p>Your administrator gave you a one-time code to set up a new passkey: for a new account, or to get back in after losing the device that held your passkey.</p>
+<p>Type the code, then create the passkey on this device. Your account page opens next: remove the lost passkey there.</p>
 <label for="pairing-code">Code</label>
 <input type="text" id="pairing-code" name="code" autocomplete="one-time-code" autocapitalize="characters" spellcheck="false" maxlength="32" required>
 ${buttons.length === 0 ? html`<p>No sign-in method is configured.</p>` : buttons}

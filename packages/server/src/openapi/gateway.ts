@@ -4,6 +4,7 @@ import { APPLICATION_AUTH_PREFIX, buildGatewayApp, JWKS_PATH } from '../gateway/
 import { LOGIN_PATH } from '../gateway/browser-session.js';
 import { BODY_PROBLEMS, type DocumentedSchema, documented, problemResponses } from '../http/problem-schema.js';
 import { type RegisteredRoute, registeredRoutes } from '../http/route-registry.js';
+import { ACCOUNT_ROUTE_DOCS } from './account.js';
 import { SCIM_CATCH_ALLS, SCIM_ROUTE_DOCS } from './scim.js';
 
 /**
@@ -43,6 +44,7 @@ const CEREMONY_PROBLEMS = [401, 404, 429, 502, 503] as const;
  */
 export const GATEWAY_ROUTE_DOCS: Readonly<Record<string, DocumentedSchema>> = {
   ...SCIM_ROUTE_DOCS,
+  ...ACCOUNT_ROUTE_DOCS,
   [`GET ${JWKS_PATH}`]: documented({
     summary: 'The public keys that sign Svc-Assertion (JWK Set, OKP/Ed25519; docs/assertion.md)',
     response: {

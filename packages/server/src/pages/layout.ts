@@ -182,6 +182,26 @@ th { font-size: 0.85rem; text-transform: uppercase; letter-spacing: 0.03em; colo
 code { font-family: ui-monospace, "SFMono-Regular", Menlo, monospace; font-size: 0.9em; overflow-wrap: anywhere; }
 .actions { display: flex; flex-wrap: wrap; gap: 0.5rem; margin-top: 1rem; }
 .inline { display: inline; }
+/* account page (#29) */
+.facts { display: grid; grid-template-columns: max-content 1fr; gap: 0.35rem 1rem; margin: 0; }
+.facts dt { font-weight: 600; }
+.facts dd { margin: 0; overflow-wrap: anywhere; }
+.tag { display: inline-block; padding: 0 0.45rem; border-radius: 999px; border: 1px solid #6b7280; font-size: 0.8rem; color: #374151; }
+.tag.ok { border-color: #166534; color: #166534; background: #f0fdf4; }
+.tags { display: flex; flex-wrap: wrap; gap: 0.35rem; list-style: none; margin: 0; padding: 0; }
+.cards { list-style: none; margin: 0; padding: 0; display: grid; gap: 0.75rem; }
+.card { border: 1px solid #d1d5db; border-radius: 0.5rem; padding: 0.75rem 1rem; }
+.card p { margin: 0.25rem 0; }
+.card .row { display: flex; flex-wrap: wrap; align-items: flex-start; gap: 0.5rem; margin-top: 0.5rem; }
+.card .row form { margin: 0; }
+.rename { flex: 0 1 auto; }
+.rename[open] { flex-basis: 100%; }
+.rename[open] summary { margin-bottom: 0.25rem; }
+.rename summary { list-style: none; }
+.rename summary::-webkit-details-marker { display: none; }
+.rename form { display: flex; flex-wrap: wrap; align-items: flex-end; gap: 0.5rem; }
+.rename label { flex-basis: 100%; margin: 0.25rem 0 0; }
+.rename input[type=text] { flex: 1 1 12rem; }
 @media (max-width: 480px) { main { margin: 0; border-radius: 0; border-left: 0; border-right: 0; } th, td { padding: 0.4rem 0.25rem; } }
 body[data-width="narrow"] main { max-width: 30rem; }
 body[data-width="medium"] main { max-width: 40rem; }

@@ -143,6 +143,81 @@ export function linksSuite(ctx: SuiteContext): void {
         assert.equal(await store.createLink(twin, linkedEvent(deps, twin)), 'created');
       }));
 
+    test('removeLink with keepAnotherWayIn refuses the last live link of a subject (no other link, no device), writes nothing; another link or a device lets it go', () =>
+      ctx.world(async ({ deps, store }) => {
+        const only = linkRecord(deps);
+        await store.createLink(only, linkedEvent(deps, only));
+        const guarded = (link: LinkRecord) =>
+          store.removeLink(
+            { linkId: link.id, now: deps.clock.now(), keepAnotherWayIn: true },
+            auditDraft(deps, 'link.removed', { realm: link.realm, subject: link.subject, deviceId: link.id }),
+          );
+        const before = await auditLength(store);
+        assert.deepEqual(await guarded(only), { removed: false, revokedSessions: 0, lastWayIn: true });
+        assert.equal((await store.getLink(only.id))?.removedAt, null);
+        assert.equal(await auditLength(store), before);
+        // A link of the same subject in the other realm is no way into this one.
+        const elsewhere = linkRecord(deps, { subject: only.subject, realm: 'management' });
+        await store.createLink(elsewhere, linkedEvent(deps, elsewhere));
+        assert.equal((await guarded(only)).lastWayIn, true);
+        // A second link of the subject: the first may go, then the second is the last.
+        const second = linkRecord(deps, { subject: only.subject });
+        await store.createLink(second, linkedEvent(deps, second));
+        assert.deepEqual(await guarded(only), { removed: true, revokedSessions: 0 });
+        assert.equal((await guarded(second)).lastWayIn, true);
+        // An active device of the subject in the realm is another way in.
+        const { device } = await enrollDevice(deps, 'application');
+        const owned = linkRecord(deps, { subject: device.subject });
+        await store.createLink(owned, linkedEvent(deps, owned));
+        assert.deepEqual(await guarded(owned), { removed: true, revokedSessions: 0 });
+        // Unknown or already removed: removed false, not lastWayIn.
+        assert.deepEqual(await guarded(only), { removed: false, revokedSessions: 0 });
+      }));
+
+    test('two concurrent guarded removals of the last two links of a subject: exactly one goes', () =>
+      ctx.world(async ({ deps, store }) => {
+        const a = linkRecord(deps);
+        const b = linkRecord(deps, { subject: a.subject });
+        await store.createLink(a, linkedEvent(deps, a));
+        await store.createLink(b, linkedEvent(deps, b));
+        const remove = (link: LinkRecord) =>
+          store.removeLink(
+            { linkId: link.id, now: deps.clock.now(), keepAnotherWayIn: true },
+            auditDraft(deps, 'link.removed', { realm: link.realm, subject: link.subject, deviceId: link.id }),
+          );
+        const outcomes = await Promise.all([remove(a), remove(b)]);
+        assert.equal(outcomes.filter((o) => o.removed).length, 1, JSON.stringify(outcomes));
+        assert.equal(outcomes.filter((o) => o.lastWayIn === true).length, 1, JSON.stringify(outcomes));
+        assert.equal((await store.listLinks({ subject: a.subject })).length, 1);
+      }));
+
+    test('renameLink renames a live link with its event; an unknown or removed link is false and writes nothing', () =>
+      ctx.world(async ({ deps, store }) => {
+        const link = linkRecord(deps);
+        await store.createLink(link, linkedEvent(deps, link));
+        const renamed = (id: string, name: string) =>
+          store.renameLink(
+            { linkId: id, name },
+            auditDraft(deps, 'link.renamed', { realm: link.realm, subject: link.subject, deviceId: id, data: { name } }),
+          );
+        let before = await auditLength(store);
+        assert.equal(await renamed(link.id, 'Work laptop'), true);
+        assert.equal((await store.getLink(link.id))?.name, 'Work laptop');
+        assert.equal((await store.listLinks({ subject: link.subject }))[0]?.name, 'Work laptop');
+        assert.equal(await auditLength(store), before + 1);
+        const last = (await allEvents(store)).at(-1);
+        assert.equal(last?.type, 'link.renamed');
+        assert.equal(last?.data.name, 'Work laptop');
+        before = await auditLength(store);
+        assert.equal(await renamed(linkRecord(deps).id, 'Ghost'), false);
+        assert.equal(await auditLength(store), before);
+        await removeLinkAt(deps, link);
+        before = await auditLength(store);
+        assert.equal(await renamed(link.id, 'After removal'), false);
+        assert.equal((await store.getLink(link.id))?.name, 'Work laptop');
+        assert.equal(await auditLength(store), before);
+      }));
+
     test('a link that completes a link intent uses it up in the same transaction, and a used, expired, burned or mismatched intent links nothing', () =>
       ctx.world(async ({ deps, store, clock }) => {
         const intent = await linkIntent(deps);
