@@ -36,7 +36,12 @@ export const ACCOUNT_ROUTE_DOCS: Readonly<Record<string, DocumentedSchema>> = {
   [`POST ${ACCOUNT_PAGE_PATH}/passkeys/:id/rename`]: documented({
     summary: 'Rename one of your passkeys (a same-origin form, field `name`; audited as self-service)',
     params: linkParams,
-    response: { 303: DONE, 400: page('The name cannot be used (the page says why)'), 404: page('Not your passkey'), ...problemResponses(403, 503) },
+    response: {
+      303: DONE,
+      400: page('The name cannot be used (the page says why)'),
+      404: page('Not your passkey'),
+      ...problemResponses(403, 503),
+    },
   }),
   [`POST ${ACCOUNT_PAGE_PATH}/passkeys/:id/remove`]: documented({
     summary: 'Remove one of your passkeys, never the last way in (a same-origin form; audited as self-service)',
