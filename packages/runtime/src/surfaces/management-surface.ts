@@ -1,5 +1,6 @@
 import { buildManagementApp, instrumentStore, type ServiceMetrics } from '@svc/server';
 import { listenOn } from './listen-on.js';
+import { componentStatus } from './node-surface.js';
 import type { Surface } from './surface.js';
 
 /**
@@ -11,17 +12,42 @@ import type { Surface } from './surface.js';
  */
 export function managementSurface(
   listen: { readonly host: string; readonly port: number },
-  opts: { readonly flag?: string | undefined; readonly metrics?: ServiceMetrics | undefined },
+  opts: { readonly flag?: string | undefined; readonly metrics?: ServiceMetrics | undefined; readonly version?: string },
 ): Surface {
   return {
     kind: 'management',
-    async start({ deps: base, log, connections }) {
+    async start({ project, deps: base, log, connections, providers }) {
       const metrics = opts.metrics;
       const deps = metrics === undefined ? base : { ...base, store: instrumentStore(base.store, metrics) };
       const app = await buildManagementApp({
         deps,
         logger: log,
         connectionLimits: connections.management,
+        // The console's Status and Pairing pages: the components and each provider's own health
+        // check, run when the page is opened (bounded by the provider host's call timeout).
+        console: {
+          providers: providers.map((p) => ({ name: p.policy.name, realms: p.policy.realms })),
+          status: async () => {
+            const c = componentStatus(project, base.store, opts.version ?? 'unknown');
+            return {
+              service: c.service,
+              store_addon: c.store_addon,
+              providers: await Promise.all(
+                providers.map(async (p) => ({
+                  name: p.policy.name,
+                  kind: p.kind,
+                  package: p.packageName,
+                  version: p.packageVersion,
+                  verification: 'verified',
+                  health: await p.health().then(
+                    (h) => (h.status === 'ok' ? 'healthy' : `${h.status}${h.detail === undefined ? '' : `: ${h.detail}`}`),
+                    () => 'down: the health check failed',
+                  ),
+                })),
+              ),
+            };
+          },
+        },
         ...(metrics === undefined ? {} : { metrics }),
       });
       const url = await listenOn(app, listen, { what: null, flag: opts.flag, env: 'SVC_MANAGEMENT_LISTEN' });

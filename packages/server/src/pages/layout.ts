@@ -183,4 +183,15 @@ code { font-family: ui-monospace, "SFMono-Regular", Menlo, monospace; font-size:
 .actions { display: flex; flex-wrap: wrap; gap: 0.5rem; margin-top: 1rem; }
 .inline { display: inline; }
 @media (max-width: 480px) { main { margin: 0; border-radius: 0; border-left: 0; border-right: 0; } th, td { padding: 0.4rem 0.25rem; } }
+/* console */
+.who { overflow-wrap: anywhere; min-width: 0; }
+.sr { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; }
+.bad { color: #991b1b; }
+.facts { display: grid; grid-template-columns: minmax(6rem, max-content) 1fr; gap: 0.25rem 1rem; margin: 0 0 1rem; }
+.facts dt { font-weight: 600; }
+.facts dd { margin: 0; overflow-wrap: anywhere; }
+.code-big { font-size: 1.75rem; letter-spacing: 0.1em; }
+pre { background: #f3f4f6; padding: 0.5rem 0.75rem; border-radius: 0.375rem; overflow-x: auto; }
+tr.fresh { background: #fefce8; }
+caption { text-align: left; padding: 0.25rem 0; }
 `;
