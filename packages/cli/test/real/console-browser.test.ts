@@ -160,6 +160,8 @@ describe('the management console in Chromium, through svc serve and svc auth con
     await page.waitForSelector('tr.fresh:has-text("session.created")', { timeout: 15_000 });
     assert.equal(new URL(page.url()).pathname, '/console/audit', 'no reload');
     await checkPage(page, 'console-audit');
+    await page.click('text=Verify the chain');
+    assert.match((await page.textContent('p.notice')) ?? '', /hash chain is intact/);
 
     await page.click('nav >> text=Sessions & devices');
     await checkPage(page, 'console-sessions');

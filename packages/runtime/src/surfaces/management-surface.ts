@@ -1,4 +1,5 @@
-import { buildManagementApp, instrumentStore, type ServiceMetrics } from '@svc/server';
+import { buildManagementApp, ed25519KeyProvider, instrumentStore, type ServiceMetrics } from '@svc/server';
+import { verifyProjectAudit } from '../project-operations.js';
 import { listenOn } from './listen-on.js';
 import { componentStatus } from './node-surface.js';
 import type { Surface } from './surface.js';
@@ -32,20 +33,39 @@ export function managementSurface(
             return {
               service: c.service,
               store_addon: c.store_addon,
-              providers: await Promise.all(
-                providers.map(async (p) => ({
-                  name: p.policy.name,
-                  kind: p.kind,
-                  package: p.packageName,
-                  version: p.packageVersion,
-                  verification: 'verified',
-                  health: await p.health().then(
-                    (h) => (h.status === 'ok' ? 'healthy' : `${h.status}${h.detail === undefined ? '' : `: ${h.detail}`}`),
-                    () => 'down: the health check failed',
+              providers: [
+                {
+                  name: ed25519KeyProvider.name,
+                  kind: ed25519KeyProvider.kind,
+                  health: await ed25519KeyProvider.check().then(
+                    () => 'healthy',
+                    () => 'down: the Ed25519 self-test failed',
                   ),
-                })),
-              ),
+                },
+                ...(await Promise.all(
+                  providers.map(async (p) => ({
+                    name: p.policy.name,
+                    kind: p.kind,
+                    package: p.packageName,
+                    version: p.packageVersion,
+                    verification: 'verified',
+                    health: await p.health().then(
+                      (h) => (h.status === 'ok' ? 'healthy' : `${h.status}${h.detail === undefined ? '' : `: ${h.detail}`}`),
+                      () => 'down: the health check failed',
+                    ),
+                  })),
+                )),
+              ],
             };
+          },
+          // The whole chain, read from the store and checked link by link (`svc auth audit verify`).
+          verifyAudit: async () => {
+            const v = await verifyProjectAudit({ project, store: base.store, deps: base, log }, {});
+            return v.ok
+              ? { ok: true, events: v.events, head: v.head }
+              : v.broken === 'chain'
+                ? { ok: false, seq: v.seq, problem: v.problem }
+                : { ok: false, seq: null, problem: v.failures.join('; ') };
           },
         },
         ...(metrics === undefined ? {} : { metrics }),

@@ -187,11 +187,31 @@ code { font-family: ui-monospace, "SFMono-Regular", Menlo, monospace; font-size:
 .who { overflow-wrap: anywhere; min-width: 0; }
 .sr { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; }
 .bad { color: #991b1b; }
-.facts { display: grid; grid-template-columns: minmax(6rem, max-content) 1fr; gap: 0.25rem 1rem; margin: 0 0 1rem; }
+.facts { display: grid; grid-template-columns: minmax(6rem, max-content) minmax(0, 1fr); gap: 0.25rem 1rem; margin: 0 0 1rem; }
 .facts dt { font-weight: 600; }
 .facts dd { margin: 0; overflow-wrap: anywhere; }
 .code-big { font-size: 1.75rem; letter-spacing: 0.1em; }
 pre { background: #f3f4f6; padding: 0.5rem 0.75rem; border-radius: 0.375rem; overflow-x: auto; }
 tr.fresh { background: #fefce8; }
 caption { text-align: left; padding: 0.25rem 0; }
+body[data-console] main { max-width: 72rem; width: calc(100% - 2rem); }
+@media (max-width: 480px) { body[data-console] main { width: auto; } }
+.audit a { white-space: nowrap; }
+@media (max-width: 480px) {
+  table.audit thead { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); }
+  table.audit, table.audit tbody { display: block; width: 100%; }
+  table.audit caption { display: block; }
+  table.audit tr { display: block; padding: 0.5rem 0; border-bottom: 1px solid #e5e7eb; }
+  table.audit .when, table.audit code.type { white-space: normal; overflow-wrap: anywhere; }
+  table.audit td { display: inline; border: 0; padding: 0 0.5rem 0 0; }
+  table.audit td.details { display: block; min-width: 0; }
+}
+body[data-console] .table-wrap { position: relative; }
+.filters { display: flex; flex-wrap: wrap; align-items: flex-end; gap: 0 1rem; margin-bottom: 1rem; }
+.filters .field { flex: 1 1 10rem; }
+.filters .field.wide { flex: 2 1 16rem; }
+.filters .actions { margin-top: 0.5rem; }
+.when { white-space: nowrap; }
+code.type { white-space: nowrap; overflow-wrap: normal; }
+td.details { overflow-wrap: anywhere; min-width: 14rem; }
 `;

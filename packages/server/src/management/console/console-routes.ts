@@ -33,6 +33,11 @@ export interface ConsoleOptions {
   readonly status?: () => Promise<unknown>;
   /** The providers this node runs, for link intents (pairing a passkey or a company login). */
   readonly providers?: readonly LinkableProvider[];
+  /** Verifies the whole audit chain (as `svc auth audit verify` does); the Audit page offers it when given. */
+  readonly verifyAudit?: () => Promise<
+    | { readonly ok: true; readonly events: number; readonly head: string }
+    | { readonly ok: false; readonly seq: number | null; readonly problem: string }
+  >;
 }
 
 type Form = Record<string, string>;
@@ -68,6 +73,16 @@ function actorOf(p: Principal): UserActor {
 function wantsHtml(req: FastifyRequest): boolean {
   const accept = req.headers.accept;
   return typeof accept === 'string' && accept.toLowerCase().includes('text/html');
+}
+
+/** An id shortened for a table (`ses_01M8EY…FRG5XQ`); the full id is in the cell's `title` and links. */
+function shortId(id: string): string {
+  return id.length > 18 ? `${id.slice(0, 10)}…${id.slice(-6)}` : id;
+}
+
+/** A user agent cut to what a person reads. */
+function shortAgent(agent: string): string {
+  return agent.length > 60 ? `${agent.slice(0, 57)}…` : agent;
 }
 
 function when(iso: string | null): string {
@@ -171,7 +186,7 @@ export const consoleRoutes: FastifyPluginAsync<{ deps: AuthDeps; console?: Conso
       viewer: c.viewer,
       nav: NAV.map((n) => ({ ...n, current: n.href === current })),
       ...(extra.script === undefined ? {} : { script: extra.script }),
-      ...(extra.data === undefined ? {} : { data: extra.data }),
+      data: { console: '1', ...(extra.data ?? {}) },
     });
     return sendPage(reply, extra.status ?? 200, nonce, body, extra.script === undefined ? {} : { script: true, connect: true });
   }
@@ -252,26 +267,26 @@ export const consoleRoutes: FastifyPluginAsync<{ deps: AuthDeps; console?: Conso
       html`<option value="${value}"${chosen === value || (value === '' && chosen === undefined) ? html` selected` : ''}>${label}</option>`;
     const main = html`
 <form method="get" action="/console/users" class="filters">
-  <label for="f-text">Name, email or subject</label>
-  <input type="search" id="f-text" name="filter" value="${filter ?? ''}">
-  <label for="f-status">Status</label>
-  <select id="f-status" name="status">${option('', 'Any', status)}${option('active', 'Active', status)}${option('disabled', 'Disabled', status)}</select>
-  <label for="f-realm">Realm</label>
-  <select id="f-realm" name="realm">${option('', 'Both', realm)}${option('application', 'Application', realm)}${option('management', 'Management', realm)}</select>
+  <div class="field wide"><label for="f-text">Name, email or subject</label>
+  <input type="search" id="f-text" name="filter" value="${filter ?? ''}"></div>
+  <div class="field"><label for="f-status">Status</label>
+  <select id="f-status" name="status">${option('', 'Any', status)}${option('active', 'Active', status)}${option('disabled', 'Disabled', status)}</select></div>
+  <div class="field"><label for="f-realm">Realm</label>
+  <select id="f-realm" name="realm">${option('', 'Both', realm)}${option('application', 'Application', realm)}${option('management', 'Management', realm)}</select></div>
   <div class="actions"><button class="button primary" type="submit">Filter</button> <a class="button" href="/console/users">Clear</a></div>
 </form>
 ${
   pageOf.users.length === 0
     ? html`<p class="notice">No user matches.</p>`
     : html`<div class="table-wrap"><table>
-<caption class="muted">Users${filter ? ` matching “${filter}”` : ''}</caption>
+<caption class="muted">${pageOf.users.length} user${pageOf.users.length === 1 ? '' : 's'}${filter ? ` matching “${filter}”` : ''}${pageOf.next !== null ? ' on this page' : ''}</caption>
 <thead><tr><th scope="col">User</th><th scope="col">Realm</th><th scope="col">Groups</th><th scope="col">Status</th><th scope="col">Last sign-in</th></tr></thead>
 <tbody>${pageOf.users.map(
         (u) => html`<tr>
-  <td><a href="/console/users/${u.subject}">${u.name ?? u.email ?? u.subject}</a>${u.email !== null && u.name !== null ? html`<br><span class="muted">${u.email}</span>` : ''}</td>
+  <td><a href="/console/users/${u.subject}">${u.name ?? u.email ?? html`<code>${u.subject}</code>`}</a>${u.email !== null && u.name !== null ? html`<br><span class="muted">${u.email}</span>` : ''}</td>
   <td>${u.realm}</td><td>${u.groups.length === 0 ? '—' : u.groups.join(', ')}</td>
   <td>${u.status === 'disabled' ? html`<strong class="bad">Disabled</strong>` : 'Active'}</td>
-  <td>${when(u.last_sign_in_at)}</td></tr>`,
+  <td class="when">${when(u.last_sign_in_at)}</td></tr>`,
       )}</tbody></table></div>`
 }
 ${pageOf.next !== null && html`<p><a class="button" href="/console/users?${params(pageOf.next)}">Next page</a></p>`}`;
@@ -308,8 +323,8 @@ ${done !== undefined && DONE[done] !== undefined && html`<p class="notice" role=
   ${hidden(c)}
   ${
     u.status === 'disabled'
-      ? html`<button class="button primary" type="submit">Enable user</button>`
-      : html`<button class="button danger" type="submit">Disable user</button> <span class="muted">Revokes every session at once.</span>`
+      ? html`<button class="button primary" type="submit">Enable user</button> <span class="muted">They can sign in again; revoked sessions stay revoked.</span>`
+      : html`<button class="button danger" type="submit">Disable user</button> <span class="muted">Refuses their sign-ins and revokes every session at once.</span>`
   }
 </form>
 <h2>Edit</h2>
@@ -325,19 +340,30 @@ ${done !== undefined && DONE[done] !== undefined && html`<p class="notice" role=
 <h2>Linked sign-ins</h2>${extras.links}`;
   }
 
+  /** Who each subject is, for a table cell: name or email, else the subject id. */
+  async function whoIs(subjects: readonly string[]): Promise<Map<string, string>> {
+    const out = new Map<string, string>();
+    for (const s of new Set(subjects)) {
+      const u = await deps.store.getUser(s);
+      out.set(s, u?.name ?? u?.email ?? s);
+    }
+    return out;
+  }
+
   function devicesTable(
     c: ConsoleRequest,
     devices: readonly { id: string; name: string; realm: string; subject: string; createdAt: number }[],
     back: string,
-    withOwner: boolean,
+    owners: Map<string, string> | null,
   ): SafeHtml {
+    const withOwner = owners !== null;
     if (devices.length === 0) return html`<p class="muted">No device.</p>`;
     return html`<div class="table-wrap"><table>
 <thead><tr><th scope="col">Device</th>${withOwner && html`<th scope="col">User</th>`}<th scope="col">Realm</th><th scope="col">Enrolled</th><th scope="col"><span class="sr">Action</span></th></tr></thead>
 <tbody>${devices.map(
-      (d) => html`<tr><td>${d.name}<br><code class="muted">${d.id}</code></td>
-${withOwner && html`<td><a href="/console/users/${d.subject}">${d.subject}</a></td>`}
-<td>${d.realm}</td><td>${when(rfc3339(d.createdAt))}</td>
+      (d) => html`<tr><td>${d.name}<br><code class="muted" title="${d.id}">${shortId(d.id)}</code></td>
+${withOwner && html`<td><a href="/console/users/${d.subject}">${owners?.get(d.subject) ?? d.subject}</a></td>`}
+<td>${d.realm}</td><td class="when">${when(rfc3339(d.createdAt))}</td>
 <td><form method="post" action="/console/devices/${d.id}/remove">${hidden(c)}<input type="hidden" name="back" value="${back}">
 <button class="button danger" type="submit" aria-label="Remove device ${d.name}">Remove</button></form></td></tr>`,
     )}</tbody></table></div>`;
@@ -346,14 +372,15 @@ ${withOwner && html`<td><a href="/console/users/${d.subject}">${d.subject}</a></
   async function sessionsTable(c: ConsoleRequest, filter: { subject?: string }, back: string, withOwner: boolean): Promise<SafeHtml> {
     const sessions = await deps.store.listActiveSessions({ now: deps.clock.now(), ...filter });
     if (sessions.length === 0) return html`<p class="muted">No active session.</p>`;
+    const owners = withOwner ? await whoIs(sessions.map((s) => s.subject)) : null;
     return html`<div class="table-wrap"><table>
-<thead><tr><th scope="col">Session</th>${withOwner && html`<th scope="col">User</th>`}<th scope="col">How</th><th scope="col">Client</th><th scope="col">Started</th><th scope="col"><span class="sr">Action</span></th></tr></thead>
+<thead><tr>${withOwner && html`<th scope="col">User</th>`}<th scope="col">Session</th><th scope="col">Client</th><th scope="col">Started</th><th scope="col"><span class="sr">Action</span></th></tr></thead>
 <tbody>${sessions.map(
-      (s) => html`<tr><td><code>${s.id}</code>${s.id === c.principal.session ? html`<br><strong>this console</strong>` : ''}</td>
-${withOwner && html`<td><a href="/console/users/${s.subject}">${s.subject}</a><br><span class="muted">${s.realm}</span></td>`}
-<td>${s.amr.join(', ')}</td>
-<td>${s.clientAddress ?? '—'}${s.userAgent !== null && html`<br><span class="muted">${s.userAgent}</span>`}</td>
-<td>${when(rfc3339(s.createdAt))}</td>
+      (s) => html`<tr>
+${withOwner && html`<td><a href="/console/users/${s.subject}">${owners?.get(s.subject) ?? s.subject}</a><br><span class="muted">${s.realm}</span></td>`}
+<td>${s.amr.join(', ')}${s.id === c.principal.session ? html` <strong>(this console)</strong>` : ''}<br><code class="muted" title="${s.id}">${shortId(s.id)}</code></td>
+<td>${s.clientAddress ?? '—'}${s.userAgent !== null && html`<br><span class="muted">${shortAgent(s.userAgent)}</span>`}</td>
+<td class="when">${when(rfc3339(s.createdAt))}</td>
 <td><form method="post" action="/console/sessions/${s.id}/revoke">${hidden(c)}<input type="hidden" name="back" value="${back}">
 <button class="button danger" type="submit" aria-label="Revoke session ${s.id}">Revoke</button></form></td></tr>`,
     )}</tbody></table></div>`;
@@ -364,7 +391,7 @@ ${withOwner && html`<td><a href="/console/users/${s.subject}">${s.subject}</a><b
     if (c === null) return reply;
     const u = await getUser(deps, { subject: req.params.subject });
     const back = `/console/users/${u.subject}`;
-    const devices = devicesTable(c, await deps.store.listDevices({ subject: u.subject }), back, false);
+    const devices = devicesTable(c, await deps.store.listDevices({ subject: u.subject }), back, null);
     const sessions = await sessionsTable(c, { subject: u.subject }, back, false);
     const links = await listLinks(deps, { principal: c.principal, subject: u.subject });
     const linksHtml =
@@ -430,9 +457,10 @@ ${withOwner && html`<td><a href="/console/users/${s.subject}">${s.subject}</a><b
     const c = await signedIn(req, reply);
     if (c === null) return reply;
     const done = req.query.done;
+    const allDevices = await deps.store.listDevices({});
     const main = html`${done !== undefined && DONE[done] !== undefined && html`<p class="notice" role="status">${DONE[done]}</p>`}
 <h2>Active sessions</h2>${await sessionsTable(c, {}, '/console/sessions', true)}
-<h2>Devices</h2>${devicesTable(c, await deps.store.listDevices({}), '/console/sessions', true)}`;
+<h2>Devices</h2>${devicesTable(c, allDevices, '/console/sessions', await whoIs(allDevices.map((d) => d.subject)))}`;
     return page(reply, c, 'Sessions & devices', '/console/sessions', main);
   });
 
@@ -493,7 +521,7 @@ ${withOwner && html`<td><a href="/console/users/${s.subject}">${s.subject}</a><b
     const data = Object.entries(j.data)
       .map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`)
       .join(' ');
-    return html`<tr><td>${j.seq}</td><td>${when(j.at)}</td><td><code>${j.type}</code></td><td>${j.subject === null ? '—' : html`<a href="/console/users/${j.subject}">${j.subject}</a>`}</td><td class="muted">${data}</td></tr>`;
+    return html`<tr><td>${j.seq}</td><td class="when">${when(j.at)}</td><td><code class="type">${j.type}</code>${j.subject !== null && html`<br><a href="/console/users/${j.subject}">${shortId(j.subject)}</a>`}</td><td class="details muted">${data}</td></tr>`;
   };
 
   app.get<{ Querystring: Record<string, string | undefined> }>('/console/audit', async (req, reply) => {
@@ -503,26 +531,36 @@ ${withOwner && html`<td><a href="/console/users/${s.subject}">${s.subject}</a><b
     const subject = req.query.subject?.trim() || undefined;
     const before = req.query.before !== undefined && /^\d{1,15}$/.test(req.query.before) ? Number(req.query.before) : undefined;
     const p = await auditPage(type, subject, before);
+    const verdict = req.query.verify === '1' && options.verifyAudit !== undefined ? await options.verifyAudit() : null;
     const older =
       p.older === null
         ? null
         : new URLSearchParams({ ...(type ? { type } : {}), ...(subject ? { subject } : {}), before: String(p.older) });
     const main = html`
-<form method="get" action="/console/audit">
-  <label for="a-type">Event type <span class="muted">(e.g. <code>session</code> or <code>user.disabled</code>)</span></label>
-  <input type="text" id="a-type" name="type" value="${type ?? ''}">
-  <label for="a-subject">Subject</label>
-  <input type="text" id="a-subject" name="subject" value="${subject ?? ''}" placeholder="sub_...">
+<form method="get" action="/console/audit" class="filters">
+  <div class="field"><label for="a-type">Event type <span class="muted">(e.g. <code>session</code>, <code>user.disabled</code>)</span></label>
+  <input type="text" id="a-type" name="type" value="${type ?? ''}"></div>
+  <div class="field"><label for="a-subject">Subject</label>
+  <input type="text" id="a-subject" name="subject" value="${subject ?? ''}" placeholder="sub_..."></div>
   <div class="actions"><button class="button primary" type="submit">Filter</button> <a class="button" href="/console/audit">Clear</a></div>
 </form>
 ${
   before === undefined &&
-  html`<p class="actions"><button class="button" type="button" id="follow" aria-pressed="false">Follow live</button>
-<span id="live-status" class="muted" role="status" aria-live="polite"></span></p>`
+  html`<div class="actions"><button class="button" type="button" id="follow" aria-pressed="false">Follow live</button>
+${options.verifyAudit !== undefined && html`<a class="button" href="/console/audit?verify=1">Verify the chain</a>`}
+<span id="live-status" class="muted" role="status" aria-live="polite"></span></div>`
 }
-<div class="table-wrap"><table>
+${
+  verdict === null
+    ? options.verifyAudit === undefined &&
+      html`<p class="muted">To verify the hash chain and signed checkpoints: <code>svc auth audit verify</code>.</p>`
+    : verdict.ok
+      ? html`<p class="notice" role="status">The hash chain is intact: ${verdict.events} events, each linked to the one before, head <code>${verdict.head.slice(0, 16)}…</code>. Signed checkpoints are checked by <code>svc auth audit verify --checkpoints FILE</code>.</p>`
+      : html`<p class="error" role="alert">The hash chain is broken${verdict.seq === null ? '' : ` at event #${verdict.seq}`}: ${verdict.problem}. Run <code>svc auth audit verify</code> and look at the backups.</p>`
+}
+<div class="table-wrap"><table class="audit">
 <caption class="muted">Newest first</caption>
-<thead><tr><th scope="col">#</th><th scope="col">When</th><th scope="col">Type</th><th scope="col">Subject</th><th scope="col">Details</th></tr></thead>
+<thead><tr><th scope="col">#</th><th scope="col">When</th><th scope="col">Event and subject</th><th scope="col">Details</th></tr></thead>
 <tbody id="events">${p.events.map(auditRow)}</tbody></table></div>
 ${p.events.length === 0 && html`<p class="notice">No event matches.</p>`}
 ${older !== null && html`<p><a class="button" href="/console/audit?${older.toString()}">Older events</a></p>`}`;
@@ -587,16 +625,17 @@ ${
     reply: FastifyReply,
     c: ConsoleRequest,
     p: { intent_id: string; code: string; realm: string; subject: string; expires_at: string },
-    what: string,
+    how: SafeHtml,
   ) =>
     page(
       reply,
       c,
       'Pairing code ready',
       '/console/pairing',
-      html`<p class="notice" role="status">Give this code to the person ${what}. It is shown only now and works once, until ${when(p.expires_at)}.</p>
+      html`<p class="notice" role="status">Give this code to the person it is for. It is shown only now and works once, until ${when(p.expires_at)}.</p>
 <p class="code-big"><code>${p.code}</code></p>
 <dl class="facts"><dt>Intent</dt><dd><code>${p.intent_id}</code></dd><dt>Realm</dt><dd>${p.realm}</dd><dt>User</dt><dd><a href="/console/users/${p.subject}">${p.subject}</a></dd></dl>
+${how}
 <p><a class="button" href="/console/pairing">Prepare another</a></p>`,
       { status: 201 },
     );
@@ -613,7 +652,12 @@ ${
       subject: optional(r.form.subject),
       name: optional(r.form.name),
     });
-    return pairingResult(reply, r.c, p, 'pairing the device (with `svc auth pair complete`)');
+    return pairingResult(
+      reply,
+      r.c,
+      p,
+      html`<p>On the new device: <code>svc auth pair complete --intent ${p.intent_id} --code - --key DEVICE_KEY.pem</code>, then type the code.</p>`,
+    );
   });
 
   app.post('/console/pairing/link', async (req, reply) => {
@@ -627,7 +671,7 @@ ${
       subject: optional(r.form.subject),
       name: optional(r.form.name),
     });
-    return pairingResult(reply, r.c, p, 'linking a sign-in (on the sign-in page, "I have a code")');
+    return pairingResult(reply, r.c, p, html`<p>They enter it on the application's sign-in page to link their sign-in.</p>`);
   });
 
   // ---- status ----
@@ -645,7 +689,7 @@ ${
   <dt>Store</dt><dd>reachable${status?.store_addon != null && html` (${status.store_addon.package ?? ''} ${status.store_addon.version ?? ''})`}</dd>
   <dt>Audit trail</dt><dd>${head === null ? 'empty' : html`${head.seq} events, head <code>${head.hash.slice(0, 16)}…</code>`}</dd>
   <dt>Active sessions</dt><dd>${active.length}</dd>
-  ${status !== null && html`<dt>Node</dt><dd><code>${status.node_id ?? ''}</code>, ${status.service?.name ?? ''} ${status.service?.version ?? ''}</dd>`}
+  ${status?.service !== undefined && html`<dt>Service</dt><dd>${status.service.name ?? ''} ${status.service.version ?? ''}</dd>`}
 </dl>
 <h2>Providers</h2>
 ${
@@ -688,12 +732,12 @@ const FOLLOW_SCRIPT = `
   function add(e) {
     var row = document.createElement('tr');
     cell(row, String(e.seq));
-    cell(row, when(e.at));
-    var code = document.createElement('code'); code.textContent = e.type; var t = document.createElement('td'); t.appendChild(code); row.appendChild(t);
-    var s = document.createElement('td');
-    if (e.subject) { var a = document.createElement('a'); a.href = '/console/users/' + encodeURIComponent(e.subject); a.textContent = e.subject; s.appendChild(a); } else { s.textContent = '\\u2014'; }
-    row.appendChild(s);
-    cell(row, Object.keys(e.data).map(function (k) { var v = e.data[k]; return k + '=' + (typeof v === 'string' ? v : JSON.stringify(v)); }).join(' '), 'muted');
+    cell(row, when(e.at), 'when');
+    var t = document.createElement('td');
+    var code = document.createElement('code'); code.className = 'type'; code.textContent = e.type; t.appendChild(code);
+    if (e.subject) { t.appendChild(document.createElement('br')); var a = document.createElement('a'); a.href = '/console/users/' + encodeURIComponent(e.subject); a.textContent = e.subject.length > 18 ? e.subject.slice(0, 10) + '\\u2026' + e.subject.slice(-6) : e.subject; t.appendChild(a); }
+    row.appendChild(t);
+    cell(row, Object.keys(e.data).map(function (k) { var v = e.data[k]; return k + '=' + (typeof v === 'string' ? v : JSON.stringify(v)); }).join(' '), 'details muted');
     row.className = 'fresh';
     body.insertBefore(row, body.firstChild);
   }
