@@ -218,6 +218,9 @@ describe('management console: sign-in, CSRF and the loopback rule', () => {
     const u = await h.store.getUser(victim);
     assert.equal(u?.name, 'Victim Renamed');
     assert.deepEqual([...(u?.groups ?? [])], ['dev', 'ops']);
+    const inOps = await inject('GET', '/console/users?group=ops', { cookie });
+    assert.match(inOps.body, new RegExp(`/console/users/${victim}`), 'the group filter finds the user');
+    assert.doesNotMatch(inOps.body, new RegExp(`/console/users/${adminSubject}"`), 'and only the group');
     assert.equal((await inject('POST', `/console/users/${victim}/enable`, { cookie, headers: ok, form: { csrf } })).status, 303);
     assert.equal((await h.store.getUser(victim))?.status, 'active');
     const events = await h.store.listAuditEvents({ afterSeq: 0, limit: 10_000 });
@@ -252,6 +255,13 @@ describe('management console: sign-in, CSRF and the loopback rule', () => {
       assert.equal(r.status, 200, path);
       assert.match(r.body, /Sign out/);
     }
+
+    // The last management device is kept, as on the API: a page says why, nothing is removed.
+    const lastDevice = (await h.store.listDevices({ realm: 'management' }))[0]?.id as string;
+    const kept = await inject('POST', `/console/devices/${lastDevice}/remove`, { cookie, headers: ok, form: { csrf } });
+    assert.equal(kept.status, 400);
+    assert.match(kept.body, /last management device/);
+    assert.equal((await h.store.listDevices({ realm: 'management' })).length, 1);
 
     // Sign-out ends the console session: the cookie proves nothing afterwards.
     assert.equal((await inject('POST', '/console/logout', { cookie, headers: ok, form: { csrf } })).status, 200);

@@ -5,6 +5,7 @@ import {
   auditEventToJson,
   getUser,
   type LinkableProvider,
+  listGroups,
   listLinks,
   listUsers,
   type Principal,
@@ -148,11 +149,16 @@ export const consoleRoutes: FastifyPluginAsync<{ deps: AuthDeps; console?: Conso
       return null;
     }
     const user = await deps.store.getUser(principal.subject);
+    // An operator without a name is shown by the device that signed in (`admin (device)`), not a bare subject id.
+    const device =
+      user?.name == null && user?.email == null
+        ? (await deps.store.listDevices({ subject: principal.subject })).find((d) => d.id === principal.device)
+        : undefined;
     return {
       principal,
       csrf: csrf.tokenFor(principal.session),
       viewer: {
-        name: user?.name ?? null,
+        name: user?.name ?? (device === undefined ? null : `${device.name} (device)`),
         email: user?.email ?? null,
         subject: principal.subject,
         signOutPath: '/console/logout',
@@ -255,14 +261,25 @@ export const consoleRoutes: FastifyPluginAsync<{ deps: AuthDeps; console?: Conso
     const filter = q.filter?.trim() || undefined;
     const status = q.status === 'active' || q.status === 'disabled' ? q.status : undefined;
     const realm = q.realm === 'management' || q.realm === 'application' ? q.realm : undefined;
+    const group = q.group?.trim() || undefined;
+    const groups = await listGroups(deps, realm === undefined ? {} : { realm });
+    const counts = new Map<string, number>();
+    for (const g of groups) counts.set(g.name, (counts.get(g.name) ?? 0) + g.members);
+    const groupCounts = [...counts.entries()].sort(([a], [b]) => (a < b ? -1 : 1));
     // A subject id is looked up directly (the listing's text filter reads names and emails).
     const bySubject = filter !== undefined && /^sub_[0-9A-Z]{26}$/.test(filter) ? await deps.store.getUser(filter) : undefined;
     const pageOf =
       bySubject === undefined
-        ? await listUsers(deps, { text: filter, status, realm, after: q.after || undefined, limit: 50 })
+        ? await listUsers(deps, { text: filter, status, realm, group, after: q.after || undefined, limit: 50 })
         : { users: bySubject === null ? [] : [userToJson(bySubject)], next: null };
     const params = (after: string) =>
-      new URLSearchParams({ ...(filter ? { filter } : {}), ...(status ? { status } : {}), ...(realm ? { realm } : {}), after }).toString();
+      new URLSearchParams({
+        ...(filter ? { filter } : {}),
+        ...(status ? { status } : {}),
+        ...(realm ? { realm } : {}),
+        ...(group ? { group } : {}),
+        after,
+      }).toString();
     const option = (value: string, label: string, chosen: string | undefined) =>
       html`<option value="${value}"${chosen === value || (value === '' && chosen === undefined) ? html` selected` : ''}>${label}</option>`;
     const main = html`
@@ -271,6 +288,8 @@ export const consoleRoutes: FastifyPluginAsync<{ deps: AuthDeps; console?: Conso
   <input type="search" id="f-text" name="filter" value="${filter ?? ''}"></div>
   <div class="field"><label for="f-status">Status</label>
   <select id="f-status" name="status">${option('', 'Any', status)}${option('active', 'Active', status)}${option('disabled', 'Disabled', status)}</select></div>
+  <div class="field"><label for="f-group">Group</label>
+  <select id="f-group" name="group">${option('', 'Any', group)}${groupCounts.map(([name, members]) => option(name, `${name} (${members})`, group))}</select></div>
   <div class="field"><label for="f-realm">Realm</label>
   <select id="f-realm" name="realm">${option('', 'Both', realm)}${option('application', 'Application', realm)}${option('management', 'Management', realm)}</select></div>
   <div class="actions"><button class="button primary" type="submit">Filter</button> <a class="button" href="/console/users">Clear</a></div>
@@ -279,7 +298,7 @@ ${
   pageOf.users.length === 0
     ? html`<p class="notice">No user matches.</p>`
     : html`<div class="table-wrap"><table>
-<caption class="muted">${pageOf.users.length} user${pageOf.users.length === 1 ? '' : 's'}${filter ? ` matching “${filter}”` : ''}${pageOf.next !== null ? ' on this page' : ''}</caption>
+<caption class="muted">${pageOf.users.length} user${pageOf.users.length === 1 ? '' : 's'}${filter ? ` matching “${filter}”` : ''}${group ? ` in ${group}` : ''}${pageOf.next !== null ? ' on this page' : ''}</caption>
 <thead><tr><th scope="col">User</th><th scope="col">Realm</th><th scope="col">Groups</th><th scope="col">Status</th><th scope="col">Last sign-in</th></tr></thead>
 <tbody>${pageOf.users.map(
         (u) => html`<tr>
