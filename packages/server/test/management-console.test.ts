@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { admin, api, type Harness, startHarness } from './support/harness.js';
+import { admin, api, type DeviceKey, type Harness, signIn, startHarness } from './support/harness.js';
 
 const HOST = '127.0.0.1:9090';
 const ORIGIN = `http://${HOST}`;
@@ -16,6 +16,7 @@ describe('management console: sign-in, CSRF and the loopback rule', () => {
   let token: string;
   let victim: string;
   let adminSubject: string;
+  let adminKey: DeviceKey;
 
   async function inject(
     method: 'GET' | 'POST',
@@ -72,6 +73,7 @@ describe('management console: sign-in, CSRF and the loopback rule', () => {
     h = await startHarness({ socket: false, store: 'memory' });
     const me = await admin(h);
     token = me.pair.access_token;
+    adminKey = me.key;
     adminSubject = (await api(h, 'GET', '/v1/auth/me', { token })).body.subject as string;
     const added = await api(h, 'POST', '/v1/auth/users', {
       token,
@@ -197,6 +199,18 @@ describe('management console: sign-in, CSRF and the loopback rule', () => {
     assert.equal(v?.status, 'active');
     assert.equal(v?.name, 'Victim Person');
     assert.ok((await h.store.getSession(sessionId))?.revokedAt === null);
+    // With the access cookie expired, a forged request does not even get the session's tokens rotated.
+    h.clock.advance(16 * 60 * 1000);
+    const generation = (await h.store.getSession(sessionId))?.generation;
+    const forged = await inject('POST', `/console/users/${victim}/disable`, {
+      cookie,
+      headers: { origin: 'http://127.0.0.1:8080', accept: 'application/json' },
+      form: { csrf },
+    });
+    assert.equal(forged.status, 403);
+    assert.equal(cookiesOf(forged).length, 0);
+    assert.equal((await h.store.getSession(sessionId))?.generation, generation);
+    token = (await signIn(h, adminKey)).access_token;
     // A browser's refusal is a page, not JSON.
     const page = await inject('POST', `/console/users/${victim}/disable`, { cookie, headers: { origin: ORIGIN }, form: {} });
     assert.equal(page.status, 403);

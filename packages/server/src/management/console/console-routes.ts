@@ -169,6 +169,7 @@ export const consoleRoutes: FastifyPluginAsync<{ deps: AuthDeps; console?: Conso
 
   /** A signed-in, CSRF-checked state-changing request; null when a refusal was sent. */
   async function changing(req: FastifyRequest, reply: FastifyReply): Promise<{ c: ConsoleRequest; form: Form } | null> {
+    csrf.checkOrigin(req);
     const c = await signedIn(req, reply);
     if (c === null) return null;
     const form = (req.body ?? {}) as Form;

@@ -108,15 +108,24 @@ export class ConsoleCsrf {
   }
 
   /**
+   * Refuses (`403 csrf_refused`) a request whose `Origin` is missing or not the console's own:
+   * checked before the cookies are even read, so a forged request cannot make the console
+   * rotate a session's tokens either.
+   */
+  checkOrigin(req: FastifyRequest): void {
+    const origin = req.headers.origin;
+    if (origin === undefined || origin !== `${req.protocol}://${req.host}`) {
+      throw new AuthError('csrf_refused', 'the request did not come from the console page');
+    }
+  }
+
+  /**
    * Refuses (`403 csrf_refused`) a state-changing request whose `Origin` is not the console's own
    * (`http://` and the `Host` it was loaded from; the loopback guard already refused any other
    * host) or whose token is missing or wrong.
    */
   check(req: FastifyRequest, sessionId: string, presented: unknown): void {
-    const origin = req.headers.origin;
-    if (origin === undefined || origin !== `${req.protocol}://${req.host}`) {
-      throw new AuthError('csrf_refused', 'the request did not come from the console page');
-    }
+    this.checkOrigin(req);
     const expected = Buffer.from(this.tokenFor(sessionId));
     const got = Buffer.from(typeof presented === 'string' ? presented : '');
     if (got.length !== expected.length || !timingSafeEqual(got, expected)) {
