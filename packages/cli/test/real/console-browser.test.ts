@@ -4,7 +4,6 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { pairingProofString } from '@svc/core';
-import type { Browser, Page } from 'playwright-core';
 import { checkPage } from '../../../../test-support/pages.js';
 import { cleanEnv, enrolledProject, keygen, type StartedProcess, startUntilReady, svcOk, tempDir } from '../helpers.js';
 import { launchBrowser } from '../repo.js';
@@ -13,6 +12,8 @@ import { launchBrowser } from '../repo.js';
 type Json = any;
 
 type Urls = { management: string; node: string; app: string };
+type Browser = Awaited<ReturnType<typeof launchBrowser>>;
+type Page = Awaited<ReturnType<Browser['newPage']>>;
 
 const READY = {
   management: /svc auth: management API listening on (http:\/\/\S+)\n/,
