@@ -198,13 +198,13 @@ body[data-console] main { max-width: 72rem; width: calc(100% - 2rem); }
 @media (max-width: 480px) { body[data-console] main { width: auto; } }
 .audit a { white-space: nowrap; }
 @media (max-width: 480px) {
-  table.audit thead { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); }
-  table.audit, table.audit tbody { display: block; width: 100%; }
-  table.audit caption { display: block; }
-  table.audit tr { display: block; padding: 0.5rem 0; border-bottom: 1px solid #e5e7eb; }
-  table.audit .when, table.audit code.type { white-space: normal; overflow-wrap: anywhere; }
-  table.audit td { display: inline; border: 0; padding: 0 0.5rem 0 0; }
-  table.audit td.details { display: block; min-width: 0; }
+  body[data-console] table, body[data-console] tbody { display: block; width: 100%; }
+  body[data-console] thead { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); }
+  body[data-console] caption { display: block; }
+  body[data-console] tr { display: block; padding: 0.5rem 0; border-bottom: 1px solid #e5e7eb; }
+  body[data-console] td { display: inline-block; border: 0; padding: 0.15rem 0.75rem 0.15rem 0; vertical-align: top; }
+  body[data-console] td.details { display: block; min-width: 0; }
+  body[data-console] .when, body[data-console] code.type { white-space: normal; overflow-wrap: anywhere; }
 }
 body[data-console] .table-wrap { position: relative; }
 .filters { display: flex; flex-wrap: wrap; align-items: flex-end; gap: 0 1rem; margin-bottom: 1rem; }

@@ -365,7 +365,7 @@ ${done !== undefined && DONE[done] !== undefined && html`<p class="notice" role=
     const out = new Map<string, string>();
     for (const s of new Set(subjects)) {
       const u = await deps.store.getUser(s);
-      out.set(s, u?.name ?? u?.email ?? s);
+      out.set(s, u?.name ?? u?.email ?? shortId(s));
     }
     return out;
   }
