@@ -177,6 +177,8 @@ describe('management console: sign-in, CSRF and the loopback rule', () => {
       [`/console/devices/${device}/remove`, {}],
       ['/console/pairing/device', { realm: 'management', public_key: 'ab'.repeat(32) }],
       ['/console/pairing/link', { realm: 'application', provider: 'passkeys' }],
+      ['/console/users/new', { realm: 'application', name: 'Planted' }],
+      [`/console/users/${victim}/remove`, {}],
     ];
     const attacks: [string, (form: Record<string, string>) => { headers: Record<string, string>; form: Record<string, string> }][] = [
       ['missing token', (form) => ({ headers: { origin: ORIGIN }, form })],
@@ -269,6 +271,26 @@ describe('management console: sign-in, CSRF and the loopback rule', () => {
       assert.equal(r.status, 200, path);
       assert.match(r.body, /Sign out/);
     }
+
+    // Add a user, then remove them: both audited via the console.
+    const added = await inject('POST', '/console/users/new', {
+      cookie,
+      headers: ok,
+      form: { csrf, realm: 'application', name: 'Temp Person', groups: 'tmp' },
+    });
+    assert.equal(added.status, 303);
+    const tempSubject = /\/console\/users\/(sub_[0-9A-Z]{26})/.exec(String(added.headers.location))?.[1] as string;
+    assert.equal((await h.store.getUser(tempSubject))?.name, 'Temp Person');
+    assert.equal((await inject('POST', `/console/users/${tempSubject}/remove`, { cookie, headers: ok, form: { csrf } })).status, 303);
+    assert.equal(await h.store.getUser(tempSubject), null);
+    const tempEvents = (await h.store.listAuditEvents({ afterSeq: 0, limit: 10_000 })).filter((e) => e.subject === tempSubject);
+    assert.deepEqual(
+      tempEvents.map((e) => [e.type, e.data.via]),
+      [
+        ['user.created', 'console'],
+        ['user.removed', 'console'],
+      ],
+    );
 
     // The last management device is kept, as on the API: a page says why, nothing is removed.
     const lastDevice = (await h.store.listDevices({ realm: 'management' }))[0]?.id as string;

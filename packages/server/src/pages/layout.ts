@@ -194,6 +194,8 @@ code { font-family: ui-monospace, "SFMono-Regular", Menlo, monospace; font-size:
 pre { background: #f3f4f6; padding: 0.5rem 0.75rem; border-radius: 0.375rem; overflow-x: auto; }
 tr.fresh { background: #fefce8; }
 caption { text-align: left; padding: 0.25rem 0; }
+details { margin-top: 1.5rem; }
+summary { cursor: pointer; font-weight: 600; }
 body[data-console] main { max-width: 72rem; width: calc(100% - 2rem); }
 @media (max-width: 480px) { body[data-console] main { width: auto; } }
 .audit a { white-space: nowrap; }

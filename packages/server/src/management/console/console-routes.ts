@@ -2,6 +2,7 @@ import {
   type AuditEvent,
   type AuthDeps,
   AuthError,
+  addUser,
   auditEventToJson,
   getUser,
   type LinkableProvider,
@@ -13,6 +14,7 @@ import {
   preparePairing,
   redeemConsoleLink,
   removeDevice,
+  removeUser,
   revokeSession,
   rfc3339,
   type UserActor,
@@ -283,7 +285,7 @@ export const consoleRoutes: FastifyPluginAsync<{ deps: AuthDeps; console?: Conso
       }).toString();
     const option = (value: string, label: string, chosen: string | undefined) =>
       html`<option value="${value}"${chosen === value || (value === '' && chosen === undefined) ? html` selected` : ''}>${label}</option>`;
-    const main = html`
+    const main = html`${q.done !== undefined && DONE[q.done] !== undefined && html`<p class="notice" role="status">${DONE[q.done]}</p>`}
 <form method="get" action="/console/users" class="filters">
   <div class="field wide"><label for="f-text">Name, email or subject</label>
   <input type="search" id="f-text" name="filter" value="${filter ?? ''}"></div>
@@ -309,7 +311,19 @@ ${
   <td class="when">${when(u.last_sign_in_at)}</td></tr>`,
       )}</tbody></table></div>`
 }
-${pageOf.next !== null && html`<p><a class="button" href="/console/users?${params(pageOf.next)}">Next page</a></p>`}`;
+${pageOf.next !== null && html`<p><a class="button" href="/console/users?${params(pageOf.next)}">Next page</a></p>`}
+<details>
+<summary>Add a user</summary>
+<form method="post" action="/console/users/new">
+  ${hidden(c)}
+  <p class="muted">A user without a credential yet: then pair a device to them or prepare a link intent (Pairing).</p>
+  <label for="n-realm">Realm</label><select id="n-realm" name="realm"><option value="application" selected>Application</option><option value="management">Management</option></select>
+  <label for="n-name">Name</label><input type="text" id="n-name" name="name" autocomplete="off">
+  <label for="n-email">Email</label><input type="email" id="n-email" name="email" autocomplete="off">
+  <label for="n-groups">Groups <span class="muted">(comma-separated)</span></label><input type="text" id="n-groups" name="groups" autocomplete="off">
+  <div class="actions"><button class="button primary" type="submit">Add user</button></div>
+</form>
+</details>`;
     return page(reply, c, 'Users', '/console/users', main);
   });
 
@@ -317,8 +331,10 @@ ${pageOf.next !== null && html`<p><a class="button" href="/console/users?${param
     disabled: 'The user is disabled: their sessions were revoked and they cannot sign in.',
     enabled: 'The user is enabled: they can sign in again.',
     saved: 'The changes are saved.',
+    added: 'The user is added. Pair a device to them or prepare a link intent on the Pairing page.',
     revoked: 'The session is revoked.',
     removed: 'The device is removed and its sessions revoked.',
+    user_removed: 'The user is removed, with their devices and linked sign-ins; their sessions are revoked.',
   };
 
   function userPageOf(
@@ -357,7 +373,12 @@ ${done !== undefined && DONE[done] !== undefined && html`<p class="notice" role=
 </form>
 <h2>Devices</h2>${extras.devices}
 <h2>Sessions</h2>${extras.sessions}
-<h2>Linked sign-ins</h2>${extras.links}`;
+<h2>Linked sign-ins</h2>${extras.links}
+<h2>Remove</h2>
+<form method="post" action="/console/users/${u.subject}/remove">
+  ${hidden(c)}
+  <button class="button danger" type="submit">Remove user</button> <span class="muted">Removes the user with their devices and linked sign-ins and revokes their sessions. It cannot be undone.</span>
+</form>`;
   }
 
   /** Who each subject is, for a table cell: name or email, else the subject id. */
@@ -443,6 +464,34 @@ ${withOwner && html`<td><a href="/console/users/${s.subject}">${owners?.get(s.su
       return reply.code(303).header('location', `/console/users/${user.subject}?done=${done}`).send();
     });
   }
+
+  const groupsOf = (text: string | undefined) =>
+    (text ?? '')
+      .split(',')
+      .map((g) => g.trim())
+      .filter((g) => g !== '');
+
+  app.post('/console/users/new', async (req, reply) => {
+    const r = await changing(req, reply);
+    if (r === null) return reply;
+    const name = (r.form.name ?? '').trim();
+    const email = (r.form.email ?? '').trim();
+    const groups = groupsOf(r.form.groups);
+    const user = await addUser(deps, {
+      realm: r.form.realm,
+      attributes: { ...(name === '' ? {} : { name }), ...(email === '' ? {} : { email }), ...(groups.length === 0 ? {} : { groups }) },
+      actor: actorOf(r.c.principal),
+      source: 'operator',
+    });
+    return reply.code(303).header('location', `/console/users/${user.subject}?done=added`).send();
+  });
+
+  app.post<{ Params: { subject: string } }>('/console/users/:subject/remove', async (req, reply) => {
+    const r = await changing(req, reply);
+    if (r === null) return reply;
+    await removeUser(deps, { subject: req.params.subject, actor: actorOf(r.c.principal) });
+    return reply.code(303).header('location', '/console/users?done=user_removed').send();
+  });
 
   app.post<{ Params: { subject: string } }>('/console/users/:subject/edit', async (req, reply) => {
     const r = await changing(req, reply);
