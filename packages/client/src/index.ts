@@ -19,6 +19,7 @@ export {
   type AuditEventJson,
   type AuditPageJson,
   type ChallengeJson,
+  type ConsoleLinkJson,
   createApplicationClient,
   createManagementClient,
   createSignInClient,

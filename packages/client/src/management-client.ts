@@ -92,6 +92,13 @@ export interface UserQuery {
 }
 
 /** Typed calls to the loopback management API: the management realm's sign-in calls and the operator's. */
+/** The answer of `POST /v1/auth/console-links`. */
+export interface ConsoleLinkJson {
+  readonly url: string;
+  readonly expires_at: string;
+  readonly expires_in: number;
+}
+
 export interface ManagementClient extends SignInClient {
   readonly realm: 'management';
   health(): Promise<HealthJson>;
@@ -113,6 +120,8 @@ export interface ManagementClient extends SignInClient {
   /** Restores sign-in (not the revoked sessions). */
   enableUser(accessToken: string, subject: string): Promise<UserStatusJson>;
   removeUser(accessToken: string, subject: string): Promise<UserRemovedJson>;
+  /** A one-time URL (single use, 60 s) that signs a browser on this machine in to the management console. */
+  consoleLink(accessToken: string): Promise<ConsoleLinkJson>;
   groups(accessToken: string, options?: { readonly realm?: Realm }): Promise<GroupListJson>;
   /** Creates a SCIM token for a company directory: the answer carries the token, shown this once. */
   createScimToken(accessToken: string, name: string): Promise<ScimTokenCreatedJson>;
@@ -320,6 +329,7 @@ export function createManagementClient(options: ManagementClientOptions): Manage
     disableUser: (accessToken, subject) => call<UserStatusJson>('POST', `${userPath(subject)}/disable`, { bearer: accessToken, body: {} }),
     enableUser: (accessToken, subject) => call<UserStatusJson>('POST', `${userPath(subject)}/enable`, { bearer: accessToken, body: {} }),
     removeUser: (accessToken, subject) => call<UserRemovedJson>('DELETE', userPath(subject), { bearer: accessToken }),
+    consoleLink: (accessToken) => call<ConsoleLinkJson>('POST', '/v1/auth/console-links', { bearer: accessToken, body: {} }),
     groups: (accessToken, options = {}) =>
       call<GroupListJson>('GET', `/v1/auth/groups${options.realm === undefined ? '' : `?realm=${encodeURIComponent(options.realm)}`}`, {
         bearer: accessToken,

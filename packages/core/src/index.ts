@@ -199,6 +199,13 @@ export { connectionNamedHeaders, relaysRequestHeader, relaysResponseHeader, upst
 export { removeOwnLink, renameOwnLink, selfServiceData, signInMethodWords } from './use-cases/account.js';
 export { authenticate, principalKeyBinding } from './use-cases/authenticate.js';
 export type { DpopRequest } from './use-cases/check-dpop-proof.js';
+export {
+  CONSOLE_AMR,
+  CONSOLE_FLOW_PROVIDER,
+  CONSOLE_LINK_TTL_SECONDS,
+  createConsoleLink,
+  redeemConsoleLink,
+} from './use-cases/console-link.js';
 export { createChallenge } from './use-cases/create-challenge.js';
 export { createSession } from './use-cases/create-session.js';
 export { enrollWithBootstrapToken } from './use-cases/enroll-with-bootstrap-token.js';

@@ -124,7 +124,13 @@ export async function openService(projectDir: string, options: ServiceOptions = 
   const flag = (name: ListenerName) => options.listenFlags?.[name];
   const surfaces: Surface[] = [];
   if (addresses.management !== undefined) {
-    surfaces.push(managementSurface(addresses.management, { flag: flag('management'), metrics: metrics?.metrics }));
+    surfaces.push(
+      managementSurface(addresses.management, {
+        flag: flag('management'),
+        metrics: metrics?.metrics,
+        version: options.version ?? 'unknown',
+      }),
+    );
   }
   if (addresses.node !== undefined) {
     surfaces.push(nodeSurface(addresses.node, { version: options.version ?? 'unknown', flag: flag('node'), metrics: metrics?.metrics }));

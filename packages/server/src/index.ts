@@ -48,6 +48,7 @@ export { ListenAddressError } from './http/listen-address-error.js';
 export { cleartextExposed, isLoopbackHost, resolveAppListen } from './http/network-listen.js';
 // The management API (loopback only).
 export { buildManagementApp, type ManagementAppOptions } from './management/app.js';
+export type { ConsoleOptions } from './management/console/console-routes.js';
 export { resolveManagementListen } from './management/listen-address.js';
 // The metrics listener and the instruments behind it.
 export { buildMetricsApp, type MetricsAppOptions } from './metrics/app.js';

@@ -146,7 +146,8 @@ describe('routes served against the document', () => {
   }
 
   test('a route registered without request and response schemas, or missing from the document, fails the build', () => {
-    const management = registeredRoutes(h.app);
+    // The console's HTML pages (docs/console.md) are not API routes: the document leaves them out.
+    const management = registeredRoutes(h.app).filter((r) => r.url !== '/console' && !r.url.startsWith('/console/'));
     const node = registeredRoutes(h.node);
     assert.ok(management.length > 0 && node.length > 0);
     const problems = [...management.map((r) => problemsOf(r, 'management')), ...node.map((r) => problemsOf(r, 'node'))].flat();

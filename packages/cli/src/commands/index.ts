@@ -71,6 +71,11 @@ export const COMMANDS: readonly CommandEntry[] = [
     load: async () => (await import('./auth-login.js')).authLogin,
   },
   {
+    path: ['auth', 'console'],
+    summary: 'Print a one-time URL (single use, 60 s, loopback) that signs a browser on this machine in to the management console.',
+    load: async () => (await import('./auth-console.js')).authConsole,
+  },
+  {
     path: ['auth', 'whoami'],
     summary: 'Show the principal of the saved session (refreshing the token pair when needed).',
     load: async () => (await import('./auth-whoami.js')).authWhoami,

@@ -23,7 +23,7 @@ import { auditDraft } from './event.js';
  * (`via: 'scim'`, its token id), or a local operator command. Recorded in every event.
  */
 export interface UserActor {
-  readonly via: 'management_api' | 'scim' | 'cli';
+  readonly via: 'management_api' | 'scim' | 'cli' | 'console';
   readonly subject: string | null;
   readonly session: string | null;
   /** The SCIM token's id, for `via: 'scim'`. */

@@ -1,5 +1,7 @@
-import { buildManagementApp, instrumentStore, type ServiceMetrics } from '@svc/server';
+import { buildManagementApp, ed25519KeyProvider, instrumentStore, type ServiceMetrics } from '@svc/server';
+import { verifyProjectAudit } from '../project-operations.js';
 import { listenOn } from './listen-on.js';
+import { componentStatus } from './node-surface.js';
 import type { Surface } from './surface.js';
 
 /**
@@ -11,17 +13,61 @@ import type { Surface } from './surface.js';
  */
 export function managementSurface(
   listen: { readonly host: string; readonly port: number },
-  opts: { readonly flag?: string | undefined; readonly metrics?: ServiceMetrics | undefined },
+  opts: { readonly flag?: string | undefined; readonly metrics?: ServiceMetrics | undefined; readonly version?: string },
 ): Surface {
   return {
     kind: 'management',
-    async start({ deps: base, log, connections }) {
+    async start({ project, deps: base, log, connections, providers }) {
       const metrics = opts.metrics;
       const deps = metrics === undefined ? base : { ...base, store: instrumentStore(base.store, metrics) };
       const app = await buildManagementApp({
         deps,
         logger: log,
         connectionLimits: connections.management,
+        // The console's Status and Pairing pages: the components and each provider's own health
+        // check, run when the page is opened (bounded by the provider host's call timeout).
+        console: {
+          providers: providers.map((p) => ({ name: p.policy.name, realms: p.policy.realms })),
+          status: async () => {
+            const c = componentStatus(project, base.store, opts.version ?? 'unknown');
+            return {
+              service: c.service,
+              store_addon: c.store_addon,
+              providers: [
+                {
+                  name: ed25519KeyProvider.name,
+                  kind: ed25519KeyProvider.kind,
+                  health: await ed25519KeyProvider.check().then(
+                    () => 'healthy',
+                    () => 'down: the Ed25519 self-test failed',
+                  ),
+                },
+                ...(await Promise.all(
+                  providers.map(async (p) => ({
+                    name: p.policy.name,
+                    kind: p.kind,
+                    package: p.packageName,
+                    version: p.packageVersion,
+                    verification: 'verified',
+                    health: await p.health().then(
+                      (h) => (h.status === 'ok' ? 'healthy' : `${h.status}${h.detail === undefined ? '' : `: ${h.detail}`}`),
+                      () => 'down: the health check failed',
+                    ),
+                  })),
+                )),
+              ],
+            };
+          },
+          // The whole chain, read from the store and checked link by link (`svc auth audit verify`).
+          verifyAudit: async () => {
+            const v = await verifyProjectAudit({ project, store: base.store, deps: base, log }, {});
+            return v.ok
+              ? { ok: true, events: v.events, head: v.head }
+              : v.broken === 'chain'
+                ? { ok: false, seq: v.seq, problem: v.problem }
+                : { ok: false, seq: null, problem: v.failures.join('; ') };
+          },
+        },
         ...(metrics === undefined ? {} : { metrics }),
       });
       const url = await listenOn(app, listen, { what: null, flag: opts.flag, env: 'SVC_MANAGEMENT_LISTEN' });

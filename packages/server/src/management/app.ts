@@ -9,6 +9,7 @@ import { serverOptions } from '../http/server-options.js';
 import { instrumentHttp } from '../metrics/instrument-http.js';
 import type { ServiceMetrics } from '../metrics/metrics.js';
 import { openApiJson } from '../openapi/document.js';
+import { type ConsoleOptions, registerConsole } from './console/console-routes.js';
 import { registerManagementRoutes } from './route-plugins.js';
 
 /** Options of {@link buildManagementApp}. */
@@ -25,6 +26,8 @@ export interface ManagementAppOptions {
   challenges?: ChallengeBudget;
   /** Connection caps of this listener. Default {@link MANAGEMENT_CONNECTION_LIMITS}: 128; smaller under a low descriptor limit (`planConnectionLimits`). */
   connectionLimits?: ConnectionLimits;
+  /** What the management console shows beyond the store (the node's status, its providers for link intents). */
+  console?: ConsoleOptions;
 }
 
 /**
@@ -52,5 +55,7 @@ export async function buildManagementApp(opts: ManagementAppOptions): Promise<Fa
   const limiter = opts.limiter ?? createFailureLimiter({ clock: deps.clock, store: deps.store, scope: 'signin' });
   const challenges = opts.challenges ?? createChallengeBudget({ clock: deps.clock });
   await registerManagementRoutes(app, { deps, limiter, challenges, openApiJson });
+  // The console's HTML pages are not API routes: outside the OpenAPI document's list.
+  await registerConsole(app, deps, opts.console);
   return app;
 }

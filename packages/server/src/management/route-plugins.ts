@@ -3,6 +3,7 @@ import { decoratePrincipal } from '../http/principal.js';
 import { sessionRoutes } from '../http/session-routes.js';
 import { type SignInRouteOptions, signInRoutes } from '../http/sign-in-routes.js';
 import { openApiRoute } from '../openapi/route.js';
+import { consoleLinkRoutes } from './console-link-routes.js';
 import { enrollRoutes } from './enroll-routes.js';
 import { healthRoutes } from './health-routes.js';
 import { operatorRoutes } from './operator-routes.js';
@@ -40,5 +41,6 @@ export async function registerManagementRoutes(app: FastifyInstance, opts: Manag
   await app.register(operatorRoutes, { deps });
   await app.register(userRoutes, { deps });
   await app.register(scimTokenRoutes, { deps });
+  await app.register(consoleLinkRoutes, { deps });
   await app.register(openApiRoute, { document: opts.openApiJson });
 }

@@ -208,4 +208,37 @@ body[data-width="medium"] main { max-width: 40rem; }
 .status:empty { display: none; }
 .status { color: #991b1b; font-weight: 600; }
 .needs { padding-left: 1.25rem; }
+/* console */
+.who { overflow-wrap: anywhere; min-width: 0; }
+.sr { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; }
+.bad { color: #991b1b; }
+.facts { display: grid; grid-template-columns: minmax(6rem, max-content) minmax(0, 1fr); gap: 0.25rem 1rem; margin: 0 0 1rem; }
+.facts dt { font-weight: 600; }
+.facts dd { margin: 0; overflow-wrap: anywhere; }
+.code-big { font-size: 1.75rem; letter-spacing: 0.1em; }
+pre { background: #f3f4f6; padding: 0.5rem 0.75rem; border-radius: 0.375rem; overflow-x: auto; }
+tr.fresh { background: #fefce8; }
+caption { text-align: left; padding: 0.25rem 0; }
+details { margin-top: 1.5rem; }
+summary { cursor: pointer; font-weight: 600; }
+body[data-console] main { max-width: 72rem; width: calc(100% - 2rem); }
+@media (max-width: 480px) { body[data-console] main { width: auto; } }
+.audit a { white-space: nowrap; }
+@media (max-width: 480px) {
+  body[data-console] table, body[data-console] tbody { display: block; width: 100%; }
+  body[data-console] thead { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); }
+  body[data-console] caption { display: block; }
+  body[data-console] tr { display: block; padding: 0.5rem 0; border-bottom: 1px solid #e5e7eb; }
+  body[data-console] td { display: inline-block; border: 0; padding: 0.15rem 0.75rem 0.15rem 0; vertical-align: top; }
+  body[data-console] td.details { display: block; min-width: 0; }
+  body[data-console] .when, body[data-console] code.type { white-space: normal; overflow-wrap: anywhere; }
+}
+body[data-console] .table-wrap { position: relative; }
+.filters { display: flex; flex-wrap: wrap; align-items: flex-end; gap: 0 1rem; margin-bottom: 1rem; }
+.filters .field { flex: 1 1 10rem; }
+.filters .field.wide { flex: 2 1 16rem; }
+.filters .actions { margin-top: 0.5rem; }
+.when { white-space: nowrap; }
+code.type { white-space: nowrap; overflow-wrap: normal; }
+td.details { overflow-wrap: anywhere; min-width: 14rem; }
 `;
