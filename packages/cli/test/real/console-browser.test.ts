@@ -4,9 +4,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { pairingProofString } from '@svc/core';
-import { checkPage } from '../../../../test-support/pages.js';
 import { cleanEnv, enrolledProject, keygen, type StartedProcess, startUntilReady, svcOk, tempDir } from '../helpers.js';
-import { launchBrowser } from '../repo.js';
+import { checkPage, launchBrowser } from '../repo.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: API JSON is inspected field by field
 type Json = any;
