@@ -1,23 +1,4 @@
-import { parseCommandArgs } from '../args.js';
-import type { Command } from '../command.js';
-import { SESSION_HELP, SESSION_OPTIONS, viaApi } from '../operator-api.js';
-import { printUser } from '../operator-output.js';
-import { printText } from '../output.js';
-import { subjectArgument } from '../user-options.js';
-
-const spec = {
-  name: 'svc auth users disable',
-  summary:
-    'Disable a user: refuse its sign-ins and revoke all its sessions at once, on every node (audited; refuses the last management user).',
-  usage: 'svc auth users disable <SUBJECT> [--json]',
-  help: [
-    '<SUBJECT>             the sub_... id (see `svc auth users`)',
-    '--json                print {"user": User, "revoked_sessions"}',
-    ...SESSION_HELP,
-  ],
-  options: { ...SESSION_OPTIONS },
-  positionals: ['SUBJECT'],
-} as const;
+import { userStatusCommand } from '../user-options.js';
 
 /**
  * `svc auth users disable <SUBJECT>`: `POST /v1/auth/users/:subject/disable`.
@@ -25,18 +6,7 @@ const spec = {
  * @example
  * await authUsersDisable.run(['sub_01J...']);
  */
-export const authUsersDisable: Command = {
-  path: ['auth', 'users', 'disable'],
-  summary: spec.summary,
-  async run(argv) {
-    const args = parseCommandArgs(spec, argv);
-    if (args === null) return 0;
-    const subject = subjectArgument(spec.name, args.positionals[0]);
-    const result = await viaApi(args.values, 'disable refused', (api, token) => api.disableUser(token, subject), {
-      invalidRequest: 'refusal',
-    });
-    if (args.values.json === true) printUser(result.user, true, { revoked_sessions: result.revoked_sessions });
-    else printText(`disabled user ${result.user.subject}; revoked ${result.revoked_sessions} session(s)`);
-    return 0;
-  },
-};
+export const authUsersDisable = userStatusCommand(
+  'disable',
+  'Disable a user: refuse its sign-ins and revoke all its sessions at once, on every node (audited; refuses the last management user).',
+);
