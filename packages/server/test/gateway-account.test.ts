@@ -85,9 +85,36 @@ describe('the account page (/.svc/account)', () => {
   before(async () => {
     phone = passkeyProvider('passkey');
     laptop = passkeyProvider('passkey2');
-    h = await startGatewayHarness({ socket: false, store: 'memory', attach: echoAttach, gateway: { providers: [phone, laptop] } });
+    const corp = testRedirectProvider({
+      name: 'corp',
+      kind: 'oidc',
+      issuer: 'https://login.example.com',
+      subject: 'ada-at-corp',
+      claims: { email: 'ada@corp.example', email_verified: true },
+      policy: { label: 'Acme SSO' },
+    });
+    h = await startGatewayHarness({ socket: false, store: 'memory', attach: echoAttach, gateway: { providers: [phone, laptop, corp] } });
   });
   after(() => h.close());
+
+  test('company sign-ins are listed by their label (never the module alias) and can be unlinked while a passkey remains', async () => {
+    const jar = await signUp(h, 'passkey');
+    await linkAnother(h, jar, 'corp');
+    const r = await page(h, jar);
+    assert.equal(r.status, 200);
+    assert.match(r.text, /<h2 id="logins">Your company sign-ins<\/h2>/);
+    assert.match(r.text, /<strong>Acme SSO<\/strong>: ada@corp\.example/);
+    assert.doesNotMatch(r.text, />corp</, 'no module alias shown');
+    const id = /action="\/\.svc\/account\/logins\/(lnk_[A-Za-z0-9_-]+)\/remove"/.exec(r.text)?.[1];
+    assert.ok(id, r.text);
+    const removed = await formPost(h, jar, `/.svc/account/logins/${id}/remove`);
+    assert.equal(removed.status, 303, removed.text);
+    assert.equal(removed.headers.get('location'), '/.svc/account?done=unlinked');
+    assert.notEqual((await h.deps.store.getLink(id))?.removedAt, null);
+    const after = await page(h, jar, '?done=unlinked');
+    assert.match(after.text, /The company sign-in was unlinked/);
+    assert.doesNotMatch(after.text, /Your company sign-ins/);
+  });
 
   test('a browser without a session is sent to sign in and back to the account page', async () => {
     const r = await browserRequest(h, 'GET', '/.svc/account', { headers: { accept: 'text/html' } });

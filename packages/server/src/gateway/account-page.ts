@@ -22,6 +22,19 @@ export interface AccountSession {
   readonly current: boolean;
 }
 
+/** One of the person's company logins (a link of an identity provider other than passkeys). */
+export interface AccountLogin {
+  readonly id: string;
+  /** The provider's label (`:provider/label`), else a plain description: never the module alias. */
+  readonly provider: string;
+  /** The identity it links (its email at the provider, as the link was named). */
+  readonly name: string;
+  readonly createdAt: number;
+  readonly lastUsedAt: number | null;
+  /** Whether this session was signed in with it. */
+  readonly current: boolean;
+}
+
 /** One of the person's passkeys (a WebAuthn link). */
 export interface AccountPasskey {
   readonly id: string;
@@ -54,6 +67,8 @@ export interface AccountPageInput {
   readonly passkeys: readonly AccountPasskey[];
   /** Other ways in the person has (linked company logins, device keys), counted for the "last one" hint. */
   readonly otherCredentials: number;
+  /** The person's company logins (links of identity providers), listed beside the passkeys. */
+  readonly logins?: readonly AccountLogin[];
   readonly passkeyProviders: readonly AccountPasskeyProvider[];
   readonly notice?: AccountNotice | null;
 }
@@ -163,6 +178,9 @@ export function renderAccountPage(input: AccountPageInput): string {
   const { name, email, email_verified, groups } = principal.claims;
   const viewer: PageViewer = { name: name ?? null, email: email ?? null, subject: principal.subject, signOutPath: LOGOUT_PATH };
   const onlyWayIn = input.passkeys.length === 1 && input.otherCredentials === 0;
+  const logins = input.logins ?? [];
+  // A company login that is the person's one way in (no passkey, no other login or device key).
+  const onlyLogin = input.passkeys.length === 0 && input.otherCredentials <= 1;
   const others = input.sessions.filter((s) => !s.current).length;
   const provider = input.passkeyProviders[0];
   const main = html`
@@ -217,11 +235,31 @@ ${
 }
 ${
   provider !== undefined &&
-  html`<p><button type="button" id="add-passkey" class="button primary" data-provider="${provider.name}">Add another passkey</button></p>
+  html`<p><button type="button" id="add-passkey" class="button primary" data-provider="${provider.name}">${input.passkeys.length === 0 ? 'Add a passkey' : 'Add another passkey'}</button></p>
 <p id="add-status" role="status" class="muted"></p>
-<p class="muted">Lost a device? Add a passkey on one you still have, then remove the lost one here. If you have none left, ask your administrator for a recovery code.</p>`
+${input.passkeys.length > 0 && html`<p class="muted">Lost a device? Add a passkey on one you still have, then remove the lost one here. If you have none left, ask your administrator for a recovery code.</p>`}`
 }
 </section>
+
+${
+  logins.length > 0 &&
+  html`<section aria-labelledby="logins">
+<h2 id="logins">Your company sign-ins</h2>
+<ul class="cards logins">${logins.map(
+    (l) => html`<li class="card">
+  <p class="card-title"><strong>${l.provider}</strong>: ${l.name}${l.current && html` <span class="tag ok">used for this session</span>`}</p>
+  <p class="muted">Linked ${timeOf(l.createdAt)} · ${l.lastUsedAt === null ? 'never used to sign in' : html`last used ${timeOf(l.lastUsedAt)}`}</p>
+  ${
+    onlyLogin
+      ? html`<p class="muted">This is your only way to sign in, so it cannot be removed. Add a passkey first.</p>`
+      : html`<form method="post" action="${ACCOUNT_PATH}/logins/${l.id}/remove">
+    <button type="submit" class="button danger" aria-label="Unlink ${l.provider}: ${l.name}">Unlink</button>
+  </form>`
+  }
+</li>`,
+  )}</ul>
+</section>`
+}
 
 <section aria-labelledby="sessions">
 <h2 id="sessions">Where you are signed in</h2>

@@ -36,6 +36,7 @@ const DONE: Readonly<Record<string, string>> = {
   added: 'Your new passkey is ready. Give it a name you will recognise.',
   renamed: 'The passkey was renamed.',
   removed: 'The passkey was removed: it can no longer sign in to your account.',
+  unlinked: 'The company sign-in was unlinked: it can no longer sign in to your account.',
   'signed-out-elsewhere': 'You are now signed out everywhere else.',
 };
 
@@ -106,7 +107,15 @@ export const accountRoutes: FastifyPluginAsync<AccountRouteOptions> = async (app
       deps.store.listDevices(own),
     ]);
     const names = new Map<string, string>([
-      ...links.map((l) => [l.id, passkeyTitle(l, principal)] as const),
+      ...links.map(
+        (l) =>
+          [
+            l.id,
+            byName.get(l.provider)?.kind === 'webauthn'
+              ? passkeyTitle(l, principal)
+              : `${labelOf(byName.get(l.provider)) ?? 'your company sign-in'} (${l.name})`,
+          ] as const,
+      ),
       ...devices.map((d) => [d.id, `Device key ${d.name}`] as const),
     ]);
     const isPasskey = (provider: string) => byName.get(provider)?.kind === 'webauthn';
@@ -135,6 +144,16 @@ export const accountRoutes: FastifyPluginAsync<AccountRouteOptions> = async (app
         current: l.id === principal.device,
       })),
       otherCredentials: links.length - passkeys.length + devices.length,
+      logins: links
+        .filter((l) => !isPasskey(l.provider))
+        .map((l) => ({
+          id: l.id,
+          provider: labelOf(byName.get(l.provider)) ?? 'Your company sign-in',
+          name: l.name,
+          createdAt: l.createdAt,
+          lastUsedAt: l.lastUsedAt,
+          current: l.id === principal.device,
+        })),
       passkeyProviders: passkeyProviders.map((p) => ({ name: p.policy.name })),
       notice,
     });
@@ -195,12 +214,16 @@ export const accountRoutes: FastifyPluginAsync<AccountRouteOptions> = async (app
       }),
     );
 
-    scope.post<{ Params: { id: string } }>(`${ACCOUNT_PATH}/passkeys/:id/remove`, async (req, reply) =>
-      act(req, reply, async (principal) => {
-        const removed = await removeOwnLink(deps, { principal, linkId: req.params.id });
-        // The passkey that signed this browser in ended this session too: the sign-in page next.
-        return removed.signed_out ? SIGNED_OUT : 'removed';
-      }),
-    );
+    // A passkey or a company login: either is one of the person's links, removed by the same rule
+    // (never the last way in).
+    for (const kind of ['passkeys', 'logins'] as const) {
+      scope.post<{ Params: { id: string } }>(`${ACCOUNT_PATH}/${kind}/:id/remove`, async (req, reply) =>
+        act(req, reply, async (principal) => {
+          const removed = await removeOwnLink(deps, { principal, linkId: req.params.id });
+          // The credential that signed this browser in ended this session too: the sign-in page next.
+          return removed.signed_out ? SIGNED_OUT : kind === 'passkeys' ? 'removed' : 'unlinked';
+        }),
+      );
+    }
   });
 };

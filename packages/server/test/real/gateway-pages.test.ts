@@ -124,6 +124,26 @@ describe('the branded sign-in page, the 403, 404 and 400 pages, and step-up', ()
     }
   });
 
+  test('the account page of a person who signs in with the company sign-in: listed by its label, kept while it is the only way in', async () => {
+    const context = await browser.newContext();
+    try {
+      const page = await context.newPage();
+      await page.goto(`${h.gatewayBase}/.svc/account`);
+      await page.click('a[data-provider="corp"]');
+      await page.waitForURL(`${h.gatewayBase}/.svc/account`);
+      assert.equal(await page.textContent('#logins'), 'Your company sign-ins');
+      const card = (await page.textContent('ul.logins')) ?? '';
+      assert.match(card, /Acme SSO: alice@example\.com/);
+      assert.match(card, /only way to sign in, so it cannot be removed/);
+      assert.equal(await page.locator('ul.logins button').count(), 0, 'no unlink button for the only way in');
+      assert.match((await page.textContent('ul.sessions')) ?? '', /Signed in with Acme SSO \(alice@example\.com\)/);
+      assert.equal((await page.textContent('#add-passkey'))?.trim(), 'Add a passkey');
+      await checkPage(page, 'account-company-sign-in');
+    } finally {
+      await context.close();
+    }
+  });
+
   test('signed in without the group a path needs: a 403 page naming who is signed in and what the path needs, with a way to switch accounts', async () => {
     const context = await browser.newContext();
     try {
