@@ -53,4 +53,14 @@ export const ACCOUNT_ROUTE_DOCS: Readonly<Record<string, DocumentedSchema>> = {
       ...problemResponses(403, 503),
     },
   }),
+  [`POST ${ACCOUNT_PAGE_PATH}/logins/:id/remove`]: documented({
+    summary: 'Unlink one of your company sign-ins, never the last way in (a same-origin form; audited as self-service)',
+    params: linkParams,
+    response: {
+      303: DONE,
+      404: page('Not your company sign-in'),
+      409: page('`last_credential`: your only way to sign in (the page says so)'),
+      ...problemResponses(403, 503),
+    },
+  }),
 };
