@@ -1,57 +1,18 @@
 import assert from 'node:assert/strict';
-import { createPrivateKey, sign } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { pairingProofString } from '@svc/core';
-import { cleanEnv, enrolledProject, keygen, type StartedProcess, startUntilReady, svcOk, tempDir } from '../helpers.js';
+import { cleanEnv, enrolledProject, keygen, type StartedProcess, svcOk, tempDir } from '../helpers.js';
 import { checkPage, launchBrowser } from '../repo.js';
+import { callJson, type ServedUrls, serveAll, signWith } from '../support/serve-all.js';
 
-// biome-ignore lint/suspicious/noExplicitAny: API JSON is inspected field by field
-type Json = any;
-
-type Urls = { management: string; node: string; app: string };
 type Browser = Awaited<ReturnType<typeof launchBrowser>>;
 type Page = Awaited<ReturnType<Browser['newPage']>>;
-
-const READY = {
-  management: /svc auth: management API listening on (http:\/\/\S+)\n/,
-  node: /svc node: node surface listening on (http:\/\/\S+)\n/,
-  app: /svc app: application gateway listening on (http:\/\/\S+)\n/,
-};
-
-function serve(dir: string, env: NodeJS.ProcessEnv): Promise<StartedProcess<Urls>> {
-  return startUntilReady(
-    ['serve', '--management-listen', '127.0.0.1:0', '--node-listen', '127.0.0.1:0', '--app-listen', '127.0.0.1:0', dir],
-    (out) => {
-      const [m, n, a] = [READY.management.exec(out), READY.node.exec(out), READY.app.exec(out)];
-      return m && n && a ? { management: m[1] as string, node: n[1] as string, app: a[1] as string } : null;
-    },
-    { env },
-  );
-}
-
-async function call(url: string, method: string, token?: string, body?: unknown): Promise<{ status: number; body: Json }> {
-  const res = await fetch(url, {
-    method,
-    headers: {
-      ...(token === undefined ? {} : { authorization: `Bearer ${token}` }),
-      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-    },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  const text = await res.text();
-  return { status: res.status, body: text === '' ? null : JSON.parse(text) };
-}
-
-function signWith(keyFile: string, message: string): string {
-  return sign(null, Buffer.from(message, 'utf8'), createPrivateKey(readFileSync(keyFile))).toString('hex');
-}
 
 describe('the management console in Chromium, through svc serve and svc auth console', () => {
   const tmp = tempDir('svc-console-browser-');
   const adminEnv = cleanEnv({ HOME: join(tmp.dir, 'admin-home'), SVC_CREDENTIALS: join(tmp.dir, 'admin-home', 'credentials.json') });
-  let server: StartedProcess<Urls>;
+  let server: StartedProcess<ServedUrls>;
   let browser: Browser;
   let page: Page;
   let adminKey: string;
@@ -62,7 +23,7 @@ describe('the management console in Chromium, through svc serve and svc auth con
   before(async () => {
     const p = await enrolledProject(tmp.dir, { env: adminEnv });
     adminKey = p.keyFile;
-    server = await serve(p.dir, adminEnv);
+    server = await serveAll(p.dir, adminEnv);
     await svcOk(['auth', 'login', '--key', p.keyFile, '--url', server.ready.management], { env: adminEnv });
     browser = await launchBrowser();
     page = await (await browser.newContext({ viewport: { width: 1100, height: 800 } })).newPage();
@@ -116,8 +77,8 @@ describe('the management console in Chromium, through svc serve and svc auth con
     const code = ((await page.textContent('.code-big')) ?? '').trim();
     const intentId = ((await page.textContent('.facts dd code')) ?? '').trim();
     assert.match(code, /^[0-9A-Z]{4}-[0-9A-Z]{4}$/);
-    const nodeId = (await call(`${server.ready.node}/.well-known/edge`, 'GET')).body.node_id as string;
-    const completed = await call(`${server.ready.node}/edge/0-alpha/pairing/complete`, 'POST', undefined, {
+    const nodeId = (await callJson(`${server.ready.node}/.well-known/edge`, 'GET')).body.node_id as string;
+    const completed = await callJson(`${server.ready.node}/edge/0-alpha/pairing/complete`, 'POST', undefined, {
       intent_id: intentId,
       code,
       public_key: devicePublic,
@@ -125,14 +86,14 @@ describe('the management console in Chromium, through svc serve and svc auth con
     });
     assert.equal(completed.status, 201, JSON.stringify(completed.body));
     const subject = completed.body.device.subject as string;
-    const challenge = await call(`${server.ready.app}/.svc/auth/v1/challenges`, 'POST', undefined, { public_key: devicePublic });
-    const signedIn = await call(`${server.ready.app}/.svc/auth/v1/sessions`, 'POST', undefined, {
+    const challenge = await callJson(`${server.ready.app}/.svc/auth/v1/challenges`, 'POST', undefined, { public_key: devicePublic });
+    const signedIn = await callJson(`${server.ready.app}/.svc/auth/v1/sessions`, 'POST', undefined, {
       challenge_id: challenge.body.challenge_id,
       signature: signWith(deviceKey, challenge.body.challenge),
     });
     assert.equal(signedIn.status, 201);
     const oldToken = signedIn.body.access_token as string;
-    assert.equal((await call(`${server.ready.app}/.svc/auth/v1/me`, 'GET', oldToken)).status, 200);
+    assert.equal((await callJson(`${server.ready.app}/.svc/auth/v1/me`, 'GET', oldToken)).status, 200);
 
     // Users: the list, the user's page, give them a name, then disable them.
     await page.click('nav >> text=Users');
@@ -146,7 +107,7 @@ describe('the management console in Chromium, through svc serve and svc auth con
     await page.click('button:has-text("Disable user")');
     assert.match((await page.textContent('[role=status]')) ?? '', /disabled/);
     await checkPage(page, 'console-user');
-    const refused = await call(`${server.ready.app}/.svc/auth/v1/me`, 'GET', oldToken);
+    const refused = await callJson(`${server.ready.app}/.svc/auth/v1/me`, 'GET', oldToken);
     assert.equal(refused.status, 401, 'the next request with the old token');
     assert.equal(refused.body.code, 'invalid_token');
     await page.click('nav >> text=Users');

@@ -1,72 +1,34 @@
 import assert from 'node:assert/strict';
-import { createPrivateKey, sign } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { pairingProofString } from '@svc/core';
-import { cleanEnv, enrolledProject, type StartedProcess, startUntilReady, svc, svcOk, tempDir } from '../helpers.js';
+import { cleanEnv, enrolledProject, type StartedProcess, svc, svcOk, tempDir } from '../helpers.js';
 import { keygenInProcess as keygen, svcOkInProcess } from '../in-process.js';
 import { currentCredentials } from '../support/credentials-file.js';
+import { callJson, type ServedUrls, serveAll, signWith } from '../support/serve-all.js';
 import { createSchemas, loginOverHttp, writePostgresProject } from '../support/store-projects.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: CLI and API JSON is inspected field by field
 type Json = any;
 
-const READY = {
-  management: /svc auth: management API listening on (http:\/\/\S+)\n/,
-  node: /svc node: node surface listening on (http:\/\/\S+)\n/,
-  app: /svc app: application gateway listening on (http:\/\/\S+)\n/,
-};
-
-type Urls = { management: string; node: string; app: string };
-
-/** `svc serve` of `dir` with every listener on a free loopback port, until all three are ready. */
-function serve(dir: string, env: NodeJS.ProcessEnv): Promise<StartedProcess<Urls>> {
-  return startUntilReady(
-    ['serve', '--management-listen', '127.0.0.1:0', '--node-listen', '127.0.0.1:0', '--app-listen', '127.0.0.1:0', dir],
-    (out) => {
-      const [m, n, a] = [READY.management.exec(out), READY.node.exec(out), READY.app.exec(out)];
-      return m && n && a ? { management: m[1] as string, node: n[1] as string, app: a[1] as string } : null;
-    },
-    { env },
-  );
-}
-
-async function call(url: string, method: string, token?: string, body?: unknown): Promise<{ status: number; body: Json }> {
-  const res = await fetch(url, {
-    method,
-    headers: {
-      ...(token === undefined ? {} : { authorization: `Bearer ${token}` }),
-      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-    },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  const text = await res.text();
-  return { status: res.status, body: text === '' ? null : JSON.parse(text) };
-}
-
-function signWith(keyFile: string, message: string): string {
-  return sign(null, Buffer.from(message, 'utf8'), createPrivateKey(readFileSync(keyFile))).toString('hex');
-}
-
 /** Pairs `keyFile` as an application device of `subject` (or a new subject) over HTTP; the completion's answer. */
 async function pairOverHttp(
-  urls: Urls,
+  urls: ServedUrls,
   adminToken: string,
   keyFile: string,
   publicKey: string,
   subject?: string,
   realm: 'application' | 'management' = 'application',
 ): Promise<{ status: number; body: Json; retry: () => Promise<{ status: number; body: Json }> }> {
-  const prepared = await call(`${urls.node}/edge/0-alpha/pairing/prepare`, 'POST', adminToken, {
+  const prepared = await callJson(`${urls.node}/edge/0-alpha/pairing/prepare`, 'POST', adminToken, {
     realm,
     public_key: publicKey,
     ...(subject === undefined ? {} : { subject }),
   });
   assert.equal(prepared.status, 201, JSON.stringify(prepared.body));
-  const nodeId = (await call(`${urls.node}/.well-known/edge`, 'GET')).body.node_id as string;
+  const nodeId = (await callJson(`${urls.node}/.well-known/edge`, 'GET')).body.node_id as string;
   const complete = () =>
-    call(`${urls.node}/edge/0-alpha/pairing/complete`, 'POST', undefined, {
+    callJson(`${urls.node}/edge/0-alpha/pairing/complete`, 'POST', undefined, {
       intent_id: prepared.body.intent_id,
       code: prepared.body.code,
       public_key: publicKey,
@@ -77,9 +39,9 @@ async function pairOverHttp(
 
 /** Challenge, signature, session at a gateway: an application-realm sign-in over HTTP. */
 async function appSignIn(app: string, keyFile: string, publicKey: string): Promise<{ status: number; body: Json }> {
-  const c = await call(`${app}/.svc/auth/v1/challenges`, 'POST', undefined, { public_key: publicKey });
+  const c = await callJson(`${app}/.svc/auth/v1/challenges`, 'POST', undefined, { public_key: publicKey });
   assert.equal(c.status, 201);
-  return call(`${app}/.svc/auth/v1/sessions`, 'POST', undefined, {
+  return callJson(`${app}/.svc/auth/v1/sessions`, 'POST', undefined, {
     challenge_id: c.body.challenge_id,
     signature: signWith(keyFile, c.body.challenge),
   });
@@ -90,12 +52,12 @@ describe('disabling a user, through the installed svc and svc serve on SQLite', 
   const adminEnv = cleanEnv({ HOME: join(tmp.dir, 'admin-home'), SVC_CREDENTIALS: join(tmp.dir, 'admin-home', 'credentials.json') });
   const appCreds = join(tmp.dir, 'device-home', 'credentials.json');
   const deviceEnv = cleanEnv({ HOME: join(tmp.dir, 'device-home'), SVC_CREDENTIALS: appCreds });
-  let server: StartedProcess<Urls>;
+  let server: StartedProcess<ServedUrls>;
   let adminToken: string;
 
   before(async () => {
     const p = await enrolledProject(tmp.dir, { env: adminEnv });
-    server = await serve(p.dir, adminEnv);
+    server = await serveAll(p.dir, adminEnv);
     await svcOk(['auth', 'login', '--key', p.keyFile, '--url', server.ready.management], { env: adminEnv });
     adminToken = currentCredentials(join(tmp.dir, 'admin-home', 'credentials.json')).access_token;
   });
@@ -113,7 +75,7 @@ describe('disabling a user, through the installed svc and svc serve on SQLite', 
     await svcOk(login, { env: deviceEnv });
     const stolen = currentCredentials(appCreds).access_token as string;
     const subject = JSON.parse((await svcOk(['auth', 'whoami', '--json'], { env: deviceEnv })).stdout).subject as string;
-    assert.equal((await call(`${server.ready.app}/dashboard`, 'GET', stolen)).status, 404, 'past authentication (nothing attached)');
+    assert.equal((await callJson(`${server.ready.app}/dashboard`, 'GET', stolen)).status, 404, 'past authentication (nothing attached)');
     // Another device key, to be paired to the same user while it is disabled.
     const secondKey = join(tmp.dir, 'second.pem');
     const secondPublic = await keygen(secondKey, { env: deviceEnv });
@@ -122,10 +84,10 @@ describe('disabling a user, through the installed svc and svc serve on SQLite', 
     assert.equal(disabled.user.status, 'disabled');
     assert.equal(disabled.revoked_sessions, 1);
 
-    const refused = await call(`${server.ready.app}/dashboard`, 'GET', stolen);
+    const refused = await callJson(`${server.ready.app}/dashboard`, 'GET', stolen);
     assert.equal(refused.status, 401, 'the very next request with the old access token');
     assert.equal(refused.body.code, 'invalid_token');
-    assert.equal((await call(`${server.ready.app}/.svc/auth/v1/me`, 'GET', stolen)).status, 401);
+    assert.equal((await callJson(`${server.ready.app}/.svc/auth/v1/me`, 'GET', stolen)).status, 401);
     const whoami = await svc(['auth', 'whoami'], { env: deviceEnv });
     assert.equal(whoami.code, 1, 'the saved session cannot be refreshed either');
     assert.match(whoami.stderr, /invalid_refresh_token/);
@@ -146,7 +108,7 @@ describe('disabling a user, through the installed svc and svc serve on SQLite', 
     assert.equal(shown.user.status, 'disabled');
     const enabled = JSON.parse((await svcOk(['auth', 'users', 'enable', subject, '--json'], { env: adminEnv })).stdout);
     assert.equal(enabled.user.status, 'active');
-    assert.equal((await call(`${server.ready.app}/dashboard`, 'GET', stolen)).status, 401, 'the revoked session stays revoked');
+    assert.equal((await callJson(`${server.ready.app}/dashboard`, 'GET', stolen)).status, 401, 'the revoked session stays revoked');
     await svcOk(login, { env: deviceEnv });
     const back = JSON.parse((await svcOk(['auth', 'whoami', '--json'], { env: deviceEnv })).stdout);
     assert.equal(back.subject, subject, 'sign-in works again');
@@ -178,7 +140,7 @@ describe('disabling a user, through the installed svc and svc serve on SQLite', 
 
     const disabled = JSON.parse((await svcOk(['auth', 'users', 'disable', second, '--json'], { env: adminEnv })).stdout);
     assert.equal(disabled.revoked_sessions, 1);
-    const me = await call(`${server.ready.management}/v1/auth/me`, 'GET', stolen);
+    const me = await callJson(`${server.ready.management}/v1/auth/me`, 'GET', stolen);
     assert.equal(me.status, 401, 'the very next request with its access token');
     assert.equal(me.body.code, 'invalid_token');
     const listing = await svc(['auth', 'users'], { env: secondEnv });
@@ -204,7 +166,7 @@ describe('disabling a user on a two-node PostgreSQL cluster (two svc serve proce
   const tmp = tempDir('svc-user-lifecycle-pg-');
   const env = cleanEnv({ HOME: tmp.dir, SVC_CREDENTIALS: join(tmp.dir, 'creds.json') });
   const schemas = createSchemas();
-  const nodes: StartedProcess<Urls>[] = [];
+  const nodes: StartedProcess<ServedUrls>[] = [];
   let keyFile: string;
   let publicKey: string;
 
@@ -213,7 +175,7 @@ describe('disabling a user on a two-node PostgreSQL cluster (two svc serve proce
     const p = await enrolledProject(tmp.dir, { env });
     keyFile = p.keyFile;
     publicKey = p.publicKey;
-    for (let i = 0; i < 2; i++) nodes.push(await serve(p.dir, env));
+    for (let i = 0; i < 2; i++) nodes.push(await serveAll(p.dir, env));
   });
   after(async () => {
     for (const n of nodes) await n.stop('SIGKILL');
@@ -225,7 +187,7 @@ describe('disabling a user on a two-node PostgreSQL cluster (two svc serve proce
   });
 
   test("a disabled user's stolen access tokens are refused on every node at once, whichever node issued them", async () => {
-    const [a, b] = nodes.map((n) => n.ready) as [Urls, Urls];
+    const [a, b] = nodes.map((n) => n.ready) as [ServedUrls, ServedUrls];
     const admin = await loginOverHttp(a.management, keyFile, publicKey);
     const appKey = join(tmp.dir, 'app.pem');
     const appPublic = await keygen(appKey, { env });
@@ -239,11 +201,11 @@ describe('disabling a user on a two-node PostgreSQL cluster (two svc serve proce
     assert.equal(onB.status, 201);
     for (const node of [a, b]) {
       for (const pair of [onA.body, onB.body]) {
-        assert.equal((await call(`${node.app}/.svc/auth/v1/me`, 'GET', pair.access_token)).status, 200, 'accepted before the disable');
+        assert.equal((await callJson(`${node.app}/.svc/auth/v1/me`, 'GET', pair.access_token)).status, 200, 'accepted before the disable');
       }
     }
 
-    const disabled = await call(`${a.management}/v1/auth/users/${subject}/disable`, 'POST', admin.access_token, {});
+    const disabled = await callJson(`${a.management}/v1/auth/users/${subject}/disable`, 'POST', admin.access_token, {});
     assert.equal(disabled.status, 200, JSON.stringify(disabled.body));
     assert.equal(disabled.body.revoked_sessions, 2);
 
@@ -252,7 +214,7 @@ describe('disabling a user on a two-node PostgreSQL cluster (two svc serve proce
       ['B', b],
     ] as const) {
       for (const pair of [onA.body, onB.body]) {
-        const r = await call(`${node.app}/dashboard`, 'GET', pair.access_token);
+        const r = await callJson(`${node.app}/dashboard`, 'GET', pair.access_token);
         assert.equal(r.status, 401, `node ${name}, the very next request with ${pair.session_id}`);
         assert.equal(r.body.code, 'invalid_token');
       }
@@ -263,18 +225,18 @@ describe('disabling a user on a two-node PostgreSQL cluster (two svc serve proce
 
     // Node B's management API sees the disable and enables the user; node A then signs it in.
     const adminOnB = await loginOverHttp(b.management, keyFile, publicKey);
-    const user = await call(`${b.management}/v1/auth/users/${subject}`, 'GET', adminOnB.access_token);
+    const user = await callJson(`${b.management}/v1/auth/users/${subject}`, 'GET', adminOnB.access_token);
     assert.equal(user.body.user.status, 'disabled');
-    assert.equal((await call(`${b.management}/v1/auth/users/${subject}/enable`, 'POST', adminOnB.access_token, {})).status, 200);
+    assert.equal((await callJson(`${b.management}/v1/auth/users/${subject}/enable`, 'POST', adminOnB.access_token, {})).status, 200);
     assert.equal((await appSignIn(a.app, appKey, appPublic)).status, 201);
   });
 
   test('the last administrator cannot be disabled through either node (409 last_management_user)', async () => {
-    const [a, b] = nodes.map((n) => n.ready) as [Urls, Urls];
+    const [a, b] = nodes.map((n) => n.ready) as [ServedUrls, ServedUrls];
     for (const node of [a, b]) {
       const admin = await loginOverHttp(node.management, keyFile, publicKey);
-      const self = (await call(`${node.management}/v1/auth/me`, 'GET', admin.access_token)).body.subject as string;
-      const r = await call(`${node.management}/v1/auth/users/${self}/disable`, 'POST', admin.access_token, {});
+      const self = (await callJson(`${node.management}/v1/auth/me`, 'GET', admin.access_token)).body.subject as string;
+      const r = await callJson(`${node.management}/v1/auth/users/${self}/disable`, 'POST', admin.access_token, {});
       assert.equal(r.status, 409);
       assert.equal(r.body.code, 'last_management_user');
     }

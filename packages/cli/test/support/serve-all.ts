@@ -1,0 +1,61 @@
+// `svc serve` with all three listeners on free loopback ports, and the plain HTTP calls and
+// Ed25519 signatures the end-to-end tests make against it, as any client would.
+import { createPrivateKey, sign } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { type StartedProcess, startUntilReady } from '../helpers.js';
+
+/** The three listeners' addresses, as `svc serve` printed them. */
+export type ServedUrls = { management: string; node: string; app: string };
+
+const READY = {
+  management: /svc auth: management API listening on (http:\/\/\S+)\n/,
+  node: /svc node: node surface listening on (http:\/\/\S+)\n/,
+  app: /svc app: application gateway listening on (http:\/\/\S+)\n/,
+};
+
+/**
+ * `svc serve` of `dir` with every listener on a free loopback port, until all three are ready.
+ *
+ * @example
+ * const served = await serveAll(dir, cleanEnv());
+ */
+export function serveAll(dir: string, env: NodeJS.ProcessEnv): Promise<StartedProcess<ServedUrls>> {
+  return startUntilReady(
+    ['serve', '--management-listen', '127.0.0.1:0', '--node-listen', '127.0.0.1:0', '--app-listen', '127.0.0.1:0', dir],
+    (out) => {
+      const [m, n, a] = [READY.management.exec(out), READY.node.exec(out), READY.app.exec(out)];
+      return m && n && a ? { management: m[1] as string, node: n[1] as string, app: a[1] as string } : null;
+    },
+    { env },
+  );
+}
+
+/**
+ * A JSON call over real HTTP, with a bearer token when given: its status and parsed body.
+ *
+ * @example
+ * const r = await callJson(`${urls.management}/v1/auth/users`, 'GET', token);
+ */
+// biome-ignore lint/suspicious/noExplicitAny: API JSON is inspected field by field by the tests
+export async function callJson(url: string, method: string, token?: string, body?: unknown): Promise<{ status: number; body: any }> {
+  const res = await fetch(url, {
+    method,
+    headers: {
+      ...(token === undefined ? {} : { authorization: `Bearer ${token}` }),
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  const text = await res.text();
+  return { status: res.status, body: text === '' ? null : JSON.parse(text) };
+}
+
+/**
+ * The hex Ed25519 signature of `message` (its UTF-8 bytes) by the PEM key in `keyFile`.
+ *
+ * @example
+ * const signature = signWith(keyFile, challenge.challenge);
+ */
+export function signWith(keyFile: string, message: string): string {
+  return sign(null, Buffer.from(message, 'utf8'), createPrivateKey(readFileSync(keyFile))).toString('hex');
+}
