@@ -152,3 +152,61 @@ export function checkAuditCheckpoint(
   }
   return { ok: true };
 }
+
+/** One checkpoint line as {@link reviewAuditCheckpoints} reports it (the wire's `AuditCheckpointReviewJson`). */
+export interface AuditCheckpointReview {
+  readonly line: number;
+  readonly at: string | null;
+  readonly length: number | null;
+  readonly head: string | null;
+  readonly node_id: string | null;
+  readonly ok: boolean;
+  readonly problem: Exclude<CheckpointVerdict, { ok: true }>['problem'] | null;
+  readonly detail: string | null;
+}
+
+/**
+ * Reviews an export of signed checkpoints (the text of the file, one JSON per line) against the
+ * chain as it is now and the node key history: every line is checked with
+ * {@link checkAuditCheckpoint}; the answer counts them all and the failures among them, and
+ * lists the `latest` ones, newest (last in the file) first, each with what it claims (time,
+ * length, head, signing node) and its verdict. A line that is not a checkpoint is listed as
+ * `malformed` with what could not be read left null.
+ *
+ * @example
+ * const review = reviewAuditCheckpoints(readFileSync(file, 'utf8'), { project, events, publicKeyHex }, 20);
+ */
+export function reviewAuditCheckpoints(
+  text: string,
+  chain: Parameters<typeof checkAuditCheckpoint>[1],
+  latest: number,
+): { readonly total: number; readonly failed: number; readonly checkpoints: readonly AuditCheckpointReview[] } {
+  const reviews: AuditCheckpointReview[] = [];
+  let failed = 0;
+  text.split('\n').forEach((raw, i) => {
+    if (raw.trim() === '') return;
+    let value: unknown = null;
+    try {
+      value = JSON.parse(raw);
+    } catch {
+      value = null;
+    }
+    const verdict = checkAuditCheckpoint(value, chain);
+    if (!verdict.ok) failed++;
+    const cp = (typeof value === 'object' && value !== null ? value : {}) as Partial<SignedAuditCheckpoint>;
+    const p = (typeof cp.payload === 'object' && cp.payload !== null ? cp.payload : {}) as Partial<AuditCheckpointPayload>;
+    reviews.push({
+      line: i + 1,
+      at: typeof p.at === 'string' ? p.at : null,
+      length: Number.isSafeInteger(p.length) ? (p.length as number) : null,
+      head: typeof p.head === 'string' && HEX64.test(p.head) ? p.head : null,
+      // The node of the key that signed it, derived from that key (not the line's own claim).
+      node_id: typeof cp.public_key === 'string' && /^[0-9a-f]{64}$/.test(cp.public_key) ? nodeIdOf(cp.public_key) : null,
+      ok: verdict.ok,
+      problem: verdict.ok ? null : verdict.problem,
+      detail: verdict.ok ? null : verdict.detail,
+    });
+  });
+  const size = Math.max(0, Math.floor(latest));
+  return { total: reviews.length, failed, checkpoints: reviews.slice(Math.max(0, reviews.length - size)).reverse() };
+}

@@ -39,6 +39,7 @@ export {
   type AuditCheckpointPayload,
   type CheckpointVerdict,
   checkAuditCheckpoint,
+  reviewAuditCheckpoints,
   type SignedAuditCheckpoint,
   signAuditCheckpoint,
 } from './audit-checkpoint.js';
@@ -292,9 +293,15 @@ export {
 export type { LinkJson, LinkListJson, LinkRemovedJson } from './wire/links.js';
 // The wire shapes of the management API and the node surface (schemas and their derived types), shared by the server and the client SDK.
 export {
+  type AuditCheckpointReviewJson,
+  type AuditCheckpointsJson,
+  type AuditCheckpointsQuery,
   type AuditEventJson,
   type AuditPageJson,
   type AuditQuery,
+  auditCheckpointReviewSchema,
+  auditCheckpointsQuery,
+  auditCheckpointsResponse,
   auditPageResponse,
   auditQuery,
   type ChallengeBody,

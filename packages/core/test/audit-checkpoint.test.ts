@@ -5,7 +5,9 @@ import {
   type AuditEvent,
   type AuditEventDraft,
   checkAuditCheckpoint,
+  nodeIdOf,
   publicKeyHexOf,
+  reviewAuditCheckpoints,
   type SignedAuditCheckpoint,
   sealAuditEvent,
   signAuditCheckpoint,
@@ -67,4 +69,39 @@ test('a forged, edited, foreign or malformed checkpoint proves nothing', () => {
   for (const bad of [null, 'x', {}, { ...cp, payload: { ...cp.payload, type: 'svc-edge-diagnostics' } }, { ...cp, signature: 'zz' }]) {
     assert.equal(problem(bad), 'malformed');
   }
+});
+
+test('a review of an export lists the latest checkpoints newest first, each with its signing node and verdict, and counts the whole file', () => {
+  const early = signAuditCheckpoint(
+    { project: 'prj_a', head: { seq: 2, hash: (events[1] as AuditEvent).hash }, now: 1_700_000_050_000 },
+    key,
+  );
+  const stranger = signer();
+  const foreign = signAuditCheckpoint({ project: 'prj_a', head: { seq: head.seq, hash: head.hash }, now: 1_700_000_200_000 }, stranger);
+  const text = [JSON.stringify(early), '', 'not json', JSON.stringify(cp), JSON.stringify(foreign), ''].join('\n');
+  const review = reviewAuditCheckpoints(text, chain, 3);
+  assert.equal(review.total, 4, 'every non-empty line is a checkpoint to check');
+  assert.equal(review.failed, 2, 'the stranger’s and the unreadable line');
+  assert.deepEqual(
+    review.checkpoints.map((k) => [k.line, k.ok, k.problem, k.length]),
+    [
+      [5, false, 'other_key', 5],
+      [4, true, null, 5],
+      [3, false, 'malformed', null],
+    ],
+  );
+  const newest = review.checkpoints[0];
+  assert.equal(newest?.node_id, nodeIdOf(stranger.publicKeyHex), 'the node of the key that signed it');
+  assert.equal(review.checkpoints[1]?.head, head.hash);
+  assert.equal(review.checkpoints[1]?.at, cp.payload.at);
+  // Truncated after the export: the checkpoint of five events fails, the earlier one of two still holds.
+  const cut = reviewAuditCheckpoints([JSON.stringify(early), JSON.stringify(cp)].join('\n'), { ...chain, events: events.slice(0, 3) }, 10);
+  assert.deepEqual(
+    cut.checkpoints.map((k) => [k.ok, k.problem]),
+    [
+      [false, 'truncated'],
+      [true, null],
+    ],
+  );
+  assert.equal(cut.failed, 1);
 });

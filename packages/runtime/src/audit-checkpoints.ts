@@ -1,8 +1,10 @@
-import { closeSync, existsSync, openSync, writeSync } from 'node:fs';
-import { type AuthDeps, signAuditCheckpoint } from '@svc/core';
+import { closeSync, existsSync, openSync, readFileSync, writeSync } from 'node:fs';
+import { type AuditCheckpointsJson, type AuditEvent, type AuthDeps, reviewAuditCheckpoints, signAuditCheckpoint } from '@svc/core';
 import type { Logger } from 'pino';
+import { allAuditEvents } from './audit-events.js';
 import { assertOwnerOnly } from './control.js';
-import { liveNodeIdentity } from './node-keys.js';
+import { RuntimeError } from './errors.js';
+import { liveNodeIdentity, loadNodeIdentity } from './node-keys.js';
 import type { Project } from './project.js';
 
 /** The file a running service appends signed audit checkpoints to (one JSON per line). */
@@ -78,4 +80,41 @@ export function startCheckpointExport(ctx: {
       await exportNow(false);
     },
   };
+}
+
+/**
+ * The signed checkpoints this service exports (`SVC_AUDIT_CHECKPOINT_FILE`), each checked as
+ * `svc auth audit verify --checkpoints FILE` checks it: its signature by the node key or by a
+ * previous key inside that key's window (the node key history), and the chain as it is now
+ * still holding its head. The `latest` ones come back newest first; `total` and `failed` count
+ * the whole file. Without a checkpoint file (or a node key) nothing is exported: `exported:
+ * false`. A file not written yet holds none.
+ *
+ * @example
+ * const review = await reviewExportedCheckpoints({ project, deps }, 20); // { exported, total, failed, checkpoints }
+ */
+export async function reviewExportedCheckpoints(
+  ctx: { readonly project: Project; readonly deps: AuthDeps; readonly env?: NodeJS.ProcessEnv },
+  latest: number,
+): Promise<AuditCheckpointsJson> {
+  const env = ctx.env ?? process.env;
+  const file = env[CHECKPOINT_FILE_ENV];
+  if (file === undefined || file === '' || !existsSync(ctx.project.nodeKey))
+    return { exported: false, total: 0, failed: 0, checkpoints: [] };
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { exported: true, total: 0, failed: 0, checkpoints: [] };
+    throw new RuntimeError(`cannot read the checkpoints ${file}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+  }
+  const identity = loadNodeIdentity(ctx.project.nodeKey);
+  const events: AuditEvent[] = [];
+  for await (const event of allAuditEvents(ctx.deps.store)) events.push(event);
+  const review = reviewAuditCheckpoints(
+    text,
+    { project: ctx.deps.projectId, events, publicKeyHex: identity.publicKeyHex, previousKeys: identity.previousKeys ?? [] },
+    latest,
+  );
+  return { exported: true, total: review.total, failed: review.failed, checkpoints: [...review.checkpoints] };
 }

@@ -7,7 +7,7 @@
  */
 
 export { assertionKeysFile, ensureAssertionKeys, readAssertionKeys, rotateAssertionKeys } from './assertion-keys.js';
-export { appendCheckpointLine, CHECKPOINT_FILE_ENV, CHECKPOINT_SECONDS_ENV } from './audit-checkpoints.js';
+export { appendCheckpointLine, CHECKPOINT_FILE_ENV, CHECKPOINT_SECONDS_ENV, reviewExportedCheckpoints } from './audit-checkpoints.js';
 export { allAuditEvents } from './audit-events.js';
 export { AuditSinkError, auditCursorFile, readAuditCursor } from './audit-shipping.js';
 export {

@@ -230,7 +230,7 @@ async function startAll(w: Wiring, addresses: Partial<Record<ListenerName, strin
     const auditShipping = () => shipping?.health() ?? null;
     const connections = connectionPlan(surfaces, log);
     for (const surface of surfaces) {
-      const up = await surface.start({ project, deps, log, providers, auditShipping, connections, notice });
+      const up = await surface.start({ project, deps, log, providers, auditShipping, connections, notice, env });
       running.push(up);
       addresses[surface.kind] = up.url;
     }

@@ -1,5 +1,8 @@
 import assert from 'node:assert/strict';
+import { generateKeyPairSync, sign } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
+import { auditDraft, newId, publicKeyHexOf, reviewAuditCheckpoints, signAuditCheckpoint } from '@svc/core';
+import type { LinkRecord } from '@svc/core/store';
 import { admin, api, type DeviceKey, type Harness, signIn, startHarness } from './support/harness.js';
 
 const HOST = '127.0.0.1:9090';
@@ -17,6 +20,11 @@ describe('management console: sign-in, CSRF and the loopback rule', () => {
   let victim: string;
   let adminSubject: string;
   let adminKey: DeviceKey;
+  let linkId: string;
+  // The node key that signs the checkpoints this "service" exports, and the export's text.
+  const nodeKey = generateKeyPairSync('ed25519');
+  const nodeSigner = { publicKeyHex: publicKeyHexOf(nodeKey.publicKey), sign: (m: Uint8Array) => sign(null, m, nodeKey.privateKey) };
+  let exported = '';
 
   async function inject(
     method: 'GET' | 'POST',
@@ -70,7 +78,23 @@ describe('management console: sign-in, CSRF and the loopback rule', () => {
   }
 
   before(async () => {
-    h = await startHarness({ socket: false, store: 'memory' });
+    h = await startHarness({
+      socket: false,
+      store: 'memory',
+      management: {
+        console: { providers: [{ name: 'passkeys', realms: ['application'] }] },
+        // As the runtime reviews its checkpoint file: every line checked against the chain and the node key.
+        auditCheckpoints: async (latest) => {
+          const events = await h.store.listAuditEvents({ afterSeq: 0, limit: 100_000 });
+          const review = reviewAuditCheckpoints(
+            exported,
+            { project: h.deps.projectId, events, publicKeyHex: nodeSigner.publicKeyHex },
+            latest,
+          );
+          return { exported: true, total: review.total, failed: review.failed, checkpoints: [...review.checkpoints] };
+        },
+      },
+    });
     const me = await admin(h);
     token = me.pair.access_token;
     adminKey = me.key;
@@ -80,6 +104,26 @@ describe('management console: sign-in, CSRF and the loopback rule', () => {
       body: { realm: 'application', name: 'Victim Person', email: 'v@example.com' },
     });
     victim = added.body.user.subject as string;
+    const now = h.clock.now();
+    const link: LinkRecord = {
+      id: newId('link', h.deps.clock, h.deps.random),
+      realm: 'application',
+      subject: victim,
+      provider: 'passkeys',
+      issuer: 'webauthn:localhost',
+      externalSubject: 'credential-1',
+      credentialData: null,
+      counter: null,
+      name: 'Victim’s laptop',
+      createdAt: now,
+      lastUsedAt: null,
+      removedAt: null,
+    };
+    await h.store.createLink(
+      link,
+      auditDraft(h.deps, 'link.created', { realm: 'application', subject: victim, deviceId: link.id, data: { provider: 'passkeys' } }),
+    );
+    linkId = link.id;
   });
   after(() => h.close());
 
@@ -178,7 +222,8 @@ describe('management console: sign-in, CSRF and the loopback rule', () => {
       ['/console/pairing/device', { realm: 'management', public_key: 'ab'.repeat(32) }],
       ['/console/pairing/link', { realm: 'application', provider: 'passkeys' }],
       ['/console/users/new', { realm: 'application', name: 'Planted' }],
-      [`/console/users/${victim}/remove`, {}],
+      [`/console/users/${victim}/remove`, { confirm: 'yes' }],
+      [`/console/links/${linkId}/remove`, {}],
     ];
     const attacks: [string, (form: Record<string, string>) => { headers: Record<string, string>; form: Record<string, string> }][] = [
       ['missing token', (form) => ({ headers: { origin: ORIGIN }, form })],
@@ -201,6 +246,7 @@ describe('management console: sign-in, CSRF and the loopback rule', () => {
     assert.equal(v?.status, 'active');
     assert.equal(v?.name, 'Victim Person');
     assert.ok((await h.store.getSession(sessionId))?.revokedAt === null);
+    assert.equal((await h.store.getLink(linkId))?.removedAt, null, 'the linked sign-in stays');
     // With the access cookie expired, a forged request does not even get the session's tokens rotated.
     h.clock.advance(16 * 60 * 1000);
     const generation = (await h.store.getSession(sessionId))?.generation;
@@ -266,6 +312,8 @@ describe('management console: sign-in, CSRF and the loopback rule', () => {
       '/console/audit?type=user',
       '/console/pairing',
       '/console/status',
+      '/console/groups',
+      '/console/audit/verify',
     ]) {
       const r = await inject('GET', path, { cookie });
       assert.equal(r.status, 200, path);
@@ -281,7 +329,17 @@ describe('management console: sign-in, CSRF and the loopback rule', () => {
     assert.equal(added.status, 303);
     const tempSubject = /\/console\/users\/(sub_[0-9A-Z]{26})/.exec(String(added.headers.location))?.[1] as string;
     assert.equal((await h.store.getUser(tempSubject))?.name, 'Temp Person');
-    assert.equal((await inject('POST', `/console/users/${tempSubject}/remove`, { cookie, headers: ok, form: { csrf } })).status, 303);
+    // Removal is confirmed on a page of its own: a post without the confirmation removes nothing.
+    const unconfirmed = await inject('POST', `/console/users/${tempSubject}/remove`, { cookie, headers: ok, form: { csrf } });
+    assert.equal(unconfirmed.status, 303);
+    assert.equal(unconfirmed.headers.location, `/console/users/${tempSubject}/remove`);
+    assert.equal((await h.store.getUser(tempSubject))?.name, 'Temp Person');
+    const confirmPage = await inject('GET', `/console/users/${tempSubject}/remove`, { cookie });
+    assert.equal(confirmPage.status, 200);
+    assert.match(confirmPage.body, /cannot be undone/);
+    assert.match(confirmPage.body, /name="confirm" value="yes"/);
+    const removed = await inject('POST', `/console/users/${tempSubject}/remove`, { cookie, headers: ok, form: { csrf, confirm: 'yes' } });
+    assert.equal(removed.status, 303);
     assert.equal(await h.store.getUser(tempSubject), null);
     const tempEvents = (await h.store.listAuditEvents({ afterSeq: 0, limit: 10_000 })).filter((e) => e.subject === tempSubject);
     assert.deepEqual(
@@ -302,5 +360,116 @@ describe('management console: sign-in, CSRF and the loopback rule', () => {
     // Sign-out ends the console session: the cookie proves nothing afterwards.
     assert.equal((await inject('POST', '/console/logout', { cookie, headers: ok, form: { csrf } })).status, 200);
     assert.equal((await inject('GET', '/console/users', { cookie })).status, 401);
+  });
+
+  test('the Groups page lists every group with its members and where it comes from; a user’s groups edited on their page show there', async () => {
+    const { cookie, csrf } = await signedInBrowser();
+    const ok = { origin: ORIGIN };
+    const edited = await inject('POST', `/console/users/${victim}/edit`, {
+      cookie,
+      headers: ok,
+      form: { csrf, name: 'Victim Person', email: 'v@example.com', groups: 'auditors' },
+    });
+    assert.equal(edited.status, 303);
+    const groups = await inject('GET', '/console/groups', { cookie });
+    assert.equal(groups.status, 200);
+    assert.match(groups.body, /<strong>auditors<\/strong>/);
+    assert.match(groups.body, new RegExp(`href="/console/users/${victim}">Victim Person</a>`), 'the member, by name, linked to their page');
+    assert.match(groups.body, /<td>operator<\/td>/, 'given by an operator');
+    const management = await inject('GET', '/console/groups?realm=management', { cookie });
+    assert.doesNotMatch(management.body, /auditors/, 'the realm filter');
+  });
+
+  test('a linked sign-in is listed with its user and removed from the console (link.removed by the console principal, its sessions revoked)', async () => {
+    const { cookie, csrf } = await signedInBrowser();
+    const listed = await inject('GET', '/console/sessions?realm=application', { cookie });
+    assert.match(listed.body, new RegExp(`action="/console/links/${linkId}/remove"`));
+    assert.match(listed.body, /Victim’s laptop/);
+    const userPage = await inject('GET', `/console/users/${victim}`, { cookie });
+    assert.match(userPage.body, new RegExp(`action="/console/links/${linkId}/remove"`), 'also on the user’s page');
+    assert.match(userPage.body, /Prepare link code/, 'and a link intent for this user: the recovery path');
+    const removed = await inject('POST', `/console/links/${linkId}/remove`, {
+      cookie,
+      headers: { origin: ORIGIN },
+      form: { csrf, back: `/console/users/${victim}` },
+    });
+    assert.equal(removed.status, 303);
+    assert.equal(removed.headers.location, `/console/users/${victim}?done=unlinked`);
+    assert.notEqual((await h.store.getLink(linkId))?.removedAt, null);
+    const event = (await h.store.listAuditEvents({ afterSeq: 0, limit: 100_000 })).findLast((e) => e.type === 'link.removed');
+    assert.equal(event?.subject, victim);
+    assert.equal(event?.data.by_subject, adminSubject);
+    const again = await inject('POST', `/console/links/${linkId}/remove`, { cookie, headers: { origin: ORIGIN }, form: { csrf } });
+    assert.equal(again.status, 404, 'a removed link is gone');
+  });
+
+  test('a link intent for an existing user, from their page: the code is shown once and the intent names that user', async () => {
+    const { cookie, csrf } = await signedInBrowser();
+    const r = await inject('POST', '/console/pairing/link', {
+      cookie,
+      headers: { origin: ORIGIN },
+      form: { csrf, realm: 'application', provider: 'passkeys', subject: victim },
+    });
+    assert.equal(r.status, 201, r.body);
+    const code = /<p class="code-big"><code>([^<]+)<\/code>/.exec(r.body)?.[1];
+    assert.match(code ?? '', /^[0-9A-Z]{4}-[0-9A-Z]{4}$/);
+    assert.match(r.body, new RegExp(`/console/users/${victim}`));
+    const intentId = /<dt>Intent<\/dt><dd><code>([^<]+)<\/code>/.exec(r.body)?.[1] as string;
+    const intent = await h.store.getPairingIntent(intentId);
+    assert.equal(intent?.subject, victim);
+    assert.equal(intent?.realm, 'application');
+    const events = await h.store.listAuditEvents({ afterSeq: 0, limit: 100_000 });
+    assert.ok(
+      events.some((e) => e.type === 'pairing.prepared' && e.data.intent_id === intentId),
+      'audited as the API’s prepare is',
+    );
+    assert.doesNotMatch(JSON.stringify(events), new RegExp(code as string), 'the code is in no event');
+  });
+
+  test('GET /v1/auth/audit/checkpoints and the console’s verification page: each exported checkpoint verified against the node key and the chain; a truncated chain fails', async () => {
+    const head = await h.store.auditHead();
+    assert.ok(head !== null);
+    const stranger = generateKeyPairSync('ed25519');
+    const forged = signAuditCheckpoint(
+      { project: h.deps.projectId, head, now: h.clock.now() },
+      { publicKeyHex: publicKeyHexOf(stranger.publicKey), sign: (m) => sign(null, m, stranger.privateKey) },
+    );
+    const good = signAuditCheckpoint({ project: h.deps.projectId, head, now: h.clock.now() }, nodeSigner);
+    // A checkpoint of a chain longer than the store's: as if events were cut off the end since.
+    const ahead = signAuditCheckpoint(
+      { project: h.deps.projectId, head: { seq: head.seq + 5, hash: 'a'.repeat(64) }, now: h.clock.now() },
+      nodeSigner,
+    );
+    exported = `${JSON.stringify(good)}\n${JSON.stringify(forged)}\n`;
+    const r = await api(h, 'GET', '/v1/auth/audit/checkpoints?limit=10', { token });
+    assert.equal(r.status, 200, r.text);
+    assert.equal(r.body.exported, true);
+    assert.equal(r.body.total, 2);
+    assert.equal(r.body.failed, 1);
+    assert.deepEqual(
+      r.body.checkpoints.map((k: { line: number; ok: boolean; problem: string | null; length: number }) => [
+        k.line,
+        k.ok,
+        k.problem,
+        k.length,
+      ]),
+      [
+        [2, false, 'other_key', head.seq],
+        [1, true, null, head.seq],
+      ],
+    );
+    assert.equal((await api(h, 'GET', '/v1/auth/audit/checkpoints?limit=201', { token })).status, 400);
+    assert.equal((await api(h, 'GET', '/v1/auth/audit/checkpoints')).status, 401, 'a management bearer token is required');
+
+    const { cookie } = await signedInBrowser();
+    exported = `${JSON.stringify(good)}\n`;
+    const fine = await inject('GET', '/console/audit/verify', { cookie });
+    assert.match(fine.body, /All 1 exported checkpoints verify/);
+    assert.match(fine.body, new RegExp(`<code>${good.node_id}</code>`), 'the signing node');
+    assert.match(fine.body, /Verified/);
+    exported = `${JSON.stringify(good)}\n${JSON.stringify(ahead)}\n`;
+    const cut = await inject('GET', '/console/audit/verify', { cookie });
+    assert.match(cut.body, /1 of 2 exported checkpoints fail/);
+    assert.match(cut.body, /the chain lost events since/);
   });
 });

@@ -219,6 +219,51 @@ export const auditPageResponse = {
 /** A page of the audit log; pass `next_after` as `after` for the next page (null at the end). */
 export type AuditPageJson = WireType<typeof auditPageResponse>;
 
+export const auditCheckpointsQuery = {
+  type: 'object',
+  additionalProperties: false,
+  properties: { limit: { type: 'string', pattern: '^[1-9][0-9]{0,2}$' } },
+} as const;
+/** The query of `GET /v1/auth/audit/checkpoints`: how many of the latest checkpoints (default 20, at most 200). */
+export type AuditCheckpointsQuery = WireType<typeof auditCheckpointsQuery>;
+
+/** One exported checkpoint, as `GET /v1/auth/audit/checkpoints` reviews it against the chain and the node key history. */
+export const auditCheckpointReviewSchema = {
+  type: 'object',
+  required: ['line', 'at', 'length', 'head', 'node_id', 'ok', 'problem', 'detail'],
+  properties: {
+    line: { type: 'integer', description: 'The line of the checkpoint file it was read from (1-based).' },
+    at: nullableString,
+    length: { type: ['integer', 'null'], description: 'How many events the chain had: the sequence number of its head.' },
+    head: nullableString,
+    node_id: nullableString,
+    ok: {
+      type: 'boolean',
+      description: 'Signed by the node key (or a previous one inside its window), and the chain still holds that head.',
+    },
+    problem: {
+      type: ['string', 'null'],
+      enum: ['malformed', 'bad_signature', 'other_key', 'other_project', 'truncated', 'rewritten', null],
+    },
+    detail: nullableString,
+  },
+} as const;
+/** A checkpoint with its verdict. */
+export type AuditCheckpointReviewJson = WireType<typeof auditCheckpointReviewSchema>;
+
+export const auditCheckpointsResponse = {
+  type: 'object',
+  required: ['exported', 'total', 'failed', 'checkpoints'],
+  properties: {
+    exported: { type: 'boolean', description: 'Whether this service exports checkpoints to a file (SVC_AUDIT_CHECKPOINT_FILE).' },
+    total: { type: 'integer', description: 'How many checkpoints the file holds.' },
+    failed: { type: 'integer', description: 'How many of them, of all in the file, do not verify or no longer match the chain.' },
+    checkpoints: { type: 'array', items: auditCheckpointReviewSchema, description: 'The latest ones, newest first.' },
+  },
+} as const;
+/** The answer of `GET /v1/auth/audit/checkpoints`. */
+export type AuditCheckpointsJson = WireType<typeof auditCheckpointsResponse>;
+
 export const deviceListResponse = {
   type: 'object',
   required: ['devices'],

@@ -1,4 +1,5 @@
 import { buildManagementApp, ed25519KeyProvider, instrumentStore, type ServiceMetrics } from '@svc/server';
+import { reviewExportedCheckpoints } from '../audit-checkpoints.js';
 import { verifyProjectAudit } from '../project-operations.js';
 import { listenOn } from './listen-on.js';
 import { componentStatus } from './node-surface.js';
@@ -17,13 +18,15 @@ export function managementSurface(
 ): Surface {
   return {
     kind: 'management',
-    async start({ project, deps: base, log, connections, providers }) {
+    async start({ project, deps: base, log, connections, providers, env }) {
       const metrics = opts.metrics;
       const deps = metrics === undefined ? base : { ...base, store: instrumentStore(base.store, metrics) };
       const app = await buildManagementApp({
         deps,
         logger: log,
         connectionLimits: connections.management,
+        // `GET /v1/auth/audit/checkpoints` and the console's Audit page: the exported checkpoints, each checked.
+        auditCheckpoints: (latest) => reviewExportedCheckpoints({ project, deps: base, ...(env === undefined ? {} : { env }) }, latest),
         // The console's Status and Pairing pages: the components and each provider's own health
         // check, run when the page is opened (bounded by the provider host's call timeout).
         console: {

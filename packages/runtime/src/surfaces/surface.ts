@@ -16,6 +16,8 @@ export interface SurfaceContext {
   readonly connections: ConnectionPlan;
   /** Something the operator should see (a cleartext listener, a key created): the embedding program shows it. */
   readonly notice: (text: string) => void;
+  /** The service's environment (`SVC_AUDIT_CHECKPOINT_FILE` and the like); `process.env` when absent. */
+  readonly env?: NodeJS.ProcessEnv;
 }
 
 /** A listener that is up: where it answers, and how to stop it. */

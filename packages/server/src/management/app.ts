@@ -10,6 +10,7 @@ import { instrumentHttp } from '../metrics/instrument-http.js';
 import type { ServiceMetrics } from '../metrics/metrics.js';
 import { openApiJson } from '../openapi/document.js';
 import { type ConsoleOptions, registerConsole } from './console/console-routes.js';
+import type { AuditCheckpointSource } from './route-options.js';
 import { registerManagementRoutes } from './route-plugins.js';
 
 /** Options of {@link buildManagementApp}. */
@@ -28,6 +29,8 @@ export interface ManagementAppOptions {
   connectionLimits?: ConnectionLimits;
   /** What the management console shows beyond the store (the node's status, its providers for link intents). */
   console?: ConsoleOptions;
+  /** The exported signed audit checkpoints, reviewed: `GET /v1/auth/audit/checkpoints` and the console's Audit page. None exported when absent. */
+  auditCheckpoints?: AuditCheckpointSource;
 }
 
 /**
@@ -54,8 +57,11 @@ export async function buildManagementApp(opts: ManagementAppOptions): Promise<Fa
 
   const limiter = opts.limiter ?? createFailureLimiter({ clock: deps.clock, store: deps.store, scope: 'signin' });
   const challenges = opts.challenges ?? createChallengeBudget({ clock: deps.clock });
-  await registerManagementRoutes(app, { deps, limiter, challenges, openApiJson });
+  await registerManagementRoutes(app, { deps, limiter, challenges, openApiJson, auditCheckpoints: opts.auditCheckpoints });
   // The console's HTML pages are not API routes: outside the OpenAPI document's list.
-  await registerConsole(app, deps, opts.console);
+  await registerConsole(app, deps, {
+    ...opts.console,
+    ...(opts.auditCheckpoints === undefined ? {} : { auditCheckpoints: opts.auditCheckpoints }),
+  });
   return app;
 }

@@ -2,9 +2,12 @@ import { AuthError, auditEventToJson, deviceToJson, type Principal, removeDevice
 import type { FastifyPluginAsync } from 'fastify';
 import { principalOf, requireManagementPrincipal } from '../http/principal.js';
 import { documented, problemResponses } from '../http/problem-schema.js';
-import type { ManagementRouteOptions } from './route-options.js';
+import type { OperatorRouteOptions } from './route-options.js';
 import {
+  type AuditCheckpointsQuery,
   type AuditQuery,
+  auditCheckpointsQuery,
+  auditCheckpointsResponse,
   auditPageResponse,
   auditQuery,
   type DeviceParams,
@@ -37,15 +40,20 @@ export const AUDIT_PAGE_MAX = 1000;
 /** The audit page size when `limit` is not given. */
 export const AUDIT_PAGE_DEFAULT = 100;
 
+/** The most checkpoints one review lists. */
+export const CHECKPOINTS_MAX = 200;
+/** How many checkpoints a review lists when `limit` is not given. */
+export const CHECKPOINTS_DEFAULT = 20;
+
 /**
  * Operator routes beyond the contract table, all behind a management bearer token: read the
- * audit chain page by page, list and remove devices, list active sessions (all of them, or with
+ * audit chain page by page, review the exported signed checkpoints, list and remove devices, list active sessions (all of them, or with
  * `?mine` the caller's own), and sign the caller out of its other sessions.
  *
  * @example
  * await app.register(operatorRoutes, { deps });
  */
-export const operatorRoutes: FastifyPluginAsync<ManagementRouteOptions> = async (app, { deps }) => {
+export const operatorRoutes: FastifyPluginAsync<OperatorRouteOptions> = async (app, { deps, auditCheckpoints }) => {
   app.addHook('onRequest', requireManagementPrincipal(deps));
 
   app.get<{ Querystring: AuditQuery }>(
@@ -67,6 +75,27 @@ export const operatorRoutes: FastifyPluginAsync<ManagementRouteOptions> = async 
       const page = events.length > limit ? events.slice(0, limit) : events;
       const last = page.at(-1);
       return { events: page.map(auditEventToJson), next_after: events.length > limit && last !== undefined ? last.seq : null };
+    },
+  );
+
+  app.get<{ Querystring: AuditCheckpointsQuery }>(
+    '/v1/auth/audit/checkpoints',
+    {
+      schema: documented({
+        summary:
+          'Review the signed audit checkpoints this service exports, newest first, each checked against the chain and the node key history',
+        security: MANAGEMENT_BEARER,
+        querystring: auditCheckpointsQuery,
+        response: {
+          200: { description: 'The latest checkpoints with their verdicts', ...auditCheckpointsResponse },
+          ...problemResponses(LOOPBACK_GUARD, 401, 503),
+        },
+      }),
+    },
+    async (req) => {
+      const latest = req.query.limit === undefined ? CHECKPOINTS_DEFAULT : Number(req.query.limit);
+      if (latest > CHECKPOINTS_MAX) throw new AuthError('invalid_request', `limit must be from 1 to ${CHECKPOINTS_MAX}`);
+      return auditCheckpoints === undefined ? { exported: false, total: 0, failed: 0, checkpoints: [] } : auditCheckpoints(latest);
     },
   );
 

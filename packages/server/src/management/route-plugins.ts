@@ -7,6 +7,7 @@ import { consoleLinkRoutes } from './console-link-routes.js';
 import { enrollRoutes } from './enroll-routes.js';
 import { healthRoutes } from './health-routes.js';
 import { operatorRoutes } from './operator-routes.js';
+import type { AuditCheckpointSource } from './route-options.js';
 import { LOOPBACK_GUARD, MANAGEMENT_BEARER } from './schemas.js';
 import { scimTokenRoutes } from './scim-token-routes.js';
 import { userRoutes } from './user-routes.js';
@@ -15,6 +16,8 @@ import { userRoutes } from './user-routes.js';
 export interface ManagementRoutesOptions extends Pick<SignInRouteOptions, 'deps' | 'limiter' | 'challenges'> {
   /** The OpenAPI document as JSON text, for `GET /v1/openapi.json`. */
   readonly openApiJson: () => Promise<string>;
+  /** The exported audit checkpoints, reviewed (`GET /v1/auth/audit/checkpoints`); none exported when absent. */
+  readonly auditCheckpoints?: AuditCheckpointSource | undefined;
 }
 
 /**
@@ -38,7 +41,7 @@ export async function registerManagementRoutes(app: FastifyInstance, opts: Manag
     guardProblems: [LOOPBACK_GUARD],
     security: MANAGEMENT_BEARER,
   });
-  await app.register(operatorRoutes, { deps });
+  await app.register(operatorRoutes, { deps, auditCheckpoints: opts.auditCheckpoints });
   await app.register(userRoutes, { deps });
   await app.register(scimTokenRoutes, { deps });
   await app.register(consoleLinkRoutes, { deps });

@@ -5,7 +5,10 @@
  * server's OpenAPI document says.
  */
 export {
+  type AuditCheckpointsQuery,
   type AuditQuery,
+  auditCheckpointsQuery,
+  auditCheckpointsResponse,
   auditPageResponse,
   auditQuery,
   type DeviceParams,

@@ -241,4 +241,6 @@ body[data-console] .table-wrap { position: relative; }
 .when { white-space: nowrap; }
 code.type { white-space: nowrap; overflow-wrap: normal; }
 td.details { overflow-wrap: anywhere; min-width: 14rem; }
+ul.plain { list-style: none; margin: 0 0 0.25rem; padding: 0; }
+.good { color: #166534; }
 `;

@@ -10,7 +10,7 @@ import type { Store } from '@svc/core/store';
 import { createMemoryStore } from '@svc/store-testkit';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { openSqliteStore, type SqliteStoreOptions } from 'svc-store-sqlite';
-import { buildManagementApp } from '../../src/index.js';
+import { buildManagementApp, type ManagementAppOptions } from '../../src/index.js';
 
 /** 2026-11-22T10:00:00.000Z. */
 export const START = Date.UTC(2026, 10, 22, 10, 0, 0, 0);
@@ -92,6 +92,8 @@ export interface HarnessOptions {
    * requests: for every route test where the socket is not the subject.
    */
   socket?: boolean;
+  /** What the management app gets beyond the store (the console's providers, the checkpoint source). */
+  management?: Pick<ManagementAppOptions, 'console' | 'auditCheckpoints'>;
 }
 
 /** The origin of a harness that does not listen: what {@link api} sends as `Host` through inject. */
@@ -130,7 +132,7 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
     settings: Object.freeze({ ...DEFAULT_AUTH_SETTINGS, ...BEARER_TEST_SETTINGS, ...(opts.settings ?? {}) }),
   };
   await store.initProject({ projectId: deps.projectId, createdAt: clock.now() });
-  const app = await buildManagementApp({ deps, logger: opts.logger ?? false });
+  const app = await buildManagementApp({ deps, logger: opts.logger ?? false, ...(opts.management ?? {}) });
   const socket = opts.socket ?? true;
   const port = await listenOrReady(app, socket);
   return {

@@ -1,4 +1,5 @@
 import {
+  type AuditCheckpointsJson,
   type AuditEvent,
   type AuthDeps,
   AuthError,
@@ -6,6 +7,7 @@ import {
   auditEventToJson,
   getUser,
   type LinkableProvider,
+  type LinkJson,
   listGroups,
   listLinks,
   listUsers,
@@ -19,6 +21,7 @@ import {
   rfc3339,
   type UserActor,
   type UserJson,
+  unlinkIdentity,
   updateUserCounting,
   userToJson,
 } from '@svc/core';
@@ -41,6 +44,8 @@ export interface ConsoleOptions {
     | { readonly ok: true; readonly events: number; readonly head: string }
     | { readonly ok: false; readonly seq: number | null; readonly problem: string }
   >;
+  /** The exported signed checkpoints, reviewed (the `GET /v1/auth/audit/checkpoints` source); the Audit page's verification lists them. */
+  readonly auditCheckpoints?: (latest: number) => Promise<AuditCheckpointsJson>;
 }
 
 type Form = Record<string, string>;
@@ -53,6 +58,7 @@ interface ConsoleRequest {
 
 const NAV = [
   { href: '/console/users', label: 'Users' },
+  { href: '/console/groups', label: 'Groups' },
   { href: '/console/sessions', label: 'Sessions & devices' },
   { href: '/console/audit', label: 'Audit trail' },
   { href: '/console/pairing', label: 'Pairing' },
@@ -335,12 +341,13 @@ ${pageOf.next !== null && html`<p><a class="button" href="/console/users?${param
     revoked: 'The session is revoked.',
     removed: 'The device is removed and its sessions revoked.',
     user_removed: 'The user is removed, with their devices and linked sign-ins; their sessions are revoked.',
+    unlinked: 'The linked sign-in is removed and the sessions it signed in are revoked.',
   };
 
   function userPageOf(
     c: ConsoleRequest,
     u: UserJson,
-    extras: { devices: SafeHtml; sessions: SafeHtml; links: SafeHtml },
+    extras: { devices: SafeHtml; sessions: SafeHtml; links: SafeHtml; pairing: SafeHtml },
     done?: string,
   ): SafeHtml {
     const src = (s: string | null) => (s === null ? '' : html` <span class="muted">(from ${s})</span>`);
@@ -374,11 +381,9 @@ ${done !== undefined && DONE[done] !== undefined && html`<p class="notice" role=
 <h2>Devices</h2>${extras.devices}
 <h2>Sessions</h2>${extras.sessions}
 <h2>Linked sign-ins</h2>${extras.links}
+<h2>Pair or recover</h2>${extras.pairing}
 <h2>Remove</h2>
-<form method="post" action="/console/users/${u.subject}/remove">
-  ${hidden(c)}
-  <button class="button danger" type="submit">Remove user</button> <span class="muted">Removes the user with their devices and linked sign-ins and revokes their sessions. It cannot be undone.</span>
-</form>`;
+<p><a class="button danger" href="/console/users/${u.subject}/remove">Remove user…</a> <span class="muted">Removes the user with their devices and linked sign-ins and revokes their sessions. You confirm on the next page.</span></p>`;
   }
 
   /** Who each subject is, for a table cell: name or email, else the subject id. */
@@ -410,7 +415,12 @@ ${withOwner && html`<td><a href="/console/users/${d.subject}">${owners?.get(d.su
     )}</tbody></table></div>`;
   }
 
-  async function sessionsTable(c: ConsoleRequest, filter: { subject?: string }, back: string, withOwner: boolean): Promise<SafeHtml> {
+  async function sessionsTable(
+    c: ConsoleRequest,
+    filter: { subject?: string; realm?: 'management' | 'application' },
+    back: string,
+    withOwner: boolean,
+  ): Promise<SafeHtml> {
     const sessions = await deps.store.listActiveSessions({ now: deps.clock.now(), ...filter });
     if (sessions.length === 0) return html`<p class="muted">No active session.</p>`;
     const owners = withOwner ? await whoIs(sessions.map((s) => s.subject)) : null;
@@ -427,6 +437,42 @@ ${withOwner && html`<td><a href="/console/users/${s.subject}">${owners?.get(s.su
     )}</tbody></table></div>`;
   }
 
+  function linksTable(c: ConsoleRequest, links: readonly LinkJson[], back: string, owners: Map<string, string> | null): SafeHtml {
+    if (links.length === 0) return html`<p class="muted">No linked sign-in (passkey or company login).</p>`;
+    const withOwner = owners !== null;
+    return html`<div class="table-wrap"><table>
+<thead><tr><th scope="col">Sign-in</th>${withOwner && html`<th scope="col">User</th>`}<th scope="col">Provider</th><th scope="col">Linked</th><th scope="col">Last used</th><th scope="col"><span class="sr">Action</span></th></tr></thead>
+<tbody>${links.map(
+      (l) => html`<tr><td>${l.name}<br><code class="muted" title="${l.id}">${shortId(l.id)}</code></td>
+${withOwner && html`<td><a href="/console/users/${l.subject}">${owners?.get(l.subject) ?? l.subject}</a><br><span class="muted">${l.realm}</span></td>`}
+<td>${l.provider}</td><td class="when">${when(l.created_at)}</td><td class="when">${when(l.last_used_at)}</td>
+<td><form method="post" action="/console/links/${l.id}/remove">${hidden(c)}<input type="hidden" name="back" value="${back}">
+<button class="button danger" type="submit" aria-label="Remove linked sign-in ${l.name}">Remove</button></form></td></tr>`,
+    )}</tbody></table></div>`;
+  }
+
+  /** The user page's pairing forms: a device for this user, and a link intent (the recovery path for a lost passkey). */
+  function userPairing(c: ConsoleRequest, u: UserJson): SafeHtml {
+    const providers = (options.providers ?? []).filter((p) => p.realms.includes(u.realm));
+    return html`<p class="muted">A one-time code for this user, shown once: for a new device, or to link a new sign-in when they lost theirs (a new passkey after a lost one).</p>
+<form method="post" action="/console/pairing/device">
+  ${hidden(c)}<input type="hidden" name="realm" value="${u.realm}"><input type="hidden" name="subject" value="${u.subject}">
+  <label for="u-key">A new device's public key <span class="muted">(64 hex digits, from <code>svc auth keygen</code>)</span></label>
+  <input type="text" id="u-key" name="public_key" required autocomplete="off" spellcheck="false">
+  <label for="u-dname">Device name <span class="muted">(optional)</span></label><input type="text" id="u-dname" name="name" autocomplete="off">
+  <div class="actions"><button class="button" type="submit">Prepare device code</button></div>
+</form>
+${
+  providers.length === 0
+    ? html`<p class="muted">No provider of the ${u.realm} realm can link a sign-in (a passkey or company login provider).</p>`
+    : html`<form method="post" action="/console/pairing/link">
+  ${hidden(c)}<input type="hidden" name="realm" value="${u.realm}"><input type="hidden" name="subject" value="${u.subject}">
+  <label for="u-provider">Link a new sign-in with</label><select id="u-provider" name="provider">${providers.map((p) => html`<option value="${p.name}">${p.name}</option>`)}</select>
+  <div class="actions"><button class="button" type="submit">Prepare link code</button></div>
+</form>`
+}`;
+  }
+
   app.get<{ Params: { subject: string }; Querystring: { done?: string } }>('/console/users/:subject', async (req, reply) => {
     const c = await signedIn(req, reply);
     if (c === null) return reply;
@@ -434,17 +480,37 @@ ${withOwner && html`<td><a href="/console/users/${s.subject}">${owners?.get(s.su
     const back = `/console/users/${u.subject}`;
     const devices = devicesTable(c, await deps.store.listDevices({ subject: u.subject }), back, null);
     const sessions = await sessionsTable(c, { subject: u.subject }, back, false);
-    const links = await listLinks(deps, { principal: c.principal, subject: u.subject });
-    const linksHtml =
-      links.length === 0
-        ? html`<p class="muted">No linked sign-in (passkey or company login).</p>`
-        : html`<ul>${links.map((l) => html`<li>${l.name} <span class="muted">(${l.provider}, linked ${when(l.created_at)}, last used ${when(l.last_used_at)})</span></li>`)}</ul>`;
+    const links = linksTable(c, await listLinks(deps, { principal: c.principal, subject: u.subject }), back, null);
     return page(
       reply,
       c,
       u.name ?? u.email ?? u.subject,
       '/console/users',
-      userPageOf(c, u, { devices, sessions, links: linksHtml }, req.query.done),
+      userPageOf(c, u, { devices, sessions, links, pairing: userPairing(c, u) }, req.query.done),
+    );
+  });
+
+  // Removing a user is confirmed on a page of its own, which says what goes with them.
+  app.get<{ Params: { subject: string } }>('/console/users/:subject/remove', async (req, reply) => {
+    const c = await signedIn(req, reply);
+    if (c === null) return reply;
+    const u = await getUser(deps, { subject: req.params.subject });
+    const devices = await deps.store.listDevices({ subject: u.subject });
+    const sessions = await deps.store.listActiveSessions({ now: deps.clock.now(), subject: u.subject });
+    const links = await listLinks(deps, { principal: c.principal, subject: u.subject });
+    const who = u.name ?? u.email ?? u.subject;
+    const count = (n: number, one: string, many: string) => `${n} ${n === 1 ? one : many}`;
+    return page(
+      reply,
+      c,
+      `Remove ${who}?`,
+      '/console/users',
+      html`<p class="error" role="alert">Removing <strong>${who}</strong> (<code>${u.subject}</code>, ${u.realm} realm) cannot be undone.</p>
+<p>With them go ${count(devices.length, 'device', 'devices')} and ${count(links.length, 'linked sign-in', 'linked sign-ins')}, and ${count(sessions.length, 'active session is', 'active sessions are')} revoked at once.</p>
+<form method="post" action="/console/users/${u.subject}/remove">
+  ${hidden(c)}<input type="hidden" name="confirm" value="yes">
+  <div class="actions"><button class="button danger" type="submit">Remove ${who}</button> <a class="button" href="/console/users/${u.subject}">Keep them</a></div>
+</form>`,
     );
   });
 
@@ -489,6 +555,13 @@ ${withOwner && html`<td><a href="/console/users/${s.subject}">${owners?.get(s.su
   app.post<{ Params: { subject: string } }>('/console/users/:subject/remove', async (req, reply) => {
     const r = await changing(req, reply);
     if (r === null) return reply;
+    // Not confirmed (a form without the confirmation page's field): the confirmation page.
+    if (r.form.confirm !== 'yes') {
+      return reply
+        .code(303)
+        .header('location', `/console/users/${encodeURIComponent(req.params.subject)}/remove`)
+        .send();
+    }
     await removeUser(deps, { subject: req.params.subject, actor: actorOf(r.c.principal) });
     return reply.code(303).header('location', '/console/users?done=user_removed').send();
   });
@@ -514,6 +587,65 @@ ${withOwner && html`<td><a href="/console/users/${s.subject}">${owners?.get(s.su
     return reply.code(303).header('location', `/console/users/${current.subject}?done=saved`).send();
   });
 
+  // ---- groups ----
+
+  /** Who gave a user their groups, as a person reads it. */
+  const sourceLabel = (s: string): string =>
+    s === 'operator'
+      ? 'operator'
+      : s === 'scim'
+        ? 'company directory (SCIM)'
+        : s.startsWith('provider:')
+          ? `sign-in provider ${s.slice(9)}`
+          : s;
+
+  const GROUP_MEMBERS_SHOWN = 20;
+
+  app.get<{ Querystring: { realm?: string } }>('/console/groups', async (req, reply) => {
+    const c = await signedIn(req, reply);
+    if (c === null) return reply;
+    const realm = req.query.realm === 'management' || req.query.realm === 'application' ? req.query.realm : undefined;
+    const groups = [...(await listGroups(deps, realm === undefined ? {} : { realm }))].sort((a, b) =>
+      a.realm === b.realm ? (a.name < b.name ? -1 : 1) : a.realm < b.realm ? -1 : 1,
+    );
+    const rows: SafeHtml[] = [];
+    for (const g of groups) {
+      const { users, next } = await listUsers(deps, { realm: g.realm, group: g.name, limit: GROUP_MEMBERS_SHOWN });
+      // The group's source: the directory's own group record, and whoever gave its members their groups.
+      const sources = new Set<string>();
+      if (g.id !== null) sources.add('company directory (SCIM)');
+      for (const u of users) if (u.sources.groups !== null) sources.add(sourceLabel(u.sources.groups));
+      const all = `/console/users?${new URLSearchParams({ group: g.name, realm: g.realm }).toString()}`;
+      rows.push(html`<tr><td><strong>${g.name}</strong>${g.id !== null && html`<br><code class="muted" title="${g.id}">${shortId(g.id)}</code>`}</td>
+<td>${g.realm}</td><td>${sources.size === 0 ? '—' : [...sources].join(', ')}</td>
+<td>${
+        users.length === 0
+          ? html`<span class="muted">No member yet.</span>`
+          : html`<ul class="plain">${users.map(
+              (u) =>
+                html`<li><a href="/console/users/${u.subject}">${u.name ?? u.email ?? shortId(u.subject)}</a>${u.status === 'disabled' ? html` <strong class="bad">(disabled)</strong>` : ''}</li>`,
+            )}</ul>`
+      }${next !== null ? html`<a href="${all}">All ${g.members} members</a>` : users.length > 0 ? html`<a class="muted" href="${all}">As a list</a>` : ''}</td></tr>`);
+    }
+    const option = (value: string, label: string) =>
+      html`<option value="${value}"${(realm ?? '') === value ? html` selected` : ''}>${label}</option>`;
+    const main = html`<p class="muted">A user's groups are edited on the user's page. A group comes from an operator, the company directory (SCIM) or a sign-in provider; what a provider or the directory set stays theirs until an operator changes it.</p>
+<form method="get" action="/console/groups" class="filters">
+  <div class="field"><label for="g-realm">Realm</label>
+  <select id="g-realm" name="realm">${option('', 'Both')}${option('application', 'Application')}${option('management', 'Management')}</select></div>
+  <div class="actions"><button class="button primary" type="submit">Filter</button></div>
+</form>
+${
+  groups.length === 0
+    ? html`<p class="notice">No group yet. Give a user groups on their page, or let the company directory or a sign-in provider send them.</p>`
+    : html`<div class="table-wrap"><table>
+<caption class="muted">${groups.length} group${groups.length === 1 ? '' : 's'}</caption>
+<thead><tr><th scope="col">Group</th><th scope="col">Realm</th><th scope="col">Source</th><th scope="col">Members</th></tr></thead>
+<tbody>${rows}</tbody></table></div>`
+}`;
+    return page(reply, c, 'Groups', '/console/groups', main);
+  });
+
   // ---- sessions and devices ----
 
   const backTo = (form: Form, fallback: string, done: string): string => {
@@ -522,15 +654,36 @@ ${withOwner && html`<td><a href="/console/users/${s.subject}">${owners?.get(s.su
     return `${path}?done=${done}`;
   };
 
-  app.get<{ Querystring: { done?: string } }>('/console/sessions', async (req, reply) => {
+  app.get<{ Querystring: { done?: string; realm?: string } }>('/console/sessions', async (req, reply) => {
     const c = await signedIn(req, reply);
     if (c === null) return reply;
     const done = req.query.done;
-    const allDevices = await deps.store.listDevices({});
+    const realm = req.query.realm === 'management' || req.query.realm === 'application' ? req.query.realm : undefined;
+    const only: { realm?: 'management' | 'application' } = realm === undefined ? {} : { realm };
+    const allDevices = await deps.store.listDevices(only);
+    const links = await listLinks(deps, { principal: c.principal, ...only });
+    const option = (value: string, label: string) =>
+      html`<option value="${value}"${(realm ?? '') === value ? html` selected` : ''}>${label}</option>`;
     const main = html`${done !== undefined && DONE[done] !== undefined && html`<p class="notice" role="status">${DONE[done]}</p>`}
-<h2>Active sessions</h2>${await sessionsTable(c, {}, '/console/sessions', true)}
-<h2>Devices</h2>${devicesTable(c, allDevices, '/console/sessions', await whoIs(allDevices.map((d) => d.subject)))}`;
+<form method="get" action="/console/sessions" class="filters">
+  <div class="field"><label for="s-realm">Realm</label>
+  <select id="s-realm" name="realm">${option('', 'Both')}${option('application', 'Application')}${option('management', 'Management')}</select></div>
+  <div class="actions"><button class="button primary" type="submit">Filter</button></div>
+</form>
+<h2>Active sessions</h2>${await sessionsTable(c, only, '/console/sessions', true)}
+<h2>Devices</h2>${devicesTable(c, allDevices, '/console/sessions', await whoIs(allDevices.map((d) => d.subject)))}
+<h2>Linked sign-ins</h2>${linksTable(c, links, '/console/sessions', await whoIs(links.map((l) => l.subject)))}`;
     return page(reply, c, 'Sessions & devices', '/console/sessions', main);
+  });
+
+  app.post<{ Params: { id: string } }>('/console/links/:id/remove', async (req, reply) => {
+    const r = await changing(req, reply);
+    if (r === null) return reply;
+    await unlinkIdentity(deps, { principal: r.c.principal, linkId: req.params.id });
+    return reply
+      .code(303)
+      .header('location', backTo(r.form, '/console/sessions', 'unlinked'))
+      .send();
   });
 
   app.post<{ Params: { id: string } }>('/console/sessions/:id/revoke', async (req, reply) => {
@@ -600,7 +753,6 @@ ${withOwner && html`<td><a href="/console/users/${s.subject}">${owners?.get(s.su
     const subject = req.query.subject?.trim() || undefined;
     const before = req.query.before !== undefined && /^\d{1,15}$/.test(req.query.before) ? Number(req.query.before) : undefined;
     const p = await auditPage(type, subject, before);
-    const verdict = req.query.verify === '1' && options.verifyAudit !== undefined ? await options.verifyAudit() : null;
     const older =
       p.older === null
         ? null
@@ -616,16 +768,8 @@ ${withOwner && html`<td><a href="/console/users/${s.subject}">${owners?.get(s.su
 ${
   before === undefined &&
   html`<div class="actions"><button class="button" type="button" id="follow" aria-pressed="false">Follow live</button>
-${options.verifyAudit !== undefined && html`<a class="button" href="/console/audit?verify=1">Verify the chain</a>`}
+<a class="button" href="/console/audit/verify">Verify the chain and checkpoints</a>
 <span id="live-status" class="muted" role="status" aria-live="polite"></span></div>`
-}
-${
-  verdict === null
-    ? options.verifyAudit === undefined &&
-      html`<p class="muted">To verify the hash chain and signed checkpoints: <code>svc auth audit verify</code>.</p>`
-    : verdict.ok
-      ? html`<p class="notice" role="status">The hash chain is intact: ${verdict.events} events, each linked to the one before, head <code>${verdict.head.slice(0, 16)}…</code>. Signed checkpoints are checked by <code>svc auth audit verify --checkpoints FILE</code>.</p>`
-      : html`<p class="error" role="alert">The hash chain is broken${verdict.seq === null ? '' : ` at event #${verdict.seq}`}: ${verdict.problem}. Run <code>svc auth audit verify</code> and look at the backups.</p>`
 }
 <div class="table-wrap"><table class="audit">
 <caption class="muted">Newest first</caption>
@@ -651,6 +795,57 @@ ${older !== null && html`<p><a class="button" href="/console/audit?${older.toStr
       events: events.filter((e) => matches(e, type, subject)).map(auditEventToJson),
       latest: last === undefined ? after : last.seq,
     });
+  });
+
+  const CHECKPOINTS_SHOWN = 20;
+
+  const checkpointProblem: Readonly<Record<string, string>> = {
+    malformed: 'not a signed checkpoint',
+    bad_signature: 'the signature does not verify',
+    other_key: 'not signed by this node’s key (nor a previous one in its window)',
+    other_project: 'about another project',
+    truncated: 'the chain lost events since',
+    rewritten: 'the chain was rewritten since',
+  };
+
+  // The chain verified link by link (as `svc auth audit verify`) and the exported signed
+  // checkpoints, each checked against it and the node key history (as `--checkpoints FILE`).
+  app.get('/console/audit/verify', async (req, reply) => {
+    const c = await signedIn(req, reply);
+    if (c === null) return reply;
+    const verdict = options.verifyAudit === undefined ? null : await options.verifyAudit();
+    const review = options.auditCheckpoints === undefined ? null : await options.auditCheckpoints(CHECKPOINTS_SHOWN);
+    const main = html`<p><a href="/console/audit">Back to the audit trail</a></p>
+<h2>Hash chain</h2>
+${
+  verdict === null
+    ? html`<p class="muted">This listener cannot read the whole chain: run <code>svc auth audit verify</code>.</p>`
+    : verdict.ok
+      ? html`<p class="notice" role="status" id="chain-verdict">The hash chain is intact: ${verdict.events} events, each linked to the one before, head <code>${verdict.head.slice(0, 16)}…</code>.</p>`
+      : html`<p class="error" role="alert" id="chain-verdict">The hash chain is broken${verdict.seq === null ? '' : ` at event #${verdict.seq}`}: ${verdict.problem}. Run <code>svc auth audit verify</code> and restore the control database from a backup.</p>`
+}
+<h2>Signed checkpoints</h2>
+${
+  review === null || !review.exported
+    ? html`<p class="muted">This service exports no checkpoints. Set <code>SVC_AUDIT_CHECKPOINT_FILE</code> to a file outside the control directory: the running service then appends a checkpoint of the chain head, signed by the node key, at start, every 5 minutes when it moved, and at stop.</p>`
+    : review.total === 0
+      ? html`<p class="muted">No checkpoint exported yet.</p>`
+      : html`${
+          review.failed === 0
+            ? html`<p class="notice" role="status" id="checkpoints-verdict">All ${review.total} exported checkpoints verify against the node key history and match the chain: no event was removed or rewritten since they were signed.</p>`
+            : html`<p class="error" role="alert" id="checkpoints-verdict">${review.failed} of ${review.total} exported checkpoints fail: events were removed or the chain was rewritten, or a checkpoint is not this node’s. Run <code>svc auth audit verify --checkpoints FILE</code> and restore the control database from a backup.</p>`
+        }
+<div class="table-wrap"><table>
+<caption class="muted">The latest ${review.checkpoints.length} of ${review.total}, newest first</caption>
+<thead><tr><th scope="col">Signed</th><th scope="col">Events</th><th scope="col">Head</th><th scope="col">Signing node</th><th scope="col">Verdict</th></tr></thead>
+<tbody>${review.checkpoints.map(
+          (k) => html`<tr><td class="when">${k.at === null ? '—' : when(k.at)}</td><td>${k.length ?? '—'}</td>
+<td>${k.head === null ? '—' : html`<code title="${k.head}">${k.head.slice(0, 16)}…</code>`}</td>
+<td>${k.node_id === null ? '—' : html`<code>${k.node_id}</code>`}</td>
+<td>${k.ok ? html`<strong class="good">Verified</strong>` : html`<strong class="bad">Fails</strong>: ${checkpointProblem[k.problem ?? ''] ?? k.problem}<br><span class="muted">${k.detail}</span>`}</td></tr>`,
+        )}</tbody></table></div>`
+}`;
+    return page(reply, c, 'Audit verification', '/console/audit', main);
   });
 
   // ---- pairing ----
