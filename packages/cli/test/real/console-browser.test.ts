@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { pairingProofString } from '@svc/core';
-import { cleanEnv, enrolledProject, keygen, type StartedProcess, svcOk, tempDir } from '../helpers.js';
-import { checkPage, launchBrowser } from '../repo.js';
+import { cleanEnv, enrolledProject, freePort, keygen, type StartedProcess, svcOk, tempDir } from '../helpers.js';
+import { checkPage, launchBrowser, pageWithAuthenticator, REPO_ROOT } from '../repo.js';
 import { callJson, type ServedUrls, serveAll, signWith } from '../support/serve-all.js';
 
 type Browser = Awaited<ReturnType<typeof launchBrowser>>;
@@ -16,6 +17,29 @@ describe('the management console in Chromium, through svc serve and svc auth con
   let browser: Browser;
   let page: Page;
   let adminKey: string;
+  // The gateway's origin: fixed, since the passkey provider names the origins it accepts.
+  let gateway: string;
+  const checkpoints = join(tmp.dir, 'checkpoints.jsonl');
+
+  /** The bundled, signed passkey provider installed and activated as docs/providers.md says, for link intents. */
+  async function installPasskeys(dir: string, origin: string): Promise<void> {
+    const digest = /^([0-9a-f]{64}) {2}svc-provider-webauthn-/m.exec(
+      readFileSync(join(REPO_ROOT, 'packages/runtime/addons/SHA256SUMS'), 'utf8'),
+    )?.[1];
+    assert.ok(digest, 'the build bundles the WebAuthn provider');
+    const publisher = readFileSync(join(REPO_ROOT, 'keys/svc-publisher.pub'), 'utf8').trim();
+    const file = join(dir, 'project.edn');
+    writeFileSync(file, readFileSync(file, 'utf8').replace(/^\{/, `{:svc/trusted-publishers {"svc" "${publisher}"}\n `));
+    await svcOk(['package', 'install', '@svc/provider-webauthn', '--sha256', digest, dir], { env: adminEnv });
+    const edn = readFileSync(file, 'utf8').replace(
+      ':svc/modules  {',
+      `:svc/modules {:passkeys {:package "@svc/provider-webauthn" :activate [:svc/auth-provider]
+                           :config {:webauthn/rp-id "localhost" :webauthn/rp-name "Demo" :webauthn/origins ["${origin}"]}}
+                `,
+    );
+    assert.ok(edn.includes(':passkeys'), edn);
+    writeFileSync(file, edn);
+  }
 
   const consoleUrl = async (): Promise<{ url: string; expires_in: number }> =>
     JSON.parse((await svcOk(['auth', 'console', '--json'], { env: adminEnv })).stdout);
@@ -23,7 +47,11 @@ describe('the management console in Chromium, through svc serve and svc auth con
   before(async () => {
     const p = await enrolledProject(tmp.dir, { env: adminEnv });
     adminKey = p.keyFile;
-    server = await serveAll(p.dir, adminEnv);
+    const port = await freePort();
+    gateway = `http://localhost:${port}`;
+    await installPasskeys(p.dir, gateway);
+    // The service exports signed checkpoints of the audit head to a file outside the control directory.
+    server = await serveAll(p.dir, { ...adminEnv, SVC_AUDIT_CHECKPOINT_FILE: checkpoints }, { appListen: `127.0.0.1:${port}` });
     await svcOk(['auth', 'login', '--key', p.keyFile, '--url', server.ready.management], { env: adminEnv });
     browser = await launchBrowser();
     page = await (await browser.newContext({ viewport: { width: 1100, height: 800 } })).newPage();
@@ -113,6 +141,52 @@ describe('the management console in Chromium, through svc serve and svc auth con
     await page.click('nav >> text=Users');
     await checkPage(page, 'console-users');
 
+    // Recovery of a lost passkey: enable the user again, prepare a link intent for them on their
+    // page; they type the code on the gateway's sign-in page and create a new passkey.
+    await page.click(`a[href="/console/users/${subject}"]`);
+    await page.click('button:has-text("Enable user")');
+    assert.match((await page.textContent('[role=status]')) ?? '', /enabled/);
+    await page.selectOption('#u-provider', 'passkeys');
+    await page.click('button:has-text("Prepare link code")');
+    assert.match((await page.textContent('h1')) ?? '', /Pairing code ready/);
+    const linkCode = ((await page.textContent('.code-big')) ?? '').trim();
+    const linkIntent = ((await page.textContent('.facts dd code')) ?? '').trim();
+    assert.match(linkCode, /^[0-9A-Z]{4}-[0-9A-Z]{4}$/);
+    assert.match((await page.textContent('main')) ?? '', new RegExp(`/\\.svc/auth/v1/login\\?pairing=${linkIntent}`));
+    await checkPage(page, 'console-pairing-link-code');
+    const holder = await pageWithAuthenticator(browser);
+    await holder.page.goto(`${gateway}/.svc/auth/v1/login?pairing=${linkIntent}`);
+    await holder.page.fill('#pairing-code', linkCode);
+    await holder.page.click('button[data-intent="link"]');
+    await holder.page.waitForURL((u) => !u.pathname.startsWith('/.svc/auth/v1/login'), { timeout: 30_000 });
+    await holder.context.close();
+    await page.goto(`${server.ready.management}/console/users/${subject}`);
+    const linkRow = page.locator('tr', { hasText: 'passkeys' });
+    assert.equal(await linkRow.count(), 1, 'the new passkey is linked to that user');
+    // The linked sign-in, removed from the console.
+    await linkRow.locator('button:has-text("Remove")').click();
+    assert.match((await page.textContent('[role=status]')) ?? '', /linked sign-in is removed/);
+    assert.equal(await page.locator('tr', { hasText: 'passkeys' }).count(), 0);
+
+    // Groups: every group with its members and where it comes from.
+    await page.click('nav >> text=Groups');
+    const builders = page.locator('tr', { hasText: 'builders' });
+    assert.match((await builders.textContent()) ?? '', /Build Agent/);
+    assert.match((await builders.textContent()) ?? '', /operator/);
+    await checkPage(page, 'console-groups');
+
+    // Add a user, then remove them: the removal is confirmed on a page of its own.
+    await page.click('nav >> text=Users');
+    await page.click('summary:has-text("Add a user")');
+    await page.fill('#n-name', 'Temp Contractor');
+    await page.click('button:has-text("Add user")');
+    assert.match((await page.textContent('[role=status]')) ?? '', /added/);
+    await page.click('text=Remove user…');
+    assert.match((await page.textContent('main')) ?? '', /cannot be undone/);
+    await checkPage(page, 'console-user-remove');
+    await page.click('button:has-text("Remove Temp Contractor")');
+    assert.match((await page.textContent('[role=status]')) ?? '', /user is removed/);
+
     // The audit trail, followed live while the administrator signs in again from the CLI.
     await page.click('nav >> text=Audit trail');
     await page.click('#follow');
@@ -121,8 +195,12 @@ describe('the management console in Chromium, through svc serve and svc auth con
     await page.waitForSelector('tr.fresh:has-text("session.created")', { timeout: 15_000 });
     assert.equal(new URL(page.url()).pathname, '/console/audit', 'no reload');
     await checkPage(page, 'console-audit');
-    await page.click('text=Verify the chain');
-    assert.match((await page.textContent('p.notice')) ?? '', /hash chain is intact/);
+    await page.click('text=Verify the chain and checkpoints');
+    assert.match((await page.textContent('#chain-verdict')) ?? '', /hash chain is intact/);
+    // The checkpoint the service signed when it started, verified against the node key and the chain.
+    assert.match((await page.textContent('#checkpoints-verdict')) ?? '', /exported checkpoints? verif(y|ies) against the node key history/);
+    assert.ok(readFileSync(checkpoints, 'utf8').trim().split('\n').length >= 1);
+    await checkPage(page, 'console-audit-verify');
 
     await page.click('nav >> text=Sessions & devices');
     await checkPage(page, 'console-sessions');

@@ -14,14 +14,15 @@ const READY = {
 };
 
 /**
- * `svc serve` of `dir` with every listener on a free loopback port, until all three are ready.
+ * `svc serve` of `dir` with every listener on a free loopback port (the gateway on `appListen`
+ * when given: a fixed origin, as passkeys need), until all three are ready.
  *
  * @example
  * const served = await serveAll(dir, cleanEnv());
  */
-export function serveAll(dir: string, env: NodeJS.ProcessEnv): Promise<StartedProcess<ServedUrls>> {
+export function serveAll(dir: string, env: NodeJS.ProcessEnv, opts: { appListen?: string } = {}): Promise<StartedProcess<ServedUrls>> {
   return startUntilReady(
-    ['serve', '--management-listen', '127.0.0.1:0', '--node-listen', '127.0.0.1:0', '--app-listen', '127.0.0.1:0', dir],
+    ['serve', '--management-listen', '127.0.0.1:0', '--node-listen', '127.0.0.1:0', '--app-listen', opts.appListen ?? '127.0.0.1:0', dir],
     (out) => {
       const [m, n, a] = [READY.management.exec(out), READY.node.exec(out), READY.app.exec(out)];
       return m && n && a ? { management: m[1] as string, node: n[1] as string, app: a[1] as string } : null;

@@ -455,6 +455,7 @@ ${withOwner && html`<td><a href="/console/users/${l.subject}">${owners?.get(l.su
   function userPairing(c: ConsoleRequest, u: UserJson): SafeHtml {
     const providers = (options.providers ?? []).filter((p) => p.realms.includes(u.realm));
     return html`<p class="muted">A one-time code for this user, shown once: for a new device, or to link a new sign-in when they lost theirs (a new passkey after a lost one).</p>
+<h3>A new device</h3>
 <form method="post" action="/console/pairing/device">
   ${hidden(c)}<input type="hidden" name="realm" value="${u.realm}"><input type="hidden" name="subject" value="${u.subject}">
   <label for="u-key">A new device's public key <span class="muted">(64 hex digits, from <code>svc auth keygen</code>)</span></label>
@@ -465,7 +466,8 @@ ${withOwner && html`<td><a href="/console/users/${l.subject}">${owners?.get(l.su
 ${
   providers.length === 0
     ? html`<p class="muted">No provider of the ${u.realm} realm can link a sign-in (a passkey or company login provider).</p>`
-    : html`<form method="post" action="/console/pairing/link">
+    : html`<h3>A new passkey or company sign-in</h3>
+<form method="post" action="/console/pairing/link">
   ${hidden(c)}<input type="hidden" name="realm" value="${u.realm}"><input type="hidden" name="subject" value="${u.subject}">
   <label for="u-provider">Link a new sign-in with</label><select id="u-provider" name="provider">${providers.map((p) => html`<option value="${p.name}">${p.name}</option>`)}</select>
   <div class="actions"><button class="button" type="submit">Prepare link code</button></div>
@@ -832,16 +834,18 @@ ${
       ? html`<p class="muted">No checkpoint exported yet.</p>`
       : html`${
           review.failed === 0
-            ? html`<p class="notice" role="status" id="checkpoints-verdict">All ${review.total} exported checkpoints verify against the node key history and match the chain: no event was removed or rewritten since they were signed.</p>`
+            ? html`<p class="notice" role="status" id="checkpoints-verdict">${review.total === 1 ? 'The exported checkpoint verifies' : `All ${review.total} exported checkpoints verify`} against the node key history and ${review.total === 1 ? 'matches' : 'match'} the chain: no event was removed or rewritten since ${review.total === 1 ? 'it was' : 'they were'} signed.</p>`
             : html`<p class="error" role="alert" id="checkpoints-verdict">${review.failed} of ${review.total} exported checkpoints fail: events were removed or the chain was rewritten, or a checkpoint is not this node’s. Run <code>svc auth audit verify --checkpoints FILE</code> and restore the control database from a backup.</p>`
         }
 <div class="table-wrap"><table>
 <caption class="muted">The latest ${review.checkpoints.length} of ${review.total}, newest first</caption>
-<thead><tr><th scope="col">Signed</th><th scope="col">Events</th><th scope="col">Head</th><th scope="col">Signing node</th><th scope="col">Verdict</th></tr></thead>
+<thead><tr><th scope="col">Signed</th><th scope="col">Chain</th><th scope="col">Head</th><th scope="col">Signing node</th><th scope="col">Verdict</th></tr></thead>
 <tbody>${review.checkpoints.map(
-          (k) => html`<tr><td class="when">${k.at === null ? '—' : when(k.at)}</td><td>${k.length ?? '—'}</td>
+          (
+            k,
+          ) => html`<tr><td class="when">${k.at === null ? '—' : when(k.at)}</td><td>${k.length === null ? '—' : `${k.length} event${k.length === 1 ? '' : 's'}`}</td>
 <td>${k.head === null ? '—' : html`<code title="${k.head}">${k.head.slice(0, 16)}…</code>`}</td>
-<td>${k.node_id === null ? '—' : html`<code>${k.node_id}</code>`}</td>
+<td>${k.node_id === null ? '—' : html`<span class="sr">Signed by node </span><code>${k.node_id}</code>`}</td>
 <td>${k.ok ? html`<strong class="good">Verified</strong>` : html`<strong class="bad">Fails</strong>: ${checkpointProblem[k.problem ?? ''] ?? k.problem}<br><span class="muted">${k.detail}</span>`}</td></tr>`,
         )}</tbody></table></div>`
 }`;
@@ -935,7 +939,12 @@ ${how}
       subject: optional(r.form.subject),
       name: optional(r.form.name),
     });
-    return pairingResult(reply, r.c, p, html`<p>They enter it on the application's sign-in page to link their sign-in.</p>`);
+    return pairingResult(
+      reply,
+      r.c,
+      p,
+      html`<p>Send them the application's sign-in page with this intent: <code>/.svc/auth/v1/login?pairing=${p.intent_id}</code> on the application's address (the code never goes in the link). They type the code there and create their ${p.provider} sign-in; it is linked to this user.</p>`,
+    );
   });
 
   // ---- status ----
