@@ -69,14 +69,13 @@ export function splitConnectionString(connectionString: string, defaultPort: num
   return { hosts, urls: texts.map((t) => `${scheme}${userinfo}${t}${rest}`), attrs: attrs as TargetSessionAttrs };
 }
 
-/** Thrown when no host of the list accepts a session of the wanted kind: a `connection` fault (503). */
-export class NoHostError extends Error {
-  /** SQLSTATE 08001 (sqlclient_unable_to_establish_sqlconnection), so it classifies as a lost server. */
-  readonly code = '08001';
-  constructor(message: string) {
-    super(message);
-    this.name = 'NoHostError';
-  }
+/**
+ * The error when no host of the list accepts a session of the wanted kind. Like the driver's own
+ * errors it carries a SQLSTATE, 08001 (sqlclient_unable_to_establish_sqlconnection), so the store
+ * classifies it as a lost server (`connection`, 503) and it never reaches a caller as itself.
+ */
+export function noHostError(message: string): Error & { readonly code: string } {
+  return Object.assign(new Error(message), { name: 'NoHostError', code: '08001' });
 }
 
 /** `transaction_read_only` (or recovery) says this server cannot take the store's writes. */
@@ -189,7 +188,7 @@ export function multiHostClient(selector: HostSelector): typeof pg.Client {
         if (why === null) return i;
         refusals.push(`${(hosts[i] as HostPort).host}:${(hosts[i] as HostPort).port} ${why}`);
       }
-      throw new NoHostError(`no PostgreSQL host accepts a ${attrs} session: ${refusals.join('; ')}`);
+      throw noHostError(`no PostgreSQL host accepts a ${attrs} session: ${refusals.join('; ')}`);
     }
 
     async #connectSomewhere(): Promise<void> {
@@ -197,7 +196,7 @@ export function multiHostClient(selector: HostSelector): typeof pg.Client {
       const h = hosts[i] as HostPort;
       // The pool's connect timeout may have fired during the probes: it destroys the socket.
       if ((this as unknown as { connection: { stream: { destroyed: boolean } } }).connection.stream.destroyed)
-        throw new NoHostError('timeout expired while choosing a PostgreSQL host');
+        throw noHostError('timeout expired while choosing a PostgreSQL host');
       this.host = h.host;
       this.port = h.port;
       this.#host = i;
@@ -214,7 +213,7 @@ export function multiHostClient(selector: HostSelector): typeof pg.Client {
       if (why !== null) {
         selector.forget(i);
         await this.end().catch(() => undefined);
-        throw new NoHostError(`the PostgreSQL host ${h.host}:${h.port} is ${why}, not ${attrs}`);
+        throw noHostError(`the PostgreSQL host ${h.host}:${h.port} is ${why}, not ${attrs}`);
       }
       selector.chose(i);
     }

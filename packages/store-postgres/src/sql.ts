@@ -76,25 +76,24 @@ export async function changes(db: Queryable, sql: Sql, values: readonly unknown[
 }
 
 /**
- * A COMMIT whose wait for the synchronous standby was cancelled (by `statement_timeout`, while
- * the standby is away): PostgreSQL then commits locally, answers success and only warns. Such a
- * write is not on the standby, and a failover would lose it, so it is never acknowledged: the
- * caller gets a `timeout` fault (503), as for a COMMIT whose answer was lost.
+ * The error for a COMMIT whose wait for the synchronous standby was cancelled (by an operator's
+ * `pg_cancel_backend`, or a tool's): PostgreSQL then commits locally, answers success and only
+ * warns. Such a write is not on the standby, and a failover would lose it, so it is never
+ * acknowledged. Like the driver's errors it carries a SQLSTATE, 57014 (query_canceled), so the
+ * store reports a `timeout` fault (503), as for a COMMIT whose answer was lost.
  */
-export class UnreplicatedCommitError extends Error {
-  /** query_canceled: the wait was cancelled by the statement timeout. */
-  readonly code = '57014';
-  constructor() {
-    super('the commit was not confirmed by the synchronous standby (the wait for it was cancelled)');
-    this.name = 'UnreplicatedCommitError';
-  }
+export function unreplicatedCommitError(): Error & { readonly code: string } {
+  return Object.assign(new Error('the commit was not confirmed by the synchronous standby (the wait for it was cancelled)'), {
+    name: 'UnreplicatedCommitError',
+    code: '57014',
+  });
 }
 
 /** PostgreSQL's warning when a commit stops waiting for the synchronous standby (syncrep.c). */
 const SYNC_WAIT_CANCELLED = /^canceling (the )?wait for synchronous replication/;
 
 /**
- * COMMIT on `client`, refused as {@link UnreplicatedCommitError} when the server gave up waiting
+ * COMMIT on `client`, refused as {@link unreplicatedCommitError} when the server gave up waiting
  * for its synchronous standby.
  *
  * @example
@@ -111,7 +110,7 @@ export async function commitReplicated(client: PoolClient): Promise<void> {
   } finally {
     client.removeListener('notice', onNotice);
   }
-  if (unreplicated) throw new UnreplicatedCommitError();
+  if (unreplicated) throw unreplicatedCommitError();
 }
 
 /**
