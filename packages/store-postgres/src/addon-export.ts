@@ -1,6 +1,7 @@
 import { ConfigError, type EdnMap, readModuleConfig, type SecretRef } from '@svc/core/config';
 import { STORE_CONTRACT_VERSION, type Store, type StoreAddonContext, type StoreAddonExport } from '@svc/core/store';
 import { POSTGRES_STORE_CONFIG } from './config-fields.js';
+import { splitConnectionString } from './hosts.js';
 import { openPostgresStore, type PostgresStoreOptions } from './open-postgres-store.js';
 import { POSTGRES_STORE_OPERATIONS } from './operations.js';
 
@@ -25,12 +26,28 @@ export const svcStore: StoreAddonExport = {
     if (url !== undefined) {
       let parsed: URL | undefined;
       try {
-        parsed = new URL(url);
-      } catch {
+        // libpq's host list (`h1:5432,h2:5433`) and target_session_attrs are checked first; each host's URL is a plain one.
+        parsed = new URL(splitConnectionString(url).urls[0] as string);
+      } catch (err) {
+        const detail = err instanceof TypeError && /^(target_session_attrs|a host|a port)/.test(err.message) ? err.message : undefined;
+        if (detail !== undefined) throw new ConfigError([{ ...where, key: `${where.key} :store/url`, message: detail }]);
         parsed = undefined;
       }
+      if (parsed === undefined) {
+        try {
+          parsed = new URL(url);
+        } catch {
+          parsed = undefined;
+        }
+      }
       if (parsed === undefined || !/^postgres(ql)?:$/.test(parsed.protocol)) {
-        throw new ConfigError([{ ...where, key: `${where.key} :store/url`, message: 'expected a postgres://user@host:port/database URL' }]);
+        throw new ConfigError([
+          {
+            ...where,
+            key: `${where.key} :store/url`,
+            message: 'expected a postgres://user@host:port/database URL (several hosts: postgres://user@h1:5432,h2:5433/database)',
+          },
+        ]);
       }
       if (parsed.password !== '') {
         throw new ConfigError([

@@ -6,7 +6,11 @@ import type { ConfigField } from '@svc/core/config';
  * checking a project does not load the PostgreSQL driver.
  */
 export const POSTGRES_STORE_CONFIG = {
-  ':store/url': { kind: 'string', meaning: '`postgres://user@host:port/database`, never with a password in it' },
+  ':store/url': {
+    kind: 'string',
+    meaning:
+      '`postgres://user@host:port/database`, never with a password in it; as in libpq, several hosts (`postgres://user@h1:5432,h2:5433/database?target_session_attrs=read-write`) are tried in order, and `target_session_attrs=read-write` (or `primary`) keeps only a server that takes writes, so the nodes follow a promoted standby',
+  },
   ':store/host': { kind: 'string', meaning: 'the server host, instead of `:store/url`' },
   ':store/port': { kind: 'integer', min: 1, max: 65_535, meaning: 'the server port, instead of `:store/url`' },
   ':store/database': { kind: 'string', meaning: 'the database, instead of `:store/url`' },

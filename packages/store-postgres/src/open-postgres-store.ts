@@ -1,12 +1,17 @@
 import { randomBytes } from 'node:crypto';
 import { StoreOpenError } from '@svc/core';
 import pg, { type PoolClient } from 'pg';
+import { HostSelector, multiHostClient, splitConnectionString } from './hosts.js';
 import { loadMigrations, migrate, NewerSchemaError } from './migrations.js';
 import { PostgresStore } from './postgres-store.js';
 
 /** Where and how to reach the control database. */
 export interface PostgresStoreOptions {
-  /** `postgres://user@host:port/database`; the discrete fields below fill in what it leaves out. */
+  /**
+   * `postgres://user@host:port/database`; the discrete fields below fill in what it leaves out.
+   * As in libpq, it may list several hosts (`postgres://u@h1:5432,h2:5433/db`), tried in order,
+   * and ask with `?target_session_attrs=read-write` (or `primary`) for one that takes writes.
+   */
   readonly connectionString?: string;
   readonly host?: string;
   readonly port?: number;
@@ -90,16 +95,22 @@ function describeTarget(options: PostgresStoreOptions, schema: string): string {
   let user = options.user ?? 'postgres';
   if (options.connectionString !== undefined) {
     try {
-      const url = new URL(options.connectionString);
-      host = url.hostname || host;
-      port = url.port || port;
+      const targets = splitConnectionString(options.connectionString, options.port);
+      const url = new URL(targets.urls[0] as string);
+      if (targets.hosts.length > 1) {
+        host = targets.hosts.map((h) => (h.host.includes(':') ? `[${h.host}]:${h.port}` : `${h.host}:${h.port}`)).join(',');
+        port = '';
+      } else {
+        host = url.hostname || host;
+        port = url.port || port;
+      }
       database = decodeURIComponent(url.pathname.replace(/^\//, '')) || database;
       user = decodeURIComponent(url.username) || user;
     } catch {
       return `the configured PostgreSQL connection string (schema ${schema})`;
     }
   }
-  return `${user}@${host}:${port}/${database} (schema ${schema})`;
+  return `${user}@${host}${port === '' ? '' : `:${port}`}/${database} (schema ${schema})`;
 }
 
 /** Every spelling of the password that could appear in a message. */
@@ -108,7 +119,7 @@ function secretsOf(options: PostgresStoreOptions): string[] {
   if (options.password !== undefined && options.password !== '') secrets.push(options.password, encodeURIComponent(options.password));
   if (options.connectionString !== undefined) {
     try {
-      const url = new URL(options.connectionString);
+      const url = new URL(splitConnectionString(options.connectionString).urls[0] as string);
       if (url.password !== '') secrets.push(url.password, decodeURIComponent(url.password));
     } catch {
       // An unparsable string may still hold a password: keep it out of messages whole.
@@ -199,9 +210,19 @@ function poolConfig(options: PostgresStoreOptions, schema: string, t: PostgresTi
     options: `-c search_path=${schema} -c idle_in_transaction_session_timeout=${IDLE_IN_TRANSACTION_TIMEOUT_MS} -c statement_timeout=${t.statementMs} -c lock_timeout=${t.lockMs}`,
     types: pgTypes(),
   };
-  if (options.connectionString !== undefined) config.connectionString = withPassword(options.connectionString, options.password);
   if (options.host !== undefined) config.host = options.host;
   if (options.port !== undefined) config.port = options.port;
+  if (options.connectionString !== undefined) {
+    const targets = splitConnectionString(options.connectionString, options.port);
+    if (targets.hosts.length > 1 || targets.attrs !== 'any') {
+      // Several hosts, or a session kind to insist on: connections choose their host the libpq way.
+      const urls = targets.urls.map((url) => withPassword(url, options.password));
+      config.connectionString = urls[0] as string;
+      config.Client = multiHostClient(new HostSelector({ ...targets, urls }));
+    } else {
+      config.connectionString = withPassword(options.connectionString, options.password);
+    }
+  }
   if (options.database !== undefined) config.database = options.database;
   if (options.user !== undefined) config.user = options.user;
   if (options.password !== undefined) config.password = options.password;
@@ -299,7 +320,8 @@ async function letsAnyoneIn(config: pg.PoolConfig): Promise<boolean> {
       return false; // The open itself reports an unparsable string.
     }
   }
-  const probe = new pg.Client({
+  const Client = (config.Client ?? pg.Client) as typeof pg.Client;
+  const probe = new Client({
     ...config,
     ...(connectionString === undefined ? {} : { connectionString }),
     password,
@@ -352,7 +374,8 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
   try {
     // Migrations may take longer than a request may wait (a large table, another node holding
     // the migration lock): they run on a connection of their own without the request bounds.
-    const client = new pg.Client({
+    const Client = (config.Client ?? pg.Client) as typeof pg.Client;
+    const client = new Client({
       ...config,
       query_timeout: undefined,
       options: `-c search_path=${schema} -c idle_in_transaction_session_timeout=${IDLE_IN_TRANSACTION_TIMEOUT_MS}`,

@@ -76,6 +76,44 @@ export async function changes(db: Queryable, sql: Sql, values: readonly unknown[
 }
 
 /**
+ * The error for a COMMIT whose wait for the synchronous standby was cancelled (by an operator's
+ * `pg_cancel_backend`, or a tool's): PostgreSQL then commits locally, answers success and only
+ * warns. Such a write is not on the standby, and a failover would lose it, so it is never
+ * acknowledged. Like the driver's errors it carries a SQLSTATE, 57014 (query_canceled), so the
+ * store reports a `timeout` fault (503), as for a COMMIT whose answer was lost.
+ */
+export function unreplicatedCommitError(): Error & { readonly code: string } {
+  return Object.assign(new Error('the commit was not confirmed by the synchronous standby (the wait for it was cancelled)'), {
+    name: 'UnreplicatedCommitError',
+    code: '57014',
+  });
+}
+
+/** PostgreSQL's warning when a commit stops waiting for the synchronous standby (syncrep.c). */
+const SYNC_WAIT_CANCELLED = /^canceling (the )?wait for synchronous replication/;
+
+/**
+ * COMMIT on `client`, refused as {@link unreplicatedCommitError} when the server gave up waiting
+ * for its synchronous standby.
+ *
+ * @example
+ * await commitReplicated(client);
+ */
+export async function commitReplicated(client: PoolClient): Promise<void> {
+  let unreplicated = false;
+  const onNotice = (notice: { message?: string | undefined }) => {
+    if (SYNC_WAIT_CANCELLED.test(notice.message ?? '')) unreplicated = true;
+  };
+  client.on('notice', onNotice);
+  try {
+    await client.query('COMMIT');
+  } finally {
+    client.removeListener('notice', onNotice);
+  }
+  if (unreplicated) throw unreplicatedCommitError();
+}
+
+/**
  * Runs `fn` in one READ COMMITTED transaction on one pooled connection of `pool`. A {@link Rollback}
  * thrown by `fn` rolls back and answers its value; any other error rolls back and is
  * rethrown (a connection failure included: callers turn it into a 5xx, nothing is swallowed).
@@ -97,7 +135,7 @@ export async function transaction<T>(pool: Pool, fn: (c: PoolClient) => Promise<
   try {
     await client.query('BEGIN');
     const result = await fn(client);
-    await client.query('COMMIT');
+    await commitReplicated(client);
     return result;
   } catch (err) {
     if (lost !== undefined || postgresFault(err) !== null) {

@@ -31,7 +31,7 @@ export interface PrivatePostgres {
   dispose(): Promise<void>;
 }
 
-function freePort(): Promise<number> {
+export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
     server.once('error', reject);
@@ -44,7 +44,7 @@ function freePort(): Promise<number> {
 }
 
 /** The postmaster's pid and its children's (the backends and auxiliary processes). */
-function clusterPids(dataDir: string): number[] {
+export function clusterPids(dataDir: string): number[] {
   const pidFile = join(dataDir, 'postmaster.pid');
   if (!existsSync(pidFile)) return [];
   const postmaster = Number(readFileSync(pidFile, 'utf8').split('\n')[0]);
@@ -64,7 +64,7 @@ function clusterPids(dataDir: string): number[] {
   return pids;
 }
 
-function asPostgres(file: string, args: readonly string[]): Promise<unknown> {
+export function asPostgres(file: string, args: readonly string[]): Promise<unknown> {
   return run('runuser', ['-u', 'postgres', '--', file, ...args], { timeout: 120_000 });
 }
 

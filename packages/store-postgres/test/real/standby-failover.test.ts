@@ -1,0 +1,149 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import type { AuditEventDraft } from '@svc/core';
+import { storeFaultOf } from '@svc/core/store';
+import pg from 'pg';
+import { openPostgresStore, type PostgresStore } from '../../src/index.js';
+import { type ReplicatedPostgres, startReplicatedPostgres } from '../replicated-postgres.js';
+
+const NOW = Date.UTC(2026, 10, 27, 12, 0, 0);
+let n = 0;
+
+function draft(): AuditEventDraft {
+  n++;
+  return {
+    id: `evt_${String(n).padStart(26, '0')}`,
+    at: NOW,
+    type: 'signin.failed',
+    realm: 'management',
+    subject: null,
+    deviceId: null,
+    sessionId: null,
+    data: { reason: 'failover-test' },
+  };
+}
+
+/** Waits until `op` succeeds, for at most 60 s, failing with `what`; every failure meanwhile must be a classified store fault. */
+async function eventually<T>(what: string, op: () => Promise<T>): Promise<T> {
+  const until = Date.now() + 60_000;
+  for (;;) {
+    try {
+      return await op();
+    } catch (err) {
+      assert.notEqual(storeFaultOf(err), null, `an unclassified failure while waiting for ${what}: ${String(err)}`);
+      if (Date.now() > until) assert.fail(`waited 60 s for ${what}; last: ${String(err)}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+}
+
+async function count(url: string, schema: string, id: string): Promise<number> {
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  try {
+    return (await c.query(`SELECT count(*)::int AS n FROM ${schema}.audit_events WHERE id = $1`, [id])).rows[0].n as number;
+  } finally {
+    await c.end();
+  }
+}
+
+describe('a primary and a synchronous standby given to the store as one libpq host list (started by this file)', () => {
+  let rp: ReplicatedPostgres;
+  before(async () => {
+    rp = await startReplicatedPostgres();
+  });
+  after(async () => {
+    await rp?.dispose();
+  });
+
+  test('a standby listed first is passed over (target_session_attrs=read-write): the store opens, migrates and writes on the primary', async () => {
+    const standbyFirst = `postgres://postgres@127.0.0.1:${rp.standbyPort},127.0.0.1:${rp.primaryPort}/postgres?target_session_attrs=read-write`;
+    const store = await openPostgresStore({ connectionString: standbyFirst, schema: 'standby_first', max: 2, allowUnauthenticated: true });
+    try {
+      const event = await store.appendAuditEvent(draft());
+      assert.equal(await count(rp.standbyUrl, 'standby_first', event.id), 1, 'the write reached the standby through replication');
+    } finally {
+      await store.close();
+    }
+  });
+
+  test('a host list with a target_session_attrs the store cannot use is refused before connecting', async () => {
+    await assert.rejects(
+      openPostgresStore({
+        connectionString: `${rp.url.replace('read-write', 'read-only')}`,
+        schema: 'refused',
+        allowUnauthenticated: true,
+      }),
+      (err: unknown) => err instanceof TypeError && /target_session_attrs must be one of any, read-write, primary/.test(err.message),
+    );
+  });
+
+  test('sync-rep-wait-cancelled: a commit the standby never confirmed (its wait cancelled with pg_cancel_backend) is not acknowledged', async () => {
+    const store = await openPostgresStore({ connectionString: rp.url, schema: 'unconfirmed', max: 2, allowUnauthenticated: true });
+    const primary = new pg.Client({ connectionString: `postgres://postgres@127.0.0.1:${rp.primaryPort}/postgres` });
+    await primary.connect();
+    try {
+      await store.appendAuditEvent(draft());
+      await rp.stopStandby();
+      try {
+        const write = store.enrollDevice(
+          {
+            id: 'dev_01JDZ0000000000000000000AA',
+            publicKey: 'cd'.repeat(32),
+            realm: 'management',
+            subject: 'usr_failover',
+            name: 'unconfirmed',
+            createdAt: NOW,
+            removedAt: null,
+          },
+          { ...draft(), type: 'device.enrolled', deviceId: 'dev_01JDZ0000000000000000000AA', subject: 'usr_failover' },
+        );
+        write.catch(() => undefined);
+        // The commit now waits for the standby. An operator (or a tool) cancelling the waiting
+        // queries makes PostgreSQL commit locally, answer success and only warn: acknowledging
+        // that would promise a write a failover loses.
+        const until = Date.now() + 30_000;
+        let cancelled = 0;
+        while (cancelled === 0) {
+          if (Date.now() > until) assert.fail('waited 30 s for a svc-auth commit waiting for the synchronous standby (wait_event SyncRep)');
+          const r = await primary.query(
+            "SELECT count(*) FILTER (WHERE pg_cancel_backend(pid))::int AS n FROM pg_stat_activity WHERE application_name = 'svc-auth' AND wait_event = 'SyncRep'",
+          );
+          cancelled = r.rows[0].n as number;
+          if (cancelled === 0) await new Promise((r) => setTimeout(r, 50));
+        }
+        await assert.rejects(write, (err: unknown) => storeFaultOf(err) === 'timeout');
+      } finally {
+        await rp.startStandby();
+      }
+      await eventually('a confirmed write once the standby is back', () => store.appendAuditEvent(draft()));
+    } finally {
+      await primary.end();
+      await store.close();
+    }
+  });
+
+  test('the primary killed and the standby promoted: operations fail as store faults, then the same store writes on the new primary by itself', async () => {
+    let store: PostgresStore | undefined = await openPostgresStore({
+      connectionString: rp.url,
+      schema: 'failover',
+      max: 4,
+      allowUnauthenticated: true,
+    });
+    try {
+      const acked: string[] = [];
+      for (let i = 0; i < 20; i++) acked.push((await store.appendAuditEvent(draft())).id);
+      rp.killPrimary();
+      await assert.rejects(store.appendAuditEvent(draft()), (err: unknown) => storeFaultOf(err) === 'connection');
+      await assert.rejects(store.ping(), (err: unknown) => storeFaultOf(err) === 'connection', 'only a standby left: no read-write host');
+      await rp.promote();
+      const after = await eventually('a write on the promoted standby', () => store?.appendAuditEvent(draft()) as Promise<unknown>);
+      assert.ok(after);
+      for (const id of acked) assert.equal(await count(rp.standbyUrl, 'failover', id), 1, `acknowledged event ${id} survived the failover`);
+      await store.ping();
+    } finally {
+      await store?.close();
+      store = undefined;
+    }
+  });
+});
