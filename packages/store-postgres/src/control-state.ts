@@ -16,7 +16,30 @@ import {
   neutralRow,
 } from '@svc/core/store';
 import type { PoolClient } from 'pg';
+import { OWN_BACKENDS, svcApplicationName } from './connections.js';
 import type { PgContext } from './context.js';
+
+/** An export refused because other processes (running nodes) use the schema: stop them first. */
+export class StoreInUseError extends Error {
+  readonly code = 'store_in_use' as const;
+  /** How many other connections were found. */
+  readonly connections: number;
+  constructor(schema: string, connections: number) {
+    super(`${connections} other svc connection(s) use the PostgreSQL schema ${schema} (is a node running on it?); stop every node first`);
+    this.name = 'StoreInUseError';
+    this.connections = connections;
+  }
+}
+
+/** How many connections of other processes use `schema` (by the application name every store's pool sets). */
+async function otherConnections(c: PoolClient, schema: string): Promise<number> {
+  const found = await c.query<{ n: number }>(
+    `SELECT COUNT(*)::int AS n FROM pg_stat_activity
+      WHERE datname = current_database() AND application_name = $1 AND pid <> pg_backend_pid() AND NOT (pid = ANY($2::int[]))`,
+    [svcApplicationName(schema), [...OWN_BACKENDS]],
+  );
+  return found.rows[0]?.n ?? 0;
+}
 
 /** Rows one FETCH of an export reads, and one INSERT of an import writes. */
 const BATCH = 500;
@@ -29,12 +52,16 @@ function orderBy(table: ControlTable): string {
 /**
  * Reads the control state in one REPEATABLE READ, READ ONLY transaction on a connection of its
  * own (one snapshot of every table, which concurrent writers of other nodes do not change),
- * after chaining the pending audit events, through a cursor per table.
+ * after chaining the pending audit events, through a cursor per table. Refused with a
+ * {@link StoreInUseError} while connections of another process use the schema (a running node).
  */
 export async function exportPostgresState(ctx: PgContext, opts: ExportOptions): Promise<AsyncIterable<ControlStateRow>> {
   await ctx.sealPending();
   const client = await ctx.pool.connect();
   try {
+    // A node still serving would write after the snapshot, and its writes would be lost to the move.
+    const others = await otherConnections(client, ctx.schema);
+    if (others > 0) throw new StoreInUseError(ctx.schema, others);
     await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
     // The first statement takes the snapshot, before the caller gets the rows.
     await client.query('SELECT 1 FROM project LIMIT 1');
