@@ -74,7 +74,9 @@ function refuseInUse(file: string, role: string): void {
         `migration refused: the ${role} control database ${file} is in use (is \`svc serve\` running on this project?); stop the service first`,
       );
     }
-    throw error;
+    // Anything else (an empty file a refused move left, a file of another kind) is for the store
+    // to judge when it opens the file: this check is only about a running service.
+    if (!(error instanceof StoreBackupError)) throw error;
   }
 }
 
@@ -130,7 +132,17 @@ export async function migrateProjectStore(
     if (targetFile !== null && existsSync(targetFile)) refuseInUse(targetFile, 'target');
     const to = await openControlStore(project, { create: true, module: target });
     try {
-      const outcome = await to.importState(checkedChain(await from.exportState({ sessions: opts.sessions }), head));
+      let rows: AsyncIterable<ControlStateRow>;
+      try {
+        rows = await from.exportState({ sessions: opts.sessions });
+      } catch (error) {
+        // A PostgreSQL source still used by running nodes (svc-store-postgres's StoreInUseError).
+        if ((error as { code?: unknown }).code === 'store_in_use') {
+          throw new RuntimeError(`migration refused: ${(error as Error).message}`, { cause: error });
+        }
+        throw error;
+      }
+      const outcome = await to.importState(checkedChain(rows, head));
       if (outcome.kind === 'not_empty') {
         throw new RuntimeError(
           `migration refused: the target store ${describeModule(project, target)} already holds control state (table ${outcome.table}); migrate only into an empty store`,

@@ -76,6 +76,11 @@ describe('svc auth store migrate moves a project between SQLite and PostgreSQL w
     assert.equal((await me(server.url, session.access_token)).status, 200, 'the session made on SQLite is still signed in');
     const fresh = await loginOverHttp(server.url, p.keyFile, p.publicKey);
     assert.equal((await me(server.url, fresh.access_token)).status, 200, 'the device signs in by challenge on PostgreSQL');
+    // A node serving on the PostgreSQL source: moving away from it is refused (running-service).
+    addStoreModule(p.dir, 'back', '{:package "svc-store-sqlite" :activate [:svc/store] :config {:store/file "control-back.db"}}');
+    const busy = await svc(['auth', 'store', 'migrate', p.dir, '--to', 'back'], { env });
+    assert.equal(busy.code, 1, busy.stderr);
+    assert.match(busy.stderr, /other svc connection\(s\) use the PostgreSQL schema .* stop every node first/);
     await server.stop('SIGTERM');
     const verify = await svc(['auth', 'audit', 'verify', p.dir], { env });
     assert.equal(verify.code, 0, verify.stderr);
@@ -84,7 +89,6 @@ describe('svc auth store migrate moves a project between SQLite and PostgreSQL w
     assert.equal(onPg.at(-1) === 'store.migrated' || onPg.at(-2) === 'store.migrated', true);
 
     // And back: PostgreSQL to a new SQLite file, without sessions (they are not copied, and it says so).
-    addStoreModule(p.dir, 'back', '{:package "svc-store-sqlite" :activate [:svc/store] :config {:store/file "control-back.db"}}');
     const back = await svc(['auth', 'store', 'migrate', p.dir, '--to', 'back'], { env });
     assert.equal(back.code, 0, back.stderr);
     assert.match(back.stdout, /live sessions were not copied \(\d+ live\)/);
