@@ -35,6 +35,7 @@ export const AUDIT_EVENT_TYPES = [
   'group.removed',
   'scim_token.created',
   'scim_token.revoked',
+  'store.migrated',
 ] as const;
 
 /** A kind of audit event. */

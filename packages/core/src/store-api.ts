@@ -8,6 +8,26 @@
 export type { StoreAddonContext, StoreAddonExport } from './addon.js';
 export { type AttemptWindow, type AttemptWindowDecision, decideAttemptWindow } from './attempt-budget.js';
 export {
+  byKey,
+  CONTROL_STATE_TABLES,
+  type ControlColumnKind,
+  type ControlStateCounts,
+  type ControlStateRow,
+  type ControlTable,
+  type ControlTableClass,
+  type ControlTableName,
+  type ControlValue,
+  checkControlRow,
+  controlTable,
+  type ExportOptions,
+  exportedTables,
+  type ImportOutcome,
+  inImportOrder,
+  NOT_COPIED,
+  neutralRow,
+  uncoveredSchema,
+} from './control-state.js';
+export {
   decideRetiredPresentation,
   decideRotation,
   gracePairEnded,

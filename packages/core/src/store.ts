@@ -1,5 +1,6 @@
 import type { AttemptWindow } from './attempt-budget.js';
 import type { AuditEvent, AuditEventDraft } from './audit.js';
+import type { ControlStateRow, ExportOptions, ImportOutcome } from './control-state.js';
 import type { ProviderIntent } from './provider.js';
 import type { Realm } from './realm.js';
 import type { AttributeSource, UserStatus } from './users.js';
@@ -759,6 +760,25 @@ export interface Store {
   listScimTokens(): Promise<readonly ScimTokenRecord[]>;
   /** Revokes a SCIM token with its event. False, nothing written, when unknown or already revoked. */
   revokeScimToken(input: { readonly id: string; readonly now: number }, event: AuditEventDraft): Promise<boolean>;
+
+  /**
+   * The whole control state in the store-neutral form (core's `CONTROL_STATE_TABLES`), read in
+   * ONE consistent snapshot: every table of the export, in import order, each ordered by its
+   * key; pending audit events are chained first. With `sessions: false` the `sessions` tables
+   * (token digests, grace data, DPoP records, challenges, flows) are left out. Nothing is
+   * written. Meant for an offline move: while the iteration runs, use this handle for nothing
+   * else. Resolves once the snapshot is taken (a promise, so every operation stays one that
+   * answers a promise): the rows come from the iterable it resolves to.
+   */
+  exportState(opts: ExportOptions): Promise<AsyncIterable<ControlStateRow>>;
+  /**
+   * Writes `rows` (an export, in its order) into this store, which must hold no control state:
+   * `not_empty`, nothing written, when any table of the state has a row. All rows commit in ONE
+   * transaction, verbatim (same ids, digests, audit hashes; the audit head and counts as the
+   * rows say): a row that does not fit (unknown table or column, a value of the wrong kind, out
+   * of order) or an iterator that throws rolls everything back and the error propagates.
+   */
+  importState(rows: AsyncIterable<ControlStateRow>): Promise<ImportOutcome>;
 }
 
 /** The operation set of {@link Store}: what a store addon must declare, exactly. */
@@ -818,6 +838,8 @@ export const STORE_OPERATIONS = [
   'useScimToken',
   'listScimTokens',
   'revokeScimToken',
+  'exportState',
+  'importState',
 ] as const satisfies readonly (keyof Store)[];
 
 /** A name in the operation set. */

@@ -79,7 +79,7 @@ const ALLOWED: Record<
   '@svc/addons': { imports: ['@svc/core', 'edn-data', 'tar'], testImports: [] },
   '@svc/store-testkit': { imports: ['@svc/core'], testImports: [] },
   'svc-store-sqlite': { imports: ['@svc/core', 'better-sqlite3'], testImports: ['@svc/store-testkit', 'tsx'] },
-  'svc-store-postgres': { imports: ['@svc/core', 'pg'], testImports: ['@svc/store-testkit'] },
+  'svc-store-postgres': { imports: ['@svc/core', 'pg'], testImports: ['@svc/store-testkit', 'svc-store-sqlite'] },
   // A provider runs confined and talks JSON over IPC: the contract's types from core, nothing of core at run time.
   '@svc/provider-webauthn': { imports: ['@simplewebauthn/server'], typeImports: ['@svc/core'], testImports: ['@svc/core'] },
   '@svc/server': {

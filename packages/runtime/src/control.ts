@@ -4,7 +4,7 @@ import { createRequire } from 'node:module';
 import { dirname, isAbsolute, join } from 'node:path';
 import { AddonVerificationError, loadStoreAddon, verifyAddon } from '@svc/addons';
 import { type AuthDeps, errorCodeOf, type Logger, newId, publicKeyHexOf } from '@svc/core';
-import { ConfigError, type SecretRef } from '@svc/core/config';
+import { ConfigError, type ModuleConfig, type SecretRef } from '@svc/core/config';
 import type { Store, StoreAddonExport } from '@svc/core/store';
 import { RuntimeError } from './errors.js';
 import { createLogger } from './logger.js';
@@ -149,9 +149,9 @@ export function ensureNodeIdentity(project: Project): boolean {
 }
 
 /** The SQLite file the embedded store will use, when the store is the embedded one. */
-export function embeddedStoreFile(project: Project): string | null {
-  if (project.config.store.package !== 'svc-store-sqlite') return null;
-  const file = project.config.store.config.get(':store/file');
+export function embeddedStoreFile(project: Project, module: ModuleConfig = project.config.store): string | null {
+  if (module.package !== 'svc-store-sqlite') return null;
+  const file = module.config.get(':store/file');
   if (typeof file !== 'string') return project.controlDb;
   return isAbsolute(file) ? file : join(project.controlDir, file);
 }
@@ -168,13 +168,21 @@ export function embeddedStoreFile(project: Project): string | null {
  */
 export async function openControlStore(
   project: Project,
-  opts: { readonly create: boolean; readonly sqliteFile?: string; readonly log?: Logger; readonly env?: NodeJS.ProcessEnv },
+  opts: {
+    readonly create: boolean;
+    readonly sqliteFile?: string;
+    readonly log?: Logger;
+    readonly env?: NodeJS.ProcessEnv;
+    /** Another store module of project.edn than `:auth/store` names (the target of a move between stores). */
+    readonly module?: ModuleConfig;
+  },
 ): Promise<Store> {
   // What decides which code runs (project.edn, and the directory that holds it) must not be
   // writable by anyone but its owner; the addon's own files are checked by verifyAddon.
   assertNotWritableByOthers(project.dir, 'the project directory');
   assertNotWritableByOthers(project.file, 'project.edn');
-  const { store: module, packages } = project.config;
+  const { packages } = project.config;
+  const module = opts.module ?? project.config.store;
   const name = module.package as string;
   const pin = packages[name] as { version: string; sha256: string | null };
   let addon: StoreAddonExport;
@@ -189,7 +197,7 @@ export async function openControlStore(
     throw error;
   }
   // `sqliteFile` opens another file with the project's verified embedded store (restore checks a copy).
-  const embedded = opts.sqliteFile ?? embeddedStoreFile(project);
+  const embedded = opts.sqliteFile ?? embeddedStoreFile(project, module);
   const config = opts.sqliteFile === undefined ? module.config : new Map([...module.config, [':store/file', opts.sqliteFile]]);
   if (!opts.create && embedded !== null && !existsSync(embedded)) {
     throw new RuntimeError(`no control database at ${embedded}; run \`svc auth init ${shellQuote(project.dir)}\` first`, {

@@ -40,6 +40,7 @@ export { formatProblem, parseEdn } from './edn.js';
 export { ListenRefusedError, RUNTIME_FAILURE_CODES, RuntimeError, type RuntimeFailureCode } from './errors.js';
 export { LISTEN_ENV, type ListenAddress, type ListenerName, resolveListen } from './listen.js';
 export { createLogger, REDACT_PATHS } from './logger.js';
+export { migrateProjectStore, type StoreMigration } from './migrate-store.js';
 export { nodeKeyHistoryFile, readNodeKeyHistory, writeFileAtomic } from './node-key-history.js';
 export { loadNodeIdentity, rotateNodeKey } from './node-keys.js';
 export { type InstalledPackage, installPackage } from './package-install.js';

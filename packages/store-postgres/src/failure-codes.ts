@@ -10,6 +10,11 @@ export const STORE_POSTGRES_FAILURE_CODES = defineFailureCodes({
     exit: 1,
     meaning: 'the PostgreSQL schema is newer than this store package knows (reported to callers as `store_open_failed`)',
   },
+  store_in_use: {
+    raisedBy: 'StoreInUseError (svc-store-postgres)',
+    exit: 1,
+    meaning: 'a move between stores was refused: other processes (running nodes) are connected to the PostgreSQL schema',
+  },
 });
 
 /** A failure code of this package's classes. */

@@ -1,5 +1,6 @@
 export { StoreOpenError } from '@svc/core';
 export { svcStore } from './addon-export.js';
+export { StoreInUseError } from './control-state.js';
 export { STORE_POSTGRES_FAILURE_CODES, type StorePostgresFailureCode } from './failure-codes.js';
 export {
   DEFAULT_SCHEMA,

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { StoreOpenError } from '@svc/core';
 import pg, { type PoolClient } from 'pg';
+import { OWN_BACKENDS, svcApplicationName } from './connections.js';
 import { HostSelector, multiHostClient, splitConnectionString } from './hosts.js';
 import { loadMigrations, migrate, NewerSchemaError } from './migrations.js';
 import { PostgresStore } from './postgres-store.js';
@@ -204,7 +205,9 @@ function poolConfig(options: PostgresStoreOptions, schema: string, t: PostgresTi
     connectionTimeoutMillis: t.connectMs,
     query_timeout: t.queryMs,
     keepAlive: true,
-    application_name: 'svc-auth',
+    // Names the schema, so a move between stores can tell that nodes still use it (see
+    // `exportPostgresState`); PostgreSQL keeps the first 63 bytes.
+    application_name: svcApplicationName(schema),
     // idle_in_transaction_session_timeout: a node that stalls or is cut off mid-transaction
     // must not hold the audit_head lock (and so every node's writes) until TCP gives up.
     options: `-c search_path=${schema} -c idle_in_transaction_session_timeout=${IDLE_IN_TRANSACTION_TIMEOUT_MS} -c statement_timeout=${t.statementMs} -c lock_timeout=${t.lockMs}`,
@@ -248,6 +251,14 @@ function budgetPoolConfig(config: pg.PoolConfig): pg.PoolConfig {
 
 function createPool(config: pg.PoolConfig): pg.Pool {
   const pool = new pg.Pool(config);
+  pool.on('connect', (client: pg.PoolClient) => {
+    const pid = (client as unknown as { processID?: number | null }).processID;
+    if (typeof pid === 'number') OWN_BACKENDS.add(pid);
+  });
+  pool.on('remove', (client: pg.PoolClient) => {
+    const pid = (client as unknown as { processID?: number | null }).processID;
+    if (typeof pid === 'number') OWN_BACKENDS.delete(pid);
+  });
   // An idle connection the server drops (restart, failover) must not crash the process; the
   // pool discards it, and the next operation connects afresh or fails with its own error.
   pool.on('error', () => undefined);

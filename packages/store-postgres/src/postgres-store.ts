@@ -1,4 +1,5 @@
 import type { AuditEvent, AuditEventDraft, Realm } from '@svc/core';
+import type { ControlStateRow, ExportOptions, ImportOutcome } from '@svc/core/store';
 import {
   type AttemptReservation,
   type BootstrapOutcome,
@@ -31,6 +32,7 @@ import { AuditSealer } from './audit-sealer.js';
 import * as auditTrail from './audit-trail.js';
 import { BearerBatch } from './bearer-batch.js';
 import type { PgContext } from './context.js';
+import { exportPostgresState, importPostgresState } from './control-state.js';
 import * as devices from './devices.js';
 import { postgresFault } from './faults.js';
 import * as maintenance from './maintenance.js';
@@ -384,6 +386,16 @@ export class PostgresStore implements Store {
 
   async revokeScimToken(input: { readonly id: string; readonly now: number }, event: AuditEventDraft): Promise<boolean> {
     return users.revokeScimToken(this.#ctx, input, event);
+  }
+
+  /** The control state in one REPEATABLE READ snapshot (see `exportPostgresState`). */
+  async exportState(opts: ExportOptions): Promise<AsyncIterable<ControlStateRow>> {
+    return exportPostgresState(this.#ctx, opts);
+  }
+
+  /** An export into this empty schema, in one transaction (see `importPostgresState`). */
+  async importState(rows: AsyncIterable<ControlStateRow>): Promise<ImportOutcome> {
+    return importPostgresState(this.#ctx, rows);
   }
 
   async reserveAttempts(input: Parameters<Store['reserveAttempts']>[0]): Promise<AttemptReservation> {

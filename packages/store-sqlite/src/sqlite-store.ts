@@ -1,5 +1,6 @@
 import type { AuditEvent, AuditEventDraft, Realm } from '@svc/core';
 import { ACCESS_FROM, ACCESS_USER_COLUMNS } from '@svc/core/sql-rows';
+import type { ControlStateRow, ExportOptions, ImportOutcome } from '@svc/core/store';
 import {
   type AccessRow,
   type AttemptReservation,
@@ -34,6 +35,7 @@ import { BackgroundThread } from './background.js';
 import { BearerCache } from './bearer-cache.js';
 import { type CheckpointPlan, DEFAULT_CHECKPOINT_PLAN } from './checkpoint.js';
 import type { SqliteContext } from './context.js';
+import { exportSqliteState, importSqliteState } from './control-state.js';
 import { SqliteDevices } from './devices.js';
 import { sqliteFault } from './faults.js';
 import { SqliteMaintenance } from './maintenance.js';
@@ -104,6 +106,7 @@ export class SqliteStore implements Store {
   readonly #providers: SqliteProviders;
   readonly #maintenance: SqliteMaintenance;
   readonly #users: SqliteUsers;
+  readonly #ctx: SqliteContext;
 
   /** Wraps an open, migrated connection; use `openSqliteStore` rather than calling this. */
   constructor(
@@ -146,6 +149,7 @@ export class SqliteStore implements Store {
       writeUser: (user) => this.#users.writeUser(user),
       signedIn: (subject, now) => this.#users.signedIn(subject, now),
     };
+    this.#ctx = ctx;
     this.#devices = new SqliteDevices(ctx);
     this.#sessions = new SqliteSessions(ctx);
     this.#audit = new SqliteAuditTrail(ctx);
@@ -450,6 +454,19 @@ export class SqliteStore implements Store {
 
   async revokeScimToken(input: { readonly id: string; readonly now: number }, event: AuditEventDraft): Promise<boolean> {
     return this.#users.revokeScimToken(input, event);
+  }
+
+  /** The control state in one read transaction (see `exportSqliteState`). */
+  async exportState(opts: ExportOptions): Promise<AsyncIterable<ControlStateRow>> {
+    return exportSqliteState(this.#ctx, opts);
+  }
+
+  /** An export into this empty store, in one transaction (see `importSqliteState`). */
+  async importState(rows: AsyncIterable<ControlStateRow>): Promise<ImportOutcome> {
+    const outcome = await importSqliteState(this.#ctx, rows);
+    // Sessions written behind the bearer cache's back: it must not answer from before.
+    this.#accessCache.clear();
+    return outcome;
   }
 
   async reserveAttempts(_input: Parameters<Store['reserveAttempts']>[0]): Promise<AttemptReservation> {

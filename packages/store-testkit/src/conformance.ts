@@ -3,6 +3,7 @@ import { type StoreFactory, suiteContext } from './harness.js';
 import { auditSuite } from './suites/audit-suite.js';
 import { bootstrapSuite } from './suites/bootstrap-suite.js';
 import { concurrencySuite } from './suites/concurrency-suite.js';
+import { controlStateSuite } from './suites/control-state-suite.js';
 import { devicesSuite } from './suites/devices-suite.js';
 import { dpopSuite } from './suites/dpop-suite.js';
 import { linksSuite } from './suites/links-suite.js';
@@ -47,5 +48,6 @@ export function storeConformance(name: string, factory: StoreFactory): void {
     dpopSuite(ctx);
     usersSuite(ctx);
     providerUsersSuite(ctx);
+    controlStateSuite(ctx);
   });
 }

@@ -7,7 +7,11 @@ import {
   type BootstrapOutcome,
   type BootstrapTokenState,
   type ChallengeRecord,
+  type ControlStateRow,
+  type ControlTable,
+  checkControlRow,
   clampPairToSession,
+  controlTable,
   type DeviceRecord,
   decideAttemptWindow,
   decideBootstrapConsumption,
@@ -16,10 +20,13 @@ import {
   decidePairingCompletion,
   decidePairingFailure,
   defaultUser,
+  type ExportOptions,
   type FlowRecord,
   type GroupRecord,
   type GroupSummary,
   gracePairEnded,
+  type ImportOutcome,
+  inImportOrder,
   isChallengeConsumable,
   isCounterAdvance,
   isFlowConsumable,
@@ -52,6 +59,14 @@ import {
   type UserRecord,
   userMatches,
 } from '@svc/core/store';
+
+import {
+  commitMemoryState,
+  emptyMemoryControlData,
+  exportMemoryState,
+  firstNonEmptyMemoryTable,
+  importMemoryRow,
+} from './memory-control-state.js';
 
 // The reference store: the whole contract over plain maps, every decision taken by core's
 // rules exactly as the SQL stores take them. Each operation reads, decides and writes without
@@ -900,6 +915,34 @@ export class MemoryStore implements Store {
         failures: current.failures + (input.failed ? 1 : 0),
       });
     }
+  }
+
+  /** The maps as they are now (one synchronous step: the snapshot), as neutral rows. */
+  async exportState(opts: ExportOptions): Promise<AsyncIterable<ControlStateRow>> {
+    return exportMemoryState(this.#d, opts);
+  }
+
+  /** Stages every row in fresh maps, then, if this store is still empty, moves them in at once. */
+  async importState(rows: AsyncIterable<ControlStateRow>): Promise<ImportOutcome> {
+    const before = firstNonEmptyMemoryTable(this.#d);
+    if (before !== null) return { kind: 'not_empty', table: before };
+    const staged = emptyMemoryControlData();
+    const counts: Record<string, number> = {};
+    let previous: string | null = null;
+    for await (const item of rows) {
+      const problem = checkControlRow(item);
+      if (problem !== null) throw new TypeError(`importState: ${problem}`);
+      if (!inImportOrder(previous, item.table))
+        throw new TypeError(`importState: ${item.table} rows after ${previous} rows (out of order)`);
+      previous = item.table;
+      importMemoryRow(staged, controlTable(item.table) as ControlTable, item.row);
+      counts[item.table] = (counts[item.table] ?? 0) + 1;
+    }
+    // Another handle may have written meanwhile (the SQL stores hold a lock instead).
+    const now = firstNonEmptyMemoryTable(this.#d);
+    if (now !== null) return { kind: 'not_empty', table: now };
+    commitMemoryState(this.#d, staged);
+    return { kind: 'imported', counts };
   }
 
   async pruneEndedRecords(input: {

@@ -210,6 +210,12 @@ export const COMMANDS: readonly CommandEntry[] = [
     load: async () => (await import('./auth-restore.js')).authRestore,
   },
   {
+    path: ['auth', 'store', 'migrate'],
+    summary:
+      'Copy the whole control state into another, empty store module of project.edn (SQLite to PostgreSQL and back), with the service stopped: users, devices, passkeys, links, the audit chain (verified, continued with store.migrated), and with --sessions the live sessions.',
+    load: async () => (await import('./auth-store-migrate.js')).authStoreMigrate,
+  },
+  {
     path: ['auth', 'pair'],
     summary:
       'Prepare a pairing (enrolment intent) for a new device, or a link intent for a passkey or company login, on the node surface; prints the one-time code.',
