@@ -1,5 +1,7 @@
 import type { AuditEvent, AuditEventDraft, Realm } from '@svc/core';
 import {
+  type AssertionKeysRecord,
+  type AssertionKeysSave,
   type AttemptReservation,
   type BootstrapOutcome,
   type ChallengeRecord,
@@ -26,6 +28,7 @@ import {
   type UserRecord,
 } from '@svc/core/store';
 import type { Pool, PoolClient } from 'pg';
+import * as assertionKeys from './assertion-keys.js';
 import { AttemptBudget } from './attempt-budget.js';
 import { AuditSealer } from './audit-sealer.js';
 import * as auditTrail from './audit-trail.js';
@@ -384,6 +387,17 @@ export class PostgresStore implements Store {
 
   async revokeScimToken(input: { readonly id: string; readonly now: number }, event: AuditEventDraft): Promise<boolean> {
     return users.revokeScimToken(this.#ctx, input, event);
+  }
+
+  async getAssertionKeys(): Promise<AssertionKeysRecord | null> {
+    return assertionKeys.getAssertionKeys(this.#ctx);
+  }
+
+  async saveAssertionKeys(
+    input: { readonly expectedVersion: number; readonly keySet: string; readonly now: number },
+    events: readonly AuditEventDraft[],
+  ): Promise<AssertionKeysSave> {
+    return assertionKeys.saveAssertionKeys(this.#ctx, input, events);
   }
 
   async reserveAttempts(input: Parameters<Store['reserveAttempts']>[0]): Promise<AttemptReservation> {
