@@ -8,6 +8,7 @@
  */
 import { createCipheriv, createDecipheriv, createHash, createPrivateKey } from 'node:crypto';
 import { type AssertionKeyJson, type AssertionKeySetJson, parseAssertionKeySet } from './assertion-keys.js';
+import type { CoreFailureCode } from './errors.js';
 import type { RandomBytes } from './ports.js';
 
 /** A key-encryption key: 32 bytes, and its id (which says which KEK sealed a set, never the KEK). */
@@ -22,6 +23,7 @@ const SEALED = 'sealed.v1.';
 /** A key set as the store keeps it, or what stops it from opening. */
 export class AssertionKeySealError extends Error {
   override readonly name = 'AssertionKeySealError';
+  readonly code = 'assertion_keys_unsealable' as const satisfies CoreFailureCode;
 }
 
 /**

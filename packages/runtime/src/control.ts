@@ -149,7 +149,9 @@ export function ensureNodeIdentity(project: Project): boolean {
 }
 
 /** The SQLite file the embedded store will use, when the store is the embedded one. */
-export function embeddedStoreFile(project: Project): string | null {
+export function embeddedStoreFile(
+  project: Pick<Project, 'controlDir' | 'controlDb'> & { readonly config: Pick<Project['config'], 'store'> },
+): string | null {
   if (project.config.store.package !== 'svc-store-sqlite') return null;
   const file = project.config.store.config.get(':store/file');
   if (typeof file !== 'string') return project.controlDb;
