@@ -21,6 +21,8 @@ export const AUDIT_EVENT_TYPES = [
   'pairing.burned',
   'node.key_rotated',
   'app.assertion_key_rotated',
+  'app.assertion_keys_created',
+  'app.assertion_keys_resealed',
   'link.created',
   'link.removed',
   'link.renamed',

@@ -3,7 +3,7 @@ import { type AssetReader, readAppGatewayConfig } from './app-config-reader.js';
 import { type AuditSinks, readAuditSinks } from './audit-sinks-config.js';
 import { describeEdn as describe, type EdnKeyword, type EdnMap, type EdnValue, isEdnMap, isKeyword, mergeEdn } from './edn-model.js';
 import { ConfigError, type ConfigProblem } from './errors.js';
-import { checkModuleConfig, checkOpaqueConfig, type ModuleConfigSchemas } from './module-config.js';
+import { checkModuleConfig, checkOpaqueConfig, type ModuleConfigSchemas, parseSecretRef, type SecretRef } from './module-config.js';
 import { PROVIDER_ALIAS, type ProviderModuleConfig, readProviderModuleConfig } from './provider-config.js';
 import { isRealm, type Realm } from './realm.js';
 import { SENDER_CONSTRAINTS, type SenderConstraint, type SenderConstraints } from './sender-constraint.js';
@@ -88,6 +88,11 @@ export interface ProjectConfig {
   readonly trustedPublishers: Readonly<Record<string, string>>;
   /** The provider modules (those activating `:svc/auth-provider`), in `project.edn` order. */
   readonly providers: readonly ProviderModuleConfig[];
+  /**
+   * `:svc/key-encryption-key` and `:svc/previous-key-encryption-key`: what seals the cluster's
+   * assertion keys in the control store (references only; the runtime resolves them).
+   */
+  readonly keyEncryption: { readonly current: SecretRef | null; readonly previous: SecretRef | null };
 }
 
 const FORBIDDEN_KEYS = new Set(WEAKENING_KEYS);
@@ -385,6 +390,27 @@ function checkProject(merged: EdnMap, opts: ValidateOptions): { config: Omit<Pro
     if (problems.length === before) providers.push({ alias: m.alias, package: m.package, policy: read.policy, settings: read.settings });
   }
 
+  const secretKey = (key: string): SecretRef | null => {
+    const v = merged.get(key);
+    return v === undefined ? null : parseSecretRef(v, problems, file, key);
+  };
+  const keyEncryption = { current: secretKey(':svc/key-encryption-key'), previous: secretKey(':svc/previous-key-encryption-key') };
+  if (keyEncryption.previous !== null && keyEncryption.current === null && merged.get(':svc/key-encryption-key') === undefined) {
+    bad(':svc/previous-key-encryption-key', 'is only read during a rotation of :svc/key-encryption-key: set :svc/key-encryption-key too');
+  }
+  // The assertion keys of a shared store are sealed under a key the database never holds.
+  if (
+    store !== undefined &&
+    store.package !== 'svc-store-sqlite' &&
+    app.upstream !== null &&
+    merged.get(':svc/key-encryption-key') === undefined
+  ) {
+    bad(
+      ':svc/key-encryption-key',
+      `required: the gateway signs assertions (:svc/app-upstream) and its keys live in the shared control store (${store.package}), sealed under this key; set it to #svc/secret "env:NAME" holding 32 random bytes (openssl rand -base64 32), the same on every node`,
+    );
+  }
+
   if (problems.length > 0 || store === undefined) return { config: null, problems };
   return {
     config: {
@@ -400,6 +426,7 @@ function checkProject(merged: EdnMap, opts: ValidateOptions): { config: Omit<Pro
       app,
       trustedPublishers,
       providers,
+      keyEncryption,
     },
     problems,
   };

@@ -75,6 +75,14 @@ export const CONTROL_STATE_TABLES = [
     key: ['id'],
   },
   {
+    // The cluster's assertion key set (store contract 9), copied as stored: its private halves
+    // stay sealed under the same key-encryption key, which the target's nodes are given too.
+    name: 'assertion_keys',
+    class: 'state',
+    columns: { singleton: i, version: i, key_set: t, updated_at: i },
+    key: ['singleton'],
+  },
+  {
     name: 'devices',
     class: 'state',
     columns: { id: t, public_key: t, realm: t, subject: t, name: t, created_at: i, removed_at: i },

@@ -300,6 +300,12 @@ export const CORE_FAILURE_CODES = defineFailureCodes({
     meaning:
       'the control store was not opened: unsafe file permissions, not a control store, an unreachable or refusing server, a server that lets its role in without a credential (`refusal: "unauthenticated"`), a failed migration, or a schema newer than the store package; the message names the target and the fix',
   },
+  assertion_keys_unsealable: {
+    raisedBy: 'AssertionKeySealError (@svc/core)',
+    exit: 1,
+    meaning:
+      "the cluster's assertion key set in the control store does not open with this node's key-encryption keys: sealed under another `:svc/key-encryption-key` (both key ids are named, never the keys), a sealed key altered in the database, or a key kept in the clear on a shared store. Nothing is signed with it",
+  },
 });
 
 /** A failure code of core's own classes. */

@@ -7,6 +7,14 @@
 
 export { ADDON_MANIFEST_FILE } from './addon.js';
 export {
+  AssertionKeySealError,
+  type KeyEncryptionKey,
+  type OpenedAssertionKeySet,
+  openAssertionKeySet,
+  parseKeyEncryptionKey,
+  sealAssertionKeySet,
+} from './assertion-key-seal.js';
+export {
   ASSERTION_TYP,
   type AssertionClaims,
   type AssertionKeyJson,
@@ -20,6 +28,7 @@ export {
   type FreshAssertionKey,
   firstAssertionKeySet,
   parseAssertionKeySet,
+  pruneAssertionKeySet,
   publishedAssertionKeys,
   rotateAssertionKeySet,
 } from './assertion-keys.js';
@@ -198,6 +207,15 @@ export {
 // The header rules of the gateway's upstream mode.
 export { connectionNamedHeaders, relaysRequestHeader, relaysResponseHeader, upstreamHeaderName } from './upstream-headers.js';
 export { removeOwnLink, renameOwnLink, selfServiceData, signInMethodWords } from './use-cases/account.js';
+export {
+  type AssertionKeyCustody,
+  type ClusterAssertionKeyRotation,
+  type ClusterAssertionKeys,
+  type EnsuredAssertionKeys,
+  ensureClusterAssertionKeys,
+  readClusterAssertionKeys,
+  rotateClusterAssertionKeys,
+} from './use-cases/assertion-keys.js';
 export { authenticate, principalKeyBinding } from './use-cases/authenticate.js';
 export type { DpopRequest } from './use-cases/check-dpop-proof.js';
 export {

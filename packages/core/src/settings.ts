@@ -246,7 +246,8 @@ export type ProjectKeyType =
   | 'app-tls'
   | 'app-addresses'
   | 'app-brand'
-  | 'trusted-publishers';
+  | 'trusted-publishers'
+  | 'secret';
 
 /** One `:svc/...` key of `project.edn`. */
 export interface ProjectKeySpec {
@@ -447,6 +448,24 @@ export const PROJECT_KEYS: readonly ProjectKeySpec[] = [
     inProfile: true,
     meaning:
       'the publishers whose signature a provider package must carry: `{"name" "<64 hex Ed25519 public key>"}`. `svc package install` and every load refuse a provider package signed by anyone else; see [providers](providers.md#1-signed-packages-svcaddons-svccore-config-svc-package)',
+  },
+  {
+    key: ':svc/key-encryption-key',
+    type: 'secret',
+    expected: 'a secret reference: #svc/secret "env:NAME" or #svc/secret "file:/path"',
+    default: 'none; required with `:svc/app-upstream` on a store other than `svc-store-sqlite`',
+    inProfile: true,
+    meaning:
+      "the key-encryption key (32 random bytes as base64, `openssl rand -base64 32`, or 64 hex digits) the gateway's assertion signing keys are sealed under (AES-256-GCM) in the control store, which every node shares; every node of the cluster is given the same one. The store never holds it: a copy of the database reveals no private key. On the embedded store it is optional (the keys are then kept in the owner-only database file), and seals them when given. See [assertion keys at rest](assertion.md#keys-of-the-cluster)",
+  },
+  {
+    key: ':svc/previous-key-encryption-key',
+    type: 'secret',
+    expected: 'a secret reference: #svc/secret "env:NAME" or #svc/secret "file:/path"',
+    default: 'none',
+    inProfile: true,
+    meaning:
+      'during a rotation of `:svc/key-encryption-key`: the key it replaces, still accepted to open the stored assertion keys; the first node that starts with both seals them again under the new one (`app.assertion_keys_resealed`), after which it can be removed',
   },
   {
     key: ':svc/profiles',

@@ -39,6 +39,8 @@ export {
   sealSuccessor,
 } from './refresh-rotation.js';
 export {
+  type AssertionKeysRecord,
+  type AssertionKeysSave,
   type AttemptReservation,
   type BootstrapOutcome,
   type ChallengeRecord,

@@ -28,9 +28,31 @@ import type { AttributeSource, UserStatus } from './users.js';
  * server nonces are looked up (`hasDpopRecord`). 8: users (`getUser`, `listUsers`, `createUser`,
  * `changeUser`, `listGroups`), group records and SCIM tokens; a disabled user's sign-ins are
  * refused inside the session-creating transactions (`createSession` answers `user_disabled`),
- * a bearer check reads the session's user attributes with it (`SessionRecord.user`).
+ * a bearer check reads the session's user attributes with it (`SessionRecord.user`). 9: the
+ * gateway's assertion key set is the cluster's, kept in the store (`getAssertionKeys`, and
+ * `saveAssertionKeys`, a compare-and-set on its version, audited in the same transaction).
  */
-export const STORE_CONTRACT_VERSION = 8;
+export const STORE_CONTRACT_VERSION = 9;
+
+/**
+ * The assertion key set of the cluster as the store keeps it: opaque text (the runtime seals the
+ * private halves before it hands it over; the store never reads it) and a version that counts
+ * every save, which {@link Store.saveAssertionKeys} compares and sets.
+ */
+export interface AssertionKeysRecord {
+  /** 1 for the first set saved, +1 on each save after it. */
+  readonly version: number;
+  /** The key set (JSON text; see core's `sealAssertionKeySet`): never parsed by the store. */
+  readonly keySet: string;
+  /** When it was saved. */
+  readonly updatedAt: number;
+}
+
+/** What {@link Store.saveAssertionKeys} led to. */
+export type AssertionKeysSave =
+  | { readonly saved: true; readonly record: AssertionKeysRecord }
+  /** Another writer saved first (the stored version is not the expected one): nothing written; `current` is what is stored. */
+  | { readonly saved: false; readonly current: AssertionKeysRecord | null };
 
 /** An enrolled device. `removedAt` is set when an operator removes it. */
 export interface DeviceRecord {
@@ -779,6 +801,22 @@ export interface Store {
    * of order) or an iterator that throws rolls everything back and the error propagates.
    */
   importState(rows: AsyncIterable<ControlStateRow>): Promise<ImportOutcome>;
+
+  /**
+   * The cluster's assertion key set, or null before the first save. One primary-key read: nodes
+   * call it every second or so to follow rotations.
+   */
+  getAssertionKeys(): Promise<AssertionKeysRecord | null>;
+  /**
+   * Saves the assertion key set as version `expectedVersion + 1`, with its events, in one
+   * transaction, only while the stored version is `expectedVersion` (0: none stored yet);
+   * otherwise `saved: false` with what is stored, and nothing written. A compare-and-set: of N
+   * concurrent saves from one version, on one node or many sharing the store, exactly one wins.
+   */
+  saveAssertionKeys(
+    input: { readonly expectedVersion: number; readonly keySet: string; readonly now: number },
+    events: readonly AuditEventDraft[],
+  ): Promise<AssertionKeysSave>;
 }
 
 /** The operation set of {@link Store}: what a store addon must declare, exactly. */
@@ -840,6 +878,8 @@ export const STORE_OPERATIONS = [
   'revokeScimToken',
   'exportState',
   'importState',
+  'getAssertionKeys',
+  'saveAssertionKeys',
 ] as const satisfies readonly (keyof Store)[];
 
 /** A name in the operation set. */

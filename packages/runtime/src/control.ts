@@ -149,7 +149,10 @@ export function ensureNodeIdentity(project: Project): boolean {
 }
 
 /** The SQLite file the embedded store will use, when the store is the embedded one. */
-export function embeddedStoreFile(project: Project, module: ModuleConfig = project.config.store): string | null {
+export function embeddedStoreFile(
+  project: Pick<Project, 'controlDir' | 'controlDb'> & { readonly config: Pick<Project['config'], 'store'> },
+  module: ModuleConfig = project.config.store,
+): string | null {
   if (module.package !== 'svc-store-sqlite') return null;
   const file = module.config.get(':store/file');
   if (typeof file !== 'string') return project.controlDb;

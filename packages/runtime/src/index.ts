@@ -6,7 +6,18 @@
  * errors carry a code ({@link RUNTIME_FAILURE_CODES}) and the service logs through its logger.
  */
 
-export { assertionKeysFile, ensureAssertionKeys, readAssertionKeys, rotateAssertionKeys } from './assertion-keys.js';
+export {
+  ASSERTION_KEYS_POLL_MS,
+  type AssertionKeyProject,
+  assertionKeyCustody,
+  assertionKeysFile,
+  ensureProjectAssertionKeys,
+  gatewayAssertionSigner,
+  type LiveAssertionKeys,
+  liveClusterAssertionKeys,
+  readAssertionKeys,
+  rotateProjectAssertionKeys,
+} from './assertion-keys.js';
 export { appendCheckpointLine, CHECKPOINT_FILE_ENV, CHECKPOINT_SECONDS_ENV, reviewExportedCheckpoints } from './audit-checkpoints.js';
 export { allAuditEvents } from './audit-events.js';
 export { AuditSinkError, auditCursorFile, readAuditCursor } from './audit-shipping.js';

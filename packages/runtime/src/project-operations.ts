@@ -11,7 +11,7 @@ import {
   verifyAuditChain,
 } from '@svc/core';
 import { ConfigError } from '@svc/core/config';
-import { rotateAssertionKeys } from './assertion-keys.js';
+import { rotateProjectAssertionKeys } from './assertion-keys.js';
 import { appendCheckpointLine } from './audit-checkpoints.js';
 import { allAuditEvents } from './audit-events.js';
 import { bundledSqliteAddon, installBundledStoreIfPinned } from './bundled-addons.js';
@@ -128,34 +128,31 @@ export async function rotateProjectNodeKey({ project, deps }: OpenProject): Prom
 }
 
 /**
- * Rotates the gateway's `Svc-Assertion` signing key of an open project (published before it
- * signs; `immediate` withdraws every old key now) and records `app.assertion_key_rotated`. A
+ * Rotates the cluster's `Svc-Assertion` signing key (kept in the control store, shared by every
+ * node): published before it signs; `immediate` withdraws every old key now. The new set and its
+ * `app.assertion_key_rotated` event are saved in one transaction, conditional on the set this
+ * rotation read, so a rotation made at the same time on another node is refused, not merged. A
  * rotation under way (a published key that does not sign yet) is refused unless `immediate`.
  *
  * @example
  * const { next } = await withProject(dir, null, (open) => rotateProjectAssertionKey(open, { immediate: false }));
  */
 export async function rotateProjectAssertionKey(
-  { project, deps }: OpenProject,
+  { project, deps, log }: OpenProject,
   opts: { readonly immediate: boolean },
 ): Promise<{ readonly next: AssertionKeyJson; readonly previous: AssertionKeyJson | null }> {
-  const rotation = rotateAssertionKeys(project, deps.clock.now(), opts);
+  const rotation = await rotateProjectAssertionKeys(project, deps, log, opts);
   if (rotation.outcome === 'pending') {
     throw new RuntimeError(
       `a rotation is already under way: key ${rotation.pending.kid} signs from ${rotation.pending.signs_from}; rotate again after that, or use --immediate`,
     );
   }
-  const { next, previous } = rotation;
-  try {
-    await deps.store.appendAuditEvent(
-      auditDraft(deps, 'app.assertion_key_rotated', {
-        data: { kid: next.kid, signs_from: next.signs_from, previous_kid: previous?.kid ?? null, immediate: opts.immediate },
-      }),
+  if (rotation.outcome === 'conflict') {
+    throw new RuntimeError(
+      'another node changed the assertion key set at the same moment; nothing was changed here: run the command again if still needed',
     );
-  } catch (error) {
-    throw unrecorded(`the assertion key was rotated (next key ${next.kid})`, error);
   }
-  return { next, previous };
+  return { next: rotation.next, previous: rotation.previous };
 }
 
 /** The verdict of {@link verifyProjectAudit}. */

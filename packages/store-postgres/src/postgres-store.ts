@@ -1,6 +1,8 @@
 import type { AuditEvent, AuditEventDraft, Realm } from '@svc/core';
 import type { ControlStateRow, ExportOptions, ImportOutcome } from '@svc/core/store';
 import {
+  type AssertionKeysRecord,
+  type AssertionKeysSave,
   type AttemptReservation,
   type BootstrapOutcome,
   type ChallengeRecord,
@@ -27,6 +29,7 @@ import {
   type UserRecord,
 } from '@svc/core/store';
 import type { Pool, PoolClient } from 'pg';
+import * as assertionKeys from './assertion-keys.js';
 import { AttemptBudget } from './attempt-budget.js';
 import { AuditSealer } from './audit-sealer.js';
 import * as auditTrail from './audit-trail.js';
@@ -396,6 +399,17 @@ export class PostgresStore implements Store {
   /** An export into this empty schema, in one transaction (see `importPostgresState`). */
   async importState(rows: AsyncIterable<ControlStateRow>): Promise<ImportOutcome> {
     return importPostgresState(this.#ctx, rows);
+  }
+
+  async getAssertionKeys(): Promise<AssertionKeysRecord | null> {
+    return assertionKeys.getAssertionKeys(this.#ctx);
+  }
+
+  async saveAssertionKeys(
+    input: { readonly expectedVersion: number; readonly keySet: string; readonly now: number },
+    events: readonly AuditEventDraft[],
+  ): Promise<AssertionKeysSave> {
+    return assertionKeys.saveAssertionKeys(this.#ctx, input, events);
   }
 
   async reserveAttempts(input: Parameters<Store['reserveAttempts']>[0]): Promise<AttemptReservation> {

@@ -3,6 +3,8 @@ import { ACCESS_FROM, ACCESS_USER_COLUMNS } from '@svc/core/sql-rows';
 import type { ControlStateRow, ExportOptions, ImportOutcome } from '@svc/core/store';
 import {
   type AccessRow,
+  type AssertionKeysRecord,
+  type AssertionKeysSave,
   type AttemptReservation,
   type BootstrapOutcome,
   type ChallengeRecord,
@@ -30,6 +32,7 @@ import {
   type UserRecord,
 } from '@svc/core/store';
 import type Database from 'better-sqlite3';
+import { SqliteAssertionKeys } from './assertion-keys.js';
 import { SqliteAuditTrail } from './audit-trail.js';
 import { BackgroundThread } from './background.js';
 import { BearerCache } from './bearer-cache.js';
@@ -107,6 +110,7 @@ export class SqliteStore implements Store {
   readonly #maintenance: SqliteMaintenance;
   readonly #users: SqliteUsers;
   readonly #ctx: SqliteContext;
+  readonly #assertionKeys: SqliteAssertionKeys;
 
   /** Wraps an open, migrated connection; use `openSqliteStore` rather than calling this. */
   constructor(
@@ -157,6 +161,7 @@ export class SqliteStore implements Store {
     this.#providers = new SqliteProviders(ctx);
     this.#maintenance = new SqliteMaintenance(ctx);
     this.#users = new SqliteUsers(ctx);
+    this.#assertionKeys = new SqliteAssertionKeys(ctx);
   }
 
   /**
@@ -454,6 +459,16 @@ export class SqliteStore implements Store {
 
   async revokeScimToken(input: { readonly id: string; readonly now: number }, event: AuditEventDraft): Promise<boolean> {
     return this.#users.revokeScimToken(input, event);
+  }
+  async getAssertionKeys(): Promise<AssertionKeysRecord | null> {
+    return this.#assertionKeys.getAssertionKeys();
+  }
+
+  async saveAssertionKeys(
+    input: { readonly expectedVersion: number; readonly keySet: string; readonly now: number },
+    events: readonly AuditEventDraft[],
+  ): Promise<AssertionKeysSave> {
+    return this.#assertionKeys.saveAssertionKeys(input, events);
   }
 
   /** The control state in one read transaction (see `exportSqliteState`). */

@@ -1,5 +1,6 @@
 import { describe } from 'node:test';
 import { type StoreFactory, suiteContext } from './harness.js';
+import { assertionKeysSuite } from './suites/assertion-keys-suite.js';
 import { auditSuite } from './suites/audit-suite.js';
 import { bootstrapSuite } from './suites/bootstrap-suite.js';
 import { concurrencySuite } from './suites/concurrency-suite.js';
@@ -49,5 +50,6 @@ export function storeConformance(name: string, factory: StoreFactory): void {
     usersSuite(ctx);
     providerUsersSuite(ctx);
     controlStateSuite(ctx);
+    assertionKeysSuite(ctx);
   });
 }

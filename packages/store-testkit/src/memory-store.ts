@@ -1,5 +1,7 @@
 import { type AuditEvent, type AuditEventDraft, digestsEqual, GENESIS_HASH, type Realm, sealAuditEvent } from '@svc/core';
 import {
+  type AssertionKeysRecord,
+  type AssertionKeysSave,
   type AttemptReservation,
   type AttemptWindow,
   amrText,
@@ -106,6 +108,8 @@ interface MemoryData {
   readonly users: Map<string, UserRecord>;
   readonly groups: Map<string, GroupRecord>;
   readonly scimTokens: Map<string, ScimTokenRecord>;
+  /** The cluster's assertion key set, as saved. */
+  assertionKeys: AssertionKeysRecord | null;
 }
 
 const INVALID: RotationOutcome = Object.freeze({ kind: 'invalid' });
@@ -134,6 +138,7 @@ export class MemoryStore implements Store {
       users: new Map(),
       groups: new Map(),
       scimTokens: new Map(),
+      assertionKeys: null,
     };
   }
 
@@ -858,6 +863,22 @@ export class MemoryStore implements Store {
     this.#d.scimTokens.set(t.id, Object.freeze({ ...t, revokedAt: input.now }));
     this.#append(event);
     return true;
+  }
+
+  async getAssertionKeys(): Promise<AssertionKeysRecord | null> {
+    return this.#d.assertionKeys;
+  }
+
+  async saveAssertionKeys(
+    input: { readonly expectedVersion: number; readonly keySet: string; readonly now: number },
+    events: readonly AuditEventDraft[],
+  ): Promise<AssertionKeysSave> {
+    const current = this.#d.assertionKeys;
+    if ((current?.version ?? 0) !== input.expectedVersion) return { saved: false, current };
+    const record: AssertionKeysRecord = Object.freeze({ version: input.expectedVersion + 1, keySet: input.keySet, updatedAt: input.now });
+    this.#d.assertionKeys = record;
+    for (const event of events) this.#append(event);
+    return { saved: true, record };
   }
 
   async createFlow(flow: FlowRecord): Promise<void> {

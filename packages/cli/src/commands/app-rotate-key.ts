@@ -24,8 +24,9 @@ const spec = {
 /**
  * `svc app rotate-key <PROJECT>`: a new key for the gateway's `Svc-Assertion`, published in
  * `/.svc/jwks.json` before it signs; the old one keeps signing until then and stays published
- * for the overlap, so no verifier meets an assertion whose key it cannot find. A running
- * gateway picks the change up within a second. The rotation is an `app.assertion_key_rotated` audit event.
+ * for the overlap, so no verifier meets an assertion whose key it cannot find. The key set is the
+ * cluster's (in the control store): every running node picks the change up within a second. The
+ * rotation is an `app.assertion_key_rotated` audit event.
  *
  * @example
  * await appRotateKey.run(['./demo', '--json']);

@@ -50,9 +50,12 @@ describe('an application module cannot reach the service identity (through svc s
     const p = await enrolledProject(tmp.dir);
     dir = p.dir;
     const controlDir = join(dir, '.svc', 'control');
-    // The assertion key set exists (as after any upstream-mode start), so a refusal is not "absent".
+    // The assertion key set exists in the control store (as after any upstream-mode start), and a
+    // key file as a node kept it before the set moved into the store (store contract 9) lies in
+    // the control directory, so a refusal is not "absent".
     await svcOk(['app', 'rotate-key', dir]);
-    assert.ok(existsSync(join(controlDir, 'assertion-keys.json')), 'the assertion keys exist');
+    writeFileSync(join(controlDir, 'assertion-keys.json'), '{"version":1,"keys":[]}\n', { mode: 0o600 });
+    assert.ok(existsSync(join(controlDir, 'assertion-keys.json')), 'the former assertion key file exists');
     assert.ok(existsSync(join(controlDir, 'node-key.pem')), 'the node key exists');
     const packed = await packAddon(join(FIXTURES, 'intruder-app'), join(tmp.dir, 'packed'));
     await svcOk(['package', 'install', packed.archive, '--sha256', packed.sha256, dir]);

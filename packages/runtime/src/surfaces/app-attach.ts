@@ -18,7 +18,7 @@ export interface AppAttachment {
   readonly attach?: GatewayAttach;
   /** Absent: `{"keys":[]}`. */
   readonly jwks?: () => { readonly keys: readonly object[] };
-  /** Released when the surface closes (e.g. key-file watchers). */
+  /** Released when the surface closes (e.g. the assertion key set's follower, the module host). */
   close?(): Promise<void>;
 }
 
@@ -26,8 +26,9 @@ export interface AppAttachment {
  * Decides what the gateway attaches after identity, from the project's configuration.
  *
  * Upstream mode (`:svc/app-upstream`): every request that passed identity is proxied with the
- * `Svc-*` headers and a `Svc-Assertion` signed by the project's assertion key set (created on
- * first start, followed across `svc app rotate-key`), issued by this node's id; the JWK Set
+ * `Svc-*` headers and a `Svc-Assertion` signed by the cluster's assertion key set (kept in the
+ * control store, created or imported on first start, followed across `svc app rotate-key` made on
+ * any node), issued by this node's id; the JWK Set
  * publishes the set's public keys. Module mode: the verified `:svc/app` modules, served by their
  * confined process (`startModuleHost`), which is closed with the surface. Neither: the
  * gateway serves only its own `/.svc/` routes.
@@ -47,14 +48,9 @@ export async function appAttachment(ctx: SurfaceContext): Promise<AppAttachment>
     const identity = liveNodeIdentity(ctx.project.nodeKey, (error) =>
       ctx.log.error({ err: error }, 'node key reload failed; the assertions keep the last good issuer'),
     );
-    const signer = gatewayAssertionSigner(ctx.project, {
-      app,
-      issuer: () => identity().nodeId,
-      clock: ctx.deps.clock,
-      random: ctx.deps.random,
-      log: ctx.log,
-    });
+    const signer = await gatewayAssertionSigner(ctx.project, ctx.deps, { app, issuer: () => identity().nodeId, log: ctx.log });
     return {
+      close: async () => signer.close(),
       attach: upstreamAttach({
         upstream: new URL(app.upstream),
         identityHeaders: svcIdentityHeaders(signer),
