@@ -27,6 +27,7 @@ type Row = Readonly<Record<string, ControlValue>>;
 /** The maps of a memory store that make up its control state (attempt budgets are not part of it). */
 export interface MemoryControlData {
   project: { readonly projectId: string; readonly createdAt: number } | null;
+  assertionKeys: { readonly version: number; readonly keySet: string; readonly updatedAt: number } | null;
   readonly bootstrap: Map<
     string,
     {
@@ -56,6 +57,10 @@ export interface MemoryControlData {
 /** The rows of one table, unordered. */
 function tableRows(d: MemoryControlData, name: string): Row[] {
   switch (name) {
+    case 'assertion_keys':
+      return d.assertionKeys === null
+        ? []
+        : [{ singleton: 1, version: d.assertionKeys.version, key_set: d.assertionKeys.keySet, updated_at: d.assertionKeys.updatedAt }];
     case 'project':
       return d.project === null ? [] : [{ project_id: d.project.projectId, created_at: d.project.createdAt }];
     case 'users':
@@ -234,6 +239,9 @@ const nn = (v: ControlValue | undefined): number | null => v as number | null;
 /** Puts one checked neutral row into the maps. */
 export function importMemoryRow(d: MemoryControlData, table: ControlTable, r: Row): void {
   switch (table.name) {
+    case 'assertion_keys':
+      d.assertionKeys = Object.freeze({ version: n(r.version), keySet: s(r.key_set), updatedAt: n(r.updated_at) });
+      return;
     case 'project':
       d.project = Object.freeze({ projectId: s(r.project_id), createdAt: n(r.created_at) });
       return;
@@ -402,6 +410,7 @@ export function importMemoryRow(d: MemoryControlData, table: ControlTable, r: Ro
 /** Moves everything `staged` holds into `d` (an empty store): the commit of an import. */
 export function commitMemoryState(d: MemoryControlData, staged: MemoryControlData): void {
   d.project = staged.project;
+  d.assertionKeys = staged.assertionKeys;
   const move = <K, V>(from: Map<K, V>, to: Map<K, V>) => {
     for (const [k, v] of from) to.set(k, v);
   };
@@ -425,6 +434,7 @@ export function commitMemoryState(d: MemoryControlData, staged: MemoryControlDat
 export function emptyMemoryControlData(): MemoryControlData {
   return {
     project: null,
+    assertionKeys: null,
     bootstrap: new Map(),
     devices: new Map(),
     challenges: new Map(),
