@@ -134,6 +134,13 @@ export function readAppGatewayConfig(
     else out.publicOrigin = origin;
   }
 
+  const authOrigin = merged.get(':svc/app-auth-origin');
+  if (authOrigin !== undefined) {
+    const origin = typeof authOrigin === 'string' ? canonicalOrigin(authOrigin.replace(/\/$/, '')) : null;
+    if (origin === null) expected(':svc/app-auth-origin', authOrigin);
+    else out.authOrigin = origin;
+  }
+
   const publicPaths = merged.get(':svc/app-public');
   if (publicPaths !== undefined) {
     const list = strings(':svc/app-public', publicPaths);

@@ -55,6 +55,11 @@ export interface AppGatewayConfig {
    * request's `Host` (or a trusted proxy's `X-Forwarded-Host`/`-Proto`).
    */
   readonly publicOrigin: string | null;
+  /**
+   * `:svc/app-auth-origin`: where browsers sign in once for every route host (canonical
+   * spelling); null: each host signs in on its own.
+   */
+  readonly authOrigin: string | null;
   /** `:svc/app-public`: exact paths and prefixes ending in `/*` that need no principal. */
   readonly publicPaths: readonly string[];
   /** `:svc/app-identity-headers`: further inbound header names to strip (lower-cased), beyond the contract's list. */
@@ -75,6 +80,7 @@ export const DEFAULT_APP_GATEWAY_CONFIG: AppGatewayConfig = Object.freeze({
   upstream: null,
   audience: null,
   publicOrigin: null,
+  authOrigin: null,
   publicPaths: Object.freeze([]),
   identityHeaders: Object.freeze([]),
   requirements: Object.freeze([]),

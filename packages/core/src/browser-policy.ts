@@ -140,6 +140,12 @@ export function canonicalOrigin(value: string): string | null {
 /** The account page of the application gateway: the one reserved path a sign-in may return to. */
 export const ACCOUNT_PAGE_PATH = '/.svc/account';
 
+/**
+ * Where the auth origin hands a signed-in browser to a route host (`:svc/app-auth-origin`): the
+ * sign-in page may come back here, the only other `/.svc/` path it returns to.
+ */
+export const SSO_AUTHORIZE_PATH = '/.svc/auth/v1/sso/authorize';
+
 /** The longest return path kept. */
 export const MAX_RETURN_PATH_LENGTH = 2048;
 
@@ -162,7 +168,7 @@ export function safeReturnPath(value: unknown): string | null {
     if (c <= 0x20 || c >= 0x7f || c === 0x5c) return null;
   }
   const path = value.split(/[?#]/, 1)[0] as string;
-  if (path === ACCOUNT_PAGE_PATH) return value;
+  if (path === ACCOUNT_PAGE_PATH || path === SSO_AUTHORIZE_PATH) return value;
   if (path === '/.svc' || path.startsWith('/.svc/')) return null;
   return value;
 }

@@ -385,6 +385,15 @@ export const PROJECT_KEYS: readonly ProjectKeySpec[] = [
       'the origin browsers reach the application gateway at: browser sign-in (the WebAuthn origin, the OIDC `redirect_uri`) and the CSRF rule use it, so no request can choose it by the `Host` it names. Set it in production behind a proxy or a load balancer',
   },
   {
+    key: ':svc/app-auth-origin',
+    type: 'app-origin',
+    expected: 'an http:// or https:// origin such as "https://auth.example.com" (no user, path, query or fragment)',
+    default: 'none: each host signs in on its own',
+    inProfile: true,
+    meaning:
+      "one sign-in across every route host: the origin where browsers sign in (one of the gateway's own hosts). A browser without a session on another host is sent there and comes back with a one-time code (30 s, single use, bound to that host and browser) that its host redeems for a session of its own; one logout on any host ends the sign-in on all of them",
+  },
+  {
     key: ':svc/app-public',
     type: 'app-paths',
     expected: 'a vector of paths such as ["/healthz" "/public/*"] (exact paths, or prefixes ending in /*; never under /.svc/)',

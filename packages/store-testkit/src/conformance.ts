@@ -5,6 +5,7 @@ import { bootstrapSuite } from './suites/bootstrap-suite.js';
 import { concurrencySuite } from './suites/concurrency-suite.js';
 import { devicesSuite } from './suites/devices-suite.js';
 import { dpopSuite } from './suites/dpop-suite.js';
+import { handoffSuite } from './suites/handoff-suite.js';
 import { linksSuite } from './suites/links-suite.js';
 import { pairingSuite } from './suites/pairing-suite.js';
 import { projectSuite } from './suites/project-suite.js';
@@ -47,5 +48,6 @@ export function storeConformance(name: string, factory: StoreFactory): void {
     dpopSuite(ctx);
     usersSuite(ctx);
     providerUsersSuite(ctx);
+    handoffSuite(ctx);
   });
 }
