@@ -8,6 +8,8 @@ export interface BrowserCookieNames {
   readonly refresh: string;
   /** The ceremony in progress (a provider flow id), bound to the browser that began it. */
   readonly flow: string;
+  /** A route host's handoff state (`:svc/app-auth-origin`): what a code must be bound to, and the path to return to. */
+  readonly sso: string;
   readonly secure: boolean;
 }
 
@@ -20,6 +22,7 @@ export const TLS_COOKIE_NAMES: BrowserCookieNames = Object.freeze({
   access: '__Host-svc-access',
   refresh: '__Host-svc-refresh',
   flow: '__Host-svc-flow',
+  sso: '__Host-svc-sso',
   secure: true,
 });
 
@@ -35,6 +38,7 @@ export const PLAIN_COOKIE_NAMES: BrowserCookieNames = Object.freeze({
   access: 'svc-access',
   refresh: 'svc-refresh',
   flow: 'svc-flow',
+  sso: 'svc-sso',
   secure: false,
 });
 
@@ -51,7 +55,7 @@ export function browserCookieNames(tls: boolean): BrowserCookieNames {
 }
 
 const ALL_NAMES: ReadonlySet<string> = new Set(
-  [TLS_COOKIE_NAMES, PLAIN_COOKIE_NAMES].flatMap((n) => [n.access, n.refresh, n.flow].map((s) => s.toLowerCase())),
+  [TLS_COOKIE_NAMES, PLAIN_COOKIE_NAMES].flatMap((n) => [n.access, n.refresh, n.flow, n.sso].map((s) => s.toLowerCase())),
 );
 
 /**

@@ -1,7 +1,15 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { test as nodeTest } from 'node:test';
-import { type AuthDeps, handoffBinding, mintHandoffCode, redeemHandoffCode, revokeSession, type TokenPairJson } from '@svc/core';
+import {
+  type AuthDeps,
+  handoffBinding,
+  mintHandoffCode,
+  redeemHandoffCode,
+  revokeSession,
+  rotateRefreshToken,
+  type TokenPairJson,
+} from '@svc/core';
 import { allEvents, authenticate, authenticates, enrollDevice, rejectsWithCode, seconds, settle, signIn } from '../fixtures.js';
 import type { SuiteContext } from '../harness.js';
 import { RACERS } from './concurrency-suite.js';
@@ -140,6 +148,17 @@ export function handoffSuite(ctx: SuiteContext): void {
       const length = (await allEvents(store)).length;
       assert.deepEqual(await store.revokeSessionFamily({ sessionId: parent.session_id, now: clock.now(), reason: 'logout' }, draft), []);
       assert.equal((await allEvents(store)).length, length);
+    });
+
+    test('a reused refresh token of the sign-in session ends the sessions handed off from it too', async ({ deps, clock }) => {
+      const parent = await signedIn(deps);
+      const state = newState();
+      const app = await redeemHandoffCode(deps, { code: await mint(deps, parent, APP, state), state, origin: APP });
+      await rotateRefreshToken(deps, { refreshToken: parent.refresh_token, realm: 'application' });
+      // Outside the grace interval: a reuse, which revokes the sign-in.
+      clock.advance(seconds(deps.settings.refreshReuseGraceSeconds + 1));
+      await rejectsWithCode(rotateRefreshToken(deps, { refreshToken: parent.refresh_token, realm: 'application' }), 'refresh_token_reused');
+      assert.equal(await authenticates(deps, app.access_token, 'application'), false);
     });
 
     test(`${RACERS} concurrent redemptions of one code create exactly one session`, async (w) => {
