@@ -3,7 +3,7 @@ import { readFileSync, statSync } from 'node:fs';
 import type { Server as HttpsServer } from 'node:https';
 import { isAbsolute, resolve } from 'node:path';
 import { createSecureContext } from 'node:tls';
-import type { AppTlsConfig, ProjectConfig } from '@svc/core/config';
+import type { AppGatewayConfig, AppTlsConfig, ProjectConfig } from '@svc/core/config';
 import { buildGatewayApp, cleartextExposed, DEFAULT_BRAND, instrumentStore, type PageBrand, type ServiceMetrics } from '@svc/server';
 import type { Logger } from 'pino';
 import { RuntimeError } from '../errors.js';
@@ -125,6 +125,14 @@ function pageBrandOf(config: ProjectConfig): { brand?: PageBrand; siteName: stri
 }
 
 /**
+ * The origins a browser signed in at `:svc/app-auth-origin` may be handed to: the auth origin
+ * and the gateway's public origin.
+ */
+function handoffOrigins(config: AppGatewayConfig): readonly string[] {
+  return [config.authOrigin, config.publicOrigin].filter((o): o is string => o !== null);
+}
+
+/**
  * The application gateway as a surface of the foreground service: the gateway of
  * `buildGatewayApp` with the route policy, trusted proxies and TLS of `project.edn`, and what
  * {@link appAttachment} attaches behind it. It may bind a network address; plain HTTP on one,
@@ -166,6 +174,7 @@ export function appSurface(
         ...(attachment.jwks === undefined ? {} : { jwks: attachment.jwks }),
         ...(attachment.attach === undefined ? {} : { attach: attachment.attach }),
         providers: ctx.providers,
+        ...(config.authOrigin === null ? {} : { sso: { authOrigin: config.authOrigin, origins: handoffOrigins(config) } }),
         ...pageBrandOf(project.config),
       }).catch(async (error: unknown) => {
         // The module process is already running: it does not outlive a gateway that failed to build.

@@ -44,7 +44,6 @@ import {
   cookieIdentity,
   gatewayOriginOf,
   isBrowserNavigation,
-  loginLocation,
   upgradeTransport,
 } from './browser-session.js';
 import { installHeaderHygiene, removeHeaders, requestPath } from './hygiene.js';
@@ -53,6 +52,7 @@ import type { GatewayAppOptions, GatewayPolicy } from './options.js';
 import { gatewayRefusalPage, refusalContextOf, requirementRefusal, stepUpLocation, stepUpReason } from './refusal-page.js';
 import { scimRoutes } from './scim-routes.js';
 import { createSessionWatcher, type SessionWatcher } from './session-watch.js';
+import { type SsoOptions, signInLocation, ssoRoutes } from './sso-routes.js';
 import { forwardedClientAddress, trustedPeerPredicate } from './trusted-proxies.js';
 
 /** The reserved path prefix of the gateway (core's rule): never reaches the application, in any letter case. */
@@ -261,7 +261,7 @@ function gatewayIdentity(deps: AuthDeps, policy: GatewayPolicy, browser: Browser
       // A browser opening a page without a session goes to the sign-in page (when there is
       // one to offer), and comes back to the page after; everything else keeps the 401.
       if (browser.signInPage && err instanceof AuthError && err.code === 'invalid_token' && isBrowserNavigation(req)) {
-        return reply.redirect(loginLocation(req.url), 302);
+        return reply.redirect(signInLocation(browser.sso, gatewayOriginOf(req, browser.publicOrigin), req.url), 302);
       }
       // A browser that is signed in but whose sign-in is too old, or not by the method the path
       // needs, signs in again (with a provider that can satisfy it) and comes back: step-up.
@@ -295,6 +295,8 @@ interface BrowserOptions {
   readonly signInPage: boolean;
   /** Whether a provider of the sign-in page can produce a sign-in `requirement` accepts (its `:amr`). */
   readonly canStepUp: (requirement: AppPathRequirement) => boolean;
+  /** One sign-in across route hosts, when configured: a route host sends browsers to the auth origin. */
+  readonly sso: SsoOptions | undefined;
 }
 
 /**
@@ -384,6 +386,7 @@ interface ReservedRouteOptions {
   readonly brand: PageBrand;
   readonly siteName: string | null;
   readonly requirements: readonly AppPathRequirement[];
+  readonly sso: SsoOptions | undefined;
 }
 
 /**
@@ -393,7 +396,7 @@ interface ReservedRouteOptions {
  */
 const reservedRoutes: FastifyPluginAsync<ReservedRouteOptions> = async (
   app,
-  { deps, limiter, challenges, jwks, providers, publicOrigin, scimLimiter, brand, siteName, requirements },
+  { deps, limiter, challenges, jwks, providers, publicOrigin, scimLimiter, brand, siteName, requirements, sso },
 ) => {
   await app.register(signInRoutes, {
     prefix: APPLICATION_AUTH_PREFIX,
@@ -432,7 +435,10 @@ const reservedRoutes: FastifyPluginAsync<ReservedRouteOptions> = async (
     brand,
     siteName,
     requirements,
+    sso,
   });
+  // One sign-in across route hosts: the handoff from the auth origin to each route host.
+  if (sso !== undefined) await app.register(ssoRoutes, { prefix: APPLICATION_AUTH_PREFIX, deps, publicOrigin, sso });
   // The person's own account page (`/.svc/account`): sessions, passkeys, sign out.
   await app.register(accountRoutes, { deps, providers, publicOrigin, brand });
   // The company directory's provisioning (SCIM 2.0), authorised by SCIM tokens only.
@@ -499,6 +505,7 @@ export async function buildGatewayApp(opts: GatewayAppOptions): Promise<FastifyI
     throw new TypeError(`publicOrigin must be an http(s) origin such as https://app.example.com: ${opts.publicOrigin}`);
   }
   const publicOrigin = opts.publicOrigin === undefined ? undefined : (canonicalOrigin(opts.publicOrigin) as string);
+  const sso = checkedSso(opts.sso);
   const trustedPeer = trustedPeerPredicate(opts.trustedProxies);
   const base = serverOptions(opts.logger);
   const options = {
@@ -541,7 +548,10 @@ export async function buildGatewayApp(opts: GatewayAppOptions): Promise<FastifyI
   // The DNS-rebinding guard lets through, on a loopback address, a trusted proxy and a request
   // that names the configured public origin (a proxy on this machine forwarding the public
   // host): a rebound hostile page names its own host, never the operator's.
-  const namesPublicOrigin = publicOriginPredicate(publicOrigin);
+  const namesPublicOrigin = configuredOriginPredicate([
+    ...(publicOrigin === undefined ? [] : [publicOrigin]),
+    ...(sso === undefined ? [] : sso.origins),
+  ]);
   hardenSurface(app, {
     loopbackOnly: false,
     guardExempt: (req) => trustedPeer(req.socket.remoteAddress) || namesPublicOrigin(req),
@@ -557,6 +567,7 @@ export async function buildGatewayApp(opts: GatewayAppOptions): Promise<FastifyI
     gatewayIdentity(deps, policy, {
       publicOrigin,
       signInPage: providers.length > 0,
+      sso,
       canStepUp: (requirement) =>
         appProviders.some((p) => requirement.amr === null || providerAmr(p).some((m) => requirement.amr?.includes(m) === true)),
     }),
@@ -590,6 +601,7 @@ export async function buildGatewayApp(opts: GatewayAppOptions): Promise<FastifyI
     brand,
     siteName,
     requirements: policy.requirements,
+    sso,
   });
 
   // From here on, nothing may claim a reserved path.
@@ -623,16 +635,31 @@ export async function buildGatewayApp(opts: GatewayAppOptions): Promise<FastifyI
   return app;
 }
 
+/** The handoff options with every origin in its canonical spelling, the auth origin among them. */
+function checkedSso(sso: SsoOptions | undefined): SsoOptions | undefined {
+  if (sso === undefined) return undefined;
+  const canonical = (o: string): string => {
+    const c = canonicalOrigin(o);
+    if (c === null) throw new TypeError(`sso origins must be http(s) origins such as https://auth.example.com: ${o}`);
+    return c;
+  };
+  const authOrigin = canonical(sso.authOrigin);
+  const origins = [...new Set([authOrigin, ...sso.origins.map(canonical)])];
+  return Object.freeze({ authOrigin, origins: Object.freeze(origins) });
+}
+
 /**
- * Whether a request names the configured public origin: its `Host` is that origin's host (and
- * port), and its `Origin`, when sent, is that origin. Always false without a public origin.
+ * Whether a request names one of the configured origins (the public origin, the route origins of
+ * the sign-in handoff): its `Host` is that origin's host (and port), and its `Origin`, when
+ * sent, is one of them. Always false without any.
  */
-function publicOriginPredicate(publicOrigin: string | undefined): (req: FastifyRequest) => boolean {
-  if (publicOrigin === undefined) return () => false;
-  const scheme = publicOrigin.slice(0, publicOrigin.indexOf(':'));
+function configuredOriginPredicate(origins: readonly string[]): (req: FastifyRequest) => boolean {
+  if (origins.length === 0) return () => false;
+  const known = new Set(origins);
+  const schemes = [...new Set(origins.map((o) => o.slice(0, o.indexOf(':'))))];
   return (req) => {
     const { host, origin } = req.headers;
-    if (host === undefined || canonicalOrigin(`${scheme}://${host}`) !== publicOrigin) return false;
-    return origin === undefined || canonicalOrigin(origin) === publicOrigin;
+    if (host === undefined || !schemes.some((scheme) => known.has(canonicalOrigin(`${scheme}://${host}`) ?? ''))) return false;
+    return origin === undefined || known.has(canonicalOrigin(origin) ?? '');
   };
 }

@@ -6,6 +6,7 @@ import type { ConnectionLimits } from '../http/connection-limits.js';
 import type { FailureLimiter } from '../http/failure-limiter.js';
 import type { ServiceMetrics } from '../metrics/metrics.js';
 import type { PageBrand } from '../pages/layout.js';
+import type { SsoOptions } from './sso-routes.js';
 
 /**
  * What serves the application once identity is settled: a plugin registered in its own
@@ -65,6 +66,12 @@ export interface GatewayAppOptions {
    * and `Host` (a trusted proxy's `X-Forwarded-Proto` / `X-Forwarded-Host`).
    */
   readonly publicOrigin?: string;
+  /**
+   * One sign-in across route hosts (`:svc/app-auth-origin`): browsers sign in at `authOrigin`
+   * only, and each route origin in `origins` gets its own session through a one-time code
+   * (see `ssoRoutes`). Absent: each host signs in on its own, as before.
+   */
+  readonly sso?: SsoOptions;
   /** How the gateway's pages present the company (`:svc/app-brand`). Default: `DEFAULT_BRAND`, named by `siteName` when given. */
   readonly brand?: PageBrand;
   /** The site's name as the passkey provider tells authenticators (`:webauthn/rp-name`): the pages' name when no brand is set. */
