@@ -155,7 +155,10 @@ export const GATEWAY_ROUTE_DOCS: Readonly<Record<string, DocumentedSchema>> = {
     summary:
       'With `:svc/app-auth-origin`, on a route host: set the handoff state cookie and send the browser to the auth origin to sign in (or be handed its sign-in)',
     querystring: { type: 'object', properties: { return: returnPath } },
-    response: { 302: redirect("To the auth origin's `sso/authorize` (or, on the auth origin itself, its sign-in page)") },
+    response: {
+      302: redirect("To the auth origin's `sso/authorize` (or, on the auth origin itself, its sign-in page)"),
+      ...problemResponses(400, 503),
+    },
   }),
   [`GET ${APPLICATION_AUTH_PREFIX}/sso/authorize`]: documented({
     summary:
