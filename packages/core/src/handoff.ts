@@ -38,7 +38,7 @@ export function isHandoffState(value: unknown): value is string {
  * `bindingDigest`, against the sign-in session it names (`parent`, null when gone). On success
  * the route host's session: the parent's realm, subject, device (or link) and `amr`, its own
  * token lifetimes, never outliving the parent (`expiresAt` is the parent's), a bearer session
- * (cookies are outside DPoP), `parentId` the parent's id. Checks in this order: unknown,
+ * (cookies are outside DPoP), `parentId` the parent's id, created when the parent was (its `auth_time`). Checks in this order: unknown,
  * expired, wrong origin, wrong binding, session ended. The user's status is the store's
  * (`user_disabled`).
  *
@@ -66,7 +66,9 @@ export function decideHandoff(input: {
     realm: parent.realm,
     subject: parent.subject,
     deviceId: parent.deviceId,
-    createdAt: now,
+    // The sign-in's time, not the handoff's: a session's creation is its `auth_time`, and a
+    // handoff is no new sign-in (`:max-auth-age-seconds` keeps counting from the real one).
+    createdAt: parent.createdAt,
     expiresAt: parent.expiresAt,
     accessExpiresAt: Math.min(child.accessExpiresAt, parent.expiresAt),
     refreshExpiresAt: Math.min(child.refreshExpiresAt, parent.expiresAt),

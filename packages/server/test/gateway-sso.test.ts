@@ -115,6 +115,12 @@ describe('one sign-in across route hosts', () => {
     assert.equal(r.headers.get('location'), '/.svc/auth/v1/sso/start?return=%2Fpages');
   });
 
+  test('a step-up on a route host signs in on that host: a handoff would carry the old sign-in back (a redirect loop)', async () => {
+    const r = await at(h, WIKI, 'GET', '/.svc/auth/v1/login?return=%2Fpages&step-up=recent');
+    assert.equal(r.status, 200);
+    assert.match(r.headers.get('content-type') ?? '', /text\/html/);
+  });
+
   test('open redirect via the return URL: authorize refuses any URL that is not on a route origin', async () => {
     const user = await applicationUser(h);
     const binding = 'a'.repeat(64);

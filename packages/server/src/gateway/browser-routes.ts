@@ -221,9 +221,10 @@ export const browserRoutes: FastifyPluginAsync<BrowserRouteOptions> = async (
     // A recovery or invitation code (a link intent) lands on the account page unless told otherwise:
     // the new passkey is there, and so is the lost one to remove.
     const returnPath = safeReturnPath(req.query.return) ?? (pairing === undefined ? '/' : ACCOUNT_PAGE_PATH);
-    // One sign-in across route hosts: a route host's browsers sign in at the auth origin (a
-    // recovery or invitation link still signs in here: it adds a passkey to this host's origin).
-    if (sso !== undefined && pairing === undefined) {
+    // One sign-in across route hosts: a route host's browsers sign in at the auth origin. A
+    // recovery or invitation link still signs in here (it adds a passkey to this host's origin),
+    // and so does a step-up: a handoff carries the sign-in it hands off, never a newer one.
+    if (sso !== undefined && pairing === undefined && req.query['step-up'] === undefined) {
       const location = signInLocation(sso, gatewayOriginOf(req, publicOrigin), returnPath);
       if (location.startsWith(SSO_START_PATH)) return reply.redirect(location, 302);
     }

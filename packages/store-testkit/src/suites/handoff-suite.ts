@@ -58,6 +58,15 @@ export function handoffSuite(ctx: SuiteContext): void {
       assert.equal(created[0]?.data.origin, APP);
     });
 
+    test("a handoff is no new sign-in: the host's session keeps the sign-in's time (auth_time)", async ({ deps, clock }) => {
+      const parent = await signedIn(deps);
+      clock.advance(seconds(20));
+      const state = newState();
+      const child = await redeemHandoffCode(deps, { code: await mint(deps, parent, APP, state), state, origin: APP });
+      const signedInAt = (await authenticate(deps, parent.access_token, 'application')).claims.auth_time;
+      assert.equal((await authenticate(deps, child.access_token, 'application')).claims.auth_time, signedInAt);
+    });
+
     test('code replay: a code redeemed once is refused the second time, and nothing is created', async ({ deps, store }) => {
       const parent = await signedIn(deps);
       const state = newState();
