@@ -158,7 +158,12 @@ export function appSurface(
         deps,
         logger: log,
         ...(metrics === undefined ? {} : { metrics }),
-        policy: { publicPaths: config.publicPaths, identityHeaders: config.identityHeaders, requirements: config.requirements },
+        policy: {
+          publicPaths: config.publicPaths,
+          identityHeaders: config.identityHeaders,
+          requirements: config.requirements,
+          ...(config.routes === undefined ? {} : { routes: config.routes }),
+        },
         trustedProxies: config.trustedProxies,
         connectionLimits: ctx.connections.application,
         ...(config.publicOrigin === null ? {} : { publicOrigin: config.publicOrigin }),
@@ -194,7 +199,8 @@ export function appSurface(
           event: 'listening',
           surface: 'application',
           url,
-          mode: config.upstream !== null ? 'upstream' : attachment.attach ? 'modules' : 'none',
+          mode: config.routes !== undefined ? 'routes' : config.upstream !== null ? 'upstream' : attachment.attach ? 'modules' : 'none',
+          ...(config.routes === undefined ? {} : { routes: config.routes.length }),
         },
         'application gateway listening',
       );
