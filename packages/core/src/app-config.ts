@@ -72,6 +72,35 @@ export interface AppGatewayConfig {
   readonly trustedProxies: readonly string[];
   /** `:svc/app-brand`, or null when not set. */
   readonly brand: AppBrandConfig | null;
+  /**
+   * `:svc/app-routes`: many applications behind the one gateway, each with its own origin (and
+   * path prefix), upstream, public paths, requirement and audience. Absent (the key is not
+   * set): the one-route shorthand (`upstream` and the keys beside it) or module mode.
+   */
+  readonly routes?: readonly AppRoute[];
+}
+
+/** One route of `:svc/app-routes`, validated (matched by core's `appRouteTable`). */
+export interface AppRoute {
+  /** Its position in `:svc/app-routes` (0-based): how config errors and `svc app routes` name it. */
+  readonly index: number;
+  /** `:from` in canonical spelling: the origin, plus `/<prefix>/*` when the route has a path. */
+  readonly from: string;
+  /** The origin of `:from` (`https://tools.example.com`): the route's public origin (`htu`, CSRF). */
+  readonly origin: string;
+  /** The path prefix of `:from` as written (`/wiki/*`), or null for an origin-only route. */
+  readonly prefix: string | null;
+  /** `:to`: the upstream's origin. */
+  readonly to: string;
+  /** `:public`: exact paths and prefixes ending in `/*` that need no principal (full paths, within the route). */
+  readonly publicPaths: readonly string[];
+  /**
+   * `:require`: what every non-public path of the route asks of the principal, or null (signed
+   * in is enough). Its `path` is the route's path pattern (`/*` for an origin-only route).
+   */
+  readonly requirement: AppPathRequirement | null;
+  /** `:audience`: the `aud` of `Svc-Assertion` (default: the `:to` origin). */
+  readonly audience: string;
 }
 
 /** The configuration with no `:svc/app-*` key set. */

@@ -324,6 +324,12 @@ function checkProject(merged: EdnMap, opts: ValidateOptions): { config: Omit<Pro
       `upstream mode and module mode exclude each other: remove :svc/app-upstream, or :svc/app from ${appModules.map((m) => `:${m.alias}`).join(', ')}`,
     );
   }
+  if (app.routes !== undefined && appModules.length > 0) {
+    bad(
+      ':svc/app-routes',
+      `routes and module mode exclude each other: remove :svc/app-routes, or :svc/app from ${appModules.map((m) => `:${m.alias}`).join(', ')}`,
+    );
+  }
 
   // Application modules run inside the service's process after identity: only from an archive
   // pinned by its digest, and never from the package that holds the control state.

@@ -6,6 +6,7 @@
 // stores is `@svc/core/sql-rows`.
 
 export { ADDON_MANIFEST_FILE } from './addon.js';
+export { type AppRoute, type AppRouteTable, appRouteTable, requestOrigin } from './app-routes.js';
 export {
   ASSERTION_TYP,
   type AssertionClaims,

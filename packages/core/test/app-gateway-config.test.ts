@@ -63,7 +63,7 @@ describe('the :svc/app-* keys of project.edn', () => {
       ':svc/app-upstream': 'http://127.0.0.1:3000/',
       ':svc/app-audience': 'https://app.example',
       ':svc/app-public-origin': 'HTTPS://App.Example:443/',
-      ':svc/app-auth-origin': 'HTTPS://Auth.Example/',
+      ':svc/app-auth-origin': 'HTTPS://App.Example/',
       ':svc/app-public': ['/healthz', '/public/*', '/healthz'],
       ':svc/app-identity-headers': ['X-Tenant-User', 'x_team'],
       ':svc/app-require': m({
@@ -79,7 +79,7 @@ describe('the :svc/app-* keys of project.edn', () => {
       upstream: 'http://127.0.0.1:3000',
       audience: 'https://app.example',
       publicOrigin: 'https://app.example',
-      authOrigin: 'https://auth.example',
+      authOrigin: 'https://app.example',
       publicPaths: ['/healthz', '/public/*'],
       identityHeaders: ['x-tenant-user', 'x-team'],
       requirements: [
@@ -179,6 +179,11 @@ describe('the :svc/app-* keys of project.edn', () => {
         String(bad),
       );
     }
+    // One public origin is every request's: an auth origin elsewhere could never be reached.
+    assert.match(
+      problemsOf({ ':svc/app-auth-origin': 'https://auth.example.com', ':svc/app-public-origin': 'https://app.example.com' })[0] ?? '',
+      /^:svc\/app-auth-origin: expected the :svc\/app-public-origin https:\/\/app\.example\.com/,
+    );
   });
 
   test(':svc/app-public holds exact paths and /* prefixes, never anything under /.svc/', () => {

@@ -125,11 +125,12 @@ function pageBrandOf(config: ProjectConfig): { brand?: PageBrand; siteName: stri
 }
 
 /**
- * The origins a browser signed in at `:svc/app-auth-origin` may be handed to: the auth origin
- * and the gateway's public origin.
+ * The origins a browser signed in at `:svc/app-auth-origin` may be handed to: the auth origin,
+ * every route's origin (`:svc/app-routes`), and the gateway's public origin.
  */
 function handoffOrigins(config: AppGatewayConfig): readonly string[] {
-  return [config.authOrigin, config.publicOrigin].filter((o): o is string => o !== null);
+  const origins = [config.authOrigin, ...(config.routes ?? []).map((r) => r.origin), config.publicOrigin];
+  return [...new Set(origins.filter((o): o is string => o !== null))];
 }
 
 /**
@@ -166,7 +167,12 @@ export function appSurface(
         deps,
         logger: log,
         ...(metrics === undefined ? {} : { metrics }),
-        policy: { publicPaths: config.publicPaths, identityHeaders: config.identityHeaders, requirements: config.requirements },
+        policy: {
+          publicPaths: config.publicPaths,
+          identityHeaders: config.identityHeaders,
+          requirements: config.requirements,
+          ...(config.routes === undefined ? {} : { routes: config.routes }),
+        },
         trustedProxies: config.trustedProxies,
         connectionLimits: ctx.connections.application,
         ...(config.publicOrigin === null ? {} : { publicOrigin: config.publicOrigin }),
@@ -203,7 +209,8 @@ export function appSurface(
           event: 'listening',
           surface: 'application',
           url,
-          mode: config.upstream !== null ? 'upstream' : attachment.attach ? 'modules' : 'none',
+          mode: config.routes !== undefined ? 'routes' : config.upstream !== null ? 'upstream' : attachment.attach ? 'modules' : 'none',
+          ...(config.routes === undefined ? {} : { routes: config.routes.length }),
         },
         'application gateway listening',
       );

@@ -50,6 +50,7 @@ import { installHeaderHygiene, removeHeaders, requestPath } from './hygiene.js';
 import { markProvenKey } from './key-binding.js';
 import type { GatewayAppOptions, GatewayPolicy } from './options.js';
 import { gatewayRefusalPage, refusalContextOf, requirementRefusal, stepUpLocation, stepUpReason } from './refusal-page.js';
+import { type GatewayRouting, gatewayRouting } from './routing.js';
 import { scimRoutes } from './scim-routes.js';
 import { createSessionWatcher, type SessionWatcher } from './session-watch.js';
 import { type SsoOptions, signInLocation, ssoRoutes } from './sso-routes.js';
@@ -149,9 +150,9 @@ async function settleIdentity(deps: AuthDeps, policy: GatewayPolicy, input: Iden
   const proof = dpop
     ? dpopRequestOf({ method: input.method, url: input.target, headers: { dpop: input.dpop } }, input.gatewayOrigin)
     : undefined;
-  const requirement = requirementFor(policy.requirements, path);
+  const { requirement, isPublic } = pathPolicy(policy, path);
   let principal: Principal | null = null;
-  if (requirement === null && isPublicPath(policy.publicPaths, path)) {
+  if (isPublic) {
     if (ours) principal = await applicationPrincipal(deps, token, input.clientAddress, proof).catch(() => null);
   } else {
     principal = await applicationPrincipal(deps, token, input.clientAddress, proof);
@@ -159,6 +160,19 @@ async function settleIdentity(deps: AuthDeps, policy: GatewayPolicy, input: Iden
   }
   const provenKey = proof !== undefined && principal !== null ? principalKeyBinding(principal) : null;
   return { reserved: false, principal, removeAuthorization: ours, provenKey };
+}
+
+/**
+ * The requirement `path` is held to under `policy`, and whether it is public: an entry of
+ * `requirements` that covers the path (a path that matches a requirement is never public);
+ * else a public path; else the policy's `requirement` over every other path (a route's
+ * `:require`), or none.
+ */
+function pathPolicy(policy: GatewayPolicy, path: string): { readonly requirement: AppPathRequirement | null; readonly isPublic: boolean } {
+  const pathRequirement = requirementFor(policy.requirements, path);
+  if (pathRequirement !== null) return { requirement: pathRequirement, isPublic: false };
+  if (isPublicPath(policy.publicPaths, path)) return { requirement: null, isPublic: true };
+  return { requirement: policy.requirement ?? null, isPublic: false };
 }
 
 /**
@@ -178,8 +192,7 @@ async function settleCookieIdentity(
   input: IdentityInput,
   cookies: ReturnType<typeof readSessionCookies>,
 ): Promise<IdentityOutcome> {
-  const requirement = requirementFor(policy.requirements, input.path);
-  const isPublic = requirement === null && isPublicPath(policy.publicPaths, input.path);
+  const { requirement, isPublic } = pathPolicy(policy, input.path);
   const forged = csrfRefusal({
     method: input.method,
     origin: input.origin,
@@ -231,7 +244,7 @@ function fixPrincipal(target: object, principal: Principal | null): void {
  * `Authorization` header carrying our token is removed and `request.principal` is defined
  * read-only and non-configurable. Requests under `/.svc/` are left to their own routes.
  */
-function gatewayIdentity(deps: AuthDeps, policy: GatewayPolicy, browser: BrowserOptions): onRequestAsyncHookHandler {
+function gatewayIdentity(deps: AuthDeps, routing: GatewayRouting, browser: BrowserOptions): onRequestAsyncHookHandler {
   return async (req, reply) => {
     if (settledUpgrades.has(req.raw)) {
       fixPrincipal(req, settledUpgrades.get(req.raw) ?? null);
@@ -241,6 +254,9 @@ function gatewayIdentity(deps: AuthDeps, policy: GatewayPolicy, browser: Browser
     const path = requestPath(req.raw);
     let outcome: IdentityOutcome;
     try {
+      // With routes, the request's own origin picks the route (a request no route matches is
+      // refused here, before anything else is done for it).
+      const policy = routing.policyFor(req.raw, routing.routed ? gatewayOriginOf(req, undefined) : null, path);
       outcome = await settleIdentity(deps, policy, {
         path,
         target: req.raw.url ?? '',
@@ -307,7 +323,7 @@ interface BrowserOptions {
  */
 function upgradeIdentity(
   deps: AuthDeps,
-  policy: GatewayPolicy,
+  routing: GatewayRouting,
   trustedPeer: (address: string | undefined) => boolean,
   publicOrigin: string | undefined,
   sessions: SessionWatcher,
@@ -320,8 +336,11 @@ function upgradeIdentity(
     const transport = upgradeTransport(req, trustedPeer(req.socket.remoteAddress), publicOrigin);
     let outcome: IdentityOutcome;
     try {
+      const path = requestPath(req);
+      const origin = routing.routed ? upgradeTransport(req, trustedPeer(req.socket.remoteAddress), undefined).origin : null;
+      const policy = routing.policyFor(req, origin, path);
       outcome = await settleIdentity(deps, policy, {
-        path: requestPath(req),
+        path,
         target: req.url ?? '',
         authorization,
         dpop: req.headers.dpop,
@@ -528,8 +547,9 @@ export async function buildGatewayApp(opts: GatewayAppOptions): Promise<FastifyI
     sessions.close();
     done();
   });
+  const routing = gatewayRouting(policy, sso?.origins ?? []);
   const hygiene = installHeaderHygiene(app.server as Server, identityHeaderPredicate(policy.identityHeaders), {
-    upgradeGate: upgradeIdentity(deps, policy, trustedPeer, publicOrigin, sessions),
+    upgradeGate: upgradeIdentity(deps, routing, trustedPeer, publicOrigin, sessions),
     // Refused before Fastify (smuggling, ambiguous paths, upgrades): counted like any other answer.
     ...(metrics === undefined
       ? {}
@@ -548,13 +568,16 @@ export async function buildGatewayApp(opts: GatewayAppOptions): Promise<FastifyI
   // The DNS-rebinding guard lets through, on a loopback address, a trusted proxy and a request
   // that names the configured public origin (a proxy on this machine forwarding the public
   // host): a rebound hostile page names its own host, never the operator's.
+  // With routes, the routes' exact origins take the guard's place: a request that names no
+  // route's origin (a rebound hostile page's own host among them) is 404 and reaches nothing.
+  // The sign-in handoff's origins (the auth origin among them) are named like the public one.
   const namesPublicOrigin = configuredOriginPredicate([
     ...(publicOrigin === undefined ? [] : [publicOrigin]),
     ...(sso === undefined ? [] : sso.origins),
   ]);
   hardenSurface(app, {
     loopbackOnly: false,
-    guardExempt: (req) => trustedPeer(req.socket.remoteAddress) || namesPublicOrigin(req),
+    guardExempt: (req) => routing.routed || trustedPeer(req.socket.remoteAddress) || namesPublicOrigin(req),
   });
   installDpopNonces(app, deps);
   installConnectionLimits(app, opts.connectionLimits ?? APPLICATION_CONNECTION_LIMITS);
@@ -564,7 +587,7 @@ export async function buildGatewayApp(opts: GatewayAppOptions): Promise<FastifyI
   const appProviders = providers.filter((p) => p.policy.realms.includes('application'));
   app.addHook(
     'onRequest',
-    gatewayIdentity(deps, policy, {
+    gatewayIdentity(deps, routing, {
       publicOrigin,
       signInPage: providers.length > 0,
       sso,

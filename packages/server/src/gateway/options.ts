@@ -1,5 +1,5 @@
 import type { AuthDeps, AuthError, Principal, ProviderHandle } from '@svc/core';
-import type { AppPathRequirement } from '@svc/core/config';
+import type { AppPathRequirement, AppRoute } from '@svc/core/config';
 import type { FastifyBaseLogger, FastifyInstance, FastifyRequest } from 'fastify';
 import type { ChallengeBudget } from '../http/challenge-budget.js';
 import type { ConnectionLimits } from '../http/connection-limits.js';
@@ -17,11 +17,20 @@ import type { SsoOptions } from './sso-routes.js';
  */
 export type GatewayAttach = (app: FastifyInstance) => Promise<void>;
 
-/** The route policy of the gateway (from `:svc/app-public`, `:svc/app-identity-headers`, `:svc/app-require`). */
+/** The route policy of the gateway (from `:svc/app-public`, `:svc/app-identity-headers`, `:svc/app-require`, `:svc/app-routes`). */
 export interface GatewayPolicy {
   readonly publicPaths: readonly string[];
   readonly identityHeaders: readonly string[];
   readonly requirements: readonly AppPathRequirement[];
+  /**
+   * `:svc/app-routes`: when given and non-empty, the gateway serves only these origins (and
+   * paths): a request no route matches is `404 not_found` on every path, `/.svc/` included, and
+   * reaches nothing; a matched request is judged by its route's `:public` and `:require` (then
+   * `publicPaths` and `requirements` above must be empty). Absent or empty: any `Host`, one policy.
+   */
+  readonly routes?: readonly AppRoute[];
+  /** What every non-public path asks of the principal when no entry of `requirements` applies (a route's `:require`); absent: nothing. */
+  readonly requirement?: AppPathRequirement | null;
 }
 
 /** Options of `buildGatewayApp`. */
@@ -81,10 +90,14 @@ export interface GatewayAppOptions {
 /** What the upstream attach adds to each proxied request, computed once identity is settled. */
 export type UpstreamIdentityHeaders = (req: FastifyRequest, principal: Principal | null) => Record<string, string>;
 
-/** Options of the upstream attach (`:svc/app-upstream`). */
+/** Options of the upstream attach (`:svc/app-upstream`, or every route of `:svc/app-routes`). */
 export interface UpstreamAttachOptions {
-  /** The upstream's origin, e.g. `http://127.0.0.1:3000`. */
-  readonly upstream: URL;
+  /**
+   * The upstream's origin, e.g. `http://127.0.0.1:3000`; or `'routes'`: each request goes to
+   * its route's `:to` (the route the gateway's identity step matched), one connection pool per
+   * upstream origin, each of at most `maxConnections`.
+   */
+  readonly upstream: URL | 'routes';
   /** The `Svc-*` headers (and `Svc-Assertion`) to set on the proxied request; they replace anything of the same name. */
   readonly identityHeaders: UpstreamIdentityHeaders;
   /**
