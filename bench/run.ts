@@ -577,8 +577,10 @@ async function main(): Promise<void> {
       results.gateway_routes = routes;
       targets.push({
         id: 'gateway.routes',
-        what: `authenticated proxied request, ${routes.routes} routes / 1 route`,
-        ratio: routes.many_vs_one,
+        // The cost per proxied request is the gateway's CPU per request (the throughput of this
+        // shared machine drifts far more between seconds than 5%): 1 route's over 100 routes'.
+        what: `gateway CPU per proxied request, 1 route / ${routes.routes} routes`,
+        ratio: routes.cpu_one_vs_many,
         goal: 0.95,
         cpuUs: routes.cpu_us_per_request.many,
       });
