@@ -5,7 +5,7 @@
 //
 // BENCH_ONLY=name[,name...] runs only those scenarios: the stores (`sqlite`, `postgres`),
 // `postgres-nodes` (two nodes writing at once), `scale`, `dpop` (a DPoP-checked request beside a
-// bearer one), `gateway-upstream`, `gateway-modules`; its figures go to bench/results/latest-<names>.{json,txt}.
+// bearer one), `gateway-upstream`, `gateway-routes` (100 routes against 1), `gateway-modules`; its figures go to bench/results/latest-<names>.{json,txt}.
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -13,6 +13,7 @@ import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { measureGatewayModules } from './gateway-modules.js';
+import { measureGatewayRoutes } from './gateway-routes.js';
 import { measureGatewayUpstream } from './gateway-upstream.js';
 import {
   anonMiB,
@@ -570,6 +571,19 @@ async function main(): Promise<void> {
           cpuUs: up.cpu_us_per_request.signed,
         },
       );
+    }
+    if (runs('gateway-routes')) {
+      const routes = await measureGatewayRoutes(bare, report);
+      results.gateway_routes = routes;
+      targets.push({
+        id: 'gateway.routes',
+        // The cost per proxied request is the gateway's CPU per request (the throughput of this
+        // shared machine drifts far more between seconds than 5%): 1 route's over 100 routes'.
+        what: `gateway CPU per proxied request, 1 route / ${routes.routes} routes`,
+        ratio: routes.cpu_one_vs_many,
+        goal: 0.95,
+        cpuUs: routes.cpu_us_per_request.many,
+      });
     }
     if (runs('gateway-modules')) {
       const modules = await measureGatewayModules(bare, report);

@@ -15,14 +15,15 @@ export const CHROMIUM_PATH = process.env.SVC_TEST_CHROMIUM ?? '/usr/bin/chromium
  * const browser = await launchBrowser();
  * try { const page = await browser.newPage(); await page.goto(url); } finally { await browser.close(); }
  */
-export async function launchBrowser(): Promise<Browser> {
+export async function launchBrowser(extraArgs: readonly string[] = []): Promise<Browser> {
   if (!existsSync(CHROMIUM_PATH)) {
     throw new Error(`no Chromium at ${CHROMIUM_PATH}: install Debian's chromium package (.ci/run does) or set SVC_TEST_CHROMIUM`);
   }
   return chromium.launch({
     executablePath: CHROMIUM_PATH,
     headless: true,
-    args: ['--no-sandbox', '--disable-background-networking'],
+    // `extraArgs`: e.g. `--host-resolver-rules=MAP *.test:80 127.0.0.1:<port>` for host names on loopback.
+    args: ['--no-sandbox', '--disable-background-networking', ...extraArgs],
   });
 }
 

@@ -23,6 +23,8 @@ const HINTS: { readonly [C in ErrorCode]: string | null } = {
   invalid_pairing_intent: null,
   invalid_credential: null,
   invalid_flow: 'start the sign-in again: a provider flow is single-use and expires',
+  invalid_handoff:
+    'open the page again: a sign-in handoff code is single-use, lasts 30 s and works only on its own host, in the browser that asked for it',
   already_linked: 'check the links with `svc auth links`',
   user_disabled: 'an operator enables the user with `svc auth users enable <SUBJECT>`',
   user_exists: 'list the users with `svc auth users --filter <TEXT>`',

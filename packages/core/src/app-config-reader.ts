@@ -1,4 +1,5 @@
-import { type AppGatewayConfig, type AppPathRequirement, DEFAULT_APP_GATEWAY_CONFIG } from './app-config.js';
+import { type AppGatewayConfig, type AppPathRequirement, type AppRoute, DEFAULT_APP_GATEWAY_CONFIG } from './app-config.js';
+import { parseRouteFrom, routePrefixBase } from './app-routes.js';
 import { canonicalOrigin } from './browser-policy.js';
 import { describeEdn as describe, type EdnMap, type EdnValue, isEdnMap } from './edn-model.js';
 import { normalizeHeaderName } from './gateway-policy.js';
@@ -134,6 +135,13 @@ export function readAppGatewayConfig(
     else out.publicOrigin = origin;
   }
 
+  const authOrigin = merged.get(':svc/app-auth-origin');
+  if (authOrigin !== undefined) {
+    const origin = typeof authOrigin === 'string' ? canonicalOrigin(authOrigin.replace(/\/$/, '')) : null;
+    if (origin === null) expected(':svc/app-auth-origin', authOrigin);
+    else out.authOrigin = origin;
+  }
+
   const publicPaths = merged.get(':svc/app-public');
   if (publicPaths !== undefined) {
     const list = strings(':svc/app-public', publicPaths);
@@ -214,7 +222,147 @@ export function readAppGatewayConfig(
 
   const brand = merged.get(':svc/app-brand');
   if (brand !== undefined) out.brand = readAppBrand(brand, bad, readAsset);
+
+  const routes = merged.get(':svc/app-routes');
+  if (routes !== undefined) {
+    out.routes = readRoutes(routes, bad);
+    // The one-route shorthand and its settings say per route what :svc/app-routes says per entry.
+    const shorthand = ROUTE_SHORTHAND_KEYS.filter((k) => merged.has(k.key));
+    for (const { key, instead } of shorthand) {
+      bad(key, `:svc/app-routes and ${key} exclude each other: ${instead}`);
+    }
+  }
+  // With one public origin every request is that origin: the handoff could never reach another.
+  if (out.authOrigin !== null && out.publicOrigin !== null && out.authOrigin !== out.publicOrigin) {
+    bad(
+      ':svc/app-auth-origin',
+      `expected the :svc/app-public-origin ${out.publicOrigin} (every request of this gateway is that origin), found ${out.authOrigin}: for sign-in across many hosts, use :svc/app-routes`,
+    );
+  }
   return out;
+}
+
+/** The keys of the one-route shorthand that `:svc/app-routes` replaces, and what to write instead. */
+const ROUTE_SHORTHAND_KEYS: readonly { readonly key: string; readonly instead: string }[] = [
+  { key: ':svc/app-upstream', instead: 'give each route its :to (or use :svc/app-upstream alone for one application)' },
+  { key: ':svc/app-public', instead: 'give each route its :public paths' },
+  { key: ':svc/app-require', instead: 'give each route its :require' },
+  { key: ':svc/app-audience', instead: 'give each route its :audience' },
+  { key: ':svc/app-public-origin', instead: "each route's :from is the origin browsers reach it at" },
+];
+
+/** The keys of one `:svc/app-routes` entry. */
+const ROUTE_KEYS = [':from', ':to', ':public', ':require', ':audience'];
+
+/** An example route, for messages. */
+const ROUTE_EXAMPLE = '{:from "https://grafana.example.com" :to "http://127.0.0.1:3000"}';
+
+/**
+ * Reads `:svc/app-routes`: a non-empty vector of `{:from :to :public :require :audience}`. Every
+ * problem names the route by its position and `:from` (`:svc/app-routes[2]
+ * ("https://tools.example.com/wiki/*") :require :groups`); two routes with the same origin and
+ * path are refused.
+ */
+function readRoutes(value: EdnValue, bad: (key: string, message: string) => void): AppRoute[] {
+  if (!Array.isArray(value) || value.length === 0) {
+    bad(':svc/app-routes', `expected a non-empty vector of routes such as [${ROUTE_EXAMPLE}], found ${describe(value)}`);
+    return [];
+  }
+  const out: AppRoute[] = [];
+  const seen = new Map<string, string>();
+  (value as EdnValue[]).forEach((entry, index) => {
+    const fromValue = isEdnMap(entry) ? entry.get(':from') : undefined;
+    const name = `:svc/app-routes[${index}]${typeof fromValue === 'string' ? ` (${JSON.stringify(fromValue)})` : ''}`;
+    if (!isEdnMap(entry)) {
+      bad(name, `expected a map such as ${ROUTE_EXAMPLE}, found ${describe(entry)}`);
+      return;
+    }
+    let ok = true;
+    const fail = (key: string, message: string) => {
+      bad(key, message);
+      ok = false;
+    };
+    for (const k of entry.keys())
+      if (!ROUTE_KEYS.includes(k)) fail(`${name} ${k}`, `unknown key; expected one of ${ROUTE_KEYS.join(', ')}`);
+
+    let origin = '';
+    let prefix: string | null = null;
+    if (typeof fromValue !== 'string') {
+      fail(
+        `${name} :from`,
+        `expected the origin browsers reach the application at, such as "https://grafana.example.com" or "https://tools.example.com/wiki/*", found ${describe(fromValue)}`,
+      );
+    } else {
+      const parsed = parseRouteFrom(fromValue);
+      const problem = 'problem' in parsed ? parsed.problem : parsed.prefix === null ? null : appPathPatternProblem(parsed.prefix);
+      if (problem !== null || 'problem' in parsed) fail(`${name} :from`, problem ?? 'not a route');
+      else {
+        origin = parsed.origin;
+        prefix = parsed.prefix;
+        const where = `${origin}${prefix === null ? '' : routePrefixBase(prefix)}`;
+        const earlier = seen.get(where);
+        if (earlier !== undefined)
+          fail(`${name} :from`, `${earlier} already routes ${origin}${prefix ?? ''}; each origin and path has one route`);
+        else seen.set(where, `:svc/app-routes[${index}]`);
+      }
+    }
+
+    const to = entry.get(':to');
+    let upstream = '';
+    const toProblem = typeof to === 'string' ? upstreamProblem(to) : 'not a string';
+    if (toProblem !== null || typeof to !== 'string') {
+      fail(
+        `${name} :to`,
+        `expected the upstream's http:// or https:// origin such as "http://127.0.0.1:3000" (${toProblem}), found ${describe(to)}`,
+      );
+    } else upstream = new URL(to).origin;
+
+    const publicPaths: string[] = [];
+    const publicValue = entry.get(':public');
+    if (publicValue !== undefined) {
+      if (!Array.isArray(publicValue) || !publicValue.every((x: EdnValue) => typeof x === 'string')) {
+        fail(`${name} :public`, `expected a vector of paths such as ["/healthz" "/public/*"], found ${describe(publicValue)}`);
+      } else {
+        for (const p of publicValue as string[]) {
+          const problem = appPathPatternProblem(p);
+          if (problem !== null) fail(`${name} :public ${JSON.stringify(p)}`, problem);
+          else if (prefix !== null && !routeCoversPattern(prefix, p)) {
+            fail(`${name} :public ${JSON.stringify(p)}`, `the path is not under the route's ${prefix}, so it could never apply`);
+          } else if (!publicPaths.includes(p)) publicPaths.push(p);
+        }
+      }
+    }
+
+    const requireValue = entry.get(':require');
+    let requirement: AppPathRequirement | null = null;
+    if (requireValue !== undefined) {
+      requirement = readRequirementBody(`${name} :require`, prefix ?? '/*', requireValue, (key, message) => fail(key, message));
+      if (requirement === null) ok = false;
+    }
+
+    const audienceValue = entry.get(':audience');
+    let audience = upstream;
+    if (audienceValue !== undefined) {
+      if (typeof audienceValue !== 'string' || audienceValue.trim() === '' || hasControlCharacter(audienceValue)) {
+        fail(
+          `${name} :audience`,
+          `expected the assertion audience the application checks, a non-empty string without control characters, found ${describe(audienceValue)}`,
+        );
+      } else audience = audienceValue;
+    }
+
+    if (!ok) return;
+    const from = `${origin}${prefix ?? ''}`;
+    out.push({ index, from, origin, prefix, to: upstream, publicPaths, requirement, audience });
+  });
+  return out;
+}
+
+/** Whether the route prefix `prefix` (`/wiki/*`) covers every path the pattern `pattern` matches, as route matching reads paths (case-insensitively). */
+function routeCoversPattern(prefix: string, pattern: string): boolean {
+  const base = routePrefixBase(prefix);
+  const p = pattern.toLowerCase();
+  return p === base || p.startsWith(`${base}/`);
 }
 
 /**
@@ -345,7 +493,6 @@ function upstreamProblem(value: string): string | null {
  */
 function readRequirements(map: EdnMap, publicPaths: readonly string[], bad: (key: string, message: string) => void): AppPathRequirement[] {
   const out: AppPathRequirement[] = [];
-  const KEYS = [':subjects', ':groups', ':email-domains', ':amr', ':max-auth-age-seconds'];
   for (const [path, body] of map) {
     const key = `:svc/app-require ${JSON.stringify(path)}`;
     const problem = path.startsWith(':') ? 'path patterns are strings, e.g. "/admin/*"' : appPathPatternProblem(path);
@@ -358,44 +505,63 @@ function readRequirements(map: EdnMap, publicPaths: readonly string[], bad: (key
       bad(key, `the path is public (${JSON.stringify(covering)} in :svc/app-public), so no requirement could apply to it`);
       continue;
     }
-    if (!isEdnMap(body)) {
-      bad(
-        key,
-        `expected a map such as {:groups ["ops"] :email-domains ["example.com"] :amr ["ed25519"] :max-auth-age-seconds 3600}, found ${describe(body)}`,
-      );
-      continue;
-    }
-    for (const k of body.keys()) if (!KEYS.includes(k)) bad(`${key} ${k}`, `unknown key; expected one of ${KEYS.join(', ')}`);
-    if (![...body.keys()].some((k) => KEYS.includes(k))) {
-      bad(key, `an empty requirement says nothing; give at least one of ${KEYS.join(', ')} (or remove the entry)`);
-      continue;
-    }
-    const list = (k: string, valid: (s: string) => boolean, what: string): string[] | null => {
-      const v = body.get(k);
-      if (v === undefined) return null;
-      if (!Array.isArray(v) || v.length === 0 || !v.every((x: EdnValue) => typeof x === 'string' && valid(x))) {
-        const wrong = Array.isArray(v) ? v.find((x: EdnValue) => typeof x !== 'string' || !valid(x)) : undefined;
-        bad(`${key} ${k}`, `expected a non-empty vector of ${what}, found ${describe(wrong === undefined ? v : wrong)}`);
-        return null;
-      }
-      return [...new Set(v as string[])];
-    };
-    const subjects = list(':subjects', (x) => isIdOfKind(x, 'subject'), 'subject ids ("sub_...")');
-    const groups = list(':groups', (x) => groupNameProblem(x) === null, 'group names (a-z, 0-9, ".", "_", "-", up to 64, e.g. "ops")');
-    const domainList = list(':email-domains', (x) => normalizeEmailDomain(x) !== null, 'email domains (e.g. "example.com")');
-    const emailDomains = domainList === null ? null : [...new Set(domainList.map((d) => normalizeEmailDomain(d) as string))];
-    const amr = list(':amr', (x) => /^[a-z0-9][a-z0-9_-]{0,63}$/i.test(x), 'authentication method names (e.g. "ed25519")');
-    const age = body.get(':max-auth-age-seconds');
-    let maxAuthAgeSeconds: number | null = null;
-    if (age !== undefined) {
-      if (typeof age !== 'number' || !Number.isInteger(age) || age < 1 || age > MAX_AUTH_AGE_SECONDS_LIMIT) {
-        bad(
-          `${key} :max-auth-age-seconds`,
-          `expected a whole number of seconds from 1 to ${MAX_AUTH_AGE_SECONDS_LIMIT}, found ${describe(age)}`,
-        );
-      } else maxAuthAgeSeconds = age;
-    }
-    out.push({ path, subjects, groups, emailDomains, amr, maxAuthAgeSeconds });
+    const requirement = readRequirementBody(key, path, body, bad);
+    if (requirement !== null) out.push(requirement);
   }
   return out;
+}
+
+/** The keys of one requirement (`:svc/app-require` entry, or a route's `:require`). */
+const REQUIREMENT_KEYS = [':subjects', ':groups', ':email-domains', ':amr', ':max-auth-age-seconds'];
+
+/**
+ * Reads one requirement body `{:subjects [...] :groups [...] :email-domains [...] :amr [...]
+ * :max-auth-age-seconds n}` for path pattern `path`, reporting its problems under `key`; null
+ * when it is not a usable requirement.
+ */
+function readRequirementBody(
+  key: string,
+  path: string,
+  body: EdnValue | undefined,
+  bad: (key: string, message: string) => void,
+): AppPathRequirement | null {
+  const KEYS = REQUIREMENT_KEYS;
+  if (!isEdnMap(body)) {
+    bad(
+      key,
+      `expected a map such as {:groups ["ops"] :email-domains ["example.com"] :amr ["ed25519"] :max-auth-age-seconds 3600}, found ${describe(body)}`,
+    );
+    return null;
+  }
+  for (const k of body.keys()) if (!KEYS.includes(k)) bad(`${key} ${k}`, `unknown key; expected one of ${KEYS.join(', ')}`);
+  if (![...body.keys()].some((k) => KEYS.includes(k))) {
+    bad(key, `an empty requirement says nothing; give at least one of ${KEYS.join(', ')} (or remove the entry)`);
+    return null;
+  }
+  const list = (k: string, valid: (s: string) => boolean, what: string): string[] | null => {
+    const v = body.get(k);
+    if (v === undefined) return null;
+    if (!Array.isArray(v) || v.length === 0 || !v.every((x: EdnValue) => typeof x === 'string' && valid(x))) {
+      const wrong = Array.isArray(v) ? v.find((x: EdnValue) => typeof x !== 'string' || !valid(x)) : undefined;
+      bad(`${key} ${k}`, `expected a non-empty vector of ${what}, found ${describe(wrong === undefined ? v : wrong)}`);
+      return null;
+    }
+    return [...new Set(v as string[])];
+  };
+  const subjects = list(':subjects', (x) => isIdOfKind(x, 'subject'), 'subject ids ("sub_...")');
+  const groups = list(':groups', (x) => groupNameProblem(x) === null, 'group names (a-z, 0-9, ".", "_", "-", up to 64, e.g. "ops")');
+  const domainList = list(':email-domains', (x) => normalizeEmailDomain(x) !== null, 'email domains (e.g. "example.com")');
+  const emailDomains = domainList === null ? null : [...new Set(domainList.map((d) => normalizeEmailDomain(d) as string))];
+  const amr = list(':amr', (x) => /^[a-z0-9][a-z0-9_-]{0,63}$/i.test(x), 'authentication method names (e.g. "ed25519")');
+  const age = body.get(':max-auth-age-seconds');
+  let maxAuthAgeSeconds: number | null = null;
+  if (age !== undefined) {
+    if (typeof age !== 'number' || !Number.isInteger(age) || age < 1 || age > MAX_AUTH_AGE_SECONDS_LIMIT) {
+      bad(
+        `${key} :max-auth-age-seconds`,
+        `expected a whole number of seconds from 1 to ${MAX_AUTH_AGE_SECONDS_LIMIT}, found ${describe(age)}`,
+      );
+    } else maxAuthAgeSeconds = age;
+  }
+  return { path, subjects, groups, emailDomains, amr, maxAuthAgeSeconds };
 }

@@ -55,6 +55,11 @@ export interface AppGatewayConfig {
    * request's `Host` (or a trusted proxy's `X-Forwarded-Host`/`-Proto`).
    */
   readonly publicOrigin: string | null;
+  /**
+   * `:svc/app-auth-origin`: where browsers sign in once for every route host (canonical
+   * spelling); null: each host signs in on its own.
+   */
+  readonly authOrigin: string | null;
   /** `:svc/app-public`: exact paths and prefixes ending in `/*` that need no principal. */
   readonly publicPaths: readonly string[];
   /** `:svc/app-identity-headers`: further inbound header names to strip (lower-cased), beyond the contract's list. */
@@ -67,6 +72,35 @@ export interface AppGatewayConfig {
   readonly trustedProxies: readonly string[];
   /** `:svc/app-brand`, or null when not set. */
   readonly brand: AppBrandConfig | null;
+  /**
+   * `:svc/app-routes`: many applications behind the one gateway, each with its own origin (and
+   * path prefix), upstream, public paths, requirement and audience. Absent (the key is not
+   * set): the one-route shorthand (`upstream` and the keys beside it) or module mode.
+   */
+  readonly routes?: readonly AppRoute[];
+}
+
+/** One route of `:svc/app-routes`, validated (matched by core's `appRouteTable`). */
+export interface AppRoute {
+  /** Its position in `:svc/app-routes` (0-based): how config errors and `svc app routes` name it. */
+  readonly index: number;
+  /** `:from` in canonical spelling: the origin, plus `/<prefix>/*` when the route has a path. */
+  readonly from: string;
+  /** The origin of `:from` (`https://tools.example.com`): the route's public origin (`htu`, CSRF). */
+  readonly origin: string;
+  /** The path prefix of `:from` as written (`/wiki/*`), or null for an origin-only route. */
+  readonly prefix: string | null;
+  /** `:to`: the upstream's origin. */
+  readonly to: string;
+  /** `:public`: exact paths and prefixes ending in `/*` that need no principal (full paths, within the route). */
+  readonly publicPaths: readonly string[];
+  /**
+   * `:require`: what every non-public path of the route asks of the principal, or null (signed
+   * in is enough). Its `path` is the route's path pattern (`/*` for an origin-only route).
+   */
+  readonly requirement: AppPathRequirement | null;
+  /** `:audience`: the `aud` of `Svc-Assertion` (default: the `:to` origin). */
+  readonly audience: string;
 }
 
 /** The configuration with no `:svc/app-*` key set. */
@@ -75,6 +109,7 @@ export const DEFAULT_APP_GATEWAY_CONFIG: AppGatewayConfig = Object.freeze({
   upstream: null,
   audience: null,
   publicOrigin: null,
+  authOrigin: null,
   publicPaths: Object.freeze([]),
   identityHeaders: Object.freeze([]),
   requirements: Object.freeze([]),

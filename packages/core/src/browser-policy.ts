@@ -8,6 +8,8 @@ export interface BrowserCookieNames {
   readonly refresh: string;
   /** The ceremony in progress (a provider flow id), bound to the browser that began it. */
   readonly flow: string;
+  /** A route host's handoff state (`:svc/app-auth-origin`): what a code must be bound to, and the path to return to. */
+  readonly sso: string;
   readonly secure: boolean;
 }
 
@@ -20,6 +22,7 @@ export const TLS_COOKIE_NAMES: BrowserCookieNames = Object.freeze({
   access: '__Host-svc-access',
   refresh: '__Host-svc-refresh',
   flow: '__Host-svc-flow',
+  sso: '__Host-svc-sso',
   secure: true,
 });
 
@@ -35,6 +38,7 @@ export const PLAIN_COOKIE_NAMES: BrowserCookieNames = Object.freeze({
   access: 'svc-access',
   refresh: 'svc-refresh',
   flow: 'svc-flow',
+  sso: 'svc-sso',
   secure: false,
 });
 
@@ -51,7 +55,7 @@ export function browserCookieNames(tls: boolean): BrowserCookieNames {
 }
 
 const ALL_NAMES: ReadonlySet<string> = new Set(
-  [TLS_COOKIE_NAMES, PLAIN_COOKIE_NAMES].flatMap((n) => [n.access, n.refresh, n.flow].map((s) => s.toLowerCase())),
+  [TLS_COOKIE_NAMES, PLAIN_COOKIE_NAMES].flatMap((n) => [n.access, n.refresh, n.flow, n.sso].map((s) => s.toLowerCase())),
 );
 
 /**
@@ -140,6 +144,12 @@ export function canonicalOrigin(value: string): string | null {
 /** The account page of the application gateway: the one reserved path a sign-in may return to. */
 export const ACCOUNT_PAGE_PATH = '/.svc/account';
 
+/**
+ * Where the auth origin hands a signed-in browser to a route host (`:svc/app-auth-origin`): the
+ * sign-in page may come back here, the only other `/.svc/` path it returns to.
+ */
+export const SSO_AUTHORIZE_PATH = '/.svc/auth/v1/sso/authorize';
+
 /** The longest return path kept. */
 export const MAX_RETURN_PATH_LENGTH = 2048;
 
@@ -162,7 +172,7 @@ export function safeReturnPath(value: unknown): string | null {
     if (c <= 0x20 || c >= 0x7f || c === 0x5c) return null;
   }
   const path = value.split(/[?#]/, 1)[0] as string;
-  if (path === ACCOUNT_PAGE_PATH) return value;
+  if (path === ACCOUNT_PAGE_PATH || path === SSO_AUTHORIZE_PATH) return value;
   if (path === '/.svc' || path.startsWith('/.svc/')) return null;
   return value;
 }

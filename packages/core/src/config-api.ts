@@ -6,6 +6,7 @@
 
 export type { AppBrandConfig, AppGatewayConfig, AppPathRequirement, AppTlsConfig } from './app-config.js';
 export { APP_BRAND_LOGO_MAX_BYTES, type AssetReader, contrastWithWhite } from './app-config-reader.js';
+export { type AppRoute, type AppRouteTable, appRouteTable, parseRouteFrom, requestOrigin } from './app-routes.js';
 export { AUDIT_SINK_SETTINGS, type AuditSinkSetting, type AuditSinks } from './audit-sinks-config.js';
 export { type ModuleConfig, type PackagePin, type ProjectConfig, type ValidateOptions, validateProjectConfig } from './config.js';
 export { type EdnKeyword, type EdnMap, type EdnTagged, type EdnValue, isEdnMap, isKeyword, isTagged } from './edn-model.js';

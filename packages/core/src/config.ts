@@ -329,6 +329,12 @@ function checkProject(merged: EdnMap, opts: ValidateOptions): { config: Omit<Pro
       `upstream mode and module mode exclude each other: remove :svc/app-upstream, or :svc/app from ${appModules.map((m) => `:${m.alias}`).join(', ')}`,
     );
   }
+  if (app.routes !== undefined && appModules.length > 0) {
+    bad(
+      ':svc/app-routes',
+      `routes and module mode exclude each other: remove :svc/app-routes, or :svc/app from ${appModules.map((m) => `:${m.alias}`).join(', ')}`,
+    );
+  }
 
   // Application modules run inside the service's process after identity: only from an archive
   // pinned by its digest, and never from the package that holds the control state.
@@ -402,12 +408,12 @@ function checkProject(merged: EdnMap, opts: ValidateOptions): { config: Omit<Pro
   if (
     store !== undefined &&
     store.package !== 'svc-store-sqlite' &&
-    app.upstream !== null &&
+    (app.upstream !== null || (app.routes ?? []).length > 0) &&
     merged.get(':svc/key-encryption-key') === undefined
   ) {
     bad(
       ':svc/key-encryption-key',
-      `required: the gateway signs assertions (:svc/app-upstream) and its keys live in the shared control store (${store.package}), sealed under this key; set it to #svc/secret "env:NAME" holding 32 random bytes (openssl rand -base64 32), the same on every node`,
+      `required: the gateway signs assertions (:svc/app-upstream or :svc/app-routes) and its keys live in the shared control store (${store.package}), sealed under this key; set it to #svc/secret "env:NAME" holding 32 random bytes (openssl rand -base64 32), the same on every node`,
     );
   }
 

@@ -81,6 +81,12 @@ export const ERROR_CODES = {
     title: 'Bad Request',
     meaning: 'unknown, expired or already finished provider flow, or a flow begun with another provider',
   },
+  invalid_handoff: {
+    status: 400,
+    title: 'Bad Request',
+    meaning:
+      'a sign-in handoff code (`:svc/app-auth-origin`) was refused: unknown or already used, older than 30 s, made for another host, begun in another browser, or its sign-in ended',
+  },
   already_linked: { status: 409, title: 'Conflict', meaning: 'that external identity is already linked in that realm' },
   user_disabled: {
     status: 403,

@@ -6,6 +6,7 @@
 // stores is `@svc/core/sql-rows`.
 
 export { ADDON_MANIFEST_FILE } from './addon.js';
+export { type AppRoute, type AppRouteTable, appRouteTable, requestOrigin } from './app-routes.js';
 export {
   AssertionKeySealError,
   type KeyEncryptionKey,
@@ -128,6 +129,16 @@ export {
   upgradeRefusal,
   WEBSOCKET_SESSION_CHECK_SECONDS,
 } from './gateway-policy.js';
+export {
+  decideHandoff,
+  HANDOFF_CODE_TTL_SECONDS,
+  handoffReturn,
+  isHandoffCode,
+  isHandoffState,
+  SSO_AUTHORIZE_PATH,
+  SSO_CALLBACK_PATH,
+  SSO_START_PATH,
+} from './handoff.js';
 export { type IdKind, isIdOfKind, newId } from './ids.js';
 export { type NodeHealthFacts, type NodeHealthVerdict, nodeHealthVerdict } from './node-health-verdict.js';
 export { isValidNodeId, nodeIdOf, normalizeNodeId } from './node-id.js';
@@ -229,6 +240,7 @@ export { createChallenge } from './use-cases/create-challenge.js';
 export { createSession } from './use-cases/create-session.js';
 export { enrollWithBootstrapToken } from './use-cases/enroll-with-bootstrap-token.js';
 export { auditDraft } from './use-cases/event.js';
+export { handoffBinding, mintHandoffCode, redeemHandoffCode } from './use-cases/handoff.js';
 export { type BootstrapReason, type IssuedBootstrapToken, issueBootstrapToken } from './use-cases/issue-bootstrap-token.js';
 export { listLinks, unlinkIdentity } from './use-cases/links.js';
 export {

@@ -238,6 +238,7 @@ export type ProjectKeyType =
   | 'audit-sinks'
   | 'app-listen'
   | 'app-upstream'
+  | 'app-routes'
   | 'app-audience'
   | 'app-origin'
   | 'app-paths'
@@ -369,6 +370,16 @@ export const PROJECT_KEYS: readonly ProjectKeySpec[] = [
       'upstream mode: authenticated requests are proxied to this origin with the `Svc-*` identity headers and a signed `Svc-Assertion`',
   },
   {
+    key: ':svc/app-routes',
+    type: 'app-routes',
+    expected:
+      'a non-empty vector of routes such as [{:from "https://grafana.example.com" :to "http://127.0.0.1:3000" :public ["/api/health"] :require {:groups ["ops"]}}]',
+    default: 'none',
+    inProfile: true,
+    meaning:
+      "many applications behind one gateway. Each route: `:from` (the origin browsers reach the application at, optionally with a path prefix ending in `/*`, e.g. `\"https://tools.example.com/wiki/*\"`), `:to` (the upstream origin), `:public` (paths that need no principal), `:require` (what every other path of the route asks: `:subjects`, `:groups`, `:email-domains`, `:amr`, `:max-auth-age-seconds`, as in `:svc/app-require`), `:audience` (the `aud` of `Svc-Assertion`, default the `:to` origin; `htu` is built from the `:from` origin). Matching: the request's origin (scheme, `Host` or a trusted proxy's `X-Forwarded-Host`/`-Proto`, port; host case-insensitive, a default port the same as none) must equal a route's `:from` origin exactly; among that origin's routes the longest path prefix covering the path wins (`/wiki/*` covers `/wiki` and below, never `/wiki-private`; compared case-insensitively on the decoded path), an origin-only route is the least specific. A request no route matches is `404 not_found` and never reaches any upstream; `/.svc/` is the gateway's own on every route origin. Excludes `:svc/app-upstream`, `:svc/app-public`, `:svc/app-require`, `:svc/app-audience`, `:svc/app-public-origin` and `:svc/app` modules (docs/gateway.md)",
+  },
+  {
     key: ':svc/app-audience',
     type: 'app-audience',
     expected: 'a non-empty string without control characters',
@@ -384,6 +395,15 @@ export const PROJECT_KEYS: readonly ProjectKeySpec[] = [
     inProfile: true,
     meaning:
       'the origin browsers reach the application gateway at: browser sign-in (the WebAuthn origin, the OIDC `redirect_uri`) and the CSRF rule use it, so no request can choose it by the `Host` it names. Set it in production behind a proxy or a load balancer',
+  },
+  {
+    key: ':svc/app-auth-origin',
+    type: 'app-origin',
+    expected: 'an http:// or https:// origin such as "https://auth.example.com" (no user, path, query or fragment)',
+    default: 'none: each host signs in on its own',
+    inProfile: true,
+    meaning:
+      "one sign-in across every route host: the origin where browsers sign in (one of the gateway's own hosts). A browser without a session on another host is sent there and comes back with a one-time code (30 s, single use, bound to that host and browser) that its host redeems for a session of its own; one logout on any host ends the sign-in on all of them",
   },
   {
     key: ':svc/app-public',

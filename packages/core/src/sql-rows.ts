@@ -11,7 +11,7 @@ import type { AttemptWindow } from './attempt-budget.js';
 
 export const DEVICE_COLUMNS = 'id, public_key, realm, subject, name, created_at, removed_at';
 export const SESSION_COLUMNS =
-  'id, realm, subject, device_id, created_at, expires_at, access_expires_at, refresh_expires_at, generation, last_rotated_at, revoked_at, revoked_reason, client_address, user_agent, amr, jkt';
+  'id, realm, subject, device_id, created_at, expires_at, access_expires_at, refresh_expires_at, generation, last_rotated_at, revoked_at, revoked_reason, client_address, user_agent, amr, jkt, parent_id';
 export const ACCESS_COLUMNS = `${SESSION_COLUMNS}, access_digest`;
 /**
  * The bearer check's columns over {@link ACCESS_FROM}: the session's, its access digest, and
@@ -35,6 +35,7 @@ export const INTENT_COLUMNS =
 export const CHALLENGE_COLUMNS = 'id, public_key, realm, challenge, created_at, expires_at';
 export const LINK_COLUMNS =
   'id, realm, subject, provider, issuer, external_subject, credential_data, counter, name, created_at, last_used_at, removed_at';
+export const HANDOFF_CODE_COLUMNS = 'digest, session_id, origin, binding_digest, created_at, expires_at';
 export const FLOW_COLUMNS = 'id, provider, realm, intent, subject, pairing_intent_id, state, created_at, expires_at';
 
 /**

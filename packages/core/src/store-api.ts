@@ -7,6 +7,7 @@
 
 export type { StoreAddonContext, StoreAddonExport } from './addon.js';
 export { type AttemptWindow, type AttemptWindowDecision, decideAttemptWindow } from './attempt-budget.js';
+export { decideHandoff, type HandoffCodeRow, toHandoffCode } from './handoff.js';
 export {
   byKey,
   CONTROL_STATE_TABLES,
@@ -48,6 +49,10 @@ export {
   type FlowRecord,
   type GroupRecord,
   type GroupSummary,
+  type HandoffChild,
+  type HandoffCodeRecord,
+  type HandoffOutcome,
+  type HandoffRefusal,
   type LinkRecord,
   type LinkSessionOutcome,
   type PairingCompletion,

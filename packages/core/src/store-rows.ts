@@ -52,6 +52,8 @@ export interface SessionRow {
   amr: string;
   /** The thumbprint of the key the session is bound to (DPoP), or null for a bearer session. */
   jkt?: string | null;
+  /** The sign-in session this one was handed off from, or null. */
+  parent_id?: string | null;
 }
 
 /**
@@ -210,6 +212,7 @@ export function toSession(r: SessionRow): SessionRecord {
     userAgent: r.user_agent,
     amr: amrOf(r.amr),
     jkt: r.jkt ?? null,
+    ...(r.parent_id == null ? {} : { parentId: r.parent_id }),
   });
 }
 

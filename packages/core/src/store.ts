@@ -103,6 +103,12 @@ export interface SessionRecord {
    * every other read, null when the subject has no user record.
    */
   readonly user?: SessionUser | null;
+  /**
+   * The sign-in session this one was handed off from (one sign-in across route hosts,
+   * `:svc/app-auth-origin`): a route host's own session, revoked with its parent by
+   * `revokeSessionFamily`. Null (absent) for a session made by a sign-in.
+   */
+  readonly parentId?: string | null;
 }
 
 /** What a bearer check reads of a session's user. */
@@ -290,6 +296,55 @@ export interface FlowRecord {
   readonly state: string;
   readonly createdAt: number;
   readonly expiresAt: number;
+}
+
+/**
+ * A one-time code that hands a signed-in browser's session to another route host (the auth
+ * origin mints it, the route host redeems it with `consumeHandoffCode`). Only its digest is
+ * stored; it is single use, short lived, bound to the route origin it is for, to the sign-in
+ * session it hands off, and to the digest of a state value the route host set in the browser
+ * before sending it to sign in (so a code cannot be forced onto another browser).
+ */
+export interface HandoffCodeRecord {
+  /** SHA-256 of the code (lowercase hex): the code itself is never stored. */
+  readonly digest: string;
+  /** The sign-in session it hands off. */
+  readonly sessionId: string;
+  /** The route origin it may be redeemed at (canonical). */
+  readonly origin: string;
+  /** SHA-256 (hex) of the route host's state value the browser carries in its state cookie. */
+  readonly bindingDigest: string;
+  readonly createdAt: number;
+  readonly expiresAt: number;
+}
+
+/** Why a handoff code was refused. */
+export type HandoffRefusal =
+  /** No such code, or it was used already (replay). */
+  | 'unknown'
+  /** Past its 30 s, or dated further in the future than the clock skew allows. */
+  | 'expired'
+  /** Presented at another origin than the one it was minted for. */
+  | 'wrong_origin'
+  /** The browser's state cookie is not the one the code was minted for (login CSRF). */
+  | 'wrong_binding'
+  /** The sign-in session it hands off was revoked or ended meanwhile. */
+  | 'session_ended'
+  /** The session's user is disabled. */
+  | 'user_disabled';
+
+/** What redeeming a handoff code led to. */
+export type HandoffOutcome =
+  | { readonly kind: 'created'; readonly session: SessionRecord; readonly parent: SessionRecord }
+  | { readonly kind: 'refused'; readonly reason: HandoffRefusal; readonly code: HandoffCodeRecord | null };
+
+/** What a route host's new session takes from the redemption (the rest comes from the sign-in session). */
+export interface HandoffChild {
+  readonly id: string;
+  readonly accessExpiresAt: number;
+  readonly refreshExpiresAt: number;
+  readonly clientAddress: string | null;
+  readonly userAgent: string | null;
 }
 
 /** What creating a session for a link led to. */
@@ -530,6 +585,39 @@ export interface Store {
     input: { readonly sessionId: string; readonly now: number; readonly reason: string },
     event: AuditEventDraft,
   ): Promise<boolean>;
+  /**
+   * Revokes a session and every session handed off from it (`parentId = sessionId`), each not
+   * yet revoked, with `event(session)` appended for each one revoked, in ONE transaction (one
+   * logout ends a sign-in on every route host at once, on every node sharing the store).
+   * Returns the ids revoked, the named session first when it was live; empty, nothing written,
+   * when none was.
+   */
+  revokeSessionFamily(
+    input: { readonly sessionId: string; readonly now: number; readonly reason: string },
+    event: (session: SessionRecord) => AuditEventDraft,
+  ): Promise<readonly string[]>;
+  /** Stores a handoff code (its digest only). Expired codes may be deleted meanwhile (they can never be redeemed). */
+  createHandoffCode(code: HandoffCodeRecord): Promise<void>;
+  /**
+   * Redeems a handoff code, atomically: the code with `digest` is used up by one conditional
+   * update (exactly one of N concurrent redemptions gets it; whatever follows, it is never
+   * usable again), then core's `decideHandoff` judges it against the presented `origin` and
+   * `bindingDigest` and the sign-in session it names (read in the same transaction, its user's
+   * status under a share lock as in `createSession`); when it holds, the route host's session
+   * (`parentId` = the sign-in session) is inserted with `pair`. `audit(outcome)` is called
+   * inside the transaction and the events it returns are appended in it.
+   */
+  consumeHandoffCode(
+    input: {
+      readonly digest: string;
+      readonly origin: string;
+      readonly bindingDigest: string;
+      readonly now: number;
+      readonly child: HandoffChild;
+      readonly pair: TokenPairDigests;
+    },
+    audit: (outcome: HandoffOutcome) => readonly AuditEventDraft[],
+  ): Promise<HandoffOutcome>;
 
   /**
    * Deletes retired refresh-token digests that can no longer change any outcome: those of
@@ -841,6 +929,9 @@ export const STORE_OPERATIONS = [
   'listActiveSessions',
   'rotateRefreshToken',
   'revokeSession',
+  'revokeSessionFamily',
+  'createHandoffCode',
+  'consumeHandoffCode',
   'pruneRetiredRefreshTokens',
   'appendAuditEvent',
   'listAuditEvents',

@@ -3,7 +3,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { RandomBytes } from './ports.js';
 
 /** The kinds of secret token and their scanner-friendly prefixes. */
-export const TOKEN_PREFIXES = { bootstrap: 'svcb_', access: 'svca_', refresh: 'svcr_', scim: 'svcs_' } as const;
+export const TOKEN_PREFIXES = { bootstrap: 'svcb_', access: 'svca_', refresh: 'svcr_', scim: 'svcs_', handoff: 'svch_' } as const;
 
 /** A kind of token. */
 export type TokenKind = keyof typeof TOKEN_PREFIXES;
@@ -18,6 +18,7 @@ const SELECTOR = '[0-9A-HJKMNP-TV-Z]{26}';
 const TOKEN_BODIES: Readonly<Record<TokenKind, RegExp>> = {
   bootstrap: new RegExp(`^${SECRET}$`),
   scim: new RegExp(`^${SECRET}$`),
+  handoff: new RegExp(`^${SECRET}$`),
   access: new RegExp(`^${SELECTOR}${SECRET}$`),
   refresh: new RegExp(`^${SELECTOR}${SECRET}$`),
 };
@@ -36,7 +37,7 @@ function secret(random: RandomBytes): string {
  * @example
  * const token = mintToken('bootstrap', randomBytes); // "svcb_..."
  */
-export function mintToken(kind: 'bootstrap' | 'scim', random: RandomBytes): string {
+export function mintToken(kind: 'bootstrap' | 'scim' | 'handoff', random: RandomBytes): string {
   return TOKEN_PREFIXES[kind] + secret(random);
 }
 

@@ -63,6 +63,7 @@ describe('the :svc/app-* keys of project.edn', () => {
       ':svc/app-upstream': 'http://127.0.0.1:3000/',
       ':svc/app-audience': 'https://app.example',
       ':svc/app-public-origin': 'HTTPS://App.Example:443/',
+      ':svc/app-auth-origin': 'HTTPS://App.Example/',
       ':svc/app-public': ['/healthz', '/public/*', '/healthz'],
       ':svc/app-identity-headers': ['X-Tenant-User', 'x_team'],
       ':svc/app-require': m({
@@ -78,6 +79,7 @@ describe('the :svc/app-* keys of project.edn', () => {
       upstream: 'http://127.0.0.1:3000',
       audience: 'https://app.example',
       publicOrigin: 'https://app.example',
+      authOrigin: 'https://app.example',
       publicPaths: ['/healthz', '/public/*'],
       identityHeaders: ['x-tenant-user', 'x-team'],
       requirements: [
@@ -159,6 +161,29 @@ describe('the :svc/app-* keys of project.edn', () => {
         String(bad),
       );
     }
+  });
+
+  test(':svc/app-auth-origin is an http(s) origin in one spelling, like :svc/app-public-origin; absent, each host signs in on its own', () => {
+    assert.equal(load({}).authOrigin, null);
+    assert.equal(load({ ':svc/app-auth-origin': 'https://Auth.Example.com:443' }).authOrigin, 'https://auth.example.com');
+    for (const bad of [
+      'auth.example.com',
+      'https://auth.example.com/login',
+      'https://u@auth.example.com',
+      'javascript:alert(1)',
+      8443,
+    ] as EdnValue[]) {
+      assert.match(
+        problemsOf({ ':svc/app-auth-origin': bad })[0] ?? '',
+        /^:svc\/app-auth-origin: expected an http:\/\/ or https:\/\/ origin/,
+        String(bad),
+      );
+    }
+    // One public origin is every request's: an auth origin elsewhere could never be reached.
+    assert.match(
+      problemsOf({ ':svc/app-auth-origin': 'https://auth.example.com', ':svc/app-public-origin': 'https://app.example.com' })[0] ?? '',
+      /^:svc\/app-auth-origin: expected the :svc\/app-public-origin https:\/\/app\.example\.com/,
+    );
   });
 
   test(':svc/app-public holds exact paths and /* prefixes, never anything under /.svc/', () => {

@@ -86,9 +86,17 @@ test('cookie names: __Host- with Secure over TLS, prefix-less without Secure ove
     access: '__Host-svc-access',
     refresh: '__Host-svc-refresh',
     flow: '__Host-svc-flow',
+    sso: '__Host-svc-sso',
     secure: true,
   });
-  assert.deepEqual(browserCookieNames(false), { access: 'svc-access', refresh: 'svc-refresh', flow: 'svc-flow', secure: false });
-  for (const name of ['svc-access', '__Host-svc-refresh', 'SVC-FLOW', ' svc-access']) assert.ok(isBrowserSessionCookie(name), name);
+  assert.deepEqual(browserCookieNames(false), {
+    access: 'svc-access',
+    refresh: 'svc-refresh',
+    flow: 'svc-flow',
+    sso: 'svc-sso',
+    secure: false,
+  });
+  for (const name of ['svc-access', '__Host-svc-refresh', 'SVC-FLOW', ' svc-access', 'svc-sso', '__Host-svc-sso'])
+    assert.ok(isBrowserSessionCookie(name), name);
   for (const name of ['svc', 'session', 'svc-accessx']) assert.ok(!isBrowserSessionCookie(name), name);
 });

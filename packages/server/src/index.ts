@@ -31,6 +31,7 @@ export type {
   UpstreamIdentityHeaders,
 } from './gateway/options.js';
 // Upstream mode: every authenticated request proxied to the application.
+export { type GatewayRouting, gatewayRouting, routeOf } from './gateway/routing.js';
 export { type UpstreamTimeouts, upstreamAttach } from './gateway/upstream.js';
 // Connection caps of every listener, sized to the process's descriptor limit.
 export {

@@ -89,6 +89,8 @@ describe('routes served against the document', () => {
       logger: false,
       policy: { publicPaths: [], identityHeaders: [], requirements: [] },
       trustedProxies: [],
+      // With the sign-in handoff (`:svc/app-auth-origin`), whose routes exist only then.
+      sso: { authOrigin: 'https://auth.example.com', origins: [] },
     });
     gateway = registeredRoutes(app).filter((r) => !GATEWAY_CATCH_ALLS.includes(r.url));
     await app.close();

@@ -11,6 +11,8 @@ import {
   type FlowRecord,
   type GroupRecord,
   type GroupSummary,
+  type HandoffCodeRecord,
+  type HandoffOutcome,
   type LinkRecord,
   type LinkSessionOutcome,
   type PairingCompletion,
@@ -227,6 +229,24 @@ export class PostgresStore implements Store {
     event: AuditEventDraft,
   ): Promise<boolean> {
     return sessions.revokeSession(this.#ctx, input, event);
+  }
+
+  async revokeSessionFamily(
+    input: { readonly sessionId: string; readonly now: number; readonly reason: string },
+    event: (session: SessionRecord) => AuditEventDraft,
+  ): Promise<readonly string[]> {
+    return sessions.revokeSessionFamily(this.#ctx, input, event);
+  }
+
+  async createHandoffCode(code: HandoffCodeRecord): Promise<void> {
+    return sessions.createHandoffCode(this.#ctx, code);
+  }
+
+  async consumeHandoffCode(
+    input: Parameters<Store['consumeHandoffCode']>[0],
+    audit: (outcome: HandoffOutcome) => readonly AuditEventDraft[],
+  ): Promise<HandoffOutcome> {
+    return sessions.consumeHandoffCode(this.#ctx, input, audit);
   }
 
   async pruneRetiredRefreshTokens(input: Parameters<Store['pruneRetiredRefreshTokens']>[0]): Promise<number> {

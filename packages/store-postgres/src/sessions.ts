@@ -5,6 +5,7 @@ import {
   CHALLENGE_COLUMNS,
   consumableChallengeSql,
   gracePairEndedSql,
+  HANDOFF_CODE_COLUMNS,
   liveSessionSql,
   REFRESH_COLUMNS,
   SESSION_COLUMNS,
@@ -12,6 +13,10 @@ import {
 import {
   type ChallengeRecord,
   type ChallengeRow,
+  decideHandoff,
+  type HandoffCodeRecord,
+  type HandoffCodeRow,
+  type HandoffOutcome,
   latestTrustedTime,
   planRotation,
   REVOKED_REFRESH_REUSED,
@@ -22,6 +27,7 @@ import {
   type Store,
   type TokenPairDigests,
   toChallenge,
+  toHandoffCode,
   toSession,
 } from '@svc/core/store';
 import type { PoolClient, QueryConfig } from 'pg';
@@ -36,6 +42,7 @@ import {
   sessionValues,
 } from './context.js';
 import { changes, first, rows, run } from './sql.js';
+import { lockedUserStatus } from './users.js';
 
 export async function createChallenge(ctx: PgContext, challenge: ChallengeRecord): Promise<void> {
   // Expired challenges can never be consumed again, so they are only clutter. SKIP LOCKED
@@ -291,4 +298,85 @@ export async function hasDpopRecord(ctx: PgContext, input: { readonly key: strin
     [input.key, input.now],
   );
   return row !== undefined;
+}
+
+export async function revokeSessionFamily(
+  ctx: PgContext,
+  input: { readonly sessionId: string; readonly now: number; readonly reason: string },
+  event: (session: SessionRecord) => AuditEventDraft,
+): Promise<readonly string[]> {
+  return ctx.tx(async (c) => {
+    // The named session first, then (a new statement, a new snapshot) the sessions handed off
+    // from it: a redemption that held the parent's share lock has committed its child by then.
+    const named = await rows<SessionRow>(c, REVOKE_SESSION, [input.sessionId, input.now, input.reason]);
+    const children = await rows<SessionRow>(
+      c,
+      `UPDATE sessions SET revoked_at = $2, revoked_reason = $3, prev_successor = NULL
+        WHERE parent_id = $1 AND revoked_at IS NULL RETURNING ${SESSION_COLUMNS}`,
+      [input.sessionId, input.now, input.reason],
+    );
+    const family = [...named, ...children.sort((a, b) => Number(a.created_at) - Number(b.created_at))].map(toSession);
+    for (const s of family) await ctx.append(c, event(s));
+    return family.map((s) => s.id);
+  });
+}
+
+export async function createHandoffCode(ctx: PgContext, code: HandoffCodeRecord): Promise<void> {
+  // Expired codes can never be redeemed: pruned along the way, side by side with other nodes.
+  await run(
+    ctx.pool,
+    {
+      name: 'svc_create_handoff_code',
+      text: `WITH pruned AS (
+         DELETE FROM handoff_codes WHERE digest = ANY(ARRAY(
+           SELECT digest FROM handoff_codes WHERE expires_at <= $5 ORDER BY expires_at LIMIT 500 FOR UPDATE SKIP LOCKED
+         ))
+       )
+       INSERT INTO handoff_codes (${HANDOFF_CODE_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6)`,
+    },
+    [code.digest, code.sessionId, code.origin, code.bindingDigest, code.createdAt, code.expiresAt],
+  );
+}
+
+export async function consumeHandoffCode(
+  ctx: PgContext,
+  input: Parameters<Store['consumeHandoffCode']>[0],
+  audit: (outcome: HandoffOutcome) => readonly AuditEventDraft[],
+): Promise<HandoffOutcome> {
+  return ctx.tx(async (c) => {
+    // One conditional UPDATE: of N concurrent redemptions on any nodes, one sees the row.
+    const row = await first<HandoffCodeRow>(
+      c,
+      `UPDATE handoff_codes SET used_at = $2 WHERE digest = $1 AND used_at IS NULL RETURNING ${HANDOFF_CODE_COLUMNS}`,
+      [input.digest, input.now],
+    );
+    const code = row === undefined ? null : toHandoffCode(row);
+    // The parent under a share lock: a family revocation either commits first (and is seen
+    // here) or waits for this child and then revokes it too.
+    const parent =
+      code === null
+        ? undefined
+        : await first<SessionRow>(c, `SELECT ${SESSION_COLUMNS} FROM sessions WHERE id = $1 FOR SHARE`, [code.sessionId]);
+    let outcome = decideHandoff({
+      code,
+      parent: parent === undefined ? null : toSession(parent),
+      origin: input.origin,
+      bindingDigest: input.bindingDigest,
+      now: input.now,
+      child: input.child,
+    });
+    if (outcome.kind === 'created' && (await lockedUserStatus(c, outcome.session.subject)) === 'disabled') {
+      outcome = { kind: 'refused', reason: 'user_disabled', code };
+    }
+    const events = audit(outcome);
+    if (outcome.kind === 'created') {
+      await c.query(
+        `INSERT INTO sessions (${NEW_SESSION_COLUMNS}, parent_id)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)`,
+        [...sessionValues(outcome.session, input.pair), outcome.session.parentId ?? null],
+      );
+    }
+    for (const e of events) await ctx.append(c, e);
+    return outcome;
+  });
 }

@@ -14,8 +14,8 @@ export interface ProjectRow {
 }
 
 /** The named parameters of the session INSERT: the record with its first pair's digests. */
-export type SessionInsert = Omit<SessionRecord, 'amr' | 'jkt'> &
-  Pick<TokenPairDigests, 'accessDigest' | 'refreshDigest'> & { amr: string; jkt: string | null };
+export type SessionInsert = Omit<SessionRecord, 'amr' | 'jkt' | 'parentId'> &
+  Pick<TokenPairDigests, 'accessDigest' | 'refreshDigest'> & { amr: string; jkt: string | null; parentId: string | null };
 
 /** The named parameters of a rotation's UPDATE. */
 export interface PairUpdate {

@@ -6,6 +6,7 @@ import {
   consumableChallengeSql,
   DEVICE_COLUMNS,
   gracePairEndedSql,
+  HANDOFF_CODE_COLUMNS,
   liveSessionSql,
   REFRESH_COLUMNS,
   SESSION_COLUMNS,
@@ -16,6 +17,10 @@ import {
   type ChallengeRow,
   clampPairToSession,
   type DeviceRow,
+  decideHandoff,
+  type HandoffCodeRecord,
+  type HandoffCodeRow,
+  type HandoffOutcome,
   latestTrustedTime,
   planRotation,
   REVOKED_REFRESH_REUSED,
@@ -26,6 +31,7 @@ import {
   type Store,
   type TokenPairDigests,
   toChallenge,
+  toHandoffCode,
   toSession,
 } from '@svc/core/store';
 import type Database from 'better-sqlite3';
@@ -51,9 +57,24 @@ function prepare(db: Database.Database) {
     ),
     insertSession: p<SessionInsert>(
       `INSERT INTO sessions (id, realm, subject, device_id, created_at, expires_at, access_digest, access_expires_at, refresh_digest,
-         refresh_expires_at, generation, last_rotated_at, revoked_at, revoked_reason, client_address, user_agent, amr, jkt)
+         refresh_expires_at, generation, last_rotated_at, revoked_at, revoked_reason, client_address, user_agent, amr, jkt, parent_id)
        VALUES (@id, @realm, @subject, @deviceId, @createdAt, @expiresAt, @accessDigest, @accessExpiresAt, @refreshDigest,
-         @refreshExpiresAt, @generation, @lastRotatedAt, @revokedAt, @revokedReason, @clientAddress, @userAgent, @amr, @jkt)`,
+         @refreshExpiresAt, @generation, @lastRotatedAt, @revokedAt, @revokedReason, @clientAddress, @userAgent, @amr, @jkt, @parentId)`,
+    ),
+    // The named session and the sessions handed off from it, each not yet revoked; the named one first.
+    sessionFamily: p<{ id: string }, SessionRow>(
+      `SELECT ${SESSION_COLUMNS} FROM sessions WHERE (id = @id OR parent_id = @id) AND revoked_at IS NULL
+       ORDER BY CASE WHEN id = @id THEN 0 ELSE 1 END, created_at, id`,
+    ),
+    // Expired handoff codes can never be redeemed: only clutter.
+    pruneHandoffCodes: p<[number]>('DELETE FROM handoff_codes WHERE expires_at <= ?'),
+    insertHandoffCode: p<HandoffCodeRecord>(
+      `INSERT INTO handoff_codes (digest, session_id, origin, binding_digest, created_at, expires_at)
+       VALUES (@digest, @sessionId, @origin, @bindingDigest, @createdAt, @expiresAt)`,
+    ),
+    // One conditional UPDATE ... RETURNING: the first redemption flips used_at, every other sees no row.
+    useHandoffCode: p<{ digest: string; now: number }, HandoffCodeRow>(
+      `UPDATE handoff_codes SET used_at = @now WHERE digest = @digest AND used_at IS NULL RETURNING ${HANDOFF_CODE_COLUMNS}`,
     ),
     // The DPoP replay cache: a live record of the key wins; an expired one is replaced.
     pruneDpopProofs: p<[number]>('DELETE FROM dpop_proofs WHERE expires_at <= ?'),
@@ -209,6 +230,7 @@ export class SqliteSessions {
       userAgent: session.userAgent,
       amr: amrText(session.amr),
       jkt: session.jkt ?? null,
+      parentId: session.parentId ?? null,
     });
   }
 
@@ -259,6 +281,63 @@ export class SqliteSessions {
       this.#ctx.append(event);
       return true;
     }, true);
+  }
+
+  async revokeSessionFamily(
+    input: { readonly sessionId: string; readonly now: number; readonly reason: string },
+    event: (session: SessionRecord) => AuditEventDraft,
+  ): Promise<readonly string[]> {
+    return this.#ctx.writes.run(() => {
+      const family = this.#s.sessionFamily.all({ id: input.sessionId }).map(toSession);
+      // Every event is made before anything is written: a callback that throws rolls back nothing half done.
+      const events = family.map(event);
+      for (const s of family) {
+        this.#ctx.cache.drop(s.id);
+        this.#s.revokeSession.run({ id: s.id, now: input.now, reason: input.reason });
+      }
+      for (const e of events) this.#ctx.append(e);
+      return family.map((s) => s.id);
+    }, true);
+  }
+
+  async createHandoffCode(code: HandoffCodeRecord): Promise<void> {
+    await this.#ctx.writes.run(() => {
+      this.#s.pruneHandoffCodes.run(code.createdAt);
+      this.#s.insertHandoffCode.run({
+        digest: code.digest,
+        sessionId: code.sessionId,
+        origin: code.origin,
+        bindingDigest: code.bindingDigest,
+        createdAt: code.createdAt,
+        expiresAt: code.expiresAt,
+      });
+    });
+  }
+
+  async consumeHandoffCode(
+    input: Parameters<Store['consumeHandoffCode']>[0],
+    audit: (outcome: HandoffOutcome) => readonly AuditEventDraft[],
+  ): Promise<HandoffOutcome> {
+    return this.#ctx.writes.run(() => {
+      const row = this.#s.useHandoffCode.get({ digest: input.digest, now: input.now });
+      const code = row === undefined ? null : toHandoffCode(row);
+      const parentRow = code === null ? undefined : this.#s.sessionById.get(code.sessionId);
+      let outcome = decideHandoff({
+        code,
+        parent: parentRow === undefined ? null : toSession(parentRow),
+        origin: input.origin,
+        bindingDigest: input.bindingDigest,
+        now: input.now,
+        child: input.child,
+      });
+      if (outcome.kind === 'created' && this.#ctx.userRow(outcome.session.subject)?.status === 'disabled') {
+        outcome = { kind: 'refused', reason: 'user_disabled', code };
+      }
+      const events = audit(outcome);
+      if (outcome.kind === 'created') this.insertSession(outcome.session, input.pair);
+      for (const e of events) this.#ctx.append(e);
+      return outcome;
+    });
   }
 
   async pruneRetiredRefreshTokens(input: Parameters<Store['pruneRetiredRefreshTokens']>[0]): Promise<number> {

@@ -13,6 +13,8 @@ import {
   type FlowRecord,
   type GroupRecord,
   type GroupSummary,
+  type HandoffCodeRecord,
+  type HandoffOutcome,
   type LinkRecord,
   type LinkSessionOutcome,
   type PairingCompletion,
@@ -304,6 +306,24 @@ export class SqliteStore implements Store {
     event: AuditEventDraft,
   ): Promise<boolean> {
     return this.#sessions.revokeSession(input, event);
+  }
+
+  async revokeSessionFamily(
+    input: { readonly sessionId: string; readonly now: number; readonly reason: string },
+    event: (session: SessionRecord) => AuditEventDraft,
+  ): Promise<readonly string[]> {
+    return this.#sessions.revokeSessionFamily(input, event);
+  }
+
+  async createHandoffCode(code: HandoffCodeRecord): Promise<void> {
+    return this.#sessions.createHandoffCode(code);
+  }
+
+  async consumeHandoffCode(
+    input: Parameters<Store['consumeHandoffCode']>[0],
+    audit: (outcome: HandoffOutcome) => readonly AuditEventDraft[],
+  ): Promise<HandoffOutcome> {
+    return this.#sessions.consumeHandoffCode(input, audit);
   }
 
   async pruneRetiredRefreshTokens(input: Parameters<Store['pruneRetiredRefreshTokens']>[0]): Promise<number> {

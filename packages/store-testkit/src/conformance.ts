@@ -7,6 +7,7 @@ import { concurrencySuite } from './suites/concurrency-suite.js';
 import { controlStateSuite } from './suites/control-state-suite.js';
 import { devicesSuite } from './suites/devices-suite.js';
 import { dpopSuite } from './suites/dpop-suite.js';
+import { handoffSuite } from './suites/handoff-suite.js';
 import { linksSuite } from './suites/links-suite.js';
 import { pairingSuite } from './suites/pairing-suite.js';
 import { projectSuite } from './suites/project-suite.js';
@@ -51,5 +52,6 @@ export function storeConformance(name: string, factory: StoreFactory): void {
     providerUsersSuite(ctx);
     controlStateSuite(ctx);
     assertionKeysSuite(ctx);
+    handoffSuite(ctx);
   });
 }

@@ -18,6 +18,7 @@ import {
   decideAttemptWindow,
   decideBootstrapConsumption,
   decideDeviceRemoval,
+  decideHandoff,
   decideIntentUsers,
   decidePairingCompletion,
   decidePairingFailure,
@@ -29,6 +30,8 @@ import {
   gracePairEnded,
   type ImportOutcome,
   inImportOrder,
+  type HandoffCodeRecord,
+  type HandoffOutcome,
   isChallengeConsumable,
   isCounterAdvance,
   isFlowConsumable,
@@ -102,6 +105,8 @@ interface MemoryData {
   readonly budgets: Map<string, AttemptWindow>;
   readonly links: Map<string, LinkRecord>;
   readonly flows: Map<string, { readonly record: FlowRecord; readonly consumedAt: number | null }>;
+  /** Handoff codes by digest, with when each was used. */
+  readonly handoffCodes: Map<string, { readonly record: HandoffCodeRecord; readonly usedAt: number | null }>;
   /** The DPoP replay cache: proof key → when its record expires. */
   readonly dpopProofs: Map<string, number>;
   /** Users by subject. */
@@ -134,6 +139,7 @@ export class MemoryStore implements Store {
       budgets: new Map(),
       links: new Map(),
       flows: new Map(),
+      handoffCodes: new Map(),
       dpopProofs: new Map(),
       users: new Map(),
       groups: new Map(),
@@ -412,6 +418,7 @@ export class MemoryStore implements Store {
         user_agent: session.userAgent,
         amr: amrText(session.amr),
         jkt: session.jkt ?? null,
+        parent_id: session.parentId ?? null,
         refresh_digest: pair.refreshDigest,
         prev_refresh_digest: null,
         prev_rotated_at: null,
@@ -510,6 +517,57 @@ export class MemoryStore implements Store {
     });
     this.#append(event);
     return true;
+  }
+
+  async revokeSessionFamily(
+    input: { readonly sessionId: string; readonly now: number; readonly reason: string },
+    event: (session: SessionRecord) => AuditEventDraft,
+  ): Promise<readonly string[]> {
+    const family = [...this.#d.sessions.values()].filter(
+      (s) => s.row.revoked_at === null && (s.row.id === input.sessionId || s.row.parent_id === input.sessionId),
+    );
+    // The named session first, then the ones handed off from it, oldest first.
+    family.sort((a, b) => (a.row.id === input.sessionId ? -1 : b.row.id === input.sessionId ? 1 : a.row.created_at - b.row.created_at));
+    const events = family.map((s) => event(toSession(s.row)));
+    for (const s of family) {
+      this.#d.sessions.set(s.row.id, {
+        ...s,
+        row: { ...s.row, revoked_at: input.now, revoked_reason: input.reason, prev_successor: null },
+      });
+    }
+    for (const e of events) this.#append(e);
+    return family.map((s) => s.row.id);
+  }
+
+  async createHandoffCode(code: HandoffCodeRecord): Promise<void> {
+    for (const [digest, c] of this.#d.handoffCodes) if (c.record.expiresAt <= code.createdAt) this.#d.handoffCodes.delete(digest);
+    this.#d.handoffCodes.set(code.digest, { record: Object.freeze({ ...code }), usedAt: null });
+  }
+
+  async consumeHandoffCode(
+    input: Parameters<Store['consumeHandoffCode']>[0],
+    audit: (outcome: HandoffOutcome) => readonly AuditEventDraft[],
+  ): Promise<HandoffOutcome> {
+    const entry = this.#d.handoffCodes.get(input.digest);
+    const code = entry === undefined || entry.usedAt !== null ? null : entry.record;
+    const parentEntry = code === null ? undefined : this.#d.sessions.get(code.sessionId);
+    let outcome = decideHandoff({
+      code,
+      parent: parentEntry === undefined ? null : toSession(parentEntry.row),
+      origin: input.origin,
+      bindingDigest: input.bindingDigest,
+      now: input.now,
+      child: input.child,
+    });
+    if (outcome.kind === 'created' && this.#userDisabled(outcome.session.subject)) {
+      outcome = { kind: 'refused', reason: 'user_disabled', code };
+    }
+    const events = audit(outcome);
+    // Used up whatever the judgement: a code is never presented twice.
+    if (entry !== undefined && code !== null) this.#d.handoffCodes.set(input.digest, { record: entry.record, usedAt: input.now });
+    if (outcome.kind === 'created') this.#insertSession(outcome.session, input.pair);
+    for (const e of events) this.#append(e);
+    return outcome;
   }
 
   async pruneRetiredRefreshTokens(input: Parameters<Store['pruneRetiredRefreshTokens']>[0]): Promise<number> {

@@ -56,6 +56,12 @@ export const COMMANDS: readonly CommandEntry[] = [
     load: async () => (await import('./app-rotate-key.js')).appRotateKey,
   },
   {
+    path: ['app', 'routes'],
+    summary:
+      'List the applications behind the gateway (:svc/app-routes, or the one :svc/app-upstream) with their policies, from project.edn.',
+    load: async () => (await import('./app-routes.js')).appRoutes,
+  },
+  {
     path: ['auth', 'keygen'],
     summary: 'Generate an Ed25519 device key (PKCS#8 PEM, owner-only) and print its public key hex.',
     load: async () => (await import('./auth-keygen.js')).authKeygen,

@@ -51,8 +51,22 @@ export async function revokeSession(
   const now = deps.clock.now();
   const logout = target.id === principal.session;
   const reason = logout ? 'logout' : 'revoked_by_admin';
-  const changed = await revokeWithEvent(deps, target, now, { reason, by_subject: principal.subject, by_session: principal.session });
-  if (changed) deps.log.info({ event: 'session.revoked', session_id: sessionId, reason }, 'session revoked');
+  // A logout on any route host ends the whole sign-in: the sign-in session (the parent of a
+  // handed-off one) and every session handed off from it. Revoking a sign-in session revokes
+  // the sessions handed off from it too. One transaction, one event per session revoked.
+  const root = logout ? (target.parentId ?? target.id) : target.id;
+  const revoked = await deps.store.revokeSessionFamily({ sessionId: root, now, reason }, (s) =>
+    auditDraft(deps, 'session.revoked', {
+      realm: s.realm,
+      subject: s.subject,
+      deviceId: s.deviceId,
+      sessionId: s.id,
+      at: now,
+      data: { reason, by_subject: principal.subject, by_session: principal.session, ...(s.id === root ? {} : { family: root }) },
+    }),
+  );
+  if (revoked.length > 0)
+    deps.log.info({ event: 'session.revoked', session_id: sessionId, reason, count: revoked.length }, 'session revoked');
   return { session_id: sessionId, revoked: true };
 }
 

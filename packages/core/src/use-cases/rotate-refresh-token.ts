@@ -105,9 +105,22 @@ export async function rotateRefreshToken(
       deps.log.info({ event: 'session.rotated_in_grace', session_id: outcome.session.id }, 'token pair answered again within grace');
       return tokenPairToJson(outcome.session, live.access, live.refresh, now, accessBound);
     }
-    case 'reused':
+    case 'reused': {
       deps.log.warn({ event: 'session.refresh_reused', session_id: outcome.session.id }, 'refresh token reused: session revoked');
+      // A stolen sign-in ends on every route host too: the sessions handed off from it (none
+      // without `:svc/app-auth-origin`) are revoked right after, each with its event.
+      await deps.store.revokeSessionFamily({ sessionId: outcome.session.id, now, reason: 'refresh_token_reused' }, (s) =>
+        auditDraft(deps, 'session.revoked', {
+          realm: s.realm,
+          subject: s.subject,
+          deviceId: s.deviceId,
+          sessionId: s.id,
+          at: now,
+          data: { reason: 'refresh_token_reused', family: outcome.session.id },
+        }),
+      );
       throw new AuthError('refresh_token_reused', 'the refresh token was already used; the session is now revoked');
+    }
     case 'invalid':
       throw new AuthError('invalid_refresh_token', 'unknown or expired refresh token, or its session is revoked');
   }

@@ -39,7 +39,9 @@ export interface AppAttachment {
  */
 export async function appAttachment(ctx: SurfaceContext): Promise<AppAttachment> {
   const { app } = ctx.project.config;
-  if (app.upstream !== null) {
+  const routes = app.routes ?? [];
+  const first = routes[0];
+  if (app.upstream !== null || first !== undefined) {
     // The node id is the assertions' issuer: the same identity key the node surface signs with.
     if (ensureNodeIdentity(ctx.project)) {
       ctx.log.info({ event: 'node.key_created', file: ctx.project.nodeKey }, "created this node's identity key");
@@ -48,13 +50,20 @@ export async function appAttachment(ctx: SurfaceContext): Promise<AppAttachment>
     const identity = liveNodeIdentity(ctx.project.nodeKey, (error) =>
       ctx.log.error({ err: error }, 'node key reload failed; the assertions keep the last good issuer'),
     );
-    const signer = await gatewayAssertionSigner(ctx.project, ctx.deps, { app, issuer: () => identity().nodeId, log: ctx.log });
+    // With routes, every request is signed with its own route's audience and origin (the
+    // route's; see svcIdentityHeaders): the signer's own defaults are never used then.
+    const signer = await gatewayAssertionSigner(ctx.project, ctx.deps, {
+      app: first === undefined ? app : { audience: first.audience, upstream: first.to, publicOrigin: first.origin },
+      issuer: () => identity().nodeId,
+      log: ctx.log,
+    });
     return {
       close: async () => signer.close(),
       attach: upstreamAttach({
-        upstream: new URL(app.upstream),
+        upstream: first === undefined ? new URL(app.upstream as string) : 'routes',
         identityHeaders: svcIdentityHeaders(signer),
-        maxConnections: ctx.connections.upstreamConnections,
+        // The plan's upstream connections, shared among the distinct upstreams (one pool each).
+        maxConnections: Math.max(1, Math.floor(ctx.connections.upstreamConnections / Math.max(1, new Set(routes.map((r) => r.to)).size))),
       }),
       jwks: () => signer.jwks(),
     };

@@ -3,7 +3,7 @@ import { readFileSync, statSync } from 'node:fs';
 import type { Server as HttpsServer } from 'node:https';
 import { isAbsolute, resolve } from 'node:path';
 import { createSecureContext } from 'node:tls';
-import type { AppTlsConfig, ProjectConfig } from '@svc/core/config';
+import type { AppGatewayConfig, AppTlsConfig, ProjectConfig } from '@svc/core/config';
 import { buildGatewayApp, cleartextExposed, DEFAULT_BRAND, instrumentStore, type PageBrand, type ServiceMetrics } from '@svc/server';
 import type { Logger } from 'pino';
 import { RuntimeError } from '../errors.js';
@@ -125,6 +125,15 @@ function pageBrandOf(config: ProjectConfig): { brand?: PageBrand; siteName: stri
 }
 
 /**
+ * The origins a browser signed in at `:svc/app-auth-origin` may be handed to: the auth origin,
+ * every route's origin (`:svc/app-routes`), and the gateway's public origin.
+ */
+function handoffOrigins(config: AppGatewayConfig): readonly string[] {
+  const origins = [config.authOrigin, ...(config.routes ?? []).map((r) => r.origin), config.publicOrigin];
+  return [...new Set(origins.filter((o): o is string => o !== null))];
+}
+
+/**
  * The application gateway as a surface of the foreground service: the gateway of
  * `buildGatewayApp` with the route policy, trusted proxies and TLS of `project.edn`, and what
  * {@link appAttachment} attaches behind it. It may bind a network address; plain HTTP on one,
@@ -158,7 +167,12 @@ export function appSurface(
         deps,
         logger: log,
         ...(metrics === undefined ? {} : { metrics }),
-        policy: { publicPaths: config.publicPaths, identityHeaders: config.identityHeaders, requirements: config.requirements },
+        policy: {
+          publicPaths: config.publicPaths,
+          identityHeaders: config.identityHeaders,
+          requirements: config.requirements,
+          ...(config.routes === undefined ? {} : { routes: config.routes }),
+        },
         trustedProxies: config.trustedProxies,
         connectionLimits: ctx.connections.application,
         ...(config.publicOrigin === null ? {} : { publicOrigin: config.publicOrigin }),
@@ -166,6 +180,7 @@ export function appSurface(
         ...(attachment.jwks === undefined ? {} : { jwks: attachment.jwks }),
         ...(attachment.attach === undefined ? {} : { attach: attachment.attach }),
         providers: ctx.providers,
+        ...(config.authOrigin === null ? {} : { sso: { authOrigin: config.authOrigin, origins: handoffOrigins(config) } }),
         ...pageBrandOf(project.config),
       }).catch(async (error: unknown) => {
         // The module process is already running: it does not outlive a gateway that failed to build.
@@ -194,7 +209,8 @@ export function appSurface(
           event: 'listening',
           surface: 'application',
           url,
-          mode: config.upstream !== null ? 'upstream' : attachment.attach ? 'modules' : 'none',
+          mode: config.routes !== undefined ? 'routes' : config.upstream !== null ? 'upstream' : attachment.attach ? 'modules' : 'none',
+          ...(config.routes === undefined ? {} : { routes: config.routes.length }),
         },
         'application gateway listening',
       );

@@ -44,15 +44,16 @@ import {
   cookieIdentity,
   gatewayOriginOf,
   isBrowserNavigation,
-  loginLocation,
   upgradeTransport,
 } from './browser-session.js';
 import { installHeaderHygiene, removeHeaders, requestPath } from './hygiene.js';
 import { markProvenKey } from './key-binding.js';
 import type { GatewayAppOptions, GatewayPolicy } from './options.js';
 import { gatewayRefusalPage, refusalContextOf, requirementRefusal, stepUpLocation, stepUpReason } from './refusal-page.js';
+import { type GatewayRouting, gatewayRouting } from './routing.js';
 import { scimRoutes } from './scim-routes.js';
 import { createSessionWatcher, type SessionWatcher } from './session-watch.js';
+import { type SsoOptions, signInLocation, ssoRoutes } from './sso-routes.js';
 import { forwardedClientAddress, trustedPeerPredicate } from './trusted-proxies.js';
 
 /** The reserved path prefix of the gateway (core's rule): never reaches the application, in any letter case. */
@@ -149,9 +150,9 @@ async function settleIdentity(deps: AuthDeps, policy: GatewayPolicy, input: Iden
   const proof = dpop
     ? dpopRequestOf({ method: input.method, url: input.target, headers: { dpop: input.dpop } }, input.gatewayOrigin)
     : undefined;
-  const requirement = requirementFor(policy.requirements, path);
+  const { requirement, isPublic } = pathPolicy(policy, path);
   let principal: Principal | null = null;
-  if (requirement === null && isPublicPath(policy.publicPaths, path)) {
+  if (isPublic) {
     if (ours) principal = await applicationPrincipal(deps, token, input.clientAddress, proof).catch(() => null);
   } else {
     principal = await applicationPrincipal(deps, token, input.clientAddress, proof);
@@ -159,6 +160,19 @@ async function settleIdentity(deps: AuthDeps, policy: GatewayPolicy, input: Iden
   }
   const provenKey = proof !== undefined && principal !== null ? principalKeyBinding(principal) : null;
   return { reserved: false, principal, removeAuthorization: ours, provenKey };
+}
+
+/**
+ * The requirement `path` is held to under `policy`, and whether it is public: an entry of
+ * `requirements` that covers the path (a path that matches a requirement is never public);
+ * else a public path; else the policy's `requirement` over every other path (a route's
+ * `:require`), or none.
+ */
+function pathPolicy(policy: GatewayPolicy, path: string): { readonly requirement: AppPathRequirement | null; readonly isPublic: boolean } {
+  const pathRequirement = requirementFor(policy.requirements, path);
+  if (pathRequirement !== null) return { requirement: pathRequirement, isPublic: false };
+  if (isPublicPath(policy.publicPaths, path)) return { requirement: null, isPublic: true };
+  return { requirement: policy.requirement ?? null, isPublic: false };
 }
 
 /**
@@ -178,8 +192,7 @@ async function settleCookieIdentity(
   input: IdentityInput,
   cookies: ReturnType<typeof readSessionCookies>,
 ): Promise<IdentityOutcome> {
-  const requirement = requirementFor(policy.requirements, input.path);
-  const isPublic = requirement === null && isPublicPath(policy.publicPaths, input.path);
+  const { requirement, isPublic } = pathPolicy(policy, input.path);
   const forged = csrfRefusal({
     method: input.method,
     origin: input.origin,
@@ -231,7 +244,7 @@ function fixPrincipal(target: object, principal: Principal | null): void {
  * `Authorization` header carrying our token is removed and `request.principal` is defined
  * read-only and non-configurable. Requests under `/.svc/` are left to their own routes.
  */
-function gatewayIdentity(deps: AuthDeps, policy: GatewayPolicy, browser: BrowserOptions): onRequestAsyncHookHandler {
+function gatewayIdentity(deps: AuthDeps, routing: GatewayRouting, browser: BrowserOptions): onRequestAsyncHookHandler {
   return async (req, reply) => {
     if (settledUpgrades.has(req.raw)) {
       fixPrincipal(req, settledUpgrades.get(req.raw) ?? null);
@@ -241,6 +254,9 @@ function gatewayIdentity(deps: AuthDeps, policy: GatewayPolicy, browser: Browser
     const path = requestPath(req.raw);
     let outcome: IdentityOutcome;
     try {
+      // With routes, the request's own origin picks the route (a request no route matches is
+      // refused here, before anything else is done for it).
+      const policy = routing.policyFor(req.raw, routing.routed ? gatewayOriginOf(req, undefined) : null, path);
       outcome = await settleIdentity(deps, policy, {
         path,
         target: req.raw.url ?? '',
@@ -261,7 +277,7 @@ function gatewayIdentity(deps: AuthDeps, policy: GatewayPolicy, browser: Browser
       // A browser opening a page without a session goes to the sign-in page (when there is
       // one to offer), and comes back to the page after; everything else keeps the 401.
       if (browser.signInPage && err instanceof AuthError && err.code === 'invalid_token' && isBrowserNavigation(req)) {
-        return reply.redirect(loginLocation(req.url), 302);
+        return reply.redirect(signInLocation(browser.sso, gatewayOriginOf(req, browser.publicOrigin), req.url), 302);
       }
       // A browser that is signed in but whose sign-in is too old, or not by the method the path
       // needs, signs in again (with a provider that can satisfy it) and comes back: step-up.
@@ -295,6 +311,8 @@ interface BrowserOptions {
   readonly signInPage: boolean;
   /** Whether a provider of the sign-in page can produce a sign-in `requirement` accepts (its `:amr`). */
   readonly canStepUp: (requirement: AppPathRequirement) => boolean;
+  /** One sign-in across route hosts, when configured: a route host sends browsers to the auth origin. */
+  readonly sso: SsoOptions | undefined;
 }
 
 /**
@@ -305,7 +323,7 @@ interface BrowserOptions {
  */
 function upgradeIdentity(
   deps: AuthDeps,
-  policy: GatewayPolicy,
+  routing: GatewayRouting,
   trustedPeer: (address: string | undefined) => boolean,
   publicOrigin: string | undefined,
   sessions: SessionWatcher,
@@ -318,8 +336,11 @@ function upgradeIdentity(
     const transport = upgradeTransport(req, trustedPeer(req.socket.remoteAddress), publicOrigin);
     let outcome: IdentityOutcome;
     try {
+      const path = requestPath(req);
+      const origin = routing.routed ? upgradeTransport(req, trustedPeer(req.socket.remoteAddress), undefined).origin : null;
+      const policy = routing.policyFor(req, origin, path);
       outcome = await settleIdentity(deps, policy, {
-        path: requestPath(req),
+        path,
         target: req.url ?? '',
         authorization,
         dpop: req.headers.dpop,
@@ -384,6 +405,7 @@ interface ReservedRouteOptions {
   readonly brand: PageBrand;
   readonly siteName: string | null;
   readonly requirements: readonly AppPathRequirement[];
+  readonly sso: SsoOptions | undefined;
 }
 
 /**
@@ -393,7 +415,7 @@ interface ReservedRouteOptions {
  */
 const reservedRoutes: FastifyPluginAsync<ReservedRouteOptions> = async (
   app,
-  { deps, limiter, challenges, jwks, providers, publicOrigin, scimLimiter, brand, siteName, requirements },
+  { deps, limiter, challenges, jwks, providers, publicOrigin, scimLimiter, brand, siteName, requirements, sso },
 ) => {
   await app.register(signInRoutes, {
     prefix: APPLICATION_AUTH_PREFIX,
@@ -432,7 +454,10 @@ const reservedRoutes: FastifyPluginAsync<ReservedRouteOptions> = async (
     brand,
     siteName,
     requirements,
+    sso,
   });
+  // One sign-in across route hosts: the handoff from the auth origin to each route host.
+  if (sso !== undefined) await app.register(ssoRoutes, { prefix: APPLICATION_AUTH_PREFIX, deps, publicOrigin, sso });
   // The person's own account page (`/.svc/account`): sessions, passkeys, sign out.
   await app.register(accountRoutes, { deps, providers, publicOrigin, brand });
   // The company directory's provisioning (SCIM 2.0), authorised by SCIM tokens only.
@@ -499,6 +524,7 @@ export async function buildGatewayApp(opts: GatewayAppOptions): Promise<FastifyI
     throw new TypeError(`publicOrigin must be an http(s) origin such as https://app.example.com: ${opts.publicOrigin}`);
   }
   const publicOrigin = opts.publicOrigin === undefined ? undefined : (canonicalOrigin(opts.publicOrigin) as string);
+  const sso = checkedSso(opts.sso);
   const trustedPeer = trustedPeerPredicate(opts.trustedProxies);
   const base = serverOptions(opts.logger);
   const options = {
@@ -521,8 +547,9 @@ export async function buildGatewayApp(opts: GatewayAppOptions): Promise<FastifyI
     sessions.close();
     done();
   });
+  const routing = gatewayRouting(policy, sso?.origins ?? []);
   const hygiene = installHeaderHygiene(app.server as Server, identityHeaderPredicate(policy.identityHeaders), {
-    upgradeGate: upgradeIdentity(deps, policy, trustedPeer, publicOrigin, sessions),
+    upgradeGate: upgradeIdentity(deps, routing, trustedPeer, publicOrigin, sessions),
     // Refused before Fastify (smuggling, ambiguous paths, upgrades): counted like any other answer.
     ...(metrics === undefined
       ? {}
@@ -541,10 +568,16 @@ export async function buildGatewayApp(opts: GatewayAppOptions): Promise<FastifyI
   // The DNS-rebinding guard lets through, on a loopback address, a trusted proxy and a request
   // that names the configured public origin (a proxy on this machine forwarding the public
   // host): a rebound hostile page names its own host, never the operator's.
-  const namesPublicOrigin = publicOriginPredicate(publicOrigin);
+  // With routes, the routes' exact origins take the guard's place: a request that names no
+  // route's origin (a rebound hostile page's own host among them) is 404 and reaches nothing.
+  // The sign-in handoff's origins (the auth origin among them) are named like the public one.
+  const namesPublicOrigin = configuredOriginPredicate([
+    ...(publicOrigin === undefined ? [] : [publicOrigin]),
+    ...(sso === undefined ? [] : sso.origins),
+  ]);
   hardenSurface(app, {
     loopbackOnly: false,
-    guardExempt: (req) => trustedPeer(req.socket.remoteAddress) || namesPublicOrigin(req),
+    guardExempt: (req) => routing.routed || trustedPeer(req.socket.remoteAddress) || namesPublicOrigin(req),
   });
   installDpopNonces(app, deps);
   installConnectionLimits(app, opts.connectionLimits ?? APPLICATION_CONNECTION_LIMITS);
@@ -554,9 +587,10 @@ export async function buildGatewayApp(opts: GatewayAppOptions): Promise<FastifyI
   const appProviders = providers.filter((p) => p.policy.realms.includes('application'));
   app.addHook(
     'onRequest',
-    gatewayIdentity(deps, policy, {
+    gatewayIdentity(deps, routing, {
       publicOrigin,
       signInPage: providers.length > 0,
+      sso,
       canStepUp: (requirement) =>
         appProviders.some((p) => requirement.amr === null || providerAmr(p).some((m) => requirement.amr?.includes(m) === true)),
     }),
@@ -590,6 +624,7 @@ export async function buildGatewayApp(opts: GatewayAppOptions): Promise<FastifyI
     brand,
     siteName,
     requirements: policy.requirements,
+    sso,
   });
 
   // From here on, nothing may claim a reserved path.
@@ -623,16 +658,31 @@ export async function buildGatewayApp(opts: GatewayAppOptions): Promise<FastifyI
   return app;
 }
 
+/** The handoff options with every origin in its canonical spelling, the auth origin among them. */
+function checkedSso(sso: SsoOptions | undefined): SsoOptions | undefined {
+  if (sso === undefined) return undefined;
+  const canonical = (o: string): string => {
+    const c = canonicalOrigin(o);
+    if (c === null) throw new TypeError(`sso origins must be http(s) origins such as https://auth.example.com: ${o}`);
+    return c;
+  };
+  const authOrigin = canonical(sso.authOrigin);
+  const origins = [...new Set([authOrigin, ...sso.origins.map(canonical)])];
+  return Object.freeze({ authOrigin, origins: Object.freeze(origins) });
+}
+
 /**
- * Whether a request names the configured public origin: its `Host` is that origin's host (and
- * port), and its `Origin`, when sent, is that origin. Always false without a public origin.
+ * Whether a request names one of the configured origins (the public origin, the route origins of
+ * the sign-in handoff): its `Host` is that origin's host (and port), and its `Origin`, when
+ * sent, is one of them. Always false without any.
  */
-function publicOriginPredicate(publicOrigin: string | undefined): (req: FastifyRequest) => boolean {
-  if (publicOrigin === undefined) return () => false;
-  const scheme = publicOrigin.slice(0, publicOrigin.indexOf(':'));
+function configuredOriginPredicate(origins: readonly string[]): (req: FastifyRequest) => boolean {
+  if (origins.length === 0) return () => false;
+  const known = new Set(origins);
+  const schemes = [...new Set(origins.map((o) => o.slice(0, o.indexOf(':'))))];
   return (req) => {
     const { host, origin } = req.headers;
-    if (host === undefined || canonicalOrigin(`${scheme}://${host}`) !== publicOrigin) return false;
-    return origin === undefined || canonicalOrigin(origin) === publicOrigin;
+    if (host === undefined || !schemes.some((scheme) => known.has(canonicalOrigin(`${scheme}://${host}`) ?? ''))) return false;
+    return origin === undefined || known.has(canonicalOrigin(origin) ?? '');
   };
 }

@@ -15,6 +15,7 @@ import {
 } from '@svc/core';
 import { provenKeyOf } from './key-binding.js';
 import type { UpstreamIdentityHeaders } from './options.js';
+import { routeOf } from './routing.js';
 
 /**
  * What the signer reads of the request the gateway received: a Fastify request fits as it is
@@ -30,6 +31,10 @@ export interface AssertionRequest {
   readonly url: string;
   /** The thumbprint of the key the request proved possession of (DPoP), passed on as `cnf.jkt`. */
   readonly jkt?: string | null;
+  /** The `aud` for this request (its route's `:audience`); absent: the signer's. */
+  readonly audience?: string;
+  /** The origin of this request's `htu` (its route's `:from` origin, canonical); absent: the signer's public origin, else the request's. */
+  readonly origin?: string;
 }
 
 /** Signs `Svc-Assertion`s and publishes the keys that verify them. */
@@ -131,11 +136,11 @@ export function createAssertionSigner(opts: AssertionSignerOptions): AssertionSi
       const { key: privateKey, header } = prepare(key.kid, key.x, key.d);
       const claims = assertionClaims(principal, {
         issuer: issuer(),
-        audience: opts.audience,
+        audience: request.audience ?? opts.audience,
         now,
         jti: jti(),
         method: request.method,
-        htu: assertionHtu(request.protocol, request.host, request.url, publicOrigin),
+        htu: assertionHtu(request.protocol, request.host, request.url, request.origin ?? publicOrigin),
         jkt: request.jkt ?? null,
       });
       const input = `${header}.${b64url(JSON.stringify(claims))}`;
@@ -160,6 +165,8 @@ export function createAssertionSigner(opts: AssertionSignerOptions): AssertionSi
 export function svcIdentityHeaders(signer: AssertionSigner): UpstreamIdentityHeaders {
   return (req, principal) => {
     if (principal === null) return {};
+    // A routed request is bound to its route: its audience, and its `:from` origin in `htu`.
+    const route = routeOf(req.raw);
     return {
       'svc-subject': principal.subject,
       'svc-realm': principal.realm,
@@ -172,6 +179,7 @@ export function svcIdentityHeaders(signer: AssertionSigner): UpstreamIdentityHea
         host: req.host,
         url: req.url,
         jkt: provenKeyOf(req.raw),
+        ...(route === undefined ? {} : { audience: route.audience, origin: route.origin }),
       }),
     };
   };

@@ -7,6 +7,8 @@ export interface SessionCookies {
   readonly access: string | undefined;
   readonly refresh: string | undefined;
   readonly flow: string | undefined;
+  /** The handoff state of a route host (`:svc/app-auth-origin`). */
+  readonly sso: string | undefined;
 }
 
 /** Cookie values are opaque tokens of ours: anything else is not one. */
@@ -22,7 +24,7 @@ const COOKIE_VALUE = /^[\w.~-]{1,600}$/;
  * readSessionCookies('theme=dark; svc-access=svca_x', PLAIN_COOKIE_NAMES).access; // 'svca_x'
  */
 export function readSessionCookies(header: string | undefined, names: BrowserCookieNames): SessionCookies {
-  const found = { access: [] as string[], refresh: [] as string[], flow: [] as string[] };
+  const found = { access: [] as string[], refresh: [] as string[], flow: [] as string[], sso: [] as string[] };
   if (header !== undefined) {
     for (const part of header.split(';')) {
       const eq = part.indexOf('=');
@@ -32,11 +34,12 @@ export function readSessionCookies(header: string | undefined, names: BrowserCoo
       if (name === names.access) found.access.push(value);
       else if (name === names.refresh) found.refresh.push(value);
       else if (name === names.flow) found.flow.push(value);
+      else if (name === names.sso) found.sso.push(value);
     }
   }
   const one = (values: string[]): string | undefined =>
     values.length === 1 && COOKIE_VALUE.test(values[0] as string) ? (values[0] as string) : undefined;
-  return { access: one(found.access), refresh: one(found.refresh), flow: one(found.flow) };
+  return { access: one(found.access), refresh: one(found.refresh), flow: one(found.flow), sso: one(found.sso) };
 }
 
 /**

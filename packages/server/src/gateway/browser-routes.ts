@@ -14,6 +14,7 @@ import {
   providerAmr,
   requirementFor,
   revokeSession,
+  SSO_START_PATH,
   safeReturnPath,
   startProviderFlow,
 } from '@svc/core';
@@ -28,6 +29,7 @@ import { DEFAULT_BRAND, newNonce, type PageBrand, sendPage } from '../pages/layo
 import { clearSessionCookies, cookieNamesOf, readSessionCookies, setCookieValue, setSessionCookies } from './browser-cookies.js';
 import { applyCookieEffects, cookieIdentity, gatewayOriginOf, LOGIN_PATH } from './browser-session.js';
 import { renderLoginPage } from './login-page.js';
+import { type SsoOptions, signInLocation } from './sso-routes.js';
 
 /** What {@link browserRoutes} receives. */
 export interface BrowserRouteOptions {
@@ -45,6 +47,8 @@ export interface BrowserRouteOptions {
   readonly siteName?: string | null;
   /** The path requirements: the sign-in page offers only the providers that can satisfy the page to come back to. */
   readonly requirements?: readonly AppPathRequirement[];
+  /** One sign-in across route hosts: a route host's sign-in page sends the browser to the auth origin. */
+  readonly sso?: SsoOptions | undefined;
 }
 
 /** The path of a return path (`/app?x=1` → `/app`). */
@@ -185,7 +189,7 @@ const IGNORED_FORM_BODY_LIMIT = 1024;
  */
 export const browserRoutes: FastifyPluginAsync<BrowserRouteOptions> = async (
   app,
-  { deps, providers, limiter, challenges, publicOrigin, brand = DEFAULT_BRAND, siteName = null, requirements = [] },
+  { deps, providers, limiter, challenges, publicOrigin, brand = DEFAULT_BRAND, siteName = null, requirements = [], sso },
 ) => {
   // A finish that fails as a proof (401) is counted against the client's address unit, as a
   // failed signed challenge is: over the budget, 429 before anything is asked of a provider.
@@ -217,6 +221,13 @@ export const browserRoutes: FastifyPluginAsync<BrowserRouteOptions> = async (
     // A recovery or invitation code (a link intent) lands on the account page unless told otherwise:
     // the new passkey is there, and so is the lost one to remove.
     const returnPath = safeReturnPath(req.query.return) ?? (pairing === undefined ? '/' : ACCOUNT_PAGE_PATH);
+    // One sign-in across route hosts: a route host's browsers sign in at the auth origin. A
+    // recovery or invitation link still signs in here (it adds a passkey to this host's origin),
+    // and so does a step-up: a handoff carries the sign-in it hands off, never a newer one.
+    if (sso !== undefined && pairing === undefined && req.query['step-up'] === undefined) {
+      const location = signInLocation(sso, gatewayOriginOf(req, publicOrigin), returnPath);
+      if (location.startsWith(SSO_START_PATH)) return reply.redirect(location, 302);
+    }
     // Only the providers whose sign-ins can satisfy the page to come back to (its `:amr`).
     const requirement = requirementFor(requirements, pathOf(returnPath));
     const wanted = requirement?.amr ?? null;

@@ -245,6 +245,11 @@ export const SIGN_IN_REFUSALS: Readonly<Record<string, { readonly title: string;
     message:
       'This sign-in could not be accepted: your account may not be set up here. Ask your administrator, or try another way to sign in.',
   },
+  invalid_handoff: {
+    title: 'This sign-in link no longer works',
+    message:
+      'A link that carries your sign-in from one site to another works once, for 30 seconds, and only in the browser that asked for it. Sign in again to continue.',
+  },
   invalid_flow: {
     title: 'Sign-in expired',
     message: 'The sign-in took too long or was already used. Start again from the sign-in page.',

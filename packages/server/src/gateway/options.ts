@@ -1,11 +1,12 @@
 import type { AuthDeps, AuthError, Principal, ProviderHandle } from '@svc/core';
-import type { AppPathRequirement } from '@svc/core/config';
+import type { AppPathRequirement, AppRoute } from '@svc/core/config';
 import type { FastifyBaseLogger, FastifyInstance, FastifyRequest } from 'fastify';
 import type { ChallengeBudget } from '../http/challenge-budget.js';
 import type { ConnectionLimits } from '../http/connection-limits.js';
 import type { FailureLimiter } from '../http/failure-limiter.js';
 import type { ServiceMetrics } from '../metrics/metrics.js';
 import type { PageBrand } from '../pages/layout.js';
+import type { SsoOptions } from './sso-routes.js';
 
 /**
  * What serves the application once identity is settled: a plugin registered in its own
@@ -16,11 +17,20 @@ import type { PageBrand } from '../pages/layout.js';
  */
 export type GatewayAttach = (app: FastifyInstance) => Promise<void>;
 
-/** The route policy of the gateway (from `:svc/app-public`, `:svc/app-identity-headers`, `:svc/app-require`). */
+/** The route policy of the gateway (from `:svc/app-public`, `:svc/app-identity-headers`, `:svc/app-require`, `:svc/app-routes`). */
 export interface GatewayPolicy {
   readonly publicPaths: readonly string[];
   readonly identityHeaders: readonly string[];
   readonly requirements: readonly AppPathRequirement[];
+  /**
+   * `:svc/app-routes`: when given and non-empty, the gateway serves only these origins (and
+   * paths): a request no route matches is `404 not_found` on every path, `/.svc/` included, and
+   * reaches nothing; a matched request is judged by its route's `:public` and `:require` (then
+   * `publicPaths` and `requirements` above must be empty). Absent or empty: any `Host`, one policy.
+   */
+  readonly routes?: readonly AppRoute[];
+  /** What every non-public path asks of the principal when no entry of `requirements` applies (a route's `:require`); absent: nothing. */
+  readonly requirement?: AppPathRequirement | null;
 }
 
 /** Options of `buildGatewayApp`. */
@@ -65,6 +75,12 @@ export interface GatewayAppOptions {
    * and `Host` (a trusted proxy's `X-Forwarded-Proto` / `X-Forwarded-Host`).
    */
   readonly publicOrigin?: string;
+  /**
+   * One sign-in across route hosts (`:svc/app-auth-origin`): browsers sign in at `authOrigin`
+   * only, and each route origin in `origins` gets its own session through a one-time code
+   * (see `ssoRoutes`). Absent: each host signs in on its own, as before.
+   */
+  readonly sso?: SsoOptions;
   /** How the gateway's pages present the company (`:svc/app-brand`). Default: `DEFAULT_BRAND`, named by `siteName` when given. */
   readonly brand?: PageBrand;
   /** The site's name as the passkey provider tells authenticators (`:webauthn/rp-name`): the pages' name when no brand is set. */
@@ -74,10 +90,14 @@ export interface GatewayAppOptions {
 /** What the upstream attach adds to each proxied request, computed once identity is settled. */
 export type UpstreamIdentityHeaders = (req: FastifyRequest, principal: Principal | null) => Record<string, string>;
 
-/** Options of the upstream attach (`:svc/app-upstream`). */
+/** Options of the upstream attach (`:svc/app-upstream`, or every route of `:svc/app-routes`). */
 export interface UpstreamAttachOptions {
-  /** The upstream's origin, e.g. `http://127.0.0.1:3000`. */
-  readonly upstream: URL;
+  /**
+   * The upstream's origin, e.g. `http://127.0.0.1:3000`; or `'routes'`: each request goes to
+   * its route's `:to` (the route the gateway's identity step matched), one connection pool per
+   * upstream origin, each of at most `maxConnections`.
+   */
+  readonly upstream: URL | 'routes';
   /** The `Svc-*` headers (and `Svc-Assertion`) to set on the proxied request; they replace anything of the same name. */
   readonly identityHeaders: UpstreamIdentityHeaders;
   /**

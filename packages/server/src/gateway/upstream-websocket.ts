@@ -10,8 +10,11 @@ import { onUpgradeSessionEnd } from './session-watch.js';
 
 /** What the websocket relay needs from the upstream attach. */
 export interface WebSocketRelayOptions {
-  /** The upstream's origin (`http:` or `https:`); websockets go to its `ws:`/`wss:` twin. */
-  readonly upstream: URL;
+  /**
+   * The upstream's origin (`http:` or `https:`); websockets go to its `ws:`/`wss:` twin. A
+   * function: the upstream of each upgrade (its route's `:to`); one that throws refuses it.
+   */
+  readonly upstream: URL | ((req: IncomingMessage) => URL);
   /** A unix socket to connect to instead of the upstream's host and port (module mode). */
   readonly socketPath?: string;
   /** Connect and handshake with the upstream within this many ms, or `504 upstream_timeout`. */
@@ -81,8 +84,13 @@ function closeWith(ws: WebSocket, code: number, reason: Buffer): void {
  * installWebSocketRelay(app, { upstream: new URL('http://127.0.0.1:3000'), handshakeMs: 35_000, headers });
  */
 export function installWebSocketRelay(app: FastifyInstance, opts: WebSocketRelayOptions): void {
-  const origin = new URL(opts.upstream.origin);
-  origin.protocol = origin.protocol === 'https:' ? 'wss:' : 'ws:';
+  const wsOrigin = (upstream: URL): URL => {
+    const origin = new URL(upstream.origin);
+    origin.protocol = origin.protocol === 'https:' ? 'wss:' : 'ws:';
+    return origin;
+  };
+  const fixedOrigin = typeof opts.upstream === 'function' ? null : wsOrigin(opts.upstream);
+  const upstreamOf = opts.upstream;
   const chosen = new WeakMap<IncomingMessage, string>();
   const accepting = new WebSocketServer({
     noServer: true,
@@ -118,6 +126,13 @@ export function installWebSocketRelay(app: FastifyInstance, opts: WebSocketRelay
       .map((p) => p.trim())
       .filter((p) => p !== '');
     // ws's unix socket form: `ws+unix:<socket>:<path>`.
+    let origin: URL;
+    try {
+      origin = fixedOrigin ?? wsOrigin((upstreamOf as (req: IncomingMessage) => URL)(raw));
+    } catch (err) {
+      writeRawProblem(socket, err instanceof AuthError ? err : internalError(err));
+      return;
+    }
     const address = opts.socketPath === undefined ? new URL(path, origin) : `ws+unix:${opts.socketPath}:${path}`;
     const target = new WebSocket(address, offered, {
       headers: headers as Record<string, string>,

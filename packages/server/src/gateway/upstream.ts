@@ -1,4 +1,4 @@
-import type { IncomingHttpHeaders } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import httpProxy from '@fastify/http-proxy';
 import {
   AuthError,
@@ -11,6 +11,7 @@ import {
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { DEFAULT_UPSTREAM_CONNECTIONS } from '../http/connection-limits.js';
 import type { GatewayAttach, UpstreamAttachOptions } from './options.js';
+import { routeOf } from './routing.js';
 import { installWebSocketRelay } from './upstream-websocket.js';
 
 /** How long the gateway waits on its upstream before answering `504 upstream_timeout`. */
@@ -152,10 +153,18 @@ type WithIdentity = FastifyRequest & { [IDENTITY]?: Readonly<Record<string, stri
  * await buildGatewayApp({ deps, policy, trustedProxies: [], attach });
  */
 export function upstreamAttach(opts: UpstreamAttachOptions, timeouts: UpstreamTimeouts = DEFAULT_UPSTREAM_TIMEOUTS): GatewayAttach {
-  const upstream = opts.upstream.origin;
-  if (opts.upstream.protocol !== 'http:' && opts.upstream.protocol !== 'https:') {
-    throw new TypeError(`the upstream must be an http:// or https:// origin, not ${opts.upstream.protocol}`);
+  const fixed = opts.upstream === 'routes' ? null : opts.upstream;
+  if (fixed !== null && fixed.protocol !== 'http:' && fixed.protocol !== 'https:') {
+    throw new TypeError(`the upstream must be an http:// or https:// origin, not ${fixed.protocol}`);
   }
+  if (fixed === null && opts.socketPath !== undefined) throw new TypeError('routes go to their :to origins, never to a socket');
+  // With routes, the upstream of each request is its route's `:to` (matched by the identity
+  // step; a request without one never got this far, but is refused here too, never guessed).
+  const routeUpstream = (req: IncomingMessage): string => {
+    const route = routeOf(req);
+    if (route === undefined) throw new AuthError('not_found', 'no application is served at this address');
+    return route.to;
+  };
   /** The identity headers of `req`, computed (and signed) once, whichever way the request goes on. */
   const identityOf = (req: FastifyRequest): Readonly<Record<string, string>> => {
     const r = req as WithIdentity;
@@ -190,7 +199,8 @@ export function upstreamAttach(opts: UpstreamAttachOptions, timeouts: UpstreamTi
       }
 
       await proxy.register(httpProxy, {
-        upstream,
+        // One upstream: its own pool. Routes: reply-from's undici Agent, one pool per upstream origin.
+        upstream: fixed === null ? '' : fixed.origin,
         httpMethods: [...PROXIED_METHODS],
         proxyPayloads: false,
         internalRewriteLocationHeader: false,
@@ -205,6 +215,8 @@ export function upstreamAttach(opts: UpstreamAttachOptions, timeouts: UpstreamTi
         },
         // A gateway relays; it never replays a request (an upstream's 503 included).
         replyOptions: {
+          // reply-from types the request for any server; the gateway's is Node's http(s) one.
+          ...(fixed === null ? { getUpstream: (req: { raw: unknown }) => routeUpstream(req.raw as IncomingMessage) } : {}),
           retryDelay: () => null,
           rewriteRequestHeaders: (generic, headers) => {
             // reply-from types the request for any server; the gateway's is Node's http(s) one.
@@ -223,7 +235,7 @@ export function upstreamAttach(opts: UpstreamAttachOptions, timeouts: UpstreamTi
       // runs; the relay proxies only those (http-proxy's own websocket support routes the
       // upgrade through Fastify a second time, after the bearer is already removed).
       installWebSocketRelay(proxy, {
-        upstream: opts.upstream,
+        upstream: fixed ?? ((req) => new URL(routeUpstream(req))),
         ...(opts.socketPath === undefined ? {} : { socketPath: opts.socketPath }),
         handshakeMs: timeouts.connectMs + timeouts.responseMs,
         headers: (req, principal) => websocketHeaders(req, opts.identityHeaders(req, principal)),

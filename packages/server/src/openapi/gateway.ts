@@ -151,8 +151,42 @@ export const GATEWAY_ROUTE_DOCS: Readonly<Record<string, DocumentedSchema>> = {
       ...problemResponses(...CEREMONY_PROBLEMS, 403, 409),
     },
   }),
+  [`GET ${APPLICATION_AUTH_PREFIX}/sso/start`]: documented({
+    summary:
+      'With `:svc/app-auth-origin`, on a route host: set the handoff state cookie and send the browser to the auth origin to sign in (or be handed its sign-in)',
+    querystring: { type: 'object', properties: { return: returnPath } },
+    response: {
+      302: redirect("To the auth origin's `sso/authorize` (or, on the auth origin itself, its sign-in page)"),
+      ...problemResponses(400, 503),
+    },
+  }),
+  [`GET ${APPLICATION_AUTH_PREFIX}/sso/authorize`]: documented({
+    summary:
+      'With `:svc/app-auth-origin`, on the auth origin only: hand the signed-in browser to a route host with a one-time code (30 s, single use, bound to that origin and to the state cookie there)',
+    querystring: {
+      type: 'object',
+      properties: {
+        return: { type: 'string', maxLength: 2048, description: 'the absolute URL to come back to: on a configured route origin' },
+        binding: { type: 'string', description: "SHA-256 (hex) of the route host's state value" },
+      },
+    },
+    response: {
+      302: redirect("To the route host's `sso/callback` with the code, or to the sign-in page first when this browser has no session"),
+      ...problemResponses(400, 404, 503),
+    },
+  }),
+  [`GET ${APPLICATION_AUTH_PREFIX}/sso/callback`]: documented({
+    summary:
+      "With `:svc/app-auth-origin`, on a route host: redeem the code with this browser's state cookie; this host's own session goes into HttpOnly cookies",
+    querystring: { type: 'object', properties: { code: { type: 'string', description: 'the one-time handoff code (`svch_...`)' } } },
+    response: {
+      303: redirect('Signed in on this host: back to the return path, without the code'),
+      ...problemResponses(400, 403, 503),
+    },
+  }),
   [`POST ${APPLICATION_AUTH_PREFIX}/logout`]: documented({
-    summary: "Log the browser out: revokes the cookies' session and clears them (a plain form button works)",
+    summary:
+      "Log the browser out: revokes the cookies' session and clears them (a plain form button works); with `:svc/app-auth-origin`, the sign-in ends on every route host",
     response: {
       200: {
         description: 'The revoked session, or `{"revoked": false}` when the browser had none',
@@ -184,6 +218,8 @@ export async function gatewayDocumentedRoutes(deps: AuthDeps): Promise<readonly 
     logger: false,
     policy: { publicPaths: [], identityHeaders: [], requirements: [] },
     trustedProxies: [],
+    // With the sign-in handoff (`:svc/app-auth-origin`), so its routes are documented too.
+    sso: { authOrigin: 'https://auth.example.com', origins: [] },
   });
   let served: readonly RegisteredRoute[];
   try {
