@@ -176,8 +176,16 @@ export const CONTROL_STATE_TABLES = [
       user_agent: t,
       amr: t,
       jkt: t,
+      parent_id: t,
     },
     key: ['id'],
+  },
+  {
+    // One sign-in across route hosts: codes in flight (30 s), only their digests.
+    name: 'handoff_codes',
+    class: 'sessions',
+    columns: { digest: t, session_id: t, origin: t, binding_digest: t, created_at: i, expires_at: i, used_at: i },
+    key: ['digest'],
   },
   {
     name: 'retired_refresh_tokens',

@@ -7,7 +7,6 @@
 
 export type { StoreAddonContext, StoreAddonExport } from './addon.js';
 export { type AttemptWindow, type AttemptWindowDecision, decideAttemptWindow } from './attempt-budget.js';
-export { decideHandoff, type HandoffCodeRow, toHandoffCode } from './handoff.js';
 export {
   byKey,
   CONTROL_STATE_TABLES,
@@ -28,6 +27,7 @@ export {
   neutralRow,
   uncoveredSchema,
 } from './control-state.js';
+export { decideHandoff, type HandoffCodeRow, toHandoffCode } from './handoff.js';
 export {
   decideRetiredPresentation,
   decideRotation,

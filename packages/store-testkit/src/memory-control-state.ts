@@ -12,6 +12,7 @@ import {
   exportedTables,
   type FlowRecord,
   type GroupRecord,
+  type HandoffCodeRecord,
   type LinkRecord,
   type PairingIntentRecord,
   type RefreshRow,
@@ -28,6 +29,7 @@ type Row = Readonly<Record<string, ControlValue>>;
 export interface MemoryControlData {
   project: { readonly projectId: string; readonly createdAt: number } | null;
   assertionKeys: { readonly version: number; readonly keySet: string; readonly updatedAt: number } | null;
+  readonly handoffCodes: Map<string, { readonly record: HandoffCodeRecord; readonly usedAt: number | null }>;
   readonly bootstrap: Map<
     string,
     {
@@ -173,6 +175,17 @@ function tableRows(d: MemoryControlData, name: string): Row[] {
         user_agent: r.user_agent,
         amr: r.amr,
         jkt: r.jkt ?? null,
+        parent_id: r.parent_id ?? null,
+      }));
+    case 'handoff_codes':
+      return [...d.handoffCodes.values()].map(({ record: c, usedAt }) => ({
+        digest: c.digest,
+        session_id: c.sessionId,
+        origin: c.origin,
+        binding_digest: c.bindingDigest,
+        created_at: c.createdAt,
+        expires_at: c.expiresAt,
+        used_at: usedAt,
       }));
     case 'retired_refresh_tokens':
       return [...d.retired.entries()].flatMap(([sessionId, digests]) =>
@@ -364,6 +377,19 @@ export function importMemoryRow(d: MemoryControlData, table: ControlTable, r: Ro
       d.sessions.set(s(r.id), { row: { ...rest, jkt: sn(r.jkt) } as unknown as RefreshRow, accessDigest: s(access_digest ?? null) });
       return;
     }
+    case 'handoff_codes':
+      d.handoffCodes.set(s(r.digest), {
+        record: Object.freeze({
+          digest: s(r.digest),
+          sessionId: s(r.session_id),
+          origin: s(r.origin),
+          bindingDigest: s(r.binding_digest),
+          createdAt: n(r.created_at),
+          expiresAt: n(r.expires_at),
+        }),
+        usedAt: nn(r.used_at),
+      });
+      return;
     case 'retired_refresh_tokens': {
       const digests = d.retired.get(s(r.session_id)) ?? new Map<string, number>();
       digests.set(s(r.digest), n(r.retired_at));
@@ -418,6 +444,7 @@ export function commitMemoryState(d: MemoryControlData, staged: MemoryControlDat
   move(staged.devices, d.devices);
   move(staged.challenges, d.challenges);
   move(staged.sessions, d.sessions);
+  move(staged.handoffCodes, d.handoffCodes);
   move(staged.retired, d.retired);
   move(staged.counts, d.counts);
   move(staged.intents, d.intents);
@@ -435,6 +462,7 @@ export function emptyMemoryControlData(): MemoryControlData {
   return {
     project: null,
     assertionKeys: null,
+    handoffCodes: new Map(),
     bootstrap: new Map(),
     devices: new Map(),
     challenges: new Map(),
