@@ -9,6 +9,7 @@ import { after, before, describe, test } from 'node:test';
 import { verifySvcAssertion } from '@svc/assertion';
 import { type AssertionKeySetJson, firstAssertionKeySet, updateUser } from '@svc/core';
 import { type EdnValue, validateProjectConfig } from '@svc/core/config';
+import { WebSocket } from 'ws';
 import { type AssertionSigner, createAssertionSigner, svcIdentityHeaders, upstreamAttach } from '../src/index.js';
 import {
   type GatewayHarness,
@@ -192,6 +193,37 @@ describe(':svc/app-routes: two applications behind one gateway, chosen by Host',
     const s = await at('grafana.test', 'GET', '/wiki/pub/logo.svg', { headers: { 'x-forwarded-host': 'tools.test' } });
     assert.equal(s.status, 401, 'still grafana (its policy), not the wiki');
     assert.equal(seen().length, before);
+  });
+
+  test("a websocket goes to its route's upstream; one for no route is refused before any upstream", async () => {
+    /** Opens a websocket naming `host`; resolves with its first message, or the refusal's status. */
+    const open = (host: string, path: string) =>
+      new Promise<{ message?: string; status?: number }>((resolve, reject) => {
+        const ws = new WebSocket(`${target.gatewayBase.replace('http', 'ws')}${path}`, {
+          headers: { host, authorization: `Bearer ${pair.access_token}` },
+          handshakeTimeout: 10_000,
+        });
+        ws.once('message', (data) => {
+          resolve({ message: String(data) });
+          ws.close();
+        });
+        ws.once('unexpected-response', (_req, res) => {
+          resolve({ status: res.statusCode ?? 0 });
+          res.resume();
+        });
+        ws.once('error', reject);
+      });
+    const upgrades = grafana.upgrades.length + wiki.upgrades.length;
+    const refused = await open('evil.test', '/wiki/ws');
+    assert.equal(refused.status, 404);
+    assert.equal(grafana.upgrades.length + wiki.upgrades.length, upgrades, 'no upstream saw the refused upgrade');
+    const ok = await open('tools.test', '/wiki/ws');
+    assert.ok(ok.message !== undefined, `opened: ${JSON.stringify(ok)}`);
+    const handshake = JSON.parse(ok.message).handshake;
+    assert.equal(wiki.upgrades.length, 1, 'the wiki got it');
+    assert.equal(grafana.upgrades.length, 0);
+    const who = await verify(handshake['svc-assertion'], 'wiki', 'http://tools.test/wiki/ws');
+    assert.equal(who.subject, subject);
   });
 
   test('attack: path prefix boundary and percent-encoding: /wiki-private is no route, /%77iki/ is the wiki', async () => {

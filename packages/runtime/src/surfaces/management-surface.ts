@@ -1,6 +1,9 @@
+import { requirementNeeds } from '@svc/core';
+import type { AppGatewayConfig, AppPathRequirement } from '@svc/core/config';
 import { buildManagementApp, ed25519KeyProvider, instrumentStore, type ServiceMetrics } from '@svc/server';
 import { reviewExportedCheckpoints } from '../audit-checkpoints.js';
 import { verifyProjectAudit } from '../project-operations.js';
+import { upstreamProber } from '../upstream-health.js';
 import { listenOn } from './listen-on.js';
 import { componentStatus } from './node-surface.js';
 import type { Surface } from './surface.js';
@@ -21,6 +24,7 @@ export function managementSurface(
     async start({ project, deps: base, log, connections, providers, env }) {
       const metrics = opts.metrics;
       const deps = metrics === undefined ? base : { ...base, store: instrumentStore(base.store, metrics) };
+      const probeUpstream = upstreamProber();
       const app = await buildManagementApp({
         deps,
         logger: log,
@@ -36,6 +40,10 @@ export function managementSurface(
             return {
               service: c.service,
               store_addon: c.store_addon,
+              // The applications behind the gateway, each upstream probed (bounded, cached).
+              routes: await Promise.all(
+                gatewayRoutesOf(project.config.app).map(async (r) => ({ ...r, health: await probeUpstream(r.to) })),
+              ),
               providers: [
                 {
                   name: ed25519KeyProvider.name,
@@ -81,4 +89,31 @@ export function managementSurface(
       };
     },
   };
+}
+
+/**
+ * The applications behind the gateway as the console lists them: each `:svc/app-routes` entry,
+ * or the one `:svc/app-upstream` (any host); what each asks beyond being signed in, in words.
+ */
+function gatewayRoutesOf(app: AppGatewayConfig): { from: string; to: string; public: string[]; requires: string; audience: string }[] {
+  const words = (r: AppPathRequirement) => requirementNeeds(r).join(' and ');
+  if (app.routes !== undefined) {
+    return app.routes.map((r) => ({
+      from: r.from,
+      to: r.to,
+      public: [...r.publicPaths],
+      requires: r.requirement === null ? 'signed in' : words(r.requirement),
+      audience: r.audience,
+    }));
+  }
+  if (app.upstream === null) return [];
+  return [
+    {
+      from: '* (any host)',
+      to: app.upstream,
+      public: [...app.publicPaths],
+      requires: app.requirements.length === 0 ? 'signed in' : app.requirements.map((r) => `${r.path}: ${words(r)}`).join('; '),
+      audience: app.audience ?? app.upstream,
+    },
+  ];
 }

@@ -977,6 +977,21 @@ ${
           ) => html`<tr><td>${p.name}</td><td>${p.kind ?? ''}</td><td>${p.package === undefined ? 'built in' : html`${p.package} ${p.version ?? ''} <span class="muted">(signature ${p.verification ?? ''})</span>`}</td>
 <td>${p.health ?? 'running'}</td></tr>`,
         )}</tbody></table></div>`
+}
+${
+  status !== null &&
+  html`<h2>Applications behind the gateway</h2>
+${
+  (status.routes ?? []).length === 0
+    ? html`<p class="muted">No application: neither <code>:svc/app-routes</code> nor <code>:svc/app-upstream</code> is set.</p>`
+    : html`<div class="table-wrap"><table><thead><tr><th scope="col">From</th><th scope="col">To</th><th scope="col">Public paths</th><th scope="col">Requires</th><th scope="col">Audience</th><th scope="col">Upstream</th></tr></thead>
+<tbody>${(status.routes ?? []).map(
+        (
+          r,
+        ) => html`<tr><td><code>${r.from}</code></td><td><code>${r.to}</code></td><td>${r.public.length === 0 ? html`<span class="muted">none</span>` : r.public.join(' ')}</td><td>${r.requires}</td><td>${r.audience}</td>
+<td>${r.health.startsWith('reachable') ? r.health : html`<strong class="bad">${r.health}</strong>`}</td></tr>`,
+      )}</tbody></table></div>`
+}`
 }`;
     return page(reply, c, 'Status', '/console/status', main);
   });
@@ -987,6 +1002,8 @@ interface StatusView {
   service?: { name?: string; version?: string };
   store_addon?: { package?: string; version?: string } | null;
   providers?: { name: string; kind?: string; package?: string; version?: string; verification?: string; health?: string }[];
+  /** The applications behind the gateway, each upstream's bounded probe (`reachable (N ms)` or `unreachable: ...`). */
+  routes?: { from: string; to: string; public: string[]; requires: string; audience: string; health: string }[];
 }
 
 // "Follow live": polls the console's own JSON every 2 s and puts new rows on top, built with
