@@ -49,7 +49,7 @@ import {
 import { installHeaderHygiene, removeHeaders, requestPath } from './hygiene.js';
 import { markProvenKey } from './key-binding.js';
 import type { GatewayAppOptions, GatewayPolicy } from './options.js';
-import { gatewayRefusalPage, refusalContextOf, requirementRefusal, stepUpLocation, stepUpReason } from './refusal-page.js';
+import { gatewayRefusalPage, rawRefusalPage, refusalContextOf, requirementRefusal, stepUpLocation, stepUpReason } from './refusal-page.js';
 import { type GatewayRouting, gatewayRouting } from './routing.js';
 import { scimRoutes } from './scim-routes.js';
 import { createSessionWatcher, type SessionWatcher } from './session-watch.js';
@@ -548,8 +548,12 @@ export async function buildGatewayApp(opts: GatewayAppOptions): Promise<FastifyI
     done();
   });
   const routing = gatewayRouting(policy, sso?.origins ?? []);
+  const siteName = opts.siteName ?? null;
+  const brand = opts.brand ?? (siteName === null ? DEFAULT_BRAND : { ...DEFAULT_BRAND, name: siteName });
   const hygiene = installHeaderHygiene(app.server as Server, identityHeaderPredicate(policy.identityHeaders), {
     upgradeGate: upgradeIdentity(deps, routing, trustedPeer, publicOrigin, sessions),
+    // A browser that follows a link the hygiene refuses (a path with `;` parameters) gets a page too.
+    page: rawRefusalPage(brand),
     // Refused before Fastify (smuggling, ambiguous paths, upgrades): counted like any other answer.
     ...(metrics === undefined
       ? {}
@@ -596,8 +600,6 @@ export async function buildGatewayApp(opts: GatewayAppOptions): Promise<FastifyI
     }),
   );
   // A browser's refusals are pages in the house layout (every other client: problem+json).
-  const siteName = opts.siteName ?? null;
-  const brand = opts.brand ?? (siteName === null ? DEFAULT_BRAND : { ...DEFAULT_BRAND, name: siteName });
   setHtmlRefusals(
     app,
     gatewayRefusalPage({

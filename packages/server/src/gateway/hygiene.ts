@@ -117,13 +117,28 @@ export function requestPath(req: IncomingMessage): string {
   return checkedPaths.get(req) ?? unambiguousPath(req.url ?? '');
 }
 
-/** Answers a refused raw request with problem+json and the security headers, and closes the connection. */
-function refuseResponse(res: ServerResponse, err: AuthError): void {
-  const body = JSON.stringify(problemJson(err));
+/** A refusal as a page, for a browser: its body and the headers that go with it (content type, CSP). */
+export interface RawRefusalPage {
+  readonly body: string;
+  readonly headers: Readonly<Record<string, string>>;
+}
+
+/**
+ * Answers a refused raw request, and closes the connection: with the page `page` makes of it
+ * for a browser, else problem+json; the security headers either way.
+ */
+function refuseResponse(
+  req: IncomingMessage,
+  res: ServerResponse,
+  err: AuthError,
+  page: ((req: IncomingMessage, err: AuthError) => RawRefusalPage | null) | undefined,
+): void {
+  const html = page?.(req, err) ?? null;
+  const body = html === null ? JSON.stringify(problemJson(err)) : html.body;
   res.shouldKeepAlive = false;
   res.writeHead(err.status, {
     ...SECURITY_HEADERS,
-    'content-type': PROBLEM_CONTENT_TYPE,
+    ...(html === null ? { 'content-type': PROBLEM_CONTENT_TYPE } : html.headers),
     'content-length': Buffer.byteLength(body),
     connection: 'close',
   });
@@ -169,6 +184,8 @@ export function installHeaderHygiene(
     readonly upgradeGate?: (req: IncomingMessage) => Promise<AuthError | null>;
     /** Told of every request refused here (Fastify never sees them), e.g. to count it in the metrics. */
     readonly onRefused?: (req: IncomingMessage, refusal: AuthError) => void;
+    /** The page a browser gets for a request refused here (null: problem+json), as the gateway's other refusals. */
+    readonly page?: (req: IncomingMessage, refusal: AuthError) => RawRefusalPage | null;
   } = {},
 ): HeaderHygiene {
   const gate = opts.upgradeGate;
@@ -206,7 +223,7 @@ export function installHeaderHygiene(
     if (refusal !== null) {
       onRefused?.(req, refusal);
       if (event === 'upgrade') refuseUpgrade(args[1] as Duplex, refusal);
-      else refuseResponse(args[1] as ServerResponse, refusal);
+      else refuseResponse(req, args[1] as ServerResponse, refusal, opts.page);
       return true;
     }
     removeHeaders(req, isIdentity);

@@ -1,9 +1,10 @@
+import type { IncomingMessage } from 'node:http';
 import { domainToUnicode } from 'node:url';
 import { AuthError, type Principal, requirementNeeds, safeReturnPath, unmetRequirement } from '@svc/core';
 import type { AppPathRequirement } from '@svc/core/config';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { html, type SafeHtml } from '../pages/html.js';
-import { DEFAULT_BRAND, newNonce, type PageBrand, type PageViewer, renderPage, sendPage } from '../pages/layout.js';
+import { DEFAULT_BRAND, newNonce, type PageBrand, type PageViewer, pageCsp, renderPage, sendPage } from '../pages/layout.js';
 import { loginLocation } from './browser-session.js';
 import { type LoginPageProvider, methodsInWords, providerWords, SIGN_IN_REFUSALS, type StepUpReason } from './login-page.js';
 
@@ -305,5 +306,34 @@ export function gatewayRefusalPage(ctx: GatewayPageContext) {
     const main = html`${words.body}
 <p class="muted">Reference: <code>${err.code}</code> (HTTP ${err.status})</p>`;
     return sendPage(reply, err.status, nonce, renderPage({ nonce, title: words.title, main, brand: ctx.brand, data: { width: 'medium' } }));
+  };
+}
+
+/**
+ * The page a browser gets for a request the header hygiene refuses before Fastify sees it (an
+ * ambiguous path such as `/docs;jsessionid=1`, a smuggling attempt): `400` in the house
+ * layout, in the same words as the gateway's other `400`s, never the refusal's detail. Null for
+ * every other client (problem+json), by the same rule as {@link wantsHtmlRefusal}.
+ *
+ * @example
+ * installHeaderHygiene(server, isIdentity, { page: rawRefusalPage(brand) });
+ */
+export function rawRefusalPage(brand: PageBrand) {
+  return (req: IncomingMessage, err: AuthError): { body: string; headers: Record<string, string> } | null => {
+    const accept = req.headers.accept;
+    if (req.headers.authorization !== undefined || typeof accept !== 'string' || !accept.toLowerCase().includes('text/html')) return null;
+    const nonce = newNonce();
+    const main = html`<p>The link or form you used is not valid here, or it is incomplete. Go back and try again, or start from the start page.</p>
+<div class="actions"><a class="button" href="/">Go to the start page</a></div>
+<p class="muted">Reference: <code>${err.code}</code> (HTTP ${err.status})</p>`;
+    return {
+      body: renderPage({ nonce, title: 'This request could not be understood', main, brand, data: { width: 'medium' } }),
+      headers: {
+        'content-type': 'text/html; charset=utf-8',
+        'cache-control': 'no-store',
+        'referrer-policy': 'same-origin',
+        'content-security-policy': pageCsp(nonce),
+      },
+    };
   };
 }

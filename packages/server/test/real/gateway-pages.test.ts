@@ -184,6 +184,26 @@ describe('the branded sign-in page, the 403, 404 and 400 pages, and step-up', ()
     }
   });
 
+  test('a link with path parameters, refused before routing (/docs;jsessionid=1), is a 400 page too; a script still gets problem+json', async () => {
+    const context = await browser.newContext();
+    try {
+      const page = await context.newPage();
+      const refused = await page.goto(`${h.gatewayBase}/docs;jsessionid=1`);
+      assert.equal(refused?.status(), 400);
+      assert.match(refused?.headers()['content-type'] ?? '', /^text\/html/);
+      assert.match(refused?.headers()['content-security-policy'] ?? '', /default-src 'none'/);
+      assert.equal(await page.textContent('h1'), 'This request could not be understood');
+      assert.match((await page.textContent('main')) ?? '', /Reference: invalid_request/);
+      await checkPage(page, 'gateway-bad-path', { narrow: false });
+    } finally {
+      await context.close();
+    }
+    const script = await fetch(`${h.gatewayBase}/docs;jsessionid=1`, { headers: { accept: 'application/json' } });
+    assert.equal(script.status, 400);
+    assert.match(script.headers.get('content-type') ?? '', /^application\/problem\+json/);
+    assert.equal(((await script.json()) as { code: string }).code, 'invalid_request');
+  });
+
   test('step-up: a sign-in older than the path allows sends the browser to sign in again with a passkey, and back to the page', async () => {
     const { context, page } = await pageWithAuthenticator(browser);
     const base = `http://localhost:${h.gatewayPort}`;
