@@ -254,7 +254,7 @@ export {
 } from './use-cases/pairing.js';
 export { finishProviderFlow, type ProviderFlowOutcome, startProviderFlow } from './use-cases/provider-flow.js';
 export { removeDevice } from './use-cases/remove-device.js';
-export { revokeExposedSession, revokeOtherSessions, revokeSession } from './use-cases/revoke-session.js';
+export { endReplacedSession, revokeExposedSession, revokeOtherSessions, revokeSession } from './use-cases/revoke-session.js';
 export { rotateRefreshToken, rotationAuditDraft } from './use-cases/rotate-refresh-token.js';
 export {
   scimActor,

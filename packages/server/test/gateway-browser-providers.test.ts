@@ -68,6 +68,34 @@ describe('a redirect ceremony (OIDC-like) through the gateway', () => {
     assert.equal(page.body.principal.subject, me.body.subject);
   });
 
+  test('signing in again (a step-up) in a browser holding a live session ends that session: no copy of its tokens outlives it', async () => {
+    const first = await beginRedirect(h, 'testidp');
+    const one = cookiesSet(
+      (await browserRequest(h, 'GET', callbackPath(h, first.location), { cookies: { [FLOW]: first.flow } })).setCookies,
+    );
+    const oldAccess = one['svc-access'] as string;
+    const before = await gatewayApi(h, 'GET', '/.svc/auth/v1/me', { token: oldAccess });
+    assert.equal(before.status, 200);
+    const second = await beginRedirect(h, 'testidp');
+    const r = await browserRequest(h, 'GET', callbackPath(h, second.location), {
+      cookies: { [FLOW]: second.flow, 'svc-access': oldAccess, 'svc-refresh': one['svc-refresh'] as string },
+    });
+    assert.equal(r.status, 303, r.text);
+    const two = cookiesSet(r.setCookies);
+    const now = await gatewayApi(h, 'GET', '/.svc/auth/v1/me', { token: two['svc-access'] as string });
+    assert.equal(now.status, 200, 'the new session works');
+    assert.notEqual(now.body.session, before.body.session);
+    const stale = await gatewayApi(h, 'GET', '/.svc/auth/v1/me', { token: oldAccess });
+    assert.equal(stale.status, 401, 'the replaced session is over');
+    assert.equal(stale.body.code, 'invalid_token');
+    const refreshed = await gatewayApi(h, 'POST', '/.svc/auth/v1/refresh', { body: { refresh_token: one['svc-refresh'] } });
+    assert.equal(refreshed.status, 401, 'its refresh token is refused too');
+    const events = await h.deps.store.listAuditEvents({ afterSeq: 0, limit: 10_000 });
+    const ended = events.find((e) => e.type === 'session.revoked' && e.sessionId === before.body.session);
+    assert.equal(ended?.data.reason, 'replaced');
+    assert.equal(ended?.data.replaced_by, now.body.session);
+  });
+
   test('the flow is bound to the browser that began it: a callback without its flow cookie is refused and signs nobody in', async () => {
     const { location } = await beginRedirect(h, 'testidp');
     const r = await browserRequest(h, 'GET', callbackPath(h, location));

@@ -124,3 +124,31 @@ export async function revokeOtherSessions(
     deps.log.info({ event: 'session.revoked', count: revoked.length, reason: 'revoked_by_owner' }, 'other sessions revoked');
   return { revoked };
 }
+
+/**
+ * Ends the browser session a new sign-in replaces (a step-up, or signing in again, in a browser
+ * whose cookies held a live session): its cookies are overwritten by the new pair, so nobody
+ * should be left holding a live copy of the old one. Reason `replaced`, with the session that
+ * replaced it; only that session (a handed-off host session's sign-in stays). Nothing when
+ * `previous` is the new session itself or already ended.
+ *
+ * @example
+ * await endReplacedSession(deps, { previous: principal, replacedBy: pair.session_id });
+ */
+export async function endReplacedSession(
+  deps: AuthDeps,
+  input: { readonly previous: Principal; readonly replacedBy: string },
+): Promise<boolean> {
+  const { previous, replacedBy } = input;
+  if (previous.session === replacedBy) return false;
+  const target = await deps.store.getSession(previous.session);
+  if (target === null || target.revokedAt !== null) return false;
+  const ended = await revokeWithEvent(deps, target, deps.clock.now(), {
+    reason: 'replaced',
+    replaced_by: replacedBy,
+    by_subject: previous.subject,
+    by_session: previous.session,
+  });
+  if (ended) deps.log.info({ event: 'session.revoked', session_id: target.id, reason: 'replaced' }, 'session replaced by a new sign-in');
+  return ended;
+}

@@ -4,6 +4,7 @@ import {
   AuthError,
   type BrowserCookieNames,
   csrfRefusal,
+  endReplacedSession,
   finishProviderFlow,
   isIdOfKind,
   type Principal,
@@ -335,7 +336,14 @@ export const browserRoutes: FastifyPluginAsync<BrowserRouteOptions> = async (
       client: { address: req.ip, userAgent: req.headers['user-agent'] },
       ...(displayName === undefined ? {} : { displayName }),
     });
-    if (outcome.outcome === 'session') setSessionCookies(reply, names, outcome.pair);
+    if (outcome.outcome === 'session') {
+      setSessionCookies(reply, names, outcome.pair);
+      // The browser's former session (a step-up, or signing in again) is overwritten in its
+      // cookies: it ends, so no copy of its tokens outlives it.
+      if (principal !== null && req.headers.authorization === undefined) {
+        await endReplacedSession(deps, { previous: principal, replacedBy: outcome.pair.session_id });
+      }
+    }
     return { outcome, returnPath: flow.returnPath ?? '/' };
   };
 
