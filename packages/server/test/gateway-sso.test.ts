@@ -109,6 +109,43 @@ describe('one sign-in across route hosts', () => {
     assert.match(page.text, /sso\/authorize/, 'the sign-in page returns to the handoff');
   });
 
+  test('signing in again at the auth origin (a step-up) ends the host sessions of the replaced sign-in: the next logout leaves none live', async () => {
+    const user = await applicationUser(h);
+    const auth = plainCookies(user.pair);
+    const { jar } = await visit(h, auth, APP, '/orders');
+    const hostSession = (await at(h, APP, 'GET', '/orders', jar)).body.principal.session as string;
+    // The browser signs in again at the auth origin while its old sign-in is live.
+    const begun = await at(h, AUTH, 'GET', '/.svc/auth/v1/providers/testidp/begin?return=%2F', auth);
+    assert.equal(begun.status, 302, begun.text);
+    const withFlow = keep(auth, begun.setCookies);
+    const callback = new URL(begun.headers.get('location') as string);
+    const signedIn = await at(h, AUTH, 'GET', callback.pathname + callback.search, withFlow);
+    assert.equal(signedIn.status, 303, signedIn.text);
+    const now = keep(withFlow, signedIn.setCookies);
+    assert.notEqual(now['svc-access'], user.pair.access_token, 'a new sign-in');
+    assert.notEqual((await h.deps.store.getSession(user.pair.session_id))?.revokedAt ?? null, null, 'the replaced sign-in ended');
+    assert.notEqual((await h.deps.store.getSession(hostSession))?.revokedAt ?? null, null, 'and the host session handed off from it');
+    const stale = await at(h, APP, 'GET', '/orders', jar);
+    assert.equal(stale.status, 302, 'the host hands the browser over again');
+  });
+
+  test("a host session's stolen refresh token, reused, ends the whole sign-in it came from, on every host", async () => {
+    const user = await applicationUser(h);
+    const auth = plainCookies(user.pair);
+    const app = await visit(h, auth, APP, '/orders');
+    const wiki = await visit(h, auth, WIKI, '/pages');
+    const stolen = app.jar['svc-refresh'] as string;
+    const rotate = () =>
+      browserRequest(h, 'POST', '/.svc/auth/v1/refresh', { headers: { host: new URL(APP).host }, body: { refresh_token: stolen } });
+    assert.equal((await rotate()).status, 200);
+    h.clock.advance(60_000); // outside the grace interval
+    const reused = await rotate();
+    assert.equal(reused.status, 401);
+    assert.equal(reused.body.code, 'refresh_token_reused');
+    assert.notEqual((await h.deps.store.getSession(user.pair.session_id))?.revokedAt ?? null, null, 'the sign-in ended');
+    assert.equal((await at(h, WIKI, 'GET', '/pages', wiki.jar)).status, 302, 'the sibling host is signed out too');
+  });
+
   test("a route host's own sign-in page sends the browser to the auth origin", async () => {
     const r = await at(h, WIKI, 'GET', '/.svc/auth/v1/login?return=%2Fpages');
     assert.equal(r.status, 302);

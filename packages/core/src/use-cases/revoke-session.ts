@@ -143,12 +143,26 @@ export async function endReplacedSession(
   if (previous.session === replacedBy) return false;
   const target = await deps.store.getSession(previous.session);
   if (target === null || target.revokedAt !== null) return false;
-  const ended = await revokeWithEvent(deps, target, deps.clock.now(), {
-    reason: 'replaced',
-    replaced_by: replacedBy,
-    by_subject: previous.subject,
-    by_session: previous.session,
-  });
+  const now = deps.clock.now();
+  const data = { reason: 'replaced', replaced_by: replacedBy, by_subject: previous.subject, by_session: previous.session };
+  // A replaced sign-in session (no parent) ends with the route-host sessions handed off from it,
+  // so the next logout, which knows only the new sign-in, leaves none of them live: the hosts
+  // hand the new sign-in over again without a page. A replaced host session ends alone.
+  const ended =
+    target.parentId === null || target.parentId === undefined
+      ? (
+          await deps.store.revokeSessionFamily({ sessionId: target.id, now, reason: 'replaced' }, (s) =>
+            auditDraft(deps, 'session.revoked', {
+              realm: s.realm,
+              subject: s.subject,
+              deviceId: s.deviceId,
+              sessionId: s.id,
+              at: now,
+              data: { ...data, ...(s.id === target.id ? {} : { family: target.id }) },
+            }),
+          )
+        ).length > 0
+      : await revokeWithEvent(deps, target, now, data);
   if (ended) deps.log.info({ event: 'session.revoked', session_id: target.id, reason: 'replaced' }, 'session replaced by a new sign-in');
   return ended;
 }

@@ -107,16 +107,19 @@ export async function rotateRefreshToken(
     }
     case 'reused': {
       deps.log.warn({ event: 'session.refresh_reused', session_id: outcome.session.id }, 'refresh token reused: session revoked');
-      // A stolen sign-in ends on every route host too: the sessions handed off from it (none
-      // without `:svc/app-auth-origin`) are revoked right after, each with its event.
-      await deps.store.revokeSessionFamily({ sessionId: outcome.session.id, now, reason: 'refresh_token_reused' }, (s) =>
+      // A stolen sign-in ends on every route host too: the whole sign-in (the session a
+      // handed-off one came from, and every session handed off from it; none without
+      // `:svc/app-auth-origin`) is revoked right after, each with its event. A stolen host
+      // session's token is evidence against the sign-in it came from, not only against itself.
+      const family = outcome.session.parentId ?? outcome.session.id;
+      await deps.store.revokeSessionFamily({ sessionId: family, now, reason: 'refresh_token_reused' }, (s) =>
         auditDraft(deps, 'session.revoked', {
           realm: s.realm,
           subject: s.subject,
           deviceId: s.deviceId,
           sessionId: s.id,
           at: now,
-          data: { reason: 'refresh_token_reused', family: outcome.session.id },
+          data: { reason: 'refresh_token_reused', family },
         }),
       );
       throw new AuthError('refresh_token_reused', 'the refresh token was already used; the session is now revoked');
