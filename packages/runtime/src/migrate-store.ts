@@ -1,10 +1,19 @@
 import { existsSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import { resolve } from 'node:path';
-import { type AuditEvent, auditDraft, GENESIS_HASH, sealAuditEvent, verifyAuditChain } from '@svc/core';
+import {
+  type AuditEvent,
+  auditDraft,
+  GENESIS_HASH,
+  openAssertionKeySet,
+  sealAssertionKeySet,
+  sealAuditEvent,
+  verifyAuditChain,
+} from '@svc/core';
 import type { ModuleConfig } from '@svc/core/config';
 import { type ControlStateCounts, type ControlStateRow, type EventRow, toEvent } from '@svc/core/store';
 import { lockSqliteStore, StoreBackupError } from 'svc-store-sqlite/backup';
+import { assertionKeyCustody } from './assertion-keys.js';
 import { allAuditEvents } from './audit-events.js';
 import { embeddedStoreFile, openControlStore } from './control.js';
 import { RuntimeError } from './errors.js';
@@ -32,6 +41,35 @@ export interface StoreMigration {
 const random = createRandomPool();
 
 /** The source's rows, with each audit event checked to continue the chain as it streams past. */
+/**
+ * The rows of an export with the cluster's assertion key set sealed under `kek` (a store other
+ * than the embedded one keeps only sealed private keys, and refuses a clear set: whoever could
+ * write the database could otherwise plant a key of their own). A set already sealed goes as it is.
+ */
+async function* sealedAssertionKeys(
+  rows: AsyncIterable<ControlStateRow>,
+  kek: Parameters<typeof sealAssertionKeySet>[1],
+  keks: Parameters<typeof openAssertionKeySet>[1],
+): AsyncGenerator<ControlStateRow> {
+  for await (const r of rows) {
+    if (r.table !== 'assertion_keys' || typeof r.row.key_set !== 'string') {
+      yield r;
+      continue;
+    }
+    const opened = openAssertionKeySet(r.row.key_set, keks, { requireSealed: false });
+    yield opened.clear ? { table: r.table, row: { ...r.row, key_set: sealAssertionKeySet(opened.set, kek, random) } } : r;
+  }
+}
+
+/** Whether a stored key set holds a private key in the clear (a set that does not parse is left to the target's nodes to refuse). */
+function keySetIsClear(text: string): boolean {
+  try {
+    return openAssertionKeySet(text, []).clear;
+  } catch {
+    return false;
+  }
+}
+
 async function* checkedChain(rows: AsyncIterable<ControlStateRow>, source: { seq: number; hash: string } | null) {
   let prev = GENESIS_HASH;
   let seq = 0;
@@ -129,6 +167,17 @@ export async function migrateProjectStore(
     const head = events.length === 0 ? null : { seq: chain.length, hash: chain.head };
     const at = now();
     const live = await from.listActiveSessions({ now: at });
+    // A shared store keeps the assertion keys sealed: a clear set (SQLite without a KEK) is sealed
+    // on the way, under the project's :svc/key-encryption-key, which must be set first.
+    const keys = targetFile === null ? await from.getAssertionKeys() : null;
+    const custody = keys === null ? { keks: [] } : assertionKeyCustody(project);
+    const kek = custody.keks[0] ?? null;
+    const sealKeys = keys !== null && keySetIsClear(keys.keySet);
+    if (sealKeys && kek === null) {
+      throw new RuntimeError(
+        `migration refused: the assertion keys are kept in the clear in ${describeModule(project, source)}, and ${describeModule(project, target)} keeps them sealed; set :svc/key-encryption-key in ${project.file} (#svc/secret "env:NAME" holding 32 random bytes: openssl rand -base64 32) and migrate again`,
+      );
+    }
     if (targetFile !== null && existsSync(targetFile)) refuseInUse(targetFile, 'target');
     const to = await openControlStore(project, { create: true, module: target });
     try {
@@ -142,7 +191,9 @@ export async function migrateProjectStore(
         }
         throw error;
       }
-      const outcome = await to.importState(checkedChain(rows, head));
+      const outcome = await to.importState(
+        checkedChain(sealKeys && kek !== null ? sealedAssertionKeys(rows, kek, custody.keks) : rows, head),
+      );
       if (outcome.kind === 'not_empty') {
         throw new RuntimeError(
           `migration refused: the target store ${describeModule(project, target)} already holds control state (table ${outcome.table}); migrate only into an empty store`,
@@ -165,6 +216,7 @@ export async function migrateProjectStore(
         sessions: opts.sessions,
         live_sessions_left: opts.sessions ? 0 : live.length,
         source_head: chain.head,
+        ...(sealKeys && kek !== null ? { assertion_keys_sealed_with: kek.id } : {}),
       };
       for (const [table, n] of Object.entries(counts)) data[`copied_${table}`] = n;
       const clock = { now };

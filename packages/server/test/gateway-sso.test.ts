@@ -136,7 +136,10 @@ describe('one sign-in across route hosts', () => {
     const wiki = await visit(h, auth, WIKI, '/pages');
     const stolen = app.jar['svc-refresh'] as string;
     const rotate = () =>
-      browserRequest(h, 'POST', '/.svc/auth/v1/refresh', { headers: { host: new URL(APP).host }, body: { refresh_token: stolen } });
+      browserRequest(h, 'POST', '/.svc/auth/v1/refresh', {
+        headers: { host: new URL(APP).host, 'content-type': 'application/json' },
+        body: JSON.stringify({ refresh_token: stolen }),
+      });
     assert.equal((await rotate()).status, 200);
     h.clock.advance(60_000); // outside the grace interval
     const reused = await rotate();

@@ -2,6 +2,7 @@
 // (`svc auth store migrate`): the link (its credential id, public key and counter) moved with
 // the user, and the same virtual authenticator in a real Chromium signs in as the same subject.
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { join } from 'node:path';
@@ -91,14 +92,24 @@ describe('a passkey survives a move from SQLite to PostgreSQL', () => {
         await page.waitForURL(`${gateway}/whoami`);
         const before = JSON.parse((await page.textContent('body')) ?? '') as Record<string, string>;
         assert.match(before['svc-device'] ?? '', /^lnk_/, 'signed in with the passkey');
+        const jwksBefore = await (await fetch(`${gateway}/.svc/jwks.json`)).json();
         await served.stop();
 
+        // On SQLite without a key-encryption key the assertion keys are kept in the clear; a
+        // shared store keeps them sealed only: the move is refused until the KEK is set, and
+        // then seals them on the way (plaintext-keys-into-a-shared-store).
+        const unsealed = await svc(['auth', 'store', 'migrate', dir, '--to', 'pg'], { env });
+        assert.equal(unsealed.code, 1, unsealed.stdout);
+        assert.match(unsealed.stderr, /:svc\/key-encryption-key/);
+        writeFileSync(file, readFileSync(file, 'utf8').replace(/^\{/, '{:svc/key-encryption-key #svc/secret "env:SVC_TEST_KEK"\n '));
+        env.SVC_TEST_KEK = randomBytes(32).toString('base64');
         const moved = await svc(['auth', 'store', 'migrate', dir, '--to', 'pg'], { env });
         assert.equal(moved.code, 0, moved.stderr);
         assert.match(moved.stdout, /1 links/);
         writeFileSync(file, readFileSync(file, 'utf8').replace(':auth/store :store', ':auth/store :pg'));
 
         served = await serve();
+        assert.deepEqual(await (await fetch(`${gateway}/.svc/jwks.json`)).json(), jwksBefore, 'the same assertion keys, now sealed');
         // Sessions were not copied: the browser is asked to sign in again, and its passkey does it.
         await page.goto(`${gateway}/whoami`);
         assert.match(new URL(page.url()).pathname, /^\/\.svc\/auth\/v1\/login/);
