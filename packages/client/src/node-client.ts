@@ -1,7 +1,6 @@
 import {
   type CompleteBody,
   type DeviceJson,
-  type DeviceResponseJson,
   isValidNodeId,
   type NodeDiscoveryJson,
   type NodeHealthJson,
@@ -10,6 +9,7 @@ import {
   nodeIdOf,
   nodeKeyValidAt,
   normalizeNodeId,
+  type PairedDeviceJson,
   type PrepareBody,
   type PreparedPairingJson,
   pairingProofString,
@@ -31,6 +31,7 @@ export type {
   NodeHealthJson,
   NodeRouteJson,
   NodeStatusJson,
+  PairedDeviceJson,
   PreparedPairingJson,
   SignedDiagnosticsJson,
 } from '@svc/core';
@@ -45,7 +46,7 @@ export interface NodeClient {
   status(accessToken: string): Promise<NodeStatusJson>;
   diagnostics(accessToken: string, nonce: string): Promise<SignedDiagnosticsJson>;
   preparePairing(accessToken: string, input: PrepareBody & { readonly realm: Realm }): Promise<PreparedPairingJson>;
-  completePairing(input: CompleteBody): Promise<DeviceResponseJson>;
+  completePairing(input: CompleteBody): Promise<PairedDeviceJson>;
 }
 
 /** Options of {@link createNodeClient}. */
@@ -139,7 +140,7 @@ export function createNodeClient(options: NodeClientOptions): NodeClient {
       call<SignedDiagnosticsJson>('POST', '/edge/0-alpha/diagnostics', { bearer: accessToken, body: { nonce } }),
     preparePairing: (accessToken, input) =>
       call<PreparedPairingJson>('POST', '/edge/0-alpha/pairing/prepare', { bearer: accessToken, body: input }),
-    completePairing: (input) => call<DeviceResponseJson>('POST', '/edge/0-alpha/pairing/complete', { body: input }),
+    completePairing: (input) => call<PairedDeviceJson>('POST', '/edge/0-alpha/pairing/complete', { body: input }),
   } satisfies NodeClient);
 }
 
@@ -189,17 +190,21 @@ export async function pairDevice(
   node: NodeClient,
   key: DeviceKey,
   input: { readonly intentId: string; readonly code: string; readonly name?: string; readonly expectedNodeId?: string },
-): Promise<{ readonly device: DeviceJson; readonly nodeId: string }> {
+): Promise<{ readonly device: DeviceJson; readonly nodeId: string; readonly preparedByNode: string | null; readonly clusterId: string }> {
   const nodeId = checkedNodeId(await node.discovery(), input.expectedNodeId);
   const signature = key.sign(pairingProofString({ nodeId, intentId: input.intentId, publicKey: key.publicKeyHex }));
-  const { device } = await node.completePairing({
+  const answer = await node.completePairing({
     intent_id: input.intentId,
     code: input.code,
     public_key: key.publicKeyHex,
     signature,
     ...(input.name === undefined ? {} : { name: input.name }),
   });
-  return { device, nodeId };
+  // The signature is over this node's id, so only this node can have completed it.
+  if (answer.completed_by_node !== nodeId) {
+    throw new NodeIdentityError(`the pairing was answered by node ${answer.completed_by_node}, not ${nodeId} whose id the device signed`);
+  }
+  return { device: answer.device, nodeId, preparedByNode: answer.prepared_by_node, clusterId: answer.cluster_id };
 }
 
 /**

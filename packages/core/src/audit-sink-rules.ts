@@ -46,3 +46,23 @@ export function sinkDirectoryRefusal(stat: SinkPathStat): string | null {
   if ((stat.mode & 0o022) !== 0) return `its mode ${(stat.mode & 0o7777).toString(8)} lets group or others write in it`;
   return null;
 }
+
+/** The placeholder in `:svc/audit-sinks :file` replaced by the shipping node's id. */
+export const AUDIT_SINK_NODE_PLACEHOLDER = '{node}';
+
+/**
+ * The sink file path a node writes: the configured path with every `{node}` replaced by the
+ * node's id. Each node ships the whole trail from its own cursor, so nodes that share a host (or
+ * a mounted log directory) need one file each, or every event lands in one file once per node;
+ * `{node}` gives each its own. Without a node key (`nodeId` null) the placeholder cannot be
+ * filled and the path is refused.
+ *
+ * @throws {TypeError} when the path holds `{node}` and there is no node id.
+ * @example
+ * auditSinkPathFor('/var/log/svc/audit-{node}.jsonl', '7K2M-...-C'); // "/var/log/svc/audit-7K2M-...-C.jsonl"
+ */
+export function auditSinkPathFor(template: string, nodeId: string | null): string {
+  if (!template.includes(AUDIT_SINK_NODE_PLACEHOLDER)) return template;
+  if (nodeId === null) throw new TypeError(`the audit sink path ${template} names {node}, but this service has no node key to name it by`);
+  return template.split(AUDIT_SINK_NODE_PLACEHOLDER).join(nodeId);
+}

@@ -36,7 +36,7 @@ export const AUDIT_SINK_SETTINGS: readonly AuditSinkSetting[] = [
     kind: 'string',
     default: null,
     meaning:
-      'append every audit event and a signed checkpoint after each batch to this JSON-lines file (created 0600; a relative path is from the project directory). Refused, with nothing written, when it is a symbolic link, owned by another user or readable or writable by group or others, or in a directory its group or others can write (keep it in a dedicated one such as /var/log/svc, 0750)',
+      'append every audit event and a signed checkpoint after each batch to this JSON-lines file (created 0600; a relative path is from the project directory). Refused, with nothing written, when it is a symbolic link, owned by another user or readable or writable by group or others, or in a directory its group or others can write (keep it in a dedicated one such as /var/log/svc, 0750). Each node ships the whole trail through its own cursor: with several nodes on one host or one shared directory, put `{node}` in the path (replaced by the shipping node\'s id, e.g. "/var/log/svc/audit-{node}.jsonl") so that each node writes its own file; every line names the node that shipped it (`shipped_by_node`)',
   },
   {
     key: ':file-max-bytes',

@@ -129,6 +129,7 @@ export const CONTROL_STATE_TABLES = [
       completed_at: i,
       burned_at: i,
       device_id: t,
+      prepared_by_node: t,
     },
     key: ['id'],
   },

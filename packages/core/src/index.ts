@@ -54,7 +54,13 @@ export {
   signAuditCheckpoint,
 } from './audit-checkpoint.js';
 export { type AuditShippingHealth, type AuditSinkName, auditShippingAfter } from './audit-shipping-health.js';
-export { type SinkPathStat, sinkDirectoryRefusal, sinkFileRefusal } from './audit-sink-rules.js';
+export {
+  AUDIT_SINK_NODE_PLACEHOLDER,
+  auditSinkPathFor,
+  type SinkPathStat,
+  sinkDirectoryRefusal,
+  sinkFileRefusal,
+} from './audit-sink-rules.js';
 export {
   type AccountingEvent,
   type BackupSignaturePayload,
@@ -141,7 +147,7 @@ export {
 } from './handoff.js';
 export { type IdKind, isIdOfKind, newId } from './ids.js';
 export { type NodeHealthFacts, type NodeHealthVerdict, nodeHealthVerdict } from './node-health-verdict.js';
-export { isValidNodeId, nodeIdOf, normalizeNodeId } from './node-id.js';
+export { CLUSTER_ID_PATTERN, clusterIdOf, isValidNodeId, nodeIdOf, normalizeNodeId } from './node-id.js';
 export { type NodeKeySetJson, nodeKeyValidAt } from './node-keys.js';
 export { type Clock, type Logger, type RandomBytes, silentLogger } from './ports.js';
 export { makePrincipal, type Principal, type PrincipalClaims } from './principal.js';
@@ -391,8 +397,10 @@ export {
   type NodeStatusJson,
   nodeHealthResponse,
   nodeStatusResponse,
+  type PairedDeviceJson,
   type PrepareBody,
   type PreparedPairingJson,
+  pairedDeviceResponse,
   prepareBody,
   preparedPairingResponse,
   type RetiredNodeKeyJson,

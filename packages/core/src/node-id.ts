@@ -84,3 +84,24 @@ export function normalizeNodeId(text: string): string | null {
   const canonical = `${group(symbols.slice(0, DATA_SYMBOLS))}-${symbols.slice(DATA_SYMBOLS)}`;
   return isValidNodeId(canonical) ? canonical : null;
 }
+
+/** The canonical form of a cluster id: `clu_` and 26 Crockford base32 symbols, like every svc id. */
+export const CLUSTER_ID_PATTERN = /^clu_[0-9A-HJKMNP-TV-Z]{26}$/;
+
+/**
+ * The cluster id: one stable name for every node serving one project on one store. The nodes
+ * share nothing else that is stable (each keeps its own node key), but they all serve the same
+ * project id, so the id is derived from it: `clu_` and the Crockford base32 form of
+ * the first 16 bytes (128 bits) of SHA-256(`"svc-cluster\0" + projectId`). It names the project's
+ * cluster, never a node; it reveals nothing a caller could not already ask for (the project id is
+ * in the signed diagnostics).
+ *
+ * @throws {TypeError} when the project id is empty.
+ * @example
+ * clusterIdOf('prj_01j...'); // "clu_" and 26 symbols, the same on every node of that project
+ */
+export function clusterIdOf(projectId: string): string {
+  if (typeof projectId !== 'string' || projectId.length === 0) throw new TypeError('clusterIdOf takes a non-empty project id');
+  const digest = createHash('sha256').update(`svc-cluster\0${projectId}`, 'utf8').digest();
+  return `clu_${crockfordBase32(digest.subarray(0, 16), 26)}`;
+}

@@ -31,7 +31,7 @@ export const ROTATION_COLUMNS = `${SESSION_COLUMNS}, refresh_digest, prev_refres
 export const REFRESH_COLUMNS = `${ROTATION_COLUMNS}, prev_successor`;
 export const EVENT_COLUMNS = 'seq, id, at, type, realm, subject, device_id, session_id, data, prev_hash, hash';
 export const INTENT_COLUMNS =
-  'id, realm, subject, name, code_digest, created_at, expires_at, created_by, failures, completed_at, burned_at, device_id';
+  'id, realm, subject, name, code_digest, created_at, expires_at, created_by, failures, completed_at, burned_at, device_id, prepared_by_node';
 export const CHALLENGE_COLUMNS = 'id, public_key, realm, challenge, created_at, expires_at';
 export const LINK_COLUMNS =
   'id, realm, subject, provider, issuer, external_subject, credential_data, counter, name, created_at, last_used_at, removed_at';

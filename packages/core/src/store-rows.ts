@@ -137,6 +137,7 @@ export interface IntentRow {
   completed_at: number | null;
   burned_at: number | null;
   device_id: string | null;
+  prepared_by_node: string | null;
 }
 
 export interface LinkRow {
@@ -462,6 +463,7 @@ export function toIntent(r: IntentRow): PairingIntentRecord {
     completedAt: r.completed_at,
     burnedAt: r.burned_at,
     deviceId: r.device_id,
+    preparedByNode: r.prepared_by_node,
   });
 }
 

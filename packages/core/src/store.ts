@@ -382,6 +382,8 @@ export interface PairingIntentRecord {
   readonly completedAt: number | null;
   readonly burnedAt: number | null;
   readonly deviceId: string | null;
+  /** The node id of the node that prepared it (an intent prepared on one node may complete on another); null when not prepared on a node surface. */
+  readonly preparedByNode: string | null;
 }
 
 /** A new token pair, as digests and expiries, for a session. */

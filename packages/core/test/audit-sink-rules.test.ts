@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { type SinkPathStat, sinkDirectoryRefusal, sinkFileRefusal } from '../src/index.js';
+import { auditSinkPathFor, type SinkPathStat, sinkDirectoryRefusal, sinkFileRefusal } from '../src/index.js';
 
 const file = (mode: number, uid = 1000): SinkPathStat => ({ uid, mode: 0o100000 | mode, isFile: () => true, isDirectory: () => false });
 const directory = (mode: number): SinkPathStat => ({ uid: 1000, mode: 0o040000 | mode, isFile: () => false, isDirectory: () => true });
@@ -34,5 +34,16 @@ describe('audit sink file rules', () => {
     }
     for (const mode of [0o755, 0o750, 0o700]) assert.equal(sinkDirectoryRefusal(directory(mode)), null, mode.toString(8));
     assert.match(sinkDirectoryRefusal({ ...directory(0o700), isDirectory: () => false }) ?? '', /not a directory/);
+  });
+});
+
+describe('the {node} placeholder of the sink path', () => {
+  test('is replaced by the shipping node id, everywhere it occurs; a path without it is kept', () => {
+    assert.equal(auditSinkPathFor('/var/log/svc/audit-{node}.jsonl', 'AAAA-0'), '/var/log/svc/audit-AAAA-0.jsonl');
+    assert.equal(auditSinkPathFor('/l/{node}/a-{node}.jsonl', 'B-1'), '/l/B-1/a-B-1.jsonl');
+    assert.equal(auditSinkPathFor('/var/log/svc/audit.jsonl', null), '/var/log/svc/audit.jsonl');
+  });
+  test('without a node key a {node} path is refused: nodes would otherwise share one file', () => {
+    assert.throws(() => auditSinkPathFor('/var/log/svc/audit-{node}.jsonl', null), /no node key/);
   });
 });

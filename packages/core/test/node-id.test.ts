@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { createHash, generateKeyPairSync } from 'node:crypto';
 import { test } from 'node:test';
-import { isValidNodeId, nodeIdOf, normalizeNodeId, publicKeyHexOf } from '@svc/core';
+import { CLUSTER_ID_PATTERN, clusterIdOf, isValidNodeId, nodeIdOf, normalizeNodeId, publicKeyHexOf } from '@svc/core';
 import { NODE_ID_PATTERN } from '../src/node-id.js';
 
 const ALPHABET = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
@@ -86,4 +86,21 @@ test('anything that is not a node id is refused', () => {
   for (const bad of [42, null, undefined, {}]) assert.equal(isValidNodeId(bad), false);
   assert.throws(() => nodeIdOf('abc'), TypeError);
   assert.throws(() => nodeIdOf(`${RFC8032_KEY.slice(0, 62)}zz`), TypeError);
+});
+
+test('the cluster id is the same for one project id, differs between projects, and is clu_ + 26 Crockford symbols of SHA-256 over a label and the project id', () => {
+  const id = clusterIdOf('prj_01M84FYN5X4PDVZ73Z4FT3NFQC');
+  assert.equal(clusterIdOf('prj_01M84FYN5X4PDVZ73Z4FT3NFQC'), id, 'every node of the project derives the same one');
+  assert.notEqual(clusterIdOf('prj_01M84FYN5X4PDVZ73Z4FT3NFQD'), id);
+  assert.match(id, CLUSTER_ID_PATTERN);
+  // Independently: the first 16 bytes of the digest, as 26 base32 symbols (130 bits, the top two zero).
+  const digest = createHash('sha256').update('svc-cluster\0prj_01M84FYN5X4PDVZ73Z4FT3NFQC').digest().subarray(0, 16);
+  let value = BigInt(`0x${digest.toString('hex')}`);
+  let symbols = '';
+  for (let i = 0; i < 26; i++) {
+    symbols = ALPHABET[Number(value & 31n)] + symbols;
+    value >>= 5n;
+  }
+  assert.equal(id, `clu_${symbols}`);
+  assert.throws(() => clusterIdOf(''), TypeError);
 });

@@ -20,6 +20,7 @@ import {
   type AuthDeps,
   auditEventToJson,
   auditShippingAfter,
+  auditSinkPathFor,
   errorCodeOf,
   GENESIS_HASH,
   signAuditCheckpoint,
@@ -212,9 +213,13 @@ function isSymlink(path: string): boolean {
   }
 }
 
-/** The line of an event in the sinks: the API's event form, marked so a log pipeline can pick it out. */
-function eventLine(event: AuditEvent): string {
-  return JSON.stringify({ record: 'audit.event', ...auditEventToJson(event) });
+/**
+ * The line of an event in the sinks: the API's event form, marked so a log pipeline can pick it
+ * out, and the id of the node that shipped it (null without a node key): each node of a cluster
+ * ships the whole trail, so a sink fed by several nodes can tell their copies apart.
+ */
+function eventLine(event: AuditEvent, shippedBy: string | null): string {
+  return JSON.stringify({ record: 'audit.event', ...auditEventToJson(event), shipped_by_node: shippedBy });
 }
 
 /**
@@ -245,10 +250,6 @@ export function startAuditShipping(ctx: {
   if (sinks.file === null && !sinks.stdout) return { stop: async () => undefined, health: () => null };
   const names: AuditSinkName[] = [...(sinks.file === null ? [] : (['file'] as const)), ...(sinks.stdout ? (['stdout'] as const) : [])];
   let health = auditShippingAfter(names, null);
-  const file =
-    sinks.file === null
-      ? null
-      : new JsonLinesFile(isAbsolute(sinks.file) ? sinks.file : resolve(project.dir, sinks.file), sinks.fileMaxBytes, sinks.fileKeep);
   let identity: (() => NodeIdentity) | null = null;
   if (existsSync(project.nodeKey)) {
     assertOwnerOnly(project.nodeKey, 'the node key');
@@ -259,6 +260,21 @@ export function startAuditShipping(ctx: {
       ),
     );
   }
+  // The node id at start names the file (`{node}`) and the lines: a key rotated while the
+  // service runs changes neither until the next start.
+  const shippedBy = identity === null ? null : identity().nodeId;
+  let sinkPath: string | null = null;
+  if (sinks.file !== null) {
+    try {
+      sinkPath = auditSinkPathFor(sinks.file, shippedBy);
+    } catch (error) {
+      throw new AuditSinkError((error as Error).message);
+    }
+  }
+  const file =
+    sinkPath === null
+      ? null
+      : new JsonLinesFile(isAbsolute(sinkPath) ? sinkPath : resolve(project.dir, sinkPath), sinks.fileMaxBytes, sinks.fileKeep);
   const cursorFile = auditCursorFile(project);
   let cursor = readAuditCursor(cursorFile);
   let stopping = false;
@@ -286,7 +302,7 @@ export function startAuditShipping(ctx: {
     if (first.seq !== cursor.seq + 1 || first.prevHash !== cursor.hash) {
       throw new ShipStall(`event #${first.seq} does not continue the chain the sinks have up to #${cursor.seq}`);
     }
-    const lines = events.map(eventLine);
+    const lines = events.map((e) => eventLine(e, shippedBy));
     if (identity !== null) {
       const checkpoint = signAuditCheckpoint(
         { project: deps.projectId, head: { seq: last.seq, hash: last.hash }, now: deps.clock.now() },

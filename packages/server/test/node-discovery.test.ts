@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { isValidNodeId, nodeIdOf } from '@svc/core';
+import { CLUSTER_ID_PATTERN, clusterIdOf, isValidNodeId, nodeIdOf } from '@svc/core';
 import { NODE_ROUTES } from '../src/node/routes.js';
 import { adminToken, type NodeHarness, nodeApi, startNodeHarness } from './support/node-harness.js';
 
@@ -27,6 +27,7 @@ describe('node surface: discovery', () => {
     assert.deepEqual(Object.keys(r.body).sort(), [
       'alg',
       'api_version',
+      'cluster_id',
       'node_id',
       'previous_keys',
       'providers',
@@ -43,6 +44,8 @@ describe('node surface: discovery', () => {
     assert.equal(r.body.node_id, h.identity.nodeId);
     assert.ok(isValidNodeId(r.body.node_id));
     assert.equal(r.body.node_id, nodeIdOf(r.body.public_key), 'the id is derived from the advertised key');
+    assert.equal(r.body.cluster_id, clusterIdOf(h.deps.projectId), 'the cluster is named by the project every node serves');
+    assert.match(r.body.cluster_id, CLUSTER_ID_PATTERN);
   });
 
   test('discovery advertises exactly the six routes of the contract, and those are exactly the routes installed', async () => {

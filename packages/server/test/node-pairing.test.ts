@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { pairingProofString } from '@svc/core';
+import { clusterIdOf, pairingProofString } from '@svc/core';
 import { api, newDeviceKey, signIn } from './support/harness.js';
 import { adminToken, completion, type NodeHarness, nodeApi, prepare, startNodeHarness } from './support/node-harness.js';
 
@@ -29,6 +29,7 @@ describe('node surface: pairing', () => {
     });
     assert.equal(r.status, 201);
     assert.deepEqual(Object.keys(r.body).sort(), [
+      'cluster_id',
       'code',
       'expires_at',
       'expires_in',
@@ -91,7 +92,11 @@ describe('node surface: pairing', () => {
     const key = intent.key;
     const r = await nodeApi(h, 'POST', COMPLETE, { body: completion(h, intent, key) });
     assert.equal(r.status, 201);
-    assert.deepEqual(Object.keys(r.body), ['device']);
+    assert.deepEqual(Object.keys(r.body), ['device', 'prepared_by_node', 'completed_by_node', 'cluster_id']);
+    // Prepared and completed on this one node: both name it.
+    assert.equal(r.body.prepared_by_node, h.identity.nodeId);
+    assert.equal(r.body.completed_by_node, h.identity.nodeId);
+    assert.equal(r.body.cluster_id, clusterIdOf(h.deps.projectId));
     assert.match(r.body.device.id, /^dev_/);
     assert.equal(r.body.device.public_key, key.publicKeyHex);
     assert.equal(r.body.device.realm, 'management');

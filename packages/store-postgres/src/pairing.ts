@@ -16,7 +16,7 @@ import { ensureDefaultUser, lockedIntentUsers } from './users.js';
 
 export async function createPairingIntent(ctx: PgContext, intent: PairingIntentRecord, event: AuditEventDraft): Promise<void> {
   await ctx.tx(async (c) => {
-    await c.query(`INSERT INTO pairing_intents (${INTENT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`, [
+    await c.query(`INSERT INTO pairing_intents (${INTENT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`, [
       intent.id,
       intent.realm,
       intent.subject,
@@ -29,6 +29,7 @@ export async function createPairingIntent(ctx: PgContext, intent: PairingIntentR
       intent.completedAt,
       intent.burnedAt,
       intent.deviceId,
+      intent.preparedByNode,
     ]);
     // A new subject's user comes with its intent: completion requires one.
     await ensureDefaultUser(c, { subject: intent.subject, realm: intent.realm, now: intent.createdAt });

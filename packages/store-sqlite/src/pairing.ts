@@ -20,7 +20,7 @@ function prepare(db: Database.Database) {
   return {
     insertIntent: p<PairingIntentRecord>(
       `INSERT INTO pairing_intents (${INTENT_COLUMNS})
-       VALUES (@id, @realm, @subject, @name, @codeDigest, @createdAt, @expiresAt, @createdBy, @failures, @completedAt, @burnedAt, @deviceId)`,
+       VALUES (@id, @realm, @subject, @name, @codeDigest, @createdAt, @expiresAt, @createdBy, @failures, @completedAt, @burnedAt, @deviceId, @preparedByNode)`,
     ),
     intentById: p<[string], IntentRow>(`SELECT ${INTENT_COLUMNS} FROM pairing_intents WHERE id = ?`),
     failIntent: p<{ id: string; now: number; maxFailures: number }, { failures: number; burned_at: number | null }>(
@@ -57,6 +57,7 @@ export class SqlitePairing {
         completedAt: intent.completedAt,
         burnedAt: intent.burnedAt,
         deviceId: intent.deviceId,
+        preparedByNode: intent.preparedByNode,
       });
       // A new subject's user comes with its intent: completion requires one.
       this.#ctx.ensureUser(intent.subject, intent.realm, intent.createdAt);

@@ -135,6 +135,7 @@ function tableRows(d: MemoryControlData, name: string): Row[] {
         completed_at: p.completedAt,
         burned_at: p.burnedAt,
         device_id: p.deviceId,
+        prepared_by_node: p.preparedByNode,
       }));
     case 'audit_events':
       return d.events.map((e) => ({
@@ -349,6 +350,7 @@ export function importMemoryRow(d: MemoryControlData, table: ControlTable, r: Ro
           completedAt: nn(r.completed_at),
           burnedAt: nn(r.burned_at),
           deviceId: sn(r.device_id),
+          preparedByNode: sn(r.prepared_by_node),
         }),
       );
       return;

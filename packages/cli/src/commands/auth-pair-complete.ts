@@ -74,11 +74,13 @@ export const authPairComplete: Command = {
       }
       throw explainNodeFailure('pairing refused', error);
     }
-    const { device, nodeId } = result;
+    const { device, nodeId, preparedByNode, clusterId } = result;
     if (args.values.json === true) {
-      printJson({ device, node_id: nodeId });
+      printJson({ device, node_id: nodeId, prepared_by_node: preparedByNode, completed_by_node: nodeId, cluster_id: clusterId });
     } else {
       printLine(`paired with node ${nodeId}`);
+      if (preparedByNode !== null && preparedByNode !== nodeId) printLine(`prepared: on node ${preparedByNode} (same cluster)`);
+      printLine(`cluster:  ${clusterId}`);
       printLine(`device:   ${device.id}  (${device.name})`);
       printLine(`realm:    ${device.realm}`);
       printLine(`subject:  ${device.subject}`);

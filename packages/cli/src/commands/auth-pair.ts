@@ -160,6 +160,7 @@ export const authPair: Command = {
       printLine(`intent:   ${prepared.intent_id}`);
       printLine(`code:     ${prepared.code}   (single use; ${PAIRING_MAX_FAILURES} wrong codes burn it)`);
       printLine(`node id:  ${prepared.node_id}`);
+      printLine(`cluster:  ${prepared.cluster_id}   (any node of it can complete the pairing; run complete with that node's URL and id)`);
       printLine(`realm:    ${prepared.realm}`);
       printLine(`subject:  ${prepared.subject}${prepared.name === null ? '' : `  name: ${prepared.name}`}`);
       printLine(`key:      ${prepared.public_key}   (only this device key can complete it)`);

@@ -115,7 +115,7 @@ export async function startMemoryService(): Promise<MemoryService> {
         publicKey: key.publicKeyHex,
         signature: key.sign(proof),
       });
-      return { deviceId: paired.id, subject: intent.subject };
+      return { deviceId: paired.device.id, subject: intent.subject };
     },
     async close() {
       await gateway.close();

@@ -3,6 +3,7 @@ import type { AuthDeps } from '../deps.js';
 import { parsePublicKeyHex, parseSignatureHex, verifyEd25519Async } from '../ed25519.js';
 import { AuthError } from '../errors.js';
 import { crockfordBase32, isIdOfKind, newId } from '../ids.js';
+import { clusterIdOf } from '../node-id.js';
 import type { Principal } from '../principal.js';
 import { isRealm, type Realm } from '../realm.js';
 import { PAIRING_MAX_FAILURES, PAIRING_MIN_TTL_SECONDS } from '../settings.js';
@@ -61,7 +62,7 @@ function parseSubject(deps: AuthDeps, subject: unknown): string {
 }
 
 /** The answer to a prepared intent: the code exists only here, the store keeps its digest. */
-export type PreparedPairing = Omit<PreparedPairingJson, 'node_id'>;
+export type PreparedPairing = Omit<PreparedPairingJson, 'node_id' | 'cluster_id'>;
 
 /**
  * Prepares an enrolment intent for a new device in `realm`, authorised by a management
@@ -82,6 +83,8 @@ export async function preparePairing(
     readonly subject?: unknown;
     readonly name?: unknown;
     readonly ttlSeconds?: unknown;
+    /** The node preparing it (its node id), named in the `pairing.prepared` event; absent off the node surface. */
+    readonly nodeId?: string;
   },
 ): Promise<PreparedPairing> {
   if (input.principal.realm !== 'management') {
@@ -115,6 +118,7 @@ async function storeIntent(
     readonly subject?: unknown;
     readonly name?: unknown;
     readonly ttlSeconds?: unknown;
+    readonly nodeId?: string;
   },
 ): Promise<Omit<PreparedPairing, 'public_key' | 'provider'>> {
   const ttl = parseTtl(deps, input.ttlSeconds);
@@ -142,6 +146,7 @@ async function storeIntent(
     completedAt: null,
     burnedAt: null,
     deviceId: null,
+    preparedByNode: input.nodeId ?? null,
   };
   await deps.store.createPairingIntent(
     intent,
@@ -155,6 +160,7 @@ async function storeIntent(
         by_subject: input.principal.subject,
         by_session: input.principal.session,
         ttl_seconds: ttl,
+        ...(input.nodeId === undefined ? {} : { prepared_by_node: input.nodeId, cluster_id: clusterIdOf(deps.projectId) }),
       },
     }),
   );
@@ -201,6 +207,12 @@ async function refuseWrongCode(
   );
 }
 
+/** A completed pairing: the enrolled device, and the node that prepared the intent (null when not known). */
+export interface CompletedPairing {
+  readonly device: DeviceRecord;
+  readonly preparedByNode: string | null;
+}
+
 /**
  * Completes an enrolment intent: checks the one-time code together with the device key the
  * intent was prepared for, in constant time, and the new device's signature over
@@ -215,7 +227,7 @@ async function refuseWrongCode(
  * guesses help no one else; the budget and the 5 counted failures bound the audit trail.
  *
  * @example
- * const device = await completePairing(deps, { nodeId, intentId, code, publicKey, signature });
+ * const { device, preparedByNode } = await completePairing(deps, { nodeId, intentId, code, publicKey, signature });
  */
 export async function completePairing(
   deps: AuthDeps,
@@ -229,7 +241,7 @@ export async function completePairing(
     /** False beyond the failure budget: a failure is then neither counted nor audited. Default true. */
     readonly countFailure?: boolean;
   },
-): Promise<DeviceRecord> {
+): Promise<CompletedPairing> {
   if (typeof input.intentId !== 'string' || input.intentId.length > 64) {
     throw new AuthError('invalid_request', 'intent_id must be an intent id (int_...)');
   }
@@ -274,13 +286,20 @@ export async function completePairing(
       subject: intent.subject,
       deviceId: device.id,
       at: now,
-      data: { intent_id: intent.id, public_key: publicKey, name: device.name },
+      data: {
+        intent_id: intent.id,
+        public_key: publicKey,
+        name: device.name,
+        prepared_by_node: intent.preparedByNode,
+        completed_by_node: input.nodeId,
+        cluster_id: clusterIdOf(deps.projectId),
+      },
     }),
   );
   switch (result.kind) {
     case 'completed':
       deps.log.info({ event: 'pairing.completed', intent_id: intent.id, device_id: device.id }, 'device paired');
-      return result.device;
+      return { device: result.device, preparedByNode: intent.preparedByNode };
     case 'already_enrolled':
       throw new AuthError('already_enrolled', 'that public key is already enrolled');
     case 'invalid':
@@ -333,6 +352,8 @@ export async function prepareLinkPairing(
     readonly subject?: unknown;
     readonly name?: unknown;
     readonly ttlSeconds?: unknown;
+    /** The node preparing it (its node id), named in the `pairing.prepared` event; absent off the node surface. */
+    readonly nodeId?: string;
   },
 ): Promise<PreparedPairing> {
   if (input.principal.realm !== 'management') {

@@ -1,4 +1,4 @@
-import { realmSchema, storeFaultSchema } from './management.js';
+import { deviceSchema, realmSchema, storeFaultSchema } from './management.js';
 import type { WireType } from './wire-type.js';
 
 /*
@@ -105,9 +105,12 @@ export type RetiredNodeKeyJson = WireType<typeof retiredNodeKeySchema>;
 
 export const discoveryResponse = {
   type: 'object',
-  required: ['node_id', 'public_key', 'valid_from', 'previous_keys', 'alg', 'api_version', 'routes', 'providers'],
+  required: ['node_id', 'cluster_id', 'public_key', 'valid_from', 'previous_keys', 'alg', 'api_version', 'routes', 'providers'],
   properties: {
+    /** This node: the id of its own key (each node of a cluster has its own). */
     node_id: { type: 'string' },
+    /** The cluster this node serves in: the same on every node of the project (see `clusterIdOf`). */
+    cluster_id: { type: 'string' },
     public_key: { type: 'string' },
     /** When the current key became the node key, or null when not known (never rotated). */
     valid_from: nullableString,
@@ -206,9 +209,11 @@ export type ModuleStatusJson = WireType<typeof moduleStatusSchema>;
 
 export const nodeStatusResponse = {
   type: 'object',
-  required: ['node_id', 'api_version', 'checked_at', 'service', 'store_addon', 'providers', 'modules'],
+  required: ['node_id', 'cluster_id', 'api_version', 'checked_at', 'service', 'store_addon', 'providers', 'modules'],
   properties: {
     node_id: { type: 'string' },
+    /** The cluster this node serves in, the same on every node of the project. */
+    cluster_id: { type: 'string' },
     api_version: { type: 'string' },
     checked_at: { type: 'string' },
     service: { type: 'object', required: ['name', 'version'], properties: { name: { type: 'string' }, version: { type: 'string' } } },
@@ -251,6 +256,7 @@ export const diagnosticsPayloadSchema = {
     'type',
     'api_version',
     'node_id',
+    'cluster_id',
     'project_id',
     'nonce',
     'generated_at',
@@ -264,6 +270,8 @@ export const diagnosticsPayloadSchema = {
     type: { type: 'string', enum: [DIAGNOSTICS_TYPE] },
     api_version: { type: 'string' },
     node_id: { type: 'string' },
+    /** The cluster the signing node serves in (derived from `project_id`, the same on every node). */
+    cluster_id: { type: 'string' },
     project_id: { type: 'string' },
     /** The caller's nonce, echoed inside the signature: proves the answer is fresh. */
     nonce: { type: 'string' },
@@ -308,7 +316,19 @@ export type SignedDiagnosticsJson = WireType<typeof signedDiagnosticsResponse>;
 
 export const preparedPairingResponse = {
   type: 'object',
-  required: ['intent_id', 'realm', 'subject', 'name', 'public_key', 'provider', 'code', 'expires_at', 'expires_in', 'node_id'],
+  required: [
+    'intent_id',
+    'realm',
+    'subject',
+    'name',
+    'public_key',
+    'provider',
+    'code',
+    'expires_at',
+    'expires_in',
+    'node_id',
+    'cluster_id',
+  ],
   properties: {
     intent_id: { type: 'string' },
     realm: realmSchema,
@@ -322,8 +342,32 @@ export const preparedPairingResponse = {
     code: { type: 'string' },
     expires_at: { type: 'string' },
     expires_in: { type: 'integer' },
+    /** The node that prepared the intent (the one whose id the new device signs over). */
     node_id: { type: 'string' },
+    /** The cluster it serves in: any node of it can complete the intent. */
+    cluster_id: { type: 'string' },
   },
 } as const;
 /** The answer of `POST /edge/0-alpha/pairing/prepare`. */
 export type PreparedPairingJson = WireType<typeof preparedPairingResponse>;
+
+/**
+ * The answer of `POST /edge/0-alpha/pairing/complete`: the enrolled device (as enrollment
+ * answers it), and which node and which cluster answered. An intent prepared on one node may be
+ * completed on another node of the same cluster (they share the store).
+ */
+export const pairedDeviceResponse = {
+  type: 'object',
+  required: ['device', 'prepared_by_node', 'completed_by_node', 'cluster_id'],
+  properties: {
+    device: deviceSchema,
+    /** The node that prepared the intent; null for an intent prepared before nodes were recorded. */
+    prepared_by_node: nullableString,
+    /** The node that completed the pairing: the one that answered. */
+    completed_by_node: { type: 'string' },
+    /** The cluster it serves in. */
+    cluster_id: { type: 'string' },
+  },
+} as const;
+/** The answer of `POST /edge/0-alpha/pairing/complete`. */
+export type PairedDeviceJson = WireType<typeof pairedDeviceResponse>;

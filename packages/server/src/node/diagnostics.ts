@@ -1,4 +1,4 @@
-import { DIAGNOSTICS_TYPE, type DiagnosticsPayload, rfc3339, rfc8785Json, type SignedDiagnosticsJson } from '@svc/core';
+import { clusterIdOf, DIAGNOSTICS_TYPE, type DiagnosticsPayload, rfc3339, rfc8785Json, type SignedDiagnosticsJson } from '@svc/core';
 import type { StoreStats } from '@svc/core/store';
 import type { NodeIdentity } from './identity.js';
 import { NODE_API_VERSION } from './routes.js';
@@ -20,6 +20,7 @@ export function diagnosticsPayload(
     type: DIAGNOSTICS_TYPE,
     api_version: NODE_API_VERSION,
     node_id: input.nodeId,
+    cluster_id: clusterIdOf(input.projectId),
     project_id: input.projectId,
     nonce: input.nonce,
     generated_at: rfc3339(input.now),

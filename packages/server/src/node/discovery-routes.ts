@@ -1,4 +1,4 @@
-import type { NodeDiscoveryJson } from '@svc/core';
+import { clusterIdOf, type NodeDiscoveryJson } from '@svc/core';
 import type { FastifyPluginAsync } from 'fastify';
 import { documented, problemResponses } from '../http/problem-schema.js';
 import type { NodeRouteOptions } from './route-options.js';
@@ -17,12 +17,12 @@ import { discoveryResponse } from './schemas.js';
  * @example
  * await app.register(discoveryRoutes, { deps, identity, providers });
  */
-export const discoveryRoutes: FastifyPluginAsync<NodeRouteOptions> = async (app, { identity, providers }) => {
+export const discoveryRoutes: FastifyPluginAsync<NodeRouteOptions> = async (app, { deps, identity, providers }) => {
   app.get(
     NODE_PATHS.discovery,
     {
       schema: documented({
-        summary: 'Who this node is and the routes it serves',
+        summary: 'Who this node is, which cluster it serves in, and the routes it serves',
         response: { 200: { description: 'The node id, its public key and its routes', ...discoveryResponse }, ...problemResponses() },
       }),
     },
@@ -31,6 +31,7 @@ export const discoveryRoutes: FastifyPluginAsync<NodeRouteOptions> = async (app,
       const current = identity();
       return {
         node_id: current.nodeId,
+        cluster_id: clusterIdOf(deps.projectId),
         public_key: current.publicKeyHex,
         valid_from: current.validFrom ?? null,
         previous_keys: current.previousKeys ?? [],

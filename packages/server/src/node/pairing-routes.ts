@@ -1,4 +1,4 @@
-import { AuthError, completePairing, deviceToJson, isIdOfKind, prepareLinkPairing, preparePairing } from '@svc/core';
+import { AuthError, clusterIdOf, completePairing, deviceToJson, isIdOfKind, prepareLinkPairing, preparePairing } from '@svc/core';
 import type { FastifyPluginAsync } from 'fastify';
 import { failureCounting } from '../http/failure-counting.js';
 import { clientAddressKey } from '../http/failure-limiter.js';
@@ -21,13 +21,16 @@ import {
  *
  * - `POST /edge/0-alpha/pairing/prepare` (management-realm bearer token),
  *   `{"realm", "public_key", "name"?, "subject"?, "ttl_seconds"?}` → `201` with the intent id, the
- *   one-time code, the realm, subject, name, expiry, and this node's id (for the admin to read
- *   out); with `"provider"` instead of `"public_key"`, a link intent: its code lets the holder
+ *   one-time code, the realm, subject, name, expiry, this node's id (for the admin to read
+ *   out) and the cluster id; with `"provider"` instead of `"public_key"`, a link intent: its code lets the holder
  *   link a credential of that provider (a passkey, a company login) to the subject at the
  *   gateway's sign-in page, and be signed in with it;
  * - `POST /edge/0-alpha/pairing/complete` (no bearer: the code plus a signature by the new key
  *   over `pairingProofString({nodeId, intentId, publicKey})`),
- *   `{"intent_id", "code", "public_key", "signature", "name"?}` → `201 {"device": Device}`.
+ *   `{"intent_id", "code", "public_key", "signature", "name"?}` → `201 {"device": Device,
+ *   "prepared_by_node", "completed_by_node", "cluster_id"}`: the node that prepared the intent,
+ *   the node that answered, and their cluster (an intent prepared on one node of the cluster may
+ *   be completed on another; the audit events name them too).
  *
  * The core checks the code in constant time, burns the intent after 5 wrong codes, lets one
  * of N concurrent completions win, and audits every step. Here, completions are counted by
@@ -68,8 +71,9 @@ export const pairingRoutes: FastifyPluginAsync<PairingRouteOptions> = async (app
           subject: req.body.subject,
           name: req.body.name,
           ttlSeconds: req.body.ttl_seconds,
+          nodeId: identity().nodeId,
         });
-        return reply.code(201).send({ ...prepared, node_id: identity().nodeId });
+        return reply.code(201).send({ ...prepared, node_id: identity().nodeId, cluster_id: clusterIdOf(deps.projectId) });
       }
       const prepared = await preparePairing(deps, {
         principal: principalOf(req),
@@ -78,8 +82,9 @@ export const pairingRoutes: FastifyPluginAsync<PairingRouteOptions> = async (app
         subject: req.body.subject,
         name: req.body.name,
         ttlSeconds: req.body.ttl_seconds,
+        nodeId: identity().nodeId,
       });
-      return reply.code(201).send({ ...prepared, node_id: identity().nodeId });
+      return reply.code(201).send({ ...prepared, node_id: identity().nodeId, cluster_id: clusterIdOf(deps.projectId) });
     },
   );
 
@@ -107,8 +112,9 @@ export const pairingRoutes: FastifyPluginAsync<PairingRouteOptions> = async (app
     },
     async (req, reply) => {
       const { intent_id, code, public_key, signature, name } = req.body;
-      const device = await completePairing(deps, {
-        nodeId: identity().nodeId,
+      const nodeId = identity().nodeId;
+      const { device, preparedByNode } = await completePairing(deps, {
+        nodeId,
         intentId: intent_id,
         code,
         publicKey: public_key,
@@ -117,7 +123,14 @@ export const pairingRoutes: FastifyPluginAsync<PairingRouteOptions> = async (app
         // Beyond the budget a failure is answered 429 and writes nothing: no count, no audit event.
         countFailure: req.attempt?.counted !== false,
       });
-      return reply.code(201).send({ device: deviceToJson(device) });
+      // Which node and which cluster answered: an intent prepared on one node of the cluster may
+      // be completed on another (the new device signs over the id of the node it completes on).
+      return reply.code(201).send({
+        device: deviceToJson(device),
+        prepared_by_node: preparedByNode,
+        completed_by_node: nodeId,
+        cluster_id: clusterIdOf(deps.projectId),
+      });
     },
   );
 };

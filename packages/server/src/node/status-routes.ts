@@ -1,4 +1,4 @@
-import { type NodeStatusJson, rfc3339 } from '@svc/core';
+import { clusterIdOf, type NodeStatusJson, rfc3339 } from '@svc/core';
 import type { FastifyPluginAsync } from 'fastify';
 import { requireManagementPrincipal } from '../http/principal.js';
 import { documented, problemResponses } from '../http/problem-schema.js';
@@ -26,6 +26,7 @@ export const statusRoutes: FastifyPluginAsync<StatusRouteOptions> = async (app, 
     const c = await components();
     const body: NodeStatusJson = {
       node_id: identity().nodeId,
+      cluster_id: clusterIdOf(deps.projectId),
       api_version: NODE_API_VERSION,
       checked_at: rfc3339(deps.clock.now()),
       service: { name: c.service.name, version: c.service.version },

@@ -324,6 +324,7 @@ describe('across two nodes (two pools on one schema)', () => {
         completedAt: null,
         burnedAt: null,
         deviceId: null,
+        preparedByNode: null,
       },
       draft('pairing.prepared'),
     );
@@ -355,6 +356,7 @@ describe('across two nodes (two pools on one schema)', () => {
         completedAt: null,
         burnedAt: null,
         deviceId: null,
+        preparedByNode: null,
       },
       draft('pairing.prepared'),
     );

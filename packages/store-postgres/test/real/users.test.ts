@@ -260,6 +260,7 @@ async function intentFor(store: Store, subject: string, createdBy: string): Prom
     completedAt: null,
     burnedAt: null,
     deviceId: null,
+    preparedByNode: null,
   };
   await store.createPairingIntent(intent, draft('pairing.prepared'));
   return intent;

@@ -62,7 +62,9 @@ async function fullFlow(deps: AuthDeps, advance: (ms: number) => void): Promise<
   expected.push('pairing.prepared');
   const proof = appKey.sign(pairingProofString({ nodeId: TEST_NODE_ID, intentId: intent.intent_id, publicKey: appKey.publicKey }));
   const attempt = (code: string) =>
-    completePairing(deps, { nodeId: TEST_NODE_ID, intentId: intent.intent_id, code, publicKey: appKey.publicKey, signature: proof });
+    completePairing(deps, { nodeId: TEST_NODE_ID, intentId: intent.intent_id, code, publicKey: appKey.publicKey, signature: proof }).then(
+      (r) => r.device,
+    );
   await rejectsWithCode(attempt('0000-0000'), 'invalid_pairing_code');
   expected.push('pairing.failed');
   const appDevice = await attempt(intent.code);

@@ -135,7 +135,7 @@ export function concurrencySuite(ctx: SuiteContext): void {
               code: intent.code,
               publicKey: key.publicKey,
               signature: key.sign(proof),
-            });
+            }).then((r) => r.device);
           }),
         );
         assert.equal(values.length, 1);

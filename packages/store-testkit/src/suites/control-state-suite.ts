@@ -110,6 +110,7 @@ export async function populateControlState(deps: AuthDeps, fake: FakeClock): Pro
       completedAt: null,
       burnedAt: null,
       deviceId: null,
+      preparedByNode: null,
     },
     auditDraft(deps, 'pairing.prepared', { realm: 'management', subject: admin.device.subject }),
   );

@@ -88,6 +88,7 @@ async function linkIntent(deps: AuthDeps, over: Partial<PairingIntentRecord> = {
     completedAt: null,
     burnedAt: null,
     deviceId: null,
+    preparedByNode: null,
     ...over,
   };
   await deps.store.createPairingIntent(intent, auditDraft(deps, 'pairing.prepared', { data: { intent_id: intent.id, kind: 'link' } }));

@@ -3,6 +3,7 @@ import { describe, test } from 'node:test';
 import {
   type AuthDeps,
   auditDraft,
+  clusterIdOf,
   completePairing,
   newId,
   type PreparedPairing,
@@ -14,6 +15,7 @@ import {
 import { PAIRING_MAX_FAILURES } from '@svc/core/settings';
 import type { PairingIntentRecord } from '@svc/core/store';
 import {
+  allEvents,
   auditLength,
   authenticate,
   bootstrapAdmin,
@@ -45,14 +47,22 @@ async function prepared(
 }
 
 /** A completion attempt by `key`, with a proof signed by `signer` (default: `key` itself). */
-function complete(deps: AuthDeps, intent: PreparedPairing, code: string, key: DeviceKey, signer: DeviceKey = key, nodeId = TEST_NODE_ID) {
-  return completePairing(deps, {
+async function complete(
+  deps: AuthDeps,
+  intent: PreparedPairing,
+  code: string,
+  key: DeviceKey,
+  signer: DeviceKey = key,
+  nodeId = TEST_NODE_ID,
+) {
+  const { device } = await completePairing(deps, {
     nodeId: TEST_NODE_ID,
     intentId: intent.intent_id,
     code,
     publicKey: key.publicKey,
     signature: signer.sign(pairingProofString({ nodeId, intentId: intent.intent_id, publicKey: key.publicKey })),
   });
+  return device;
 }
 
 /** A code that is certainly wrong: the right one with its last character changed. */
@@ -63,6 +73,33 @@ function wrongCode(code: string): string {
 /** createPairingIntent, getPairingIntent, recordPairingFailure, completePairing. */
 export function pairingSuite(ctx: SuiteContext): void {
   describe('pairing', () => {
+    test('an intent prepared on one node and completed on another records and reports both nodes and the cluster', () =>
+      ctx.world(async ({ deps, store }) => {
+        const NODE_A = 'AAAA-AAAA-AAAA-AAAA-AAAA-AAAA-AAAA-AAAA-0';
+        const key = newDeviceKey();
+        const admin = await bootstrapAdmin(deps);
+        const principal = await authenticate(deps, (await signIn(deps, admin.key, 'management')).access_token, 'management');
+        const intent = await preparePairing(deps, { principal, realm: 'application', publicKey: key.publicKey, nodeId: NODE_A });
+        assert.equal((await store.getPairingIntent(intent.intent_id))?.preparedByNode, NODE_A);
+        const completed = await completePairing(deps, {
+          nodeId: TEST_NODE_ID,
+          intentId: intent.intent_id,
+          code: intent.code,
+          publicKey: key.publicKey,
+          signature: key.sign(pairingProofString({ nodeId: TEST_NODE_ID, intentId: intent.intent_id, publicKey: key.publicKey })),
+        });
+        assert.equal(completed.preparedByNode, NODE_A);
+        assert.deepEqual(await store.findDeviceByPublicKey(key.publicKey), completed.device);
+        const events = (await allEvents(store)).filter((e) => e.type.startsWith('pairing.'));
+        assert.deepEqual(
+          events.map((e) => [e.type, e.data.prepared_by_node, e.data.completed_by_node, e.data.cluster_id]),
+          [
+            ['pairing.prepared', NODE_A, undefined, clusterIdOf(deps.projectId)],
+            ['pairing.completed', NODE_A, TEST_NODE_ID, clusterIdOf(deps.projectId)],
+          ],
+        );
+      }));
+
     test('a prepared intent completed with its code and a proof of possession enrolls the device in its realm', () =>
       ctx.world(async ({ deps, store, clock }) => {
         const intent = await prepared(deps, 'application');
@@ -205,6 +242,7 @@ export function pairingSuite(ctx: SuiteContext): void {
           completedAt: null,
           burnedAt: null,
           deviceId: null,
+          preparedByNode: null,
         };
         await store.createPairingIntent(intent, auditDraft(deps, 'pairing.prepared', { data: { intent_id: intent.id } }));
         assert.deepEqual(await store.getPairingIntent(intent.id), intent);
@@ -254,6 +292,7 @@ export function pairingSuite(ctx: SuiteContext): void {
           completedAt: null,
           burnedAt: null,
           deviceId: null,
+          preparedByNode: null,
         };
         await store.createPairingIntent(intent, auditDraft(deps, 'pairing.prepared', { data: { intent_id: intent.id } }));
         const device = { ...deviceRecord(deps, 'management'), subject: intent.subject };

@@ -100,6 +100,7 @@ export function statsSuite(ctx: SuiteContext): void {
           completedAt: null,
           burnedAt: null,
           deviceId: null,
+          preparedByNode: null,
         });
         await store.createPairingIntent(
           intent('int_01KAQ0000000000000000RETA1', clock.now() + 1000),

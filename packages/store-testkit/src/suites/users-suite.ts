@@ -123,6 +123,7 @@ async function pairingIntent(deps: AuthDeps, subject: string, realm: Realm, crea
     completedAt: null,
     burnedAt: null,
     deviceId: null,
+    preparedByNode: null,
   };
   await deps.store.createPairingIntent(intent, auditDraft(deps, 'pairing.prepared', { data: { intent_id: intent.id } }));
   return intent;
