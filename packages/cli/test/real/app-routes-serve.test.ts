@@ -21,7 +21,7 @@ import {
   svcOkInProcess as svcOk,
 } from '../in-process.js';
 import { currentCredentials } from '../support/credentials-file.js';
-import { type ServedUrls, signWith } from '../support/serve-all.js';
+import { pairComplete, type ServedUrls, signWith } from '../support/serve-all.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: JSON answers are inspected field by field
 type Json = any;
@@ -131,29 +131,7 @@ describe('svc serve with :svc/app-routes: two applications behind one gateway', 
         )
       ).stdout,
     );
-    const paired = JSON.parse(
-      (
-        await svcOk(
-          [
-            'auth',
-            'pair',
-            'complete',
-            '--node-url',
-            server.ready.node,
-            '--node-id',
-            nodeId,
-            '--intent',
-            prepared.intent_id,
-            '--code',
-            prepared.code,
-            '--key',
-            keyFile,
-            '--json',
-          ],
-          { env: deviceEnv },
-        )
-      ).stdout,
-    );
+    const paired = await pairComplete({ nodeUrl: server.ready.node, nodeId, prepared, keyFile, env: deviceEnv });
     subject = paired.device.subject;
     // One sign-in, at the gateway's own routes on the grafana origin.
     const challenge = await at(GRAFANA(), 'POST', '/.svc/auth/v1/challenges', { body: { public_key: pub } });

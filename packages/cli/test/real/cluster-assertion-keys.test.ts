@@ -16,7 +16,7 @@ import { openAssertionKeySet, parseKeyEncryptionKey } from '@svc/core';
 import pg from 'pg';
 import { cleanEnv, enrolledProject, keygen, type StartedProcess, svc, svcOk, tempDir, withTimeout } from '../helpers.js';
 import { currentCredentials } from '../support/credentials-file.js';
-import { type ServedUrls, serveAll } from '../support/serve-all.js';
+import { pairComplete, type ServedUrls, serveAll } from '../support/serve-all.js';
 import { createSchemas, PG_URL, writePostgresProject } from '../support/store-projects.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: JSON answers are inspected field by field
@@ -127,24 +127,7 @@ describe('two svc serve nodes on one PostgreSQL store share the assertion key se
       ).stdout,
     );
     const nodeB = await nodeIdOf(b.node);
-    await svcOk(
-      [
-        'auth',
-        'pair',
-        'complete',
-        '--node-url',
-        b.node,
-        '--node-id',
-        nodeB,
-        '--intent',
-        prepared.intent_id,
-        '--code',
-        prepared.code,
-        '--key',
-        keyFile,
-      ],
-      { env: deviceEnv },
-    );
+    await pairComplete({ nodeUrl: b.node, nodeId: nodeB, prepared, keyFile, env: deviceEnv });
     await svcOk(['auth', 'login', '--realm', 'application', '--url', b.app, '--key', keyFile], { env: deviceEnv });
     appToken = currentCredentials(deviceCreds).access_token as string;
   });

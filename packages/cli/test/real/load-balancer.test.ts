@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { type PrivatePostgres, startPrivatePostgres } from '../../../store-postgres/test/private-postgres.js';
 import { cleanEnv, enrolledProject, freePort, keygen, type StartedProcess, svcOk, tempDir, waitUntil } from '../helpers.js';
-import { type ServedUrls, serveAll, signWith } from '../support/serve-all.js';
+import { pairComplete, type ServedUrls, serveAll, signWith } from '../support/serve-all.js';
 import { writePostgresProject } from '../support/store-projects.js';
 
 const HAPROXY = ['/usr/sbin/haproxy', '/usr/bin/haproxy'].find((p) => existsSync(p));
@@ -130,22 +130,7 @@ describe('two svc serve nodes behind HAProxy, on one PostgreSQL (started by this
       ).stdout,
     ) as { intent_id: string; code: string };
     const nodeId = ((await (await fetch(`${a.ready.node}/.well-known/edge`)).json()) as { node_id: string }).node_id;
-    await svcOk(
-      [
-        'auth',
-        'pair',
-        'complete',
-        '--node-url',
-        a.ready.node,
-        '--node-id',
-        nodeId,
-        '--intent',
-        prepared.intent_id,
-        '--code',
-        prepared.code,
-      ].concat(['--key', device.keyFile, '--json']),
-      { env: deviceEnv },
-    );
+    await pairComplete({ nodeUrl: a.ready.node, nodeId, prepared, keyFile: device.keyFile, env: deviceEnv });
 
     const listen = await freePort();
     statsPort = await freePort();

@@ -2,7 +2,7 @@
 // Ed25519 signatures the end-to-end tests make against it, as any client would.
 import { createPrivateKey, sign } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { type StartedProcess, startUntilReady } from '../helpers.js';
+import { type StartedProcess, startUntilReady, svcOk } from '../helpers.js';
 
 /** The three listeners' addresses, as `svc serve` printed them. */
 export type ServedUrls = { management: string; node: string; app: string };
@@ -59,4 +59,37 @@ export async function callJson(url: string, method: string, token?: string, body
  */
 export function signWith(keyFile: string, message: string): string {
   return sign(null, Buffer.from(message, 'utf8'), createPrivateKey(readFileSync(keyFile))).toString('hex');
+}
+
+/** What `svc auth pair complete --json` prints. */
+export interface PairedJson {
+  readonly device: {
+    readonly id: string;
+    readonly subject: string;
+    readonly realm: string;
+    readonly public_key: string;
+    readonly name: string;
+  };
+  readonly prepared_by_node: string | null;
+  readonly completed_by_node: string;
+  readonly cluster_id: string;
+}
+
+/**
+ * `svc auth pair complete --json` as the new device runs it against a node surface: its parsed
+ * answer (`device`, `prepared_by_node`, `completed_by_node`, `cluster_id`).
+ *
+ * @example
+ * const paired = await pairComplete({ nodeUrl: served.ready.node, nodeId, prepared, keyFile, env });
+ */
+export async function pairComplete(opts: {
+  readonly nodeUrl: string;
+  readonly nodeId: string;
+  readonly prepared: { readonly intent_id: string; readonly code: string };
+  readonly keyFile: string;
+  readonly env: NodeJS.ProcessEnv;
+}): Promise<PairedJson> {
+  const args = ['auth', 'pair', 'complete', '--node-url', opts.nodeUrl, '--node-id', opts.nodeId, '--intent', opts.prepared.intent_id];
+  const { stdout } = await svcOk([...args, '--code', opts.prepared.code, '--key', opts.keyFile, '--json'], { env: opts.env });
+  return JSON.parse(stdout) as PairedJson;
 }
