@@ -181,7 +181,7 @@ export async function runSteps(steps, repo) {
 export function normalize(text) {
   // Base64url key material and thumbprints (a JWK's x, its kid) are the 43-character runs.
   return text
-    .replace(/\b(dev|ses|sub|chl|int|evt|prj|bst)_[0-9A-HJKMNP-TV-Z]{26}\b/g, '$1_<id>')
+    .replace(/\b(dev|ses|sub|chl|int|evt|prj|bst|clu)_[0-9A-HJKMNP-TV-Z]{26}\b/g, '$1_<id>')
     .replace(/\bsvc([abr])_[A-Za-z0-9_-]{20,}/g, 'svc$1_<token>')
     .replace(/\b[0-9a-f]{32,}\b/g, '<hex>')
     .replace(/(?<![A-Za-z0-9_-])[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])/g, '<b64>')

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { after, before, describe, test } from 'node:test';
-import { canonicalJson, createChallenge, createSession, type JsonValue } from '@svc/core';
+import { canonicalJson, clusterIdOf, createChallenge, createSession, type JsonValue } from '@svc/core';
 import canonicalize from 'canonicalize';
 import { admin, api, type DeviceKey, newDeviceKey, signIn } from '../support/harness.js';
 import {
@@ -50,6 +50,7 @@ describe('node surface: status', () => {
     assert.equal(r.status, 200);
     assert.deepEqual(r.body, {
       node_id: h.identity.nodeId,
+      cluster_id: clusterIdOf(h.deps.projectId),
       api_version: '0-alpha',
       checked_at: '2026-11-22T10:00:00.000Z',
       service: TEST_COMPONENTS.service,
