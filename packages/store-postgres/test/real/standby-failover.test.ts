@@ -107,7 +107,7 @@ describe('a primary and a synchronous standby given to the store as one libpq ho
         while (cancelled === 0) {
           if (Date.now() > until) assert.fail('waited 30 s for a svc-auth commit waiting for the synchronous standby (wait_event SyncRep)');
           const r = await primary.query(
-            "SELECT count(*) FILTER (WHERE pg_cancel_backend(pid))::int AS n FROM pg_stat_activity WHERE application_name = 'svc-auth' AND wait_event = 'SyncRep'",
+            "SELECT count(*) FILTER (WHERE pg_cancel_backend(pid))::int AS n FROM pg_stat_activity WHERE application_name LIKE 'svc-auth%' AND wait_event = 'SyncRep'",
           );
           cancelled = r.rows[0].n as number;
           if (cancelled === 0) await new Promise((r) => setTimeout(r, 50));
