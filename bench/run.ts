@@ -35,6 +35,7 @@ import {
   stop,
   svc,
 } from './harness.js';
+import { measurePeers, peerTargets } from './peers.js';
 import { measurePostgresNodes } from './pg-nodes.js';
 import { seedSessions } from './seed.js';
 import { ed25519VerifyRate, reportTargets, type TargetFigure } from './targets.js';
@@ -595,6 +596,11 @@ async function main(): Promise<void> {
         goal: 0.7,
         cpuUs: modules.cpu_us_per_request.gateway,
       });
+    }
+    if (runs('peers')) {
+      const peers = await measurePeers(report);
+      results.peers = peers;
+      targets.push(...peerTargets(peers));
     }
     await stop(bare);
     results.regressions = reportTargets(targets, report, {
