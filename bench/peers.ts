@@ -8,12 +8,16 @@
 //   `bench-rs` introspects it (RFC 7662): `POST /token/introspection` with `token=...` and HTTP
 //   Basic client authentication. Per request: the form body parsed, the client looked up and
 //   its secret compared (client_secret_basic), the token looked up in the adapter and checked
-//   (expiry, kind, the default allowedPolicy), the JSON answer `{"active": true, ...}`.
+//   (expiry, kind, the default allowedPolicy), the JSON answer `{"active": true, ...}`. (It
+//   warns that it supports Node 22 and later; the bench runs on the repo's Node.)
 // - better-auth (better-sqlite3 database, migrations run programmatically, email and password
 //   sign-in, no cookie cache: its default), served by node:http through its own node handler
 //   (`toNodeHandler` from better-auth/node): `GET /api/auth/get-session` with the session
-//   cookie of a user signed in over HTTP. Per request: the signed cookie's HMAC verified, the
-//   session looked up by its token in SQLite with its user, the JSON answer `{session, user}`.
+//   cookie of a user signed in over HTTP. Per request: its router and endpoints built for the
+//   request (better-auth 1.7's handler does so on every call), the signed cookie's HMAC
+//   verified (Web Crypto), the session looked up by its token in SQLite and its user, the JSON
+//   answer `{session, user}`. Rate limiting stays off, its default unless NODE_ENV=production
+//   (on, it answers 429 past 100 requests per 10 s from one address: this check would throw).
 // - svc: `GET /v1/auth/me` with `Authorization: Bearer` on `svc auth serve` with SQLite (the
 //   project of bench/harness.ts setupProject): the token's digest looked up (its bearer-check
 //   cache in front of the store), the session's and device's state checked, the principal.
