@@ -190,10 +190,12 @@ export async function measurePeers(report: (line: string) => void) {
     procs.push(server);
     const device = devices[0] as Device;
 
-    // Warm-up: every server's hot path compiled, and every check run once, before any figure.
-    await (await oidcLoad(oidc, secrets.app, secrets.rs))(1);
-    await (await betterAuthLoad(ba, password))(1);
-    await (await svcLoad(server, device))(1);
+    // Warm-up, a full run of each unmeasured: every server's hot path compiled, and every check
+    // run, before any figure (with 1 s, the first round's oidc-provider and svc figures came out
+    // two to three times the CPU per request of the later rounds').
+    await (await oidcLoad(oidc, secrets.app, secrets.rs))();
+    await (await betterAuthLoad(ba, password))();
+    await (await svcLoad(server, device))();
 
     const rounds: Record<PeerName, PeerRound[]> = { 'oidc-provider': [], 'better-auth': [] };
     for (let r = 0; r < ROUNDS; r++) {
