@@ -2,7 +2,7 @@
 // user runs it), the sign-in requests, and a project with enrolled devices.
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { createHash, generateKeyPairSync, type KeyObject, randomBytes, sign } from 'node:crypto';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { publicKeyHexOf } from '@svc/core';
 import type autocannon from 'autocannon';
@@ -282,7 +282,11 @@ export interface Cost {
   main: number;
   /** This process's CPU microseconds per request: the load generator's share of the machine. */
   client: number;
+  /** What `opts.also` counted meanwhile, per request (PostgreSQL's own CPU: {@link postgresMicros}), or undefined without it. */
+  also?: number;
   rps: number;
+  /** The 99th-percentile latency, ms. */
+  p99: number;
 }
 
 /**
@@ -294,8 +298,14 @@ export interface Cost {
  * @example
  * const cost = await costOf(server, () => autocannon({ url: server.url, amount: 20_000 }));
  */
-export async function costOf(server: Proc, load: () => Promise<autocannon.Result>, perUnit = 1): Promise<Cost> {
+export async function costOf(
+  server: Proc,
+  load: () => Promise<autocannon.Result>,
+  perUnit = 1,
+  opts: { readonly also?: () => number } = {},
+): Promise<Cost> {
   const pid = server.child.pid as number;
+  const also0 = opts.also?.();
   const all0 = cpuMicros(`/proc/${pid}/stat`);
   const main0 = cpuMicros(`/proc/${pid}/task/${pid}/stat`);
   const client0 = process.cpuUsage();
@@ -303,14 +313,40 @@ export async function costOf(server: Proc, load: () => Promise<autocannon.Result
   const client1 = process.cpuUsage(client0);
   const all1 = cpuMicros(`/proc/${pid}/stat`);
   const main1 = cpuMicros(`/proc/${pid}/task/${pid}/stat`);
+  const also1 = opts.also?.();
   if (result.errors > 0 || result.non2xx > 0) throw new Error(`${result.errors} errors, ${result.non2xx} non-2xx`);
   const units = result.requests.total / perUnit;
   return {
     all: (all1 - all0) / units,
     main: (main1 - main0) / units,
     client: (client1.user + client1.system) / units,
+    ...(also0 === undefined || also1 === undefined ? {} : { also: (also1 - also0) / units }),
     rps: result.requests.average / perUnit,
+    p99: result.latency.p99,
   };
+}
+
+/**
+ * CPU microseconds spent so far by every `postgres` process of this machine (the server and
+ * its backends): PostgreSQL's own share of a figure, beside the server's. A backend that ends
+ * during a run takes its time with it, so this counts long-lived connections (a store's pool)
+ * exactly and short ones (pgbench's, ended with the run) not at all.
+ *
+ * @example
+ * const cost = await costOf(server, load, 1, { also: postgresMicros });
+ */
+export function postgresMicros(): number {
+  let sum = 0;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (readFileSync(`/proc/${entry}/comm`, 'utf8').trim() !== 'postgres') continue;
+      sum += cpuMicros(`/proc/${entry}/stat`);
+    } catch {
+      // Gone meanwhile: a backend that ended.
+    }
+  }
+  return sum;
 }
 
 /**

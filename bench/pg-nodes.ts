@@ -7,7 +7,7 @@
 //   node --import tsx bench/pg-nodes.ts [--bin /path/to/other/checkout/node_modules/.bin/svc]
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
@@ -22,6 +22,7 @@ import {
   machineBusyMicros,
   median,
   type Proc,
+  postgresMicros,
   rotationRequest,
   setupProject,
   shownPgUrl,
@@ -40,58 +41,27 @@ export interface NodesFigures {
   readonly db_cpu_us: { readonly login: number; readonly rotation: number };
   readonly rounds: number;
   /**
-   * PostgreSQL alone doing a login's least writes (pgbench, no server), and the machine's CPU
-   * per login meanwhile (PostgreSQL and pgbench: its backends end with the run, so they cannot
-   * be counted apart), or null without pgbench.
+   * PostgreSQL alone doing a login's and a rotation's least writes (pgbench, no server; see
+   * `postgresCeilings`), or null without pgbench.
    */
-  readonly ceiling: { readonly logins_per_s: number; readonly machine_cpu_us: number } | null;
+  readonly ceiling: { readonly login: Ceiling; readonly rotation: Ceiling } | null;
 }
 
-/**
- * The ceiling of the two-node login figure: PostgreSQL alone, driven by pgbench (a C client,
- * far cheaper than any Node server) with the least a login must write, on the bench's own
- * schema and device: the challenge (one commit), then one statement that uses it up, checks
- * the device and inserts the session and its pending audit event (a second commit). No
- * HTTP, no signature, no attempt budget, no sealing: no server on this machine can sign more
- * people in per second than this. Null when pgbench is not installed.
- */
-function postgresCeiling(
-  schema: string,
-  seconds: number,
-  connections: number,
-  dir: string,
-): { logins_per_s: number; machine_cpu_us: number } | null {
+/** What PostgreSQL alone allows one kind of operation: pgbench's rate and the machine's CPU per operation meanwhile. */
+export interface Ceiling {
+  readonly per_s: number;
+  /** The machine's CPU µs per operation (PostgreSQL and pgbench: its backends end with the run, so they cannot be counted apart). */
+  readonly machine_cpu_us: number;
+}
+
+/** Runs one pgbench script (one statement per line) for `seconds` on `connections`: null when pgbench is not installed. */
+function pgbench(statements: readonly string[], name: string, seconds: number, connections: number, dir: string): Ceiling | null {
   try {
     execFileSync('pgbench', ['--version'], { stdio: 'ignore' });
   } catch {
     return null;
   }
-  const [deviceId, subject] = execFileSync('psql', ['-Atc', `SELECT id || '|' || subject FROM ${schema}.devices LIMIT 1`], {
-    encoding: 'utf8',
-    env: libpqEnv(),
-  })
-    .trim()
-    .split('|');
-  const id = (kind: string) => `'${kind}_' || :client_id || '_' || :n`;
-  const statements = [
-    '\\set n random(1, 2000000000)',
-    `INSERT INTO ${schema}.challenges (id, public_key, realm, challenge, created_at, expires_at)
-     VALUES (${id('chl')}, '${'0'.repeat(64)}', 'management', 'svc-auth-v1 challenge prj_ceiling management ' || ${id('chl')} || ' ${'0'.repeat(32)} 9999999999', 1, 9999999999999)
-     ON CONFLICT DO NOTHING;`,
-    `WITH used AS (
-       UPDATE ${schema}.challenges SET used_at = 2 WHERE id = ${id('chl')} AND used_at IS NULL RETURNING id
-     ), live AS (
-       SELECT d.id FROM ${schema}.devices d, used WHERE d.id = '${deviceId}' AND d.removed_at IS NULL FOR SHARE OF d
-     ), created AS (
-       INSERT INTO ${schema}.sessions (id, realm, subject, device_id, created_at, expires_at, access_digest, access_expires_at, refresh_digest, refresh_expires_at)
-       SELECT ${id('ses')}, 'management', '${subject}', live.id, 1, 9999999999999, md5(${id('a')}) || md5(${id('b')}), 9999999999999, md5(${id('c')}) || md5(${id('d')}), 9999999999999 FROM live
-       ON CONFLICT DO NOTHING RETURNING id
-     )
-     INSERT INTO ${schema}.audit_pending (id, at, type, realm, subject, device_id, session_id, data)
-     SELECT 'evt_' || created.id, 1, 'session.created', 'management', '${subject}', '${deviceId}', created.id, '{"amr":"ed25519"}' FROM created;`,
-  ];
-  // pgbench reads one statement per line.
-  const script = join(dir, 'login.pgbench');
+  const script = join(dir, `${name}.pgbench`);
   writeFileSync(script, `${statements.map((st) => st.replace(/\s*\n\s*/g, ' ')).join('\n')}\n`);
   const busy0 = machineBusyMicros();
   const out = execFileSync('pgbench', ['-n', '-M', 'prepared', '-c', String(connections), '-j', '2', '-T', String(seconds), '-f', script], {
@@ -103,22 +73,79 @@ function postgresCeiling(
   const tps = Number(/tps = ([\d.]+)/.exec(out)?.[1]);
   const done = Number(/number of transactions actually processed: (\d+)/.exec(out)?.[1]);
   if (!(tps > 0) || !(done > 0)) throw new Error(`pgbench printed no rate: ${out}`);
-  return { logins_per_s: tps, machine_cpu_us: busy / done };
+  return { per_s: tps, machine_cpu_us: busy / done };
 }
 
-/** CPU microseconds spent so far by every `postgres` process of this machine (the server and its backends). */
-function postgresMicros(): number {
-  let sum = 0;
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      if (readFileSync(`/proc/${entry}/comm`, 'utf8').trim() !== 'postgres') continue;
-      sum += cpuMicros(`/proc/${entry}/stat`);
-    } catch {
-      // Gone meanwhile: a backend that ended.
-    }
-  }
-  return sum;
+const psql = (sql: string): string => execFileSync('psql', ['-Atqc', sql], { encoding: 'utf8', env: libpqEnv() }).trim();
+
+/**
+ * The ceilings of the two-node figures: PostgreSQL alone, driven by pgbench (a C client, far
+ * cheaper than any Node server) with the least each operation must write, on the bench's own
+ * schema and device. No HTTP, no signature, no attempt budget, no sealing: no server on this
+ * machine can do more of them per second than this. Null when pgbench is not installed.
+ *
+ * - A login: the challenge (one commit), then one statement that uses it up, checks the device
+ *   and inserts the session and its pending audit event (a second commit).
+ * - A rotation: the DPoP proof's replay record (one commit; every rotation of a bound session
+ *   carries a proof), then one statement that writes the session's new token pair and its
+ *   pending audit event (a second commit), on one of 10,000 sessions made for it beforehand.
+ */
+function postgresCeilings(
+  schema: string,
+  seconds: number,
+  connections: number,
+  dir: string,
+): { readonly login: Ceiling; readonly rotation: Ceiling } | null {
+  const [deviceId, subject] = psql(`SELECT id || '|' || subject FROM ${schema}.devices LIMIT 1`).split('|');
+  const id = (kind: string) => `'${kind}_' || :client_id || '_' || :n`;
+  const login = pgbench(
+    [
+      '\\set n random(1, 2000000000)',
+      `INSERT INTO ${schema}.challenges (id, public_key, realm, challenge, created_at, expires_at)
+     VALUES (${id('chl')}, '${'0'.repeat(64)}', 'management', 'svc-auth-v1 challenge prj_ceiling management ' || ${id('chl')} || ' ${'0'.repeat(32)} 9999999999', 1, 9999999999999)
+     ON CONFLICT DO NOTHING;`,
+      `WITH used AS (
+       UPDATE ${schema}.challenges SET used_at = 2 WHERE id = ${id('chl')} AND used_at IS NULL RETURNING id
+     ), live AS (
+       SELECT d.id FROM ${schema}.devices d, used WHERE d.id = '${deviceId}' AND d.removed_at IS NULL FOR SHARE OF d
+     ), created AS (
+       INSERT INTO ${schema}.sessions (id, realm, subject, device_id, created_at, expires_at, access_digest, access_expires_at, refresh_digest, refresh_expires_at)
+       SELECT ${id('ses')}, 'management', '${subject}', live.id, 1, 9999999999999, md5(${id('a')}) || md5(${id('b')}), 9999999999999, md5(${id('c')}) || md5(${id('d')}), 9999999999999 FROM live
+       ON CONFLICT DO NOTHING RETURNING id
+     )
+     INSERT INTO ${schema}.audit_pending (id, at, type, realm, subject, device_id, session_id, data)
+     SELECT 'evt_' || created.id, 1, 'session.created', 'management', '${subject}', '${deviceId}', created.id, '{"amr":"ed25519"}' FROM created;`,
+    ],
+    'login',
+    seconds,
+    connections,
+    dir,
+  );
+  if (login === null) return null;
+  psql(`INSERT INTO ${schema}.sessions (id, realm, subject, device_id, created_at, expires_at, access_digest, access_expires_at, refresh_digest, refresh_expires_at)
+    SELECT 'ses_rot_' || i, 'management', '${subject}', '${deviceId}', 1, 9999999999999, md5('a' || i) || md5('b' || i), 9999999999999, md5('c' || i) || md5('d' || i), 9999999999999
+    FROM generate_series(1, 10000) AS i`);
+  const rotation = pgbench(
+    [
+      '\\set n random(1, 2000000000)',
+      '\\set s random(1, 10000)',
+      `INSERT INTO ${schema}.dpop_proofs (proof_key, expires_at) VALUES (${id('jti')}, 9999999999999) ON CONFLICT DO NOTHING;`,
+      `WITH rotated AS (
+       UPDATE ${schema}.sessions SET access_digest = md5(${id('a')}) || md5(${id('b')}), access_expires_at = 9999999999999,
+         refresh_digest = md5(${id('c')}) || md5(${id('d')}), refresh_expires_at = 9999999999999, prev_refresh_digest = refresh_digest,
+         prev_rotated_at = 2, generation = generation + 1, last_rotated_at = 2
+       WHERE id = 'ses_rot_' || :s RETURNING id, generation
+     )
+     INSERT INTO ${schema}.audit_pending (id, at, type, realm, subject, device_id, session_id, data)
+     SELECT ${id('evt_rot')}, 2, 'session.refreshed', 'management', '${subject}', '${deviceId}', rotated.id, '{"generation":' || rotated.generation || '}' FROM rotated
+     ON CONFLICT DO NOTHING;`,
+    ],
+    'rotation',
+    seconds,
+    connections,
+    dir,
+  );
+  return rotation === null ? null : { login, rotation };
 }
 
 /** Runs `load(node, connections)` on both nodes at once; answers the total rate and CPU µs per unit on both servers and on PostgreSQL. */
@@ -194,7 +221,7 @@ export async function measurePostgresNodes(
       cpu_us: { login: median(rounds.map((r) => r.logins.cpuUs)), rotation: median(rounds.map((r) => r.rotations.cpuUs)) },
       db_cpu_us: { login: median(rounds.map((r) => r.logins.dbUs)), rotation: median(rounds.map((r) => r.rotations.dbUs)) },
       rounds: opts.rounds,
-      ceiling: postgresCeiling(schema, seconds, opts.connections, dir),
+      ceiling: postgresCeilings(schema, seconds, opts.connections, dir),
     };
     const spread = (pick: (r: (typeof rounds)[number]) => number) => rounds.map((r) => fmt(pick(r))).join(' / ');
     report('');
@@ -205,11 +232,16 @@ export async function measurePostgresNodes(
     report(
       `  refresh   rotation                    ${fmt(figures.rotations_per_s).padStart(8)} /s   ${figures.cpu_us.rotation.toFixed(0)} µs CPU (both servers) + ${figures.db_cpu_us.rotation.toFixed(0)} µs (PostgreSQL)   rounds ${spread((r) => r.rotations.rate)}`,
     );
-    report(
-      figures.ceiling === null
-        ? '  ceiling   PostgreSQL alone: not measured (pgbench is not installed)'
-        : `  ceiling   PostgreSQL alone, a login's least writes (pgbench: 2 statements, 2 commits, no server)  ${fmt(figures.ceiling.logins_per_s)} /s   ${figures.ceiling.machine_cpu_us.toFixed(0)} µs CPU (the machine: PostgreSQL and pgbench)`,
-    );
+    const ceiling = figures.ceiling;
+    if (ceiling === null) report('  ceiling   PostgreSQL alone: not measured (pgbench is not installed)');
+    else {
+      report(
+        `  ceiling   PostgreSQL alone, a login's least writes (pgbench: 2 statements, 2 commits, no server)     ${fmt(ceiling.login.per_s)} /s   ${ceiling.login.machine_cpu_us.toFixed(0)} µs CPU (the machine: PostgreSQL and pgbench)   nodes ${(figures.logins_per_s / ceiling.login.per_s).toFixed(2)}x of it`,
+      );
+      report(
+        `  ceiling   PostgreSQL alone, a rotation's least writes (pgbench: 2 statements, 2 commits, no server)  ${fmt(ceiling.rotation.per_s)} /s   ${ceiling.rotation.machine_cpu_us.toFixed(0)} µs CPU (the machine: PostgreSQL and pgbench)   nodes ${(figures.rotations_per_s / ceiling.rotation.per_s).toFixed(2)}x of it`,
+      );
+    }
     return figures;
   } finally {
     for (const n of nodes) await stop(n).catch(() => undefined);

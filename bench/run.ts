@@ -18,6 +18,7 @@ import { measureGatewayUpstream } from './gateway-upstream.js';
 import {
   anonMiB,
   type Chain,
+  type Cost,
   costOf,
   type Device,
   dpopProof,
@@ -25,6 +26,7 @@ import {
   login,
   loginRequests,
   type Proc,
+  postgresMicros,
   root,
   rotationRequest,
   rssMiB,
@@ -65,8 +67,10 @@ interface StoreFigures {
   ed25519_verify: number;
   /** The same logins against the storage-free login server (bench/login-floor-server.ts), right after. */
   login_floor: number;
-  /** Server CPU microseconds per bearer check, per complete login, per rotation, per storage-free login. */
-  cpu_us: { bearer: number; login: number; refresh: number; login_floor: number };
+  /** Server CPU microseconds per bare-route request, per bearer check, per complete login, per rotation, per storage-free login. */
+  cpu_us: { baseline: number; bearer: number; login: number; refresh: number; login_floor: number };
+  /** PostgreSQL's own CPU microseconds (every postgres process) per bearer check, complete login and rotation; null on SQLite. */
+  db_us: { bearer: number; login: number; refresh: number } | null;
   /** The load generator's (this process's) CPU microseconds per complete login, against each server. */
   client_us: { login: number; login_floor: number };
   p99: Record<string, number>;
@@ -82,7 +86,21 @@ const median = (xs: readonly number[]): number => {
 interface RoundedFigures {
   rounds: StoreFigures[];
   ratios: { bearer: number; logins: number; refresh: number; logins_vs_ed25519: number; floor_vs_ed25519: number };
-  cpu: { bearer: number; login: number; refresh: number; login_floor: number; client_login: number; client_login_floor: number };
+  cpu: {
+    baseline: number;
+    bearer: number;
+    login: number;
+    refresh: number;
+    login_floor: number;
+    client_login: number;
+    client_login_floor: number;
+  };
+  /** PostgreSQL's CPU µs per operation (medians), null on SQLite. */
+  db: { bearer: number; login: number; refresh: number } | null;
+  /** Storage-free login server's CPU per login / svc's (per round, median): 1 / the issue's "x times the floor". */
+  floorCpuRatio: number;
+  /** The same with PostgreSQL's CPU added to svc's (null on SQLite). */
+  floorCpuRatioWithDb: number | null;
   rates: { baseline: number; bearer: number; logins: number; refresh: number };
 }
 
@@ -97,6 +115,7 @@ function summarize(rounds: StoreFigures[]): RoundedFigures {
       floor_vs_ed25519: median(rounds.map((r) => r.login_floor / r.ed25519_verify)),
     },
     cpu: {
+      baseline: median(rounds.map((r) => r.cpu_us.baseline)),
       bearer: median(rounds.map((r) => r.cpu_us.bearer)),
       login: median(rounds.map((r) => r.cpu_us.login)),
       refresh: median(rounds.map((r) => r.cpu_us.refresh)),
@@ -104,6 +123,17 @@ function summarize(rounds: StoreFigures[]): RoundedFigures {
       client_login: median(rounds.map((r) => r.client_us.login)),
       client_login_floor: median(rounds.map((r) => r.client_us.login_floor)),
     },
+    db: rounds.every((r) => r.db_us !== null)
+      ? {
+          bearer: median(rounds.map((r) => r.db_us?.bearer as number)),
+          login: median(rounds.map((r) => r.db_us?.login as number)),
+          refresh: median(rounds.map((r) => r.db_us?.refresh as number)),
+        }
+      : null,
+    floorCpuRatio: median(rounds.map((r) => r.cpu_us.login_floor / r.cpu_us.login)),
+    floorCpuRatioWithDb: rounds.every((r) => r.db_us !== null)
+      ? median(rounds.map((r) => r.cpu_us.login_floor / (r.cpu_us.login + (r.db_us?.login as number))))
+      : null,
     rates: {
       baseline: median(rounds.map((r) => r.baseline)),
       bearer: median(rounds.map((r) => r.bearer)),
@@ -117,14 +147,19 @@ function summarize(rounds: StoreFigures[]): RoundedFigures {
  * Bearer validation, complete logins and refresh rotations against `server`, each beside a
  * fresh baseline; the logins also against `floor`, the storage-free login server.
  */
-async function measure(server: Proc, bare: Proc, floor: Proc, devices: Device[]): Promise<StoreFigures> {
+async function measure(server: Proc, bare: Proc, floor: Proc, devices: Device[], store: 'sqlite' | 'postgres'): Promise<StoreFigures> {
   const first = devices[0] as Device;
   const session = await login(server.url, first.key, first.pub);
   const bearerHeaders = { authorization: `Bearer ${session.access_token}` };
-  const baseline = await cannon({ url: bare.url });
+  // On PostgreSQL every figure also counts the database's own CPU (harness `postgresMicros`).
+  const db = store === 'postgres' ? { also: postgresMicros } : {};
+  const baseline = await costOf(bare, () => autocannon({ connections: CONNECTIONS, duration: DURATION, url: bare.url }));
   // Every figure's run also gives what it cost the server in CPU time (harness `costOf`, which throws on any non-2xx).
-  const bearer = await costOf(server, () =>
-    autocannon({ connections: CONNECTIONS, duration: DURATION, url: `${server.url}/v1/auth/me`, headers: bearerHeaders }),
+  const bearer = await costOf(
+    server,
+    () => autocannon({ connections: CONNECTIONS, duration: DURATION, url: `${server.url}/v1/auth/me`, headers: bearerHeaders }),
+    1,
+    db,
   );
 
   // Complete logins: a challenge, then the signed session, per connection in sequence.
@@ -132,6 +167,7 @@ async function measure(server: Proc, bare: Proc, floor: Proc, devices: Device[])
     server,
     () => autocannon({ connections: CONNECTIONS, duration: DURATION, url: server.url, requests: loginRequests(devices) }),
     2,
+    db,
   );
   const verifyRate = ed25519VerifyRate(1000);
   // What the machine allows: the same requests from the same load generator, to a server that
@@ -149,13 +185,17 @@ async function measure(server: Proc, bare: Proc, floor: Proc, devices: Device[])
     chains.push({ token: (await login(server.url, d.key, d.pub)).refresh_token, key: d.key });
   }
   const rotation = rotationRequest(chains, `${server.url}/v1/auth/refresh`);
-  const refresh = await costOf(server, () =>
-    autocannon({
-      connections: CONNECTIONS,
-      duration: DURATION,
-      url: `${server.url}/v1/auth/refresh`,
-      requests: Array.from({ length: 20_000 }, () => rotation),
-    }),
+  const refresh = await costOf(
+    server,
+    () =>
+      autocannon({
+        connections: CONNECTIONS,
+        duration: DURATION,
+        url: `${server.url}/v1/auth/refresh`,
+        requests: Array.from({ length: 20_000 }, () => rotation),
+      }),
+    1,
+    db,
   );
   return {
     baseline: baseline.rps,
@@ -164,7 +204,8 @@ async function measure(server: Proc, bare: Proc, floor: Proc, devices: Device[])
     refresh: refresh.rps,
     ed25519_verify: verifyRate,
     login_floor: floorLogins.rps,
-    cpu_us: { bearer: bearer.all, login: logins.all, refresh: refresh.all, login_floor: floorLogins.all },
+    cpu_us: { baseline: baseline.all, bearer: bearer.all, login: logins.all, refresh: refresh.all, login_floor: floorLogins.all },
+    db_us: store === 'postgres' ? { bearer: bearer.also as number, login: logins.also as number, refresh: refresh.also as number } : null,
     client_us: { login: logins.client, login_floor: floorLogins.client },
     p99: { baseline: baseline.p99 },
   };
@@ -229,28 +270,30 @@ async function measureDpop(bare: Proc, dir: string, report: (line: string) => vo
       });
     await bearerRun();
     await dpopRun();
-    const rounds: { baseline: number; bearer: Awaited<ReturnType<typeof costOf>>; dpop: Awaited<ReturnType<typeof costOf>> }[] = [];
+    const rounds: { baseline: Cost; bearer: Cost; dpop: Cost }[] = [];
     for (let r = 0; r < ROUNDS; r++) {
-      const baseline = (await cannon({ url: bare.url })).rps;
+      const baseline = await costOf(bare, () => autocannon({ connections: CONNECTIONS, duration: DURATION, url: bare.url }));
       rounds.push({ baseline, bearer: await costOf(server, bearerRun), dpop: await costOf(server, dpopRun) });
     }
     const m = (pick: (r: (typeof rounds)[number]) => number) => median(rounds.map(pick));
     const figures = {
       rounds: ROUNDS,
-      baseline_rps: m((r) => r.baseline),
+      baseline_rps: m((r) => r.baseline.rps),
       bearer_rps: m((r) => r.bearer.rps),
       dpop_rps: m((r) => r.dpop.rps),
-      bearer_ratio: m((r) => r.bearer.rps / r.baseline),
-      dpop_ratio: m((r) => r.dpop.rps / r.baseline),
+      bearer_ratio: m((r) => r.bearer.rps / r.baseline.rps),
+      dpop_ratio: m((r) => r.dpop.rps / r.baseline.rps),
       dpop_vs_bearer: m((r) => r.dpop.rps / r.bearer.rps),
-      server_cpu_us: { bearer: m((r) => r.bearer.all), dpop: m((r) => r.dpop.all) },
+      server_cpu_us: { baseline: m((r) => r.baseline.all), bearer: m((r) => r.bearer.all), dpop: m((r) => r.dpop.all) },
       client_cpu_us: { bearer: m((r) => r.bearer.client), dpop: m((r) => r.dpop.client) },
       ed25519_verify_per_s: ed25519VerifyRate(1000),
     };
     const cpu = (us: number) => `${us.toFixed(0)} µs server CPU`;
     report('');
     report('DPoP (RFC 9449): GET /v1/auth/me on SQLite, bearer vs DPoP-checked (one Ed25519 verification + one replay-cache insert)');
-    report(`  baseline  bare Fastify route          ${fmt(figures.baseline_rps).padStart(8)} req/s   1.00x`);
+    report(
+      `  baseline  bare Fastify route          ${fmt(figures.baseline_rps).padStart(8)} req/s   1.00x   ${cpu(figures.server_cpu_us.baseline)}`,
+    );
     report(
       `  bearer    Authorization: Bearer       ${fmt(figures.bearer_rps).padStart(8)} req/s   ${figures.bearer_ratio.toFixed(2)}x   ${cpu(figures.server_cpu_us.bearer)}`,
     );
@@ -406,7 +449,7 @@ async function main(): Promise<void> {
       await cannon({ url: bare.url, duration: 1 });
       await cannon({ url: `${server.url}/v1/auth/me`, headers: { authorization: `Bearer ${warm.access_token}` }, duration: 1 });
       const rounds: StoreFigures[] = [];
-      for (let r = 0; r < ROUNDS; r++) rounds.push(await measure(server, bare, floor as Proc, devices));
+      for (let r = 0; r < ROUNDS; r++) rounds.push(await measure(server, bare, floor as Proc, devices, store));
       const summary = summarize(rounds);
       const f = { ...summary.rates, p99: (rounds[0] as StoreFigures).p99 };
       const durability =
@@ -416,13 +459,20 @@ async function main(): Promise<void> {
       report('');
       report(`store: ${store} (${durability})`);
       const spread = (pick: (r: StoreFigures) => number) => (ROUNDS > 1 ? `   rounds ${rounds.map((r) => fmt(pick(r))).join(' / ')}` : '');
-      const cpu = (us: number) => `${us.toFixed(0)} µs CPU`;
-      report(`  baseline  bare Fastify route          ${fmt(f.baseline).padStart(8)} req/s   1.00x${spread((r) => r.baseline)}`);
+      const dbUs = summary.db;
+      // On PostgreSQL, the database's own CPU per operation beside the server's.
+      const cpu = (us: number, pg?: number) => `${us.toFixed(0)} µs CPU${pg === undefined ? '' : ` + ${pg.toFixed(0)} µs PostgreSQL`}`;
       report(
-        `  bearer    GET /v1/auth/me             ${fmt(f.bearer).padStart(8)} req/s   ${summary.ratios.bearer.toFixed(2)}x   ${cpu(summary.cpu.bearer)}${spread((r) => r.bearer)}`,
+        `  baseline  bare Fastify route          ${fmt(f.baseline).padStart(8)} req/s   1.00x   ${cpu(summary.cpu.baseline)}${spread((r) => r.baseline)}`,
       );
       report(
-        `  login     challenge + signed session  ${fmt(f.logins).padStart(8)} /s      ${summary.ratios.logins.toFixed(3)}x   ${cpu(summary.cpu.login)}   ${summary.ratios.logins_vs_ed25519.toFixed(3)}x of ${fmt(median(rounds.map((r) => r.ed25519_verify)))} raw Ed25519 verifications/s${spread((r) => r.logins)}`,
+        `  bearer    GET /v1/auth/me             ${fmt(f.bearer).padStart(8)} req/s   ${summary.ratios.bearer.toFixed(2)}x   ${cpu(summary.cpu.bearer, dbUs?.bearer)}${spread((r) => r.bearer)}`,
+      );
+      report(
+        `  login     challenge + signed session  ${fmt(f.logins).padStart(8)} /s      ${summary.ratios.logins.toFixed(3)}x   ${cpu(summary.cpu.login, dbUs?.login)}   ${summary.ratios.logins_vs_ed25519.toFixed(3)}x of ${fmt(median(rounds.map((r) => r.ed25519_verify)))} raw Ed25519 verifications/s${spread((r) => r.logins)}`,
+      );
+      report(
+        `            server CPU per login ${(1 / summary.floorCpuRatio).toFixed(2)}x the storage-free server's${summary.floorCpuRatioWithDb === null ? '' : ` (${(1 / summary.floorCpuRatioWithDb).toFixed(2)}x with PostgreSQL's)`}${ROUNDS > 1 ? `   rounds ${rounds.map((r) => (r.cpu_us.login / r.cpu_us.login_floor).toFixed(2)).join(' / ')}` : ''}`,
       );
       report(
         `  ceiling   the same logins, no storage ${fmt(median(rounds.map((r) => r.login_floor))).padStart(8)} /s              ${cpu(summary.cpu.login_floor)}   ${summary.ratios.floor_vs_ed25519.toFixed(3)}x of raw Ed25519 (bench/login-floor-server.ts)${spread((r) => r.login_floor)}`,
@@ -431,21 +481,45 @@ async function main(): Promise<void> {
         `            load generator per login: ${summary.cpu.client_login.toFixed(0)} µs CPU (${summary.cpu.client_login_floor.toFixed(0)} against the storage-free server): it signs every challenge on the same cores`,
       );
       report(
-        `  refresh   rotation                    ${fmt(f.refresh).padStart(8)} /s      ${summary.ratios.refresh.toFixed(3)}x   ${cpu(summary.cpu.refresh)}${spread((r) => r.refresh)}`,
+        `  refresh   rotation                    ${fmt(f.refresh).padStart(8)} /s      ${summary.ratios.refresh.toFixed(3)}x   ${cpu(summary.cpu.refresh, dbUs?.refresh)}${spread((r) => r.refresh)}`,
       );
+      // Issue #31 goals 1 and 3. The login goal is on CPU per login, not on logins/s: the load
+      // generator signs every challenge on the same two cores, so a rate mostly measures it.
+      // "At most 1.3x (2x) the floor's CPU" is the ratio floor/svc at least 1/1.3 (1/2), so that
+      // every figure of the table reads `ratio >= goal`.
+      const loginMaxX = store === 'sqlite' ? 1.3 : 2;
+      const pgBeside = (us: number | undefined) => (us === undefined ? '' : `; PostgreSQL's own ${us.toFixed(0)} µs beside it`);
       targets.push(
         {
           id: `${store}.bearer`,
-          what: 'bearer checks (GET /v1/auth/me) / bare Fastify route',
+          what: `bearer checks (GET /v1/auth/me) / bare Fastify route (${summary.cpu.baseline.toFixed(0)} µs CPU)${pgBeside(dbUs?.bearer)}`,
           ratio: summary.ratios.bearer,
-          goal: store === 'sqlite' ? 0.75 : 0.4,
+          goal: store === 'sqlite' ? 0.9 : 0.6,
           cpuUs: summary.cpu.bearer,
         },
+        {
+          id: `${store}.logins.cpu-vs-floor`,
+          what: `storage-free login server's CPU per login (${summary.cpu.login_floor.toFixed(0)} µs) / svc's: goal svc at most ${loginMaxX}x it${pgBeside(dbUs?.login)}`,
+          ratio: summary.floorCpuRatio,
+          goal: Math.round((1 / loginMaxX) * 1000) / 1000,
+          cpuUs: summary.cpu.login,
+        },
+        ...(summary.floorCpuRatioWithDb === null
+          ? []
+          : [
+              {
+                id: `${store}.logins.cpu-with-db-vs-floor`,
+                what: "the same, svc's CPU with PostgreSQL's added (reported, no goal)",
+                ratio: summary.floorCpuRatioWithDb,
+                goal: null,
+                cpuUs: summary.cpu.login + (dbUs?.login ?? 0),
+              },
+            ]),
         {
           id: `${store}.logins`,
           what: 'complete logins / raw Ed25519 verifications (one core)',
           ratio: summary.ratios.logins_vs_ed25519,
-          goal: store === 'sqlite' ? 0.5 : null,
+          goal: null,
           cpuUs: summary.cpu.login,
         },
         {
@@ -513,45 +587,48 @@ async function main(): Promise<void> {
     if (runs('postgres-nodes') && configured.includes('postgres')) {
       const nodes = await measurePostgresNodes({ seconds: DURATION, connections: CONNECTIONS, rounds: ROUNDS }, report);
       results.postgres_nodes = nodes;
-      // The issue's figures (one node, the single audit_head lock): 314-455 logins/s and
-      // 554-700 rotations/s; the goal is 3x the better of each, with two nodes writing at once.
-      targets.push(
-        {
-          id: 'postgres.nodes.logins',
-          what: 'logins/s of two PostgreSQL nodes at once / 455 (the issue #14 figure)',
-          ratio: nodes.logins_per_s / 455,
-          goal: 3,
-          cpuUs: nodes.cpu_us.login,
-        },
-        ...(nodes.ceiling === null
-          ? []
-          : [
-              {
-                id: 'postgres.nodes.ceiling',
-                what: "PostgreSQL alone with a login's least writes (pgbench, no server) / 455: what this machine allows",
-                ratio: nodes.ceiling.logins_per_s / 455,
-                goal: null,
-              },
-            ]),
-        {
-          id: 'postgres.nodes.refresh',
-          what: 'rotations/s of two PostgreSQL nodes at once / 700 (the issue #14 figure)',
-          ratio: nodes.rotations_per_s / 700,
-          goal: 3,
-          cpuUs: nodes.cpu_us.rotation,
-        },
-      );
+      // Issue #31: each rate against what PostgreSQL alone allows the same operation in the
+      // same run (pgbench with its least writes): at least 0.4x. Without pgbench there is no
+      // ceiling and so no figure (the report says it was not measured).
+      const ceiling = nodes.ceiling;
+      if (ceiling !== null) {
+        targets.push(
+          {
+            id: 'postgres.nodes.logins',
+            what: `logins/s of two PostgreSQL nodes at once (${fmt(nodes.logins_per_s)}) / pgbench's least-writes logins/s (${fmt(ceiling.login.per_s)}); PostgreSQL's own ${nodes.db_cpu_us.login.toFixed(0)} µs per login beside`,
+            ratio: nodes.logins_per_s / ceiling.login.per_s,
+            goal: 0.4,
+            cpuUs: nodes.cpu_us.login,
+          },
+          {
+            id: 'postgres.nodes.refresh',
+            what: `rotations/s of two PostgreSQL nodes at once (${fmt(nodes.rotations_per_s)}) / pgbench's least-writes rotations/s (${fmt(ceiling.rotation.per_s)}); PostgreSQL's own ${nodes.db_cpu_us.rotation.toFixed(0)} µs per rotation beside`,
+            ratio: nodes.rotations_per_s / ceiling.rotation.per_s,
+            goal: 0.4,
+            cpuUs: nodes.cpu_us.rotation,
+          },
+        );
+      }
     }
     if (runs('dpop')) {
       const dpop = await measureDpop(bare, join(work, 'dpop'), report);
       results.dpop = dpop;
-      targets.push({
-        id: 'dpop.me',
-        what: 'DPoP-checked GET /v1/auth/me / bearer GET /v1/auth/me',
-        ratio: dpop.dpop_vs_bearer,
-        goal: null,
-        cpuUs: dpop.server_cpu_us.dpop,
-      });
+      targets.push(
+        {
+          id: 'dpop.me',
+          what: `DPoP-checked GET /v1/auth/me (SQLite) / bare Fastify route (${dpop.server_cpu_us.baseline.toFixed(0)} µs CPU)`,
+          ratio: dpop.dpop_ratio,
+          goal: 0.7,
+          cpuUs: dpop.server_cpu_us.dpop,
+        },
+        {
+          id: 'dpop.me-vs-bearer',
+          what: `the same / bearer GET /v1/auth/me on the same server (${dpop.server_cpu_us.bearer.toFixed(0)} µs CPU)`,
+          ratio: dpop.dpop_vs_bearer,
+          goal: null,
+          cpuUs: dpop.server_cpu_us.dpop,
+        },
+      );
     }
     if (runs('gateway-upstream')) {
       const up = await measureGatewayUpstream(bare, report);

@@ -60,17 +60,59 @@ async function lookUpPeerUid(socket: Socket): Promise<number | null> {
   }
   for (const [file, peer, self] of tables) {
     if (peer === null || self === null) continue;
-    const table = await readFile(file, 'utf8');
     // The peer's own socket: its local end is our remote end, and its remote end is ours.
-    for (const line of table.split('\n')) {
-      const fields = line.trim().split(/\s+/);
-      if (fields[1] === peer && fields[2] === self) {
-        const uid = Number(fields[7]);
-        return Number.isInteger(uid) ? uid : null;
-      }
-    }
+    const uid = (await socketOwnersReadAfterNow(file)).get(`${peer} ${self}`);
+    if (uid !== undefined) return Number.isInteger(uid) ? uid : null;
   }
   return null;
+}
+
+/** A /proc/net table's reads: the one under way, and the next one, which has not begun. */
+interface TableReads {
+  inFlight: Promise<unknown>;
+  next: Promise<ReadonlyMap<string, number>> | null;
+}
+
+const tableReads = new Map<string, TableReads>();
+
+/**
+ * The owners (uid) of the sockets a /proc/net/tcp{,6} table lists, keyed `local remote`, from a
+ * read that begins after this call: so it lists every socket that existed when it was made.
+ * The kernel writes the whole table on every read (milliseconds of CPU on a busy host, more
+ * than a sign-in costs), so the lookups of a burst of new connections share one read: each
+ * joins the next read that has not begun yet, which starts once the one under way is done.
+ */
+function socketOwnersReadAfterNow(file: string): Promise<ReadonlyMap<string, number>> {
+  let reads = tableReads.get(file);
+  if (reads === undefined) {
+    reads = { inFlight: Promise.resolve(), next: null };
+    tableReads.set(file, reads);
+  }
+  if (reads.next !== null) return reads.next;
+  const state = reads;
+  const next = state.inFlight
+    .then(() => new Promise<void>((resolve) => setImmediate(resolve)))
+    .then(() => {
+      // From here on a caller needs a read that begins after it: the next one.
+      state.next = null;
+      const read = readFile(file, 'utf8').then(socketOwners);
+      state.inFlight = read.catch(() => undefined);
+      return read;
+    });
+  state.next = next;
+  return next;
+}
+
+/** `local remote` -> uid of every line of a /proc/net/tcp{,6} table. */
+function socketOwners(table: string): ReadonlyMap<string, number> {
+  const owners = new Map<string, number>();
+  for (const line of table.split('\n')) {
+    const fields = line.trim().split(/\s+/);
+    const key = `${fields[1]} ${fields[2]}`;
+    // The first line of a pair wins, as the search line by line did.
+    if (fields.length > 7 && !owners.has(key)) owners.set(key, Number(fields[7]));
+  }
+  return owners;
 }
 
 /** The IPv4 address inside an IPv4-mapped IPv6 address (`::ffff:127.0.0.1`), or null. */

@@ -70,6 +70,42 @@ describe('the source of a loopback peer is its local account', () => {
     }
   });
 
+  test('a burst of new loopback connections, looked up at once (they share table reads), each gets its own account', async (t) => {
+    if (process.platform !== 'linux') {
+      t.skip('the local account is read from /proc/net on Linux only');
+      return;
+    }
+    const server = createServer();
+    const sockets: Socket[] = [];
+    const clients: Socket[] = [];
+    const count = 24;
+    const all = new Promise<void>((resolve) =>
+      server.on('connection', (socket) => {
+        sockets.push(socket);
+        if (sockets.length === count) resolve();
+      }),
+    );
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const port = (server.address() as { port: number }).port;
+      for (let i = 0; i < count; i++) clients.push(connect(port, '127.0.0.1'));
+      await within(all, 10_000, `the server side of ${count} connections`);
+      // In two waves: the second joins the read queued behind the first one's.
+      const first = sockets.slice(0, count / 2).map((s) => sourceKey(s.remoteAddress as string, s));
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      const second = sockets.slice(count / 2).map((s) => sourceKey(s.remoteAddress as string, s));
+      const keys = await within(Promise.all([...first, ...second]), 10_000, 'every lookup of the burst');
+      assert.deepEqual(
+        keys,
+        Array.from({ length: count }, () => `addr:loopback|uid:${process.getuid?.()}`),
+      );
+    } finally {
+      for (const c of clients) c.destroy();
+      for (const s of sockets) s.destroy();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+
   test('a client behind a proxy (its address is not the socket peer) keeps its address unit', async () => {
     const conn = await acceptedFrom('127.0.0.1');
     try {
