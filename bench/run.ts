@@ -571,7 +571,7 @@ async function main(): Promise<void> {
           cpuUs: up.cpu_us_per_request.signed,
         },
         {
-          id: 'gateway.upstream-signed.ceiling',
+          id: 'gateway.signing-ceiling',
           what: 'a bare proxy that only signs once per request (Ed25519) / bare proxy: what this machine allows',
           ratio: up.signing_ceiling_ratio,
           goal: null,
