@@ -638,15 +638,22 @@ async function main(): Promise<void> {
           id: 'gateway.upstream',
           what: 'authenticated proxied request / bare @fastify/http-proxy',
           ratio: up.gateway_ratio,
-          goal: 0.6,
+          goal: 0.9,
           cpuUs: up.cpu_us_per_request.gateway,
         },
         {
           id: 'gateway.upstream-signed',
           what: 'the same with Svc-Assertion / bare @fastify/http-proxy',
           ratio: up.signed_ratio,
-          goal: null,
+          goal: 0.75,
           cpuUs: up.cpu_us_per_request.signed,
+        },
+        {
+          id: 'gateway.signing-ceiling',
+          what: 'a bare proxy that only signs once per request (Ed25519) / bare proxy: what this machine allows',
+          ratio: up.signing_ceiling_ratio,
+          goal: null,
+          cpuUs: up.cpu_us_per_request.bare_signing,
         },
       );
     }
@@ -670,8 +677,15 @@ async function main(): Promise<void> {
         id: 'gateway.modules',
         what: 'authenticated module route / bare Fastify route',
         ratio: modules.gateway_ratio,
-        goal: 0.7,
+        goal: 0.6,
         cpuUs: modules.cpu_us_per_request.gateway,
+      });
+      targets.push({
+        id: 'gateway.modules.ceiling',
+        what: 'the bare route behind a bare proxy (one HTTP hop) / bare route: what this machine allows out of process',
+        ratio: modules.hop_ceiling_ratio,
+        goal: null,
+        cpuUs: modules.cpu_us_per_request.bare_behind_proxy,
       });
     }
     if (runs('peers')) {

@@ -216,6 +216,22 @@ export function assertionSigningKey(set: AssertionKeySetJson, now: number): Asse
 }
 
 /**
+ * {@link assertionSigningKey} at `now`, and until when that answer holds: the first time after
+ * `now` at which any key of the set starts or stops signing (`Infinity` when none does), so a
+ * caller may keep the answer for every `now` in `[now, until)` of the same set.
+ *
+ * @example
+ * const { key, until } = assertionSigningKeyUntil(set, Date.now());
+ */
+export function assertionSigningKeyUntil(set: AssertionKeySetJson, now: number): { key: AssertionKeyJson | null; until: number } {
+  let until = Number.POSITIVE_INFINITY;
+  for (const k of set.keys) {
+    for (const t of [at(k.signs_from), at(k.signs_until)]) if (t > now && t < until) until = t;
+  }
+  return { key: assertionSigningKey(set, now), until };
+}
+
+/**
  * The keys published at `now`: every key whose publication window holds it, the next one
  * before it signs and the previous one for its overlap included.
  *

@@ -26,6 +26,7 @@ export {
   assertionClaims,
   assertionHtu,
   assertionSigningKey,
+  assertionSigningKeyUntil,
   type FreshAssertionKey,
   firstAssertionKeySet,
   parseAssertionKeySet,

@@ -41,8 +41,23 @@ const GATEWAY_MADE = new Set(GATEWAY_MADE_REQUEST_HEADERS);
  * upstreamHeaderName('X_Forwarded.For'); // 'x-forwarded-for'
  */
 export function upstreamHeaderName(name: string): string {
-  return name.toLowerCase().replace(/[^a-z0-9]/g, '-');
+  let folded = FOLDED.get(name);
+  if (folded === undefined) {
+    folded = name.toLowerCase().replace(/[^a-z0-9]/g, '-');
+    // Every request and response folds the same few dozen names: remembered, within bounds (a
+    // caller who sends thousands of distinct or long names only starts the memory over, or skips it).
+    if (name.length <= FOLDED_NAME_MAX) {
+      if (FOLDED.size >= FOLDED_MAX) FOLDED.clear();
+      FOLDED.set(name, folded);
+    }
+  }
+  return folded;
 }
+
+/** {@link upstreamHeaderName}'s results by name, at most {@link FOLDED_MAX} of them. */
+const FOLDED = new Map<string, string>();
+const FOLDED_MAX = 1024;
+const FOLDED_NAME_MAX = 64;
 
 /**
  * The header names a `Connection` header lists (RFC 9110 §7.6.1), compared as

@@ -1,11 +1,12 @@
 import { createPrivateKey, type KeyObject, randomBytes, sign } from 'node:crypto';
 import {
   ASSERTION_TYP,
+  type AssertionKeyJson,
   type AssertionKeySetJson,
   type AssertionPublicJwk,
   assertionClaims,
   assertionHtu,
-  assertionSigningKey,
+  assertionSigningKeyUntil,
   type Clock,
   canonicalOrigin,
   identityHeaders,
@@ -76,6 +77,10 @@ const b64url = (text: string): string => Buffer.from(text).toString('base64url')
 const JTI_BYTES = 16;
 /** How many `jti`s one draw from the CSPRNG serves. */
 const JTI_POOL = 256;
+/** How many request targets' `htu` a signer remembers, and the longest (with scheme, host and origin) it does. */
+const HTU_MEMO_MAX = 512;
+const HTU_MEMO_KEY_MAX = 512;
+const QUERY_OR_FRAGMENT = /[?#]/;
 
 /**
  * A source of `jti`s: 128-bit values from `random`, drawn {@link JTI_POOL} at a time (one call
@@ -128,10 +133,37 @@ export function createAssertionSigner(opts: AssertionSignerOptions): AssertionSi
     }
     return p;
   };
+  // The key that signs, kept while the same key set says the same (core says until when), so a
+  // request does not parse the set's RFC 3339 times; a clock that goes back asks again.
+  let chosen: { set: AssertionKeySetJson; from: number; until: number; key: AssertionKeyJson | null } | null = null;
+  const signingKey = (now: number): AssertionKeyJson | null => {
+    const set = opts.keys();
+    if (chosen === null || chosen.set !== set || now < chosen.from || now >= chosen.until) {
+      const { key, until } = assertionSigningKeyUntil(set, now);
+      chosen = { set, from: now, until, key };
+    }
+    return chosen.key;
+  };
+  // The `htu` of the targets requested most (a pure function of its inputs), within bounds.
+  const htus = new Map<string, string>();
+  const htuOf = (protocol: string, host: string | undefined, target: string, origin: string | null): string => {
+    // The query and fragment never reach the `htu` (core drops them first): not in the memo's key either.
+    const path = target.split(QUERY_OR_FRAGMENT, 1)[0] as string;
+    const memo = `${protocol}\n${host ?? ''}\n${origin ?? ''}\n${path}`;
+    let htu = htus.get(memo);
+    if (htu === undefined) {
+      htu = assertionHtu(protocol, host, path, origin);
+      if (memo.length <= HTU_MEMO_KEY_MAX) {
+        if (htus.size >= HTU_MEMO_MAX) htus.clear();
+        htus.set(memo, htu);
+      }
+    }
+    return htu;
+  };
   return {
     sign(principal, request) {
       const now = opts.clock.now();
-      const key = assertionSigningKey(opts.keys(), now);
+      const key = signingKey(now);
       if (key === null || key.d === null) throw new Error('no assertion key signs now; run `svc app rotate-key`');
       const { key: privateKey, header } = prepare(key.kid, key.x, key.d);
       const claims = assertionClaims(principal, {
@@ -140,7 +172,7 @@ export function createAssertionSigner(opts: AssertionSignerOptions): AssertionSi
         now,
         jti: jti(),
         method: request.method,
-        htu: assertionHtu(request.protocol, request.host, request.url, request.origin ?? publicOrigin),
+        htu: htuOf(request.protocol, request.host, request.url, request.origin ?? publicOrigin),
         jkt: request.jkt ?? null,
       });
       const input = `${header}.${b64url(JSON.stringify(claims))}`;

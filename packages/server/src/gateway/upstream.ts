@@ -57,7 +57,8 @@ export const PROXIED_METHODS: readonly string[] = Object.freeze(['DELETE', 'GET'
  * no `Expect`, nothing of an identity header's name); then `X-Forwarded-For`, `-Proto`
  * and `-Host` made fresh from what Fastify believes (`trustProxy` decides); then the identity
  * headers, last, so nothing of their names survives from the caller. `base` already has the
- * upstream's `Host`, and `Connection` was taken out with what it named.
+ * upstream's `Host`, and `Connection` was taken out with what it named. With `dropLength`,
+ * `Content-Length` goes too (a body that is not relayed).
  *
  * @example
  * upstreamRequestHeaders(req, req.headers, { 'svc-subject': 'sub_1' });
@@ -66,17 +67,21 @@ export function upstreamRequestHeaders(
   req: FastifyRequest,
   base: IncomingHttpHeaders,
   identityHeaders: Readonly<Record<string, string>>,
+  dropLength = false,
 ): IncomingHttpHeaders {
   const named = connectionNamedHeaders(req.raw.headers.connection);
-  const identity = new Set(Object.keys(identityHeaders).map(upstreamHeaderName));
+  const identityNames = Object.keys(identityHeaders);
+  const identity = new Set<string>();
+  for (const name of identityNames) identity.add(upstreamHeaderName(name));
   const out: IncomingHttpHeaders = {};
   for (const name of Object.keys(base)) {
+    if (dropLength && name === 'content-length') continue;
     if (relaysRequestHeader(name, named, identity)) out[name] = base[name];
   }
   out['x-forwarded-for'] = req.ip;
   out['x-forwarded-proto'] = req.protocol;
   if (req.host !== '') out['x-forwarded-host'] = req.host;
-  for (const [name, value] of Object.entries(identityHeaders)) out[name.toLowerCase()] = value;
+  for (const name of identityNames) out[name.toLowerCase()] = identityHeaders[name];
   return out;
 }
 
@@ -221,7 +226,14 @@ export function upstreamAttach(opts: UpstreamAttachOptions, timeouts: UpstreamTi
           rewriteRequestHeaders: (generic, headers) => {
             // reply-from types the request for any server; the gateway's is Node's http(s) one.
             const req = generic as unknown as FastifyRequest;
-            return upstreamRequestHeaders(req, withoutUnsentLength(req, headers as IncomingHttpHeaders), identityOf(req));
+            // The `Content-Length` of a body that is not relayed (Fastify leaves a `GET` or `HEAD`
+            // body unread) would announce bytes that never come: it goes, so the upstream sees no body.
+            return upstreamRequestHeaders(
+              req,
+              headers as IncomingHttpHeaders,
+              identityOf(req),
+              req.body === undefined || req.body === null,
+            );
           },
           rewriteHeaders: (headers) => upstreamResponseHeaders(headers as IncomingHttpHeaders),
           onError: (reply, { error }) => {
@@ -242,16 +254,6 @@ export function upstreamAttach(opts: UpstreamAttachOptions, timeouts: UpstreamTi
       });
     });
   };
-}
-
-/**
- * The `Content-Length` of a body that is not relayed (Fastify leaves a `GET` or `HEAD` body
- * unread) would announce bytes that never come: it goes, so the upstream sees no body at all.
- */
-function withoutUnsentLength(req: FastifyRequest, headers: IncomingHttpHeaders): IncomingHttpHeaders {
-  if (req.body !== undefined && req.body !== null) return headers;
-  const { 'content-length': _dropped, ...rest } = headers;
-  return rest;
 }
 
 /** The WebSocket handshake's own headers, which the ws client makes anew for the upstream. */
