@@ -35,6 +35,7 @@ import {
   stop,
   svc,
 } from './harness.js';
+import { measurePeople } from './people.js';
 import { measurePostgresNodes } from './pg-nodes.js';
 import { seedSessions } from './seed.js';
 import { ed25519VerifyRate, reportTargets, type TargetFigure } from './targets.js';
@@ -595,6 +596,11 @@ async function main(): Promise<void> {
         goal: 0.7,
         cpuUs: modules.cpu_us_per_request.gateway,
       });
+    }
+    if (runs('people')) {
+      const people = await measurePeople(bare, report);
+      results.people = people.figures;
+      targets.push(...people.targets);
     }
     await stop(bare);
     results.regressions = reportTargets(targets, report, {
