@@ -38,6 +38,7 @@ import {
   svc,
 } from './harness.js';
 import { measurePeers, peerTargets } from './peers.js';
+import { measurePeople } from './people.js';
 import { measurePostgresNodes } from './pg-nodes.js';
 import { seedSessions } from './seed.js';
 import { ed25519VerifyRate, reportTargets, type TargetFigure } from './targets.js';
@@ -692,6 +693,11 @@ async function main(): Promise<void> {
       const peers = await measurePeers(report);
       results.peers = peers;
       targets.push(...peerTargets(peers));
+    }
+    if (runs('people')) {
+      const people = await measurePeople(bare, report);
+      results.people = people.figures;
+      targets.push(...people.targets);
     }
     await stop(bare);
     results.regressions = reportTargets(targets, report, {

@@ -230,6 +230,7 @@ export type ControlTableName = (typeof CONTROL_STATE_TABLES)[number]['name'];
  */
 export const NOT_COPIED: Readonly<Record<string, string>> = Object.freeze({
   schema_migrations: "each store's own migration bookkeeping (the target has its own)",
+  user_groups: "SQLite: the users of each group, derived from users.groups by the schema's triggers (an import's users rows refill it)",
   audit_head: 'PostgreSQL: the last event of the chain, set by the importer from the last audit event',
   audit_pending: 'PostgreSQL: events not yet chained; the exporter seals them first, so it is empty when read',
   attempt_budget:

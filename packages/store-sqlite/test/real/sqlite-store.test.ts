@@ -14,7 +14,7 @@ import {
   verifyAuditChain,
 } from '@svc/core';
 import { ConfigError, type EdnValue } from '@svc/core/config';
-import { STORE_OPERATIONS } from '@svc/core/store';
+import { STORE_OPERATIONS, type UserFilter } from '@svc/core/store';
 import { createFakeClock, makeDeps, newDeviceKey } from '@svc/store-testkit';
 import Database from 'better-sqlite3';
 import {
@@ -26,6 +26,7 @@ import {
   svcStore,
 } from 'svc-store-sqlite';
 import { loadMigrations } from '../../src/migrations.js';
+import { userListingSql } from '../../src/users.js';
 import { ownerOnlyTempDir } from '../temp-dir.js';
 
 const temp = await ownerOnlyTempDir();
@@ -832,6 +833,61 @@ describe('sqlite store: migration 12 (users, groups, SCIM tokens)', () => {
       assert.throws(() => insert.run('sub_01KAQ0000000000000000000U3', 'application'), /UNIQUE constraint failed/);
     } finally {
       raw.close();
+    }
+  });
+
+  test("a group's members are listed right after writes that skip the store (the triggers keep user_groups), through its index", async () => {
+    const file = freshFile();
+    await (await openSqliteStore({ file })).close();
+    const raw = new Database(file);
+    try {
+      const insert = raw.prepare("INSERT INTO users (subject, realm, groups, created_at, updated_at) VALUES (?, 'application', ?, 0, 0)");
+      insert.run('sub_01KAQ0000000000000000000U1', '["ops","web"]');
+      insert.run('sub_01KAQ0000000000000000000U2', '["ops"]');
+      insert.run('sub_01KAQ0000000000000000000U3', '["web"]');
+      raw.prepare(`UPDATE users SET groups = '["web"]' WHERE subject = 'sub_01KAQ0000000000000000000U2'`).run();
+      raw.prepare(`UPDATE users SET groups = '["db","ops"]' WHERE subject = 'sub_01KAQ0000000000000000000U3'`).run();
+      raw.prepare("DELETE FROM users WHERE subject = 'sub_01KAQ0000000000000000000U1'").run();
+    } finally {
+      raw.close();
+    }
+    const store = await openSqliteStore({ file });
+    try {
+      const members = async (group: string, after?: string) =>
+        (await store.listUsers({ group, limit: 10, ...(after === undefined ? {} : { after }) })).map((u) => u.subject);
+      assert.deepEqual(await members('ops'), ['sub_01KAQ0000000000000000000U3']);
+      assert.deepEqual(await members('web'), ['sub_01KAQ0000000000000000000U2']);
+      assert.deepEqual(await members('db', 'sub_01KAQ0000000000000000000U3'), []);
+    } finally {
+      await store.close();
+    }
+    // Each filtered page reads an index: in subject order (no sort), or a look-up of a few rows
+    // (sorted). Only the substring filter, and no filter at all, read users in primary-key order.
+    const db = new Database(file, { readonly: true });
+    try {
+      const after = 'sub_01KAQ0000000000000000000U0';
+      const cases: [Omit<UserFilter, 'limit'>, RegExp][] = [
+        [{ group: 'ops' }, /^SEARCH ug USING PRIMARY KEY \(name=\?\) \| SEARCH users USING PRIMARY KEY \(subject=\?\)$/],
+        [{ group: 'ops', after }, /^SEARCH ug USING PRIMARY KEY \(name=\? AND subject>\?\) \| SEARCH users USING PRIMARY KEY/],
+        [{ group: 'ops', realm: 'application', status: 'active' }, /^SEARCH ug USING PRIMARY KEY \(name=\?\) \| SEARCH users/],
+        [{ realm: 'application', after }, /^SEARCH users USING INDEX users_realm_subject \(realm=\? AND subject>\?\)$/],
+        [{ status: 'disabled' }, /^SEARCH users USING INDEX users_status_subject \(status=\?\)$/],
+        [{ email: 'ada@example.com' }, /^SEARCH users USING INDEX users_realm_email \(realm=\? AND email=\?\)/],
+        [{ userName: 'ada' }, /^SEARCH users USING INDEX users_realm_user_name \(realm=\? AND user_name=\?\)/],
+        [{ externalId: 'x-1' }, /^SEARCH users USING INDEX users_realm_external_id \(realm=\? AND external_id=\?\)/],
+        [{ after }, /^SEARCH users USING PRIMARY KEY \(subject>\?\)$/],
+      ];
+      for (const [filter, expected] of cases) {
+        const { sql, params } = userListingSql({ ...filter, limit: 101 });
+        const plan = db
+          .prepare<Record<string, string | number>, { detail: string }>(`EXPLAIN QUERY PLAN ${sql}`)
+          .all(params)
+          .map((r) => r.detail)
+          .join(' | ');
+        assert.match(plan, expected, JSON.stringify(filter));
+      }
+    } finally {
+      db.close();
     }
   });
 });
