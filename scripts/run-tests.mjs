@@ -92,9 +92,13 @@ const started = Date.now();
 // 2-core machine; its tests carry their own timeouts, as do the other slow ones. The fast tier
 // has no such file: a minute is already far more than any of its files needs.
 const timeout = tier === 'fast' ? '120000' : '1800000';
+// Not `node --test FILE...`: node 20 sorts those files by name before it starts them, which
+// undid the order above (the fresh-clone file started some 40 minutes into a real-tier run).
+// scripts/test-files-in-order.mjs hands the same files, concurrency and timeout to node:test's
+// run(), which starts them in the order given, each in a process of its own as before.
 const result = spawnSync(
   process.execPath,
-  ['--import', 'tsx', '--test', `--test-concurrency=${concurrency}`, `--test-timeout=${timeout}`, ...files],
+  ['--import', 'tsx', `--test-timeout=${timeout}`, join(root, 'scripts', 'test-files-in-order.mjs'), concurrency, ...files],
   { cwd: root, stdio: 'inherit' },
 );
 const real = files.filter((f) => isReal(f.split(sep).slice(3).join(sep))).length;
