@@ -1,13 +1,24 @@
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { accessSync, constants, copyFileSync, existsSync, mkdirSync, mkdtempSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  accessSync,
+  constants,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readlinkSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { REPO_ROOT } from '../repo.js';
 
 const REPO = REPO_ROOT.replace(/\/$/, '');
-/** Installs compile better-sqlite3 from source on a loaded 2-core machine. */
+/** An install of the whole tree on a loaded 2-core machine. */
 const INSTALL_TIMEOUT_MS = 15 * 60_000;
 
 /** The environment of a user's shell: none of npm's per-script variables, none of ours. */
@@ -51,6 +62,36 @@ function freshClone(): { root: string; dir: string } {
   return { root, dir };
 }
 
+/**
+ * better-sqlite3's install script (prebuild-install) unpacks a prebuilt binary when it finds one
+ * and compiles SQLite from source only when it finds none. A user's `npm ci` downloads that
+ * binary from the package's releases; this machine reaches no network beyond the registries, so
+ * the clone compiled SQLite for minutes. The binary this checkout's own install holds (the same
+ * locked version, for this Node) is packed the way those releases are and offered to the clone's
+ * install as a local prebuild (prebuild-install's `local-prebuilds` setting): the clone's
+ * `npm ci` runs every install script as a user's does; the compile is left to `.ci/run`'s own
+ * `npm ci`.
+ */
+function offerLocalBetterSqlitePrebuild(root: string, clone: string): void {
+  const pkgDir = join(REPO, 'node_modules', 'better-sqlite3');
+  const { version } = JSON.parse(readFileSync(join(pkgDir, 'package.json'), 'utf8')) as { version: string };
+  const lock = JSON.parse(readFileSync(join(clone, 'package-lock.json'), 'utf8')) as {
+    packages: Record<string, { version?: string }>;
+  };
+  assert.equal(lock.packages['node_modules/better-sqlite3']?.version, version, 'the clone locks the better-sqlite3 this checkout has');
+  const binary = join('build', 'Release', 'better_sqlite3.node');
+  assert.ok(existsSync(join(pkgDir, binary)), `${join(pkgDir, binary)} is missing: run npm ci in this checkout first`);
+  const dir = join(root, 'prebuilds');
+  mkdirSync(dir);
+  const name = `better-sqlite3-v${version}-node-v${process.versions.modules}-${process.platform}-${process.arch}.tar.gz`;
+  execFileSync('tar', ['-czf', join(dir, name), '-C', pkgDir, binary]);
+  // prebuild-install reads its settings from a .prebuild-installrc in any folder above the
+  // package (rc): this one is in the clone's parent, outside the repository, and no other
+  // install reads it. (An npm_config_ variable npm itself warns about as an unknown config; a
+  // prebuild-install_ variable does not survive the sh that runs install scripts.)
+  writeFileSync(join(root, '.prebuild-installrc'), `local-prebuilds=${dir}\n`);
+}
+
 function assertSvcLinked(dir: string, after: string): void {
   const link = join(dir, 'node_modules', '.bin', 'svc');
   assert.ok(
@@ -73,7 +114,7 @@ describe('the README on a fresh clone', { timeout: 40 * 60_000 }, () => {
   });
   after(() => rmSync(clone.root, { recursive: true, force: true }));
 
-  // Each install compiles better-sqlite3: far over the runner's default per-test limit on a loaded machine.
+  // Three installs of the whole tree: far over the runner's default per-test limit on a loaded machine.
   test('npm ci, npm install and a second npm ci each link this repository’s svc, and npx svc never reaches the registry', {
     timeout: 30 * 60_000,
   }, () => {
@@ -85,7 +126,12 @@ describe('the README on a fresh clone', { timeout: 40 * 60_000 }, () => {
     assert.equal(r.code, 0, r.out);
     assertSvcLinked(clone.dir, 'npm install');
     // The README's own command, scripts and all: it builds, and installs with no engine warning.
+    offerLocalBetterSqlitePrebuild(clone.root, clone.dir);
     r = sh('npm', ['ci', '--prefer-offline'], clone.dir);
+    assert.ok(
+      !existsSync(join(clone.dir, 'node_modules', 'better-sqlite3', 'build', 'Makefile')),
+      'better-sqlite3 was compiled: its install did not take the local prebuild',
+    );
     assert.equal(r.code, 0, r.out);
     assertSvcLinked(clone.dir, 'a second npm ci');
     assert.doesNotMatch(r.out, /EBADENGINE/, 'npm ci warns about an engine');
