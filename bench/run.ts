@@ -5,7 +5,10 @@
 //
 // BENCH_ONLY=name[,name...] runs only those scenarios: the stores (`sqlite`, `postgres`),
 // `postgres-nodes` (two nodes writing at once), `scale`, `dpop` (a DPoP-checked request beside a
-// bearer one), `gateway-upstream`, `gateway-routes` (100 routes against 1), `gateway-modules`; its figures go to bench/results/latest-<names>.{json,txt}.
+// bearer one), `gateway-upstream`, `gateway-routes` (100 routes against 1), `gateway-modules`,
+// `peers` (oidc-provider's introspection and better-auth's get-session beside svc's bearer
+// check), `people` (a group policy and user pages at 1,000,000 users); its figures go to
+// bench/results/latest-<names>.{json,txt}.
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
