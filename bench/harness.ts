@@ -267,6 +267,13 @@ export function cpuMicros(statFile: string): number {
   return (Number(fields[11]) + Number(fields[12])) * TICK_US;
 }
 
+/** cutime + cstime of a /proc stat line (fields 16 and 17): the CPU of its children that ended and were waited for, in microseconds. */
+export function childrenCpuMicros(statFile: string): number {
+  const text = readFileSync(statFile, 'utf8');
+  const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[13]) + Number(fields[14])) * TICK_US;
+}
+
 /** CPU microseconds the whole machine has spent busy so far (every process, every core: /proc/stat less idle and iowait). */
 export function machineBusyMicros(): number {
   const fields = (readFileSync('/proc/stat', 'utf8').split('\n')[0] as string).trim().split(/\s+/).slice(1).map(Number);
@@ -341,7 +348,10 @@ export function postgresMicros(): number {
     if (!/^\d+$/.test(entry)) continue;
     try {
       if (readFileSync(`/proc/${entry}/comm`, 'utf8').trim() !== 'postgres') continue;
-      sum += cpuMicros(`/proc/${entry}/stat`);
+      // Its own CPU and its reaped children's (cutime + cstime): a backend that ends between two
+      // readings moves its CPU into the postmaster's children time instead of vanishing from the
+      // sum (which made the difference negative when a pool closed idle connections meanwhile).
+      sum += cpuMicros(`/proc/${entry}/stat`) + childrenCpuMicros(`/proc/${entry}/stat`);
     } catch {
       // Gone meanwhile: a backend that ended.
     }
