@@ -30,7 +30,9 @@
 // server: req/s and server CPU microseconds per request (harness costOf, from /proc), and the
 // ratios svc/peer of both (throughput: svc over the peer, higher is better for svc; CPU: the
 // peer's over svc's, the steadier figure on a shared machine). Targets `peers.oidc-provider`
-// (goal 8x) and `peers.better-auth` (goal 50x) are the throughput ratios.
+// (goal 8x) and `peers.better-auth` (goal 50x) are the throughput ratios. Each round also runs
+// the bare Fastify route (a constant answer, no check at all): `peers.<name>.ceiling` is its
+// req/s over the peer's, the most any check served by Fastify could reach on this machine.
 //
 // The peer servers are bench/peer-servers.mjs, run by plain node as svc's built server is.
 import { randomBytes } from 'node:crypto';
@@ -158,6 +160,8 @@ async function svcLoad(server: Proc, device: Device): Promise<Load> {
 interface PeerRound {
   peer: Cost;
   svc: Cost;
+  /** The bare Fastify route (bench/bare-server.ts), once per round, for both peers. */
+  bare: Cost;
 }
 
 /**
@@ -165,9 +169,9 @@ interface PeerRound {
  * peer's median ratios.
  *
  * @example
- * const peers = await measurePeers(report);
+ * const peers = await measurePeers(bare, report);
  */
-export async function measurePeers(report: (line: string) => void) {
+export async function measurePeers(bare: Proc, report: (line: string) => void) {
   const work = mkdtempSync(join(tmpdir(), 'svc-bench-peers-'));
   const procs: Proc[] = [];
   try {
@@ -198,11 +202,17 @@ export async function measurePeers(report: (line: string) => void) {
     await (await svcLoad(server, device))();
 
     const rounds: Record<PeerName, PeerRound[]> = { 'oidc-provider': [], 'better-auth': [] };
+    // What this machine allows any check served by Fastify: the bare route (a constant answer,
+    // no check at all) in the same round, against each peer.
+    const bareLoad = checkedLoad(bare.url, { method: 'GET', path: '/' }, 'sub_baseline');
     for (let r = 0; r < ROUNDS; r++) {
       const oidcRun = await costOf(oidc, await oidcLoad(oidc, secrets.app, secrets.rs));
-      rounds['oidc-provider'].push({ peer: oidcRun, svc: await costOf(server, await svcLoad(server, device)) });
+      const oidcSvc = await costOf(server, await svcLoad(server, device));
       const baRun = await costOf(ba, await betterAuthLoad(ba, password));
-      rounds['better-auth'].push({ peer: baRun, svc: await costOf(server, await svcLoad(server, device)) });
+      const baSvc = await costOf(server, await svcLoad(server, device));
+      const bareRun = await costOf(bare, bareLoad);
+      rounds['oidc-provider'].push({ peer: oidcRun, svc: oidcSvc, bare: bareRun });
+      rounds['better-auth'].push({ peer: baRun, svc: baSvc, bare: bareRun });
     }
 
     const summary = (name: PeerName) => {
@@ -218,6 +228,10 @@ export async function measurePeers(report: (line: string) => void) {
         ratio: m((r) => r.svc.rps / r.peer.rps),
         /** The peer's server CPU per request over svc's: how many of svc's checks one of the peer's costs. */
         cpu_ratio: m((r) => r.peer.all / r.svc.all),
+        /** The bare route's req/s over the peer's: the most any check served by Fastify reaches here. */
+        ceiling: m((r) => r.bare.rps / r.peer.rps),
+        ceiling_cpu: m((r) => r.peer.all / r.bare.all),
+        bare_cpu_us: m((r) => r.bare.all),
         goal: PEER_GOALS[name],
       };
     };
@@ -226,7 +240,7 @@ export async function measurePeers(report: (line: string) => void) {
     const line = (label: string, rps: number, cpuUs: number, extra = '') =>
       report(`  ${label.padEnd(58)} ${fmt(rps).padStart(8)} req/s   ${cpuUs.toFixed(0).padStart(5)} µs server CPU${extra}`);
     const versus = (f: ReturnType<typeof summary>) =>
-      `   svc/peer ${f.ratio.toFixed(2)}x req/s (goal ${f.goal}x), ${f.cpu_ratio.toFixed(2)}x in CPU per request`;
+      `   svc/peer ${f.ratio.toFixed(2)}x req/s (goal ${f.goal}x), ${f.cpu_ratio.toFixed(2)}x in CPU per request; the bare Fastify route (${f.bare_cpu_us.toFixed(0)} µs): ${f.ceiling.toFixed(2)}x, ${f.ceiling_cpu.toFixed(2)}x in CPU`;
     report('');
     report(`peers: svc's bearer check beside two peers' session checks, each peer then svc right after, ${ROUNDS} rounds, medians`);
     const o = figures['oidc-provider'];
@@ -250,15 +264,24 @@ export async function measurePeers(report: (line: string) => void) {
  * targets.push(...peerTargets(await measurePeers(report)));
  */
 export function peerTargets(figures: Awaited<ReturnType<typeof measurePeers>>): TargetFigure[] {
-  return (Object.keys(PEER_GOALS) as PeerName[]).map((name) => {
+  return (Object.keys(PEER_GOALS) as PeerName[]).flatMap((name) => {
     const f = figures[name];
     const endpoint = name === 'oidc-provider' ? 'token introspection' : 'get-session';
-    return {
-      id: `peers.${name}`,
-      what: `svc bearer checks / ${name} ${endpoint}, req/s (server CPU per request: ${f.cpu_ratio.toFixed(2)}x)`,
-      ratio: f.ratio,
-      goal: f.goal,
-      cpuUs: f.svc_cpu_us,
-    };
+    return [
+      {
+        id: `peers.${name}`,
+        what: `svc bearer checks / ${name} ${endpoint}, req/s (server CPU per request: ${f.cpu_ratio.toFixed(2)}x)`,
+        ratio: f.ratio,
+        goal: f.goal,
+        cpuUs: f.svc_cpu_us,
+      },
+      {
+        id: `peers.${name}.ceiling`,
+        what: `the bare Fastify route (no check) / ${name} ${endpoint}, same rounds: what this machine allows (CPU: ${f.ceiling_cpu.toFixed(2)}x)`,
+        ratio: f.ceiling,
+        goal: null,
+        cpuUs: f.bare_cpu_us,
+      },
+    ];
   });
 }

@@ -243,10 +243,13 @@ function overTokens(url: string, path: string, tokens: readonly string[]): autoc
  * either way): `GET /v1/auth/me` as `Authorization: Bearer`, then as `Authorization: DPoP` with
  * a fresh proof per request (signed by the load generator: its cost is reported apart). The
  * check is one Ed25519 verification and one replay-cache insert (a store write) per request.
+ * What this machine allows it: the bare route behind the least a DPoP check must do (bench/
+ * bare-server.ts `verify-dpop`: one Ed25519 verification), in the same rounds.
  */
 async function measureDpop(bare: Proc, dir: string, report: (line: string) => void) {
   const { devices } = setupProject(dir, 'sqlite', '');
   const server = await start([svc, 'auth', 'serve', '--listen', '127.0.0.1:0', dir], /listening on (http:\/\/\S+)/);
+  const ceiling = await start(['--import', 'tsx', join(root, 'bench/bare-server.ts'), 'verify-dpop'], /listening on (http:\/\/\S+)/);
   try {
     const device = devices[0] as Device;
     const session = await login(server.url, device.key, device.pub);
@@ -272,12 +275,33 @@ async function measureDpop(bare: Proc, dir: string, report: (line: string) => vo
           },
         ],
       });
+    const ceilingRun = () =>
+      autocannon({
+        connections: CONNECTIONS,
+        duration: DURATION,
+        url: ceiling.url,
+        requests: [
+          {
+            method: 'GET',
+            setupRequest: (req) => ({
+              ...req,
+              headers: { ...req.headers, dpop: dpopProof(device.key, 'GET', ceiling.url, session.access_token) },
+            }),
+          },
+        ],
+      });
     await bearerRun();
     await dpopRun();
-    const rounds: { baseline: Cost; bearer: Cost; dpop: Cost }[] = [];
+    await ceilingRun();
+    const rounds: { baseline: Cost; bearer: Cost; dpop: Cost; ceiling: Cost }[] = [];
     for (let r = 0; r < ROUNDS; r++) {
       const baseline = await costOf(bare, () => autocannon({ connections: CONNECTIONS, duration: DURATION, url: bare.url }));
-      rounds.push({ baseline, bearer: await costOf(server, bearerRun), dpop: await costOf(server, dpopRun) });
+      rounds.push({
+        baseline,
+        bearer: await costOf(server, bearerRun),
+        dpop: await costOf(server, dpopRun),
+        ceiling: await costOf(ceiling, ceilingRun),
+      });
     }
     const m = (pick: (r: (typeof rounds)[number]) => number) => median(rounds.map(pick));
     const figures = {
@@ -288,7 +312,14 @@ async function measureDpop(bare: Proc, dir: string, report: (line: string) => vo
       bearer_ratio: m((r) => r.bearer.rps / r.baseline.rps),
       dpop_ratio: m((r) => r.dpop.rps / r.baseline.rps),
       dpop_vs_bearer: m((r) => r.dpop.rps / r.bearer.rps),
-      server_cpu_us: { baseline: m((r) => r.baseline.all), bearer: m((r) => r.bearer.all), dpop: m((r) => r.dpop.all) },
+      ceiling_rps: m((r) => r.ceiling.rps),
+      ceiling_ratio: m((r) => r.ceiling.rps / r.baseline.rps),
+      server_cpu_us: {
+        baseline: m((r) => r.baseline.all),
+        bearer: m((r) => r.bearer.all),
+        dpop: m((r) => r.dpop.all),
+        ceiling: m((r) => r.ceiling.all),
+      },
       client_cpu_us: { bearer: m((r) => r.bearer.client), dpop: m((r) => r.dpop.client) },
       ed25519_verify_per_s: ed25519VerifyRate(1000),
     };
@@ -305,11 +336,15 @@ async function measureDpop(bare: Proc, dir: string, report: (line: string) => vo
       `  dpop      Authorization: DPoP + proof ${fmt(figures.dpop_rps).padStart(8)} req/s   ${figures.dpop_ratio.toFixed(2)}x   ${cpu(figures.server_cpu_us.dpop)}   ${figures.dpop_vs_bearer.toFixed(2)}x of bearer`,
     );
     report(
+      `  ceiling   bare route + 1 verification ${fmt(figures.ceiling_rps).padStart(8)} req/s   ${figures.ceiling_ratio.toFixed(2)}x   ${cpu(figures.server_cpu_us.ceiling)}   what this machine allows a DPoP-checked request`,
+    );
+    report(
       `            the check costs ${(figures.server_cpu_us.dpop - figures.server_cpu_us.bearer).toFixed(0)} µs server CPU per request; the load generator signs each proof on the same cores (${figures.client_cpu_us.dpop.toFixed(0)} µs per request vs ${figures.client_cpu_us.bearer.toFixed(0)}); raw Ed25519 verifications: ${fmt(figures.ed25519_verify_per_s)}/s on one core`,
     );
     return figures;
   } finally {
     await stop(server);
+    await stop(ceiling);
   }
 }
 
@@ -632,6 +667,13 @@ async function main(): Promise<void> {
           goal: null,
           cpuUs: dpop.server_cpu_us.dpop,
         },
+        {
+          id: 'dpop.ceiling',
+          what: 'the bare route after one Ed25519 verification of the proof (bare-server.ts verify-dpop) / bare route: what this machine allows dpop.me',
+          ratio: dpop.ceiling_ratio,
+          goal: null,
+          cpuUs: dpop.server_cpu_us.ceiling,
+        },
       );
     }
     if (runs('gateway-upstream')) {
@@ -693,7 +735,7 @@ async function main(): Promise<void> {
       });
     }
     if (runs('peers')) {
-      const peers = await measurePeers(report);
+      const peers = await measurePeers(bare, report);
       results.peers = peers;
       targets.push(...peerTargets(peers));
     }

@@ -1,5 +1,5 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { parsePublicKeyHex, verifyEd25519Async } from './ed25519.js';
+import { parsePublicKeyHex, verifyEd25519 } from './ed25519.js';
 import { AuthError } from './errors.js';
 import type { SenderConstraint } from './sender-constraint.js';
 import { DPOP_MAX_AGE_SECONDS, DPOP_MAX_FUTURE_SKEW_SECONDS } from './settings.js';
@@ -208,7 +208,12 @@ export async function verifyDpopProof(proof: unknown, expect: DpopExpectation): 
     throw refuse('the DPoP proof jwk is not a valid Ed25519 public key');
   }
   const signature = Buffer.from(s, 'base64url');
-  if (!(await verifyEd25519Async(publicKeyHex, Buffer.from(`${h}.${p}`, 'ascii'), signature))) {
+  // On the event loop, not libuv's pool: a DPoP check runs on every request it guards, and
+  // handing one verification to the pool costs ~40% more CPU than the verification itself
+  // (bench `dpop`: 22% less server CPU per checked request, 12% more of them per second, on 2
+  // cores). A login's verification stays on the pool (`create-session.ts`): there it overlaps
+  // the login's writes, and on the event loop logins/s measured 7% lower.
+  if (!verifyEd25519(publicKeyHex, Buffer.from(`${h}.${p}`, 'ascii'), signature)) {
     throw refuse('the DPoP proof signature does not verify');
   }
   if (claims.nonce !== undefined && (typeof claims.nonce !== 'string' || !NONCE.test(claims.nonce))) {
