@@ -6,7 +6,6 @@
 // installed `svc auth serve` on a project its own CLI made; the trees take turns, PAIRS times,
 // in alternating order. Figures go to bench/results/ab.json.
 import { execFileSync } from 'node:child_process';
-import { type KeyObject, sign } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
@@ -17,6 +16,7 @@ import {
   costOf,
   type Device,
   login,
+  loginRequests,
   type Proc,
   root,
   rotationRequest,
@@ -40,42 +40,7 @@ async function bearer(server: Proc, token: string): Promise<Cost> {
 }
 
 async function logins(server: Proc, devices: readonly Device[]): Promise<Cost> {
-  let n = 0;
-  const json = { 'content-type': 'application/json' };
-  return costOf(
-    server,
-    () =>
-      run({
-        url: server.url,
-        amount: LOGINS * 2,
-        requests: [
-          {
-            method: 'POST',
-            path: '/v1/auth/challenges',
-            headers: json,
-            setupRequest: (req, ctx: object) => {
-              const d = devices[n++ % devices.length] as Device;
-              (ctx as Record<string, unknown>).key = d.key;
-              return { ...req, body: JSON.stringify({ public_key: d.pub }) };
-            },
-            onResponse: (status, body, ctx: object) => {
-              if (status === 201) Object.assign(ctx, JSON.parse(body));
-            },
-          },
-          {
-            method: 'POST',
-            path: '/v1/auth/sessions',
-            headers: json,
-            setupRequest: (req, ctx: object) => {
-              const c = ctx as { challenge_id: string; challenge: string; key: KeyObject };
-              const signature = sign(null, Buffer.from(c.challenge), c.key).toString('hex');
-              return { ...req, body: JSON.stringify({ challenge_id: c.challenge_id, signature }) };
-            },
-          },
-        ],
-      }),
-    2,
-  );
+  return costOf(server, () => run({ url: server.url, amount: LOGINS * 2, requests: loginRequests(devices) }), 2);
 }
 
 async function rotations(server: Proc, devices: readonly Device[]): Promise<Cost> {

@@ -144,6 +144,11 @@ export function loginRequests(devices: readonly Device[]): autocannon.Request[] 
           const c = JSON.parse(body) as { challenge_id: string; challenge: string };
           context.challenge_id = c.challenge_id;
           context.challenge = c.challenge;
+        } else {
+          // Never the previous pass's challenge: the next request says what was refused.
+          context.challenge_id = undefined;
+          context.challenge = undefined;
+          context.refused = `${status} ${body.slice(0, 200)}`;
         }
       },
     },
@@ -153,6 +158,11 @@ export function loginRequests(devices: readonly Device[]): autocannon.Request[] 
       headers: { 'content-type': 'application/json' },
       setupRequest: (req, ctx: object) => {
         const context = ctx as Record<string, unknown>;
+        if (typeof context.challenge !== 'string') {
+          // The server's budget is 100 unanswered challenges per source per 60 s, and a load cut
+          // short by an `amount` or a duration leaves up to one per connection unanswered.
+          throw new Error(`bench: POST /v1/auth/challenges answered ${String(context.refused)}: this login cannot go on`);
+        }
         return {
           ...req,
           body: JSON.stringify({
