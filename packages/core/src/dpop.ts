@@ -209,10 +209,11 @@ export async function verifyDpopProof(proof: unknown, expect: DpopExpectation): 
   }
   const signature = Buffer.from(s, 'base64url');
   // On the event loop, not libuv's pool: a DPoP check runs on every request it guards, and
-  // handing one verification to the pool costs ~40% more CPU than the verification itself
-  // (bench `dpop`: 22% less server CPU per checked request, 12% more of them per second, on 2
-  // cores). A login's verification stays on the pool (`create-session.ts`): there it overlaps
-  // the login's writes, and on the event loop logins/s measured 7% lower.
+  // handing one verification to the pool costs ~40% more CPU than the verification itself.
+  // Measured side by side on 2 cores: 22% less server CPU per checked request and 12% more of
+  // them per second (docs/performance.md, 2026-11-28). A login's verification stays on the
+  // pool (`create-session.ts`): there it overlaps the login's writes, and on the event loop
+  // logins/s measured 3-7% lower.
   if (!verifyEd25519(publicKeyHex, Buffer.from(`${h}.${p}`, 'ascii'), signature)) {
     throw refuse('the DPoP proof signature does not verify');
   }
