@@ -210,10 +210,10 @@ export async function verifyDpopProof(proof: unknown, expect: DpopExpectation): 
   const signature = Buffer.from(s, 'base64url');
   // On the event loop, not libuv's pool: a DPoP check runs on every request it guards, and
   // handing one verification to the pool costs ~40% more CPU than the verification itself.
-  // Measured side by side on 2 cores: 22% less server CPU per checked request and 12% more of
-  // them per second (docs/performance.md, 2026-11-28). A login's verification stays on the
+  // Measured side by side on 2 cores: 17-22% less server CPU per checked request and 12% more
+  // of them per second (docs/performance.md, 2026-11-28). A login's verification stays on the
   // pool (`create-session.ts`): there it overlaps the login's writes, and on the event loop
-  // logins/s measured 3-7% lower.
+  // logins/s measured about 5% lower.
   if (!verifyEd25519(publicKeyHex, Buffer.from(`${h}.${p}`, 'ascii'), signature)) {
     throw refuse('the DPoP proof signature does not verify');
   }
