@@ -47,6 +47,24 @@ async function count(url: string, schema: string, id: string): Promise<number> {
   }
 }
 
+/** Waits, for at most 10 s, until the event `id` is visible in `schema` on the server at `url` (a standby replays what it has flushed a moment later). */
+async function visibleOn(url: string, schema: string, id: string): Promise<void> {
+  const until = Date.now() + 10_000;
+  let last = '';
+  for (;;) {
+    try {
+      if ((await count(url, schema, id)) === 1) return;
+      last = 'not there yet';
+    } catch (err) {
+      // 42P01: the schema's tables are not replayed yet.
+      if ((err as { code?: string }).code !== '42P01') throw err;
+      last = String(err);
+    }
+    if (Date.now() > until) assert.fail(`waited 10 s for event ${id} to be replayed on the standby; last: ${last}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
 describe('a primary and a synchronous standby given to the store as one libpq host list (started by this file)', () => {
   let rp: ReplicatedPostgres;
   before(async () => {
@@ -61,7 +79,11 @@ describe('a primary and a synchronous standby given to the store as one libpq ho
     const store = await openPostgresStore({ connectionString: standbyFirst, schema: 'standby_first', max: 2, allowUnauthenticated: true });
     try {
       const event = await store.appendAuditEvent(draft());
-      assert.equal(await count(rp.standbyUrl, 'standby_first', event.id), 1, 'the write reached the standby through replication');
+      // synchronous_commit=on acknowledges once the standby has flushed the commit's WAL, not
+      // once it has replayed it: a read on the standby right after may not see it yet (a CI run
+      // read before the schema's creation was replayed). The write has reached the standby when
+      // the standby shows it; replay is bounded by the wait.
+      await visibleOn(rp.standbyUrl, 'standby_first', event.id);
     } finally {
       await store.close();
     }
