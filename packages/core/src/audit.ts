@@ -97,8 +97,22 @@ function hashedFields(event: Omit<AuditEvent, 'hash'>): Omit<AuditEventJson, 'ha
  * const sealed = sealAuditEvent(draft, head?.seq ?? 0, head?.hash ?? GENESIS_HASH);
  */
 export function sealAuditEvent(draft: AuditEventDraft, prevSeq: number, prevHash: string): AuditEvent {
-  const unsealed = { ...draft, seq: prevSeq + 1, prevHash };
-  return Object.freeze({ ...unsealed, hash: sha256Hex(canonicalJson(hashedFields(unsealed))) });
+  // Field by field, not `{ ...draft, seq, prevHash }`: V8 adds properties after a leading
+  // spread the slow way (about 1 µs each), and every audited change seals an event.
+  const unsealed = {
+    id: draft.id,
+    at: draft.at,
+    type: draft.type,
+    realm: draft.realm,
+    subject: draft.subject,
+    deviceId: draft.deviceId,
+    sessionId: draft.sessionId,
+    data: draft.data,
+    seq: prevSeq + 1,
+    prevHash,
+  };
+  const hash = sha256Hex(canonicalJson(hashedFields(unsealed)));
+  return Object.freeze({ hash, ...unsealed });
 }
 
 /** The outcome of checking a chain. */

@@ -69,8 +69,20 @@ export class BearerBatch {
     try {
       rows =
         batch.length === 1
-          ? (await this.#pool.query<AccessRow>({ ...SESSION_FOR_ACCESS, values: [batch[0]?.sessionId] })).rows
-          : (await this.#pool.query<AccessRow>({ ...SESSIONS_FOR_ACCESS, values: [[...new Set(batch.map((l) => l.sessionId))]] })).rows;
+          ? (
+              await this.#pool.query<AccessRow>({
+                name: SESSION_FOR_ACCESS.name,
+                text: SESSION_FOR_ACCESS.text,
+                values: [batch[0]?.sessionId],
+              })
+            ).rows
+          : (
+              await this.#pool.query<AccessRow>({
+                name: SESSIONS_FOR_ACCESS.name,
+                text: SESSIONS_FOR_ACCESS.text,
+                values: [[...new Set(batch.map((l) => l.sessionId))]],
+              })
+            ).rows;
     } catch (error) {
       // Each check's rejection is classified (an outage becomes store_unavailable) by the wrapper every operation has.
       for (const lookup of batch) lookup.reject(error);

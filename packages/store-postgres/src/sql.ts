@@ -42,7 +42,11 @@ export type Sql = string | Named;
  * const result = await run(pool, 'SELECT 1', []);
  */
 export function run<R extends QueryResultRow>(db: Queryable, sql: Sql, values: readonly unknown[]) {
-  return typeof sql === 'string' ? db.query<R>(sql, values as unknown[]) : db.query<R>({ ...sql, values: values as unknown[] });
+  // A new literal, not `{ ...sql, values }`: V8 adds a property after a leading spread the slow
+  // way (about 1 µs), on every statement of the hot paths.
+  return typeof sql === 'string'
+    ? db.query<R>(sql, values as unknown[])
+    : db.query<R>({ name: sql.name, text: sql.text, values: values as unknown[] });
 }
 
 /**
