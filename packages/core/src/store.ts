@@ -513,7 +513,8 @@ export interface Store {
   /** Stores a challenge. */
   createChallenge(challenge: ChallengeRecord): Promise<void>;
   /**
-   * Uses up a challenge: returns it and marks it used if it exists, is unused,
+   * Uses up a challenge: returns it and marks it used (or deletes it: a used challenge is only
+   * ever refused, so a store need not keep it) if it exists, is unused,
    * `expiresAt > now` and `createdAt <= now + CLOCK_SKEW_TOLERANCE_MS` (one dated further in the
    * future means the clock was stepped back: its age cannot be measured, so it is refused);
    * otherwise null. Exactly one of N concurrent calls gets it.
