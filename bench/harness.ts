@@ -35,6 +35,57 @@ export function libpqEnv(): NodeJS.ProcessEnv {
   };
 }
 
+/** How many sessions {@link seedPostgresStore} puts in a PostgreSQL store before it is measured. */
+export const PG_SEED_SESSIONS = Number(process.env.BENCH_PG_SESSIONS ?? 100_000);
+
+/**
+ * Makes the PostgreSQL schema of a bench project look like a store in service before anything
+ * is measured: `sessions` live sessions of its first device (straight through SQL: they are
+ * never used, and the schema is dropped with the run), then {@link analyzePostgresSchema}.
+ *
+ * @example
+ * seedPostgresStore(schema); // 100,000 sessions, every table analyzed
+ */
+export function seedPostgresStore(schema: string, sessions: number = PG_SEED_SESSIONS): void {
+  execFileSync(
+    'psql',
+    [
+      '-Atqc',
+      `INSERT INTO ${schema}.sessions (id, realm, subject, device_id, created_at, expires_at, access_digest, access_expires_at, refresh_digest, refresh_expires_at)
+    SELECT 'ses_SEED' || lpad(i::text, 22, '0'), 'management', d.subject, d.id, 1, 9999999999999, md5('a' || i) || md5('b' || i), 9999999999999,
+           md5('c' || i) || md5('d' || i), 9999999999999
+    FROM generate_series(1, ${sessions}) AS i, (SELECT id, subject FROM ${schema}.devices WHERE removed_at IS NULL ORDER BY id LIMIT 1) AS d`,
+    ],
+    { env: libpqEnv() },
+  );
+  analyzePostgresSchema(schema);
+}
+
+/**
+ * ANALYZE of every table of `schema`: what autovacuum does in service within about a minute of
+ * a table's first changes, and then as it grows. Each pool connection plans its named
+ * statements on their first executions and keeps the plans until the statistics of a table they
+ * read change; on a new schema that is while the tables are empty, and a bench run is over
+ * before autovacuum's first pass, so without it a run measured a sequential scan of the whole
+ * table in the bearer check, the DPoP proof's prune and the audit trail's guard, longer with
+ * every round (docs/performance.md, 2026-11-28 night). The bench calls it before each round.
+ *
+ * @example
+ * analyzePostgresSchema(schema);
+ */
+export function analyzePostgresSchema(schema: string): void {
+  execFileSync(
+    'psql',
+    [
+      '-Atqc',
+      `DO $$ DECLARE t text; BEGIN
+    FOR t IN SELECT tablename FROM pg_tables WHERE schemaname = '${schema}' LOOP EXECUTE format('ANALYZE %I.%I', '${schema}', t); END LOOP;
+  END $$`,
+    ],
+    { env: libpqEnv() },
+  );
+}
+
 /** PG_URL as a report shows it: without its password. */
 export function shownPgUrl(): string {
   const url = new URL(PG_URL);

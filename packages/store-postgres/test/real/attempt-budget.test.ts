@@ -66,6 +66,38 @@ describe('shared attempt budget on PostgreSQL (two nodes, one schema)', () => {
     assert.equal((await reserve(b, [key], T0 + WINDOW)).reserved, false);
   });
 
+  test('concurrent settles on one node leave the rows as settling one by one would', async () => {
+    const key = 'addr:192.0.2.44';
+    const other = 'device:dev_BATCH';
+    const row = async (k: string) =>
+      (
+        await env.admin.query<{ failures: number; pending: number; window_start: string }>(
+          `SELECT failures, pending, window_start FROM ${schema}.attempt_budget WHERE key = $1`,
+          [k],
+        )
+      ).rows[0];
+    // An ended window's reservation, settled in the same batch below: it owes the new window nothing.
+    const old = await reserve(a, [key], T0 - 2 * WINDOW);
+    assert.ok(old.reserved);
+    const held: AttemptReservation[] = [];
+    for (let i = 0; i < 12; i++) held.push(await reserve(i % 2 === 0 ? a : b, i < 4 ? [key, other] : [key]));
+    assert.ok(held.every((r) => r.reserved));
+    assert.equal((await row(key))?.pending, 12);
+    // All at once, on one node: 5 failed (2 of them on both keys), 7 succeeded, and the ended window's failure.
+    await Promise.all([
+      ...held.map((r, i) => (r.reserved ? b.settleAttempts({ windows: r.windows, failed: i % 3 === 0 || i === 5 }) : null)),
+      old.reserved ? b.settleAttempts({ windows: old.windows, failed: true }) : null,
+    ]);
+    assert.deepEqual(await row(key), { failures: 5, pending: 0, window_start: String(T0) });
+    assert.deepEqual(await row(other), { failures: 2, pending: 0, window_start: String(T0) });
+    // The budget then counts on from there: 25 more of 30 run, the 26th is refused.
+    const more: AttemptReservation[] = [];
+    for (let i = 0; i < MAX - 5; i++) more.push(await reserve(a, [key]));
+    assert.ok(more.every((r) => r.reserved));
+    await failAll(a, more);
+    assert.equal((await reserve(b, [key])).reserved, false);
+  });
+
   test('a reservation is all or none across its keys', async () => {
     const held: AttemptReservation[] = [];
     for (let i = 0; i < MAX; i++) held.push(await reserve(a, ['addr:203.0.113.1']));
