@@ -206,6 +206,45 @@ describe('across two nodes (two pools on one schema)', () => {
     assert.equal(await n.a.consumeChallenge({ id: ids[39] as string, now: T0 + 3 }), null);
   });
 
+  test('expired challenges and DPoP records are swept within 64 writes of a node', async () => {
+    const later = T0 + 10 * 60_000;
+    const count = async (table: string, column: string, keys: readonly string[]) =>
+      (await env.admin.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${n.a.schema}.${table} WHERE ${column} = ANY($1)`, [keys]))
+        .rows[0]?.n;
+    // 100 of each that expire long before `later`.
+    const stale = Array.from({ length: 100 }, () => newId('challenge', clock, random));
+    for (const id of stale) {
+      await n.b.createChallenge({
+        id,
+        publicKey: 'ef'.repeat(32),
+        realm: 'management',
+        challenge: id,
+        createdAt: T0,
+        expiresAt: T0 + 60_000,
+      });
+    }
+    const proofs = Array.from({ length: 100 }, (_, i) => `sweep-test-${i}`);
+    for (const key of proofs) assert.equal(await n.b.useDpopProof({ key, expiresAt: T0 + 60_000, now: T0 }), true);
+    // The next 64 writes of node a, at `later`: one of them sweeps.
+    for (let i = 0; i < 64; i++) {
+      const id = newId('challenge', clock, random);
+      await n.a.createChallenge({
+        id,
+        publicKey: 'ef'.repeat(32),
+        realm: 'management',
+        challenge: id,
+        createdAt: later,
+        expiresAt: later + 60_000,
+      });
+      assert.equal(await n.a.useDpopProof({ key: `sweep-test-new-${i}`, expiresAt: later + 60_000, now: later }), true);
+    }
+    assert.equal(await count('challenges', 'id', stale), 0, 'the expired challenges are gone');
+    assert.equal(await count('dpop_proofs', 'proof_key', proofs), 0, 'the expired DPoP records are gone');
+    // A swept key is free again, and a live one is still refused.
+    assert.equal(await n.b.useDpopProof({ key: 'sweep-test-0', expiresAt: later + 60_000, now: later }), true);
+    assert.equal(await n.b.useDpopProof({ key: 'sweep-test-new-0', expiresAt: later + 60_000, now: later }), false);
+  });
+
   test('of 50 concurrent enrolments of one key on both nodes exactly one enrolls', async () => {
     const key = randomBytes(32).toString('hex');
     const outcomes = await storm(n.nodes, (_, node) => node.enrollDevice(device(key), draft('device.enrolled')));
