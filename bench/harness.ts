@@ -35,30 +35,30 @@ export function libpqEnv(): NodeJS.ProcessEnv {
   };
 }
 
-/** How many sessions {@link seedPostgresStore} puts in a PostgreSQL store before it is measured. */
+/** How many sessions the bench puts in a PostgreSQL store before it measures it (see {@link insertPostgresSessions}). */
 export const PG_SEED_SESSIONS = Number(process.env.BENCH_PG_SESSIONS ?? 100_000);
 
 /**
- * Makes the PostgreSQL schema of a bench project look like a store in service before anything
- * is measured: `sessions` live sessions of its first device (straight through SQL: they are
- * never used, and the schema is dropped with the run), then {@link analyzePostgresSchema}.
+ * Inserts `count` live sessions with ids `<prefix>1` to `<prefix><count>`, owned by the first
+ * live device of `schema`, straight through SQL: bench rows that are never used (the schema is
+ * dropped with the run). The bench seeds a store with them before measuring it, so that it looks
+ * like one in service ({@link PG_SEED_SESSIONS}), and the rotation ceiling rotates them.
  *
  * @example
- * seedPostgresStore(schema); // 100,000 sessions, every table analyzed
+ * insertPostgresSessions(schema, 'ses_SEED', PG_SEED_SESSIONS);
  */
-export function seedPostgresStore(schema: string, sessions: number = PG_SEED_SESSIONS): void {
+export function insertPostgresSessions(schema: string, prefix: string, count: number): void {
   execFileSync(
     'psql',
     [
       '-Atqc',
       `INSERT INTO ${schema}.sessions (id, realm, subject, device_id, created_at, expires_at, access_digest, access_expires_at, refresh_digest, refresh_expires_at)
-    SELECT 'ses_SEED' || lpad(i::text, 22, '0'), 'management', d.subject, d.id, 1, 9999999999999, md5('a' || i) || md5('b' || i), 9999999999999,
+    SELECT '${prefix}' || i, 'management', d.subject, d.id, 1, 9999999999999, md5('a' || i) || md5('b' || i), 9999999999999,
            md5('c' || i) || md5('d' || i), 9999999999999
-    FROM generate_series(1, ${sessions}) AS i, (SELECT id, subject FROM ${schema}.devices WHERE removed_at IS NULL ORDER BY id LIMIT 1) AS d`,
+    FROM generate_series(1, ${count}) AS i, (SELECT id, subject FROM ${schema}.devices WHERE removed_at IS NULL ORDER BY id LIMIT 1) AS d`,
     ],
     { env: libpqEnv() },
   );
-  analyzePostgresSchema(schema);
 }
 
 /**
@@ -68,7 +68,8 @@ export function seedPostgresStore(schema: string, sessions: number = PG_SEED_SES
  * read change; on a new schema that is while the tables are empty, and a bench run is over
  * before autovacuum's first pass, so without it a run measured a sequential scan of the whole
  * table in the bearer check, the DPoP proof's prune and the audit trail's guard, longer with
- * every round (docs/performance.md, 2026-11-28 night). The bench calls it before each round.
+ * every round (docs/performance.md, 2026-11-28 night). The bench calls it before each round of a
+ * PostgreSQL store it seeded with {@link insertPostgresSessions}.
  *
  * @example
  * analyzePostgresSchema(schema);

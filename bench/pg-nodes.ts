@@ -17,6 +17,7 @@ import {
   cpuMicros,
   type Device,
   fmt,
+  insertPostgresSessions,
   libpqEnv,
   login,
   loginRequests,
@@ -26,7 +27,6 @@ import {
   type Proc,
   postgresMicros,
   rotationRequest,
-  seedPostgresStore,
   setupProject,
   shownPgUrl,
   start,
@@ -99,7 +99,9 @@ function postgresCeilings(
   connections: number,
   dir: string,
 ): { readonly login: Ceiling; readonly rotation: Ceiling } | null {
-  const [deviceId, subject] = psql(`SELECT id || '|' || subject FROM ${schema}.devices LIMIT 1`).split('|');
+  const [deviceId, subject] = psql(`SELECT id || '|' || subject FROM ${schema}.devices WHERE removed_at IS NULL ORDER BY id LIMIT 1`).split(
+    '|',
+  );
   const id = (kind: string) => `'${kind}_' || :client_id || '_' || :n`;
   const login = pgbench(
     [
@@ -125,9 +127,7 @@ function postgresCeilings(
     dir,
   );
   if (login === null) return null;
-  psql(`INSERT INTO ${schema}.sessions (id, realm, subject, device_id, created_at, expires_at, access_digest, access_expires_at, refresh_digest, refresh_expires_at)
-    SELECT 'ses_rot_' || i, 'management', '${subject}', '${deviceId}', 1, 9999999999999, md5('a' || i) || md5('b' || i), 9999999999999, md5('c' || i) || md5('d' || i), 9999999999999
-    FROM generate_series(1, 10000) AS i`);
+  insertPostgresSessions(schema, 'ses_rot_', 10_000);
   const rotation = pgbench(
     [
       '\\set n random(1, 2000000000)',
@@ -187,7 +187,7 @@ export async function measurePostgresNodes(
   const nodes: Proc[] = [];
   try {
     const { devices } = setupProject(join(dir, 'project'), 'postgres', schema, bin);
-    seedPostgresStore(schema);
+    insertPostgresSessions(schema, 'ses_SEED', PG_SEED_SESSIONS);
     for (let i = 0; i < 2; i++) {
       nodes.push(await start([bin, 'auth', 'serve', '--listen', '127.0.0.1:0', join(dir, 'project')], /listening on (http:\/\/\S+)/));
     }

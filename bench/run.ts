@@ -26,6 +26,7 @@ import {
   costOf,
   type Device,
   dpopProof,
+  insertPostgresSessions,
   libpqEnv,
   login,
   loginRequests,
@@ -35,7 +36,6 @@ import {
   root,
   rotationRequest,
   rssMiB,
-  seedPostgresStore,
   setupProject,
   shownPgUrl,
   start,
@@ -485,7 +485,7 @@ async function main(): Promise<void> {
     for (const store of stores) {
       const dir = join(work, store);
       const { devices } = setupProject(dir, store, pgSchema);
-      if (store === 'postgres') seedPostgresStore(pgSchema);
+      if (store === 'postgres') insertPostgresSessions(pgSchema, 'ses_SEED', PG_SEED_SESSIONS);
       const server = await start([svc, 'auth', 'serve', '--listen', '127.0.0.1:0', dir], /listening on (http:\/\/\S+)/);
       // Warm-up: both servers' hot paths compiled before anything is measured.
       const warm = await login(server.url, (devices[0] as Device).key, (devices[0] as Device).pub);

@@ -150,8 +150,9 @@ export function verifyEd25519(publicKeyHex: string, message: Uint8Array, signatu
  * {@link verifyEd25519} on libuv's thread pool: the same verdict, without holding the event
  * loop for the ~0.1–0.3 ms an Ed25519 verification costs (OpenSSL 3.0 is slow at it), so a
  * server keeps answering other requests meanwhile. The hand-off costs CPU of its own: one
- * verification took 113 µs of CPU this way against 82 µs on the event loop (bench VM, 5,000 each): where a verification guards every request
- * (a DPoP proof), {@link verifyEd25519} on the event loop is the cheaper way. Resolves false,
+ * verification took 113 µs of CPU this way against 82 µs on the event loop (bench VM, 5,000
+ * each). Where a verification guards every request (a DPoP proof), {@link verifyEd25519} on the
+ * event loop is the cheaper way. Resolves false,
  * never rejects, for a signature or key that does not verify.
  *
  * @example

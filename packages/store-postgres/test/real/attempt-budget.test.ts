@@ -76,7 +76,7 @@ describe('shared attempt budget on PostgreSQL (two nodes, one schema)', () => {
           [k],
         )
       ).rows[0];
-    // An ended window's reservation, settled in the same batch below: it owes the new window nothing.
+    // An ended window's reservation, settled together with the others below: it owes the new window nothing.
     const old = await reserve(a, [key], T0 - 2 * WINDOW);
     assert.ok(old.reserved);
     const held: AttemptReservation[] = [];
