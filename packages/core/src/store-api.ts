@@ -45,6 +45,7 @@ export {
   type AttemptReservation,
   type BootstrapOutcome,
   type ChallengeRecord,
+  type ConsumedChallenge,
   type DeviceRecord,
   type FlowRecord,
   type GroupRecord,

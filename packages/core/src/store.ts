@@ -31,8 +31,10 @@ import type { AttributeSource, UserStatus } from './users.js';
  * a bearer check reads the session's user attributes with it (`SessionRecord.user`). 9: the
  * gateway's assertion key set is the cluster's, kept in the store (`getAssertionKeys`, and
  * `saveAssertionKeys`, a compare-and-set on its version, audited in the same transaction).
+ * 10: `consumeChallenge` answers the challenge with the active device of its public key, read
+ * in the same step (a sign-in's device lookup, one round trip fewer on a networked store).
  */
-export const STORE_CONTRACT_VERSION = 9;
+export const STORE_CONTRACT_VERSION = 10;
 
 /**
  * The assertion key set of the cluster as the store keeps it: opaque text (the runtime seals the
@@ -368,6 +370,15 @@ export interface ChallengeRecord {
   readonly expiresAt: number;
 }
 
+/**
+ * A challenge as {@link Store.consumeChallenge} uses it up: the record, and the active (not
+ * removed) device enrolled with its public key, as {@link Store.findDeviceByPublicKey} answers
+ * for it (null when the key is not enrolled, or its device was removed).
+ */
+export interface ConsumedChallenge extends ChallengeRecord {
+  readonly device: DeviceRecord | null;
+}
+
 /** An enrolment intent prepared by an admin and completed by a new device. */
 export interface PairingIntentRecord {
   readonly id: string;
@@ -517,9 +528,11 @@ export interface Store {
    * ever refused, so a store need not keep it) if it exists, is unused,
    * `expiresAt > now` and `createdAt <= now + CLOCK_SKEW_TOLERANCE_MS` (one dated further in the
    * future means the clock was stepped back: its age cannot be measured, so it is refused);
-   * otherwise null. Exactly one of N concurrent calls gets it.
+   * otherwise null. Exactly one of N concurrent calls gets it. It comes with the active device
+   * of its public key, read in the same step (the device the sign-in then checks and signs in;
+   * {@link Store.createSession} checks again that it is still active when it writes).
    */
-  consumeChallenge(input: { readonly id: string; readonly now: number }): Promise<ChallengeRecord | null>;
+  consumeChallenge(input: { readonly id: string; readonly now: number }): Promise<ConsumedChallenge | null>;
 
   /**
    * Inserts a session with its first pair and its event, only while the session's device is

@@ -6,6 +6,7 @@ import {
   type AttemptReservation,
   type BootstrapOutcome,
   type ChallengeRecord,
+  type ConsumedChallenge,
   classifyStoreErrors,
   type DeviceRecord,
   type FlowRecord,
@@ -187,7 +188,7 @@ export class PostgresStore implements Store {
     return sessions.createChallenge(this.#ctx, challenge);
   }
 
-  async consumeChallenge(input: { readonly id: string; readonly now: number }): Promise<ChallengeRecord | null> {
+  async consumeChallenge(input: { readonly id: string; readonly now: number }): Promise<ConsumedChallenge | null> {
     return sessions.consumeChallenge(this.#ctx, input);
   }
 

@@ -13,6 +13,8 @@ import {
 import {
   type ChallengeRecord,
   type ChallengeRow,
+  type ConsumedChallenge,
+  type DeviceRow,
   decideHandoff,
   type HandoffCodeRecord,
   type HandoffCodeRow,
@@ -27,6 +29,7 @@ import {
   type Store,
   type TokenPairDigests,
   toChallenge,
+  toDevice,
   toHandoffCode,
   toSession,
 } from '@svc/core/store';
@@ -64,26 +67,53 @@ export async function createChallenge(ctx: PgContext, challenge: ChallengeRecord
   );
 }
 
+/** A used challenge's row with the active device of its key (`d_` columns, all null without one). */
+type ConsumedChallengeRow = ChallengeRow & {
+  d_id: string | null;
+  d_realm: DeviceRow['realm'] | null;
+  d_subject: string | null;
+  d_name: string | null;
+  d_created_at: number | null;
+};
+
 export async function consumeChallenge(
   ctx: PgContext,
   input: { readonly id: string; readonly now: number },
-): Promise<ChallengeRecord | null> {
+): Promise<ConsumedChallenge | null> {
   // One conditional DELETE ... RETURNING: the first caller takes the row away; every concurrent
   // one blocks on it, finds it deleted when the winner commits and matches nothing. A used
   // challenge can only ever be refused, so it is not kept until it expires: the table holds the
   // challenges still open and nothing else (at 400 sign-ins a second and the default 60 s, it held
   // 24,000 used rows, which every challenge's prune scanned while the table's statistics were
-  // those of an empty one).
-  const row = await first<ChallengeRow>(
+  // those of an empty one). The key's active device comes in the same statement (at most one:
+  // the active keys are unique), so a sign-in makes one round trip for both.
+  const row = await first<ConsumedChallengeRow>(
     ctx.pool,
     // A challenge dated in the future (a clock stepped back) cannot be aged: refused.
     {
       name: 'svc_consume_challenge',
-      text: `DELETE FROM challenges WHERE id = $1 AND ${consumableChallengeSql('$2', '$3')} RETURNING ${CHALLENGE_COLUMNS}`,
+      text: `WITH used AS (
+         DELETE FROM challenges WHERE id = $1 AND ${consumableChallengeSql('$2', '$3')} RETURNING ${CHALLENGE_COLUMNS}
+       )
+       SELECT used.*, d.id AS d_id, d.realm AS d_realm, d.subject AS d_subject, d.name AS d_name, d.created_at AS d_created_at
+         FROM used LEFT JOIN devices d ON d.public_key = used.public_key AND d.removed_at IS NULL`,
     },
     [input.id, input.now, latestTrustedTime(input.now)],
   );
-  return row === undefined ? null : toChallenge(row);
+  if (row === undefined) return null;
+  const device =
+    row.d_id === null
+      ? null
+      : toDevice({
+          id: row.d_id,
+          public_key: row.public_key,
+          realm: row.d_realm as DeviceRow['realm'],
+          subject: row.d_subject as string,
+          name: row.d_name as string,
+          created_at: row.d_created_at as number,
+          removed_at: null,
+        });
+  return { ...toChallenge(row), device };
 }
 
 export async function createSession(

@@ -15,6 +15,7 @@ import {
   amrText,
   type ChallengeRecord,
   type ChallengeRow,
+  type ConsumedChallenge,
   clampPairToSession,
   type DeviceRow,
   decideHandoff,
@@ -31,6 +32,7 @@ import {
   type Store,
   type TokenPairDigests,
   toChallenge,
+  toDevice,
   toHandoffCode,
   toSession,
 } from '@svc/core/store';
@@ -170,11 +172,16 @@ export class SqliteSessions {
     });
   }
 
-  async consumeChallenge(input: { readonly id: string; readonly now: number }): Promise<ChallengeRecord | null> {
-    // One conditional UPDATE ... RETURNING: the first caller flips used_at, every other sees no row.
+  async consumeChallenge(input: { readonly id: string; readonly now: number }): Promise<ConsumedChallenge | null> {
+    // One conditional UPDATE ... RETURNING: the first caller flips used_at, every other sees no
+    // row. The key's active device is read in the same transaction.
     const latest = latestTrustedTime(input.now);
-    const row = await this.#ctx.writes.run(() => this.#s.consumeChallenge.get({ id: input.id, now: input.now, latest }));
-    return row === undefined ? null : toChallenge(row);
+    return this.#ctx.writes.run(() => {
+      const row = this.#s.consumeChallenge.get({ id: input.id, now: input.now, latest });
+      if (row === undefined) return null;
+      const device = this.#ctx.activeDeviceWithKey(row.public_key);
+      return { ...toChallenge(row), device: device === undefined ? null : toDevice(device) };
+    });
   }
 
   async useDpopProof(input: { readonly key: string; readonly expiresAt: number; readonly now: number }): Promise<boolean> {

@@ -8,6 +8,7 @@ import {
   type AttemptReservation,
   type BootstrapOutcome,
   type ChallengeRecord,
+  type ConsumedChallenge,
   classifyStoreErrors,
   type DeviceRecord,
   type FlowRecord,
@@ -256,7 +257,7 @@ export class SqliteStore implements Store {
     return this.#sessions.createChallenge(challenge);
   }
 
-  async consumeChallenge(input: { readonly id: string; readonly now: number }): Promise<ChallengeRecord | null> {
+  async consumeChallenge(input: { readonly id: string; readonly now: number }): Promise<ConsumedChallenge | null> {
     return this.#sessions.consumeChallenge(input);
   }
 

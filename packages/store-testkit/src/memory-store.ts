@@ -9,6 +9,7 @@ import {
   type BootstrapOutcome,
   type BootstrapTokenState,
   type ChallengeRecord,
+  type ConsumedChallenge,
   type ControlStateRow,
   type ControlTable,
   checkControlRow,
@@ -376,11 +377,11 @@ export class MemoryStore implements Store {
     this.#d.challenges.set(challenge.id, { record: Object.freeze({ ...challenge }), usedAt: null });
   }
 
-  async consumeChallenge(input: { readonly id: string; readonly now: number }): Promise<ChallengeRecord | null> {
+  async consumeChallenge(input: { readonly id: string; readonly now: number }): Promise<ConsumedChallenge | null> {
     const c = this.#d.challenges.get(input.id);
     if (c === undefined || !isChallengeConsumable({ ...c.record, usedAt: c.usedAt }, input.now)) return null;
     this.#d.challenges.set(input.id, { record: c.record, usedAt: input.now });
-    return c.record;
+    return { ...c.record, device: this.#activeDeviceWithKey(c.record.publicKey) ?? null };
   }
 
   async createSession(

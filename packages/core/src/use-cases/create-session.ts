@@ -61,7 +61,8 @@ export async function createSession(
   if (!(await verifyEd25519Async(challenge.publicKey, Buffer.from(challenge.challenge, 'utf8'), signature))) {
     throw await fail('invalid_signature', 'bad_signature', 'the signature does not verify');
   }
-  const device = await deps.store.findDeviceByPublicKey(challenge.publicKey);
+  // The active device of the challenge's key, read with the challenge (one store step).
+  const device = challenge.device;
   if (device === null || device.realm !== realm) {
     throw await fail(
       'invalid_signature',

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { createChallenge, createSession, newId } from '@svc/core';
+import { auditDraft, createChallenge, createSession, newId } from '@svc/core';
 import type { ChallengeRecord } from '@svc/core/store';
 import {
   auditLength,
@@ -160,11 +160,33 @@ export function signInSuite(ctx: SuiteContext): void {
         await store.createChallenge(a);
         await store.createChallenge(b);
         assert.equal(await auditLength(store), 0, 'issuing a challenge is not an audited change');
-        assert.deepEqual(await store.consumeChallenge({ id: a.id, now: clock.now() }), a);
+        // Neither key is enrolled: each challenge comes without a device.
+        assert.deepEqual(await store.consumeChallenge({ id: a.id, now: clock.now() }), { ...a, device: null });
         assert.equal(await store.consumeChallenge({ id: a.id, now: clock.now() }), null);
         assert.equal(await store.consumeChallenge({ id: 'chl_01KAQ00000000000000000000Z', now: clock.now() }), null);
         assert.equal(await store.consumeChallenge({ id: b.id, now: b.expiresAt }), null);
-        assert.deepEqual(await store.consumeChallenge({ id: b.id, now: b.expiresAt - 1 }), b);
+        assert.deepEqual(await store.consumeChallenge({ id: b.id, now: b.expiresAt - 1 }), { ...b, device: null });
+      }));
+
+    test('a used challenge comes with the active device of its key: of its own realm or not, never a removed one', () =>
+      ctx.world(async ({ deps, store, clock }) => {
+        const admin = await bootstrapAdmin(deps);
+        const app = await enrollDevice(deps, 'application');
+        const gone = await enrollDevice(deps, 'application');
+        const issue = (publicKey: string, realm: 'management' | 'application') => createChallenge(deps, { publicKey, realm });
+        const own = await issue(admin.key.publicKey, 'management');
+        const otherRealm = await issue(app.key.publicKey, 'management');
+        const removed = await issue(gone.key.publicKey, 'application');
+        const removal = await store.removeDevice(
+          { deviceId: gone.device.id, now: clock.now() },
+          auditDraft(deps, 'device.removed', { realm: 'application', deviceId: gone.device.id }),
+        );
+        assert.equal(removal.removed, true);
+        assert.deepEqual(await store.consumeChallenge({ id: own.id, now: clock.now() }), { ...own, device: admin.device });
+        assert.deepEqual(await store.consumeChallenge({ id: otherRealm.id, now: clock.now() }), { ...otherRealm, device: app.device });
+        assert.deepEqual(await store.consumeChallenge({ id: removed.id, now: clock.now() }), { ...removed, device: null });
+        // Used up: the device no longer makes a used challenge usable.
+        assert.equal(await store.consumeChallenge({ id: own.id, now: clock.now() }), null);
       }));
   });
 }
