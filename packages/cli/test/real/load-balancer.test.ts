@@ -244,8 +244,16 @@ describe('two svc serve nodes behind HAProxy, on one PostgreSQL (started by this
       `balancer figures: ${JSON.stringify({ requests, ok, ok_before_kill: okAtKill, failed, failures: Object.fromEntries(failures) })}`,
     );
     assert.equal(a.child.exitCode, null, 'node A kept running');
-    // In flight on B when it died: at most one per client (HAProxy resends refused connections).
-    assert.ok(failed <= 8, `at most one failed request per client (8), got ${failed}`);
+    // At most two per client (HAProxy resends refused connections): the request it had in
+    // flight on B when B died, and one sent over an idle connection to B that HAProxy reused
+    // before it saw B gone. HAProxy's default `http-reuse safe` sends only a client connection's
+    // later requests over another session's idle server connection, and when that connection
+    // turns out closed it closes the client's connection without an answer and without a log
+    // line, leaving the retry to the client as browsers do (haproxy's configuration.txt,
+    // `http-reuse`). Seen: 9 such failures for 8 clients in one run, none of them in HAProxy's
+    // request log. Retrying them in HAProxy (`retry-on empty-response`) would replay the
+    // applications' POSTs behind the gateway, so the documented configuration does not.
+    assert.ok(failed <= 16, `at most two failed requests per client (16), got ${failed}`);
     // A request B was answering when it died ends as the balancer's 502/503, or as a connection
     // the balancer closes (the answer had begun); nothing else.
     assert.ok(
