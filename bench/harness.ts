@@ -106,8 +106,13 @@ export interface Proc {
   match: RegExpExecArray;
 }
 
-// Every process this run starts, so that a failing run still stops them all.
+// Every process this run starts, so that a failing run still stops them all: also when it dies
+// of an exception no `finally` sees (one thrown inside autocannon's request builder ends the
+// process at once), since servers left running would take CPU from every later measurement.
 export const started: ChildProcess[] = [];
+process.on('exit', () => {
+  for (const child of started) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+});
 
 export async function start(args: string[], pattern: RegExp, env: NodeJS.ProcessEnv = {}): Promise<Proc> {
   const child = spawn(process.execPath, args, {
