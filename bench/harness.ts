@@ -108,11 +108,20 @@ export interface Proc {
 
 // Every process this run starts, so that a failing run still stops them all: also when it dies
 // of an exception no `finally` sees (one thrown inside autocannon's request builder ends the
-// process at once), since servers left running would take CPU from every later measurement.
+// process at once) or is stopped by a signal (Ctrl-C, `timeout`), since servers left running
+// would take CPU from every later measurement. Only a SIGKILL of the bench leaves them.
 export const started: ChildProcess[] = [];
 process.on('exit', () => {
   for (const child of started) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
 });
+for (const [signal, code] of [
+  ['SIGINT', 130],
+  ['SIGTERM', 143],
+  ['SIGHUP', 129],
+] as const) {
+  // Exiting runs the 'exit' hook above; without a listener Node would end without it.
+  process.once(signal, () => process.exit(code));
+}
 
 export async function start(args: string[], pattern: RegExp, env: NodeJS.ProcessEnv = {}): Promise<Proc> {
   const child = spawn(process.execPath, args, {

@@ -90,6 +90,7 @@ export {
   type AccessRow,
   amrText,
   type ChallengeRow,
+  consumedChallenge,
   type DeviceRow,
   defaultUser,
   type EventRow,

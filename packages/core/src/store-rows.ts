@@ -4,6 +4,7 @@ import type { ProviderIntent } from './provider.js';
 import type { Realm } from './realm.js';
 import type {
   ChallengeRecord,
+  ConsumedChallenge,
   DeviceRecord,
   FlowRecord,
   GroupRecord,
@@ -449,6 +450,26 @@ export function toChallenge(r: ChallengeRow): ChallengeRecord {
     challenge: r.challenge,
     createdAt: r.created_at,
     expiresAt: r.expires_at,
+  });
+}
+
+/**
+ * What `consumeChallenge` answers: the used challenge with the active device of its key (see
+ * `ConsumedChallenge`), frozen like every record a store returns.
+ *
+ * @example
+ * return consumedChallenge(toChallenge(row), device === undefined ? null : toDevice(device));
+ */
+export function consumedChallenge(c: ChallengeRecord, device: DeviceRecord | null): ConsumedChallenge {
+  // A plain literal, no leading spread (see toSession): this runs on every sign-in.
+  return Object.freeze({
+    id: c.id,
+    publicKey: c.publicKey,
+    realm: c.realm,
+    challenge: c.challenge,
+    createdAt: c.createdAt,
+    expiresAt: c.expiresAt,
+    device,
   });
 }
 

@@ -14,6 +14,7 @@ import {
   type ChallengeRecord,
   type ChallengeRow,
   type ConsumedChallenge,
+  consumedChallenge,
   type DeviceRow,
   decideHandoff,
   type HandoffCodeRecord,
@@ -113,7 +114,7 @@ export async function consumeChallenge(
           created_at: row.d_created_at as number,
           removed_at: null,
         });
-  return { ...toChallenge(row), device };
+  return consumedChallenge(toChallenge(row), device);
 }
 
 export async function createSession(

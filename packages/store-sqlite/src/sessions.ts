@@ -17,6 +17,7 @@ import {
   type ChallengeRow,
   type ConsumedChallenge,
   clampPairToSession,
+  consumedChallenge,
   type DeviceRow,
   decideHandoff,
   type HandoffCodeRecord,
@@ -180,7 +181,7 @@ export class SqliteSessions {
       const row = this.#s.consumeChallenge.get({ id: input.id, now: input.now, latest });
       if (row === undefined) return null;
       const device = this.#ctx.activeDeviceWithKey(row.public_key);
-      return { ...toChallenge(row), device: device === undefined ? null : toDevice(device) };
+      return consumedChallenge(toChallenge(row), device === undefined ? null : toDevice(device));
     });
   }
 

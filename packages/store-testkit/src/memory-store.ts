@@ -14,6 +14,7 @@ import {
   type ControlTable,
   checkControlRow,
   clampPairToSession,
+  consumedChallenge,
   controlTable,
   type DeviceRecord,
   decideAttemptWindow,
@@ -381,7 +382,7 @@ export class MemoryStore implements Store {
     const c = this.#d.challenges.get(input.id);
     if (c === undefined || !isChallengeConsumable({ ...c.record, usedAt: c.usedAt }, input.now)) return null;
     this.#d.challenges.set(input.id, { record: c.record, usedAt: input.now });
-    return { ...c.record, device: this.#activeDeviceWithKey(c.record.publicKey) ?? null };
+    return consumedChallenge(c.record, this.#activeDeviceWithKey(c.record.publicKey) ?? null);
   }
 
   async createSession(

@@ -244,18 +244,21 @@ describe('two svc serve nodes behind HAProxy, on one PostgreSQL (started by this
       `balancer figures: ${JSON.stringify({ requests, ok, ok_before_kill: okAtKill, failed, failures: Object.fromEntries(failures) })}`,
     );
     assert.equal(a.child.exitCode, null, 'node A kept running');
-    // At most two per client (HAProxy resends refused connections): the request it had in
-    // flight on B when B died, and one sent over an idle connection to B that HAProxy reused
-    // before it saw B gone. HAProxy's default `http-reuse safe` sends only a client connection's
-    // later requests over another session's idle server connection, and when that connection
-    // turns out closed it closes the client's connection without an answer and without a log
-    // line, leaving the retry to the client as browsers do (haproxy's configuration.txt,
-    // `http-reuse`). Seen: 9 such failures for 8 clients in one run, none of them in HAProxy's
-    // request log. Retrying them in HAProxy (`retry-on empty-response`) would replay the
-    // applications' POSTs behind the gateway, so the documented configuration does not.
-    assert.ok(failed <= 16, `at most two failed requests per client (16), got ${failed}`);
-    // A request B was answering when it died ends as the balancer's 502/503, or as a connection
-    // the balancer closes (the answer had begun); nothing else.
+    // The failures are requests that died with B: the ones in flight on B, and any that HAProxy
+    // sent over an idle connection to B it had not yet seen closed (its default `http-reuse
+    // safe` gives a client connection's later requests to idle server connections). When a
+    // server closes without answering a request that was not the first on its client
+    // connection, HAProxy closes that client connection without an answer and without a log
+    // line, as if the keep-alive connection had been closed, and leaves the retry to the client
+    // (its keep-alive rule in http_ana.c). With HAProxy's request log turned on in a scratch
+    // copy of this test, three runs had 3, 6 and 5 failures and none of them in the log; one CI
+    // run had 9 for 8 client loops. Each loop has one request at a time, so two per loop (16)
+    // bounds what B's death may cost. Retrying them in HAProxy (`retry-on empty-response`)
+    // would replay the applications' POSTs behind the gateway, so the documented configuration
+    // does not.
+    assert.ok(failed <= 16, `at most two failed requests per client loop (16), got ${failed}`);
+    // A request B dropped ends as the balancer's 502/503, or as a connection the balancer closes
+    // without an answer (above); nothing else.
     assert.ok(
       [...failures.keys()].every((k) => / (502|503)$/.test(k) || /^network .*(other side closed|ECONNRESET)/.test(k)),
       `the failures are only the requests B dropped: ${[...failures.keys()]}`,
