@@ -152,8 +152,8 @@ export function verifyEd25519(publicKeyHex: string, message: Uint8Array, signatu
  * server keeps answering other requests meanwhile. The hand-off costs CPU of its own: one
  * verification took 113 µs of CPU this way against 82 µs on the event loop (bench VM, 5,000
  * each). Where a verification guards every request (a DPoP proof), {@link verifyEd25519} on the
- * event loop is the cheaper way. Resolves false,
- * never rejects, for a signature or key that does not verify.
+ * event loop is the cheaper way. Resolves false, never rejects, for a signature or key that does
+ * not verify.
  *
  * @example
  * if (!(await verifyEd25519Async(publicKeyHex, Buffer.from(challenge, 'utf8'), signature))) refuse();
