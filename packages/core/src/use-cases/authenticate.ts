@@ -86,13 +86,19 @@ export function principalKeyBinding(principal: Principal): string | null {
 
 const bindings = new WeakMap<Principal, string>();
 
-// A principal depends only on its (immutable, frozen) session record, so a store that hands
-// out the same record again (a cache) gets the same principal back without rebuilding it.
-const principals = new WeakMap<SessionRecord, Principal>();
+/** The most principals {@link principalOf} keeps for reuse (by session id, oldest dropped first). */
+const PRINCIPALS_MAX = 10_000;
+
+// A principal depends only on some fields of its session record (see `samePrincipalFields`). A
+// store that hands out the same frozen record again (a cache) gets the same principal back, and so
+// does one that reads the same unchanged row again as a new record (PostgreSQL, on every check):
+// the principal is not rebuilt, its two timestamps not formatted again. A record that differs in
+// any of those fields (another user attribute, a rotation's expiry) gets a new principal.
+const principals = new Map<string, { readonly session: SessionRecord; readonly principal: Principal }>();
 
 function principalOf(session: SessionRecord): Principal {
-  const known = principals.get(session);
-  if (known !== undefined) return known;
+  const known = principals.get(session.id);
+  if (known !== undefined && (known.session === session || samePrincipalFields(known.session, session))) return known.principal;
   const principal = makePrincipal({
     subject: session.subject,
     realm: session.realm,
@@ -106,6 +112,46 @@ function principalOf(session: SessionRecord): Principal {
     },
   });
   if (typeof session.jkt === 'string') bindings.set(principal, session.jkt);
-  if (Object.isFrozen(session)) principals.set(session, principal);
+  // Only an immutable record (its arrays and user too) is kept to compare later ones with.
+  if (immutable(session)) {
+    if (known === undefined && principals.size >= PRINCIPALS_MAX) principals.delete(principals.keys().next().value as string);
+    principals.set(session.id, { session, principal });
+  }
   return principal;
+}
+
+/**
+ * Whether two records of one session give the same principal: every field {@link principalOf}
+ * reads is equal (the user's attributes included, and the key binding).
+ */
+function samePrincipalFields(a: SessionRecord, b: SessionRecord): boolean {
+  if (
+    a.subject !== b.subject ||
+    a.realm !== b.realm ||
+    a.deviceId !== b.deviceId ||
+    a.createdAt !== b.createdAt ||
+    a.accessExpiresAt !== b.accessExpiresAt ||
+    (a.jkt ?? null) !== (b.jkt ?? null) ||
+    !sameStrings(a.amr, b.amr)
+  ) {
+    return false;
+  }
+  const u = a.user ?? null;
+  const v = b.user ?? null;
+  if (u === null || v === null) return u === v;
+  return u.name === v.name && u.email === v.email && u.emailVerified === v.emailVerified && sameStrings(u.groups, v.groups);
+}
+
+function immutable(session: SessionRecord): boolean {
+  const user = session.user ?? null;
+  return (
+    Object.isFrozen(session) && Object.isFrozen(session.amr) && (user === null || (Object.isFrozen(user) && Object.isFrozen(user.groups)))
+  );
+}
+
+function sameStrings(a: readonly string[], b: readonly string[]): boolean {
+  if (a === b) return true;
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }
