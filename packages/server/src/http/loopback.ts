@@ -137,6 +137,10 @@ export function isLoopbackOrigin(value: string): boolean {
   return hp !== null && isLoopbackHost(hp);
 }
 
+/** The most socket addresses {@link isLoopbackAddress} remembers its verdict for. */
+const LOOPBACK_VERDICTS_MAX = 4096;
+const loopbackVerdicts = new Map<string, boolean>();
+
 /**
  * Whether a socket address (as `socket.remoteAddress` / `localAddress` report it) is loopback:
  * `127.0.0.0/8`, `::1`, or an IPv4-mapped `::ffff:127.x.y.z` (what a dual-stack `[::]`
@@ -148,9 +152,14 @@ export function isLoopbackOrigin(value: string): boolean {
  */
 export function isLoopbackAddress(address: string | undefined): boolean {
   if (address === undefined) return false;
+  // A peer's address is judged on every request of its connection: a bounded memo of verdicts
+  // keeps that to one lookup (an address never seen before is still judged in full).
+  const known = loopbackVerdicts.get(address);
+  if (known !== undefined) return known;
   const v4 = parseIPv4(address.toLowerCase().startsWith('::ffff:') ? address.slice(7) : address);
-  if (v4 !== null) return v4[0] === 127;
-  return isIPv6Loopback(address);
+  const verdict = v4 !== null ? v4[0] === 127 : isIPv6Loopback(address);
+  if (loopbackVerdicts.size < LOOPBACK_VERDICTS_MAX) loopbackVerdicts.set(address, verdict);
+  return verdict;
 }
 
 /** An absolute-form request target (`http://host/path`, RFC 9112 §3.2.2): its authority is in group 1. */
@@ -175,7 +184,11 @@ export function absoluteFormAuthority(target: string): string | null {
 /** How many `Host` fields a raw header list carries. */
 function hostFields(rawHeaders: readonly string[]): number {
   let n = 0;
-  for (let i = 0; i < rawHeaders.length; i += 2) if ((rawHeaders[i] as string).toLowerCase() === 'host') n++;
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    // Only a four-letter name can be `Host`: the others are not lowercased (this runs on every request).
+    const name = rawHeaders[i] as string;
+    if (name.length === 4 && name.toLowerCase() === 'host') n++;
+  }
   return n;
 }
 

@@ -112,7 +112,8 @@ againstEverySurface('dns-rebinding guard over loopback', (surface, listener) => 
     ]) {
       const text = await rawExchange(
         listener().port,
-        `GET ${path} HTTP/1.1\r\n${hosts.map((h) => `Host: ${h}\r\n`).join('')}Connection: close\r\n\r\n`,
+        // The second field in another letter case: still a Host field.
+        `GET ${path} HTTP/1.1\r\n${hosts.map((h, i) => `${i === 0 ? 'Host' : 'hOsT'}: ${h}\r\n`).join('')}Connection: close\r\n\r\n`,
         { endAfterBody: true },
       );
       assert.match(text, /^HTTP\/1\.1 400 /, hosts.join(' + '));
