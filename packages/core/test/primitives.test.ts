@@ -17,6 +17,7 @@ import {
   sealAuditEvent,
   verifyAuditChain,
 } from '@svc/core';
+import { crockfordBase32 } from '../src/ids.js';
 import { isTokenOfKind } from '../src/tokens.js';
 import { challengeString } from '../src/use-cases/create-challenge.js';
 
@@ -147,4 +148,49 @@ test('the audit chain detects reordered events', () => {
   events[1] = { ...b, seq: 2 };
   events[2] = { ...a, seq: 3 };
   assert.equal(verifyAuditChain(events).ok, false);
+});
+
+/** The encoding as first written (BigInt): the reference the plain-number one must match. */
+function crockfordBase32Reference(bytes: Uint8Array, length: number): string {
+  let value = 0n;
+  for (const b of bytes) value = (value << 8n) | BigInt(b);
+  let out = '';
+  for (let i = 0; i < length; i++) {
+    out = '0123456789ABCDEFGHJKMNPQRSTVWXYZ'[Number(value & 31n)] + out;
+    value >>= 5n;
+  }
+  return out;
+}
+
+test('IDs follow the ULID layout: the spec example time, then the random bits', () => {
+  const at = { now: () => 1469918176385 };
+  assert.equal(
+    newId('session', at, (n) => new Uint8Array(n)),
+    `ses_01ARYZ6S41${'0'.repeat(16)}`,
+  );
+  assert.equal(
+    newId('event', at, (n) => new Uint8Array(n).fill(255)),
+    `evt_01ARYZ6S41${'Z'.repeat(16)}`,
+  );
+  // 0x0123456789 (five bytes) then 0xabcdef0123 (five bytes): 80 bits, 16 symbols.
+  const random = Uint8Array.of(0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef, 0x01, 0x23);
+  assert.equal(
+    newId('device', { now: () => 0 }, () => random),
+    `dev_${'0'.repeat(10)}${crockfordBase32Reference(random, 16)}`,
+  );
+  assert.equal(crockfordBase32(random, 16), '04HMASW9NF6YY093', "as Python's int.from_bytes and a base-32 digit loop give it");
+});
+
+test('the Crockford encoding matches the BigInt reference for any bytes and length', () => {
+  for (let i = 0; i < 2000; i++) {
+    const bytes = randomBytes(i % 33);
+    const length = 1 + (i % 53);
+    assert.equal(crockfordBase32(bytes, length), crockfordBase32Reference(bytes, length), `${bytes.toString('hex')} in ${length}`);
+  }
+  // Times beyond 48 bits keep their low 48 bits, as before.
+  const late = { now: () => 2 ** 48 + 5 };
+  assert.equal(
+    newId('session', late, (n) => new Uint8Array(n)).slice(4, 14),
+    crockfordBase32Reference(Uint8Array.of(0, 0, 0, 0, 0, 5), 10),
+  );
 });
