@@ -6,8 +6,8 @@
 // the gateway's signer) against the same bare proxy, goal >= 0.75x. What this machine allows the
 // signed figure: the bare proxy that only signs once per request (bench/bare-proxy.ts `sign`),
 // measured in the same rounds. Every process on its own: the upstream (the bare Fastify route),
-// the two bare proxies, the two gateways; autocannon in this one. Also the CPU microseconds per
-// request of each proxy process.
+// the two bare proxies, the two gateways, started anew for every round; autocannon in this one.
+// Also the CPU microseconds per request of each proxy process.
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -38,35 +38,41 @@ interface Round {
  */
 export async function measureGatewayUpstream(upstream: Proc, report: (line: string) => void) {
   const work = mkdtempSync(join(tmpdir(), 'svc-bench-gw-'));
-  const procs: Proc[] = [];
+  let procs: Proc[] = [];
   try {
     const tsx = ['--import', 'tsx'];
-    const bare = await start([...tsx, join(root, 'bench/bare-proxy.ts'), upstream.url], /listening on (http:\/\/\S+)/);
-    procs.push(bare);
-    const bareSigning = await start([...tsx, join(root, 'bench/bare-proxy.ts'), upstream.url, 'sign'], /listening on (http:\/\/\S+)/);
-    procs.push(bareSigning);
-    const gateway = await start(
-      [...tsx, join(root, 'bench/gateway-server.ts'), upstream.url, 'plain', join(work, 'plain.token')],
-      /listening on (http:\/\/\S+)/,
-    );
-    procs.push(gateway);
-    const signed = await start(
-      [...tsx, join(root, 'bench/gateway-server.ts'), upstream.url, 'signed', join(work, 'signed.token')],
-      /listening on (http:\/\/\S+)/,
-    );
-    procs.push(signed);
-    const auth = (file: string) => ({ authorization: `Bearer ${readFileSync(join(work, file), 'utf8')}` });
-    const plainAuth = auth('plain.token');
-    const signedAuth = auth('signed.token');
-
-    // Warm-up: every hot path compiled before anything is measured.
-    await cannon(bare.url, {}, 1);
-    await cannon(bareSigning.url, {}, 1);
-    await cannon(gateway.url, plainAuth, 1);
-    await cannon(signed.url, signedAuth, 1);
+    /** The four proxies, newly started, each warmed up: every hot path compiled before anything is measured. */
+    const startProxies = async (round: number) => {
+      const bare = await start([...tsx, join(root, 'bench/bare-proxy.ts'), upstream.url], /listening on (http:\/\/\S+)/);
+      procs.push(bare);
+      const bareSigning = await start([...tsx, join(root, 'bench/bare-proxy.ts'), upstream.url, 'sign'], /listening on (http:\/\/\S+)/);
+      procs.push(bareSigning);
+      const gateway = await start(
+        [...tsx, join(root, 'bench/gateway-server.ts'), upstream.url, 'plain', join(work, `plain-${round}.token`)],
+        /listening on (http:\/\/\S+)/,
+      );
+      procs.push(gateway);
+      const signed = await start(
+        [...tsx, join(root, 'bench/gateway-server.ts'), upstream.url, 'signed', join(work, `signed-${round}.token`)],
+        /listening on (http:\/\/\S+)/,
+      );
+      procs.push(signed);
+      const auth = (file: string) => ({ authorization: `Bearer ${readFileSync(join(work, file), 'utf8')}` });
+      const plainAuth = auth(`plain-${round}.token`);
+      const signedAuth = auth(`signed-${round}.token`);
+      await cannon(bare.url, {}, 1);
+      await cannon(bareSigning.url, {}, 1);
+      await cannon(gateway.url, plainAuth, 1);
+      await cannon(signed.url, signedAuth, 1);
+      return { bare, bareSigning, gateway, signed, plainAuth, signedAuth };
+    };
     const rounds: Round[] = [];
     const p99: Record<string, number> = {};
+    // Every round has its own processes: how V8 compiles a hot function is settled once per
+    // process and can move its CPU per request by a tenth (docs/performance.md, 2026-11-28
+    // afternoon), so one set of processes for all rounds would give every round the same draw.
     for (let r = 0; r < ROUNDS; r++) {
+      const { bare, bareSigning, gateway, signed, plainAuth, signedAuth } = await startProxies(r);
       const b = await cannon(bare.url);
       const g = await cannon(gateway.url, plainAuth);
       const s = await cannon(signed.url, signedAuth);
@@ -75,6 +81,8 @@ export async function measureGatewayUpstream(upstream: Proc, report: (line: stri
       const gc = await cpuPerRequest(gateway, gateway.url, plainAuth);
       const sc = await cpuPerRequest(signed, signed.url, signedAuth);
       const bsc = await cpuPerRequest(bareSigning, bareSigning.url);
+      for (const p of procs) await stop(p);
+      procs = [];
       rounds.push({
         bare: b.rps,
         gateway: g.rps,
