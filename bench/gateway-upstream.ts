@@ -5,8 +5,9 @@
 // the gateway with its own identity headers (`Svc-Assertion`, an EdDSA JWS signed per request by
 // the gateway's signer) against the same bare proxy, goal >= 0.75x. What this machine allows the
 // signed figure: the bare proxy that only signs once per request (bench/bare-proxy.ts `sign`),
-// measured in the same rounds. Every process on its own: the upstream (the bare Fastify route),
-// the two bare proxies, the two gateways, started anew for every round; autocannon in this one.
+// measured in the same rounds. Every process on its own: the upstream (the bare Fastify route,
+// shared by every round), and the two bare proxies and the two gateways, started anew for every
+// round; autocannon in this one.
 // Also the CPU microseconds per request of each proxy process.
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -149,7 +149,8 @@ export async function start(args: string[], pattern: RegExp, env: NodeJS.Process
 }
 
 export async function stop(p: Proc): Promise<void> {
-  if (p.child.exitCode !== null) return;
+  // Ended already, by itself or by a signal (its 'exit' has fired: nothing to wait for).
+  if (p.child.exitCode !== null || p.child.signalCode !== null) return;
   const done = new Promise((r) => p.child.once('exit', r));
   p.child.kill('SIGTERM');
   await done;

@@ -59,8 +59,11 @@ export function crockfordBase32(bytes: Uint8Array, length: number): string {
  * newId('session', clock, randomBytes); // "ses_01JD..."
  */
 export function newId(kind: IdKind, clock: Clock, random: RandomBytes): string {
-  // The low 48 bits of the whole milliseconds (exact: a double holds integers up to 2^53).
-  let t = Math.max(0, Math.floor(clock.now()));
+  const ms = clock.now();
+  // A broken clock fails loudly, never as IDs that sort wrong (NaN would encode as time 0).
+  if (Number.isNaN(ms) || ms === Number.POSITIVE_INFINITY) throw new RangeError(`the clock read ${ms}: no ID can carry that time`);
+  // The low 48 bits of the whole milliseconds (exact arithmetic for any finite double).
+  let t = Math.max(0, Math.floor(ms));
   const time = new Uint8Array(6);
   for (let i = 5; i >= 0; i--) {
     time[i] = t % 256;

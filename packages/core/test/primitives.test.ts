@@ -17,7 +17,7 @@ import {
   sealAuditEvent,
   verifyAuditChain,
 } from '@svc/core';
-import { crockfordBase32 } from '../src/ids.js';
+import { crockfordBase32, newId as newIdOfSource } from '../src/ids.js';
 import { isTokenOfKind } from '../src/tokens.js';
 import { challengeString } from '../src/use-cases/create-challenge.js';
 
@@ -165,17 +165,17 @@ function crockfordBase32Reference(bytes: Uint8Array, length: number): string {
 test('IDs follow the ULID layout: the spec example time, then the random bits', () => {
   const at = { now: () => 1469918176385 };
   assert.equal(
-    newId('session', at, (n) => new Uint8Array(n)),
+    newIdOfSource('session', at, (n) => new Uint8Array(n)),
     `ses_01ARYZ6S41${'0'.repeat(16)}`,
   );
   assert.equal(
-    newId('event', at, (n) => new Uint8Array(n).fill(255)),
+    newIdOfSource('event', at, (n) => new Uint8Array(n).fill(255)),
     `evt_01ARYZ6S41${'Z'.repeat(16)}`,
   );
   // 0x0123456789 (five bytes) then 0xabcdef0123 (five bytes): 80 bits, 16 symbols.
   const random = Uint8Array.of(0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef, 0x01, 0x23);
   assert.equal(
-    newId('device', { now: () => 0 }, () => random),
+    newIdOfSource('device', { now: () => 0 }, () => random),
     `dev_${'0'.repeat(10)}${crockfordBase32Reference(random, 16)}`,
   );
   assert.equal(crockfordBase32(random, 16), '04HMASW9NF6YY093', "as Python's int.from_bytes and a base-32 digit loop give it");
@@ -187,10 +187,15 @@ test('the Crockford encoding matches the BigInt reference for any bytes and leng
     const length = 1 + (i % 53);
     assert.equal(crockfordBase32(bytes, length), crockfordBase32Reference(bytes, length), `${bytes.toString('hex')} in ${length}`);
   }
+  // A clock that reads no time is refused, as the BigInt conversion refused it.
+  for (const bad of [Number.NaN, Number.POSITIVE_INFINITY]) {
+    assert.throws(() => newIdOfSource('session', { now: () => bad }, (n) => new Uint8Array(n)), RangeError);
+  }
+  assert.equal(crockfordBase32(Uint8Array.of(1, 2), 0), '');
   // Times beyond 48 bits keep their low 48 bits, as before.
   const late = { now: () => 2 ** 48 + 5 };
   assert.equal(
-    newId('session', late, (n) => new Uint8Array(n)).slice(4, 14),
+    newIdOfSource('session', late, (n) => new Uint8Array(n)).slice(4, 14),
     crockfordBase32Reference(Uint8Array.of(0, 0, 0, 0, 0, 5), 10),
   );
 });

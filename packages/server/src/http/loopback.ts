@@ -139,6 +139,8 @@ export function isLoopbackOrigin(value: string): boolean {
 
 /** The most socket addresses {@link isLoopbackAddress} remembers its verdict for. */
 const LOOPBACK_VERDICTS_MAX = 4096;
+/** The longest address remembered: an IPv6 address with an IPv4 tail and a zone (`%` and an interface name). */
+const LOOPBACK_ADDRESS_MAX_LENGTH = 64;
 const loopbackVerdicts = new Map<string, boolean>();
 
 /**
@@ -158,7 +160,11 @@ export function isLoopbackAddress(address: string | undefined): boolean {
   if (known !== undefined) return known;
   const v4 = parseIPv4(address.toLowerCase().startsWith('::ffff:') ? address.slice(7) : address);
   const verdict = v4 !== null ? v4[0] === 127 : isIPv6Loopback(address);
-  if (loopbackVerdicts.size < LOOPBACK_VERDICTS_MAX) loopbackVerdicts.set(address, verdict);
+  // Only what can be a socket address is remembered: a client address taken from a trusted
+  // proxy's X-Forwarded-For may be any text, and must not fill the memo with long strings.
+  if (address.length <= LOOPBACK_ADDRESS_MAX_LENGTH && loopbackVerdicts.size < LOOPBACK_VERDICTS_MAX) {
+    loopbackVerdicts.set(address, verdict);
+  }
   return verdict;
 }
 
