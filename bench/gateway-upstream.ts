@@ -7,8 +7,7 @@
 // signed figure: the bare proxy that only signs once per request (bench/bare-proxy.ts `sign`),
 // measured in the same rounds. Every process on its own: the upstream (the bare Fastify route,
 // shared by every round), and the two bare proxies and the two gateways, started anew for every
-// round; autocannon in this one.
-// Also the CPU microseconds per request of each proxy process.
+// round; autocannon in this one. Also the CPU microseconds per request of each proxy process.
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
