@@ -11,14 +11,43 @@ const SESSION_FOR_ACCESS: Omit<QueryConfig, 'values'> = {
   text: `SELECT ${ACCESS_USER_COLUMNS} FROM ${ACCESS_FROM} WHERE s.id = $1`,
 };
 
-// The same lookup for the bearer checks of one event-loop turn at once (see `BearerBatch.find`).
-const SESSIONS_FOR_ACCESS: Omit<QueryConfig, 'values'> = {
-  name: 'svc_sessions_for_access',
-  text: `SELECT ${ACCESS_USER_COLUMNS} FROM ${ACCESS_FROM} WHERE s.id = ANY($1::text[])`,
-};
-
-/** The most bearer checks one query answers; a busier turn sends several. */
+/** The most sessions one query looks up; a busier turn sends several. */
 const BEARER_BATCH_MAX = 256;
+
+/**
+ * The same lookup for the sessions of one event-loop turn at once (see `BearerBatch.find`), one
+ * statement per arity: `s.id IN ($1, ..., $n)` for n = 2, 4, 8, ... up to
+ * {@link BEARER_BATCH_MAX}, a batch of k sessions using the smallest n of at least k, its list
+ * padded with repeats of its first id (the index scan reads each id once).
+ *
+ * Not `s.id = ANY($1::text[])`: PostgreSQL's generic plan of that assumes ten elements, costlier
+ * than a custom plan of the one or two a batch usually holds, so on a table of some thousands
+ * of sessions it never settled on the generic plan and planned the statement anew on every
+ * execution, about 100 µs of PostgreSQL's CPU per batch (docs/performance.md, 2026-11-28
+ * evening). With n parameters the generic plan costs what a custom plan does, so after
+ * PostgreSQL's five custom plans each connection keeps the generic one, as a named statement
+ * intends.
+ */
+const SESSIONS_FOR_ACCESS: ReadonlyMap<number, Omit<QueryConfig, 'values'>> = new Map(
+  Array.from({ length: Math.log2(BEARER_BATCH_MAX) }, (_, i) => {
+    const arity = 2 ** (i + 1);
+    const list = Array.from({ length: arity }, (_, j) => `$${j + 1}`).join(', ');
+    return [
+      arity,
+      { name: `svc_sessions_for_access_${arity}`, text: `SELECT ${ACCESS_USER_COLUMNS} FROM ${ACCESS_FROM} WHERE s.id IN (${list})` },
+    ];
+  }),
+);
+
+/** The statement and values that look up `ids` (distinct, at least one) in one query. */
+function lookupOf(ids: readonly string[]): QueryConfig {
+  const first = ids[0] as string;
+  if (ids.length === 1) return { ...SESSION_FOR_ACCESS, values: [first] };
+  const arity = 2 ** Math.ceil(Math.log2(ids.length));
+  const statement = SESSIONS_FOR_ACCESS.get(arity);
+  if (statement === undefined) throw new RangeError(`a bearer batch looks up at most ${BEARER_BATCH_MAX} sessions, not ${ids.length}`);
+  return { ...statement, values: [...ids, ...Array<string>(arity - ids.length).fill(first)] };
+}
 
 /** A bearer check waiting for its turn's query. */
 interface BearerLookup {
@@ -47,8 +76,8 @@ export class BearerBatch {
   /**
    * The bearer check, against the database's truth on every request. The checks that arrive in
    * one turn of the event loop wait for its check phase (`setImmediate`) and go to the
-   * database as one query (`id = ANY(...)`): one round trip and one pool connection for all of
-   * them instead of one each. The query is sent after every check of the batch was asked for,
+   * database as one query (`id IN (...)`, see {@link SESSIONS_FOR_ACCESS}): one round trip and
+   * one pool connection for all of them instead of one each. The query is sent after every check of the batch was asked for,
    * so after its request was read: a revocation committed before that is seen, as before.
    */
   find(sessionId: string, digest: string): Promise<SessionRecord | null> {
@@ -61,28 +90,21 @@ export class BearerBatch {
   readonly #send = (): void => {
     const all = this.#batch;
     this.#batch = [];
-    for (let i = 0; i < all.length; i += BEARER_BATCH_MAX) void this.#answer(all.slice(i, i + BEARER_BATCH_MAX));
+    // Each query looks up at most BEARER_BATCH_MAX distinct sessions, with every check that names them.
+    const bySession = new Map<string, BearerLookup[]>();
+    for (const lookup of all) {
+      const same = bySession.get(lookup.sessionId);
+      if (same === undefined) bySession.set(lookup.sessionId, [lookup]);
+      else same.push(lookup);
+    }
+    const groups = [...bySession.values()];
+    for (let i = 0; i < groups.length; i += BEARER_BATCH_MAX) void this.#answer(groups.slice(i, i + BEARER_BATCH_MAX).flat());
   };
 
   async #answer(batch: readonly BearerLookup[]): Promise<void> {
     let rows: readonly AccessRow[];
     try {
-      rows =
-        batch.length === 1
-          ? (
-              await this.#pool.query<AccessRow>({
-                name: SESSION_FOR_ACCESS.name,
-                text: SESSION_FOR_ACCESS.text,
-                values: [batch[0]?.sessionId],
-              })
-            ).rows
-          : (
-              await this.#pool.query<AccessRow>({
-                name: SESSIONS_FOR_ACCESS.name,
-                text: SESSIONS_FOR_ACCESS.text,
-                values: [[...new Set(batch.map((l) => l.sessionId))]],
-              })
-            ).rows;
+      rows = (await this.#pool.query<AccessRow>(lookupOf([...new Set(batch.map((l) => l.sessionId))]))).rows;
     } catch (error) {
       // Each check's rejection is classified (an outage becomes store_unavailable) by the wrapper every operation has.
       for (const lookup of batch) lookup.reject(error);

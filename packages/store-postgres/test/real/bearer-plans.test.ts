@@ -1,0 +1,128 @@
+import assert from 'node:assert/strict';
+import { createHash, randomBytes } from 'node:crypto';
+import { after, before, describe, test } from 'node:test';
+import { newId } from '@svc/core';
+import type { SessionRecord } from '@svc/core/store';
+import pg from 'pg';
+import { BearerBatch } from '../../src/bearer-batch.js';
+import type { PostgresStore } from '../../src/index.js';
+import { createTestEnv, PG_URL } from '../pg-test-env.js';
+
+const T0 = Date.UTC(2026, 10, 28, 12, 0, 0, 0);
+const clock = { now: () => T0 };
+const random = (n: number) => randomBytes(n);
+/** Sessions in the table: enough that PostgreSQL's generic plan of a lookup by a ten-element guess costs more than a custom one. */
+const SESSIONS = 20_000;
+/** How often each batch size is looked up: PostgreSQL makes five custom plans of a statement before it may keep a generic one. */
+const ROUNDS = 12;
+
+const env = createTestEnv();
+after(() => env.dispose());
+
+const md5 = (text: string) => createHash('md5').update(text).digest('hex');
+const seededId = (i: number) => `ses_PLAN${i}`;
+/** The access digest the seed gives session `i` (as bench/harness.ts insertPostgresSessions does). */
+const seededDigest = (i: number) => md5(`a${i}`) + md5(`b${i}`);
+
+// The bearer check's statements are named so that each pool connection plans them once. PostgreSQL
+// keeps a named statement's generic plan only when it costs no more than its custom plans; the
+// batch's `id = ANY($1::text[])` never did on a table of some thousands of sessions (its generic
+// plan assumes ten elements), so every batch was planned anew.
+describe('the bearer check on a store of many sessions is planned once per connection', () => {
+  const schema = env.schema();
+  let store: PostgresStore;
+  let pool: pg.Pool;
+  let batch: BearerBatch;
+
+  before(async () => {
+    store = await env.open(schema);
+    const subject = newId('subject', clock, random);
+    const device = {
+      id: newId('device', clock, random),
+      publicKey: randomBytes(32).toString('hex'),
+      realm: 'management' as const,
+      subject,
+      name: 'laptop',
+      createdAt: T0,
+      removedAt: null,
+    };
+    const event = {
+      id: newId('event', clock, random),
+      at: T0,
+      type: 'device.enrolled' as const,
+      realm: 'management' as const,
+      subject,
+      deviceId: device.id,
+      sessionId: null,
+      data: {},
+    };
+    assert.equal(await store.enrollDevice(device, event), 'enrolled');
+    await env.admin.query(
+      `INSERT INTO ${schema}.sessions (id, realm, subject, device_id, created_at, expires_at, access_digest, access_expires_at, refresh_digest, refresh_expires_at)
+       SELECT 'ses_PLAN' || i, 'management', $1, $2, $3, $4, md5('a' || i) || md5('b' || i), $4, md5('c' || i) || md5('d' || i), $4
+       FROM generate_series(1, ${SESSIONS}) AS i`,
+      [subject, device.id, T0, T0 + 3_600_000],
+    );
+    await env.admin.query(`ANALYZE ${schema}.sessions`);
+    await env.admin.query(`ANALYZE ${schema}.users`);
+    // One connection, so that pg_prepared_statements (per connection) shows every execution.
+    pool = new pg.Pool({ connectionString: PG_URL, max: 1, options: `-c search_path=${schema}` });
+    batch = new BearerBatch(pool);
+  });
+  after(async () => {
+    await pool.end();
+    await store.close();
+  });
+
+  /** The checks of `indexes` in one event-loop turn (one batch), each with its own digest or a wrong one. */
+  const checks = (indexes: readonly number[], digest: (i: number) => string = seededDigest): Promise<(SessionRecord | null)[]> =>
+    Promise.all(indexes.map((i) => batch.find(seededId(i), digest(i))));
+
+  test('a batch answers each check by its own session and digest, duplicates and wrong digests included', async () => {
+    const found = await checks([1, 2, 2, 3, 19_999]);
+    assert.deepEqual(
+      found.map((s) => s?.id),
+      [seededId(1), seededId(2), seededId(2), seededId(3), seededId(19_999)],
+    );
+    const wrong = await checks([4, 5, 6], (i) => (i === 5 ? seededDigest(6) : seededDigest(i)));
+    assert.deepEqual(
+      wrong.map((s) => s?.id ?? null),
+      [seededId(4), null, seededId(6)],
+    );
+    assert.deepEqual(await checks([SESSIONS + 1, 7]).then((r) => r.map((s) => s?.id ?? null)), [null, seededId(7)]);
+  });
+
+  test('after five custom plans, every statement of the bearer check runs its generic plan', async () => {
+    const sizes = [1, 2, 3, 5, 8, 13];
+    let next = 100;
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const size of sizes) {
+        const indexes = Array.from({ length: size }, () => next++);
+        const found = await checks(indexes);
+        assert.deepEqual(
+          found.map((s) => s?.id),
+          indexes.map(seededId),
+        );
+      }
+    }
+    const { rows } = await pool.query<{ name: string; generic_plans: string; custom_plans: string }>(
+      "SELECT name, generic_plans, custom_plans FROM pg_prepared_statements WHERE name LIKE 'svc_session%' ORDER BY name",
+    );
+    const plans = rows.map((r) => ({ name: r.name, generic: Number(r.generic_plans), custom: Number(r.custom_plans) }));
+    for (const p of plans) {
+      assert.ok(p.custom <= 5, `${p.name} was planned anew ${p.custom} times (generic plan used ${p.generic} times)`);
+      assert.ok(p.generic >= 1, `${p.name} never used its generic plan (${p.custom} custom plans)`);
+    }
+    // One statement per arity: 1, 2, 4, 8 and 16 for these sizes.
+    assert.deepEqual(
+      plans.map((p) => p.name),
+      [
+        'svc_session_for_access',
+        'svc_sessions_for_access_16',
+        'svc_sessions_for_access_2',
+        'svc_sessions_for_access_4',
+        'svc_sessions_for_access_8',
+      ],
+    );
+  });
+});
