@@ -31,6 +31,7 @@ import {
   login,
   loginRequests,
   PG_SEED_SESSIONS,
+  PG_URL,
   type Proc,
   postgresMicros,
   root,
@@ -74,10 +75,12 @@ interface StoreFigures {
   ed25519_verify: number;
   /** The same logins against the storage-free login server (bench/login-floor-server.ts), right after. */
   login_floor: number;
+  /** PostgreSQL only: the same bearer requests to the read-only ceiling (bench/pg-read-server.ts), right after svc's; null on SQLite. */
+  bearer_ceiling: number | null;
   /** Server CPU microseconds per bare-route request, per bearer check, per complete login, per rotation, per storage-free login. */
-  cpu_us: { baseline: number; bearer: number; login: number; refresh: number; login_floor: number };
-  /** PostgreSQL's own CPU microseconds (every postgres process) per bearer check, complete login and rotation; null on SQLite. */
-  db_us: { bearer: number; login: number; refresh: number } | null;
+  cpu_us: { baseline: number; bearer: number; login: number; refresh: number; login_floor: number; bearer_ceiling: number | null };
+  /** PostgreSQL's own CPU microseconds (every postgres process) per bearer check, complete login, rotation and ceiling check; null on SQLite. */
+  db_us: { bearer: number; login: number; refresh: number; bearer_ceiling: number } | null;
   /** The load generator's (this process's) CPU microseconds per complete login, against each server. */
   client_us: { login: number; login_floor: number };
   p99: Record<string, number>;
@@ -92,18 +95,26 @@ const median = (xs: readonly number[]): number => {
 /** The round whose bearer ratio is the median, and the median of each figure's ratio over all rounds. */
 interface RoundedFigures {
   rounds: StoreFigures[];
-  ratios: { bearer: number; logins: number; refresh: number; logins_vs_ed25519: number; floor_vs_ed25519: number };
+  ratios: {
+    bearer: number;
+    logins: number;
+    refresh: number;
+    logins_vs_ed25519: number;
+    floor_vs_ed25519: number;
+    bearer_ceiling: number | null;
+  };
   cpu: {
     baseline: number;
     bearer: number;
     login: number;
     refresh: number;
     login_floor: number;
+    bearer_ceiling: number | null;
     client_login: number;
     client_login_floor: number;
   };
   /** PostgreSQL's CPU µs per operation (medians), null on SQLite. */
-  db: { bearer: number; login: number; refresh: number } | null;
+  db: { bearer: number; login: number; refresh: number; bearer_ceiling: number } | null;
   /** Storage-free login server's CPU per login / svc's (per round, median): 1 / the issue's "x times the floor". */
   floorCpuRatio: number;
   /** The same with PostgreSQL's CPU added to svc's (null on SQLite). */
@@ -120,6 +131,9 @@ function summarize(rounds: StoreFigures[]): RoundedFigures {
       refresh: median(rounds.map((r) => r.refresh / r.baseline)),
       logins_vs_ed25519: median(rounds.map((r) => r.logins / r.ed25519_verify)),
       floor_vs_ed25519: median(rounds.map((r) => r.login_floor / r.ed25519_verify)),
+      bearer_ceiling: rounds.every((r) => r.bearer_ceiling !== null)
+        ? median(rounds.map((r) => (r.bearer_ceiling as number) / r.baseline))
+        : null,
     },
     cpu: {
       baseline: median(rounds.map((r) => r.cpu_us.baseline)),
@@ -127,6 +141,9 @@ function summarize(rounds: StoreFigures[]): RoundedFigures {
       login: median(rounds.map((r) => r.cpu_us.login)),
       refresh: median(rounds.map((r) => r.cpu_us.refresh)),
       login_floor: median(rounds.map((r) => r.cpu_us.login_floor)),
+      bearer_ceiling: rounds.every((r) => r.cpu_us.bearer_ceiling !== null)
+        ? median(rounds.map((r) => r.cpu_us.bearer_ceiling as number))
+        : null,
       client_login: median(rounds.map((r) => r.client_us.login)),
       client_login_floor: median(rounds.map((r) => r.client_us.login_floor)),
     },
@@ -135,6 +152,7 @@ function summarize(rounds: StoreFigures[]): RoundedFigures {
           bearer: median(rounds.map((r) => r.db_us?.bearer as number)),
           login: median(rounds.map((r) => r.db_us?.login as number)),
           refresh: median(rounds.map((r) => r.db_us?.refresh as number)),
+          bearer_ceiling: median(rounds.map((r) => r.db_us?.bearer_ceiling as number)),
         }
       : null,
     floorCpuRatio: median(rounds.map((r) => r.cpu_us.login_floor / r.cpu_us.login)),
@@ -152,9 +170,17 @@ function summarize(rounds: StoreFigures[]): RoundedFigures {
 
 /**
  * Bearer validation, complete logins and refresh rotations against `server`, each beside a
- * fresh baseline; the logins also against `floor`, the storage-free login server.
+ * fresh baseline; the logins also against `floor`, the storage-free login server, and on
+ * PostgreSQL the bearer requests also against `pgRead`, the read-only ceiling.
  */
-async function measure(server: Proc, bare: Proc, floor: Proc, devices: Device[], store: 'sqlite' | 'postgres'): Promise<StoreFigures> {
+async function measure(
+  server: Proc,
+  bare: Proc,
+  floor: Proc,
+  devices: Device[],
+  store: 'sqlite' | 'postgres',
+  pgRead: Proc | null,
+): Promise<StoreFigures> {
   const first = devices[0] as Device;
   const session = await login(server.url, first.key, first.pub);
   const bearerHeaders = { authorization: `Bearer ${session.access_token}` };
@@ -168,6 +194,16 @@ async function measure(server: Proc, bare: Proc, floor: Proc, devices: Device[],
     1,
     db,
   );
+  // The least a check that reads PostgreSQL on every request must do, with the same token, right after.
+  const bearerCeiling =
+    pgRead === null
+      ? null
+      : await costOf(
+          pgRead,
+          () => autocannon({ connections: CONNECTIONS, duration: DURATION, url: pgRead.url, headers: bearerHeaders }),
+          1,
+          db,
+        );
 
   // Complete logins: a challenge, then the signed session, per connection in sequence.
   const logins = await costOf(
@@ -211,8 +247,24 @@ async function measure(server: Proc, bare: Proc, floor: Proc, devices: Device[],
     refresh: refresh.rps,
     ed25519_verify: verifyRate,
     login_floor: floorLogins.rps,
-    cpu_us: { baseline: baseline.all, bearer: bearer.all, login: logins.all, refresh: refresh.all, login_floor: floorLogins.all },
-    db_us: store === 'postgres' ? { bearer: bearer.also as number, login: logins.also as number, refresh: refresh.also as number } : null,
+    bearer_ceiling: bearerCeiling?.rps ?? null,
+    cpu_us: {
+      baseline: baseline.all,
+      bearer: bearer.all,
+      login: logins.all,
+      refresh: refresh.all,
+      login_floor: floorLogins.all,
+      bearer_ceiling: bearerCeiling?.all ?? null,
+    },
+    db_us:
+      store === 'postgres'
+        ? {
+            bearer: bearer.also as number,
+            login: logins.also as number,
+            refresh: refresh.also as number,
+            bearer_ceiling: bearerCeiling?.also as number,
+          }
+        : null,
     client_us: { login: logins.client, login_floor: floorLogins.client },
     p99: { baseline: baseline.p99 },
   };
@@ -487,15 +539,23 @@ async function main(): Promise<void> {
       const { devices } = setupProject(dir, store, pgSchema);
       if (store === 'postgres') insertPostgresSessions(pgSchema, 'ses_SEED', PG_SEED_SESSIONS);
       const server = await start([svc, 'auth', 'serve', '--listen', '127.0.0.1:0', dir], /listening on (http:\/\/\S+)/);
-      // Warm-up: both servers' hot paths compiled before anything is measured.
+      // On PostgreSQL, the read-only ceiling of a bearer check, on the same schema.
+      const pgRead =
+        store === 'postgres'
+          ? await start(['--import', 'tsx', join(root, 'bench/pg-read-server.ts'), pgSchema], /listening on (http:\/\/\S+)/, {
+              PG_READ_URL: PG_URL,
+            })
+          : null;
+      // Warm-up: every server's hot paths compiled before anything is measured.
       const warm = await login(server.url, (devices[0] as Device).key, (devices[0] as Device).pub);
       await cannon({ url: bare.url, duration: 1 });
       await cannon({ url: `${server.url}/v1/auth/me`, headers: { authorization: `Bearer ${warm.access_token}` }, duration: 1 });
+      if (pgRead !== null) await cannon({ url: pgRead.url, headers: { authorization: `Bearer ${warm.access_token}` }, duration: 1 });
       const rounds: StoreFigures[] = [];
       for (let r = 0; r < ROUNDS; r++) {
         // As autovacuum would have by then in service (harness analyzePostgresSchema).
         if (store === 'postgres') analyzePostgresSchema(pgSchema);
-        rounds.push(await measure(server, bare, floor as Proc, devices, store));
+        rounds.push(await measure(server, bare, floor as Proc, devices, store, pgRead));
       }
       const summary = summarize(rounds);
       const f = { ...summary.rates, p99: (rounds[0] as StoreFigures).p99 };
@@ -515,6 +575,11 @@ async function main(): Promise<void> {
       report(
         `  bearer    GET /v1/auth/me             ${fmt(f.bearer).padStart(8)} req/s   ${summary.ratios.bearer.toFixed(2)}x   ${cpu(summary.cpu.bearer, dbUs?.bearer)}${spread((r) => r.bearer)}`,
       );
+      if (summary.ratios.bearer_ceiling !== null) {
+        report(
+          `  ceiling   bare route + 1 database read ${fmt(median(rounds.map((r) => r.bearer_ceiling as number))).padStart(7)} req/s   ${summary.ratios.bearer_ceiling.toFixed(2)}x   ${cpu(summary.cpu.bearer_ceiling as number, dbUs?.bearer_ceiling)}   what this machine allows a check that reads PostgreSQL per request (bench/pg-read-server.ts)${spread((r) => r.bearer_ceiling as number)}`,
+        );
+      }
       report(
         `  login     challenge + signed session  ${fmt(f.logins).padStart(8)} /s      ${summary.ratios.logins.toFixed(3)}x   ${cpu(summary.cpu.login, dbUs?.login)}   ${summary.ratios.logins_vs_ed25519.toFixed(3)}x of ${fmt(median(rounds.map((r) => r.ed25519_verify)))} raw Ed25519 verifications/s${spread((r) => r.logins)}`,
       );
@@ -562,6 +627,17 @@ async function main(): Promise<void> {
                 cpuUs: summary.cpu.login + (dbUs?.login ?? 0),
               },
             ]),
+        ...(summary.ratios.bearer_ceiling === null
+          ? []
+          : [
+              {
+                id: `${store}.bearer.ceiling`,
+                what: `a bare Fastify route that reads the token's session from PostgreSQL per request (batched per turn, as svc's store) / bare Fastify route: what this machine allows a bearer check without a cache${pgBeside(dbUs?.bearer_ceiling)}`,
+                ratio: summary.ratios.bearer_ceiling,
+                goal: null,
+                cpuUs: summary.cpu.bearer_ceiling as number,
+              },
+            ]),
         {
           id: `${store}.logins`,
           what: 'complete logins / raw Ed25519 verifications (one core)',
@@ -602,6 +678,7 @@ async function main(): Promise<void> {
       };
       results[store] = figures;
       await stop(server);
+      if (pgRead !== null) await stop(pgRead);
     }
     if (floor !== null) await stop(floor);
     if (runs('scale') && configured.includes('sqlite') && SEED > SMALL_STORE) {

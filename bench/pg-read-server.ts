@@ -1,0 +1,86 @@
+// The ceiling of a bearer check on PostgreSQL: a bare Fastify route that does the least any check
+// must do when it reads PostgreSQL on every request, and nothing else. It takes the bearer
+// token, splits off the session id and digests the token (core's parseSessionToken, as every
+// check must), and reads that session's row as svc's store does: the same SELECT of the session
+// and its user's attributes (core's ACCESS_USER_COLUMNS over ACCESS_FROM: what the principal and
+// the contract's identity attributes need), one primary-key lookup batched per event-loop turn
+// (`id = ANY($1)`, a named statement always on its generic plan, a pool of the store's default
+// size of 10), then compares the digests in constant time and checks that the session is
+// neither revoked nor expired. No principal, no hooks, no security headers, no error path
+// beyond a bare 401: what this machine allows a check against the database's truth per request
+// (bench/run.ts, `postgres.bearer.ceiling`).
+//
+// `PG_READ_URL=postgres://... node --import tsx bench/pg-read-server.ts <schema>` (the address in
+// the environment, never in the arguments: it may hold a password)
+import { digestsEqual, parseSessionToken } from '@svc/core';
+import { ACCESS_FROM, ACCESS_USER_COLUMNS } from '@svc/core/sql-rows';
+import Fastify from 'fastify';
+import pg from 'pg';
+
+const url = process.env.PG_READ_URL;
+const schema = process.argv[2];
+if (url === undefined || schema === undefined || !/^[a-z_][a-z0-9_]*$/.test(schema)) {
+  process.stderr.write('usage: PG_READ_URL=<postgres url> pg-read-server.ts <schema (lowercase identifier)>\n');
+  process.exit(2);
+}
+// BIGINT (the epoch milliseconds of the schema's times) as numbers, as the store reads them.
+const types = new pg.TypeOverrides();
+types.setTypeParser(20, 'text', Number);
+// Its one statement always on its generic plan: planned once per connection, never per batch
+// (the store gets there with one statement per list length; see its bearer-batch.ts).
+const pool = new pg.Pool({
+  connectionString: url,
+  max: 10,
+  options: `-c search_path=${schema} -c plan_cache_mode=force_generic_plan`,
+  types,
+});
+const query = { name: 'ceiling_sessions', text: `SELECT ${ACCESS_USER_COLUMNS} FROM ${ACCESS_FROM} WHERE s.id = ANY($1::text[])` };
+
+interface Row {
+  readonly id: string;
+  readonly access_digest: string;
+  readonly access_expires_at: number;
+  readonly revoked_at: number | null;
+}
+interface Lookup {
+  readonly sessionId: string;
+  readonly resolve: (row: Row | null) => void;
+  readonly reject: (error: unknown) => void;
+}
+let batch: Lookup[] = [];
+const send = (): void => {
+  const all = batch;
+  batch = [];
+  pool.query<Row>({ ...query, values: [[...new Set(all.map((l) => l.sessionId))]] }).then(
+    (result) => {
+      const byId = new Map(result.rows.map((row) => [row.id, row]));
+      for (const lookup of all) lookup.resolve(byId.get(lookup.sessionId) ?? null);
+    },
+    (error: unknown) => {
+      for (const lookup of all) lookup.reject(error);
+    },
+  );
+};
+/** The stored row of `sessionId`, read with the other checks of this turn. */
+const storedRow = (sessionId: string): Promise<Row | null> =>
+  new Promise((resolve, reject) => {
+    if (batch.length === 0) setImmediate(send);
+    batch.push({ sessionId, resolve, reject });
+  });
+
+const app = Fastify({ logger: false });
+app.get('/', async (req, reply) => {
+  const header = req.headers.authorization;
+  const presented = parseSessionToken(header?.startsWith('Bearer ') ? header.slice(7) : undefined, 'access');
+  const row = presented === null ? null : await storedRow(presented.sessionId);
+  const live = row !== null && row.revoked_at === null && row.access_expires_at > Date.now();
+  if (presented === null || row === null || !live || !digestsEqual(row.access_digest, presented.digest)) {
+    return reply.code(401).send({ error: 'invalid_token' });
+  }
+  return { subject: 'sub_baseline', realm: 'management' };
+});
+const address = await app.listen({ host: '127.0.0.1', port: 0 });
+process.stdout.write(`pg read ceiling listening on ${address}\n`);
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.on(signal, () => void app.close().then(() => pool.end().then(() => process.exit(0))));
+}
