@@ -235,7 +235,9 @@ function poolConfig(options: PostgresStoreOptions, schema: string, t: PostgresTi
 
 /**
  * The attempt budget's own small pool (a quarter of the node's, at least 1): the same
- * connection settings, with `synchronous_commit=off`. A budget row is locked until its write
+ * connection settings, with `synchronous_commit=off` and `plan_cache_mode=force_generic_plan`.
+ *
+ * No synchronous commit: a budget row is locked until its write
  * commits, and with a synchronous commit that includes the WAL flush: one busy address (many
  * sign-ins through one NAT, or an attack) then queues every attempt behind a disk flush, twice
  * per attempt (reserve, settle). Without the wait, the row is free as soon as the write is
@@ -244,9 +246,21 @@ function poolConfig(options: PostgresStoreOptions, schema: string, t: PostgresTi
  * default; nor does the commit wait for a synchronous standby) may be lost, so an attacker
  * could get those few failed attempts again. Never sessions, tokens, the audit trail or a
  * revocation: every other write uses the main pool and commits synchronously.
+ *
+ * Generic plans, because the budget's statements take their keys as an array (`key = ANY($1)`):
+ * PostgreSQL's generic plan of that assumes ten keys, costlier than a custom plan of the one or
+ * two a sign-in reserves, so once `attempt_budget` holds some thousands of keys (many clients,
+ * or an attack from many addresses) it would plan each statement anew at every reservation and
+ * settlement, about 0.1 ms of the database's time each (docs/performance.md, 2026-11-28
+ * at 17:00). This pool runs only those statements and the sweep of old windows, whose plans do
+ * not depend on the values: each connection plans each once.
  */
-function budgetPoolConfig(config: pg.PoolConfig): pg.PoolConfig {
-  return { ...config, max: Math.max(1, Math.ceil((config.max ?? 10) / 4)), options: `${config.options} -c synchronous_commit=off` };
+export function budgetPoolConfig(config: pg.PoolConfig): pg.PoolConfig {
+  return {
+    ...config,
+    max: Math.max(1, Math.ceil((config.max ?? 10) / 4)),
+    options: `${config.options} -c synchronous_commit=off -c plan_cache_mode=force_generic_plan`,
+  };
 }
 
 function createPool(config: pg.PoolConfig): pg.Pool {

@@ -4,8 +4,10 @@ import { after, before, describe, test } from 'node:test';
 import { newId } from '@svc/core';
 import type { SessionRecord } from '@svc/core/store';
 import pg from 'pg';
+import { AttemptBudget } from '../../src/attempt-budget.js';
 import { BearerBatch } from '../../src/bearer-batch.js';
 import type { PostgresStore } from '../../src/index.js';
+import { budgetPoolConfig } from '../../src/open-postgres-store.js';
 import { createTestEnv, PG_URL } from '../pg-test-env.js';
 
 const T0 = Date.UTC(2026, 10, 28, 12, 0, 0, 0);
@@ -15,6 +17,8 @@ const random = (n: number) => randomBytes(n);
 const SESSIONS = 20_000;
 /** How often each batch size is looked up: PostgreSQL makes five custom plans of a statement before it may keep a generic one. */
 const ROUNDS = 12;
+/** Keys in the attempt budget: the windows of many clients. */
+const BUDGET_KEYS = 20_000;
 
 const env = createTestEnv();
 after(() => env.dispose());
@@ -105,10 +109,7 @@ describe('the bearer check on a store of many sessions is planned once per conne
         );
       }
     }
-    const { rows } = await pool.query<{ name: string; generic_plans: string; custom_plans: string }>(
-      "SELECT name, generic_plans, custom_plans FROM pg_prepared_statements WHERE name LIKE 'svc_session%' ORDER BY name",
-    );
-    const plans = rows.map((r) => ({ name: r.name, generic: Number(r.generic_plans), custom: Number(r.custom_plans) }));
+    const plans = await plansOf(pool, 'svc_session');
     for (const p of plans) {
       assert.ok(p.custom <= 5, `${p.name} was planned anew ${p.custom} times (generic plan used ${p.generic} times)`);
       assert.ok(p.generic >= 1, `${p.name} never used its generic plan (${p.custom} custom plans)`);
@@ -124,5 +125,66 @@ describe('the bearer check on a store of many sessions is planned once per conne
         'svc_sessions_for_access_8',
       ],
     );
+  });
+});
+
+/** Every prepared statement of the connection `pool` holds whose name starts with `prefix`, with its plan counts. */
+async function plansOf(pool: pg.Pool, prefix: string): Promise<{ name: string; generic: number; custom: number }[]> {
+  const { rows } = await pool.query<{ name: string; generic_plans: string; custom_plans: string }>(
+    'SELECT name, generic_plans, custom_plans FROM pg_prepared_statements WHERE starts_with(name, $1) ORDER BY name',
+    [prefix],
+  );
+  return rows.map((r) => ({ name: r.name, generic: Number(r.generic_plans), custom: Number(r.custom_plans) }));
+}
+
+// The attempt budget's statements take their keys as an array too (`key = ANY($1::text[])`), and
+// its table holds a window per client address (and per session being refreshed): thousands on a
+// busy service or under an attack from many addresses. Its pool runs them on generic plans.
+describe("the attempt budget's statements are planned once per connection of its pool, with many clients' windows", () => {
+  const schema = env.schema();
+  let store: PostgresStore;
+  let pool: pg.Pool;
+
+  before(async () => {
+    store = await env.open(schema);
+    await env.admin.query(
+      `INSERT INTO ${schema}.attempt_budget (key, window_start, failures, pending, pending_since)
+       SELECT 'ip:198.51.100.' || i, $1, 0, 0, $1 FROM generate_series(1, ${BUDGET_KEYS}) AS i`,
+      [T0],
+    );
+    await env.admin.query(`ANALYZE ${schema}.attempt_budget`);
+    // The store's budget pool on one connection; BIGINT as numbers, as the store's pools read it.
+    const types = new pg.TypeOverrides();
+    types.setTypeParser(20, 'text', Number);
+    pool = new pg.Pool({ ...budgetPoolConfig({ connectionString: PG_URL, options: `-c search_path=${schema}`, types }), max: 1 });
+  });
+  after(async () => {
+    await pool.end();
+    await store.close();
+  });
+
+  test('reservations and settlements of new and known keys run generic plans', async () => {
+    const budget = new AttemptBudget(pool);
+    for (let i = 0; i < ROUNDS; i++) {
+      // A new client's address and session (their windows are opened), then a known address.
+      for (const keys of [[`ip:203.0.113.${i}`, `session:${i}`], [`ip:198.51.100.${i + 1}`]]) {
+        const reservation = await budget.reserve({ keys, now: T0 + 1_000, windowMs: 60_000, max: 30, leaseMs: 30_000 });
+        assert.ok(reservation.reserved, `the reservation of ${keys.join(', ')} was refused`);
+        await budget.settle({ windows: reservation.windows, failed: i % 2 === 0 });
+      }
+    }
+    const plans = await plansOf(pool, 'svc_');
+    assert.deepEqual(
+      plans.map((p) => p.name),
+      ['svc_open_attempt_windows', 'svc_reserve_attempt_windows', 'svc_settle_attempts'],
+    );
+    for (const p of plans) {
+      assert.ok(p.custom <= 5, `${p.name} was planned anew ${p.custom} times (generic plan used ${p.generic} times)`);
+    }
+    // The windows counted what was settled: the known addresses' failures, one each in every other round.
+    const { rows } = await env.admin.query<{ failures: number }>(
+      `SELECT failures FROM ${schema}.attempt_budget WHERE key = 'ip:198.51.100.1'`,
+    );
+    assert.equal(rows[0]?.failures, 1);
   });
 });
