@@ -24,7 +24,7 @@ const BEARER_BATCH_MAX = 256;
  * than a custom plan of the one or two a batch usually holds, so on a table of some thousands
  * of sessions it never settled on the generic plan and planned the statement anew on every
  * execution, about 100 µs of PostgreSQL's CPU per batch (docs/performance.md, 2026-11-28
- * at 17:00). With n parameters the generic plan costs what a custom plan does, so after
+ * at 16:00). With n parameters the generic plan costs what a custom plan does, so after
  * PostgreSQL's five custom plans each connection keeps the generic one, as a named statement
  * intends.
  */

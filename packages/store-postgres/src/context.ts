@@ -19,7 +19,15 @@ export interface PgContext {
   sealPending(): Promise<void>;
   /** Asks for a sealing pass soon. */
   scheduleSeal(): void;
+  /** Whether this write of `table` is one that also sweeps its expired rows (see `sweepExpired`): the first and then every 64th of this node. */
+  sweepDue(table: SweptTable): boolean;
 }
+
+/** The tables of short-lived records whose expired rows the writes sweep (see `sweepExpired` in sessions.ts). */
+export type SweptTable = 'challenges' | 'dpop_proofs' | 'handoff_codes';
+
+/** One write in this many of a {@link SweptTable} on a node sweeps its expired rows. */
+export const SWEEP_EVERY = 64;
 
 export const INVALID: RotationOutcome = Object.freeze({ kind: 'invalid' });
 

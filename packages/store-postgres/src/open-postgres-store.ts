@@ -252,7 +252,7 @@ function poolConfig(options: PostgresStoreOptions, schema: string, t: PostgresTi
  * two a sign-in reserves, so once `attempt_budget` holds some thousands of keys (many clients,
  * or an attack from many addresses) it would plan each statement anew at every reservation and
  * settlement, about 0.1 ms of the database's time each (docs/performance.md, 2026-11-28
- * at 17:00). This pool runs only those statements and the sweep of old windows, whose plans do
+ * at 16:00). This pool runs only those statements and the sweep of old windows, whose plans do
  * not depend on the values: each connection plans each once.
  */
 export function budgetPoolConfig(config: pg.PoolConfig): pg.PoolConfig {

@@ -37,7 +37,7 @@ import { AttemptBudget } from './attempt-budget.js';
 import { AuditSealer } from './audit-sealer.js';
 import * as auditTrail from './audit-trail.js';
 import { BearerBatch } from './bearer-batch.js';
-import type { PgContext } from './context.js';
+import { type PgContext, SWEEP_EVERY, type SweptTable } from './context.js';
 import { exportPostgresState, importPostgresState } from './control-state.js';
 import * as devices from './devices.js';
 import { postgresFault } from './faults.js';
@@ -78,6 +78,8 @@ export class PostgresStore implements Store {
   readonly #budgetPool: Pool;
   readonly #budget: AttemptBudget;
   readonly #bearer: BearerBatch;
+  /** This node's writes of each swept table so far (see `PgContext.sweepDue`). */
+  readonly #writes = new Map<SweptTable, number>();
   // What the operation modules run with.
   readonly #ctx: PgContext;
   #closed = false;
@@ -99,6 +101,11 @@ export class PostgresStore implements Store {
       append: (c, draft) => this.#append(c, draft),
       sealPending: () => this.#sealPending(),
       scheduleSeal: () => this.#scheduleSeal(),
+      sweepDue: (table) => {
+        const writes = this.#writes.get(table) ?? 0;
+        this.#writes.set(table, writes + 1);
+        return writes % SWEEP_EVERY === 0;
+      },
     };
   }
 

@@ -43,29 +43,48 @@ import {
   type PgContext,
   REVOKE_SESSION,
   SET_PAIR,
+  type SweptTable,
   sessionValues,
 } from './context.js';
 import { changes, first, rows, run } from './sql.js';
 import { lockedUserStatus } from './users.js';
 
-export async function createChallenge(ctx: PgContext, challenge: ChallengeRecord): Promise<void> {
-  // Expired challenges can never be consumed again, so they are only clutter. SKIP LOCKED
-  // lets nodes prune side by side without waiting for (or deadlocking on) each other. The ids
-  // go by value (= ANY(ARRAY(...))), not as a join: its plan is primary-key probes whatever
-  // the statistics say, where a semi-join's cached plan could scan the whole table each time.
+/** The key column of each swept table. */
+const SWEPT_KEYS: Readonly<Record<SweptTable, string>> = { challenges: 'id', dpop_proofs: 'proof_key', handoff_codes: 'digest' };
+
+/**
+ * Deletes up to 500 rows of `table` that expired by `now`, on the writes `ctx.sweepDue` picks:
+ * the first of this node and then every 64th, so expired rows go within 64 writes of any node
+ * and a node deletes up to about eight for each row it adds. Expired challenges, DPoP records
+ * and handoff codes can never be used again: they are only clutter. SKIP LOCKED lets nodes
+ * sweep side by side without waiting for (or deadlocking on) each other. The keys go by value
+ * (= ANY(ARRAY(...))), not as a join: its plan is primary-key probes whatever the statistics
+ * say, where a semi-join's plan could scan the whole table.
+ *
+ * Not part of the write's own named statement, as it was: a plan for `expires_at <= $n` depends
+ * on the value, so on a table of some thousands of live rows PostgreSQL planned that statement
+ * anew on every write (docs/performance.md, 2026-11-28 at 16:00). This statement is unnamed,
+ * planned when it runs, one write in 64. A sweep that fails (a busy pool, an outage) does not
+ * fail the write it follows, which has committed: the next one takes over.
+ */
+async function sweepExpired(ctx: PgContext, table: SweptTable, now: number): Promise<void> {
+  if (!ctx.sweepDue(table)) return;
+  const key = SWEPT_KEYS[table];
   await run(
     ctx.pool,
-    {
-      name: 'svc_create_challenge',
-      text: `WITH pruned AS (
-         DELETE FROM challenges WHERE id = ANY(ARRAY(
-           SELECT id FROM challenges WHERE expires_at <= $5 ORDER BY expires_at LIMIT 500 FOR UPDATE SKIP LOCKED
-         ))
-       )
-       INSERT INTO challenges (${CHALLENGE_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6)`,
-    },
+    `DELETE FROM ${table} WHERE ${key} = ANY(ARRAY(
+       SELECT ${key} FROM ${table} WHERE expires_at <= $1 ORDER BY expires_at LIMIT 500 FOR UPDATE SKIP LOCKED))`,
+    [now],
+  ).catch(() => undefined);
+}
+
+export async function createChallenge(ctx: PgContext, challenge: ChallengeRecord): Promise<void> {
+  await run(
+    ctx.pool,
+    { name: 'svc_create_challenge', text: `INSERT INTO challenges (${CHALLENGE_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6)` },
     [challenge.id, challenge.publicKey, challenge.realm, challenge.challenge, challenge.createdAt, challenge.expiresAt],
   );
+  await sweepExpired(ctx, 'challenges', challenge.createdAt);
 }
 
 /** A used challenge's row with the active device of its key (`d_` columns, all null without one). */
@@ -305,24 +324,19 @@ export async function useDpopProof(
 ): Promise<boolean> {
   // One statement: the INSERT, or the UPDATE of an expired record of the key, returns a row for
   // exactly one of N concurrent callers on any node (a loser waits on the winner's row, then its
-  // ON CONFLICT sees a live record and changes nothing). Expired records of other keys are
-  // pruned along the way, SKIP LOCKED so nodes never wait on each other for it.
+  // ON CONFLICT sees a live record and changes nothing). Expired records are swept after it
+  // (`sweepExpired`); the record just written is live, so it is never among them.
   const used = await first<{ n: number }>(
     ctx.pool,
     {
       name: 'svc_use_dpop_proof',
-      text: `WITH pruned AS (
-         DELETE FROM dpop_proofs WHERE proof_key = ANY(ARRAY(
-           SELECT proof_key FROM dpop_proofs WHERE expires_at <= $3 AND proof_key <> $1
-           ORDER BY expires_at LIMIT 500 FOR UPDATE SKIP LOCKED
-         ))
-       )
-       INSERT INTO dpop_proofs (proof_key, expires_at) VALUES ($1, $2)
+      text: `INSERT INTO dpop_proofs (proof_key, expires_at) VALUES ($1, $2)
        ON CONFLICT (proof_key) DO UPDATE SET expires_at = EXCLUDED.expires_at WHERE dpop_proofs.expires_at <= $3
        RETURNING 1 AS n`,
     },
     [input.key, input.expiresAt, input.now],
   );
+  await sweepExpired(ctx, 'dpop_proofs', input.now);
   return used !== undefined;
 }
 
@@ -357,20 +371,13 @@ export async function revokeSessionFamily(
 }
 
 export async function createHandoffCode(ctx: PgContext, code: HandoffCodeRecord): Promise<void> {
-  // Expired codes can never be redeemed: pruned along the way, side by side with other nodes.
   await run(
     ctx.pool,
-    {
-      name: 'svc_create_handoff_code',
-      text: `WITH pruned AS (
-         DELETE FROM handoff_codes WHERE digest = ANY(ARRAY(
-           SELECT digest FROM handoff_codes WHERE expires_at <= $5 ORDER BY expires_at LIMIT 500 FOR UPDATE SKIP LOCKED
-         ))
-       )
-       INSERT INTO handoff_codes (${HANDOFF_CODE_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6)`,
-    },
+    { name: 'svc_create_handoff_code', text: `INSERT INTO handoff_codes (${HANDOFF_CODE_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6)` },
     [code.digest, code.sessionId, code.origin, code.bindingDigest, code.createdAt, code.expiresAt],
   );
+  // Expired codes can never be redeemed.
+  await sweepExpired(ctx, 'handoff_codes', code.createdAt);
 }
 
 export async function consumeHandoffCode(

@@ -1,12 +1,26 @@
 import assert from 'node:assert/strict';
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash, generateKeyPairSync, type KeyObject, randomBytes, sign } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
 import { after, before, describe, test } from 'node:test';
-import { newId } from '@svc/core';
+import {
+  type AuthDeps,
+  authenticate,
+  createChallenge,
+  createSession,
+  enrollWithBootstrapToken,
+  issueBootstrapToken,
+  newId,
+  publicKeyHexOf,
+  revokeSession,
+  rotateRefreshToken,
+  silentLogger,
+} from '@svc/core';
+import { DEFAULT_AUTH_SETTINGS } from '@svc/core/settings';
 import type { SessionRecord } from '@svc/core/store';
 import pg from 'pg';
 import { AttemptBudget } from '../../src/attempt-budget.js';
 import { BearerBatch } from '../../src/bearer-batch.js';
-import type { PostgresStore } from '../../src/index.js';
+import { PostgresStore } from '../../src/index.js';
 import { budgetPoolConfig } from '../../src/open-postgres-store.js';
 import { createTestEnv, PG_URL } from '../pg-test-env.js';
 
@@ -186,5 +200,128 @@ describe("the attempt budget's statements are planned once per connection of its
       `SELECT failures FROM ${schema}.attempt_budget WHERE key = 'ip:198.51.100.1'`,
     );
     assert.equal(rows[0]?.failures, 1);
+  });
+});
+
+/** A DPoP proof (RFC 9449) by `key` for `htm` `htu`, bound to `accessToken` when given. */
+function dpopProof(key: KeyObject, htm: string, htu: string, accessToken?: string): string {
+  const b64 = (v: object) => Buffer.from(JSON.stringify(v)).toString('base64url');
+  const x = (key.export({ format: 'jwk' }) as { x: string }).x;
+  const header = b64({ typ: 'dpop+jwt', alg: 'EdDSA', jwk: { kty: 'OKP', crv: 'Ed25519', x } });
+  const claims = b64({
+    htm,
+    htu,
+    iat: Math.floor(Date.now() / 1000),
+    jti: randomBytes(16).toString('base64url'),
+    ...(accessToken === undefined ? {} : { ath: createHash('sha256').update(accessToken).digest('base64url') }),
+  });
+  return `${header}.${claims}.${sign(null, Buffer.from(`${header}.${claims}`), key).toString('base64url')}`;
+}
+
+// The writes of short-lived records (challenges, DPoP records, handoff codes) pruned expired rows
+// inside their own named statement; a plan for `expires_at <= $n` depends on the value, so with
+// some thousands of live rows PostgreSQL planned those statements anew on every sign-in and
+// every DPoP-checked request. The whole of a sign-in, a DPoP-checked request, a rotation and a
+// sign-out, through core's use cases on a store whose tables hold many rows.
+describe("every named statement of a session's life is planned once per connection, on tables of many rows", () => {
+  const schema = env.schema();
+  let migrated: PostgresStore;
+  let pool: pg.Pool;
+  let budgetPool: pg.Pool;
+  let deps: AuthDeps;
+  const admin = generateKeyPairSync('ed25519');
+  const publicKey = publicKeyHexOf(admin.publicKey);
+
+  before(async () => {
+    migrated = await env.open(schema);
+    // The store on one connection per pool (pg_prepared_statements is per connection), set up as
+    // openPostgresStore sets its pools up: the schema, BIGINT as numbers, the budget's settings.
+    const types = new pg.TypeOverrides();
+    types.setTypeParser(20, 'text', Number);
+    const base = { connectionString: PG_URL, options: `-c search_path=${schema}`, types };
+    pool = new pg.Pool({ ...base, max: 1 });
+    budgetPool = new pg.Pool({ ...budgetPoolConfig(base), max: 1 });
+    const store = new PostgresStore(pool, schema, budgetPool);
+    deps = {
+      store,
+      clock: { now: () => Date.now(), monotonic: () => performance.now() },
+      random,
+      log: silentLogger,
+      projectId: 'plans',
+      settings: Object.freeze({ ...DEFAULT_AUTH_SETTINGS }),
+    };
+    await store.initProject({ projectId: 'plans', createdAt: Date.now() });
+    const bootstrap = await issueBootstrapToken(deps, { recovery: false });
+    const device = await enrollWithBootstrapToken(deps, { bootstrapToken: bootstrap.token, publicKey });
+    // Live rows of every table a session's life writes or reads, as a busy store holds them.
+    const live = Date.now() + 3_600_000;
+    await env.admin.query(
+      `INSERT INTO ${schema}.sessions (id, realm, subject, device_id, created_at, expires_at, access_digest, access_expires_at, refresh_digest, refresh_expires_at)
+       SELECT 'ses_LIFE' || i, 'management', $1, $2, 1, $3, md5('a' || i) || md5('b' || i), $3, md5('c' || i) || md5('d' || i), $3
+       FROM generate_series(1, ${SESSIONS}) AS i`,
+      [device.subject, device.id, live],
+    );
+    await env.admin.query(
+      `INSERT INTO ${schema}.challenges (id, public_key, realm, challenge, created_at, expires_at)
+       SELECT 'chl_LIFE' || i, $1, 'management', md5('x' || i), 1, $2 FROM generate_series(1, ${SESSIONS}) AS i`,
+      ['ab'.repeat(32), live],
+    );
+    await env.admin.query(
+      `INSERT INTO ${schema}.dpop_proofs (proof_key, expires_at) SELECT 'jti' || i, $1 FROM generate_series(1, ${SESSIONS}) AS i`,
+      [live],
+    );
+    await env.admin.query(
+      `INSERT INTO ${schema}.handoff_codes (digest, session_id, origin, binding_digest, created_at, expires_at)
+       SELECT md5('h' || i), 'ses_LIFE' || i, 'https://app.example.com', md5('b' || i), 1, $1 FROM generate_series(1, ${SESSIONS}) AS i`,
+      [live],
+    );
+    for (const table of ['sessions', 'challenges', 'dpop_proofs', 'handoff_codes', 'devices', 'users']) {
+      await env.admin.query(`ANALYZE ${schema}.${table}`);
+    }
+  });
+  after(async () => {
+    await pool.end();
+    await budgetPool.end();
+    await migrated.close();
+  });
+
+  test('sign-ins, DPoP-checked requests, rotations, sign-outs and handoff codes run generic plans after five custom ones', async () => {
+    const me = 'http://127.0.0.1/v1/auth/me';
+    const refresh = 'http://127.0.0.1/v1/auth/refresh';
+    for (let i = 0; i < ROUNDS; i++) {
+      const challenge = await createChallenge(deps, { publicKey, realm: 'management' });
+      const signature = sign(null, Buffer.from(challenge.challenge, 'utf8'), admin.privateKey).toString('hex');
+      const pair = await createSession(deps, { challengeId: challenge.id, signature, realm: 'management' });
+      const principal = await authenticate(deps, {
+        token: pair.access_token,
+        realm: 'management',
+        dpop: { proof: dpopProof(admin.privateKey, 'GET', me, pair.access_token), htm: 'GET', htu: me },
+      });
+      const next = await rotateRefreshToken(deps, {
+        refreshToken: pair.refresh_token,
+        realm: 'management',
+        dpop: { proof: dpopProof(admin.privateKey, 'POST', refresh), htm: 'POST', htu: refresh },
+      });
+      assert.notEqual(next.access_token, pair.access_token);
+      await revokeSession(deps, { principal });
+      await deps.store.createHandoffCode({
+        digest: randomBytes(32).toString('hex'),
+        sessionId: pair.session_id,
+        origin: 'https://app.example.com',
+        bindingDigest: randomBytes(32).toString('hex'),
+        createdAt: Date.now(),
+        expiresAt: Date.now() + 60_000,
+      });
+    }
+    const plans = [...(await plansOf(pool, 'svc_')), ...(await plansOf(budgetPool, 'svc_'))];
+    for (const name of ['svc_create_challenge', 'svc_consume_challenge', 'svc_use_dpop_proof', 'svc_rotate', 'svc_create_handoff_code']) {
+      assert.ok(
+        plans.some((p) => p.name === name),
+        `${name} did not run: ${plans.map((p) => p.name).join(', ')}`,
+      );
+    }
+    for (const p of plans) {
+      assert.ok(p.custom <= 5, `${p.name} was planned anew ${p.custom} times (generic plan used ${p.generic} times)`);
+    }
   });
 });
