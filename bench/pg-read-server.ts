@@ -1,12 +1,14 @@
 // The ceiling of a bearer check on PostgreSQL: a bare Fastify route that does the least any check
 // must do when it reads PostgreSQL on every request, and nothing else. It takes the bearer
 // token, splits off the session id and digests the token (core's parseSessionToken, as every
-// check must), and reads that session's row as svc's store does: the same SELECT of the session
-// and its user's attributes (core's ACCESS_USER_COLUMNS over ACCESS_FROM: what the principal and
-// the contract's identity attributes need), one primary-key lookup batched per event-loop turn
-// (`id = ANY($1)`, a named statement always on its generic plan, a pool of the store's default
-// size of 10), then compares the digests in constant time and checks that the session is
-// neither revoked nor expired. No principal, no hooks, no security headers, no error path
+// check must), and reads that session's row with the store's columns and join (core's
+// ACCESS_USER_COLUMNS over ACCESS_FROM: the session and its user's attributes, what the principal
+// and the contract's identity attributes need), one primary-key lookup batched per event-loop
+// turn (`id = ANY($1)`, one named statement always on its generic plan, where the store uses one
+// per list length to the same end; a pool of the store's default size of 10), then compares the
+// digests in constant time and checks that the session is neither revoked nor expired (with the
+// default sender constraint a key-bound session's access token is still accepted as a bearer,
+// as by svc here). No principal, no hooks, no security headers, no error path
 // beyond a bare 401: what this machine allows a check against the database's truth per request
 // (bench/run.ts, `postgres.bearer.ceiling`).
 //
@@ -34,6 +36,8 @@ const pool = new pg.Pool({
   options: `-c search_path=${schema} -c plan_cache_mode=force_generic_plan`,
   types,
 });
+// An idle connection the server ends is the pool's to replace, not the end of this process.
+pool.on('error', () => undefined);
 const query = { name: 'ceiling_sessions', text: `SELECT ${ACCESS_USER_COLUMNS} FROM ${ACCESS_FROM} WHERE s.id = ANY($1::text[])` };
 
 interface Row {

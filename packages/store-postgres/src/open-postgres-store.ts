@@ -251,15 +251,18 @@ function poolConfig(options: PostgresStoreOptions, schema: string, t: PostgresTi
  * PostgreSQL's generic plan of that assumes ten keys, costlier than a custom plan of the one or
  * two a sign-in reserves, so once `attempt_budget` holds some thousands of keys (many clients,
  * or an attack from many addresses) it would plan each statement anew at every reservation and
- * settlement, about 0.1 ms of the database's time each (docs/performance.md, 2026-11-28
+ * settlement, about 0.15 ms of the database's time each (docs/performance.md, 2026-11-28
  * at 16:00). This pool runs only those statements and the sweep of old windows, whose plans do
- * not depend on the values: each connection plans each once.
+ * not depend on the values: each connection plans each once. `plan_cache_mode` exists from
+ * PostgreSQL 12 (`serverVersion`, as `server_version_num`, 120000); on 11 the plans stay
+ * PostgreSQL's choice.
  */
-export function budgetPoolConfig(config: pg.PoolConfig): pg.PoolConfig {
+export function budgetPoolConfig(config: pg.PoolConfig, serverVersion: number): pg.PoolConfig {
+  const settings = ['-c synchronous_commit=off', ...(serverVersion >= 120_000 ? ['-c plan_cache_mode=force_generic_plan'] : [])];
   return {
     ...config,
     max: Math.max(1, Math.ceil((config.max ?? 10) / 4)),
-    options: `${config.options} -c synchronous_commit=off -c plan_cache_mode=force_generic_plan`,
+    options: [config.options, ...settings].filter((o) => o !== undefined && o !== '').join(' '),
   };
 }
 
@@ -395,7 +398,8 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
   const migrations = loadMigrations();
   const config = poolConfig(options, schema, timeouts);
   const pool = createPool(config);
-  const budgetPool = createPool(budgetPoolConfig(config));
+  // Made once the server's version is known (see budgetPoolConfig).
+  let budgetPool: pg.Pool | null = null;
   try {
     // Migrations may take longer than a request may wait (a large table, another node holding
     // the migration lock): they run on a connection of their own without the request bounds.
@@ -407,7 +411,9 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
     } as pg.ClientConfig);
     client.on('error', () => undefined);
     await client.connect();
+    let serverVersion = 0;
     try {
+      serverVersion = Number((await client.query<{ server_version_num: string }>('SHOW server_version_num')).rows[0]?.server_version_num);
       if (await letsAnyoneIn(config)) {
         if (options.allowUnauthenticated !== true) {
           throw new StoreOpenError(
@@ -435,12 +441,15 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
     } finally {
       await client.end().catch(() => undefined);
     }
+    budgetPool = createPool(budgetPoolConfig(config, serverVersion));
     const store = new PostgresStore(pool, schema, budgetPool);
     await store.ping();
+    // The budget pool's own settings are accepted too, or the store does not open.
+    await budgetPool.query('SELECT 1');
     return store;
   } catch (err) {
     await pool.end().catch(() => undefined);
-    await budgetPool.end().catch(() => undefined);
+    await budgetPool?.end().catch(() => undefined);
     throw err instanceof StoreOpenError ? err : openError(err, options, target);
   }
 }

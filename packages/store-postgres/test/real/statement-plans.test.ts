@@ -36,6 +36,11 @@ const BUDGET_KEYS = 20_000;
 
 const env = createTestEnv();
 after(() => env.dispose());
+/** The server's `server_version_num`: pg_prepared_statements counts plans from PostgreSQL 14 on. */
+const serverVersion = Number(
+  (await env.admin.query<{ server_version_num: string }>('SHOW server_version_num')).rows[0]?.server_version_num,
+);
+const skip = serverVersion >= 140_000 ? false : 'pg_prepared_statements counts generic and custom plans from PostgreSQL 14 on';
 
 const md5 = (text: string) => createHash('md5').update(text).digest('hex');
 const seededId = (i: number) => `ses_PLAN${i}`;
@@ -46,7 +51,7 @@ const seededDigest = (i: number) => md5(`a${i}`) + md5(`b${i}`);
 // keeps a named statement's generic plan only when it costs no more than its custom plans; the
 // batch's `id = ANY($1::text[])` never did on a table of some thousands of sessions (its generic
 // plan assumes ten elements), so every batch was planned anew.
-describe('the bearer check on a store of many sessions is planned once per connection', () => {
+describe('the bearer check on a store of many sessions is planned once per connection', { skip }, () => {
   const schema = env.schema();
   let store: PostgresStore;
   let pool: pg.Pool;
@@ -154,7 +159,7 @@ async function plansOf(pool: pg.Pool, prefix: string): Promise<{ name: string; g
 // The attempt budget's statements take their keys as an array too (`key = ANY($1::text[])`), and
 // its table holds a window per client address (and per session being refreshed): thousands on a
 // busy service or under an attack from many addresses. Its pool runs them on generic plans.
-describe("the attempt budget's statements are planned once per connection of its pool, with many clients' windows", () => {
+describe("the attempt budget's statements are planned once per connection of its pool, with many clients' windows", { skip }, () => {
   const schema = env.schema();
   let store: PostgresStore;
   let pool: pg.Pool;
@@ -170,7 +175,10 @@ describe("the attempt budget's statements are planned once per connection of its
     // The store's budget pool on one connection; BIGINT as numbers, as the store's pools read it.
     const types = new pg.TypeOverrides();
     types.setTypeParser(20, 'text', Number);
-    pool = new pg.Pool({ ...budgetPoolConfig({ connectionString: PG_URL, options: `-c search_path=${schema}`, types }), max: 1 });
+    pool = new pg.Pool({
+      ...budgetPoolConfig({ connectionString: PG_URL, options: `-c search_path=${schema}`, types }, serverVersion),
+      max: 1,
+    });
   });
   after(async () => {
     await pool.end();
@@ -192,8 +200,9 @@ describe("the attempt budget's statements are planned once per connection of its
       plans.map((p) => p.name),
       ['svc_open_attempt_windows', 'svc_reserve_attempt_windows', 'svc_settle_attempts'],
     );
+    // The pool forces generic plans: not one custom plan.
     for (const p of plans) {
-      assert.ok(p.custom <= 5, `${p.name} was planned anew ${p.custom} times (generic plan used ${p.generic} times)`);
+      assert.ok(p.custom === 0 && p.generic > 0, `${p.name} ran ${p.custom} custom plans and ${p.generic} generic ones`);
     }
     // The windows counted what was settled: the known addresses' failures, one each in every other round.
     const { rows } = await env.admin.query<{ failures: number }>(
@@ -223,7 +232,7 @@ function dpopProof(key: KeyObject, htm: string, htu: string, accessToken?: strin
 // some thousands of live rows PostgreSQL planned those statements anew on every sign-in and
 // every DPoP-checked request. The whole of a sign-in, a DPoP-checked request, a rotation and a
 // sign-out, through core's use cases on a store whose tables hold many rows.
-describe("every named statement of a session's life is planned once per connection, on tables of many rows", () => {
+describe("every named statement of a session's life is planned once per connection, on tables of many rows", { skip }, () => {
   const schema = env.schema();
   let migrated: PostgresStore;
   let pool: pg.Pool;
@@ -240,7 +249,7 @@ describe("every named statement of a session's life is planned once per connecti
     types.setTypeParser(20, 'text', Number);
     const base = { connectionString: PG_URL, options: `-c search_path=${schema}`, types };
     pool = new pg.Pool({ ...base, max: 1 });
-    budgetPool = new pg.Pool({ ...budgetPoolConfig(base), max: 1 });
+    budgetPool = new pg.Pool({ ...budgetPoolConfig(base, serverVersion), max: 1 });
     const store = new PostgresStore(pool, schema, budgetPool);
     deps = {
       store,
