@@ -19,7 +19,11 @@ export interface PgContext {
   sealPending(): Promise<void>;
   /** Asks for a sealing pass soon. */
   scheduleSeal(): void;
-  /** Whether this write of `table` is one that also sweeps its expired rows (see `sweepExpired`): the first and then every 64th of this node. */
+  /**
+   * Counts a write of `table` and says whether it also sweeps the table's expired rows (see
+   * `sweepExpired`): this node's first, then the first after 63 more, except while the pool has
+   * callers waiting for a connection (the sweep then waits for a write when it has room).
+   */
   sweepDue(table: SweptTable): boolean;
 }
 

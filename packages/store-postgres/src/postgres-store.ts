@@ -78,8 +78,8 @@ export class PostgresStore implements Store {
   readonly #budgetPool: Pool;
   readonly #budget: AttemptBudget;
   readonly #bearer: BearerBatch;
-  /** This node's writes of each swept table so far (see `PgContext.sweepDue`). */
-  readonly #writes = new Map<SweptTable, number>();
+  /** This node's writes of each swept table since its last sweep of it (see `PgContext.sweepDue`). */
+  readonly #sinceSweep = new Map<SweptTable, number>();
   // What the operation modules run with.
   readonly #ctx: PgContext;
   #closed = false;
@@ -102,9 +102,11 @@ export class PostgresStore implements Store {
       sealPending: () => this.#sealPending(),
       scheduleSeal: () => this.#scheduleSeal(),
       sweepDue: (table) => {
-        const writes = this.#writes.get(table) ?? 0;
-        this.#writes.set(table, writes + 1);
-        return writes % SWEEP_EVERY === 0;
+        // A node's first write of the table finds it due.
+        const since = (this.#sinceSweep.get(table) ?? SWEEP_EVERY - 1) + 1;
+        const due = since >= SWEEP_EVERY && pool.waitingCount === 0;
+        this.#sinceSweep.set(table, due ? 0 : since);
+        return due;
       },
     };
   }

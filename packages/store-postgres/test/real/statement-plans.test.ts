@@ -324,10 +324,9 @@ describe("every named statement of a session's life is planned once per connecti
     }
     const plans = [...(await plansOf(pool, 'svc_')), ...(await plansOf(budgetPool, 'svc_'))];
     for (const name of ['svc_create_challenge', 'svc_consume_challenge', 'svc_use_dpop_proof', 'svc_rotate', 'svc_create_handoff_code']) {
-      assert.ok(
-        plans.some((p) => p.name === name),
-        `${name} did not run: ${plans.map((p) => p.name).join(', ')}`,
-      );
+      const ran = plans.find((p) => p.name === name);
+      assert.ok(ran !== undefined, `${name} did not run: ${plans.map((p) => p.name).join(', ')}`);
+      assert.ok(ran.generic >= 1, `${name} never ran its generic plan (${ran.custom} custom plans)`);
     }
     for (const p of plans) {
       assert.ok(p.custom <= 5, `${p.name} was planned anew ${p.custom} times (generic plan used ${p.generic} times)`);
