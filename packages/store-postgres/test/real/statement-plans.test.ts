@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { createHash, generateKeyPairSync, type KeyObject, randomBytes, sign } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { after, before, describe, test } from 'node:test';
 import {
@@ -10,13 +10,13 @@ import {
   enrollWithBootstrapToken,
   issueBootstrapToken,
   newId,
-  publicKeyHexOf,
   revokeSession,
   rotateRefreshToken,
   silentLogger,
 } from '@svc/core';
 import { DEFAULT_AUTH_SETTINGS } from '@svc/core/settings';
 import type { SessionRecord } from '@svc/core/store';
+import { dpopProof, newDeviceKey } from '@svc/store-testkit';
 import pg from 'pg';
 import { AttemptBudget } from '../../src/attempt-budget.js';
 import { BearerBatch } from '../../src/bearer-batch.js';
@@ -212,21 +212,6 @@ describe("the attempt budget's statements are planned once per connection of its
   });
 });
 
-/** A DPoP proof (RFC 9449) by `key` for `htm` `htu`, bound to `accessToken` when given. */
-function dpopProof(key: KeyObject, htm: string, htu: string, accessToken?: string): string {
-  const b64 = (v: object) => Buffer.from(JSON.stringify(v)).toString('base64url');
-  const x = (key.export({ format: 'jwk' }) as { x: string }).x;
-  const header = b64({ typ: 'dpop+jwt', alg: 'EdDSA', jwk: { kty: 'OKP', crv: 'Ed25519', x } });
-  const claims = b64({
-    htm,
-    htu,
-    iat: Math.floor(Date.now() / 1000),
-    jti: randomBytes(16).toString('base64url'),
-    ...(accessToken === undefined ? {} : { ath: createHash('sha256').update(accessToken).digest('base64url') }),
-  });
-  return `${header}.${claims}.${sign(null, Buffer.from(`${header}.${claims}`), key).toString('base64url')}`;
-}
-
 // The writes of short-lived records (challenges, DPoP records, handoff codes) pruned expired rows
 // inside their own named statement; a plan for `expires_at <= $n` depends on the value, so with
 // some thousands of live rows PostgreSQL planned those statements anew on every sign-in and
@@ -238,8 +223,8 @@ describe("every named statement of a session's life is planned once per connecti
   let pool: pg.Pool;
   let budgetPool: pg.Pool;
   let deps: AuthDeps;
-  const admin = generateKeyPairSync('ed25519');
-  const publicKey = publicKeyHexOf(admin.publicKey);
+  const admin = newDeviceKey();
+  const publicKey = admin.publicKey;
 
   before(async () => {
     migrated = await env.open(schema);
@@ -299,17 +284,21 @@ describe("every named statement of a session's life is planned once per connecti
     const refresh = 'http://127.0.0.1/v1/auth/refresh';
     for (let i = 0; i < ROUNDS; i++) {
       const challenge = await createChallenge(deps, { publicKey, realm: 'management' });
-      const signature = sign(null, Buffer.from(challenge.challenge, 'utf8'), admin.privateKey).toString('hex');
-      const pair = await createSession(deps, { challengeId: challenge.id, signature, realm: 'management' });
+      const pair = await createSession(deps, {
+        challengeId: challenge.id,
+        signature: admin.sign(challenge.challenge),
+        realm: 'management',
+      });
+      const ath = createHash('sha256').update(pair.access_token).digest('base64url');
       const principal = await authenticate(deps, {
         token: pair.access_token,
         realm: 'management',
-        dpop: { proof: dpopProof(admin.privateKey, 'GET', me, pair.access_token), htm: 'GET', htu: me },
+        dpop: { proof: dpopProof(admin, { htm: 'GET', htu: me, now: Date.now(), ath }), htm: 'GET', htu: me },
       });
       const next = await rotateRefreshToken(deps, {
         refreshToken: pair.refresh_token,
         realm: 'management',
-        dpop: { proof: dpopProof(admin.privateKey, 'POST', refresh), htm: 'POST', htu: refresh },
+        dpop: { proof: dpopProof(admin, { htm: 'POST', htu: refresh, now: Date.now() }), htm: 'POST', htu: refresh },
       });
       assert.notEqual(next.access_token, pair.access_token);
       await revokeSession(deps, { principal });
