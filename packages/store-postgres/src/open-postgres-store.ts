@@ -235,7 +235,8 @@ function poolConfig(options: PostgresStoreOptions, schema: string, t: PostgresTi
 
 /**
  * The attempt budget's own small pool (a quarter of the node's, at least 1): the same
- * connection settings, with `synchronous_commit=off` and `plan_cache_mode=force_generic_plan`.
+ * connection settings, with `synchronous_commit=off` and (from PostgreSQL 12)
+ * `plan_cache_mode=force_generic_plan`.
  *
  * No synchronous commit: a budget row is locked until its write
  * commits, and with a synchronous commit that includes the WAL flush: one busy address (many

@@ -54,13 +54,14 @@ const SWEPT_KEYS: Readonly<Record<SweptTable, string>> = { challenges: 'id', dpo
 
 /**
  * Deletes up to 500 rows of `table` that expired by `now`, on the writes `ctx.sweepDue` picks:
- * a node's first and then one in 64, so the oldest 500 expired rows go within 64 writes of a node
- * and a node deletes up to about eight for each row it adds. While the pool has callers waiting
- * for a connection, a due sweep waits for a later write: it is not worth a caller's wait. Expired challenges, DPoP records
- * and handoff codes can never be used again: they are only clutter. SKIP LOCKED lets nodes
- * sweep side by side without waiting for (or deadlocking on) each other. The keys go by value
- * (= ANY(ARRAY(...))), not as a join: its plan is primary-key probes whatever the statistics
- * say, where a semi-join's plan could scan the whole table.
+ * a node's first and then one in 64, so the oldest 500 expired rows go within 64 writes of a
+ * node and a node deletes up to about eight for each row it adds. While the pool has callers
+ * waiting for a connection, a due sweep waits for a later write: it is not worth a caller's
+ * wait. Expired challenges, DPoP records and handoff codes can never be used again: they are
+ * only clutter. SKIP LOCKED lets nodes sweep side by side without waiting for (or deadlocking
+ * on) each other. The keys go by value (= ANY(ARRAY(...))), not as a join: its plan is
+ * primary-key probes whatever the statistics say, where a semi-join's plan could scan the whole
+ * table.
  *
  * Not part of the write's own named statement, as it was: a plan for `expires_at <= $n` depends
  * on the value, so on a table of some thousands of live rows PostgreSQL planned that statement
