@@ -97,14 +97,21 @@ export class BearerBatch {
       if (same === undefined) bySession.set(lookup.sessionId, [lookup]);
       else same.push(lookup);
     }
-    const groups = [...bySession.values()];
-    for (let i = 0; i < groups.length; i += BEARER_BATCH_MAX) void this.#answer(groups.slice(i, i + BEARER_BATCH_MAX).flat());
+    const ids = [...bySession.keys()];
+    for (let i = 0; i < ids.length; i += BEARER_BATCH_MAX) {
+      const some = ids.slice(i, i + BEARER_BATCH_MAX);
+      void this.#answer(
+        some,
+        some.flatMap((id) => bySession.get(id) ?? []),
+      );
+    }
   };
 
-  async #answer(batch: readonly BearerLookup[]): Promise<void> {
+  /** Looks up `ids` (distinct) in one query and answers every check of `batch`, which name them. */
+  async #answer(ids: readonly string[], batch: readonly BearerLookup[]): Promise<void> {
     let rows: readonly AccessRow[];
     try {
-      rows = (await this.#pool.query<AccessRow>(lookupOf([...new Set(batch.map((l) => l.sessionId))]))).rows;
+      rows = (await this.#pool.query<AccessRow>(lookupOf(ids))).rows;
     } catch (error) {
       // Each check's rejection is classified (an outage becomes store_unavailable) by the wrapper every operation has.
       for (const lookup of batch) lookup.reject(error);

@@ -133,17 +133,14 @@ describe('the bearer check on a store of many sessions is planned once per conne
       assert.ok(p.custom <= 5, `${p.name} was planned anew ${p.custom} times (generic plan used ${p.generic} times)`);
       assert.ok(p.generic >= 1, `${p.name} never used its generic plan (${p.custom} custom plans)`);
     }
-    // One statement per arity: 1, 2, 4, 8 and 16 for these sizes.
-    assert.deepEqual(
-      plans.map((p) => p.name),
-      [
-        'svc_session_for_access',
-        'svc_sessions_for_access_16',
-        'svc_sessions_for_access_2',
-        'svc_sessions_for_access_4',
-        'svc_sessions_for_access_8',
-      ],
-    );
+    // One statement per arity: 1, 2, 4, 8 and 16 for these sizes (sorted here, whatever the server's collation).
+    assert.deepEqual(plans.map((p) => p.name).sort(), [
+      'svc_session_for_access',
+      'svc_sessions_for_access_16',
+      'svc_sessions_for_access_2',
+      'svc_sessions_for_access_4',
+      'svc_sessions_for_access_8',
+    ]);
   });
 });
 
@@ -196,10 +193,7 @@ describe("the attempt budget's statements are planned once per connection of its
       }
     }
     const plans = await plansOf(pool, 'svc_');
-    assert.deepEqual(
-      plans.map((p) => p.name),
-      ['svc_open_attempt_windows', 'svc_reserve_attempt_windows', 'svc_settle_attempts'],
-    );
+    assert.deepEqual(plans.map((p) => p.name).sort(), ['svc_open_attempt_windows', 'svc_reserve_attempt_windows', 'svc_settle_attempts']);
     // The pool forces generic plans: not one custom plan.
     for (const p of plans) {
       assert.ok(p.custom === 0 && p.generic > 0, `${p.name} ran ${p.custom} custom plans and ${p.generic} generic ones`);
