@@ -160,6 +160,14 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Sqli
     // session that is not in the bearer-check cache costs one leaf read, not a descent.
     db.pragma(`cache_size = -${PAGE_CACHE_KIB}`);
     migrate(db, file, loadMigrations(), Date.now());
+    // Temporary files in memory, after the migrations (an index built over millions of rows may
+    // still sort on disk). Each write of a batch runs in a savepoint, whose journal holds the
+    // pages it changes; past 64 KiB SQLite moved that journal into a file of the system's
+    // temporary directory for the rest of the batch: pages of this store (token digests, the
+    // audit trail) outside its owner-only directory, and two system calls per page written. Once
+    // open, the store's queries keep little in temporary structures: pages of rows in index
+    // order, counts, a realm's groups.
+    db.pragma('temp_store = MEMORY');
     // From here on SQLite's own busy wait, which sleeps inside the call and so blocks the whole
     // event loop, is kept to a few milliseconds (a reader meeting a checkpoint's brief lock);
     // writes wait for another process's write lock on timers instead (SqliteStore#write).
