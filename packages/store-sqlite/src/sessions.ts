@@ -49,14 +49,14 @@ function prepare(db: Database.Database) {
   const p = <Params extends unknown[] | object = [], Row = unknown>(sql: string) => db.prepare<Params, Row>(sql);
   return {
     deviceById: p<[string], DeviceRow>(`SELECT ${DEVICE_COLUMNS} FROM devices WHERE id = ?`),
-    // Used-up and expired challenges can never be consumed again, so they are only clutter.
+    // Expired challenges nobody answered (a used one goes when it is used): only clutter.
     pruneChallenges: p<[number]>('DELETE FROM challenges WHERE expires_at <= ?'),
     insertChallenge: p<ChallengeRecord>(
       'INSERT INTO challenges (id, public_key, realm, challenge, created_at, expires_at) VALUES (@id, @publicKey, @realm, @challenge, @createdAt, @expiresAt)',
     ),
     // A challenge dated in the future (the clock was stepped back) cannot be aged: refused.
     consumeChallenge: p<{ id: string; now: number; latest: number }, ChallengeRow>(
-      `UPDATE challenges SET used_at = @now WHERE id = @id AND ${consumableChallengeSql('@now', '@latest')} RETURNING ${CHALLENGE_COLUMNS}`,
+      `DELETE FROM challenges WHERE id = @id AND ${consumableChallengeSql('@now', '@latest')} RETURNING ${CHALLENGE_COLUMNS}`,
     ),
     insertSession: p<SessionInsert>(
       `INSERT INTO sessions (id, realm, subject, device_id, created_at, expires_at, access_digest, access_expires_at, refresh_digest,
@@ -122,6 +122,8 @@ function prepare(db: Database.Database) {
 export class SqliteSessions {
   readonly #ctx: SqliteContext;
   readonly #s: ReturnType<typeof prepare>;
+  /** Challenges written by this connection: every 64th (and the first) also prunes the expired ones. */
+  #challengeWrites = 0;
 
   constructor(ctx: SqliteContext) {
     this.#ctx = ctx;
@@ -161,7 +163,7 @@ export class SqliteSessions {
 
   async createChallenge(challenge: ChallengeRecord): Promise<void> {
     await this.#ctx.writes.run(() => {
-      this.#s.pruneChallenges.run(challenge.createdAt);
+      if (this.#challengeWrites++ % 64 === 0) this.#s.pruneChallenges.run(challenge.createdAt);
       this.#s.insertChallenge.run({
         id: challenge.id,
         publicKey: challenge.publicKey,
@@ -174,8 +176,9 @@ export class SqliteSessions {
   }
 
   async consumeChallenge(input: { readonly id: string; readonly now: number }): Promise<ConsumedChallenge | null> {
-    // One conditional UPDATE ... RETURNING: the first caller flips used_at, every other sees no
-    // row. The key's active device is read in the same transaction.
+    // One conditional DELETE ... RETURNING: the first caller takes the row, every other sees none
+    // (a used challenge is gone, as on PostgreSQL). The key's active device is read in the same
+    // transaction.
     const latest = latestTrustedTime(input.now);
     return this.#ctx.writes.run(() => {
       const row = this.#s.consumeChallenge.get({ id: input.id, now: input.now, latest });

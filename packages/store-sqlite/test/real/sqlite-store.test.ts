@@ -166,6 +166,37 @@ describe('sqlite store: what it refuses to open', () => {
   });
 });
 
+describe('sqlite store: challenges', () => {
+  test('a used challenge leaves no row behind, and expired unanswered ones are pruned by a later challenge', async () => {
+    const file = freshFile();
+    const store = await openSqliteStore({ file });
+    try {
+      const { deps, clock, key } = await flow(store);
+      const rows = () => {
+        const raw = new Database(file, { readonly: true });
+        try {
+          return raw
+            .prepare<[], { id: string }>('SELECT id FROM challenges')
+            .all()
+            .map((r) => r.id);
+        } finally {
+          raw.close();
+        }
+      };
+      assert.deepEqual(rows(), [], 'the sign-in took its challenge away');
+      const unanswered = await createChallenge(deps, { publicKey: key.publicKey, realm: 'management' });
+      assert.deepEqual(rows(), [unanswered.id]);
+      clock.advance(deps.settings.challengeTtlSeconds * 1000 + 1);
+      // The store prunes with the first challenge a connection writes and every 64th after it.
+      const later = [];
+      for (let i = 0; i < 64; i++) later.push((await createChallenge(deps, { publicKey: key.publicKey, realm: 'management' })).id);
+      assert.deepEqual(rows().sort(), later.sort(), 'the expired challenge is gone, the live ones stay');
+    } finally {
+      await store.close();
+    }
+  });
+});
+
 describe('sqlite store: durability and migrations', () => {
   test('data survives close and reopen: sessions authenticate and the audit chain verifies', async () => {
     const file = freshFile();
