@@ -2,11 +2,13 @@ import assert from 'node:assert/strict';
 import { chmodSync, existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { after, describe, test } from 'node:test';
 import {
+  auditDraft,
   authenticate,
   createChallenge,
   createSession,
   enrollWithBootstrapToken,
   issueBootstrapToken,
+  newId,
   removeDevice,
   revokeSession,
   rotateRefreshToken,
@@ -191,6 +193,55 @@ describe('sqlite store: challenges', () => {
       const later = [];
       for (let i = 0; i < 64; i++) later.push((await createChallenge(deps, { publicKey: key.publicKey, realm: 'management' })).id);
       assert.deepEqual(rows().sort(), later.sort(), 'the expired challenge is gone, the live ones stay');
+    } finally {
+      await store.close();
+    }
+  });
+});
+
+describe('sqlite store: write batches', () => {
+  test('a write that throws in a batch rolls back alone: the others commit, and the audit chain holds', async () => {
+    const file = freshFile();
+    const store = await openSqliteStore({ file });
+    try {
+      const { deps, key } = await flow(store);
+      const kept = await createChallenge(deps, { publicKey: key.publicKey, realm: 'management' });
+      const before = (await store.auditHead())?.seq ?? 0;
+      const fresh = () => ({ ...kept, id: newId('challenge', deps.clock, deps.random) });
+      const first = fresh();
+      const last = fresh();
+      // Issued in one turn of the event loop: one batch, run again with savepoints after the throw.
+      const outcomes = await Promise.allSettled([
+        store.appendAuditEvent(auditDraft(deps, 'signin.failed', { realm: 'management', data: { reason: 'test_one' } })),
+        store.createChallenge(first),
+        store.createChallenge(kept),
+        store.appendAuditEvent(auditDraft(deps, 'signin.failed', { realm: 'management', data: { reason: 'test_two' } })),
+        store.createChallenge(last),
+      ]);
+      assert.deepEqual(
+        outcomes.map((o) => o.status),
+        ['fulfilled', 'fulfilled', 'rejected', 'fulfilled', 'fulfilled'],
+      );
+      assert.match(String((outcomes[2] as PromiseRejectedResult).reason), /UNIQUE constraint failed: challenges\.id/);
+      const raw = new Database(file, { readonly: true });
+      try {
+        const ids = raw
+          .prepare<[], { id: string }>('SELECT id FROM challenges ORDER BY id')
+          .all()
+          .map((r) => r.id);
+        assert.deepEqual(ids, [kept.id, first.id, last.id].sort());
+      } finally {
+        raw.close();
+      }
+      const events = await store.listAuditEvents({ afterSeq: 0, limit: 1000 });
+      assert.deepEqual(
+        events.slice(before).map((e) => e.data.reason),
+        ['test_one', 'test_two'],
+      );
+      assert.equal(verifyAuditChain(events).ok, true);
+      // A batch of that one write alone: refused the same way, and the store writes on.
+      await assert.rejects(store.createChallenge(kept), /UNIQUE constraint failed/);
+      await store.createChallenge(fresh());
     } finally {
       await store.close();
     }
