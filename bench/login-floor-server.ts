@@ -6,7 +6,19 @@
 // random tokens and their SHA-256 digests. No store, no audit, no attempt budget, no input
 // checks, no logging: what the machine allows a login to cost, in its own process as the
 // real server runs, driven by the same load generator in the same round.
+//
+// With the argument `sqlite`, the same server keeping what a sign-in must keep in a SQLite
+// file instead (WAL, synchronous=NORMAL, as svc's store): the challenge, the device of its key,
+// the session (its id and its tokens' digests, findable by subject and by device, as a user's
+// disabling and a device's removal must find it) and an audit row chained by SHA-256. In the
+// fewest write transactions: the challenge's insert, then its deletion with the session and
+// the audit row in one, each group-committed per turn of the event loop. What the machine
+// allows a login with durable, audited storage to cost (`sqlite.logins.storage-ceiling`).
 import { createHash, createPublicKey, type KeyObject, randomBytes, verify } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import Fastify from 'fastify';
 
 // An Ed25519 SubjectPublicKeyInfo is this prefix and the 32 raw key bytes.
@@ -20,33 +32,143 @@ const keyOf = (hex: string): KeyObject => {
   }
   return key;
 };
-const challenges = new Map<string, { publicKey: string; challenge: string }>();
 const token = () => randomBytes(32).toString('base64url');
+const digest = (t: string) => createHash('sha256').update(t).digest('hex');
 
+interface Challenge {
+  readonly publicKey: string;
+  readonly challenge: string;
+}
+
+/** Where the challenges and sessions go: a Map and nothing (the default), or a SQLite file. */
+interface Keeping {
+  putChallenge(id: string, c: Challenge, expiresAt: number): Promise<void>;
+  getChallenge(id: string): Challenge | undefined;
+  /** Uses up the challenge and records the session; false when the challenge was used meanwhile. */
+  signIn(challengeId: string, publicKey: string, accessDigest: string, refreshDigest: string): Promise<boolean>;
+  close(): void;
+}
+
+function inMemory(): Keeping {
+  const challenges = new Map<string, Challenge>();
+  return {
+    putChallenge: async (id, c) => {
+      challenges.set(id, c);
+    },
+    getChallenge: (id) => challenges.get(id),
+    signIn: async (challengeId) => challenges.delete(challengeId),
+    close: () => undefined,
+  };
+}
+
+function inSqlite(): Keeping {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-login-floor-'));
+  const db = new Database(join(dir, 'floor.db'));
+  db.pragma('journal_mode = WAL');
+  db.pragma('synchronous = NORMAL');
+  db.pragma('temp_store = MEMORY');
+  db.exec(`
+    CREATE TABLE devices (id TEXT PRIMARY KEY, public_key TEXT NOT NULL UNIQUE, subject TEXT NOT NULL) WITHOUT ROWID;
+    CREATE TABLE challenges (id TEXT PRIMARY KEY, public_key TEXT NOT NULL, challenge TEXT NOT NULL, expires_at INTEGER NOT NULL) WITHOUT ROWID;
+    CREATE TABLE sessions (id TEXT PRIMARY KEY, subject TEXT NOT NULL, device_id TEXT NOT NULL, access_digest TEXT NOT NULL,
+      refresh_digest TEXT NOT NULL, created_at INTEGER NOT NULL) WITHOUT ROWID;
+    CREATE INDEX sessions_subject ON sessions (subject);
+    CREATE INDEX sessions_device ON sessions (device_id);
+    CREATE TABLE audit (seq INTEGER PRIMARY KEY, at INTEGER NOT NULL, type TEXT NOT NULL, subject TEXT NOT NULL,
+      session_id TEXT NOT NULL, prev_hash TEXT NOT NULL, hash TEXT NOT NULL);
+  `);
+  const s = {
+    insertChallenge: db.prepare('INSERT INTO challenges (id, public_key, challenge, expires_at) VALUES (?, ?, ?, ?)'),
+    challenge: db.prepare<[string], { public_key: string; challenge: string }>('SELECT public_key, challenge FROM challenges WHERE id = ?'),
+    useChallenge: db.prepare('DELETE FROM challenges WHERE id = ?'),
+    device: db.prepare<[string], { id: string; subject: string }>('SELECT id, subject FROM devices WHERE public_key = ?'),
+    enroll: db.prepare('INSERT INTO devices (id, public_key, subject) VALUES (?, ?, ?)'),
+    insertSession: db.prepare(
+      'INSERT INTO sessions (id, subject, device_id, access_digest, refresh_digest, created_at) VALUES (?, ?, ?, ?, ?, ?)',
+    ),
+    insertAudit: db.prepare('INSERT INTO audit (at, type, subject, session_id, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?)'),
+  };
+  let head = '0'.repeat(64);
+  // Group commit: the writes of one turn of the event loop in one transaction.
+  let queue: { fn: () => unknown; done: (v: unknown) => void }[] = [];
+  const flush = db.transaction((batch: typeof queue) => batch.map((w) => w.fn()));
+  const write = <T>(fn: () => T): Promise<T> =>
+    new Promise((resolve) => {
+      queue.push({ fn, done: resolve as (v: unknown) => void });
+      if (queue.length === 1) {
+        setImmediate(() => {
+          const batch = queue;
+          queue = [];
+          const values = flush(batch);
+          for (const [i, w] of batch.entries()) w.done(values[i]);
+        });
+      }
+    });
+  return {
+    putChallenge: (id, c, expiresAt) => write(() => s.insertChallenge.run(id, c.publicKey, c.challenge, expiresAt)).then(() => undefined),
+    getChallenge: (id) => {
+      const row = s.challenge.get(id);
+      return row === undefined ? undefined : { publicKey: row.public_key, challenge: row.challenge };
+    },
+    signIn: (challengeId, publicKey, accessDigest, refreshDigest) =>
+      write(() => {
+        if (s.useChallenge.run(challengeId).changes !== 1) return false;
+        let device = s.device.get(publicKey);
+        if (device === undefined) {
+          // The bench's devices, enrolled on first sight (a real server enrolls them beforehand).
+          device = { id: `dev_${publicKey.slice(0, 26)}`, subject: `sub_${publicKey.slice(0, 26)}` };
+          s.enroll.run(device.id, publicKey, device.subject);
+        }
+        const now = Date.now();
+        const sessionId = `ses_${randomBytes(13).toString('hex')}`;
+        s.insertSession.run(sessionId, device.subject, device.id, accessDigest, refreshDigest, now);
+        const hash = createHash('sha256').update(`${head}|${now}|session.created|${device.subject}|${sessionId}`).digest('hex');
+        s.insertAudit.run(now, 'session.created', device.subject, sessionId, head, hash);
+        head = hash;
+        return true;
+      }),
+    close: () => {
+      db.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+const keeping = process.argv[2] === 'sqlite' ? inSqlite() : inMemory();
 const app = Fastify({ logger: false });
 app.post('/v1/auth/challenges', async (req, reply) => {
   const { public_key } = req.body as { public_key: string };
   const id = `chl_${randomBytes(16).toString('hex').slice(0, 26)}`;
   const expiresAt = Date.now() + 60_000;
   const challenge = `svc-auth-v1 challenge prj_floor management ${id} ${randomBytes(16).toString('hex')} ${Math.floor(expiresAt / 1000)}`;
-  challenges.set(id, { publicKey: public_key, challenge });
+  await keeping.putChallenge(id, { publicKey: public_key, challenge }, expiresAt);
   reply.code(201);
   return { challenge_id: id, challenge, expires_at: new Date(expiresAt).toISOString() };
 });
 app.post('/v1/auth/sessions', async (req, reply) => {
   const { challenge_id, signature } = req.body as { challenge_id: string; signature: string };
-  const c = challenges.get(challenge_id);
-  challenges.delete(challenge_id);
-  if (c === undefined || !verify(null, Buffer.from(c.challenge, 'utf8'), keyOf(c.publicKey), Buffer.from(signature, 'hex'))) {
+  const c = keeping.getChallenge(challenge_id);
+  const access = token();
+  const refresh = token();
+  if (
+    c === undefined ||
+    !verify(null, Buffer.from(c.challenge, 'utf8'), keyOf(c.publicKey), Buffer.from(signature, 'hex')) ||
+    !(await keeping.signIn(challenge_id, c.publicKey, digest(access), digest(refresh)))
+  ) {
     reply.code(401);
     return { type: 'about:blank', title: 'invalid_signature' };
   }
-  const access = token();
-  const refresh = token();
-  createHash('sha256').update(access).digest();
-  createHash('sha256').update(refresh).digest();
   return { access_token: access, refresh_token: refresh, token_type: 'Bearer', expires_in: 900 };
 });
 const address = await app.listen({ host: '127.0.0.1', port: 0 });
 process.stdout.write(`login floor listening on ${address}\n`);
-for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => void app.close().then(() => process.exit(0)));
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.on(
+    signal,
+    () =>
+      void app.close().then(() => {
+        keeping.close();
+        process.exit(0);
+      }),
+  );
+}

@@ -75,10 +75,20 @@ interface StoreFigures {
   ed25519_verify: number;
   /** The same logins against the storage-free login server (bench/login-floor-server.ts), right after. */
   login_floor: number;
+  /** SQLite only: the same logins against that server keeping them in a SQLite file (`login-floor-server.ts sqlite`), right after; null on PostgreSQL. */
+  login_stored_floor: number | null;
   /** PostgreSQL only: the same bearer requests to the read-only ceiling (bench/pg-read-server.ts), right after svc's; null on SQLite. */
   bearer_ceiling: number | null;
   /** Server CPU microseconds per bare-route request, per bearer check, per complete login, per rotation, per storage-free login. */
-  cpu_us: { baseline: number; bearer: number; login: number; refresh: number; login_floor: number; bearer_ceiling: number | null };
+  cpu_us: {
+    baseline: number;
+    bearer: number;
+    login: number;
+    refresh: number;
+    login_floor: number;
+    login_stored_floor: number | null;
+    bearer_ceiling: number | null;
+  };
   /** PostgreSQL's own CPU microseconds (every postgres process) per bearer check, complete login, rotation and ceiling check; null on SQLite. */
   db_us: { bearer: number; login: number; refresh: number; bearer_ceiling: number } | null;
   /** The load generator's (this process's) CPU microseconds per complete login, against each server. */
@@ -109,6 +119,7 @@ interface RoundedFigures {
     login: number;
     refresh: number;
     login_floor: number;
+    login_stored_floor: number | null;
     bearer_ceiling: number | null;
     client_login: number;
     client_login_floor: number;
@@ -119,6 +130,8 @@ interface RoundedFigures {
   floorCpuRatio: number;
   /** The same with PostgreSQL's CPU added to svc's (null on SQLite). */
   floorCpuRatioWithDb: number | null;
+  /** Storage-free login server's CPU per login / the same server's keeping them in SQLite (per round, median); null on PostgreSQL. */
+  storedFloorCpuRatio: number | null;
   rates: { baseline: number; bearer: number; logins: number; refresh: number };
 }
 
@@ -141,6 +154,9 @@ function summarize(rounds: StoreFigures[]): RoundedFigures {
       login: median(rounds.map((r) => r.cpu_us.login)),
       refresh: median(rounds.map((r) => r.cpu_us.refresh)),
       login_floor: median(rounds.map((r) => r.cpu_us.login_floor)),
+      login_stored_floor: rounds.every((r) => r.cpu_us.login_stored_floor !== null)
+        ? median(rounds.map((r) => r.cpu_us.login_stored_floor as number))
+        : null,
       bearer_ceiling: rounds.every((r) => r.cpu_us.bearer_ceiling !== null)
         ? median(rounds.map((r) => r.cpu_us.bearer_ceiling as number))
         : null,
@@ -159,6 +175,9 @@ function summarize(rounds: StoreFigures[]): RoundedFigures {
     floorCpuRatioWithDb: rounds.every((r) => r.db_us !== null)
       ? median(rounds.map((r) => r.cpu_us.login_floor / (r.cpu_us.login + (r.db_us?.login as number))))
       : null,
+    storedFloorCpuRatio: rounds.every((r) => r.cpu_us.login_stored_floor !== null)
+      ? median(rounds.map((r) => r.cpu_us.login_floor / (r.cpu_us.login_stored_floor as number)))
+      : null,
     rates: {
       baseline: median(rounds.map((r) => r.baseline)),
       bearer: median(rounds.map((r) => r.bearer)),
@@ -171,7 +190,8 @@ function summarize(rounds: StoreFigures[]): RoundedFigures {
 /**
  * Bearer validation, complete logins and refresh rotations against `server`, each beside a
  * fresh baseline; the logins also against `floor`, the storage-free login server, and on
- * PostgreSQL the bearer requests also against `pgRead`, the read-only ceiling.
+ * SQLite against `storedFloor`, the same server keeping them in a SQLite file; on PostgreSQL the
+ * bearer requests also against `pgRead`, the read-only ceiling.
  */
 async function measure(
   server: Proc,
@@ -180,6 +200,7 @@ async function measure(
   devices: Device[],
   store: 'sqlite' | 'postgres',
   pgRead: Proc | null,
+  storedFloor: Proc | null,
 ): Promise<StoreFigures> {
   const first = devices[0] as Device;
   const session = await login(server.url, first.key, first.pub);
@@ -220,6 +241,15 @@ async function measure(
     () => autocannon({ connections: CONNECTIONS, duration: DURATION, url: floor.url, requests: loginRequests(devices) }),
     2,
   );
+  // The least a login that keeps its challenge, session and audit row durably must cost.
+  const storedFloorLogins =
+    storedFloor === null
+      ? null
+      : await costOf(
+          storedFloor,
+          () => autocannon({ connections: CONNECTIONS, duration: DURATION, url: storedFloor.url, requests: loginRequests(devices) }),
+          2,
+        );
 
   // Refresh rotations: every connection rotates its own session's chain (harness `rotationRequest`).
   const chains: Chain[] = [];
@@ -247,6 +277,7 @@ async function measure(
     refresh: refresh.rps,
     ed25519_verify: verifyRate,
     login_floor: floorLogins.rps,
+    login_stored_floor: storedFloorLogins?.rps ?? null,
     bearer_ceiling: bearerCeiling?.rps ?? null,
     cpu_us: {
       baseline: baseline.all,
@@ -254,6 +285,7 @@ async function measure(
       login: logins.all,
       refresh: refresh.all,
       login_floor: floorLogins.all,
+      login_stored_floor: storedFloorLogins?.all ?? null,
       bearer_ceiling: bearerCeiling?.all ?? null,
     },
     db_us:
@@ -539,6 +571,11 @@ async function main(): Promise<void> {
       const { devices } = setupProject(dir, store, pgSchema);
       if (store === 'postgres') insertPostgresSessions(pgSchema, 'ses_SEED', PG_SEED_SESSIONS);
       const server = await start([svc, 'auth', 'serve', '--listen', '127.0.0.1:0', dir], /listening on (http:\/\/\S+)/);
+      // On SQLite, the storage-free login server keeping its logins in a SQLite file of its own.
+      const storedFloor =
+        store === 'sqlite'
+          ? await start(['--import', 'tsx', join(root, 'bench/login-floor-server.ts'), 'sqlite'], /listening on (http:\/\/\S+)/)
+          : null;
       // On PostgreSQL, the read-only ceiling of a bearer check, on the same schema.
       const pgRead =
         store === 'postgres'
@@ -555,7 +592,7 @@ async function main(): Promise<void> {
       for (let r = 0; r < ROUNDS; r++) {
         // As autovacuum would have by then in service (harness analyzePostgresSchema).
         if (store === 'postgres') analyzePostgresSchema(pgSchema);
-        rounds.push(await measure(server, bare, floor as Proc, devices, store, pgRead));
+        rounds.push(await measure(server, bare, floor as Proc, devices, store, pgRead, storedFloor));
       }
       const summary = summarize(rounds);
       const f = { ...summary.rates, p99: (rounds[0] as StoreFigures).p99 };
@@ -589,6 +626,12 @@ async function main(): Promise<void> {
       report(
         `  ceiling   the same logins, no storage ${fmt(median(rounds.map((r) => r.login_floor))).padStart(8)} /s              ${cpu(summary.cpu.login_floor)}   ${summary.ratios.floor_vs_ed25519.toFixed(3)}x of raw Ed25519 (bench/login-floor-server.ts)${spread((r) => r.login_floor)}`,
       );
+      if (summary.storedFloorCpuRatio !== null && summary.cpu.login_stored_floor !== null) {
+        const stored = summary.cpu.login_stored_floor;
+        report(
+          `  ceiling   the same logins, kept in SQLite ${fmt(median(rounds.map((r) => r.login_stored_floor as number))).padStart(4)} /s              ${cpu(stored)}   ${(1 / summary.storedFloorCpuRatio).toFixed(2)}x the storage-free server's CPU; svc's ${(summary.cpu.login / stored).toFixed(2)}x it (login-floor-server.ts sqlite)${spread((r) => r.login_stored_floor as number)}`,
+        );
+      }
       report(
         `            load generator per login: ${summary.cpu.client_login.toFixed(0)} µs CPU (${summary.cpu.client_login_floor.toFixed(0)} against the storage-free server): it signs every challenge on the same cores`,
       );
@@ -652,6 +695,17 @@ async function main(): Promise<void> {
           goal: null,
           cpuUs: summary.cpu.login_floor,
         },
+        ...(summary.storedFloorCpuRatio === null
+          ? []
+          : [
+              {
+                id: `${store}.logins.storage-ceiling`,
+                what: `storage-free login server's CPU per login / the same server's keeping each login's challenge, session and audit row in SQLite (${(summary.cpu.login_stored_floor as number).toFixed(0)} µs): what this machine allows the cpu-vs-floor goal with durable storage`,
+                ratio: summary.storedFloorCpuRatio,
+                goal: null,
+                cpuUs: summary.cpu.login_stored_floor as number,
+              },
+            ]),
         {
           id: `${store}.refresh`,
           what: 'rotations / bare Fastify route',
@@ -679,6 +733,7 @@ async function main(): Promise<void> {
       results[store] = figures;
       await stop(server);
       if (pgRead !== null) await stop(pgRead);
+      if (storedFloor !== null) await stop(storedFloor);
     }
     if (floor !== null) await stop(floor);
     if (runs('scale') && configured.includes('sqlite') && SEED > SMALL_STORE) {
