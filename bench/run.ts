@@ -66,6 +66,17 @@ async function cannon(opts: autocannon.Options): Promise<{ rps: number; errors: 
 
 const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
 
+/** Server CPU microseconds per operation of each server a store's figures measure (null where that server does not run). */
+interface ServerCpu {
+  baseline: number;
+  bearer: number;
+  login: number;
+  refresh: number;
+  login_floor: number;
+  login_stored_floor: number | null;
+  bearer_ceiling: number | null;
+}
+
 interface StoreFigures {
   baseline: number;
   bearer: number;
@@ -80,15 +91,7 @@ interface StoreFigures {
   /** PostgreSQL only: the same bearer requests to the read-only ceiling (bench/pg-read-server.ts), right after svc's; null on SQLite. */
   bearer_ceiling: number | null;
   /** Server CPU microseconds per bare-route request, per bearer check, per complete login, per rotation, per storage-free login. */
-  cpu_us: {
-    baseline: number;
-    bearer: number;
-    login: number;
-    refresh: number;
-    login_floor: number;
-    login_stored_floor: number | null;
-    bearer_ceiling: number | null;
-  };
+  cpu_us: ServerCpu;
   /** PostgreSQL's own CPU microseconds (every postgres process) per bearer check, complete login, rotation and ceiling check; null on SQLite. */
   db_us: { bearer: number; login: number; refresh: number; bearer_ceiling: number } | null;
   /** The load generator's (this process's) CPU microseconds per complete login, against each server. */
@@ -113,17 +116,7 @@ interface RoundedFigures {
     floor_vs_ed25519: number;
     bearer_ceiling: number | null;
   };
-  cpu: {
-    baseline: number;
-    bearer: number;
-    login: number;
-    refresh: number;
-    login_floor: number;
-    login_stored_floor: number | null;
-    bearer_ceiling: number | null;
-    client_login: number;
-    client_login_floor: number;
-  };
+  cpu: ServerCpu & { client_login: number; client_login_floor: number };
   /** PostgreSQL's CPU µs per operation (medians), null on SQLite. */
   db: { bearer: number; login: number; refresh: number; bearer_ceiling: number } | null;
   /** Storage-free login server's CPU per login / svc's (per round, median): 1 / the "x times the floor". */
