@@ -217,9 +217,14 @@ interface WriteResult {
   readonly value: unknown;
 }
 
-/** A write threw while its batch ran without savepoints: the whole attempt rolls back (see {@link WriteQueue.run}). */
-class WriteThrew extends Error {
+/**
+ * A write threw while its batch ran without savepoints: thrown out of the transaction so that
+ * it rolls back whole, and caught in `#flush`, which runs the batch again (see
+ * {@link WriteQueue.run}). Never leaves the queue, so not an `Error` with a code of its own.
+ */
+class WriteThrew {
+  readonly cause: unknown;
   constructor(cause: unknown) {
-    super('a write of the batch threw', { cause });
+    this.cause = cause;
   }
 }
