@@ -161,12 +161,12 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Sqli
     db.pragma(`cache_size = -${PAGE_CACHE_KIB}`);
     migrate(db, file, loadMigrations(), Date.now());
     // Temporary files in memory, after the migrations (an index built over millions of rows may
-    // still sort on disk). Each write of a batch runs in a savepoint, whose journal holds the
-    // pages it changes; past 64 KiB SQLite moved that journal into a file of the system's
-    // temporary directory for the rest of the batch: pages of this store (token digests, the
-    // audit trail) outside its owner-only directory, and two system calls per page written. Once
-    // open, the store's queries keep little in temporary structures: pages of rows in index
-    // order, counts, a realm's groups.
+    // still sort on disk). A batch whose write threw runs again with each write in a savepoint
+    // (write-queue.ts), whose journal holds the pages it changes; past 64 KiB SQLite moved that
+    // journal into a file of the system's temporary directory for the rest of the batch: pages
+    // of this store (token digests, the audit trail) outside its owner-only directory, and two
+    // system calls per page written. Once open, the store's queries keep little in temporary
+    // structures: pages of rows in index order, counts, a realm's groups.
     db.pragma('temp_store = MEMORY');
     // From here on SQLite's own busy wait, which sleeps inside the call and so blocks the whole
     // event loop, is kept to a few milliseconds (a reader meeting a checkpoint's brief lock);

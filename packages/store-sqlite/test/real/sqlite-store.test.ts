@@ -168,23 +168,26 @@ describe('sqlite store: what it refuses to open', () => {
   });
 });
 
+/** The ids of the challenges stored in `file`, in id order, read on a connection of its own. */
+function challengeIds(file: string): string[] {
+  const raw = new Database(file, { readonly: true });
+  try {
+    return raw
+      .prepare<[], { id: string }>('SELECT id FROM challenges ORDER BY id')
+      .all()
+      .map((r) => r.id);
+  } finally {
+    raw.close();
+  }
+}
+
 describe('sqlite store: challenges', () => {
   test('a used challenge leaves no row behind, and expired unanswered ones are pruned by a later challenge', async () => {
     const file = freshFile();
     const store = await openSqliteStore({ file });
     try {
       const { deps, clock, key } = await flow(store);
-      const rows = () => {
-        const raw = new Database(file, { readonly: true });
-        try {
-          return raw
-            .prepare<[], { id: string }>('SELECT id FROM challenges')
-            .all()
-            .map((r) => r.id);
-        } finally {
-          raw.close();
-        }
-      };
+      const rows = () => challengeIds(file);
       assert.deepEqual(rows(), [], 'the sign-in took its challenge away');
       const unanswered = await createChallenge(deps, { publicKey: key.publicKey, realm: 'management' });
       assert.deepEqual(rows(), [unanswered.id]);
@@ -192,7 +195,7 @@ describe('sqlite store: challenges', () => {
       // The store prunes with the first challenge a connection writes and every 64th after it.
       const later = [];
       for (let i = 0; i < 64; i++) later.push((await createChallenge(deps, { publicKey: key.publicKey, realm: 'management' })).id);
-      assert.deepEqual(rows().sort(), later.sort(), 'the expired challenge is gone, the live ones stay');
+      assert.deepEqual(rows(), later.sort(), 'the expired challenge is gone, the live ones stay');
     } finally {
       await store.close();
     }
@@ -223,16 +226,7 @@ describe('sqlite store: write batches', () => {
         ['fulfilled', 'fulfilled', 'rejected', 'fulfilled', 'fulfilled'],
       );
       assert.match(String((outcomes[2] as PromiseRejectedResult).reason), /UNIQUE constraint failed: challenges\.id/);
-      const raw = new Database(file, { readonly: true });
-      try {
-        const ids = raw
-          .prepare<[], { id: string }>('SELECT id FROM challenges ORDER BY id')
-          .all()
-          .map((r) => r.id);
-        assert.deepEqual(ids, [kept.id, first.id, last.id].sort());
-      } finally {
-        raw.close();
-      }
+      assert.deepEqual(challengeIds(file), [kept.id, first.id, last.id].sort());
       const events = await store.listAuditEvents({ afterSeq: 0, limit: 1000 });
       assert.deepEqual(
         events.slice(before).map((e) => e.data.reason),
