@@ -2,6 +2,10 @@ import { attemptWindowSql, storedAttemptWindow } from '@svc/core/sql-rows';
 import { type AttemptReservation, type AttemptWindow, decideAttemptWindow, type Store } from '@svc/core/store';
 import type { Pool } from 'pg';
 import { rows, run } from './sql.js';
+import { TurnBatch, type Waiting } from './turn-batch.js';
+
+/** The most settlements one statement makes; a busier turn sends several. */
+const SETTLE_BATCH_MAX = 256;
 
 /**
  * The attempt budget of the PostgreSQL store (`reserveAttempts`, `settleAttempts`), shared by
@@ -14,9 +18,11 @@ import { rows, run } from './sql.js';
 export class AttemptBudget {
   readonly #pool: Pool;
   #reservations = 0;
+  readonly #settles: TurnBatch<Parameters<Store['settleAttempts']>[0], void>;
 
   constructor(pool: Pool) {
     this.#pool = pool;
+    this.#settles = new TurnBatch(SETTLE_BATCH_MAX, (batch) => this.#settle(batch));
   }
 
   async reserve(input: Parameters<Store['reserveAttempts']>[0]): Promise<AttemptReservation> {
@@ -118,26 +124,59 @@ export class AttemptBudget {
     }
   }
 
-  async settle(input: Parameters<Store['settleAttempts']>[0]): Promise<void> {
-    if (input.windows.length === 0) return;
+  /**
+   * Settles reserved attempts. The settlements of one event-loop turn go as one statement (see
+   * `TurnBatch`): every sign-in and refresh settles one, and each round trip costs the node a
+   * socket write that wakes a backend. Its windows are counted per key, window and lease period
+   * first, since two attempts from one address settle the same window.
+   */
+  settle(input: Parameters<Store['settleAttempts']>[0]): Promise<void> {
+    if (input.windows.length === 0) return Promise.resolve();
+    return this.#settles.add(input);
+  }
+
+  async #settle(batch: readonly Waiting<Parameters<Store['settleAttempts']>[0], void>[]): Promise<void> {
+    const counted = new Map<string, { key: string; start: number; since: number; settles: number; failures: number }>();
+    for (const { input } of batch) {
+      for (const w of input.windows) {
+        const id = `${w.key}\n${w.start}\n${w.pendingSince}`;
+        const c = counted.get(id) ?? { key: w.key, start: w.start, since: w.pendingSince, settles: 0, failures: 0 };
+        c.settles += 1;
+        if (input.failed) c.failures += 1;
+        counted.set(id, c);
+      }
+    }
+    const all = [...counted.values()];
     // Only a window that is still the one reserved in changes; a newer one owes nothing. The
-    // rows are locked in key order first, as a reservation locks them, so a settle and a
+    // count of pending attempts drops only for settlements of the row's current lease period.
+    // The rows are locked in key order first, as a reservation locks them, so a settle and a
     // reservation of the same keys (a refresh: its address and its session) never deadlock.
     await run(
       this.#pool,
       {
         name: 'svc_settle_attempts',
-        text: `WITH settled AS (
-           SELECT b.key, w.since FROM attempt_budget AS b JOIN unnest($1::text[], $2::bigint[], $4::bigint[]) AS w (key, start, since)
-             ON b.key = w.key AND b.window_start = w.start
-           ORDER BY b.key FOR UPDATE OF b
+        text: `WITH w AS (
+           SELECT * FROM unnest($2::text[], $3::bigint[], $4::bigint[], $5::int[], $6::int[]) AS w (key, start, since, settles, failures)
+         ), locked AS (
+           SELECT key, window_start, pending_since FROM attempt_budget WHERE key = ANY($1::text[]) ORDER BY key FOR UPDATE
+         ), settled AS (
+           SELECT l.key, COALESCE(sum(w.settles) FILTER (WHERE w.since = l.pending_since), 0) AS released, sum(w.failures) AS failed
+             FROM locked AS l JOIN w ON w.key = l.key AND w.start = l.window_start
+            GROUP BY l.key
          )
          UPDATE attempt_budget AS b
-         SET pending = CASE WHEN b.pending_since = s.since THEN GREATEST(b.pending - 1, 0) ELSE b.pending END,
-             failures = b.failures + $3
+         SET pending = GREATEST(b.pending - s.released, 0), failures = b.failures + s.failed
          FROM settled AS s WHERE b.key = s.key`,
       },
-      [input.windows.map((w) => w.key), input.windows.map((w) => w.start), input.failed ? 1 : 0, input.windows.map((w) => w.pendingSince)],
+      [
+        [...new Set(all.map((c) => c.key))].sort(),
+        all.map((c) => c.key),
+        all.map((c) => c.start),
+        all.map((c) => c.since),
+        all.map((c) => c.settles),
+        all.map((c) => c.failures),
+      ],
     );
+    for (const w of batch) w.resolve();
   }
 }

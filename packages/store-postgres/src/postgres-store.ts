@@ -37,6 +37,7 @@ import { AttemptBudget } from './attempt-budget.js';
 import { AuditSealer } from './audit-sealer.js';
 import * as auditTrail from './audit-trail.js';
 import { BearerBatch } from './bearer-batch.js';
+import { Challenges } from './challenges.js';
 import { type PgContext, SWEEP_EVERY, type SweptTable } from './context.js';
 import { exportPostgresState, importPostgresState } from './control-state.js';
 import * as devices from './devices.js';
@@ -78,6 +79,8 @@ export class PostgresStore implements Store {
   readonly #budgetPool: Pool;
   readonly #budget: AttemptBudget;
   readonly #bearer: BearerBatch;
+  /** Sign-in challenges, stored and used up in per-turn batches (see Challenges). */
+  readonly #challenges: Challenges;
   /** This node's writes of each swept table since its last sweep of it (see `PgContext.sweepDue`). */
   readonly #sinceSweep = new Map<SweptTable, number>();
   // What the operation modules run with.
@@ -109,6 +112,7 @@ export class PostgresStore implements Store {
         return due;
       },
     };
+    this.#challenges = new Challenges(this.#ctx);
   }
 
   /** Runs `fn` in one READ COMMITTED transaction on one pooled connection (see `transaction`). */
@@ -194,11 +198,11 @@ export class PostgresStore implements Store {
   }
 
   async createChallenge(challenge: ChallengeRecord): Promise<void> {
-    return sessions.createChallenge(this.#ctx, challenge);
+    return this.#challenges.create(challenge);
   }
 
   async consumeChallenge(input: { readonly id: string; readonly now: number }): Promise<ConsumedChallenge | null> {
-    return sessions.consumeChallenge(this.#ctx, input);
+    return this.#challenges.consume(input);
   }
 
   async createSession(

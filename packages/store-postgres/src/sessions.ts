@@ -1,9 +1,7 @@
-// The PostgreSQL store's operations on challenges, sessions and their rotation, DPoP proofs (see `PostgresStore`, whose methods call these).
+// The PostgreSQL store's operations on sessions and their rotation, DPoP proofs (see `PostgresStore`, whose methods call these).
 import type { AuditEventDraft, Realm } from '@svc/core';
 import {
   activeSessionSql,
-  CHALLENGE_COLUMNS,
-  consumableChallengeSql,
   gracePairEndedSql,
   HANDOFF_CODE_COLUMNS,
   liveSessionSql,
@@ -11,16 +9,10 @@ import {
   SESSION_COLUMNS,
 } from '@svc/core/sql-rows';
 import {
-  type ChallengeRecord,
-  type ChallengeRow,
-  type ConsumedChallenge,
-  consumedChallenge,
-  type DeviceRow,
   decideHandoff,
   type HandoffCodeRecord,
   type HandoffCodeRow,
   type HandoffOutcome,
-  latestTrustedTime,
   planRotation,
   REVOKED_REFRESH_REUSED,
   type RefreshRow,
@@ -29,8 +21,6 @@ import {
   type SessionRow,
   type Store,
   type TokenPairDigests,
-  toChallenge,
-  toDevice,
   toHandoffCode,
   toSession,
 } from '@svc/core/store';
@@ -69,7 +59,7 @@ const SWEPT_KEYS: Readonly<Record<SweptTable, string>> = { challenges: 'id', dpo
  * planned when it runs, one write in 64. A sweep that fails (a busy pool, an outage) does not
  * fail the write it follows, which has committed: the next one takes over.
  */
-async function sweepExpired(ctx: PgContext, table: SweptTable, now: number): Promise<void> {
+export async function sweepExpired(ctx: PgContext, table: SweptTable, now: number): Promise<void> {
   if (!ctx.sweepDue(table)) return;
   const key = SWEPT_KEYS[table];
   await run(
@@ -78,64 +68,6 @@ async function sweepExpired(ctx: PgContext, table: SweptTable, now: number): Pro
        SELECT ${key} FROM ${table} WHERE expires_at <= $1 ORDER BY expires_at LIMIT 500 FOR UPDATE SKIP LOCKED))`,
     [now],
   ).catch(() => undefined);
-}
-
-export async function createChallenge(ctx: PgContext, challenge: ChallengeRecord): Promise<void> {
-  await run(
-    ctx.pool,
-    { name: 'svc_create_challenge', text: `INSERT INTO challenges (${CHALLENGE_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6)` },
-    [challenge.id, challenge.publicKey, challenge.realm, challenge.challenge, challenge.createdAt, challenge.expiresAt],
-  );
-  await sweepExpired(ctx, 'challenges', challenge.createdAt);
-}
-
-/** A used challenge's row with the active device of its key (`d_` columns, all null without one). */
-type ConsumedChallengeRow = ChallengeRow & {
-  d_id: string | null;
-  d_realm: DeviceRow['realm'] | null;
-  d_subject: string | null;
-  d_name: string | null;
-  d_created_at: number | null;
-};
-
-export async function consumeChallenge(
-  ctx: PgContext,
-  input: { readonly id: string; readonly now: number },
-): Promise<ConsumedChallenge | null> {
-  // One conditional DELETE ... RETURNING: the first caller takes the row away; every concurrent
-  // one blocks on it, finds it deleted when the winner commits and matches nothing. A used
-  // challenge can only ever be refused, so it is not kept until it expires: the table holds the
-  // challenges still open and nothing else (at 400 sign-ins a second and the default 60 s, it held
-  // 24,000 used rows, which every challenge's prune scanned while the table's statistics were
-  // those of an empty one). The key's active device comes in the same statement (at most one:
-  // the active keys are unique), so a sign-in makes one round trip for both.
-  const row = await first<ConsumedChallengeRow>(
-    ctx.pool,
-    // A challenge dated in the future (a clock stepped back) cannot be aged: refused.
-    {
-      name: 'svc_consume_challenge',
-      text: `WITH used AS (
-         DELETE FROM challenges WHERE id = $1 AND ${consumableChallengeSql('$2', '$3')} RETURNING ${CHALLENGE_COLUMNS}
-       )
-       SELECT used.*, d.id AS d_id, d.realm AS d_realm, d.subject AS d_subject, d.name AS d_name, d.created_at AS d_created_at
-         FROM used LEFT JOIN devices d ON d.public_key = used.public_key AND d.removed_at IS NULL`,
-    },
-    [input.id, input.now, latestTrustedTime(input.now)],
-  );
-  if (row === undefined) return null;
-  const device =
-    row.d_id === null
-      ? null
-      : toDevice({
-          id: row.d_id,
-          public_key: row.public_key,
-          realm: row.d_realm as DeviceRow['realm'],
-          subject: row.d_subject as string,
-          name: row.d_name as string,
-          created_at: row.d_created_at as number,
-          removed_at: null,
-        });
-  return consumedChallenge(toChallenge(row), device);
 }
 
 export async function createSession(
