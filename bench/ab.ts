@@ -4,8 +4,11 @@
 // settle nothing; the CPU time the server process spends per request (all its threads, and its
 // main thread alone, from /proc) moves far less with the machine's load. Each tree runs its own
 // installed `svc auth serve` on a project its own CLI made; the trees take turns, PAIRS times,
-// in alternating order. Figures go to bench/results/ab.json.
+// in alternating order. Figures go to bench/results/ab.json. AB_STORE=postgres runs each tree on
+// a schema of its own on the bench's PostgreSQL (BENCH_PG_URL), PostgreSQL's own CPU per operation
+// beside each figure; AB_ONLY=logins[,bearer,rotations] measures only those.
 import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
@@ -15,9 +18,11 @@ import {
   type Cost,
   costOf,
   type Device,
+  libpqEnv,
   login,
   loginRequests,
   type Proc,
+  postgresMicros,
   root,
   rotationRequest,
   setupProject,
@@ -31,6 +36,14 @@ const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const BEARER_REQUESTS = Number(process.env.AB_BEARER_REQUESTS ?? 40_000);
 const LOGINS = Number(process.env.AB_LOGINS ?? 3_000);
 const ROTATIONS = Number(process.env.AB_ROTATIONS ?? 10_000);
+const STORE = (process.env.AB_STORE ?? 'sqlite') as 'sqlite' | 'postgres';
+if (STORE !== 'sqlite' && STORE !== 'postgres') throw new Error(`AB_STORE must be sqlite or postgres, not ${String(STORE)}`);
+const OPERATIONS = ['bearer', 'logins', 'rotations'].filter((k) =>
+  (process.env.AB_ONLY ?? 'bearer,logins,rotations').split(',').includes(k),
+);
+if (OPERATIONS.length === 0) throw new Error('AB_ONLY names none of bearer, logins, rotations');
+// On PostgreSQL, the database's own CPU too (harness `postgresMicros`).
+const db = STORE === 'postgres' ? { also: postgresMicros } : {};
 const run = (opts: autocannon.Options) => autocannon({ connections: CONNECTIONS, ...opts });
 
 async function bearer(server: Proc, token: string): Promise<Cost> {
@@ -40,7 +53,7 @@ async function bearer(server: Proc, token: string): Promise<Cost> {
 }
 
 async function logins(server: Proc, devices: readonly Device[]): Promise<Cost> {
-  return costOf(server, () => run({ url: server.url, amount: LOGINS * 2, requests: loginRequests(devices) }), 2);
+  return costOf(server, () => run({ url: server.url, amount: LOGINS * 2, requests: loginRequests(devices) }), 2, db);
 }
 
 async function rotations(server: Proc, devices: readonly Device[]): Promise<Cost> {
@@ -53,7 +66,7 @@ async function rotations(server: Proc, devices: readonly Device[]): Promise<Cost
   const url = `${server.url}/v1/auth/refresh`;
   const rotation = rotationRequest(chains, url);
   // One long request list per connection: a chain lives as long as the list (see bench/run.ts).
-  return costOf(server, () => run({ url, amount: ROTATIONS, requests: Array.from({ length: ROTATIONS }, () => rotation) }));
+  return costOf(server, () => run({ url, amount: ROTATIONS, requests: Array.from({ length: ROTATIONS }, () => rotation) }), 1, db);
 }
 
 interface Tree {
@@ -71,12 +84,15 @@ async function main(): Promise<void> {
   if (dirs.length < 2) throw new Error('usage: node --import tsx bench/ab.ts <TREE> <TREE> [...] (built checkouts of svc auth)');
   const work = mkdtempSync(join(tmpdir(), 'svc-ab-'));
   const trees: Tree[] = [];
+  const schemas: string[] = [];
   const figures: Record<string, Record<string, Cost[]>> = {};
   try {
     for (const [i, dir] of dirs.entries()) {
       const bin = join(dir, 'node_modules/.bin/svc');
       const project = join(work, `tree${i}`);
-      const { devices } = setupProject(project, 'sqlite', '', bin);
+      const schema = `svc_ab_${randomBytes(4).toString('hex')}_${i}`;
+      if (STORE === 'postgres') schemas.push(schema);
+      const { devices } = setupProject(project, STORE, schema, bin);
       const server = await start([bin, 'auth', 'serve', '--listen', '127.0.0.1:0', project], /listening on (http:\/\/\S+)/);
       const first = devices[0] as Device;
       const token = (await login(server.url, first.key, first.pub)).access_token;
@@ -85,21 +101,22 @@ async function main(): Promise<void> {
       figures[name] = { bearer: [], logins: [], rotations: [] };
       // Warm-up: the hot paths compiled, the checkpoint thread (if any) started.
       await run({ url: `${server.url}/v1/auth/me`, headers: { authorization: `Bearer ${token}` }, duration: 2 });
-      await logins(server, devices);
+      if (OPERATIONS.includes('logins')) await logins(server, devices);
     }
     for (let p = 0; p < PAIRS; p++) {
       const order = p % 2 === 0 ? trees : [...trees].reverse();
       for (const t of order) {
         const f = figures[t.name] as Record<string, Cost[]>;
-        f.bearer?.push(await bearer(t.server, t.token));
-        f.logins?.push(await logins(t.server, t.devices));
-        f.rotations?.push(await rotations(t.server, t.devices));
+        if (OPERATIONS.includes('bearer')) f.bearer?.push(await bearer(t.server, t.token));
+        if (OPERATIONS.includes('logins')) f.logins?.push(await logins(t.server, t.devices));
+        if (OPERATIONS.includes('rotations')) f.rotations?.push(await rotations(t.server, t.devices));
         const last = (k: string) => f[k]?.at(-1) as Cost;
         console.log(
           `pair ${p + 1} ${t.name}: ` +
-            ['bearer', 'logins', 'rotations']
-              .map((k) => `${k} ${last(k).all.toFixed(0)} µs (main ${last(k).main.toFixed(0)}) ${last(k).rps.toFixed(0)}/s`)
-              .join(', '),
+            OPERATIONS.map(
+              (k) =>
+                `${k} ${last(k).all.toFixed(0)} µs (main ${last(k).main.toFixed(0)}${last(k).also === undefined ? '' : `, PostgreSQL ${(last(k).also as number).toFixed(0)}`}) ${last(k).rps.toFixed(0)}/s`,
+            ).join(', '),
         );
       }
     }
@@ -107,19 +124,25 @@ async function main(): Promise<void> {
     for (const t of trees) await stop(t.server).catch(() => undefined);
     for (const child of started) if (child.exitCode === null) child.kill('SIGKILL');
     rmSync(work, { recursive: true, force: true });
+    for (const schema of schemas)
+      execFileSync('psql', ['-qc', `DROP SCHEMA IF EXISTS ${schema} CASCADE`], { stdio: 'ignore', env: libpqEnv() });
   }
   console.log('\nserver CPU per operation, medians of the pairs (all threads / main thread), and throughput:');
   for (const [name, f] of Object.entries(figures)) {
     const line = Object.entries(f)
+      .filter(([, costs]) => costs.length > 0)
       .map(
         ([k, costs]) =>
-          `${k} ${median(costs.map((c) => c.all)).toFixed(0)} / ${median(costs.map((c) => c.main)).toFixed(0)} µs, ${median(costs.map((c) => c.rps)).toFixed(0)}/s`,
+          `${k} ${median(costs.map((c) => c.all)).toFixed(0)} / ${median(costs.map((c) => c.main)).toFixed(0)} µs${STORE === 'postgres' ? ` + ${median(costs.map((c) => c.also ?? 0)).toFixed(0)} µs PostgreSQL` : ''}, ${median(costs.map((c) => c.rps)).toFixed(0)}/s`,
       )
       .join('; ');
     console.log(`  ${name}: ${line}`);
   }
   mkdirSync(join(root, 'bench/results'), { recursive: true });
-  writeFileSync(join(root, 'bench/results/ab.json'), `${JSON.stringify({ pairs: PAIRS, connections: CONNECTIONS, figures }, null, 2)}\n`);
+  writeFileSync(
+    join(root, 'bench/results/ab.json'),
+    `${JSON.stringify({ store: STORE, pairs: PAIRS, connections: CONNECTIONS, figures }, null, 2)}\n`,
+  );
 }
 
 await main();
