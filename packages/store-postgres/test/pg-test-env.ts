@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { openPostgresStore, type PostgresStore, type PostgresStoreOptions } from '../src/index.js';
+import { openPostgresStore, PostgresStore, type PostgresStoreOptions } from '../src/index.js';
+import { budgetPoolConfig } from '../src/open-postgres-store.js';
 
 /** The test server: `SVC_TEST_PG_URL`, else the local trust-auth one `scripts/ensure-postgres.sh` starts. */
 export const PG_URL = process.env.SVC_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -56,3 +57,18 @@ export function createTestEnv() {
 
 /** The test env's type. */
 export type TestEnv = ReturnType<typeof createTestEnv>;
+
+/**
+ * A store on `schema` (migrated already) with one connection per pool, so that
+ * pg_prepared_statements (per connection) shows every execution of its statements; the pools
+ * set up as openPostgresStore sets them up: the schema, BIGINT as numbers, the budget's settings
+ * for a server of `serverVersion`. End both pools when done.
+ */
+export function oneConnectionStore(schema: string, serverVersion: number): { store: PostgresStore; pool: pg.Pool; budgetPool: pg.Pool } {
+  const types = new pg.TypeOverrides();
+  types.setTypeParser(20, 'text', Number);
+  const base = { connectionString: PG_URL, options: `-c search_path=${schema}`, types };
+  const pool = new pg.Pool({ ...base, max: 1 });
+  const budgetPool = new pg.Pool({ ...budgetPoolConfig(base, serverVersion), max: 1 });
+  return { store: new PostgresStore(pool, schema, budgetPool), pool, budgetPool };
+}

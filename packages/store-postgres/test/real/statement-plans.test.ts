@@ -20,9 +20,9 @@ import { dpopProof, newDeviceKey } from '@svc/store-testkit';
 import pg from 'pg';
 import { AttemptBudget } from '../../src/attempt-budget.js';
 import { BearerBatch } from '../../src/bearer-batch.js';
-import { PostgresStore } from '../../src/index.js';
+import type { PostgresStore } from '../../src/index.js';
 import { budgetPoolConfig } from '../../src/open-postgres-store.js';
-import { createTestEnv, PG_URL } from '../pg-test-env.js';
+import { createTestEnv, oneConnectionStore, PG_URL } from '../pg-test-env.js';
 
 const T0 = Date.UTC(2026, 10, 28, 12, 0, 0, 0);
 const clock = { now: () => T0 };
@@ -222,14 +222,9 @@ describe("every named statement of a session's life is planned once per connecti
 
   before(async () => {
     migrated = await env.open(schema);
-    // The store on one connection per pool (pg_prepared_statements is per connection), set up as
-    // openPostgresStore sets its pools up: the schema, BIGINT as numbers, the budget's settings.
-    const types = new pg.TypeOverrides();
-    types.setTypeParser(20, 'text', Number);
-    const base = { connectionString: PG_URL, options: `-c search_path=${schema}`, types };
-    pool = new pg.Pool({ ...base, max: 1 });
-    budgetPool = new pg.Pool({ ...budgetPoolConfig(base, serverVersion), max: 1 });
-    const store = new PostgresStore(pool, schema, budgetPool);
+    const one = oneConnectionStore(schema, serverVersion);
+    ({ pool, budgetPool } = one);
+    const store = one.store;
     deps = {
       store,
       clock: { now: () => Date.now(), monotonic: () => performance.now() },

@@ -3,10 +3,9 @@ import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { newId } from '@svc/core';
 import { type ChallengeRecord, latestTrustedTime } from '@svc/core/store';
-import pg from 'pg';
-import { PostgresStore } from '../../src/index.js';
-import { budgetPoolConfig } from '../../src/open-postgres-store.js';
-import { createTestEnv, PG_URL } from '../pg-test-env.js';
+import type pg from 'pg';
+import type { PostgresStore } from '../../src/index.js';
+import { createTestEnv, oneConnectionStore } from '../pg-test-env.js';
 
 // The sign-in challenges of one event-loop turn are stored by one statement and used up by one
 // (src/challenges.ts), and its attempt settlements are made by one (src/attempt-budget.ts): each
@@ -38,14 +37,7 @@ describe("one turn's sign-in challenges and attempt settlements share a statemen
 
   before(async () => {
     migrated = await env.open(schema);
-    // One connection, so that pg_prepared_statements (per connection) shows every execution; set
-    // up as openPostgresStore sets its pools up (the schema, BIGINT as numbers).
-    const types = new pg.TypeOverrides();
-    types.setTypeParser(20, 'text', Number);
-    const base = { connectionString: PG_URL, options: `-c search_path=${schema}`, types };
-    pool = new pg.Pool({ ...base, max: 1 });
-    budgetPool = new pg.Pool({ ...budgetPoolConfig(base, serverVersion), max: 1 });
-    store = new PostgresStore(pool, schema, budgetPool);
+    ({ store, pool, budgetPool } = oneConnectionStore(schema, serverVersion));
     const subject = newId('subject', clock, random);
     deviceId = newId('device', clock, random);
     const enrolled = await store.enrollDevice(
