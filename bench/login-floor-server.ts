@@ -14,12 +14,23 @@
 // fewest write transactions: the challenge's insert, then its deletion with the session and
 // the audit row in one, each group-committed per turn of the event loop. What the machine
 // allows a login with durable, audited storage to cost (`sqlite.logins.storage-ceiling`).
+//
+// With `postgres <schema>` (the address in FLOOR_PG_URL, never in the arguments: it may hold a
+// password), the same in tables of its own schema on PostgreSQL, in the fewest statements a
+// login can make there, each shared by the logins of one event-loop turn as svc's store shares
+// its own (packages/store-postgres/src/turn-batch.ts), on a pool of the store's default size:
+// the challenge's multi-row insert; its use, one DELETE ... RETURNING of the turn's challenges
+// with the device of each key (before the signature is checked, as svc uses it up); the
+// sessions with their audit rows, one statement. No attempt budget, no user row, no sealer: the
+// audit rows are chained in this process (`postgres.logins.storage-ceiling`).
 import { createHash, createPublicKey, type KeyObject, randomBytes, verify } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import Fastify from 'fastify';
+import pg from 'pg';
+import { TurnBatch } from '../packages/store-postgres/src/turn-batch.js';
 
 // An Ed25519 SubjectPublicKeyInfo is this prefix and the 32 raw key bytes.
 const SPKI_PREFIX = Buffer.from('302a300506032b6570032100', 'hex');
@@ -43,10 +54,11 @@ interface Challenge {
 /** Where the challenges and sessions go: a Map and nothing (the default), or a SQLite file. */
 interface Keeping {
   putChallenge(id: string, c: Challenge, expiresAt: number): Promise<void>;
-  getChallenge(id: string): Challenge | undefined;
+  /** The challenge to verify against (PostgreSQL: used up already, in the same statement). */
+  getChallenge(id: string): Challenge | undefined | Promise<Challenge | undefined>;
   /** Uses up the challenge and records the session; false when the challenge was used meanwhile. */
   signIn(challengeId: string, publicKey: string, accessDigest: string, refreshDigest: string): Promise<boolean>;
-  close(): void;
+  close(): void | Promise<void>;
 }
 
 function inMemory(): Keeping {
@@ -134,7 +146,142 @@ function inSqlite(): Keeping {
   };
 }
 
-const keeping = process.argv[2] === 'sqlite' ? inSqlite() : inMemory();
+function inPostgres(schema: string): Keeping {
+  const url = process.env.FLOOR_PG_URL;
+  if (url === undefined || !/^[a-z_][a-z0-9_]*$/.test(schema)) {
+    process.stderr.write('usage: FLOOR_PG_URL=<postgres url> login-floor-server.ts postgres <schema (lowercase identifier)>\n');
+    process.exit(2);
+  }
+  const types = new pg.TypeOverrides();
+  types.setTypeParser(20, 'text', Number);
+  // Its statements always on their generic plans (it runs nothing else), where the store gets there
+  // with one statement per list length (see its turn-batch.ts).
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: 10,
+    options: `-c search_path=${schema} -c plan_cache_mode=force_generic_plan`,
+    types,
+  });
+  pool.on('error', () => undefined);
+  const ready = pool.query(`
+    CREATE SCHEMA IF NOT EXISTS ${schema};
+    SET search_path = ${schema};
+    CREATE TABLE devices (id TEXT PRIMARY KEY, public_key TEXT NOT NULL UNIQUE, subject TEXT NOT NULL);
+    CREATE TABLE challenges (id TEXT PRIMARY KEY, public_key TEXT NOT NULL, challenge TEXT NOT NULL, expires_at BIGINT NOT NULL);
+    CREATE TABLE sessions (id TEXT PRIMARY KEY, subject TEXT NOT NULL, device_id TEXT NOT NULL, access_digest TEXT NOT NULL,
+      refresh_digest TEXT NOT NULL, created_at BIGINT NOT NULL);
+    CREATE INDEX sessions_subject ON sessions (subject);
+    CREATE INDEX sessions_device ON sessions (device_id);
+    CREATE TABLE audit (seq BIGINT PRIMARY KEY, at BIGINT NOT NULL, type TEXT NOT NULL, subject TEXT NOT NULL,
+      session_id TEXT NOT NULL, prev_hash TEXT NOT NULL, hash TEXT NOT NULL);
+  `);
+  const puts = new TurnBatch<{ id: string; c: Challenge; expiresAt: number }, void>(256, async (batch) => {
+    await pool.query({
+      name: 'floor_put',
+      text: 'INSERT INTO challenges (id, public_key, challenge, expires_at) SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[])',
+      values: [
+        batch.map((w) => w.input.id),
+        batch.map((w) => w.input.c.publicKey),
+        batch.map((w) => w.input.c.challenge),
+        batch.map((w) => w.input.expiresAt),
+      ],
+    });
+    for (const w of batch) w.resolve();
+  });
+  type Taken = Challenge & { device: { id: string; subject: string } | null };
+  // Used up and waiting for their signature's verdict (a bad signature's stays: the bench sends none).
+  const taken = new Map<string, Taken>();
+  const takes = new TurnBatch<string, Taken | undefined>(256, async (batch) => {
+    const { rows } = await pool.query<{ id: string; public_key: string; challenge: string; d_id: string | null; d_subject: string | null }>(
+      {
+        name: 'floor_take',
+        text: `WITH used AS (DELETE FROM challenges WHERE id = ANY($1::text[]) AND expires_at > $2 RETURNING id, public_key, challenge)
+             SELECT used.*, d.id AS d_id, d.subject AS d_subject FROM used LEFT JOIN devices d ON d.public_key = used.public_key`,
+        values: [batch.map((w) => w.input), Date.now()],
+      },
+    );
+    const byId = new Map(rows.map((r) => [r.id, r]));
+    for (const w of batch) {
+      const r = byId.get(w.input);
+      byId.delete(w.input);
+      w.resolve(
+        r === undefined
+          ? undefined
+          : {
+              publicKey: r.public_key,
+              challenge: r.challenge,
+              device: r.d_id === null ? null : { id: r.d_id, subject: r.d_subject as string },
+            },
+      );
+    }
+  });
+  let head = '0'.repeat(64);
+  let seq = 0;
+  type NewSession = { sessionId: string; device: { id: string; subject: string }; accessDigest: string; refreshDigest: string };
+  const sessions = new TurnBatch<NewSession, boolean>(256, async (batch) => {
+    const now = Date.now();
+    const audit = batch.map((w) => {
+      const prev = head;
+      head = createHash('sha256').update(`${prev}|${now}|session.created|${w.input.device.subject}|${w.input.sessionId}`).digest('hex');
+      return { seq: ++seq, prev, hash: head };
+    });
+    await pool.query({
+      name: 'floor_sessions',
+      text: `WITH s AS (
+               INSERT INTO sessions (id, subject, device_id, access_digest, refresh_digest, created_at)
+               SELECT *, $6::bigint FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[])
+             )
+             INSERT INTO audit (seq, at, type, subject, session_id, prev_hash, hash)
+             SELECT a.seq, $6, 'session.created', a.subject, a.session_id, a.prev_hash, a.hash
+               FROM unnest($7::bigint[], $2::text[], $1::text[], $8::text[], $9::text[]) AS a (seq, subject, session_id, prev_hash, hash)`,
+      values: [
+        batch.map((w) => w.input.sessionId),
+        batch.map((w) => w.input.device.subject),
+        batch.map((w) => w.input.device.id),
+        batch.map((w) => w.input.accessDigest),
+        batch.map((w) => w.input.refreshDigest),
+        now,
+        audit.map((a) => a.seq),
+        audit.map((a) => a.prev),
+        audit.map((a) => a.hash),
+      ],
+    });
+    for (const w of batch) w.resolve(true);
+  });
+  return {
+    putChallenge: async (id, c, expiresAt) => {
+      await ready;
+      await puts.add({ id, c, expiresAt });
+    },
+    getChallenge: async (id) => {
+      const t = await takes.add(id);
+      if (t !== undefined) taken.set(id, t);
+      return t;
+    },
+    signIn: async (challengeId, publicKey, accessDigest, refreshDigest) => {
+      const t = taken.get(challengeId);
+      taken.delete(challengeId);
+      if (t === undefined) return false;
+      let device = t.device;
+      if (device === null) {
+        // The bench's devices, enrolled on first sight (a real server enrolls them beforehand).
+        device = { id: `dev_${publicKey.slice(0, 26)}`, subject: `sub_${publicKey.slice(0, 26)}` };
+        await pool.query('INSERT INTO devices (id, public_key, subject) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING', [
+          device.id,
+          publicKey,
+          device.subject,
+        ]);
+      }
+      return sessions.add({ sessionId: `ses_${randomBytes(13).toString('hex')}`, device, accessDigest, refreshDigest });
+    },
+    close: async () => {
+      await pool.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`).catch(() => undefined);
+      await pool.end();
+    },
+  };
+}
+
+const keeping = process.argv[2] === 'sqlite' ? inSqlite() : process.argv[2] === 'postgres' ? inPostgres(process.argv[3] ?? '') : inMemory();
 const app = Fastify({ logger: false });
 app.post('/v1/auth/challenges', async (req, reply) => {
   const { public_key } = req.body as { public_key: string };
@@ -147,7 +294,7 @@ app.post('/v1/auth/challenges', async (req, reply) => {
 });
 app.post('/v1/auth/sessions', async (req, reply) => {
   const { challenge_id, signature } = req.body as { challenge_id: string; signature: string };
-  const c = keeping.getChallenge(challenge_id);
+  const c = await keeping.getChallenge(challenge_id);
   const access = token();
   const refresh = token();
   if (
@@ -166,8 +313,8 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.on(
     signal,
     () =>
-      void app.close().then(() => {
-        keeping.close();
+      void app.close().then(async () => {
+        await keeping.close();
         process.exit(0);
       }),
   );
