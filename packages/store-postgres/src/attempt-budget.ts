@@ -136,6 +136,18 @@ export class AttemptBudget {
   }
 
   async #settle(batch: readonly Waiting<Parameters<Store['settleAttempts']>[0], void>[]): Promise<void> {
+    try {
+      await this.#settleAll(batch);
+    } catch (error) {
+      if (batch.length === 1) throw error;
+      // The statement rolled back (a lock wait that ended in a timeout, say): each settles alone,
+      // so one address's trouble never leaves the others' attempts pending until their lease ends.
+      await Promise.all(batch.map((w) => this.#settleAll([w]).catch((e: unknown) => w.reject(e))));
+    }
+  }
+
+  /** Makes the settlements of `batch` in one statement, and answers each. */
+  async #settleAll(batch: readonly Waiting<Parameters<Store['settleAttempts']>[0], void>[]): Promise<void> {
     const counted = new Map<string, { key: string; start: number; since: number; settles: number; failures: number }>();
     for (const { input } of batch) {
       for (const w of input.windows) {

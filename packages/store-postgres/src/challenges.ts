@@ -90,12 +90,14 @@ type UseInput = { readonly id: string; readonly now: number };
  * - challenges are inserted as one multi-row INSERT, which commits all or none of them: when it
  *   fails, each is inserted again alone, so a row the table refuses (an id stored twice) fails
  *   its own call and never another's;
- * - challenges are used up by one DELETE of every id of the batch. The batch is decided at the
- *   latest `now` of its calls and trusts creation times up to the earliest one's bound
- *   (`latestTrustedTime`): never a challenge one of them alone would have refused, at most a few
- *   milliseconds stricter. Calls naming the same id (a replay racing its sign-in) share one row:
+ * - challenges are used up by one DELETE of every id of the batch, decided at the latest `now`
+ *   of its calls and trusting creation times up to the earliest one's bound (`latestTrustedTime`):
+ *   never a challenge one of them alone would have refused. A call refused there whose own time
+ *   differs goes again alone at its own time, so each call is decided at its own `now`, as the
+ *   store contract says. Calls naming the same id (a replay racing its sign-in) share one row:
  *   the first call of the batch gets it, every other one gets nothing, as if it had come
- *   second.
+ *   second. When the statement fails (a deadlock with another node's batch, a timeout), each
+ *   call goes alone.
  *
  * @example
  * const challenges = new Challenges(ctx);
@@ -144,36 +146,78 @@ export class Challenges {
         all.map((c) => c.createdAt),
         all.map((c) => c.expiresAt),
       ]);
-    } catch {
-      // Nothing of the batch was stored: each goes again alone and fails, if it does, alone.
+    } catch (error) {
+      // A row the table refused (SQLSTATE classes 22 and 23: data and constraints): nothing of
+      // the batch was stored, and each goes again alone and fails, if it does, alone. Any other
+      // error (an outage, a timeout, a connection lost, perhaps after the commit) is every call's
+      // own, as it was with one statement each: no second round into a failing server.
+      if (!rowRefused(error)) throw error;
       await Promise.all(batch.map((w) => this.#insertOne(w)));
       return;
     }
     for (const w of batch) w.resolve();
   }
 
+  /** Uses up one challenge at its own call's time (the single statement). */
+  async #useOne(w: Waiting<UseInput, ConsumedChallenge | null>): Promise<void> {
+    try {
+      const [row] = await rows<ConsumedChallengeRow>(this.#ctx.pool, CONSUME_CHALLENGE, [
+        w.input.now,
+        latestTrustedTime(w.input.now),
+        w.input.id,
+      ]);
+      w.resolve(row === undefined ? null : toConsumed(row));
+    } catch (error) {
+      w.reject(error);
+    }
+  }
+
   async #use(batch: readonly Waiting<UseInput, ConsumedChallenge | null>[]): Promise<void> {
+    if (batch.length === 1) return this.#useOne(batch[0] as Waiting<UseInput, ConsumedChallenge | null>);
     const ids = [...new Set(batch.map((w) => w.input.id))];
     const nows = batch.map((w) => w.input.now);
-    const bounds = [Math.max(...nows), latestTrustedTime(Math.min(...nows))];
-    const found =
-      ids.length === 1
-        ? await rows<ConsumedChallengeRow>(this.#ctx.pool, CONSUME_CHALLENGE, [...bounds, ids[0]])
-        : await (async () => {
-            const { statement, values } = paddedKeys(CONSUME_CHALLENGES, ids);
-            return rows<ConsumedChallengeRow>(this.#ctx.pool, statement, [...bounds, ...values]);
-          })();
+    const [latestNow, earliestBound] = [Math.max(...nows), latestTrustedTime(Math.min(...nows))];
+    let found: ConsumedChallengeRow[];
+    try {
+      if (ids.length === 1) {
+        found = await rows<ConsumedChallengeRow>(this.#ctx.pool, CONSUME_CHALLENGE, [latestNow, earliestBound, ids[0]]);
+      } else {
+        const { statement, values } = paddedKeys(CONSUME_CHALLENGES, ids);
+        found = await rows<ConsumedChallengeRow>(this.#ctx.pool, statement, [latestNow, earliestBound, ...values]);
+      }
+    } catch {
+      // The statement rolled back (a lock wait that ended in a deadlock or a timeout, on a row
+      // another node holds): nothing was used up, and each call goes alone, as it did before.
+      await Promise.all(batch.map((w) => this.#useOne(w)));
+      return;
+    }
     const byId = new Map(found.map((row) => [row.id, row]));
+    const again: Waiting<UseInput, ConsumedChallenge | null>[] = [];
     for (const w of batch) {
       const row = byId.get(w.input.id);
       // One row, one sign-in: the batch's first call of an id takes it.
       byId.delete(w.input.id);
+      if (row === undefined) {
+        // Refused at the batch's strictest time, which is not this call's own: its own decides
+        // (a challenge that expired, or became trusted, within the batch's few milliseconds).
+        // A row the batch used up is gone, so this never uses one twice.
+        if (w.input.now !== latestNow || latestTrustedTime(w.input.now) !== earliestBound) again.push(w);
+        else w.resolve(null);
+        continue;
+      }
       // A row that cannot be read fails its own call, never the others of the batch.
       try {
-        w.resolve(row === undefined ? null : toConsumed(row));
+        w.resolve(toConsumed(row));
       } catch (error) {
         w.reject(error);
       }
     }
+    await Promise.all(again.map((w) => this.#useOne(w)));
   }
+}
+
+/** Whether PostgreSQL refused a row of the statement for its data or a constraint (SQLSTATE classes 22 and 23). */
+function rowRefused(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && (code.startsWith('22') || code.startsWith('23'));
 }

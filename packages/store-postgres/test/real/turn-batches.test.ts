@@ -146,18 +146,18 @@ describe("one turn's sign-in challenges and attempt settlements share a statemen
     );
   });
 
-  test("a batch refuses each expired or future-dated challenge and answers the others, at its calls' strictest time", async () => {
+  test('a batch decides each call at its own time, as one call at a time did, expired and future-dated challenges included', async () => {
     // Dated 5 ms beyond what a call at T0 trusts, and within what one at T0 + 10 does.
     const future = challenge({ createdAt: latestTrustedTime(T0) + 5, expiresAt: latestTrustedTime(T0) + 60_000 });
     await store.createChallenge(future);
     const live = challenge();
     const expired = challenge({ createdAt: T0 - 120_000, expiresAt: T0 - 60_000 });
-    // Expires between the batch's two times.
+    // Expires between the batch's two times: still open at T0.
     const ending = challenge({ expiresAt: T0 + 5 });
     // A turn of its own, after the future-dated one's: a sweep of expired rows at that one's time would take it away.
     await Promise.all([live, expired, ending].map((c) => store.createChallenge(c)));
-    // One batch: calls at T0 and at T0 + 10. It decides expiry at the later time and trusts
-    // creation times up to the earlier one's bound, as if each call had come with the other.
+    // One batch, calls at T0 and at T0 + 10: the future-dated one is trusted at T0 + 10 and the
+    // ending one is open at T0, though the batch's statement, at its strictest, refuses both.
     const used = await Promise.all([
       store.consumeChallenge({ id: live.id, now: T0 }),
       store.consumeChallenge({ id: expired.id, now: T0 }),
@@ -167,10 +167,10 @@ describe("one turn's sign-in challenges and attempt settlements share a statemen
     ]);
     assert.deepEqual(
       used.map((u) => u?.id ?? null),
-      [live.id, null, null, null, null],
+      [live.id, null, future.id, ending.id, null],
     );
-    // The future-dated one was refused, not used up: its time comes.
-    assert.equal((await store.consumeChallenge({ id: future.id, now: T0 + 10 }))?.id, future.id);
+    // Each used once: never again.
+    assert.deepEqual(await Promise.all([future, ending].map((c) => store.consumeChallenge({ id: c.id, now: T0 + 10 }))), [null, null]);
   });
 
   test('batches of every size run generic plans after five custom ones, on a table of many open challenges', {
