@@ -29,8 +29,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import Fastify from 'fastify';
-import pg from 'pg';
 import { TurnBatch } from '../packages/store-postgres/src/turn-batch.js';
+import { ceilingPool } from './ceiling-pool.js';
 
 // An Ed25519 SubjectPublicKeyInfo is this prefix and the 32 raw key bytes.
 const SPKI_PREFIX = Buffer.from('302a300506032b6570032100', 'hex');
@@ -147,22 +147,11 @@ function inSqlite(): Keeping {
 }
 
 function inPostgres(schema: string): Keeping {
-  const url = process.env.FLOOR_PG_URL;
-  if (url === undefined || !/^[a-z_][a-z0-9_]*$/.test(schema)) {
-    process.stderr.write('usage: FLOOR_PG_URL=<postgres url> login-floor-server.ts postgres <schema (lowercase identifier)>\n');
-    process.exit(2);
-  }
-  const types = new pg.TypeOverrides();
-  types.setTypeParser(20, 'text', Number);
-  // Its statements always on their generic plans (it runs nothing else), where the store gets there
-  // with one statement per list length (see its turn-batch.ts).
-  const pool = new pg.Pool({
-    connectionString: url,
-    max: 10,
-    options: `-c search_path=${schema} -c plan_cache_mode=force_generic_plan`,
-    types,
-  });
-  pool.on('error', () => undefined);
+  const pool = ceilingPool(
+    'FLOOR_PG_URL',
+    schema,
+    'usage: FLOOR_PG_URL=<postgres url> login-floor-server.ts postgres <schema (lowercase identifier)>',
+  );
   const ready = pool.query(`
     CREATE SCHEMA IF NOT EXISTS ${schema};
     SET search_path = ${schema};

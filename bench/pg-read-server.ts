@@ -17,27 +17,10 @@
 import { digestsEqual, parseSessionToken } from '@svc/core';
 import { ACCESS_FROM, ACCESS_USER_COLUMNS } from '@svc/core/sql-rows';
 import Fastify from 'fastify';
-import pg from 'pg';
+import { ceilingPool } from './ceiling-pool.js';
 
-const url = process.env.PG_READ_URL;
 const schema = process.argv[2];
-if (url === undefined || schema === undefined || !/^[a-z_][a-z0-9_]*$/.test(schema)) {
-  process.stderr.write('usage: PG_READ_URL=<postgres url> pg-read-server.ts <schema (lowercase identifier)>\n');
-  process.exit(2);
-}
-// BIGINT (the epoch milliseconds of the schema's times) as numbers, as the store reads them.
-const types = new pg.TypeOverrides();
-types.setTypeParser(20, 'text', Number);
-// Its one statement always on its generic plan: planned once per connection, never per batch
-// (the store gets there with one statement per list length; see its bearer-batch.ts).
-const pool = new pg.Pool({
-  connectionString: url,
-  max: 10,
-  options: `-c search_path=${schema} -c plan_cache_mode=force_generic_plan`,
-  types,
-});
-// An idle connection the server ends is the pool's to replace, not the end of this process.
-pool.on('error', () => undefined);
+const pool = ceilingPool('PG_READ_URL', schema, 'usage: PG_READ_URL=<postgres url> pg-read-server.ts <schema (lowercase identifier)>');
 const query = { name: 'ceiling_sessions', text: `SELECT ${ACCESS_USER_COLUMNS} FROM ${ACCESS_FROM} WHERE s.id = ANY($1::text[])` };
 
 interface Row {
