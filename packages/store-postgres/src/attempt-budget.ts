@@ -1,11 +1,88 @@
 import { attemptWindowSql, storedAttemptWindow } from '@svc/core/sql-rows';
 import { type AttemptReservation, type AttemptWindow, decideAttemptWindow, type Store } from '@svc/core/store';
 import type { Pool } from 'pg';
-import { rows, run } from './sql.js';
+import { lockFailed, type Named, rows, run } from './sql.js';
 import { TurnBatch, type Waiting } from './turn-batch.js';
 
 /** The most settlements one statement makes; a busier turn sends several. */
 const SETTLE_BATCH_MAX = 256;
+
+type ReserveInput = Parameters<Store['reserveAttempts']>[0];
+
+/** A key's window as a reservation statement locked it, and the window it moved it to (null when it moved none). */
+interface LockedWindow {
+  key: string;
+  window_start: number;
+  failures: number;
+  pending: number;
+  pending_since: number;
+  moved_start: number | null;
+  moved_failures: number | null;
+  moved_pending: number | null;
+  moved_pending_since: number | null;
+}
+
+/** One call of a batch reservation (`ord`, from 1, its place in the batch), as {@link LockedWindow}. */
+type ReserveStep = LockedWindow & { ord: number };
+
+/** The most one-key reservations one statement makes; a busier turn sends several. */
+const RESERVE_BATCH_MAX = 256;
+
+/** Creates the empty windows of keys `$1` at `$2`; another node creating one meanwhile is the same row. */
+const OPEN_WINDOWS: Named = {
+  name: 'svc_open_attempt_windows',
+  text: 'INSERT INTO attempt_budget (key, window_start, failures, pending, pending_since) SELECT k, $2, 0, 0, $2 FROM unnest($1::text[]) AS k ON CONFLICT (key) DO NOTHING',
+};
+
+/**
+ * The one-key reservations of a batch (`$1` their keys, then each one's time, window, limit and
+ * lease), one statement: the rows of the batch's keys locked in key order, then, for each key,
+ * its calls one after another in the batch's order (a recursive step per call), each decided by
+ * core's `attemptWindowSql` on the window the call before it left, then each key's row moved to
+ * its last window. Answers every call with the window it found and the one it moved to (null when
+ * it reserved nothing), in the batch's order; nothing for a key without a row, and then it moves
+ * no window at all (the batch runs again once the missing rows exist).
+ */
+const RESERVE_BATCH: Named = {
+  name: 'svc_reserve_attempt_batch',
+  text: `WITH RECURSIVE calls AS (
+       SELECT c.*, row_number() OVER (PARTITION BY c.key ORDER BY c.ord) AS n
+         FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::int[], $5::bigint[]) WITH ORDINALITY
+           AS c (key, now, window_ms, max, lease_ms, ord)
+     ), locked AS (
+       SELECT key, window_start, failures, pending, pending_since FROM attempt_budget
+        WHERE key IN (SELECT key FROM calls) ORDER BY key FOR UPDATE
+     ), steps (key, n, ord, reserved, window_start, failures, pending, pending_since,
+               found_start, found_failures, found_pending, found_since) AS (
+       SELECT key, 0::bigint, 0::bigint, false, window_start, failures, pending, pending_since,
+              window_start, failures, pending, pending_since
+         FROM locked
+       UNION ALL
+       SELECT s.key, c.n, c.ord, d.reserve,
+              CASE WHEN d.reserve THEN d.new_start ELSE s.window_start END,
+              CASE WHEN d.reserve THEN d.new_failures ELSE s.failures END,
+              CASE WHEN d.reserve THEN d.new_pending ELSE s.pending END,
+              CASE WHEN d.reserve THEN d.new_pending_since ELSE s.pending_since END,
+              s.window_start, s.failures, s.pending, s.pending_since
+         FROM steps AS s JOIN calls AS c ON c.key = s.key AND c.n = s.n + 1
+        CROSS JOIN LATERAL (
+          SELECT ${attemptWindowSql({ now: 'c.now', windowMs: 'c.window_ms', max: 'c.max', leaseMs: 'c.lease_ms' }, 's.')}
+        ) AS d
+     ), last AS (
+       SELECT DISTINCT ON (key) key, window_start, failures, pending, pending_since FROM steps WHERE n > 0 ORDER BY key, n DESC
+     ), moved AS (
+       UPDATE attempt_budget AS b
+          SET window_start = l.window_start, failures = l.failures, pending = l.pending, pending_since = l.pending_since
+         FROM last AS l
+        WHERE b.key = l.key AND EXISTS (SELECT 1 FROM steps AS s WHERE s.key = l.key AND s.reserved)
+          AND (SELECT count(*) FROM locked) = (SELECT count(DISTINCT key) FROM calls)
+     )
+     SELECT ord::int AS ord, key, found_start AS window_start, found_failures AS failures, found_pending AS pending,
+            found_since AS pending_since,
+            CASE WHEN reserved THEN window_start END AS moved_start, CASE WHEN reserved THEN failures END AS moved_failures,
+            CASE WHEN reserved THEN pending END AS moved_pending, CASE WHEN reserved THEN pending_since END AS moved_pending_since
+       FROM steps WHERE n > 0 ORDER BY ord`,
+};
 
 /**
  * The attempt budget of the PostgreSQL store (`reserveAttempts`, `settleAttempts`), shared by
@@ -18,16 +95,29 @@ const SETTLE_BATCH_MAX = 256;
 export class AttemptBudget {
   readonly #pool: Pool;
   #reservations = 0;
+  readonly #reserves: TurnBatch<ReserveInput, AttemptReservation>;
   readonly #settles: TurnBatch<Parameters<Store['settleAttempts']>[0], void>;
 
   constructor(pool: Pool) {
     this.#pool = pool;
+    this.#reserves = new TurnBatch(RESERVE_BATCH_MAX, (batch) => this.#reserveBatch(batch));
     this.#settles = new TurnBatch(SETTLE_BATCH_MAX, (batch) => this.#settle(batch));
   }
 
-  async reserve(input: Parameters<Store['reserveAttempts']>[0]): Promise<AttemptReservation> {
+  /**
+   * Reserves an attempt of every one of `input.keys`, all or none. A reservation of one key (a
+   * sign-in's address) waits for the turn's others: they go as one statement (see
+   * {@link AttemptBudget.#reserveBatch}); one of several keys goes alone.
+   */
+  reserve(input: ReserveInput): Promise<AttemptReservation> {
     const keys = [...new Set(input.keys)].sort();
-    if (keys.length === 0) return { reserved: true, shared: true, windows: [] };
+    if (keys.length === 0) return Promise.resolve({ reserved: true, shared: true, windows: [] });
+    return keys.length === 1 ? this.#reserves.add({ ...input, keys }) : this.#reserveAlone({ ...input, keys });
+  }
+
+  /** The reservation of `input.keys` (distinct, sorted) as one statement of its own. */
+  async #reserveAlone(input: ReserveInput): Promise<AttemptReservation> {
+    const keys = input.keys;
     for (let pass = 0; ; pass++) {
       // One statement decides and reserves (core's `attemptWindowSql`): it locks every row of
       // `keys` in key order (two reservations never wait on each other in a cycle), reads the
@@ -35,17 +125,7 @@ export class AttemptBudget {
       // reserves. Its row locks last for this statement alone, never across a round trip, so the
       // budget of one busy address is not a queue of transactions. It answers the rows as
       // locked, each with the window it moved it to (null when it moved none).
-      const locked = await rows<{
-        key: string;
-        window_start: number;
-        failures: number;
-        pending: number;
-        pending_since: number;
-        moved_start: number | null;
-        moved_failures: number | null;
-        moved_pending: number | null;
-        moved_pending_since: number | null;
-      }>(
+      const locked = await rows<LockedWindow>(
         this.#pool,
         {
           name: 'svc_reserve_attempt_windows',
@@ -73,54 +153,108 @@ export class AttemptBudget {
         // A key seen for the first time (or pruned since): its row is created empty, and the
         // statement runs again. Another node creating it meanwhile is the same row.
         if (pass >= 2) throw new Error('attempt_budget rows were deleted while they were being reserved');
-        await run(
-          this.#pool,
-          {
-            name: 'svc_open_attempt_windows',
-            text: 'INSERT INTO attempt_budget (key, window_start, failures, pending, pending_since) SELECT k, $2, 0, 0, $2 FROM unnest($1::text[]) AS k ON CONFLICT (key) DO NOTHING',
-          },
-          [keys, input.now],
-        );
+        await run(this.#pool, OPEN_WINDOWS, [keys, input.now]);
         continue;
       }
-      // The rule is core's: decided again here on the rows as the statement locked them.
-      const windows: AttemptWindow[] = [];
-      let retryAfterMs = 0;
-      let busy = false;
-      for (const r of locked) {
-        const d = decideAttemptWindow(r.key, storedAttemptWindow(r), input);
-        if (d.kind === 'refuse') retryAfterMs = Math.max(retryAfterMs, d.retryAfterMs);
-        else if (d.kind === 'busy') busy = true;
-        else windows.push(d.window);
+      return this.#decided(input, locked);
+    }
+  }
+
+  /**
+   * The answer to `input` from the rows of its keys as the statement locked them (in key order),
+   * each with the window it moved it to (null when it moved none). The rule is core's: decided
+   * again here, and the reservation fails closed if the SQL form and the rule ever drift apart:
+   * no attempt runs on a reservation the rule would not have made, or whose window settling
+   * would not find.
+   */
+  #decided(input: ReserveInput, locked: readonly LockedWindow[]): AttemptReservation {
+    const windows: AttemptWindow[] = [];
+    let retryAfterMs = 0;
+    let busy = false;
+    for (const r of locked) {
+      const d = decideAttemptWindow(r.key, storedAttemptWindow(r), input);
+      if (d.kind === 'refuse') retryAfterMs = Math.max(retryAfterMs, d.retryAfterMs);
+      else if (d.kind === 'busy') busy = true;
+      else windows.push(d.window);
+    }
+    const reserved = windows.length === input.keys.length;
+    const agrees = locked.every((r, i) => {
+      const w = windows[i];
+      return reserved && w !== undefined
+        ? r.moved_start === w.start &&
+            r.moved_failures === w.failures &&
+            r.moved_pending === w.pending &&
+            r.moved_pending_since === w.pendingSince
+        : r.moved_start === null;
+    });
+    if (!agrees) throw new Error('attempt_budget: the reservation statement and decideAttemptWindow disagree');
+    this.#counted(input);
+    if (retryAfterMs > 0) return { reserved: false, busy: false, retryAfterMs };
+    if (busy) return { reserved: false, busy: true, retryAfterMs: 1000 };
+    return { reserved: true, shared: true, windows };
+  }
+
+  /**
+   * Counts a reservation of this node: windows that ended long ago are clutter, and every 64th
+   * reservation sweeps a few away, never waiting on a lock. Not awaited: the reservation has
+   * committed, and a sweep that fails (a busy pool, an outage) must not turn it into an error
+   * whose windows the caller could never settle; the next sweep takes over.
+   */
+  #counted(input: ReserveInput): void {
+    if (++this.#reservations % 64 !== 0) return;
+    run(
+      this.#pool,
+      `DELETE FROM attempt_budget WHERE key = ANY(ARRAY(
+         SELECT key FROM attempt_budget WHERE window_start < $1 ORDER BY window_start LIMIT 500 FOR UPDATE SKIP LOCKED))`,
+      [input.now - 2 * input.windowMs],
+    ).catch(() => undefined);
+  }
+
+  /**
+   * The one-key reservations of a turn as one statement (`RESERVE_BATCH`): every sign-in
+   * reserves an attempt of its address, and a round trip each cost the node a socket write that
+   * wakes a sleeping backend (docs/performance.md, 2026-11-29). The statement locks the batch's
+   * keys in key order, as one reservation does, and decides the calls of each key one after
+   * another, in the batch's order, each at its own time and limits, each on the window the one
+   * before it left: what the calls one at a time would have decided, with no other reservation
+   * between them. Each answer is decided again here by core's rule on the window the call found
+   * (fail closed on any drift), as one reservation is. A key seen for the first time gets its row
+   * and the batch runs again; a statement that fails for its locks (class 40) leaves nothing
+   * reserved, and each call goes alone.
+   */
+  async #reserveBatch(batch: readonly Waiting<ReserveInput, AttemptReservation>[]): Promise<void> {
+    if (batch.length === 1) {
+      const w = batch[0] as Waiting<ReserveInput, AttemptReservation>;
+      return this.#reserveAlone(w.input).then(w.resolve, w.reject);
+    }
+    const keys = batch.map((w) => w.input.keys[0] as string);
+    let steps: ReserveStep[] = [];
+    try {
+      for (let pass = 0; ; pass++) {
+        steps = await rows<ReserveStep>(this.#pool, RESERVE_BATCH, [
+          keys,
+          batch.map((w) => w.input.now),
+          batch.map((w) => w.input.windowMs),
+          batch.map((w) => w.input.max),
+          batch.map((w) => w.input.leaseMs),
+        ]);
+        if (steps.length === batch.length) break;
+        if (pass >= 2) throw new Error('attempt_budget rows were deleted while they were being reserved');
+        await run(this.#pool, OPEN_WINDOWS, [[...new Set(keys)].sort(), Math.min(...batch.map((w) => w.input.now))]);
       }
-      // Fail closed if the SQL form and the rule ever drift apart: no attempt runs on a
-      // reservation the rule would not have made, or whose window settling would not find.
-      const reserved = windows.length === keys.length;
-      const agrees = locked.every((r, i) => {
-        const w = windows[i];
-        return reserved && w !== undefined
-          ? r.moved_start === w.start &&
-              r.moved_failures === w.failures &&
-              r.moved_pending === w.pending &&
-              r.moved_pending_since === w.pendingSince
-          : r.moved_start === null;
-      });
-      if (!agrees) throw new Error('attempt_budget: the reservation statement and decideAttemptWindow disagree');
-      // Windows that ended long ago are clutter: every 64th reservation of this node sweeps a
-      // few away, never waiting on a lock. Not awaited: the reservation has committed, and a
-      // sweep that fails (a busy pool, an outage) must not turn it into an error whose windows
-      // the caller could never settle; the next sweep takes over.
-      if (++this.#reservations % 64 === 0) {
-        run(
-          this.#pool,
-          `DELETE FROM attempt_budget WHERE key = ANY(ARRAY(
-             SELECT key FROM attempt_budget WHERE window_start < $1 ORDER BY window_start LIMIT 500 FOR UPDATE SKIP LOCKED))`,
-          [input.now - 2 * input.windowMs],
-        ).catch(() => undefined);
+    } catch (error) {
+      if (!lockFailed(error)) throw error;
+      await Promise.all(batch.map((w) => this.#reserveAlone(w.input).then(w.resolve, w.reject)));
+      return;
+    }
+    for (const [i, w] of batch.entries()) {
+      const step = steps[i];
+      try {
+        if (step === undefined || step.ord !== i + 1) throw new Error('attempt_budget: the batch reservation answered out of order');
+        w.resolve(this.#decided(w.input, [step]));
+      } catch (error) {
+        w.reject(error);
       }
-      if (retryAfterMs > 0) return { reserved: false, busy: false, retryAfterMs };
-      if (busy) return { reserved: false, busy: true, retryAfterMs: 1000 };
-      return { reserved: true, shared: true, windows };
     }
   }
 

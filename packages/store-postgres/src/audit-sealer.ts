@@ -11,9 +11,9 @@ import {
   sealAuditEvent,
 } from '@svc/core';
 import { EVENT_COLUMNS } from '@svc/core/sql-rows';
-import type { Pool, PoolClient } from 'pg';
+import type { Pool, PoolClient, QueryResult } from 'pg';
 import { postgresFault } from './faults.js';
-import { first, rows, run, transaction } from './sql.js';
+import { first, run, transaction } from './sql.js';
 
 /** The columns of a pending audit event as a write inserts it (`pos` is the commit order the sequence gives). */
 export const PENDING_COLUMNS = 'id, at, type, realm, subject, device_id, session_id, data';
@@ -47,6 +47,15 @@ export const SEAL_DELAY_MS = 5;
 /** Pending events one sealing transaction chains at most. */
 const SEAL_BATCH = 1000;
 
+/**
+ * What a sealing transaction begins with, in the BEGIN's round trip: the `audit_head` lock, and
+ * then the pending rows. Two statements: the second's snapshot is taken after the lock is held,
+ * so it sees every pending row committed before it, and none that a sealer before it already
+ * chained and deleted (one statement would read them as of before its wait for the lock).
+ */
+const LOCK_AND_READ = `SELECT seq, hash FROM audit_head WHERE singleton FOR UPDATE;
+  SELECT pos, id, at, type, realm, subject, device_id, session_id, data FROM audit_pending ORDER BY pos LIMIT ${SEAL_BATCH}`;
+
 /** A pending audit event: a draft in commit order (`pos`), not yet chained. */
 interface PendingRow {
   pos: number;
@@ -78,6 +87,10 @@ export class AuditSealer {
   // The background sealing this store's writes asked for, if one is pending or running.
   #sealTimer: NodeJS.Timeout | undefined;
   #sealing: Promise<void> | undefined;
+  // How many times this store's writes asked for a pass, and how many of those asked before the
+  // latest pass's read began (that read saw what they committed).
+  #asked = 0;
+  #readUpTo = 0;
 
   constructor(pool: Pool, schema: string) {
     this.#pool = pool;
@@ -104,15 +117,19 @@ export class AuditSealer {
       { name: 'svc_audit_pending', text: `INSERT INTO audit_pending (${PENDING_COLUMNS}) VALUES (${pendingParams(1)})` },
       pendingValues(draft),
     );
-    this.schedule();
   }
 
-  /** Asks for a sealing pass soon: the writes of the next few milliseconds share it. */
+  /**
+   * Asks for a sealing pass soon: the writes of the next few milliseconds share it. Called after
+   * the commit of a write that recorded pending events (see `PgContext.pending`), so the pass it
+   * asks for sees them.
+   */
   schedule(): void {
+    this.#asked++;
     if (this.#sealTimer !== undefined || this.#closed) return;
     this.#sealTimer = setTimeout(() => {
       this.#sealTimer = undefined;
-      this.sealPending().catch((error: unknown) => {
+      this.#pass(true).catch((error: unknown) => {
         // Not lost: the rows stay pending, and the next pass or read chains them.
         const fault = postgresFault(error);
         if (fault === null) process.emitWarning(`svc-store-postgres: sealing the audit trail failed: ${(error as Error).message}`);
@@ -129,47 +146,54 @@ export class AuditSealer {
    * sealers (two nodes, or a read and the timer) take turns on the lock; the second finds the
    * rows the first chained gone. Cheap when there is nothing to do: one indexed read, no lock.
    */
-  async sealPending(): Promise<void> {
+  sealPending(): Promise<void> {
+    return this.#pass(false);
+  }
+
+  /**
+   * One pass (see {@link AuditSealer.sealPending}). A pass a write asked for ({@link
+   * AuditSealer.schedule}, `asked`) skips the check for pending rows, since that write committed
+   * some, and does not run at all when no write asked for one since the last pass began reading:
+   * that pass saw everything they committed. Each batch is three round trips: the BEGIN with
+   * the head's lock and the read of the pending rows, the sealing statement, the COMMIT.
+   */
+  #pass(asked: boolean): Promise<void> {
     // One pass of this store at a time; a caller arriving meanwhile waits for it, then runs its
     // own (rows committed after the running pass read the table are chained by the next).
     const previous = this.#sealing;
     const pass = (async () => {
       await previous?.catch(() => undefined);
-      for (;;) {
+      if (asked && this.#asked === this.#readUpTo) return;
+      if (!asked) {
         const pending = await first<{ any: boolean }>(this.#pool, {
           name: 'svc_any_pending',
           text: 'SELECT EXISTS (SELECT 1 FROM audit_pending) AS any',
         });
         if (pending?.any !== true) return;
-        const sealed = await transaction(this.#pool, (c) => this.#sealBatch(c));
+      }
+      for (;;) {
+        // Every write that asked before this read began committed before it: the read sees them.
+        const upTo = this.#asked;
+        const sealed = await transaction(this.#pool, (c, opened) => this.#sealBatch(c, opened), LOCK_AND_READ);
+        this.#readUpTo = Math.max(this.#readUpTo, upTo);
         if (sealed < SEAL_BATCH) return;
       }
     })();
     this.#sealing = pass;
-    try {
-      await pass;
-    } finally {
+    return pass.finally(() => {
       if (this.#sealing === pass) this.#sealing = undefined;
-    }
+    });
   }
 
-  /** One sealing batch inside transaction `c`; answers how many events it chained. */
-  async #sealBatch(c: PoolClient): Promise<number> {
-    const head = await first<{ seq: number; hash: string }>(c, {
-      name: 'svc_lock_head',
-      text: 'SELECT seq, hash FROM audit_head WHERE singleton FOR UPDATE',
-    });
+  /**
+   * One sealing batch inside transaction `c`, which began with {@link LOCK_AND_READ} (`opened`:
+   * the head as locked, and the pending rows read after the lock was held); answers how many
+   * events it chained.
+   */
+  async #sealBatch(c: PoolClient, opened: readonly QueryResult[]): Promise<number> {
+    const head = opened[0]?.rows[0] as { seq: number; hash: string } | undefined;
     if (head === undefined) throw new Error(`the audit_head row of schema ${this.#schema} is missing`);
-    // Read after the lock is held: a READ COMMITTED statement sees every pending row committed
-    // before it, and none that a sealer before it already chained and deleted.
-    const batch = await rows<PendingRow>(
-      c,
-      {
-        name: 'svc_pending_batch',
-        text: 'SELECT pos, id, at, type, realm, subject, device_id, session_id, data FROM audit_pending ORDER BY pos LIMIT $1',
-      },
-      [SEAL_BATCH],
-    );
+    const batch = (opened[1]?.rows ?? []) as PendingRow[];
     if (batch.length === 0) return 0;
     let seq = head.seq;
     let hash = head.seq === 0 ? GENESIS_HASH : head.hash;

@@ -13,7 +13,7 @@ import {
 } from '@svc/core/store';
 import type { PgContext } from './context.js';
 import { sweepExpired } from './sessions.js';
-import { type Named, rows, run } from './sql.js';
+import { type Named, rowRefused, rows, run } from './sql.js';
 import { paddedKeys, statementsByArity, TurnBatch, type Waiting } from './turn-batch.js';
 
 /** The most challenges one statement stores or uses up; a busier turn sends several. */
@@ -214,10 +214,4 @@ export class Challenges {
     }
     await Promise.all(again.map((w) => this.#useOne(w)));
   }
-}
-
-/** Whether PostgreSQL refused a row of the statement for its data or a constraint (SQLSTATE classes 22 and 23). */
-function rowRefused(error: unknown): boolean {
-  const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && (code.startsWith('22') || code.startsWith('23'));
 }

@@ -13,11 +13,13 @@ export interface PgContext {
   readonly pool: Pool;
   /** Runs `fn` in one READ COMMITTED transaction (see `transaction`). */
   tx<T>(fn: (c: PoolClient) => Promise<T>): Promise<T>;
-  /** Records `draft` as a pending audit event of the transaction `c`. */
+  /** Records `draft` as a pending audit event of the transaction `c` (of `tx`): a sealing pass is asked for after its commit. */
   append(c: PoolClient, draft: AuditEventDraft): Promise<void>;
+  /** Says that the transaction `c` (of `tx`) inserted pending audit events itself: a sealing pass is asked for after its commit. */
+  wrotePending(c: PoolClient): void;
   /** Chains every pending audit event committed before the call (every read of the trail first). */
   sealPending(): Promise<void>;
-  /** Asks for a sealing pass soon. */
+  /** Asks for a sealing pass soon; after the commit of a statement that inserted pending audit events. */
   scheduleSeal(): void;
   /**
    * Counts a write of `table` and says whether it also sweeps the table's expired rows (see

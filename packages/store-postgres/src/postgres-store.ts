@@ -43,6 +43,7 @@ import { exportPostgresState, importPostgresState } from './control-state.js';
 import * as devices from './devices.js';
 import { postgresFault } from './faults.js';
 import * as maintenance from './maintenance.js';
+import { NewSessions } from './new-sessions.js';
 import * as pairing from './pairing.js';
 import * as providers from './providers.js';
 import * as sessions from './sessions.js';
@@ -81,6 +82,8 @@ export class PostgresStore implements Store {
   readonly #bearer: BearerBatch;
   /** Sign-in challenges, stored and used up in per-turn batches (see Challenges). */
   readonly #challenges: Challenges;
+  /** New sessions, created in per-turn batches (see NewSessions). */
+  readonly #newSessions: NewSessions;
   /** This node's writes of each swept table since its last sweep of it (see `PgContext.sweepDue`). */
   readonly #sinceSweep = new Map<SweptTable, number>();
   // What the operation modules run with.
@@ -88,6 +91,8 @@ export class PostgresStore implements Store {
   #closed = false;
   // Chains the pending audit events this store's writes record.
   readonly #sealer: AuditSealer;
+  // The transactions of `#tx` (by their client) that recorded pending audit events.
+  readonly #wrotePending = new WeakSet<PoolClient>();
 
   /** Wraps open pools on a migrated schema; use `openPostgresStore` rather than calling this. */
   constructor(pool: Pool, schema: string, budgetPool: Pool = pool) {
@@ -102,6 +107,9 @@ export class PostgresStore implements Store {
       pool,
       tx: (fn) => this.#tx(fn),
       append: (c, draft) => this.#append(c, draft),
+      wrotePending: (c) => {
+        this.#wrotePending.add(c);
+      },
       sealPending: () => this.#sealPending(),
       scheduleSeal: () => this.#scheduleSeal(),
       sweepDue: (table) => {
@@ -113,16 +121,32 @@ export class PostgresStore implements Store {
       },
     };
     this.#challenges = new Challenges(this.#ctx);
+    this.#newSessions = new NewSessions(this.#ctx);
   }
 
-  /** Runs `fn` in one READ COMMITTED transaction on one pooled connection (see `transaction`). */
-  #tx<T>(fn: (c: PoolClient) => Promise<T>): Promise<T> {
-    return transaction(this.#pool, fn);
+  /**
+   * Runs `fn` in one READ COMMITTED transaction on one pooled connection (see `transaction`), and
+   * asks for a sealing pass after its commit when it recorded pending audit events: a pass asked
+   * for before the commit could read the table before them.
+   */
+  async #tx<T>(fn: (c: PoolClient) => Promise<T>): Promise<T> {
+    let wrote = false;
+    const result = await transaction(this.#pool, async (c) => {
+      this.#wrotePending.delete(c);
+      try {
+        return await fn(c);
+      } finally {
+        wrote = this.#wrotePending.delete(c);
+      }
+    });
+    if (wrote) this.#sealer.schedule();
+    return result;
   }
 
   /** Records `draft` as a pending event of the transaction `c` (see AuditSealer.append). */
-  #append(c: PoolClient, draft: AuditEventDraft): Promise<void> {
-    return this.#sealer.append(c, draft);
+  async #append(c: PoolClient, draft: AuditEventDraft): Promise<void> {
+    await this.#sealer.append(c, draft);
+    this.#wrotePending.add(c);
   }
 
   /** Asks for a sealing pass soon (see AuditSealer.schedule). */
@@ -210,7 +234,7 @@ export class PostgresStore implements Store {
     pair: TokenPairDigests,
     event: AuditEventDraft,
   ): Promise<'created' | 'device_inactive' | 'user_disabled'> {
-    return sessions.createSession(this.#ctx, session, pair, event);
+    return this.#newSessions.create({ session, pair, event });
   }
 
   /** The bearer check: see BearerBatch (the checks of one event-loop turn share one query). */

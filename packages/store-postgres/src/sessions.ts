@@ -201,7 +201,7 @@ export async function rotateRefreshToken(
         if (row.generation !== outcome.session.generation) {
           throw new Error(`session ${s.id} is at generation ${row.generation}, not ${outcome.session.generation}, after its rotation`);
         }
-        ctx.scheduleSeal();
+        ctx.wrotePending(c);
         return outcome;
       }
       case 'replay':

@@ -1,6 +1,6 @@
 // How the PostgreSQL store talks to its server: query helpers over the pool or a transaction's
 // client, named (prepared) statements, and the one transaction wrapper every write runs in.
-import type { Pool, PoolClient, QueryConfig, QueryResultRow } from 'pg';
+import type { Pool, PoolClient, QueryConfig, QueryResult, QueryResultRow } from 'pg';
 import { postgresFault } from './faults.js';
 
 /** Something that runs queries: the pool (autocommit) or a client inside a transaction. */
@@ -121,11 +121,17 @@ export async function commitReplicated(client: PoolClient): Promise<void> {
  * Runs `fn` in one READ COMMITTED transaction on one pooled connection of `pool`. A {@link Rollback}
  * thrown by `fn` rolls back and answers its value; any other error rolls back and is
  * rethrown (a connection failure included: callers turn it into a 5xx, nothing is swallowed).
+ * `opening`, statements without parameters, goes with the BEGIN in one round trip, and `fn` gets
+ * their results.
  *
  * @example
  * const n = await transaction(pool, (c) => changes(c, 'DELETE FROM flows WHERE expires_at <= $1', [now]));
  */
-export async function transaction<T>(pool: Pool, fn: (c: PoolClient) => Promise<T>): Promise<T> {
+export async function transaction<T>(
+  pool: Pool,
+  fn: (c: PoolClient, opened: readonly QueryResult[]) => Promise<T>,
+  opening?: string,
+): Promise<T> {
   const client = await pool.connect();
   // The pool takes its own 'error' listener off a client while it is checked out: without one
   // here, a server restart (57P01) or a dropped connection between two statements of this
@@ -137,8 +143,11 @@ export async function transaction<T>(pool: Pool, fn: (c: PoolClient) => Promise<
   client.on('error', onError);
   let broken: Error | undefined;
   try {
-    await client.query('BEGIN');
-    const result = await fn(client);
+    // `opening`'s statements go with the BEGIN, in one round trip (the simple query protocol):
+    // each runs after the one before it ends, with a snapshot of its own.
+    const opened = opening === undefined ? [] : ((await client.query(`BEGIN; ${opening}`)) as unknown as QueryResult[]).slice(1);
+    if (opening === undefined) await client.query('BEGIN');
+    const result = await fn(client, opened);
     await commitReplicated(client);
     return result;
   } catch (err) {
@@ -160,4 +169,16 @@ export async function transaction<T>(pool: Pool, fn: (c: PoolClient) => Promise<
     client.removeListener('error', onError);
     client.release(broken ?? lost);
   }
+}
+
+/** Whether PostgreSQL refused a row of the statement for its data or a constraint (SQLSTATE classes 22 and 23). */
+export function rowRefused(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && (code.startsWith('22') || code.startsWith('23'));
+}
+
+/** Whether PostgreSQL rolled the statement back for its locks (SQLSTATE class 40: a deadlock, a serialization failure). */
+export function lockFailed(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && code.startsWith('40');
 }

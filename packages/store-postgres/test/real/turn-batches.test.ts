@@ -1,14 +1,15 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
-import { newId } from '@svc/core';
-import { type ChallengeRecord, latestTrustedTime } from '@svc/core/store';
+import { type AuditEventDraft, digestToken, mintSessionToken, newId } from '@svc/core';
+import { type ChallengeRecord, type DeviceRecord, latestTrustedTime, newSessionRecord, type TokenPairDigests } from '@svc/core/store';
 import type pg from 'pg';
 import type { PostgresStore } from '../../src/index.js';
 import { createTestEnv, oneConnectionStore } from '../pg-test-env.js';
 
 // The sign-in challenges of one event-loop turn are stored by one statement and used up by one
-// (src/challenges.ts), and its attempt settlements are made by one (src/attempt-budget.ts): each
+// (src/challenges.ts), its sessions are created by one (src/new-sessions.ts), and its attempt
+// settlements are made by one (src/attempt-budget.ts): each
 // round trip costs the node a socket write that wakes a backend. These tests hold the batches to
 // what one call at a time did: each call its own answer, one row one sign-in, a refused row
 // failing only its own call, and plans made once per connection.
@@ -26,7 +27,7 @@ const serverVersion = Number(
 );
 const plansCounted = serverVersion >= 140_000 ? false : 'pg_prepared_statements counts generic and custom plans from PostgreSQL 14 on';
 
-describe("one turn's sign-in challenges and attempt settlements share a statement", () => {
+describe("one turn's sign-in challenges, sessions and attempt settlements share a statement", () => {
   const schema = env.schema();
   let migrated: PostgresStore;
   let pool: pg.Pool;
@@ -218,5 +219,243 @@ describe("one turn's sign-in challenges and attempt settlements share a statemen
     assert.deepEqual(delta(start, await executions('svc_settle', budgetPool)), { svc_settle_attempts: 1 });
     const { rows } = await env.admin.query(`SELECT failures, pending FROM ${schema}.attempt_budget WHERE key = $1`, [key]);
     assert.deepEqual(rows, [{ failures: 2, pending: 0 }]);
+  });
+
+  /** A device enrolled for a subject of its own, with a user row in `user`'s status (none when undefined). */
+  async function device(user?: 'active' | 'disabled'): Promise<DeviceRecord> {
+    const d: DeviceRecord = {
+      id: newId('device', clock, random),
+      publicKey: randomBytes(32).toString('hex'),
+      realm: 'management',
+      subject: newId('subject', clock, random),
+      name: 'laptop',
+      createdAt: T0,
+      removedAt: null,
+    };
+    assert.equal(await store.enrollDevice(d, draft('device.enrolled', d)), 'enrolled');
+    // Enrolling makes the subject's user, active: disabled here, or taken away (a subject
+    // enrolled before there were users signs in without one).
+    if (user === undefined) await env.admin.query(`DELETE FROM ${schema}.users WHERE subject = $1`, [d.subject]);
+    else await env.admin.query(`UPDATE ${schema}.users SET status = $2 WHERE subject = $1`, [d.subject, user]);
+    return d;
+  }
+  function draft(type: AuditEventDraft['type'], d: DeviceRecord, sessionId: string | null = null): AuditEventDraft {
+    return {
+      id: newId('event', clock, random),
+      at: T0,
+      type,
+      realm: 'management',
+      subject: d.subject,
+      deviceId: d.id,
+      sessionId,
+      data: {},
+    };
+  }
+  /** A sign-in's session of `d` at `at`: the record, its pair's digests and its event. */
+  function signIn(d: DeviceRecord, at = T0 + 1) {
+    const id = newId('session', clock, random);
+    const pair: TokenPairDigests = {
+      accessDigest: digestToken(mintSessionToken('access', id, random)),
+      refreshDigest: digestToken(mintSessionToken('refresh', id, random)),
+      accessExpiresAt: at + 900_000,
+      refreshExpiresAt: at + 86_400_000,
+    };
+    const session = newSessionRecord({ id, device: d, now: at, expiresAt: at + 86_400_000, pair });
+    return { session, pair, event: draft('session.created', d, id) };
+  }
+  const create = (s: ReturnType<typeof signIn>) => store.createSession(s.session, s.pair, s.event);
+
+  test('five sign-ins of one turn create their sessions and events by one statement, each answered for its own', {
+    skip: plansCounted,
+  }, async () => {
+    const devices = await Promise.all([device('active'), device(), device('active'), device(), device('active')]);
+    const five = devices.map((d) => signIn(d));
+    const start = await executions('svc_create_session');
+    assert.deepEqual(await Promise.all(five.map(create)), Array(5).fill('created'));
+    assert.deepEqual(delta(start, await executions('svc_create_session')), { svc_create_sessions: 1 });
+    for (const s of five) {
+      const stored = await store.getSession(s.session.id);
+      assert.deepEqual(
+        [stored?.deviceId, stored?.subject, stored?.createdAt, stored?.revokedAt],
+        [s.session.deviceId, s.session.subject, T0 + 1, null],
+      );
+    }
+    // The users who have a row record the sign-in; the events are chained in the turn's order.
+    const { rows: users } = await env.admin.query(
+      `SELECT subject, last_sign_in_at FROM ${schema}.users WHERE subject = ANY($1) ORDER BY subject`,
+      [devices.map((d) => d.subject)],
+    );
+    assert.deepEqual(
+      users.map((u) => [u.subject, Number(u.last_sign_in_at)]),
+      [devices[0], devices[2], devices[4]].map((d) => [d?.subject, T0 + 1]).sort(),
+    );
+    const events = await store.listAuditEvents({ afterSeq: 0, limit: 1e9 });
+    assert.deepEqual(
+      events.filter((e) => e.type === 'session.created' && five.some((s) => s.session.id === e.sessionId)).map((e) => e.id),
+      five.map((s) => s.event.id),
+    );
+  });
+
+  test('sign-in-of-a-removed-device-or-disabled-user-in-a-batch: refused for its own, the others of the turn signed in', async () => {
+    const [active, removed, disabled, alsoActive] = await Promise.all([device('active'), device(), device('disabled'), device()]);
+    await env.admin.query(`UPDATE ${schema}.devices SET removed_at = $2 WHERE id = $1`, [removed?.id, T0]);
+    const batch = [active, removed, disabled, alsoActive].map((d) => signIn(d as DeviceRecord));
+    assert.deepEqual(await Promise.all(batch.map(create)), ['created', 'device_inactive', 'user_disabled', 'created']);
+    const stored = await Promise.all(batch.map((s) => store.getSession(s.session.id)));
+    assert.deepEqual(
+      stored.map((s) => s !== null),
+      [true, false, false, true],
+      'a refused sign-in left a session',
+    );
+    const { rows } = await env.admin.query(`SELECT last_sign_in_at FROM ${schema}.users WHERE subject = $1`, [disabled?.subject]);
+    assert.deepEqual(rows, [{ last_sign_in_at: null }], "a disabled user's refused sign-in was recorded");
+    const events = await store.listAuditEvents({ afterSeq: 0, limit: 1e9 });
+    assert.deepEqual(
+      batch.map((s) => events.some((e) => e.id === s.event.id)),
+      [true, false, false, true],
+      'a refused sign-in was audited as a session',
+    );
+  });
+
+  test('one user signing in twice in a turn gets two sessions, and the later time', async () => {
+    const d = await device('active');
+    const [early, late] = [signIn(d, T0 + 5), signIn(d, T0 + 9)];
+    assert.deepEqual(await Promise.all([create(late), create(early)]), ['created', 'created']);
+    const { rows } = await env.admin.query(`SELECT last_sign_in_at FROM ${schema}.users WHERE subject = $1`, [d.subject]);
+    assert.deepEqual(
+      rows.map((r) => Number(r.last_sign_in_at)),
+      [T0 + 9],
+    );
+  });
+
+  test('a session the table refuses fails alone: the others of its batch are created', async () => {
+    const [a, b, c] = await Promise.all([device(), device(), device()]);
+    const taken = signIn(a as DeviceRecord);
+    assert.equal(await create(taken), 'created');
+    const first = signIn(b as DeviceRecord);
+    const last = signIn(c as DeviceRecord);
+    // A session id stored twice, between two new ones, in one turn: the batch's statement fails whole.
+    const twice = signIn(b as DeviceRecord);
+    const outcomes = await Promise.allSettled([
+      create(first),
+      create({ ...twice, session: { ...twice.session, id: taken.session.id } }),
+      create(last),
+    ]);
+    assert.deepEqual(
+      outcomes.map((o) => (o.status === 'fulfilled' ? o.value : 'rejected')),
+      ['created', 'rejected', 'created'],
+    );
+    assert.equal((await store.getSession(taken.session.id))?.deviceId, a?.id, 'the refused row replaced the stored one');
+  });
+
+  /** Reservation calls: each one key of `keys`, at its time, with its limits. */
+  type Call = { readonly key: string; readonly now: number; readonly max: number; readonly windowMs?: number; readonly leaseMs?: number };
+  const reserve = (prefix: string, c: Call) =>
+    store.reserveAttempts({
+      keys: [`${prefix}${c.key}`],
+      now: c.now,
+      windowMs: c.windowMs ?? 60_000,
+      max: c.max,
+      leaseMs: c.leaseMs ?? 30_000,
+    });
+  /** The outcome of a reservation without its keys' prefix, to compare two runs on twin keys. */
+  const outcome = (prefix: string, r: Awaited<ReturnType<typeof store.reserveAttempts>>) =>
+    r.reserved ? { reserved: true, windows: r.windows.map((w) => ({ ...w, key: w.key.slice(prefix.length) })) } : r;
+  async function windows(prefix: string) {
+    const { rows } = await env.admin.query(
+      `SELECT substr(key, $2) AS key, window_start::text, failures, pending, pending_since::text FROM ${schema}.attempt_budget
+        WHERE starts_with(key, $1) ORDER BY key`,
+      [prefix, prefix.length + 1],
+    );
+    return rows;
+  }
+
+  test('budget-overrun-by-a-burst-in-one-turn: 40 attempts of one address in one turn reserve 30, in one statement', {
+    skip: plansCounted,
+  }, async () => {
+    const key = 'burst|addr:192.0.2.40';
+    await env.admin.query(
+      `INSERT INTO ${schema}.attempt_budget (key, window_start, failures, pending, pending_since) VALUES ($1, $2, 0, 0, $2)`,
+      [key, T0],
+    );
+    const start = await executions('svc_reserve', budgetPool);
+    const burst = await Promise.all(Array.from({ length: 40 }, () => reserve('', { key, now: T0 + 1, max: 30 })));
+    assert.deepEqual(delta(start, await executions('svc_reserve', budgetPool)), { svc_reserve_attempt_batch: 1 });
+    assert.deepEqual(
+      burst.map((r) => (r.reserved ? 'reserved' : r.busy ? 'busy' : 'refused')),
+      [...Array(30).fill('reserved'), ...Array(10).fill('busy')],
+    );
+    assert.deepEqual(
+      burst.flatMap((r) => (r.reserved ? r.windows.map((w) => w.pending) : [])),
+      Array.from({ length: 30 }, (_, i) => i + 1),
+    );
+    assert.deepEqual(await windows(key), [
+      { key: '', window_start: String(T0 + 1), failures: 30 - 30, pending: 30, pending_since: String(T0 + 1) },
+    ]);
+  });
+
+  test('a turn of reservations decides what they one at a time did: each at its own time and limits, on the window the one before left', async () => {
+    // Twin keys, `a:` reserved in one turn and `b:` one call at a time, from the same windows.
+    for (const prefix of ['a:', 'b:']) {
+      await env.admin.query(
+        `INSERT INTO ${schema}.attempt_budget (key, window_start, failures, pending, pending_since) VALUES
+           ($1 || 'full', $2, 30, 0, $2), ($1 || 'busy', $3, 2, 1, $3), ($1 || 'leased', $3, 0, 3, $4), ($1 || 'future', $5, 1, 1, $5)`,
+        [prefix, T0 - 59_990, T0 - 1000, T0 - 29_995, T0 + 5000],
+      );
+    }
+    const calls: Call[] = [
+      // Failures fill it until T0 + 10; the window that starts again then reserves.
+      { key: 'full', now: T0, max: 30 },
+      { key: 'full', now: T0 + 10, max: 30 },
+      { key: 'full', now: T0 + 5, max: 30 },
+      // Two failures and one running: a limit of 4 takes one more, a limit of 5 two.
+      { key: 'busy', now: T0, max: 4 },
+      { key: 'busy', now: T0, max: 4 },
+      { key: 'busy', now: T0, max: 5 },
+      // The running three's lease ends at T0 + 5: before it they count, after it they are dropped.
+      { key: 'leased', now: T0, max: 4 },
+      { key: 'leased', now: T0 + 1, max: 4 },
+      { key: 'leased', now: T0 + 6, max: 4 },
+      { key: 'leased', now: T0 + 6, max: 4 },
+      // A window dated in the future restarts now, its counts kept.
+      { key: 'future', now: T0, max: 3 },
+      { key: 'future', now: T0, max: 3 },
+      // A key never seen: its row is made, then it reserves.
+      { key: 'new', now: T0, max: 2 },
+      { key: 'new', now: T0 + 1, max: 2 },
+      { key: 'new', now: T0 + 2, max: 2 },
+    ];
+    const together = await Promise.all(calls.map((c) => reserve('a:', c)));
+    const alone = [];
+    for (const c of calls) alone.push(await reserve('b:', c));
+    assert.deepEqual(
+      together.map((r) => outcome('a:', r)),
+      alone.map((r) => outcome('b:', r)),
+    );
+    assert.deepEqual(await windows('a:'), await windows('b:'));
+    // Not a vacuous agreement: the runs reserved some and refused some, for both reasons.
+    assert.deepEqual(alone.map((r) => (r.reserved ? 'r' : r.busy ? 'b' : 'x')).join(''), 'xrrrbrrbrrrbrrb');
+  });
+
+  test("the writes' own sealing passes chain every event shortly after its commit, with no read of the trail", async () => {
+    const d = await device('active');
+    const batch = Array.from({ length: 6 }, () => signIn(d));
+    assert.deepEqual(await Promise.all(batch.map(create)), Array(6).fill('created'));
+    // A write in a transaction of its own (its event appended there), just after.
+    assert.equal(
+      await store.revokeSession({ sessionId: batch[0]?.session.id as string, now: T0 + 2, reason: 'test' }, draft('session.revoked', d)),
+      true,
+    );
+    const deadline = Date.now() + 5_000;
+    for (;;) {
+      const { rows } = await env.admin.query(`SELECT count(*)::int AS n FROM ${schema}.audit_pending`);
+      if (rows[0]?.n === 0) break;
+      if (Date.now() > deadline) assert.fail(`${rows[0]?.n} audit events still pending 5 s after their writes committed`);
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    const { rows } = await env.admin.query(`SELECT count(*)::int AS n FROM ${schema}.audit_events WHERE id = ANY($1)`, [
+      batch.map((s) => s.event.id),
+    ]);
+    assert.deepEqual(rows, [{ n: 6 }]);
   });
 });

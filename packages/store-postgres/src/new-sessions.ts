@@ -1,0 +1,125 @@
+// The PostgreSQL store's new sessions: the sign-ins of one event-loop turn create theirs in one
+// statement (see `NewSessions`).
+import type { AuditEventDraft } from '@svc/core';
+import type { SessionRecord, TokenPairDigests } from '@svc/core/store';
+import { PENDING_COLUMNS, pendingValues } from './audit-sealer.js';
+import { NEW_SESSION_COLUMNS, type PgContext, sessionValues } from './context.js';
+import { createSession } from './sessions.js';
+import { lockFailed, type Named, rowRefused, rows } from './sql.js';
+import { TurnBatch, type Waiting } from './turn-batch.js';
+
+/** The most sessions one statement creates; a busier turn sends several. */
+const SESSION_BATCH_MAX = 256;
+
+type Created = 'created' | 'device_inactive' | 'user_disabled';
+type NewSession = { readonly session: SessionRecord; readonly pair: TokenPairDigests; readonly event: AuditEventDraft };
+
+/** The array types of {@link NEW_SESSION_COLUMNS}' values, then of {@link PENDING_COLUMNS}' (`sessionValues`, `pendingValues`). */
+const ARRAY_TYPES = [
+  ...['text', 'text', 'text', 'text', 'bigint', 'bigint', 'text', 'bigint', 'text', 'bigint', 'int', 'bigint', 'bigint'],
+  ...['text', 'text', 'text', 'text', 'text'],
+  ...['text', 'bigint', 'text', 'text', 'text', 'text', 'text', 'text'],
+];
+const PENDING = PENDING_COLUMNS.split(', ').map((c) => `e_${c}`);
+
+/**
+ * Many sessions as one statement, with one array per value: what `createSession` (sessions.ts)
+ * does for one, for each row of `input`. Every device of the batch is share-locked first, in id
+ * order, and then every user that signs in, in subject order: the order `changeUser` and
+ * `removeDevice` take them, so a batch never waits on them in a cycle. A removed device or a
+ * disabled user that committed before its lock was granted is re-read by it and matches nothing,
+ * as with one session. A user signing in twice in one batch records the later time. Answers each
+ * row, in order, with whether its session was created and its device was active.
+ */
+const CREATE_SESSIONS: Named = {
+  name: 'svc_create_sessions',
+  text: `WITH input AS (
+       SELECT * FROM unnest(${ARRAY_TYPES.map((t, i) => `$${i + 1}::${t}[]`).join(', ')}) WITH ORDINALITY
+         AS i(${NEW_SESSION_COLUMNS}, ${PENDING.join(', ')}, ord)
+     ), live AS (
+       SELECT id FROM devices WHERE id IN (SELECT device_id FROM input) AND removed_at IS NULL ORDER BY id FOR SHARE
+     ), known AS (
+       SELECT subject FROM users WHERE subject IN (SELECT subject FROM input)
+     ), signing AS (
+       SELECT subject, max(created_at) AS at FROM input WHERE device_id IN (SELECT id FROM live) GROUP BY subject
+     ), locked AS (
+       SELECT subject FROM users WHERE subject IN (SELECT subject FROM signing) AND status <> 'disabled'
+        ORDER BY subject COLLATE "C" FOR NO KEY UPDATE
+     ), signed AS (
+       UPDATE users AS u SET last_sign_in_at = s.at FROM signing AS s
+        WHERE u.subject = s.subject AND u.subject IN (SELECT subject FROM locked) AND u.status <> 'disabled'
+       RETURNING u.subject
+     ), created AS (
+       INSERT INTO sessions (${NEW_SESSION_COLUMNS})
+       SELECT ${NEW_SESSION_COLUMNS} FROM input
+        WHERE device_id IN (SELECT id FROM live)
+          AND (subject IN (SELECT subject FROM signed) OR subject NOT IN (SELECT subject FROM known))
+        ORDER BY ord
+       RETURNING id
+     ), audited AS (
+       INSERT INTO audit_pending (${PENDING_COLUMNS})
+       SELECT ${PENDING.join(', ')} FROM input WHERE id IN (SELECT id FROM created) ORDER BY ord
+     )
+     SELECT id IN (SELECT id FROM created) AS created, device_id IN (SELECT id FROM live) AS live FROM input ORDER BY ord`,
+};
+
+/**
+ * `createSession` of the PostgreSQL store. Every sign-in creates a session, one statement that
+ * was a round trip of its own per sign-in: the one a sign-in waited longest for, after the node
+ * wrote it to a sleeping backend (docs/performance.md, 2026-11-29). Now the sign-ins of one
+ * event-loop turn share one statement (see `TurnBatch`), which commits all of them or none:
+ * - each gets its own answer: `created`, or refused for its own device (`device_inactive`) or
+ *   its own user (`user_disabled`), decided on the rows as their locks found them;
+ * - when the statement fails for a row (SQLSTATE classes 22 and 23: a session or event id
+ *   stored twice) or for its locks (a deadlock or serialization failure with another node's
+ *   writes, class 40), nothing of the batch was written and each goes again alone, so it fails,
+ *   if it does, alone. Any other error (an outage, a timeout, a connection lost, perhaps after
+ *   the commit) is every call's own, as it was with one statement each.
+ *
+ * @example
+ * const created = await new NewSessions(ctx).create({ session, pair, event });
+ */
+export class NewSessions {
+  readonly #ctx: PgContext;
+  readonly #creates: TurnBatch<NewSession, Created>;
+
+  constructor(ctx: PgContext) {
+    this.#ctx = ctx;
+    this.#creates = new TurnBatch(SESSION_BATCH_MAX, (batch) => this.#create(batch));
+  }
+
+  create(input: NewSession): Promise<Created> {
+    return this.#creates.add(input);
+  }
+
+  async #createOne(w: Waiting<NewSession, Created>): Promise<void> {
+    try {
+      w.resolve(await createSession(this.#ctx, w.input.session, w.input.pair, w.input.event));
+    } catch (error) {
+      w.reject(error);
+    }
+  }
+
+  async #create(batch: readonly Waiting<NewSession, Created>[]): Promise<void> {
+    if (batch.length === 1) return this.#createOne(batch[0] as Waiting<NewSession, Created>);
+    const values = batch.map((w) => [...sessionValues(w.input.session, w.input.pair), ...pendingValues(w.input.event)]);
+    let answered: { created: boolean; live: boolean }[];
+    try {
+      answered = await rows(
+        this.#ctx.pool,
+        CREATE_SESSIONS,
+        ARRAY_TYPES.map((_, i) => values.map((v) => v[i])),
+      );
+    } catch (error) {
+      if (!rowRefused(error) && !lockFailed(error)) throw error;
+      await Promise.all(batch.map((w) => this.#createOne(w)));
+      return;
+    }
+    if (answered.some((a) => a.created)) this.#ctx.scheduleSeal();
+    batch.forEach((w, i) => {
+      const a = answered[i];
+      if (a === undefined) w.reject(new Error(`svc_create_sessions answered ${answered.length} rows for ${batch.length} sessions`));
+      else w.resolve(a.created ? 'created' : a.live ? 'user_disabled' : 'device_inactive');
+    });
+  }
+}
