@@ -41,6 +41,7 @@ import { Challenges } from './challenges.js';
 import { type PgContext, SWEEP_EVERY, type SweptTable } from './context.js';
 import { exportPostgresState, importPostgresState } from './control-state.js';
 import * as devices from './devices.js';
+import { DpopProofs } from './dpop-proofs.js';
 import { postgresFault } from './faults.js';
 import * as maintenance from './maintenance.js';
 import { NewSessions } from './new-sessions.js';
@@ -84,6 +85,8 @@ export class PostgresStore implements Store {
   readonly #challenges: Challenges;
   /** New sessions, created in per-turn batches (see NewSessions). */
   readonly #newSessions: NewSessions;
+  /** DPoP proof records, written in per-turn batches (see DpopProofs). */
+  readonly #dpopProofs: DpopProofs;
   /** This node's writes of each swept table since its last sweep of it (see `PgContext.sweepDue`). */
   readonly #sinceSweep = new Map<SweptTable, number>();
   // What the operation modules run with.
@@ -122,6 +125,7 @@ export class PostgresStore implements Store {
     };
     this.#challenges = new Challenges(this.#ctx);
     this.#newSessions = new NewSessions(this.#ctx);
+    this.#dpopProofs = new DpopProofs(this.#ctx);
   }
 
   /**
@@ -391,7 +395,7 @@ export class PostgresStore implements Store {
   }
 
   async useDpopProof(input: { readonly key: string; readonly expiresAt: number; readonly now: number }): Promise<boolean> {
-    return sessions.useDpopProof(this.#ctx, input);
+    return this.#dpopProofs.use(input);
   }
 
   async hasDpopRecord(input: { readonly key: string; readonly now: number }): Promise<boolean> {

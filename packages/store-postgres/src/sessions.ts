@@ -252,28 +252,6 @@ export async function pruneRetiredRefreshTokens(ctx: PgContext, input: Parameter
   });
 }
 
-export async function useDpopProof(
-  ctx: PgContext,
-  input: { readonly key: string; readonly expiresAt: number; readonly now: number },
-): Promise<boolean> {
-  // One statement: the INSERT, or the UPDATE of an expired record of the key, returns a row for
-  // exactly one of N concurrent callers on any node (a loser waits on the winner's row, then its
-  // ON CONFLICT sees a live record and changes nothing). Expired records are swept after it
-  // (`sweepExpired`); the record just written is live, so it is never among them.
-  const used = await first<{ n: number }>(
-    ctx.pool,
-    {
-      name: 'svc_use_dpop_proof',
-      text: `INSERT INTO dpop_proofs (proof_key, expires_at) VALUES ($1, $2)
-       ON CONFLICT (proof_key) DO UPDATE SET expires_at = EXCLUDED.expires_at WHERE dpop_proofs.expires_at <= $3
-       RETURNING 1 AS n`,
-    },
-    [input.key, input.expiresAt, input.now],
-  );
-  await sweepExpired(ctx, 'dpop_proofs', input.now);
-  return used !== undefined;
-}
-
 export async function hasDpopRecord(ctx: PgContext, input: { readonly key: string; readonly now: number }): Promise<boolean> {
   const row = await first<{ n: number }>(
     ctx.pool,

@@ -8,11 +8,12 @@ import type { PostgresStore } from '../../src/index.js';
 import { createTestEnv, oneConnectionStore } from '../pg-test-env.js';
 
 // The sign-in challenges of one event-loop turn are stored by one statement and used up by one
-// (src/challenges.ts), its sessions are created by one (src/new-sessions.ts), and its attempt
-// settlements are made by one (src/attempt-budget.ts): each
-// round trip costs the node a socket write that wakes a backend. These tests hold the batches to
-// what one call at a time did: each call its own answer, one row one sign-in, a refused row
-// failing only its own call, and plans made once per connection.
+// (src/challenges.ts), its sessions are created by one (src/new-sessions.ts), its DPoP proofs
+// recorded by one (src/dpop-proofs.ts), and its attempt reservations and settlements are made by
+// one each (src/attempt-budget.ts): each round trip costs the node a socket write that wakes a
+// backend. These tests hold the batches to what one call at a time did: each call its own
+// answer, one row one sign-in, a refused row failing only its own call, and plans made once per
+// connection.
 
 const T0 = Date.UTC(2026, 10, 28, 22, 0, 0, 0);
 const clock = { now: () => T0 };
@@ -457,5 +458,41 @@ describe("one turn's sign-in challenges, sessions and attempt settlements share 
       batch.map((s) => s.event.id),
     ]);
     assert.deepEqual(rows, [{ n: 6 }]);
+  });
+
+  test('dpop-proof-replayed-in-the-same-batch: four requests of one turn record their proofs in one statement, a replay among them refused', {
+    skip: plansCounted,
+  }, async () => {
+    const proofs = ['jti-a', 'jti-b', 'jti-c'].map((k) => `${schema}|${k}`);
+    const start = await executions('svc_use_dpop');
+    const used = await Promise.all([
+      store.useDpopProof({ key: proofs[0] as string, expiresAt: T0 + 60_000, now: T0 }),
+      store.useDpopProof({ key: proofs[1] as string, expiresAt: T0 + 60_000, now: T0 }),
+      // The first proof again, in the same turn: a replay.
+      store.useDpopProof({ key: proofs[0] as string, expiresAt: T0 + 60_000, now: T0 }),
+      store.useDpopProof({ key: proofs[2] as string, expiresAt: T0 + 60_000, now: T0 }),
+    ]);
+    assert.deepEqual(delta(start, await executions('svc_use_dpop')), { svc_use_dpop_proofs: 1 });
+    assert.deepEqual(used, [true, true, false, true]);
+    // And once recorded, refused until it expires, alone or in a batch.
+    assert.deepEqual(await Promise.all(proofs.map((key) => store.useDpopProof({ key, expiresAt: T0 + 60_000, now: T0 + 1 }))), [
+      false,
+      false,
+      false,
+    ]);
+  });
+
+  test('a batch of proofs decides each at its own time: a record that expired by a later call of the turn is taken over', async () => {
+    const ending = `${schema}|jti-ending`;
+    const live = `${schema}|jti-live`;
+    assert.equal(await store.useDpopProof({ key: ending, expiresAt: T0 + 5, now: T0 }), true);
+    assert.equal(await store.useDpopProof({ key: live, expiresAt: T0 + 60_000, now: T0 }), true);
+    // One turn, calls at T0 + 1 and T0 + 10: `ending` is live at T0 + 1, expired at T0 + 10.
+    const used = await Promise.all([
+      store.useDpopProof({ key: `${schema}|jti-new`, expiresAt: T0 + 60_000, now: T0 + 1 }),
+      store.useDpopProof({ key: ending, expiresAt: T0 + 60_000, now: T0 + 10 }),
+      store.useDpopProof({ key: live, expiresAt: T0 + 60_000, now: T0 + 10 }),
+    ]);
+    assert.deepEqual(used, [true, true, false]);
   });
 });
