@@ -25,7 +25,7 @@ interface LockedWindow {
 /** One call of a batch reservation (`ord`, from 1, its place in the batch), as {@link LockedWindow}. */
 type ReserveStep = LockedWindow & { ord: number };
 
-/** The most one-key reservations one statement makes; a busier turn sends several. */
+/** The most reservations one statement makes; a busier turn sends several. */
 const RESERVE_BATCH_MAX = 256;
 
 /** Creates the empty windows of keys `$1` at `$2`; another node creating one meanwhile is the same row. */
@@ -34,54 +34,62 @@ const OPEN_WINDOWS: Named = {
   text: 'INSERT INTO attempt_budget (key, window_start, failures, pending, pending_since) SELECT k, $2, 0, 0, $2 FROM unnest($1::text[]) AS k ON CONFLICT (key) DO NOTHING',
 };
 
+/** In a step of `RESERVE_BATCH`: whether every key of the step's call reserves (`m` its keys' rows, `d` the decisions). */
+const EVERY_KEY_RESERVES = 'bool_and(m.key IS NULL OR d.reserve) OVER ()';
+
 /**
- * The one-key reservations of a batch (`$1` their keys, then each one's time, window, limit and
- * lease), one statement: the rows of the batch's keys locked in key order, then, for each key,
- * its calls one after another in the batch's order (a recursive step per call), each decided by
- * core's `attemptWindowSql` on the window the call before it left, then each key's row moved to
- * its last window. Answers every call with the window it found and the one it moved to (null when
- * it reserved nothing), in the batch's order; nothing for a key without a row, and then it moves
- * no window at all (the batch runs again once the missing rows exist).
+ * The reservations of a batch, one statement: `$1` and `$2` every call's keys and the call's
+ * place in the batch (from 1), then each call's time, window, limit and lease. The rows of the
+ * batch's keys are locked in key order, as one reservation locks them; then the calls are
+ * decided one after another in the batch's order (a recursive step per call, over the windows
+ * of every key of the batch): each on the windows the calls before it left, by core's
+ * `attemptWindowSql` at its own time and limits, moving its keys' windows only when every one
+ * of them reserves (all or none, as one reservation). Then each key's row is moved to its last
+ * window. Answers each key of each call with the window the call found and the one it moved it
+ * to (null when it reserved nothing), by call; when a key has no row yet, it answers fewer rows
+ * and moves no window at all (the batch runs again once the missing rows exist).
  */
 const RESERVE_BATCH: Named = {
   name: 'svc_reserve_attempt_batch',
-  text: `WITH RECURSIVE calls AS (
-       SELECT c.*, row_number() OVER (PARTITION BY c.key ORDER BY c.ord) AS n
-         FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::int[], $5::bigint[]) WITH ORDINALITY
-           AS c (key, now, window_ms, max, lease_ms, ord)
+  text: `WITH RECURSIVE members AS (
+       SELECT * FROM unnest($1::text[], $2::int[]) AS m (key, ord)
+     ), calls AS (
+       SELECT * FROM unnest($3::bigint[], $4::bigint[], $5::int[], $6::bigint[]) WITH ORDINALITY
+         AS c (now, window_ms, max, lease_ms, ord)
      ), locked AS (
        SELECT key, window_start, failures, pending, pending_since FROM attempt_budget
-        WHERE key IN (SELECT key FROM calls) ORDER BY key FOR UPDATE
-     ), steps (key, n, ord, reserved, window_start, failures, pending, pending_since,
+        WHERE key IN (SELECT key FROM members) ORDER BY key FOR UPDATE
+     ), steps (j, key, member, reserved, window_start, failures, pending, pending_since,
                found_start, found_failures, found_pending, found_since) AS (
-       SELECT key, 0::bigint, 0::bigint, false, window_start, failures, pending, pending_since,
+       SELECT 0::bigint, key, false, false, window_start, failures, pending, pending_since,
               window_start, failures, pending, pending_since
          FROM locked
        UNION ALL
-       SELECT s.key, c.n, c.ord, d.reserve,
-              CASE WHEN d.reserve THEN d.new_start ELSE s.window_start END,
-              CASE WHEN d.reserve THEN d.new_failures ELSE s.failures END,
-              CASE WHEN d.reserve THEN d.new_pending ELSE s.pending END,
-              CASE WHEN d.reserve THEN d.new_pending_since ELSE s.pending_since END,
+       -- Call j + 1 over every key's window: its own keys reserve together or not at all.
+       SELECT c.ord, s.key, m.key IS NOT NULL, m.key IS NOT NULL AND ${EVERY_KEY_RESERVES},
+              CASE WHEN m.key IS NOT NULL AND ${EVERY_KEY_RESERVES} THEN d.new_start ELSE s.window_start END,
+              CASE WHEN m.key IS NOT NULL AND ${EVERY_KEY_RESERVES} THEN d.new_failures ELSE s.failures END,
+              CASE WHEN m.key IS NOT NULL AND ${EVERY_KEY_RESERVES} THEN d.new_pending ELSE s.pending END,
+              CASE WHEN m.key IS NOT NULL AND ${EVERY_KEY_RESERVES} THEN d.new_pending_since ELSE s.pending_since END,
               s.window_start, s.failures, s.pending, s.pending_since
-         FROM steps AS s JOIN calls AS c ON c.key = s.key AND c.n = s.n + 1
+         FROM steps AS s JOIN calls AS c ON c.ord = s.j + 1
+         LEFT JOIN members AS m ON m.ord = c.ord AND m.key = s.key
         CROSS JOIN LATERAL (
           SELECT ${attemptWindowSql({ now: 'c.now', windowMs: 'c.window_ms', max: 'c.max', leaseMs: 'c.lease_ms' }, 's.')}
         ) AS d
-     ), last AS (
-       SELECT DISTINCT ON (key) key, window_start, failures, pending, pending_since FROM steps WHERE n > 0 ORDER BY key, n DESC
      ), moved AS (
        UPDATE attempt_budget AS b
           SET window_start = l.window_start, failures = l.failures, pending = l.pending, pending_since = l.pending_since
-         FROM last AS l
-        WHERE b.key = l.key AND EXISTS (SELECT 1 FROM steps AS s WHERE s.key = l.key AND s.reserved)
-          AND (SELECT count(*) FROM locked) = (SELECT count(DISTINCT key) FROM calls)
+         FROM steps AS l
+        WHERE l.j = (SELECT count(*) FROM calls) AND b.key = l.key
+          AND EXISTS (SELECT 1 FROM steps AS s WHERE s.key = l.key AND s.reserved)
+          AND (SELECT count(*) FROM locked) = (SELECT count(DISTINCT key) FROM members)
      )
-     SELECT ord::int AS ord, key, found_start AS window_start, found_failures AS failures, found_pending AS pending,
+     SELECT j::int AS ord, key, found_start AS window_start, found_failures AS failures, found_pending AS pending,
             found_since AS pending_since,
             CASE WHEN reserved THEN window_start END AS moved_start, CASE WHEN reserved THEN failures END AS moved_failures,
             CASE WHEN reserved THEN pending END AS moved_pending, CASE WHEN reserved THEN pending_since END AS moved_pending_since
-       FROM steps WHERE n > 0 ORDER BY ord`,
+       FROM steps WHERE member ORDER BY j, key`,
 };
 
 /**
@@ -105,14 +113,14 @@ export class AttemptBudget {
   }
 
   /**
-   * Reserves an attempt of every one of `input.keys`, all or none. A reservation of one key (a
-   * sign-in's address) waits for the turn's others: they go as one statement (see
-   * {@link AttemptBudget.#reserveBatch}); one of several keys goes alone.
+   * Reserves an attempt of every one of `input.keys`, all or none. The reservations of one
+   * event-loop turn (a sign-in's address; a refresh's address and session) go as one statement
+   * (see {@link AttemptBudget.#reserveBatch}).
    */
   reserve(input: ReserveInput): Promise<AttemptReservation> {
     const keys = [...new Set(input.keys)].sort();
     if (keys.length === 0) return Promise.resolve({ reserved: true, shared: true, windows: [] });
-    return keys.length === 1 ? this.#reserves.add({ ...input, keys }) : this.#reserveAlone({ ...input, keys });
+    return this.#reserves.add({ ...input, keys });
   }
 
   /** The reservation of `input.keys` (distinct, sorted) as one statement of its own. */
@@ -211,47 +219,51 @@ export class AttemptBudget {
   }
 
   /**
-   * The one-key reservations of a turn as one statement (`RESERVE_BATCH`): every sign-in
-   * reserves an attempt of its address, and a round trip each cost the node a socket write that
-   * wakes a sleeping backend (docs/performance.md, 2026-11-29). The statement locks the batch's
-   * keys in key order, as one reservation does, and decides the calls of each key one after
-   * another, in the batch's order, each at its own time and limits, each on the window the one
-   * before it left: what the calls one at a time would have decided, with no other reservation
-   * between them. Each answer is decided again here by core's rule on the window the call found
-   * (fail closed on any drift), as one reservation is. A key seen for the first time gets its row
-   * and the batch runs again; a statement that fails for its locks (class 40) leaves nothing
-   * reserved, and each call goes alone.
+   * The reservations of a turn as one statement (`RESERVE_BATCH`): every sign-in reserves an
+   * attempt of its address, every refresh of its address and session, and a round trip each
+   * cost the node a socket write that wakes a sleeping backend (docs/performance.md, 2026-11-29).
+   * The statement locks the batch's keys in key order, as one reservation does, and decides the
+   * calls one after another, in the batch's order, each at its own time and limits, on the
+   * windows the calls before it left: what the calls one at a time would have decided, with no
+   * other reservation between them. Each answer is decided again here by core's rule on the
+   * windows the call found (fail closed on any drift), as one reservation is. Keys seen for the
+   * first time get their rows and the batch runs again; a statement that fails for its locks
+   * (class 40) leaves nothing reserved, and each call goes alone.
    */
   async #reserveBatch(batch: readonly Waiting<ReserveInput, AttemptReservation>[]): Promise<void> {
     if (batch.length === 1) {
       const w = batch[0] as Waiting<ReserveInput, AttemptReservation>;
       return this.#reserveAlone(w.input).then(w.resolve, w.reject);
     }
-    const keys = batch.map((w) => w.input.keys[0] as string);
+    const members = batch.flatMap((w, i) => w.input.keys.map((key) => ({ key, ord: i + 1 })));
     let steps: ReserveStep[] = [];
     try {
       for (let pass = 0; ; pass++) {
         steps = await rows<ReserveStep>(this.#pool, RESERVE_BATCH, [
-          keys,
+          members.map((m) => m.key),
+          members.map((m) => m.ord),
           batch.map((w) => w.input.now),
           batch.map((w) => w.input.windowMs),
           batch.map((w) => w.input.max),
           batch.map((w) => w.input.leaseMs),
         ]);
-        if (steps.length === batch.length) break;
+        if (steps.length === members.length) break;
         if (pass >= 2) throw new Error('attempt_budget rows were deleted while they were being reserved');
-        await run(this.#pool, OPEN_WINDOWS, [[...new Set(keys)].sort(), Math.min(...batch.map((w) => w.input.now))]);
+        const keys = [...new Set(members.map((m) => m.key))].sort();
+        await run(this.#pool, OPEN_WINDOWS, [keys, Math.min(...batch.map((w) => w.input.now))]);
       }
     } catch (error) {
       if (!lockFailed(error)) throw error;
       await Promise.all(batch.map((w) => this.#reserveAlone(w.input).then(w.resolve, w.reject)));
       return;
     }
+    const byCall = new Map<number, ReserveStep[]>();
+    for (const step of steps) byCall.set(step.ord, [...(byCall.get(step.ord) ?? []), step]);
     for (const [i, w] of batch.entries()) {
-      const step = steps[i];
       try {
-        if (step === undefined || step.ord !== i + 1) throw new Error('attempt_budget: the batch reservation answered out of order');
-        w.resolve(this.#decided(w.input, [step]));
+        const found = byCall.get(i + 1) ?? [];
+        if (found.length !== w.input.keys.length) throw new Error('attempt_budget: the batch reservation answered another call');
+        w.resolve(this.#decided(w.input, found));
       } catch (error) {
         w.reject(error);
       }

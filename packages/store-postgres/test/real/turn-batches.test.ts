@@ -350,10 +350,18 @@ describe("one turn's sign-in challenges, sessions and attempt settlements share 
   });
 
   /** Reservation calls: each one key of `keys`, at its time, with its limits. */
-  type Call = { readonly key: string; readonly now: number; readonly max: number; readonly windowMs?: number; readonly leaseMs?: number };
+  type Call = {
+    readonly key: string;
+    /** A second key the call reserves with `key`, all or none (a refresh's address and session). */
+    readonly also?: string;
+    readonly now: number;
+    readonly max: number;
+    readonly windowMs?: number;
+    readonly leaseMs?: number;
+  };
   const reserve = (prefix: string, c: Call) =>
     store.reserveAttempts({
-      keys: [`${prefix}${c.key}`],
+      keys: [c.key, ...(c.also === undefined ? [] : [c.also])].map((k) => `${prefix}${k}`),
       now: c.now,
       windowMs: c.windowMs ?? 60_000,
       max: c.max,
@@ -395,7 +403,7 @@ describe("one turn's sign-in challenges, sessions and attempt settlements share 
     ]);
   });
 
-  test('a turn of reservations decides what they one at a time did: each at its own time and limits, on the window the one before left', async () => {
+  test('a turn of reservations decides what they one at a time did: each at its own time and limits, on the windows the ones before left', async () => {
     // Twin keys, `a:` reserved in one turn and `b:` one call at a time, from the same windows.
     for (const prefix of ['a:', 'b:']) {
       await env.admin.query(
@@ -425,6 +433,13 @@ describe("one turn's sign-in challenges, sessions and attempt settlements share 
       { key: 'new', now: T0, max: 2 },
       { key: 'new', now: T0 + 1, max: 2 },
       { key: 'new', now: T0 + 2, max: 2 },
+      // Two keys, all or none: `new` is full, so `pair` reserves nothing with it; alone it does,
+      // and then with a fresh `other`, which a key refused with it never moves.
+      { key: 'new', also: 'pair', now: T0 + 3, max: 2 },
+      { key: 'pair', now: T0 + 3, max: 2 },
+      { key: 'other', also: 'pair', now: T0 + 4, max: 2 },
+      { key: 'other', also: 'pair', now: T0 + 4, max: 2 },
+      { key: 'other', now: T0 + 5, max: 2 },
     ];
     const together = await Promise.all(calls.map((c) => reserve('a:', c)));
     const alone = [];
@@ -435,7 +450,7 @@ describe("one turn's sign-in challenges, sessions and attempt settlements share 
     );
     assert.deepEqual(await windows('a:'), await windows('b:'));
     // Not a vacuous agreement: the runs reserved some and refused some, for both reasons.
-    assert.deepEqual(alone.map((r) => (r.reserved ? 'r' : r.busy ? 'b' : 'x')).join(''), 'xrrrbrrbrrrbrrb');
+    assert.deepEqual(alone.map((r) => (r.reserved ? 'r' : r.busy ? 'b' : 'x')).join(''), 'xrrrbrrbrrrbrrbbrrbr');
   });
 
   test("the writes' own sealing passes chain every event shortly after its commit, with no read of the trail", async () => {
