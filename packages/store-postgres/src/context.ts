@@ -3,7 +3,7 @@
 import type { AuditEventDraft } from '@svc/core';
 import { DEVICE_COLUMNS, SESSION_COLUMNS } from '@svc/core/sql-rows';
 import { amrText, clampPairToSession, type RotationOutcome, type SessionRecord, type TokenPairDigests } from '@svc/core/store';
-import type { Pool, PoolClient } from 'pg';
+import type { Pool, PoolClient, QueryResult } from 'pg';
 
 /** What an operation of the PostgreSQL store runs with (see `PostgresStore`). */
 export interface PgContext {
@@ -11,8 +11,8 @@ export interface PgContext {
   readonly schema: string;
   /** The request pool (autocommit reads and writes). */
   readonly pool: Pool;
-  /** Runs `fn` in one READ COMMITTED transaction (see `transaction`). */
-  tx<T>(fn: (c: PoolClient) => Promise<T>): Promise<T>;
+  /** Runs `fn` in one READ COMMITTED transaction, begun with `opening` when given (see `transaction`). */
+  tx<T>(fn: (c: PoolClient, opened: readonly QueryResult[]) => Promise<T>, opening?: string): Promise<T>;
   /** Records `draft` as a pending audit event of the transaction `c` (of `tx`): a sealing pass is asked for after its commit. */
   append(c: PoolClient, draft: AuditEventDraft): Promise<void>;
   /** Says that the transaction `c` (of `tx`) inserted pending audit events itself: a sealing pass is asked for after its commit. */

@@ -31,7 +31,7 @@ import {
   type UserFilter,
   type UserRecord,
 } from '@svc/core/store';
-import type { Pool, PoolClient } from 'pg';
+import type { Pool, PoolClient, QueryResult } from 'pg';
 import * as assertionKeys from './assertion-keys.js';
 import { AttemptBudget } from './attempt-budget.js';
 import { AuditSealer } from './audit-sealer.js';
@@ -47,6 +47,7 @@ import * as maintenance from './maintenance.js';
 import { NewSessions } from './new-sessions.js';
 import * as pairing from './pairing.js';
 import * as providers from './providers.js';
+import { SessionReads } from './session-reads.js';
 import * as sessions from './sessions.js';
 import { transaction } from './sql.js';
 import * as users from './users.js';
@@ -87,6 +88,8 @@ export class PostgresStore implements Store {
   readonly #newSessions: NewSessions;
   /** DPoP proof records, written in per-turn batches (see DpopProofs). */
   readonly #dpopProofs: DpopProofs;
+  /** Sessions read by id, in per-turn batches (see SessionReads). */
+  readonly #sessionReads: SessionReads;
   /** This node's writes of each swept table since its last sweep of it (see `PgContext.sweepDue`). */
   readonly #sinceSweep = new Map<SweptTable, number>();
   // What the operation modules run with.
@@ -108,7 +111,7 @@ export class PostgresStore implements Store {
     this.#ctx = {
       schema,
       pool,
-      tx: (fn) => this.#tx(fn),
+      tx: (fn, opening) => this.#tx(fn, opening),
       append: (c, draft) => this.#append(c, draft),
       wrotePending: (c) => {
         this.#wrotePending.add(c);
@@ -126,6 +129,7 @@ export class PostgresStore implements Store {
     this.#challenges = new Challenges(this.#ctx);
     this.#newSessions = new NewSessions(this.#ctx);
     this.#dpopProofs = new DpopProofs(this.#ctx);
+    this.#sessionReads = new SessionReads(pool);
   }
 
   /**
@@ -133,16 +137,20 @@ export class PostgresStore implements Store {
    * asks for a sealing pass after its commit when it recorded pending audit events: a pass asked
    * for before the commit could read the table before them.
    */
-  async #tx<T>(fn: (c: PoolClient) => Promise<T>): Promise<T> {
+  async #tx<T>(fn: (c: PoolClient, opened: readonly QueryResult[]) => Promise<T>, opening?: string): Promise<T> {
     let wrote = false;
-    const result = await transaction(this.#pool, async (c) => {
-      this.#wrotePending.delete(c);
-      try {
-        return await fn(c);
-      } finally {
-        wrote = this.#wrotePending.delete(c);
-      }
-    });
+    const result = await transaction(
+      this.#pool,
+      async (c, opened) => {
+        this.#wrotePending.delete(c);
+        try {
+          return await fn(c, opened);
+        } finally {
+          wrote = this.#wrotePending.delete(c);
+        }
+      },
+      opening,
+    );
     if (wrote) this.#sealer.schedule();
     return result;
   }
@@ -247,7 +255,7 @@ export class PostgresStore implements Store {
   }
 
   async getSession(id: string): Promise<SessionRecord | null> {
-    return sessions.getSession(this.#ctx, id);
+    return this.#sessionReads.get(id);
   }
 
   async listActiveSessions(filter: {

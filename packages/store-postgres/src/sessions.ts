@@ -1,5 +1,5 @@
 // The PostgreSQL store's operations on sessions and their rotation, DPoP proofs (see `PostgresStore`, whose methods call these).
-import type { AuditEventDraft, Realm } from '@svc/core';
+import { type AuditEventDraft, isIdOfKind, type Realm } from '@svc/core';
 import {
   activeSessionSql,
   gracePairEndedSql,
@@ -24,7 +24,7 @@ import {
   toHandoffCode,
   toSession,
 } from '@svc/core/store';
-import type { PoolClient, QueryConfig } from 'pg';
+import { escapeLiteral, type PoolClient, type QueryConfig } from 'pg';
 import { PENDING_COLUMNS, pendingParams, pendingValues } from './audit-sealer.js';
 import {
   INVALID,
@@ -120,11 +120,6 @@ export async function insertSession(_ctx: PgContext, c: PoolClient, session: Ses
   );
 }
 
-export async function getSession(ctx: PgContext, id: string): Promise<SessionRecord | null> {
-  const row = await first<SessionRow>(ctx.pool, `SELECT ${SESSION_COLUMNS} FROM sessions WHERE id = $1`, [id]);
-  return row === undefined ? null : toSession(row);
-}
-
 export async function listActiveSessions(
   ctx: PgContext,
   filter: {
@@ -152,14 +147,10 @@ export async function rotateRefreshToken(
   audit: (outcome: Exclude<RotationOutcome, { kind: 'invalid' }>) => AuditEventDraft,
 ): Promise<RotationOutcome> {
   const { sessionId, presentedDigest, now, next } = input;
-  return ctx.tx(async (c): Promise<RotationOutcome> => {
-    // The lock that serialises every presentation of this session's tokens, on every node:
-    // a waiter wakes up with the row as the winner committed it and decides on that.
-    const s = await first<RefreshRow>(
-      c,
-      { name: 'svc_lock_refresh', text: `SELECT ${REFRESH_COLUMNS} FROM sessions WHERE id = $1 FOR UPDATE` },
-      [sessionId],
-    );
+  // An id no session can have names none: nothing to lock, nothing to write.
+  if (!isIdOfKind(sessionId, 'session')) return INVALID;
+  return ctx.tx(async (c, opened): Promise<RotationOutcome> => {
+    const s = opened[0]?.rows[0] as RefreshRow | undefined;
     // The rule and the outcome are core's; this only writes what the plan says.
     let plan = planRotation(s, input);
     if (s !== undefined && plan.kind === 'check_retired') {
@@ -214,7 +205,19 @@ export async function rotateRefreshToken(
         return plan.outcome;
       }
     }
-  });
+  }, lockRefreshSql(sessionId));
+}
+
+/**
+ * The lock that serialises every presentation of a session's tokens, on every node: a waiter
+ * wakes up with the row as the winner committed it and decides on that. It goes with the
+ * rotation's BEGIN, in one round trip (a simple query: its id written into it, one of the
+ * session id's own alphabet only, and quoted as a literal), where it was a round trip of its own
+ * on every refresh (docs/performance.md, 2026-11-29).
+ */
+function lockRefreshSql(sessionId: string): string {
+  if (!isIdOfKind(sessionId, 'session')) throw new TypeError('not a session id');
+  return `SELECT ${REFRESH_COLUMNS} FROM sessions WHERE id = ${escapeLiteral(sessionId)} FOR UPDATE`;
 }
 
 export async function revokeSession(

@@ -9,11 +9,11 @@ import { createTestEnv, oneConnectionStore } from '../pg-test-env.js';
 
 // The sign-in challenges of one event-loop turn are stored by one statement and used up by one
 // (src/challenges.ts), its sessions are created by one (src/new-sessions.ts), its DPoP proofs
-// recorded by one (src/dpop-proofs.ts), and its attempt reservations and settlements are made by
-// one each (src/attempt-budget.ts): each round trip costs the node a socket write that wakes a
-// backend. These tests hold the batches to what one call at a time did: each call its own
-// answer, one row one sign-in, a refused row failing only its own call, and plans made once per
-// connection.
+// recorded by one (src/dpop-proofs.ts), its sessions read by one (src/session-reads.ts), and its
+// attempt reservations and settlements are made by one each (src/attempt-budget.ts): each round
+// trip costs the node a socket write that wakes a backend. These tests hold the batches to what
+// one call at a time did: each call its own answer, one row one sign-in, a refused row failing
+// only its own call, and plans made once per connection.
 
 const T0 = Date.UTC(2026, 10, 28, 22, 0, 0, 0);
 const clock = { now: () => T0 };
@@ -509,5 +509,44 @@ describe("one turn's sign-in challenges, sessions and attempt settlements share 
       store.useDpopProof({ key: live, expiresAt: T0 + 60_000, now: T0 + 10 }),
     ]);
     assert.deepEqual(used, [true, true, false]);
+  });
+
+  test("one turn's session reads are one named statement, each answered with its own session or none", { skip: plansCounted }, async () => {
+    const d = await device();
+    const three = Array.from({ length: 3 }, () => signIn(d));
+    assert.deepEqual(await Promise.all(three.map(create)), Array(3).fill('created'));
+    const unknown = newId('session', clock, random);
+    const start = await executions('svc_get_session');
+    const read = await Promise.all(
+      [...three.map((s) => s.session.id), unknown, three[0]?.session.id as string].map((id) => store.getSession(id)),
+    );
+    assert.deepEqual(delta(start, await executions('svc_get_session')), { svc_get_sessions_4: 1 });
+    assert.deepEqual(
+      read.map((s) => s?.id ?? null),
+      [...three.map((s) => s.session.id), null, three[0]?.session.id],
+    );
+  });
+
+  test('refresh-with-sql-in-its-session-id: refused as unknown, and nothing of it runs', async () => {
+    const d = await device();
+    const live = signIn(d);
+    assert.equal(await create(live), 'created');
+    for (const sessionId of [`${live.session.id}' OR 'x' = 'x`, `ses_'; DELETE FROM sessions; --`, live.session.id.toLowerCase()]) {
+      const outcome = await store.rotateRefreshToken(
+        {
+          sessionId,
+          presentedDigest: live.pair.refreshDigest,
+          realm: 'management',
+          now: T0 + 2,
+          graceMs: 0,
+          next: { ...live.pair, accessDigest: digestToken('a'), refreshDigest: digestToken('r') },
+          sealedSuccessor: 'sealed',
+        },
+        () => draft('session.rotated', d, live.session.id),
+      );
+      assert.deepEqual(outcome, { kind: 'invalid' });
+    }
+    const { rows } = await env.admin.query(`SELECT generation, refresh_digest FROM ${schema}.sessions WHERE id = $1`, [live.session.id]);
+    assert.deepEqual(rows, [{ generation: 0, refresh_digest: live.pair.refreshDigest }], 'the session was rotated or changed');
   });
 });
