@@ -172,11 +172,15 @@ export class AuditSealer {
         if (pending?.any !== true) return;
       }
       for (;;) {
-        // Every write that asked before this read began committed before it: the read sees them.
+        // Every write that asked before this read began committed before it: a read that took
+        // every pending row (fewer than a batch) chained what they wrote. A full batch may have
+        // left some: the next one reads again, and if it fails, a later pass must not be skipped.
         const upTo = this.#asked;
         const sealed = await transaction(this.#pool, (c, opened) => this.#sealBatch(c, opened), LOCK_AND_READ);
-        this.#readUpTo = Math.max(this.#readUpTo, upTo);
-        if (sealed < SEAL_BATCH) return;
+        if (sealed < SEAL_BATCH) {
+          this.#readUpTo = Math.max(this.#readUpTo, upTo);
+          return;
+        }
       }
     })();
     this.#sealing = pass;

@@ -41,9 +41,11 @@ const USE_PROOFS: Named = {
  *   goes again alone at its own time, so each call is decided at its own `now`, as the store
  *   contract says;
  * - calls naming the same proof (a replay racing its request) share one row: the batch's first
- *   call of it is recorded, every other one is refused, as if it had come second;
- * - when the statement fails for a row (SQLSTATE 22, 23) or its locks (class 40), nothing was
- *   recorded and each call goes alone; any other error (an outage, a timeout) is every call's own.
+ *   call of it goes in the statement; when it is recorded, every later one is refused, as if it
+ *   had come second, and when it is not, they are decided alone, in order, each at its own time;
+ * - the proofs go in key order, so two nodes' batches take their rows in one order;
+ * - when the statement fails for a row (SQLSTATE 22, 23) or its locks (class 40, 55P03), nothing
+ *   was recorded and each call goes alone; any other error (an outage) is every call's own.
  *
  * @example
  * const fresh = await new DpopProofs(ctx).use({ key, expiresAt, now });
@@ -76,33 +78,48 @@ export class DpopProofs {
 
   async #use(batch: readonly Waiting<UseInput, boolean>[]): Promise<void> {
     if (batch.length === 1) return this.#useOne(batch[0] as Waiting<UseInput, boolean>);
-    // The first call of each proof; the others of the batch are its replays.
-    const firsts = new Map<string, Waiting<UseInput, boolean>>();
-    for (const w of batch) if (!firsts.has(w.input.key)) firsts.set(w.input.key, w);
-    const calls = [...firsts.values()];
-    const earliest = Math.min(...calls.map((w) => w.input.now));
+    // The calls of each proof, in the batch's order: the first goes in the statement.
+    const byKey = new Map<string, Waiting<UseInput, boolean>[]>();
+    for (const w of batch) byKey.set(w.input.key, [...(byKey.get(w.input.key) ?? []), w]);
+    // In key order, so two nodes' batches of the same proofs take their rows in one order.
+    const firsts = [...byKey.values()]
+      .map((calls) => calls[0] as Waiting<UseInput, boolean>)
+      .sort((x, y) => (x.input.key < y.input.key ? -1 : 1));
+    const earliest = Math.min(...firsts.map((w) => w.input.now));
     let recorded: Set<string>;
     try {
       const used = await rows<{ proof_key: string }>(this.#ctx.pool, USE_PROOFS, [
-        calls.map((w) => w.input.key),
-        calls.map((w) => w.input.expiresAt),
+        firsts.map((w) => w.input.key),
+        firsts.map((w) => w.input.expiresAt),
         earliest,
       ]);
       recorded = new Set(used.map((r) => r.proof_key));
     } catch (error) {
       if (!rowRefused(error) && !lockFailed(error)) throw error;
-      await Promise.all(batch.map((w) => this.#useOne(w)));
+      await Promise.all([...byKey.values()].map((calls) => this.#oneByOne(calls)));
       return;
     }
-    const again: Waiting<UseInput, boolean>[] = [];
-    for (const w of batch) {
-      if (firsts.get(w.input.key) !== w) w.resolve(false);
-      else if (recorded.has(w.input.key)) w.resolve(true);
-      // Refused at the batch's earliest time, which is not this call's own: its own decides (a
-      // record that expired within the batch's few milliseconds). Nothing of it was written.
-      else if (w.input.now !== earliest) again.push(w);
-      else w.resolve(false);
-    }
-    await Promise.all(again.map((w) => this.#useOne(w)));
+    await Promise.all(
+      [...byKey.values()].map(async ([first, ...replays]) => {
+        if (first === undefined) return;
+        if (recorded.has(first.input.key)) {
+          // Recorded for the first: every later call of the proof is its replay.
+          first.resolve(true);
+          for (const w of replays) w.resolve(false);
+          return;
+        }
+        // Refused at the batch's earliest time. A call whose own time is later decides at its
+        // own (a record that expired within the batch's few milliseconds), one after another in
+        // the batch's order, as one call at a time would have. Nothing of them was written.
+        if (first.input.now === earliest) first.resolve(false);
+        else replays.unshift(first);
+        await this.#oneByOne(replays);
+      }),
+    );
+  }
+
+  /** Each of `calls` (of one proof) alone, one after another. */
+  async #oneByOne(calls: readonly Waiting<UseInput, boolean>[]): Promise<void> {
+    for (const w of calls) await this.#useOne(w);
   }
 }

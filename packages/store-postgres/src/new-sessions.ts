@@ -72,7 +72,8 @@ const CREATE_SESSIONS: Named = {
  *   its own user (`user_disabled`), decided on the rows as their locks found them;
  * - when the statement fails for a row (SQLSTATE classes 22 and 23: a session or event id
  *   stored twice) or for its locks (a deadlock or serialization failure with another node's
- *   writes, class 40), nothing of the batch was written and each goes again alone, so it fails,
+ *   writes, class 40, or one call's row held past `lock_timeout`, 55P03), nothing of the batch
+ *   was written and each goes again alone, so it fails,
  *   if it does, alone. Any other error (an outage, a timeout, a connection lost, perhaps after
  *   the commit) is every call's own, as it was with one statement each.
  *

@@ -177,8 +177,13 @@ export function rowRefused(error: unknown): boolean {
   return typeof code === 'string' && (code.startsWith('22') || code.startsWith('23'));
 }
 
-/** Whether PostgreSQL rolled the statement back for its locks (SQLSTATE class 40: a deadlock, a serialization failure). */
+/**
+ * Whether PostgreSQL rolled the statement back for its locks: a deadlock or a serialization
+ * failure (SQLSTATE class 40), or a lock it waited for longer than `lock_timeout` (55P03). A
+ * batch's statement waits for the locks of all its calls: one call's busy row must not fail the
+ * others.
+ */
 export function lockFailed(error: unknown): boolean {
   const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && code.startsWith('40');
+  return typeof code === 'string' && (code.startsWith('40') || code === '55P03');
 }

@@ -64,10 +64,14 @@ export type TestEnv = ReturnType<typeof createTestEnv>;
  * set up as openPostgresStore sets them up: the schema, BIGINT as numbers, the budget's settings
  * for a server of `serverVersion`. End both pools when done.
  */
-export function oneConnectionStore(schema: string, serverVersion: number): { store: PostgresStore; pool: pg.Pool; budgetPool: pg.Pool } {
+export function oneConnectionStore(
+  schema: string,
+  serverVersion: number,
+  options = '',
+): { store: PostgresStore; pool: pg.Pool; budgetPool: pg.Pool } {
   const types = new pg.TypeOverrides();
   types.setTypeParser(20, 'text', Number);
-  const base = { connectionString: PG_URL, options: `-c search_path=${schema}`, types };
+  const base = { connectionString: PG_URL, options: `-c search_path=${schema} ${options}`.trim(), types };
   const pool = new pg.Pool({ ...base, max: 1 });
   const budgetPool = new pg.Pool({ ...budgetPoolConfig(base, serverVersion), max: 1 });
   return { store: new PostgresStore(pool, schema, budgetPool), pool, budgetPool };

@@ -509,6 +509,18 @@ describe("one turn's sign-in challenges, sessions and attempt settlements share 
       store.useDpopProof({ key: live, expiresAt: T0 + 60_000, now: T0 + 10 }),
     ]);
     assert.deepEqual(used, [true, true, false]);
+    // One proof twice in a turn, at T0 + 4 (its record live) and T0 + 10 (expired): refused, then
+    // recorded, as one call at a time.
+    const again = `${schema}|jti-again`;
+    assert.equal(await store.useDpopProof({ key: again, expiresAt: T0 + 5, now: T0 }), true);
+    assert.deepEqual(
+      await Promise.all([
+        store.useDpopProof({ key: again, expiresAt: T0 + 60_000, now: T0 + 4 }),
+        store.useDpopProof({ key: again, expiresAt: T0 + 60_000, now: T0 + 10 }),
+        store.useDpopProof({ key: again, expiresAt: T0 + 60_000, now: T0 + 10 }),
+      ]),
+      [false, true, false],
+    );
   });
 
   test("one turn's session reads are one named statement, each answered with its own session or none", { skip: plansCounted }, async () => {
@@ -548,5 +560,29 @@ describe("one turn's sign-in challenges, sessions and attempt settlements share 
     }
     const { rows } = await env.admin.query(`SELECT generation, refresh_digest FROM ${schema}.sessions WHERE id = $1`, [live.session.id]);
     assert.deepEqual(rows, [{ generation: 0, refresh_digest: live.pair.refreshDigest }], 'the session was rotated or changed');
+  });
+
+  test("a-user-row-held-past-lock_timeout-fails-only-its-own-sign-in: the others of the turn's batch are created", async () => {
+    const [held, a, b] = await Promise.all([device('active'), device('active'), device()]);
+    // A store that waits 300 ms for a lock (a statement that fails takes its connection with it:
+    // the setting must come with every connection).
+    const timed = oneConnectionStore(schema, serverVersion, '-c lock_timeout=300');
+    // Another writer (an operator's change of the user, say) holds the user's row.
+    const holder = await env.admin.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query(`SELECT 1 FROM ${schema}.users WHERE subject = $1 FOR UPDATE`, [held?.subject]);
+      const batch = [a, held, b].map((d) => signIn(d as DeviceRecord));
+      const outcomes = await Promise.allSettled(batch.map((s) => timed.store.createSession(s.session, s.pair, s.event)));
+      assert.deepEqual(
+        outcomes.map((o) => (o.status === 'fulfilled' ? o.value : (o.reason as { code?: string }).code)),
+        ['created', 'store_unavailable', 'created'],
+      );
+    } finally {
+      await holder.query('ROLLBACK');
+      holder.release();
+      // Chains what it wrote, then ends its pools.
+      await timed.store.close();
+    }
   });
 });
