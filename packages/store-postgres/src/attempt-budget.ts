@@ -1,7 +1,7 @@
 import { attemptWindowSql, storedAttemptWindow } from '@svc/core/sql-rows';
 import { type AttemptReservation, type AttemptWindow, decideAttemptWindow, type Store } from '@svc/core/store';
 import type { Pool } from 'pg';
-import { lockFailed, type Named, rows, run } from './sql.js';
+import { callsGoAlone, type Named, rows, run } from './sql.js';
 import { TurnBatch, type Waiting } from './turn-batch.js';
 
 /** The most settlements one statement makes; a busier turn sends several. */
@@ -260,7 +260,7 @@ export class AttemptBudget {
         await run(this.#pool, OPEN_WINDOWS, [keys, Math.min(...batch.map((w) => w.input.now))]);
       }
     } catch (error) {
-      if (!lockFailed(error)) throw error;
+      if (!callsGoAlone(error)) throw error;
       await Promise.all(batch.map((w) => this.#reserveAlone(w.input).then(w.resolve, w.reject)));
       return;
     }
@@ -292,7 +292,7 @@ export class AttemptBudget {
     try {
       await this.#settleAll(batch);
     } catch (error) {
-      if (batch.length === 1) throw error;
+      if (batch.length === 1 || !callsGoAlone(error)) throw error;
       // The statement rolled back (a lock wait that ended in a timeout, say): each settles alone,
       // so one address's trouble never leaves the others' attempts pending until their lease ends.
       await Promise.all(batch.map((w) => this.#settleAll([w]).catch((e: unknown) => w.reject(e))));

@@ -121,7 +121,7 @@ export class AuditSealer {
 
   /**
    * Asks for a sealing pass soon: the writes of the next few milliseconds share it. Called after
-   * the commit of a write that recorded pending events (see `PgContext.pending`), so the pass it
+   * the commit of a write that recorded pending events (see `PgContext.wrotePending`), so the pass it
    * asks for sees them.
    */
   schedule(): void {

@@ -13,7 +13,7 @@ import {
 } from '@svc/core/store';
 import type { PgContext } from './context.js';
 import { sweepExpired } from './sessions.js';
-import { type Named, rowRefused, rows, run } from './sql.js';
+import { callsGoAlone, type Named, rows, run } from './sql.js';
 import { paddedKeys, statementsByArity, TurnBatch, type Waiting } from './turn-batch.js';
 
 /** The most challenges one statement stores or uses up; a busier turn sends several. */
@@ -96,8 +96,8 @@ type UseInput = { readonly id: string; readonly now: number };
  *   differs goes again alone at its own time, so each call is decided at its own `now`, as the
  *   store contract says. Calls naming the same id (a replay racing its sign-in) share one row:
  *   the first call of the batch gets it, every other one gets nothing, as if it had come
- *   second. When the statement fails (a deadlock with another node's batch, a timeout), each
- *   call goes alone.
+ *   second. When the statement fails for its locks (a deadlock with another node's batch, a lock
+ *   timeout), each call goes alone (`callsGoAlone`).
  *
  * @example
  * const challenges = new Challenges(ctx);
@@ -147,11 +147,9 @@ export class Challenges {
         all.map((c) => c.expiresAt),
       ]);
     } catch (error) {
-      // A row the table refused (SQLSTATE classes 22 and 23: data and constraints): nothing of
-      // the batch was stored, and each goes again alone and fails, if it does, alone. Any other
-      // error (an outage, a timeout, a connection lost, perhaps after the commit) is every call's
-      // own, as it was with one statement each: no second round into a failing server.
-      if (!rowRefused(error)) throw error;
+      // Nothing of the batch was stored (a row the table refused, say): each goes again alone
+      // and fails, if it does, alone.
+      if (!callsGoAlone(error)) throw error;
       await Promise.all(batch.map((w) => this.#insertOne(w)));
       return;
     }
@@ -185,9 +183,10 @@ export class Challenges {
         const { statement, values } = paddedKeys(CONSUME_CHALLENGES, ids);
         found = await rows<ConsumedChallengeRow>(this.#ctx.pool, statement, [latestNow, earliestBound, ...values]);
       }
-    } catch {
+    } catch (error) {
       // The statement rolled back (a lock wait that ended in a deadlock or a timeout, on a row
       // another node holds): nothing was used up, and each call goes alone, as it did before.
+      if (!callsGoAlone(error)) throw error;
       await Promise.all(batch.map((w) => this.#useOne(w)));
       return;
     }

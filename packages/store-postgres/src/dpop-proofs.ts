@@ -2,7 +2,7 @@
 // statement (see `DpopProofs`).
 import type { PgContext } from './context.js';
 import { sweepExpired } from './sessions.js';
-import { lockFailed, type Named, rowRefused, rows } from './sql.js';
+import { callsGoAlone, type Named, rows } from './sql.js';
 import { TurnBatch, type Waiting } from './turn-batch.js';
 
 /** The most proofs one statement records; a busier turn sends several. */
@@ -95,7 +95,7 @@ export class DpopProofs {
       ]);
       recorded = new Set(used.map((r) => r.proof_key));
     } catch (error) {
-      if (!rowRefused(error) && !lockFailed(error)) throw error;
+      if (!callsGoAlone(error)) throw error;
       await Promise.all([...byKey.values()].map((calls) => this.#oneByOne(calls)));
       return;
     }

@@ -5,7 +5,7 @@ import type { SessionRecord, TokenPairDigests } from '@svc/core/store';
 import { PENDING_COLUMNS, pendingValues } from './audit-sealer.js';
 import { NEW_SESSION_COLUMNS, type PgContext, sessionValues } from './context.js';
 import { createSession } from './sessions.js';
-import { lockFailed, type Named, rowRefused, rows } from './sql.js';
+import { callsGoAlone, type Named, rows } from './sql.js';
 import { TurnBatch, type Waiting } from './turn-batch.js';
 
 /** The most sessions one statement creates; a busier turn sends several. */
@@ -112,7 +112,7 @@ export class NewSessions {
         ARRAY_TYPES.map((_, i) => values.map((v) => v[i])),
       );
     } catch (error) {
-      if (!rowRefused(error) && !lockFailed(error)) throw error;
+      if (!callsGoAlone(error)) throw error;
       await Promise.all(batch.map((w) => this.#createOne(w)));
       return;
     }

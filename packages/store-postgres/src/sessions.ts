@@ -1,4 +1,4 @@
-// The PostgreSQL store's operations on sessions and their rotation, DPoP proofs (see `PostgresStore`, whose methods call these).
+// The PostgreSQL store's operations on sessions and their rotation, handoff codes and DPoP records (see `PostgresStore`, whose methods call these).
 import { type AuditEventDraft, isIdOfKind, type Realm } from '@svc/core';
 import {
   activeSessionSql,

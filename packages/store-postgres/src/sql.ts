@@ -171,19 +171,17 @@ export async function transaction<T>(
   }
 }
 
-/** Whether PostgreSQL refused a row of the statement for its data or a constraint (SQLSTATE classes 22 and 23). */
-export function rowRefused(error: unknown): boolean {
-  const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && (code.startsWith('22') || code.startsWith('23'));
-}
-
 /**
- * Whether PostgreSQL rolled the statement back for its locks: a deadlock or a serialization
- * failure (SQLSTATE class 40), or a lock it waited for longer than `lock_timeout` (55P03). A
- * batch's statement waits for the locks of all its calls: one call's busy row must not fail the
- * others.
+ * Whether the calls of a failed batch statement (see `TurnBatch`) go again one by one: when
+ * nothing of it was written and the failure may be one call's own. PostgreSQL refused a row for
+ * its data or a constraint (SQLSTATE classes 22 and 23), or the statement's locks: a deadlock or
+ * a serialization failure (class 40), or one call's row held past `lock_timeout` (55P03); a batch
+ * waits for the locks of all its calls, and one busy row must not fail the others. Any other
+ * error (an outage, a timeout, a connection lost, perhaps after the commit) is every call's own,
+ * as it was with a statement each: no second round into a failing server.
  */
-export function lockFailed(error: unknown): boolean {
+export function callsGoAlone(error: unknown): boolean {
   const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && (code.startsWith('40') || code === '55P03');
+  if (typeof code !== 'string') return false;
+  return code.startsWith('22') || code.startsWith('23') || code.startsWith('40') || code === '55P03';
 }
