@@ -235,6 +235,7 @@ export const NOT_COPIED: Readonly<Record<string, string>> = Object.freeze({
   audit_pending: 'PostgreSQL: events not yet chained; the exporter seals them first, so it is empty when read',
   attempt_budget:
     'PostgreSQL: windows of failed sign-in attempts (a minute or so); a move needs the service stopped, and the windows restart',
+  dpop_replay_log: 'SQLite: the DPoP replay records, moved as the dpop_proofs view over it (one row per key, its latest expiry)',
 });
 
 /** A neutral value. */

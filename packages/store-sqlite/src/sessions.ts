@@ -39,6 +39,7 @@ import {
 } from '@svc/core/store';
 import type Database from 'better-sqlite3';
 import type { SqliteContext } from './context.js';
+import { DpopReplayLog } from './dpop-replay.js';
 import type { PairUpdate, SessionInsert } from './rows.js';
 
 const INVALID: RotationOutcome = Object.freeze({ kind: 'invalid' });
@@ -80,12 +81,6 @@ function prepare(db: Database.Database) {
       `UPDATE handoff_codes SET used_at = @now WHERE digest = @digest AND used_at IS NULL RETURNING ${HANDOFF_CODE_COLUMNS}`,
     ),
     // The DPoP replay cache: a live record of the key wins; an expired one is replaced.
-    pruneDpopProofs: p<[number]>('DELETE FROM dpop_proofs WHERE expires_at <= ?'),
-    hasDpopRecord: p<[string, number], number>('SELECT 1 FROM dpop_proofs WHERE proof_key = ? AND expires_at > ?').pluck(true),
-    useDpopProof: p<{ key: string; expiresAt: number; now: number }>(
-      `INSERT INTO dpop_proofs (proof_key, expires_at) VALUES (@key, @expiresAt)
-       ON CONFLICT (proof_key) DO UPDATE SET expires_at = excluded.expires_at WHERE dpop_proofs.expires_at <= @now`,
-    ),
     sessionById: p<[string], SessionRow>(`SELECT ${SESSION_COLUMNS} FROM sessions WHERE id = ?`),
     listActiveSessions: p<{ now: number; realm: Realm | null; deviceId: string | null; subject: string | null }, SessionRow>(
       `SELECT ${SESSION_COLUMNS} FROM sessions
@@ -124,10 +119,12 @@ export class SqliteSessions {
   readonly #s: ReturnType<typeof prepare>;
   /** Challenges written by this connection: every 64th (and the first) also prunes the expired ones. */
   #challengeWrites = 0;
+  readonly #replay: DpopReplayLog;
 
   constructor(ctx: SqliteContext) {
     this.#ctx = ctx;
     this.#s = prepare(ctx.db);
+    this.#replay = new DpopReplayLog(ctx.db, ctx.writes);
   }
 
   #rotate(input: Parameters<Store['rotateRefreshToken']>[0], audit: Parameters<Store['rotateRefreshToken']>[1]): RotationOutcome {
@@ -189,16 +186,13 @@ export class SqliteSessions {
   }
 
   async useDpopProof(input: { readonly key: string; readonly expiresAt: number; readonly now: number }): Promise<boolean> {
-    // One write transaction: the INSERT (or the UPDATE of an expired record) changes a row only
-    // for the first of any number of callers, in this process or another one on the same file.
-    return this.#ctx.writes.run(() => {
-      this.#s.pruneDpopProofs.run(input.now);
-      return this.#s.useDpopProof.run({ key: input.key, expiresAt: input.expiresAt, now: input.now }).changes === 1;
-    });
+    // Decided inside a write transaction, which holds the write lock: the first of any number of
+    // callers wins, in this process or another one on the same file (see DpopReplayLog).
+    return this.#ctx.writes.run(() => this.#replay.use(input.key, input.expiresAt, input.now));
   }
 
   async hasDpopRecord(input: { readonly key: string; readonly now: number }): Promise<boolean> {
-    return this.#s.hasDpopRecord.get(input.key, input.now) !== undefined;
+    return this.#replay.has(input.key, input.now);
   }
 
   async createSession(

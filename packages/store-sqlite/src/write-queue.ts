@@ -48,6 +48,10 @@ export class WriteQueue {
   #retryTimer: NodeJS.Timeout | undefined;
   #lockAttempts = 0;
   #lockWaitSince: number | undefined;
+  // Counts the write transactions begun (each attempt of a batch is one).
+  #serial = 0;
+  // What the writes of the open transaction asked to run once it commits (see afterCommit).
+  #afterCommit: (() => void)[] = [];
 
   /** `onCommit` runs after each committed batch. */
   constructor(db: Database.Database, durability: 'normal' | 'full', lockWaitMs: number, onCommit: () => void) {
@@ -56,6 +60,25 @@ export class WriteQueue {
     this.#lockWaitMs = lockWaitMs;
     this.#onCommit = onCommit;
     this.tx = db.transaction((fn: () => unknown) => fn());
+  }
+
+  /**
+   * The number of the write transaction a write runs in: it changes with every transaction
+   * begun, also when a batch runs again after a rollback. What a write keeps beside its statements
+   * for the rest of its transaction is tied to this number (see {@link WriteQueue.afterCommit}).
+   */
+  get serial(): number {
+    return this.#serial;
+  }
+
+  /**
+   * From inside a write: runs `fn` once the transaction it runs in has committed, before any of
+   * its writes is answered. Never when that transaction rolls back, or when the write's own
+   * savepoint does (a write that threw): what a write learned in a transaction that did not
+   * commit is not kept. `fn` must not throw.
+   */
+  afterCommit(fn: () => void): void {
+    this.#afterCommit.push(fn);
   }
 
   /** Since when (Date.now()) writes have been waiting for another process's lock, or undefined. */
@@ -131,6 +154,8 @@ export class WriteQueue {
     const attempt = (isolated: boolean): WriteResult[] =>
       this.tx.immediate(() => {
         began = true;
+        this.#serial++;
+        this.#afterCommit = [];
         return this.#apply(batch, isolated);
       }) as WriteResult[];
     try {
@@ -141,6 +166,7 @@ export class WriteQueue {
         if (!(error instanceof WriteThrew)) throw error;
         // The transaction rolled back whole: nothing of the batch has happened.
         this.head = undefined;
+        this.#afterCommit = [];
         if (batch.length === 1) {
           results = [{ ok: false, value: error.cause }];
         } else {
@@ -150,6 +176,7 @@ export class WriteQueue {
       }
     } catch (error) {
       this.head = undefined;
+      this.#afterCommit = [];
       if (raise) this.#db.pragma('synchronous = NORMAL');
       const fault = sqliteFault(error);
       if (!began && fault === 'locked') {
@@ -165,6 +192,9 @@ export class WriteQueue {
     } finally {
       this.head = undefined;
     }
+    const committed = this.#afterCommit;
+    this.#afterCommit = [];
+    for (const fn of committed) fn();
     if (raise) this.#db.pragma('synchronous = NORMAL');
     this.#lockWaitSince = undefined;
     this.#lockAttempts = 0;
@@ -200,10 +230,12 @@ export class WriteQueue {
         results.push({ ok: true, value });
         continue;
       }
+      const kept = this.#afterCommit.length;
       try {
         results.push({ ok: true, value: this.tx(w.fn) });
       } catch (error) {
         this.head = undefined;
+        this.#afterCommit.length = kept;
         results.push({ ok: false, value: error });
       }
     }

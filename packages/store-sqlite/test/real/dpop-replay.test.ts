@@ -1,0 +1,152 @@
+import assert from 'node:assert/strict';
+import { chmodSync } from 'node:fs';
+import { after, describe, test } from 'node:test';
+import { auditDraft, createChallenge, issueBootstrapToken } from '@svc/core';
+import { createFakeClock, makeDeps, newDeviceKey } from '@svc/store-testkit';
+import Database from 'better-sqlite3';
+import { openSqliteStore } from '../../src/index.js';
+import { loadMigrations, migrate } from '../../src/migrations.js';
+import { ownerOnlyTempDir } from '../temp-dir.js';
+
+// The SQLite store's DPoP replay cache is an append-only log with the live keys in memory
+// (src/dpop-replay.ts). Each attack below replays a proof's key where that memory could be
+// wrong: after a restart, through another process on the same file, after an upgrade from the
+// keyed table, and after a write batch that rolled back and ran again.
+
+const temp = await ownerOnlyTempDir();
+after(() => temp.remove());
+let n = 0;
+const freshFile = (): string => `${temp.dir}/replay-${++n}.db`;
+const key = (c: string) => c.repeat(64);
+const MINUTE = 60_000;
+
+function logRows(file: string): number {
+  const db = new Database(file, { readonly: true });
+  try {
+    return db.prepare('SELECT COUNT(*) AS n FROM dpop_replay_log').pluck().get() as number;
+  } finally {
+    db.close();
+  }
+}
+
+describe('sqlite store: the DPoP replay log', () => {
+  test('a-dpop-proof-replayed-after-a-restart', async () => {
+    const file = freshFile();
+    const now = Date.now();
+    const first = await openSqliteStore({ file });
+    assert.equal(await first.useDpopProof({ key: key('a'), expiresAt: now + MINUTE, now }), true);
+    await first.close();
+    const reopened = await openSqliteStore({ file });
+    try {
+      assert.equal(await reopened.useDpopProof({ key: key('a'), expiresAt: now + MINUTE, now }), false, 'refused after the restart');
+      assert.equal(await reopened.hasDpopRecord({ key: key('a'), now }), true);
+      assert.equal(await reopened.useDpopProof({ key: key('b'), expiresAt: now + MINUTE, now }), true);
+    } finally {
+      await reopened.close();
+    }
+  });
+
+  test('a-dpop-proof-replayed-through-another-process-on-the-same-file', async () => {
+    const file = freshFile();
+    const now = Date.now();
+    const a = await openSqliteStore({ file });
+    const b = await openSqliteStore({ file });
+    try {
+      // Each connection has its own memory: it must read what the other appended, every time.
+      for (let i = 0; i < 200; i++) {
+        const [first, second] = i % 2 === 0 ? [a, b] : [b, a];
+        const k = `${i}`.padStart(64, '0');
+        assert.equal(await first.useDpopProof({ key: k, expiresAt: now + MINUTE, now }), true, `use ${i}`);
+        assert.equal(await second.useDpopProof({ key: k, expiresAt: now + MINUTE, now }), false, `replay ${i} on the other connection`);
+        assert.equal(await first.useDpopProof({ key: k, expiresAt: now + MINUTE, now }), false, `replay ${i} on the same connection`);
+      }
+      // Both at once, in one turn each: still exactly one use of each key wins.
+      const racing = await Promise.all(
+        Array.from({ length: 40 }, (_, i) => (i % 2 === 0 ? a : b).useDpopProof({ key: key('r'), expiresAt: now + MINUTE, now })),
+      );
+      assert.equal(racing.filter(Boolean).length, 1);
+      assert.equal(await b.hasDpopRecord({ key: `${199}`.padStart(64, '0'), now }), true, 'a nonce another node recorded is seen');
+    } finally {
+      await a.close();
+      await b.close();
+    }
+  });
+
+  test('a-dpop-proof-used-before-the-upgrade-replayed-after-it', async () => {
+    const file = freshFile();
+    const now = Date.now();
+    // A store at the schema before the log (migration 16), with a live record in its keyed table.
+    const db = new Database(file);
+    migrate(
+      db,
+      file,
+      loadMigrations().filter((m) => m.version <= 16),
+      now,
+    );
+    db.prepare('INSERT INTO dpop_proofs (proof_key, expires_at) VALUES (?, ?)').run(key('u'), now + MINUTE);
+    db.close();
+    chmodSync(file, 0o600);
+    const store = await openSqliteStore({ file });
+    try {
+      assert.equal(await store.useDpopProof({ key: key('u'), expiresAt: now + MINUTE, now }), false, 'the record moved into the log');
+      assert.equal(await store.useDpopProof({ key: key('v'), expiresAt: now + MINUTE, now }), true);
+    } finally {
+      await store.close();
+    }
+  });
+
+  test('a-dpop-proof-whose-batch-rolled-back-is-not-taken-for-its-own-replay', async () => {
+    const file = freshFile();
+    const store = await openSqliteStore({ file });
+    try {
+      const clock = createFakeClock();
+      const deps = makeDeps(store, clock);
+      const device = newDeviceKey();
+      await issueBootstrapToken(deps, { recovery: false });
+      const kept = await createChallenge(deps, { publicKey: device.publicKey, realm: 'management' });
+      const now = clock.now();
+      // One turn, one batch: the challenge stored twice throws, the batch rolls back whole and
+      // runs again with savepoints. The proof's use in the first run never committed: in the
+      // second run it is a first use, not a replay of itself.
+      const outcomes = await Promise.allSettled([
+        store.useDpopProof({ key: key('s'), expiresAt: now + MINUTE, now }),
+        store.createChallenge(kept),
+        store.appendAuditEvent(auditDraft(deps, 'signin.failed', { realm: 'management', data: { reason: 'test' } })),
+      ]);
+      assert.deepEqual(
+        outcomes.map((o) => o.status),
+        ['fulfilled', 'rejected', 'fulfilled'],
+      );
+      assert.equal((outcomes[0] as PromiseFulfilledResult<boolean>).value, true, 'the use counts once');
+      assert.equal(await store.useDpopProof({ key: key('s'), expiresAt: now + MINUTE, now }), false, 'and is refused after');
+      // The batch's one write alone, refused: what it recorded is gone with it, and the key is free.
+      const alone = await Promise.allSettled([store.createChallenge(kept)]);
+      assert.equal(alone[0]?.status, 'rejected');
+      assert.equal(await store.useDpopProof({ key: key('t'), expiresAt: now + MINUTE, now }), true);
+    } finally {
+      await store.close();
+    }
+  });
+
+  test('expired records leave the log, live ones stay', async () => {
+    const file = freshFile();
+    const store = await openSqliteStore({ file });
+    try {
+      const start = Date.now();
+      for (let i = 0; i < 300; i++) {
+        assert.equal(await store.useDpopProof({ key: `old${i}`.padStart(64, '0'), expiresAt: start + MINUTE, now: start }), true);
+      }
+      assert.equal(logRows(file), 300);
+      const later = start + MINUTE;
+      for (let i = 0; i < 130; i++) {
+        assert.equal(await store.useDpopProof({ key: `new${i}`.padStart(64, '0'), expiresAt: later + MINUTE, now: later }), true);
+      }
+      assert.equal(logRows(file), 130, 'the 300 expired rows went with the first prune of the new uses');
+      // An expired key is used again; a live one is not.
+      assert.equal(await store.useDpopProof({ key: `old${7}`.padStart(64, '0'), expiresAt: later + MINUTE, now: later }), true);
+      assert.equal(await store.useDpopProof({ key: `new${7}`.padStart(64, '0'), expiresAt: later + MINUTE, now: later }), false);
+    } finally {
+      await store.close();
+    }
+  });
+});
