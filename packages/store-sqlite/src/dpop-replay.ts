@@ -1,23 +1,15 @@
 import type Database from 'better-sqlite3';
 import type { WriteQueue } from './write-queue.js';
 
-/** Every this many uses of this connection (and the first), the expired rows at the log's start go. */
+/** Every this many uses of this connection (and the first), up to {@link PRUNE_ROWS} expired rows go. */
 const PRUNE_EVERY = 64;
-/** How many of the oldest rows (and of the oldest keys in memory) one prune looks at. */
-const PRUNE_WINDOW = 512;
+/** How many expired rows one prune deletes at most. */
+const PRUNE_ROWS = 512;
 
 interface LogRow {
   readonly seq: number;
   readonly proof_key: string;
   readonly expires_at: number;
-}
-
-/** The keys one write transaction recorded, kept once it commits. */
-interface OpenTransaction {
-  readonly serial: number;
-  readonly recorded: Map<string, number>;
-  last: number;
-  now: number;
 }
 
 /**
@@ -27,23 +19,26 @@ interface OpenTransaction {
  * Why not a table keyed by the proof's key, as it was: the keys are SHA-256 digests, so each use
  * wrote into a random leaf of that B-tree, and its expired record's deletion into another one.
  * A batch of uses (one write transaction) then rewrote about two pages per use, 4 KiB each into
- * the WAL, and the checkpoint copied them again. Appended rows share their pages.
+ * the WAL, and the checkpoint copied them again. Appended rows share their pages, and so do the
+ * entries of the log's expiry index (expiries grow with time).
  *
  * What decides a use is the set of live keys in memory, kept exact across processes on the same
  * file and across restarts:
- * - Inside the write transaction (which holds the write lock, so no other process appends
+ * - The store reads the whole log when it opens, outside any write transaction.
+ * - Inside a write transaction (which holds the write lock, so no other process appends
  *   meanwhile), the first use reads every row other processes appended since the last one this
  *   connection knows (`seq` only grows: AUTOINCREMENT never hands out a committed number again).
- *   A connection that opens reads the whole live log that way.
- * - The keys a transaction records are kept in memory only once it commits
- *   ({@link WriteQueue.afterCommit}): a batch that rolls back and runs again does not find its
- *   own uses of the first run.
+ * - A use is kept in memory only once its transaction has committed, and only if its own write
+ *   did not roll back ({@link WriteQueue.afterCommit}): a batch that rolls back and runs again
+ *   does not find its first run's uses, and a number handed out to a use that rolled back is never
+ *   taken for a committed one.
  * - An expired key (`expires_at <= now`) does not refuse its key: it is used again, a new row.
  *
- * Expired rows are deleted from the log's start, the oldest {@link PRUNE_WINDOW} rows looked at
- * with every {@link PRUNE_EVERY}th use; expired keys leave memory the same way. Every key lives
- * at most as long as a proof is accepted (61 s) or a server nonce (120 s), so memory holds the
- * keys of about the last minute of DPoP-checked requests (about 150 bytes each).
+ * Expired rows are deleted with the first use and every {@link PRUNE_EVERY}th (at most
+ * {@link PRUNE_ROWS}, found by the expiry index); expired keys leave memory by the second they
+ * expire in. Every key lives at most as long as a proof is accepted (61 s) or a server nonce
+ * (120 s), so memory holds the keys of about the last minute of DPoP-checked requests (about 150
+ * bytes each).
  *
  * @example
  * const replay = new DpopReplayLog(db, writes);
@@ -58,9 +53,12 @@ export class DpopReplayLog {
   };
   /** Live keys (this connection's committed uses, and other processes' as read), by key: their expiry. */
   readonly #known = new Map<string, number>();
+  /** The keys of {@link #known} by the second their expiry falls in (rounded up): how they leave. */
+  readonly #bySecond = new Map<number, string[]>();
   /** The highest `seq` this connection read or committed. */
   #seen = 0;
-  #open: OpenTransaction | null = null;
+  /** The write transaction whose first use read the rows of other processes, and what it used. */
+  #open: { readonly serial: number; readonly used: Map<string, number> } | null = null;
   #uses = 0;
   #learned = 0;
 
@@ -71,24 +69,33 @@ export class DpopReplayLog {
       append: db.prepare<[string, number]>('INSERT INTO dpop_replay_log (proof_key, expires_at) VALUES (?, ?)'),
       prune: db.prepare<[number, number]>(
         `DELETE FROM dpop_replay_log
-         WHERE seq IN (SELECT seq FROM dpop_replay_log ORDER BY seq LIMIT ?) AND expires_at <= ?`,
+         WHERE seq IN (SELECT seq FROM dpop_replay_log WHERE expires_at <= ? ORDER BY expires_at LIMIT ?)`,
       ),
     };
+    // The live log, read now rather than inside the first write transaction (which would hold
+    // the write lock of every process on the file while it reads).
+    this.#catchUp(Number.NEGATIVE_INFINITY);
   }
 
   /**
-   * Inside a write transaction only: records `key` until `expiresAt` and answers true, unless a
-   * live record of it exists (`expiresAt > now`), here or in another process: false.
+   * Inside a write only: records `key` until `expiresAt` and answers true, unless a live record
+   * of it exists (`expiresAt > now`), here or in another process: false.
    */
   use(key: string, expiresAt: number, now: number): boolean {
     const open = this.#transaction(now);
-    if (Math.max(open.recorded.get(key) ?? Number.NEGATIVE_INFINITY, this.#known.get(key) ?? Number.NEGATIVE_INFINITY) > now) {
+    if (Math.max(open.used.get(key) ?? Number.NEGATIVE_INFINITY, this.#known.get(key) ?? Number.NEGATIVE_INFINITY) > now) {
       return false;
     }
-    open.last = Number(this.#s.append.run(key, expiresAt).lastInsertRowid);
-    open.recorded.set(key, Math.max(expiresAt, open.recorded.get(key) ?? Number.NEGATIVE_INFINITY));
-    open.now = now;
-    if (this.#uses++ % PRUNE_EVERY === 0) this.#s.prune.run(PRUNE_WINDOW, now);
+    // The statements first: memory changes only once neither of them can throw any more. (A
+    // prune that fails fails its use alone: the next one is not due.)
+    if (this.#uses++ % PRUNE_EVERY === 0) this.#s.prune.run(now, PRUNE_ROWS);
+    const seq = Number(this.#s.append.run(key, expiresAt).lastInsertRowid);
+    open.used.set(key, Math.max(expiresAt, open.used.get(key) ?? Number.NEGATIVE_INFINITY));
+    // Dropped with this write's savepoint if it rolls back, with the transaction if that does.
+    this.#writes.afterCommit(() => {
+      this.#learn(key, expiresAt, now);
+      if (seq > this.#seen) this.#seen = seq;
+    });
     return true;
   }
 
@@ -98,21 +105,15 @@ export class DpopReplayLog {
     return (this.#known.get(key) ?? Number.NEGATIVE_INFINITY) > now;
   }
 
-  /** The write transaction this use runs in; its first use reads what other processes appended. */
-  #transaction(now: number): OpenTransaction {
+  /** The uses of the write transaction this use runs in; its first use reads what other processes appended. */
+  #transaction(now: number): { readonly used: Map<string, number> } {
     const serial = this.#writes.serial;
-    if (this.#open !== null && this.#open.serial === serial) return this.#open;
-    // The write lock is held: every row another process appended has committed.
+    if (this.#open?.serial === serial) return this.#open;
+    // The write lock is held: every row another process appended has committed, and this
+    // connection's own committed rows are known (none of this transaction's yet).
     this.#catchUp(now);
-    const open: OpenTransaction = { serial, recorded: new Map(), last: 0, now };
-    this.#open = open;
-    this.#writes.afterCommit(() => {
-      for (const [key, expiresAt] of open.recorded) this.#learn(key, expiresAt, open.now);
-      // This transaction's rows follow every row read at its start, with no gap.
-      if (open.last > this.#seen) this.#seen = open.last;
-      if (this.#open === open) this.#open = null;
-    });
-    return open;
+    this.#open = { serial, used: new Map() };
+    return this.#open;
   }
 
   /** Reads the rows appended since the last one this connection knows. */
@@ -125,13 +126,22 @@ export class DpopReplayLog {
 
   #learn(key: string, expiresAt: number, now: number): void {
     const known = this.#known.get(key);
-    if (known === undefined || expiresAt > known) this.#known.set(key, expiresAt);
-    if (this.#learned++ % PRUNE_EVERY !== 0) return;
-    // The oldest keys first (a Map keeps the order they were first learned in).
-    let looked = 0;
-    for (const [k, e] of this.#known) {
-      if (looked++ >= PRUNE_WINDOW) break;
-      if (e <= now) this.#known.delete(k);
+    if (known === undefined || expiresAt > known) {
+      this.#known.set(key, expiresAt);
+      const second = Math.ceil(expiresAt / 1000);
+      const keys = this.#bySecond.get(second);
+      if (keys === undefined) this.#bySecond.set(second, [key]);
+      else keys.push(key);
+    }
+    if (this.#learned++ % PRUNE_EVERY === 0) this.#forgetExpired(now);
+  }
+
+  /** Forgets the keys of every second that has fully passed (a few hundred seconds at most hold keys). */
+  #forgetExpired(now: number): void {
+    for (const [second, keys] of this.#bySecond) {
+      if (second * 1000 > now) continue;
+      for (const key of keys) if ((this.#known.get(key) ?? Number.POSITIVE_INFINITY) <= now) this.#known.delete(key);
+      this.#bySecond.delete(second);
     }
   }
 }

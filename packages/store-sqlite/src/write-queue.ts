@@ -236,6 +236,10 @@ export class WriteQueue {
       } catch (error) {
         this.head = undefined;
         this.#afterCommit.length = kept;
+        // Some errors (a full disk, an I/O error, no memory) make SQLite roll back the whole
+        // transaction, not only the savepoint: the writes after it would run outside it, without
+        // the write lock. The attempt ends here, and nothing of the batch has happened.
+        if (!this.#db.inTransaction) throw error;
         results.push({ ok: false, value: error });
       }
     }

@@ -128,6 +128,68 @@ describe('sqlite store: the DPoP replay log', () => {
     }
   });
 
+  test('a-dpop-proof-replayed-after-its-write-failed-beside-committed-ones', async () => {
+    // A use whose own write fails (here its prune of expired rows, made to fail by a trigger, as
+    // a full disk would) rolls back alone while uses of the same transaction commit. The number
+    // its row had is handed out again: no connection may take it for one it already read.
+    const file = freshFile();
+    const now = Date.now();
+    const a = await openSqliteStore({ file });
+    const b = await openSqliteStore({ file });
+    const raw = new Database(file);
+    try {
+      const clock = createFakeClock();
+      const deps = makeDeps(a, clock);
+      await issueBootstrapToken(deps, { recovery: false });
+      const kept = await createChallenge(deps, { publicKey: newDeviceKey().publicKey, realm: 'management' });
+      // An expired row for the prunes to find (written by another process).
+      raw.prepare('INSERT INTO dpop_replay_log (proof_key, expires_at) VALUES (?, ?)').run(key('o'), now - 1);
+      raw.exec("CREATE TRIGGER fail_prune BEFORE DELETE ON dpop_replay_log BEGIN SELECT RAISE(ABORT, 'disk full'); END");
+      // 192 uses: the due prunes fail the 64th, 128th and 192nd of the run with savepoints, so
+      // the transaction's last use is one that rolled back.
+      const keys = Array.from({ length: 192 }, (_, i) => `k${i}`.padStart(64, '0'));
+      const outcomes = await Promise.allSettled([
+        ...keys.map((k) => a.useDpopProof({ key: k, expiresAt: now + MINUTE, now })),
+        a.createChallenge(kept),
+      ]);
+      raw.exec('DROP TRIGGER fail_prune');
+      const used = keys.filter((_, i) => outcomes[i]?.status === 'fulfilled');
+      const failed = keys.filter((_, i) => outcomes[i]?.status === 'rejected');
+      assert.ok(used.length > 0 && failed.length > 0, `some uses committed (${used.length}), some failed (${failed.length})`);
+      for (const outcome of outcomes.slice(0, keys.length)) {
+        if (outcome.status === 'fulfilled') assert.equal(outcome.value, true);
+      }
+      // New uses on the other connection take the numbers of the failed rows.
+      const fresh = Array.from({ length: 20 }, (_, i) => `f${i}`.padStart(64, '0'));
+      for (const k of fresh) assert.equal(await b.useDpopProof({ key: k, expiresAt: now + MINUTE, now }), true);
+      for (const k of fresh) assert.equal(await a.useDpopProof({ key: k, expiresAt: now + MINUTE, now }), false, `replay of ${k} on a`);
+      for (const k of used) assert.equal(await a.useDpopProof({ key: k, expiresAt: now + MINUTE, now }), false, `replay of ${k}`);
+      for (const k of failed) assert.equal(await a.useDpopProof({ key: k, expiresAt: now + MINUTE, now }), true, `${k} never committed`);
+      for (const k of [...used, ...failed]) assert.equal(await b.hasDpopRecord({ key: k, now }), true);
+    } finally {
+      raw.close();
+      await a.close();
+      await b.close();
+    }
+  });
+
+  test('expired records behind live ones leave the log too (a clock stepped back)', async () => {
+    const file = freshFile();
+    const store = await openSqliteStore({ file });
+    try {
+      const now = Date.now();
+      for (let i = 0; i < 600; i++) await store.useDpopProof({ key: `live${i}`.padStart(64, '0'), expiresAt: now + 60 * MINUTE, now });
+      for (let i = 0; i < 300; i++) await store.useDpopProof({ key: `soon${i}`.padStart(64, '0'), expiresAt: now + 1000, now });
+      const later = now + 2000;
+      for (let i = 0; i < 130; i++) await store.useDpopProof({ key: `next${i}`.padStart(64, '0'), expiresAt: later + MINUTE, now: later });
+      assert.equal(logRows(file), 600 + 130);
+      assert.equal(await store.useDpopProof({ key: `live${9}`.padStart(64, '0'), expiresAt: later + MINUTE, now: later }), false);
+      assert.equal(await store.useDpopProof({ key: `soon${9}`.padStart(64, '0'), expiresAt: later + MINUTE, now: later }), true);
+    } finally {
+      await store.close();
+    }
+  });
+
   test('expired records leave the log, live ones stay', async () => {
     const file = freshFile();
     const store = await openSqliteStore({ file });
