@@ -80,7 +80,6 @@ function prepare(db: Database.Database) {
     useHandoffCode: p<{ digest: string; now: number }, HandoffCodeRow>(
       `UPDATE handoff_codes SET used_at = @now WHERE digest = @digest AND used_at IS NULL RETURNING ${HANDOFF_CODE_COLUMNS}`,
     ),
-    // The DPoP replay cache: a live record of the key wins; an expired one is replaced.
     sessionById: p<[string], SessionRow>(`SELECT ${SESSION_COLUMNS} FROM sessions WHERE id = ?`),
     listActiveSessions: p<{ now: number; realm: Realm | null; deviceId: string | null; subject: string | null }, SessionRow>(
       `SELECT ${SESSION_COLUMNS} FROM sessions

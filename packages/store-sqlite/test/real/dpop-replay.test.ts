@@ -4,14 +4,15 @@ import { after, describe, test } from 'node:test';
 import { auditDraft, createChallenge, issueBootstrapToken } from '@svc/core';
 import { createFakeClock, makeDeps, newDeviceKey } from '@svc/store-testkit';
 import Database from 'better-sqlite3';
-import { openSqliteStore } from '../../src/index.js';
+import { openSqliteStore, type SqliteStore } from '../../src/index.js';
 import { loadMigrations, migrate } from '../../src/migrations.js';
 import { ownerOnlyTempDir } from '../temp-dir.js';
 
 // The SQLite store's DPoP replay cache is an append-only log with the live keys in memory
 // (src/dpop-replay.ts). Each attack below replays a proof's key where that memory could be
 // wrong: after a restart, through another process on the same file, after an upgrade from the
-// keyed table, and after a write batch that rolled back and ran again.
+// keyed table, after a write batch that rolled back and ran again, after a use whose own write
+// failed beside committed ones, and after SQLite rolled a whole batch back under a savepoint.
 
 const temp = await ownerOnlyTempDir();
 after(() => temp.remove());
@@ -19,6 +20,27 @@ let n = 0;
 const freshFile = (): string => `${temp.dir}/replay-${++n}.db`;
 const key = (c: string) => c.repeat(64);
 const MINUTE = 60_000;
+
+/** Two connections to one file (two processes, as far as the replay log can tell), closed after `fn`. */
+async function withTwoStores(file: string, fn: (a: SqliteStore, b: SqliteStore) => Promise<void>): Promise<void> {
+  const a = await openSqliteStore({ file });
+  const b = await openSqliteStore({ file });
+  try {
+    await fn(a, b);
+  } finally {
+    await a.close();
+    await b.close();
+  }
+}
+
+/** A challenge of the store's project, to store twice: a write that throws in a batch. */
+async function storedChallenge(store: SqliteStore) {
+  const deps = makeDeps(store, createFakeClock());
+  await issueBootstrapToken(deps, { recovery: false });
+  return { deps, challenge: await createChallenge(deps, { publicKey: newDeviceKey().publicKey, realm: 'management' }) };
+}
+
+const STORED_TWICE = /UNIQUE constraint failed: challenges\.id/;
 
 function logRows(file: string): number {
   const db = new Database(file, { readonly: true });
@@ -47,11 +69,8 @@ describe('sqlite store: the DPoP replay log', () => {
   });
 
   test('a-dpop-proof-replayed-through-another-process-on-the-same-file', async () => {
-    const file = freshFile();
     const now = Date.now();
-    const a = await openSqliteStore({ file });
-    const b = await openSqliteStore({ file });
-    try {
+    await withTwoStores(freshFile(), async (a, b) => {
       // Each connection has its own memory: it must read what the other appended, every time.
       for (let i = 0; i < 200; i++) {
         const [first, second] = i % 2 === 0 ? [a, b] : [b, a];
@@ -66,10 +85,7 @@ describe('sqlite store: the DPoP replay log', () => {
       );
       assert.equal(racing.filter(Boolean).length, 1);
       assert.equal(await b.hasDpopRecord({ key: `${199}`.padStart(64, '0'), now }), true, 'a nonce another node recorded is seen');
-    } finally {
-      await a.close();
-      await b.close();
-    }
+    });
   });
 
   test('a-dpop-proof-used-before-the-upgrade-replayed-after-it', async () => {
@@ -99,12 +115,8 @@ describe('sqlite store: the DPoP replay log', () => {
     const file = freshFile();
     const store = await openSqliteStore({ file });
     try {
-      const clock = createFakeClock();
-      const deps = makeDeps(store, clock);
-      const device = newDeviceKey();
-      await issueBootstrapToken(deps, { recovery: false });
-      const kept = await createChallenge(deps, { publicKey: device.publicKey, realm: 'management' });
-      const now = clock.now();
+      const { deps, challenge: kept } = await storedChallenge(store);
+      const now = deps.clock.now();
       // One turn, one batch: the challenge stored twice throws, the batch rolls back whole and
       // runs again with savepoints. The proof's use in the first run never committed: in the
       // second run it is a first use, not a replay of itself.
@@ -117,11 +129,11 @@ describe('sqlite store: the DPoP replay log', () => {
         outcomes.map((o) => o.status),
         ['fulfilled', 'rejected', 'fulfilled'],
       );
+      assert.match(String((outcomes[1] as PromiseRejectedResult).reason), STORED_TWICE);
       assert.equal((outcomes[0] as PromiseFulfilledResult<boolean>).value, true, 'the use counts once');
       assert.equal(await store.useDpopProof({ key: key('s'), expiresAt: now + MINUTE, now }), false, 'and is refused after');
       // The batch's one write alone, refused: what it recorded is gone with it, and the key is free.
-      const alone = await Promise.allSettled([store.createChallenge(kept)]);
-      assert.equal(alone[0]?.status, 'rejected');
+      await assert.rejects(store.createChallenge(kept), STORED_TWICE);
       assert.equal(await store.useDpopProof({ key: key('t'), expiresAt: now + MINUTE, now }), true);
     } finally {
       await store.close();
@@ -134,42 +146,76 @@ describe('sqlite store: the DPoP replay log', () => {
     // its row had is handed out again: no connection may take it for one it already read.
     const file = freshFile();
     const now = Date.now();
-    const a = await openSqliteStore({ file });
-    const b = await openSqliteStore({ file });
+    await withTwoStores(file, async (a, b) => {
+      const raw = new Database(file);
+      try {
+        const { challenge: kept } = await storedChallenge(a);
+        // An expired row for the prunes to find (written by another process).
+        raw.prepare('INSERT INTO dpop_replay_log (proof_key, expires_at) VALUES (?, ?)').run(key('o'), now - 1);
+        raw.exec("CREATE TRIGGER fail_prune BEFORE DELETE ON dpop_replay_log BEGIN SELECT RAISE(ABORT, 'disk full'); END");
+        // 192 uses: the due prunes fail the 64th, 128th and 192nd of the run with savepoints, so
+        // the transaction's last use is one that rolled back.
+        const keys = Array.from({ length: 192 }, (_, i) => `k${i}`.padStart(64, '0'));
+        const outcomes = await Promise.allSettled([
+          ...keys.map((k) => a.useDpopProof({ key: k, expiresAt: now + MINUTE, now })),
+          a.createChallenge(kept),
+        ]);
+        raw.exec('DROP TRIGGER fail_prune');
+        const used = keys.filter((_, i) => outcomes[i]?.status === 'fulfilled');
+        const failed = keys.filter((_, i) => outcomes[i]?.status === 'rejected');
+        assert.ok(used.length > 0 && failed.length > 0, `some uses committed (${used.length}), some failed (${failed.length})`);
+        for (const outcome of outcomes.slice(0, keys.length)) {
+          if (outcome.status === 'fulfilled') assert.equal(outcome.value, true);
+          else assert.match(String(outcome.reason), /disk full/);
+        }
+        assert.match(String((outcomes[keys.length] as PromiseRejectedResult).reason), STORED_TWICE);
+        // New uses on the other connection take the numbers of the failed rows.
+        const fresh = Array.from({ length: 20 }, (_, i) => `f${i}`.padStart(64, '0'));
+        for (const k of fresh) assert.equal(await b.useDpopProof({ key: k, expiresAt: now + MINUTE, now }), true);
+        for (const k of fresh) assert.equal(await a.useDpopProof({ key: k, expiresAt: now + MINUTE, now }), false, `replay of ${k} on a`);
+        for (const k of used) assert.equal(await a.useDpopProof({ key: k, expiresAt: now + MINUTE, now }), false, `replay of ${k}`);
+        for (const k of failed) assert.equal(await a.useDpopProof({ key: k, expiresAt: now + MINUTE, now }), true, `${k} never committed`);
+        for (const k of [...used, ...failed]) assert.equal(await b.hasDpopRecord({ key: k, now }), true);
+      } finally {
+        raw.close();
+      }
+    });
+  });
+
+  test('a-batch-sqlite-rolled-back-whole-under-a-savepoint-leaves-no-use-behind', async () => {
+    // Some errors (a full disk, an I/O error, no memory) make SQLite roll back the whole
+    // transaction from inside a write's savepoint; a trigger's RAISE(ROLLBACK) does the same.
+    // The writes after it must not run outside the transaction: a use committed there while its
+    // caller is told it failed would refuse the caller's retry as a replay.
+    const file = freshFile();
+    const now = Date.now();
+    const store = await openSqliteStore({ file });
     const raw = new Database(file);
     try {
-      const clock = createFakeClock();
-      const deps = makeDeps(a, clock);
-      await issueBootstrapToken(deps, { recovery: false });
-      const kept = await createChallenge(deps, { publicKey: newDeviceKey().publicKey, realm: 'management' });
-      // An expired row for the prunes to find (written by another process).
-      raw.prepare('INSERT INTO dpop_replay_log (proof_key, expires_at) VALUES (?, ?)').run(key('o'), now - 1);
-      raw.exec("CREATE TRIGGER fail_prune BEFORE DELETE ON dpop_replay_log BEGIN SELECT RAISE(ABORT, 'disk full'); END");
-      // 192 uses: the due prunes fail the 64th, 128th and 192nd of the run with savepoints, so
-      // the transaction's last use is one that rolled back.
-      const keys = Array.from({ length: 192 }, (_, i) => `k${i}`.padStart(64, '0'));
+      const { challenge: kept } = await storedChallenge(store);
+      const poison = key('p');
+      raw.exec(
+        `CREATE TRIGGER roll_back_all BEFORE INSERT ON dpop_replay_log WHEN NEW.proof_key = '${poison}' BEGIN SELECT RAISE(ROLLBACK, 'disk I/O'); END`,
+      );
+      const keys = ['1', '2', '3'].map(key);
       const outcomes = await Promise.allSettled([
-        ...keys.map((k) => a.useDpopProof({ key: k, expiresAt: now + MINUTE, now })),
-        a.createChallenge(kept),
+        store.useDpopProof({ key: keys[0] as string, expiresAt: now + MINUTE, now }),
+        store.createChallenge(kept),
+        store.useDpopProof({ key: poison, expiresAt: now + MINUTE, now }),
+        store.useDpopProof({ key: keys[1] as string, expiresAt: now + MINUTE, now }),
+        store.useDpopProof({ key: keys[2] as string, expiresAt: now + MINUTE, now }),
       ]);
-      raw.exec('DROP TRIGGER fail_prune');
-      const used = keys.filter((_, i) => outcomes[i]?.status === 'fulfilled');
-      const failed = keys.filter((_, i) => outcomes[i]?.status === 'rejected');
-      assert.ok(used.length > 0 && failed.length > 0, `some uses committed (${used.length}), some failed (${failed.length})`);
-      for (const outcome of outcomes.slice(0, keys.length)) {
-        if (outcome.status === 'fulfilled') assert.equal(outcome.value, true);
-      }
-      // New uses on the other connection take the numbers of the failed rows.
-      const fresh = Array.from({ length: 20 }, (_, i) => `f${i}`.padStart(64, '0'));
-      for (const k of fresh) assert.equal(await b.useDpopProof({ key: k, expiresAt: now + MINUTE, now }), true);
-      for (const k of fresh) assert.equal(await a.useDpopProof({ key: k, expiresAt: now + MINUTE, now }), false, `replay of ${k} on a`);
-      for (const k of used) assert.equal(await a.useDpopProof({ key: k, expiresAt: now + MINUTE, now }), false, `replay of ${k}`);
-      for (const k of failed) assert.equal(await a.useDpopProof({ key: k, expiresAt: now + MINUTE, now }), true, `${k} never committed`);
-      for (const k of [...used, ...failed]) assert.equal(await b.hasDpopRecord({ key: k, now }), true);
+      raw.exec('DROP TRIGGER roll_back_all');
+      assert.deepEqual(
+        outcomes.map((o) => o.status),
+        ['rejected', 'rejected', 'rejected', 'rejected', 'rejected'],
+        'nothing of the batch happened',
+      );
+      assert.equal(logRows(file), 0, 'no row of the batch committed');
+      for (const k of keys) assert.equal(await store.useDpopProof({ key: k, expiresAt: now + MINUTE, now }), true, `${k} is free`);
     } finally {
+      await store.close();
       raw.close();
-      await a.close();
-      await b.close();
     }
   });
 
