@@ -88,7 +88,7 @@ interface StoreFigures {
   login_floor: number;
   /** The same logins against that server keeping them in a SQLite file or PostgreSQL schema of its own (`login-floor-server.ts sqlite|postgres`), right after. */
   login_stored_floor: number | null;
-  /** PostgreSQL only: the same bearer requests to the read-only ceiling (bench/pg-read-server.ts), right after svc's; null on SQLite. */
+  /** The same bearer requests to the read-only ceiling (bench/sqlite-read-server.ts, bench/pg-read-server.ts), right after svc's. */
   bearer_ceiling: number | null;
   /** Server CPU microseconds per bare-route request, per bearer check, per complete login, per rotation, per storage-free login. */
   cpu_us: ServerCpu;
@@ -186,8 +186,9 @@ function summarize(rounds: StoreFigures[]): RoundedFigures {
 /**
  * Bearer validation, complete logins and refresh rotations against `server`, each beside a
  * fresh baseline; the logins also against `floor`, the storage-free login server, and on
- * against `storedFloor`, the same server keeping them in a SQLite file or its own PostgreSQL schema; on PostgreSQL the
- * bearer requests also against `pgRead`, the read-only ceiling.
+ * against `storedFloor`, the same server keeping them in a SQLite file or its own PostgreSQL schema; the bearer
+ * requests also against `readCeiling`, the least a check that answers from the store's truth does
+ * (bench/sqlite-read-server.ts, bench/pg-read-server.ts).
  */
 async function measure(
   server: Proc,
@@ -195,7 +196,7 @@ async function measure(
   floor: Proc,
   devices: Device[],
   store: 'sqlite' | 'postgres',
-  pgRead: Proc | null,
+  readCeiling: Proc | null,
   storedFloor: Proc | null,
 ): Promise<StoreFigures> {
   const first = devices[0] as Device;
@@ -211,13 +212,13 @@ async function measure(
     1,
     db,
   );
-  // The least a check that reads PostgreSQL on every request must do, with the same token, right after.
+  // The least a check that answers from the store's truth must do, with the same token, right after.
   const bearerCeiling =
-    pgRead === null
+    readCeiling === null
       ? null
       : await costOf(
-          pgRead,
-          () => autocannon({ connections: CONNECTIONS, duration: DURATION, url: pgRead.url, headers: bearerHeaders }),
+          readCeiling,
+          () => autocannon({ connections: CONNECTIONS, duration: DURATION, url: readCeiling.url, headers: bearerHeaders }),
           1,
           db,
         );
@@ -566,7 +567,7 @@ async function main(): Promise<void> {
       stores.length > 0 ? await start(['--import', 'tsx', join(root, 'bench/login-floor-server.ts')], /listening on (http:\/\/\S+)/) : null;
     for (const store of stores) {
       const dir = join(work, store);
-      const { devices } = setupProject(dir, store, pgSchema);
+      const { devices, controlDb } = setupProject(dir, store, pgSchema);
       if (store === 'postgres') insertPostgresSessions(pgSchema, 'ses_SEED', PG_SEED_SESSIONS);
       const server = await start([svc, 'auth', 'serve', '--listen', '127.0.0.1:0', dir], /listening on (http:\/\/\S+)/);
       // The storage-free login server keeping its logins in a SQLite file, or a PostgreSQL schema, of its own.
@@ -578,23 +579,24 @@ async function main(): Promise<void> {
               /listening on (http:\/\/\S+)/,
               { FLOOR_PG_URL: PG_URL },
             );
-      // On PostgreSQL, the read-only ceiling of a bearer check, on the same schema.
-      const pgRead =
+      // The read-only ceiling of a bearer check, on the same store: the project's SQLite file, or its PostgreSQL schema.
+      const readCeiling =
         store === 'postgres'
           ? await start(['--import', 'tsx', join(root, 'bench/pg-read-server.ts'), pgSchema], /listening on (http:\/\/\S+)/, {
               PG_READ_URL: PG_URL,
             })
-          : null;
+          : await start(['--import', 'tsx', join(root, 'bench/sqlite-read-server.ts'), controlDb], /listening on (http:\/\/\S+)/);
       // Warm-up: every server's hot paths compiled before anything is measured.
       const warm = await login(server.url, (devices[0] as Device).key, (devices[0] as Device).pub);
       await cannon({ url: bare.url, duration: 1 });
       await cannon({ url: `${server.url}/v1/auth/me`, headers: { authorization: `Bearer ${warm.access_token}` }, duration: 1 });
-      if (pgRead !== null) await cannon({ url: pgRead.url, headers: { authorization: `Bearer ${warm.access_token}` }, duration: 1 });
+      if (readCeiling !== null)
+        await cannon({ url: readCeiling.url, headers: { authorization: `Bearer ${warm.access_token}` }, duration: 1 });
       const rounds: StoreFigures[] = [];
       for (let r = 0; r < ROUNDS; r++) {
         // As autovacuum would have by then in service (harness analyzePostgresSchema).
         if (store === 'postgres') analyzePostgresSchema(pgSchema);
-        rounds.push(await measure(server, bare, floor as Proc, devices, store, pgRead, storedFloor));
+        rounds.push(await measure(server, bare, floor as Proc, devices, store, readCeiling, storedFloor));
       }
       const summary = summarize(rounds);
       const f = { ...summary.rates, p99: (rounds[0] as StoreFigures).p99 };
@@ -616,7 +618,7 @@ async function main(): Promise<void> {
       );
       if (summary.ratios.bearer_ceiling !== null) {
         report(
-          `  ceiling   bare route + 1 database read ${fmt(median(rounds.map((r) => r.bearer_ceiling as number))).padStart(7)} req/s   ${summary.ratios.bearer_ceiling.toFixed(2)}x   ${cpu(summary.cpu.bearer_ceiling as number, dbUs?.bearer_ceiling)}   what this machine allows a check that reads PostgreSQL per request (bench/pg-read-server.ts)${spread((r) => r.bearer_ceiling as number)}`,
+          `  ceiling   bare route + 1 database read ${fmt(median(rounds.map((r) => r.bearer_ceiling as number))).padStart(7)} req/s   ${summary.ratios.bearer_ceiling.toFixed(2)}x   ${cpu(summary.cpu.bearer_ceiling as number, dbUs?.bearer_ceiling)}   ${store === 'sqlite' ? 'what this machine allows a check against SQLite: rows kept, one freshness read per turn (bench/sqlite-read-server.ts)' : 'what this machine allows a check that reads PostgreSQL per request (bench/pg-read-server.ts)'}${spread((r) => r.bearer_ceiling as number)}`,
         );
       }
       report(
@@ -677,7 +679,10 @@ async function main(): Promise<void> {
           : [
               {
                 id: `${store}.bearer.ceiling`,
-                what: `a bare Fastify route that reads the token's session from PostgreSQL per request (batched per turn, as svc's store) / bare Fastify route: what this machine allows a bearer check without a cache${pgBeside(dbUs?.bearer_ceiling)}`,
+                what:
+                  store === 'sqlite'
+                    ? "a bare Fastify route that checks the token against its session's row in SQLite (rows kept, one `PRAGMA data_version` per turn, as svc's store) / bare Fastify route: what this machine allows a bearer check against SQLite, with no principal, hooks or headers"
+                    : `a bare Fastify route that reads the token's session from PostgreSQL per request (batched per turn, as svc's store) / bare Fastify route: what this machine allows a bearer check without a cache${pgBeside(dbUs?.bearer_ceiling)}`,
                 ratio: summary.ratios.bearer_ceiling,
                 goal: null,
                 cpuUs: summary.cpu.bearer_ceiling as number,
@@ -734,7 +739,7 @@ async function main(): Promise<void> {
       };
       results[store] = figures;
       await stop(server);
-      if (pgRead !== null) await stop(pgRead);
+      if (readCeiling !== null) await stop(readCeiling);
       if (storedFloor !== null) await stop(storedFloor);
     }
     if (floor !== null) await stop(floor);

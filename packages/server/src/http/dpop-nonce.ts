@@ -33,19 +33,26 @@ export function installDpopNonces(app: FastifyInstance, deps: Pick<AuthDeps, 'st
     });
     return pending;
   };
-  // Read before the gateway's identity step removes the header.
+  // Read before the gateway's identity step removes the header. Both hooks take Fastify's
+  // callback: an async hook costs every request a promise and a turn of the microtask queue, and
+  // nearly every request carries no proof (docs/performance.md, 2026-11-29 at 07:00).
   const asked = new WeakSet<object>();
-  app.addHook('onRequest', async (req) => {
+  app.addHook('onRequest', (req, _reply, done) => {
     if (req.headers.dpop !== undefined) asked.add(req.raw);
+    done();
   });
-  app.addHook('onSend', async (req, reply, payload) => {
-    if (asked.has(req.raw)) {
-      try {
-        reply.header('dpop-nonce', await nonce());
-      } catch {
-        // The store is failing: the answer goes without a nonce (the request's own outcome says why).
-      }
+  app.addHook('onSend', (req, reply, payload, done) => {
+    if (!asked.has(req.raw)) {
+      done(null, payload);
+      return;
     }
-    return payload;
+    nonce().then(
+      (value) => {
+        reply.header('dpop-nonce', value);
+        done(null, payload);
+      },
+      // The store is failing: the answer goes without a nonce (the request's own outcome says why).
+      () => done(null, payload),
+    );
   });
 }

@@ -1,7 +1,19 @@
-import { type AuthDeps, principalResponse, type Realm, type RevokeBody, revokeBody, revokeResponse, revokeSession } from '@svc/core';
+import {
+  type AuthDeps,
+  type Principal,
+  principalResponse,
+  type Realm,
+  type RevokeBody,
+  revokeBody,
+  revokeResponse,
+  revokeSession,
+} from '@svc/core';
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { bearerPrincipal, principalOf, requireBearerPrincipal } from './principal.js';
 import { BODY_PROBLEMS, documented, problemResponses } from './problem-schema.js';
+
+/** What Fastify itself answers a JSON body with. */
+const JSON_TYPE = 'application/json; charset=utf-8';
 
 /** What {@link sessionRoutes} receives: the realm its bearer tokens belong to (data, so one plugin serves every realm). */
 export interface SessionRouteOptions {
@@ -27,6 +39,10 @@ export interface SessionRouteOptions {
  * await app.register(sessionRoutes, { prefix: '/v1/auth', deps, realm: 'management', guardProblems: [403], security: MANAGEMENT_BEARER });
  */
 export const sessionRoutes: FastifyPluginAsync<SessionRouteOptions> = async (app, { deps, realm, guardProblems, security, originOf }) => {
+  // The body of `GET /me` for each principal, serialized once by the route's own 200 schema: core
+  // hands out the same frozen principal while its session's record is unchanged, so its JSON is
+  // unchanged too (docs/performance.md, 2026-11-29 at 07:00).
+  const bodies = new WeakMap<Principal, string>();
   app.get(
     '/me',
     {
@@ -36,7 +52,18 @@ export const sessionRoutes: FastifyPluginAsync<SessionRouteOptions> = async (app
         response: { 200: { description: 'The principal', ...principalResponse }, ...problemResponses(...guardProblems, 401, 503) },
       }),
     },
-    (req) => bearerPrincipal(deps, req, realm, originOf),
+    async (req, reply) => {
+      const principal = await bearerPrincipal(deps, req, realm, originOf);
+      let body = bodies.get(principal);
+      if (body === undefined) {
+        const json = reply.serialize(principal);
+        // The route's 200 schema compiles to a serializer of text (fast-json-stringify).
+        if (typeof json !== 'string') throw new TypeError('GET /me: the principal did not serialize to text');
+        body = json;
+        bodies.set(principal, body);
+      }
+      return reply.type(JSON_TYPE).send(body);
+    },
   );
 
   app.post<{ Body: RevokeBody }>(

@@ -45,15 +45,17 @@ function codeOf(payload: unknown): string | undefined {
  */
 export function instrumentHttp(app: FastifyInstance, metrics: ServiceMetrics, surface: string): void {
   app.decorateRequest('problemCode', null);
-  app.addHook('onSend', async (request, reply, payload) => {
+  // Fastify's callback hooks: an async one costs every request a promise and a turn of the
+  // microtask queue (docs/performance.md, 2026-11-29 at 07:00).
+  app.addHook('onSend', (request, reply, payload, done) => {
     const type = reply.getHeader('content-type');
     if (typeof type === 'string' && type.startsWith(PROBLEM_CONTENT_TYPE)) {
       const code = codeOf(payload);
       if (code !== undefined) request.problemCode = code;
     }
-    return payload;
+    done(null, payload);
   });
-  app.addHook('onResponse', async (request, reply) => {
+  app.addHook('onResponse', (request, reply, done) => {
     metrics.observeRequest({
       surface,
       method: methodLabel(request.method),
@@ -62,5 +64,6 @@ export function instrumentHttp(app: FastifyInstance, metrics: ServiceMetrics, su
       seconds: reply.elapsedTime / 1000,
       code: request.problemCode ?? undefined,
     });
+    done();
   });
 }

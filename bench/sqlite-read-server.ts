@@ -1,0 +1,89 @@
+// The ceiling of a bearer check on SQLite: a bare Fastify route that does the least any check
+// must do to answer from a SQLite store's truth, and nothing else. It takes the bearer token,
+// splits off the session id and digests the token (core's parseSessionToken, as every check
+// must), and finds that session's row with the store's columns and join (core's
+// ACCESS_USER_COLUMNS over ACCESS_FROM). Rows are kept in memory between requests, as svc's
+// bearer cache keeps them, but never trusted once another connection may have committed: the
+// checks of one event-loop turn wait for its check phase (`setImmediate`) and share one
+// `PRAGMA data_version` read, and a change empties the cache (the contract's "the next request
+// with that access token gets 401, in every process sharing the store"). Then it compares the
+// digests in constant time and checks that the session is neither revoked nor expired. No
+// principal, no hooks, no security headers, no error path beyond a bare 401; it answers the
+// bare route's body: what this machine allows a bearer check against a SQLite store
+// (bench/run.ts, `sqlite.bearer.ceiling`).
+//
+// `node --import tsx bench/sqlite-read-server.ts <the project's store file>`: opened read-write
+// (SQLite's WAL needs it) but never written.
+import { digestsEqual, parseSessionToken } from '@svc/core';
+import { ACCESS_FROM, ACCESS_USER_COLUMNS } from '@svc/core/sql-rows';
+import Database from 'better-sqlite3';
+import Fastify from 'fastify';
+
+const file = process.argv[2];
+if (file === undefined) {
+  process.stderr.write('usage: sqlite-read-server.ts <store file>\n');
+  process.exit(2);
+}
+const db = new Database(file, { fileMustExist: true });
+const dataVersion = db.prepare<[], number>('PRAGMA data_version').pluck();
+const sessionRow = db.prepare<[string], Row>(`SELECT ${ACCESS_USER_COLUMNS} FROM ${ACCESS_FROM} WHERE s.id = ?`);
+
+interface Row {
+  readonly id: string;
+  readonly access_digest: string;
+  readonly access_expires_at: number;
+  readonly revoked_at: number | null;
+}
+interface Lookup {
+  readonly sessionId: string;
+  readonly resolve: (row: Row | null) => void;
+  readonly reject: (error: unknown) => void;
+}
+const rows = new Map<string, Row>();
+let version = -1;
+let batch: Lookup[] = [];
+const answer = (): void => {
+  const all = batch;
+  batch = [];
+  try {
+    const now = dataVersion.get();
+    if (now !== version) {
+      rows.clear();
+      version = now ?? Number.NaN;
+    }
+  } catch (error) {
+    for (const lookup of all) lookup.reject(error);
+    return;
+  }
+  for (const lookup of all) {
+    let row = rows.get(lookup.sessionId);
+    if (row === undefined) {
+      row = sessionRow.get(lookup.sessionId);
+      if (row !== undefined) rows.set(lookup.sessionId, row);
+    }
+    lookup.resolve(row ?? null);
+  }
+};
+/** The stored row of `sessionId`, fresh as of this turn's check phase. */
+const storedRow = (sessionId: string): Promise<Row | null> =>
+  new Promise((resolve, reject) => {
+    if (batch.length === 0) setImmediate(answer);
+    batch.push({ sessionId, resolve, reject });
+  });
+
+const app = Fastify({ logger: false });
+app.get('/', async (req, reply) => {
+  const header = req.headers.authorization;
+  const presented = parseSessionToken(header?.startsWith('Bearer ') ? header.slice(7) : undefined, 'access');
+  const row = presented === null ? null : await storedRow(presented.sessionId);
+  const live = row !== null && row.revoked_at === null && row.access_expires_at > Date.now();
+  if (presented === null || row === null || !live || !digestsEqual(row.access_digest, presented.digest)) {
+    return reply.code(401).send({ error: 'invalid_token' });
+  }
+  return { subject: 'sub_baseline', realm: 'management' };
+});
+const address = await app.listen({ host: '127.0.0.1', port: 0 });
+process.stdout.write(`sqlite read ceiling listening on ${address}\n`);
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.on(signal, () => void app.close().then(() => process.exit(0)));
+}
