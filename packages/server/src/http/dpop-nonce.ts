@@ -46,13 +46,16 @@ export function installDpopNonces(app: FastifyInstance, deps: Pick<AuthDeps, 'st
       done(null, payload);
       return;
     }
-    nonce().then(
-      (value) => {
-        reply.header('dpop-nonce', value);
-        done(null, payload);
-      },
-      // The store is failing: the answer goes without a nonce (the request's own outcome says why).
-      () => done(null, payload),
-    );
+    nonce()
+      .then(
+        (value) => {
+          reply.header('dpop-nonce', value);
+        },
+        () => {
+          // The store is failing: the answer goes without a nonce (the request's own outcome says why).
+        },
+      )
+      // Anything else thrown goes to Fastify's error path, as an async hook's rejection did.
+      .then(() => done(null, payload), done);
   });
 }
