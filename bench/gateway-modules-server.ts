@@ -11,7 +11,8 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { buildGatewayApp, moduleHostAttach, startModuleHost } from '@svc/server';
-import { openGatewayProject, serveUntilSignalled } from './gateway-project.js';
+import { openGatewayProject } from './gateway-project.js';
+import { serveUntilSignalled } from './serve.js';
 
 const [tokenFile] = process.argv.slice(2);
 if (tokenFile === undefined) throw new Error('usage: gateway-modules-server.ts <token file>');

@@ -24,7 +24,6 @@ import {
   updateUser,
 } from '@svc/core';
 import { DEFAULT_AUTH_SETTINGS } from '@svc/core/settings';
-import type { FastifyInstance } from 'fastify';
 import { openSqliteStore } from 'svc-store-sqlite';
 
 /** A gateway's project for the benchmark: its deps, this node's id, and how to take it all down. */
@@ -100,26 +99,4 @@ export async function openGatewayProject(tokenFile: string): Promise<GatewayProj
       rmSync(dir, { recursive: true, force: true });
     },
   };
-}
-
-/**
- * Listens on a loopback port, prints `<label> listening on <url>` (what the harness waits for),
- * and closes the app and the project on SIGINT/SIGTERM.
- *
- * @example
- * await serveUntilSignalled(app, project, 'gateway (module)');
- */
-export async function serveUntilSignalled(app: FastifyInstance, project: GatewayProject, label: string): Promise<void> {
-  const address = await app.listen({ host: '127.0.0.1', port: 0 });
-  process.stdout.write(`${label} listening on ${address}\n`);
-  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-    process.on(
-      signal,
-      () =>
-        void app
-          .close()
-          .then(() => project.close())
-          .finally(() => process.exit(0)),
-    );
-  }
 }

@@ -13,7 +13,8 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { type AppRoute, firstAssertionKeySet, type Principal } from '@svc/core';
 import { buildGatewayApp, createAssertionSigner, svcIdentityHeaders, type UpstreamIdentityHeaders, upstreamAttach } from '@svc/server';
-import { openGatewayProject, serveUntilSignalled } from './gateway-project.js';
+import { openGatewayProject } from './gateway-project.js';
+import { serveUntilSignalled } from './serve.js';
 
 const [upstream, mode, tokenFile] = process.argv.slice(2);
 const routeCount = mode?.startsWith('routes-') ? Number(mode.slice('routes-'.length)) : null;

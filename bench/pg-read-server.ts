@@ -14,21 +14,14 @@
 //
 // `PG_READ_URL=postgres://... node --import tsx bench/pg-read-server.ts <schema>` (the address in
 // the environment, never in the arguments: it may hold a password)
-import { digestsEqual, parseSessionToken } from '@svc/core';
 import { ACCESS_FROM, ACCESS_USER_COLUMNS } from '@svc/core/sql-rows';
-import Fastify from 'fastify';
 import { ceilingPool } from './ceiling-pool.js';
+import { type CeilingRow as Row, serveReadCeiling } from './read-ceiling.js';
 
 const schema = process.argv[2];
 const pool = ceilingPool('PG_READ_URL', schema, 'usage: PG_READ_URL=<postgres url> pg-read-server.ts <schema (lowercase identifier)>');
 const query = { name: 'ceiling_sessions', text: `SELECT ${ACCESS_USER_COLUMNS} FROM ${ACCESS_FROM} WHERE s.id = ANY($1::text[])` };
 
-interface Row {
-  readonly id: string;
-  readonly access_digest: string;
-  readonly access_expires_at: number;
-  readonly revoked_at: number | null;
-}
 interface Lookup {
   readonly sessionId: string;
   readonly resolve: (row: Row | null) => void;
@@ -55,19 +48,4 @@ const storedRow = (sessionId: string): Promise<Row | null> =>
     batch.push({ sessionId, resolve, reject });
   });
 
-const app = Fastify({ logger: false });
-app.get('/', async (req, reply) => {
-  const header = req.headers.authorization;
-  const presented = parseSessionToken(header?.startsWith('Bearer ') ? header.slice(7) : undefined, 'access');
-  const row = presented === null ? null : await storedRow(presented.sessionId);
-  const live = row !== null && row.revoked_at === null && row.access_expires_at > Date.now();
-  if (presented === null || row === null || !live || !digestsEqual(row.access_digest, presented.digest)) {
-    return reply.code(401).send({ error: 'invalid_token' });
-  }
-  return { subject: 'sub_baseline', realm: 'management' };
-});
-const address = await app.listen({ host: '127.0.0.1', port: 0 });
-process.stdout.write(`pg read ceiling listening on ${address}\n`);
-for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.on(signal, () => void app.close().then(() => pool.end().then(() => process.exit(0))));
-}
+await serveReadCeiling('pg read ceiling', storedRow, () => pool.end());

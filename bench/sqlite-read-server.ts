@@ -14,10 +14,9 @@
 //
 // `node --import tsx bench/sqlite-read-server.ts <the project's store file>`: opened read-write
 // (SQLite's WAL needs it) but never written.
-import { digestsEqual, parseSessionToken } from '@svc/core';
 import { ACCESS_FROM, ACCESS_USER_COLUMNS } from '@svc/core/sql-rows';
 import Database from 'better-sqlite3';
-import Fastify from 'fastify';
+import { type CeilingRow as Row, serveReadCeiling } from './read-ceiling.js';
 
 const file = process.argv[2];
 if (file === undefined) {
@@ -28,12 +27,6 @@ const db = new Database(file, { fileMustExist: true });
 const dataVersion = db.prepare<[], number>('PRAGMA data_version').pluck();
 const sessionRow = db.prepare<[string], Row>(`SELECT ${ACCESS_USER_COLUMNS} FROM ${ACCESS_FROM} WHERE s.id = ?`);
 
-interface Row {
-  readonly id: string;
-  readonly access_digest: string;
-  readonly access_expires_at: number;
-  readonly revoked_at: number | null;
-}
 interface Lookup {
   readonly sessionId: string;
   readonly resolve: (row: Row | null) => void;
@@ -71,19 +64,6 @@ const storedRow = (sessionId: string): Promise<Row | null> =>
     batch.push({ sessionId, resolve, reject });
   });
 
-const app = Fastify({ logger: false });
-app.get('/', async (req, reply) => {
-  const header = req.headers.authorization;
-  const presented = parseSessionToken(header?.startsWith('Bearer ') ? header.slice(7) : undefined, 'access');
-  const row = presented === null ? null : await storedRow(presented.sessionId);
-  const live = row !== null && row.revoked_at === null && row.access_expires_at > Date.now();
-  if (presented === null || row === null || !live || !digestsEqual(row.access_digest, presented.digest)) {
-    return reply.code(401).send({ error: 'invalid_token' });
-  }
-  return { subject: 'sub_baseline', realm: 'management' };
+await serveReadCeiling('sqlite read ceiling', storedRow, async () => {
+  db.close();
 });
-const address = await app.listen({ host: '127.0.0.1', port: 0 });
-process.stdout.write(`sqlite read ceiling listening on ${address}\n`);
-for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.on(signal, () => void app.close().then(() => process.exit(0)));
-}
