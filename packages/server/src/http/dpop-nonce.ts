@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { type AuthDeps, DPOP_NONCE_ROTATE_SECONDS, DPOP_NONCE_TTL_SECONDS, dpopNonceKey } from '@svc/core';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, onSendHookHandler } from 'fastify';
 
 /**
  * Server nonces for DPoP (RFC 9449 §8), for clients that want them: every answer to a request
@@ -41,21 +41,21 @@ export function installDpopNonces(app: FastifyInstance, deps: Pick<AuthDeps, 'st
     if (req.headers.dpop !== undefined) asked.add(req.raw);
     done();
   });
-  app.addHook('onSend', (req, reply, payload, done) => {
+  app.addHook('onSend', ((req, reply, payload, done) => {
     if (!asked.has(req.raw)) {
       done(null, payload);
       return;
     }
-    nonce()
-      .then(
-        (value) => {
-          reply.header('dpop-nonce', value);
-        },
-        () => {
-          // The store is failing: the answer goes without a nonce (the request's own outcome says why).
-        },
-      )
-      // Anything else thrown goes to Fastify's error path, as an async hook's rejection did.
-      .then(() => done(null, payload), done);
-  });
+    // Returned, not handed to `done`: Fastify's hook runner then sends whatever the rest of the
+    // answer throws (a header value Node refuses) to the error path, as it did for the async hook,
+    // where a throw inside a promise callback would go unhandled and take the process down.
+    return nonce().then(
+      (value) => {
+        reply.header('dpop-nonce', value);
+        return payload;
+      },
+      // The store is failing: the answer goes without a nonce (the request's own outcome says why).
+      () => payload,
+    );
+  }) as onSendHookHandler);
 }
