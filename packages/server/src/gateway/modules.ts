@@ -1,4 +1,5 @@
 import type { Principal } from '@svc/core';
+import { MAX_REQUEST_BODY_BYTES } from '@svc/core/settings';
 import type { ModuleHost } from './module-host.js';
 import type { GatewayAttach } from './options.js';
 import { DEFAULT_UPSTREAM_TIMEOUTS, type UpstreamTimeouts, upstreamAttach } from './upstream.js';
@@ -35,6 +36,8 @@ export function moduleHostAttach(
       // The host name is never resolved: the connection goes to the socket.
       upstream: new URL('http://svc-modules.invalid'),
       socketPath: host.socketPath,
+      // The child's own limit: refused here before the body is relayed, never raced (see `bodyLimit`).
+      bodyLimit: MAX_REQUEST_BODY_BYTES,
       identityHeaders: (_req, principal: Principal | null) => host.forwardHeaders(principal),
       onFailure: (err) => {
         if (err.code === 'upstream_timeout') host.checkAlive();

@@ -113,4 +113,12 @@ export interface UpstreamAttachOptions {
    * (`planConnectionLimits`).
    */
   readonly maxConnections?: number;
+  /**
+   * The largest body the upstream accepts, where the gateway knows it (module mode: the module
+   * process's limit). A request whose `Content-Length` announces more is refused here, `413
+   * payload_too_large` with `Connection: close`, before a byte of it is relayed: an upstream that
+   * refuses it first and closes could reset the connection while the gateway still sends, and the
+   * caller got `502` instead of the `413`.
+   */
+  readonly bodyLimit?: number;
 }

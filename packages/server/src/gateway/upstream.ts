@@ -8,6 +8,7 @@ import {
   relaysResponseHeader,
   upstreamHeaderName,
 } from '@svc/core';
+import { formatLimit } from '@svc/core/settings';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { DEFAULT_UPSTREAM_CONNECTIONS } from '../http/connection-limits.js';
 import type { GatewayAttach, UpstreamAttachOptions } from './options.js';
@@ -184,9 +185,16 @@ export function upstreamAttach(opts: UpstreamAttachOptions, timeouts: UpstreamTi
       // Bodies are relayed, never parsed: the gateway's JSON-only parser (and its 64 KiB
       // limit) stays on the gateway's own routes. No parseAs: Fastify hands the raw stream on.
       const socketTimeout = proxiedSocketTimeout(timeouts);
-      proxy.addHook('onRequest', (req, _reply, done) => {
+      const bodyLimit = opts.bodyLimit;
+      proxy.addHook('onRequest', (req, reply, done) => {
         // Node sets the listener's own idle timeout again at the connection's next request.
         req.raw.socket.setTimeout(socketTimeout);
+        if (bodyLimit !== undefined && Number(req.headers['content-length']) > bodyLimit) {
+          // The unread rest of the body may still be on its way: the connection ends with this answer.
+          reply.header('connection', 'close');
+          done(new AuthError('payload_too_large', `the request body is over ${formatLimit(bodyLimit, 'bytes')}`));
+          return;
+        }
         done();
       });
       proxy.removeAllContentTypeParsers();

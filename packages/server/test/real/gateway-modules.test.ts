@@ -560,6 +560,45 @@ describe('the module process confinement, as started', () => {
 });
 
 describe('module mode bad input: problem+json from the module process, never a 500', () => {
+  test('an-oversized-body-raced-against-the-module-process: refused by the gateway before a byte is relayed, 413 every time, never a 502', async () => {
+    const dir = scratch();
+    const modules = await moduleModeAttach([
+      writeModulePackage(
+        dir.dir,
+        'count-app',
+        `export async function svcApp(app) {
+  let seen = 0;
+  app.addHook('onRequest', async () => { seen++; });
+  app.post('/public/body', async () => ({ ok: true }));
+  app.get('/public/seen', async () => ({ seen }));
+}
+`,
+      ),
+    ]);
+    const h = await startGatewayHarness({ attach: modules.attach });
+    try {
+      const seen = async () => ((await (await fetch(`${h.gatewayBase}/public/seen`)).json()) as { seen: number }).seen;
+      const before = await seen();
+      const oversized = JSON.stringify({ a: 'x'.repeat(70 * 1024) });
+      for (let i = 0; i < 20; i++) {
+        const res = await fetch(`${h.gatewayBase}/public/body`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: oversized,
+        });
+        assert.equal(res.status, 413, `try ${i + 1}`);
+        assert.match(res.headers.get('content-type') ?? '', /^application\/problem\+json/);
+        assert.equal(((await res.json()) as { code: string }).code, 'payload_too_large');
+      }
+      // Only the counting request itself reached the module process: the 20 bodies never did.
+      assert.equal(await seen(), before + 1);
+    } finally {
+      await h.close();
+      await modules.close();
+      dir.cleanup();
+    }
+  });
+
   test('a wrong media type, a poisoned or oversized JSON body, an unknown path: 415, 400, 413, 404 with their codes; a module bug: 500', async () => {
     const dir = scratch();
     const modules = await moduleModeAttach([
