@@ -569,7 +569,6 @@ async function main(): Promise<void> {
       const dir = join(work, store);
       const { devices, controlDb } = setupProject(dir, store, pgSchema);
       if (store === 'postgres') insertPostgresSessions(pgSchema, 'ses_SEED', PG_SEED_SESSIONS);
-      const server = await start([svc, 'auth', 'serve', '--listen', '127.0.0.1:0', dir], /listening on (http:\/\/\S+)/);
       // The storage-free login server keeping its logins in a SQLite file, or a PostgreSQL schema, of its own.
       const storedFloor =
         store === 'sqlite'
@@ -579,24 +578,31 @@ async function main(): Promise<void> {
               /listening on (http:\/\/\S+)/,
               { FLOOR_PG_URL: PG_URL },
             );
-      // The read-only ceiling of a bearer check, on the same store: the project's SQLite file, or its PostgreSQL schema.
-      const readCeiling =
-        store === 'postgres'
-          ? await start(['--import', 'tsx', join(root, 'bench/pg-read-server.ts'), pgSchema], /listening on (http:\/\/\S+)/, {
-              PG_READ_URL: PG_URL,
-            })
-          : await start(['--import', 'tsx', join(root, 'bench/sqlite-read-server.ts'), controlDb], /listening on (http:\/\/\S+)/);
-      // Warm-up: every server's hot paths compiled before anything is measured.
-      const warm = await login(server.url, (devices[0] as Device).key, (devices[0] as Device).pub);
-      await cannon({ url: bare.url, duration: 1 });
-      await cannon({ url: `${server.url}/v1/auth/me`, headers: { authorization: `Bearer ${warm.access_token}` }, duration: 1 });
-      if (readCeiling !== null)
-        await cannon({ url: readCeiling.url, headers: { authorization: `Bearer ${warm.access_token}` }, duration: 1 });
       const rounds: StoreFigures[] = [];
       for (let r = 0; r < ROUNDS; r++) {
+        // Each round starts svc, the bare route and the read ceiling anew: how V8 compiles a
+        // process's hot paths is drawn once per process and moves its CPU per request by up to a
+        // fifth, so the median of the rounds is over three draws of each, not one (docs/performance.md,
+        // 2026-11-29 at 07:00).
+        const server = await start([svc, 'auth', 'serve', '--listen', '127.0.0.1:0', dir], /listening on (http:\/\/\S+)/);
+        const roundBare = await start(['--import', 'tsx', join(root, 'bench/bare-server.ts')], /listening on (http:\/\/\S+)/);
+        // The read-only ceiling of a bearer check, on the same store: the project's SQLite file, or its PostgreSQL schema.
+        const readCeiling =
+          store === 'postgres'
+            ? await start(['--import', 'tsx', join(root, 'bench/pg-read-server.ts'), pgSchema], /listening on (http:\/\/\S+)/, {
+                PG_READ_URL: PG_URL,
+              })
+            : await start(['--import', 'tsx', join(root, 'bench/sqlite-read-server.ts'), controlDb], /listening on (http:\/\/\S+)/);
+        // Warm-up: every server's hot paths compiled before anything is measured.
+        const warm = await login(server.url, (devices[0] as Device).key, (devices[0] as Device).pub);
+        const bearer = { authorization: `Bearer ${warm.access_token}` };
+        await cannon({ url: roundBare.url, duration: 1 });
+        await cannon({ url: `${server.url}/v1/auth/me`, headers: bearer, duration: 1 });
+        await cannon({ url: readCeiling.url, headers: bearer, duration: 1 });
         // As autovacuum would have by then in service (harness analyzePostgresSchema).
         if (store === 'postgres') analyzePostgresSchema(pgSchema);
-        rounds.push(await measure(server, bare, floor as Proc, devices, store, readCeiling, storedFloor));
+        rounds.push(await measure(server, roundBare, floor as Proc, devices, store, readCeiling, storedFloor));
+        for (const p of [server, roundBare, readCeiling]) await stop(p);
       }
       const summary = summarize(rounds);
       const f = { ...summary.rates, p99: (rounds[0] as StoreFigures).p99 };
@@ -738,9 +744,7 @@ async function main(): Promise<void> {
         per_round: rounds,
       };
       results[store] = figures;
-      await stop(server);
-      if (readCeiling !== null) await stop(readCeiling);
-      if (storedFloor !== null) await stop(storedFloor);
+      await stop(storedFloor);
     }
     if (floor !== null) await stop(floor);
     if (runs('scale') && configured.includes('sqlite') && SEED > SMALL_STORE) {
