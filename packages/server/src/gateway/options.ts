@@ -116,9 +116,10 @@ export interface UpstreamAttachOptions {
   /**
    * The largest body the upstream accepts, where the gateway knows it (module mode: the module
    * process's limit). A request whose `Content-Length` announces more is refused here, `413
-   * payload_too_large` with `Connection: close`, before a byte of it is relayed: an upstream that
-   * refuses it first and closes could reset the connection while the gateway still sends, and the
-   * caller got `502` instead of the `413`.
+   * payload_too_large` with `Connection: close`, before a byte of it is relayed; one sent without
+   * it (chunked) is counted as it is relayed and refused the same way at the byte past the limit,
+   * which is never sent. An upstream that refused it first and closed could reset the connection
+   * while the gateway still sent, and the caller got `502` instead of the `413`.
    */
   readonly bodyLimit?: number;
 }

@@ -1,4 +1,5 @@
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
+import { Transform } from 'node:stream';
 import httpProxy from '@fastify/http-proxy';
 import {
   AuthError,
@@ -136,7 +137,14 @@ function principalOf(req: FastifyRequest): Principal | null {
 }
 
 const IDENTITY = Symbol('svc.upstreamIdentity');
-type WithIdentity = FastifyRequest & { [IDENTITY]?: Readonly<Record<string, string>> };
+/** Set on a request whose relayed body went past `bodyLimit`. */
+const TOO_LARGE = Symbol('svc.upstreamBodyTooLarge');
+type WithIdentity = FastifyRequest & { [IDENTITY]?: Readonly<Record<string, string>>; [TOO_LARGE]?: boolean };
+
+/** `413 payload_too_large` for a body over `limit` bytes. */
+function bodyTooLarge(limit: number): AuthError {
+  return new AuthError('payload_too_large', `the request body is over ${formatLimit(limit, 'bytes')}`);
+}
 
 /**
  * Upstream mode of the application gateway (`:svc/app-upstream`): every request that gets past
@@ -192,13 +200,34 @@ export function upstreamAttach(opts: UpstreamAttachOptions, timeouts: UpstreamTi
         if (bodyLimit !== undefined && Number(req.headers['content-length']) > bodyLimit) {
           // The unread rest of the body may still be on its way: the connection ends with this answer.
           reply.header('connection', 'close');
-          done(new AuthError('payload_too_large', `the request body is over ${formatLimit(bodyLimit, 'bytes')}`));
+          done(bodyTooLarge(bodyLimit));
           return;
         }
         done();
       });
       proxy.removeAllContentTypeParsers();
-      proxy.addContentTypeParser('*', (_req, payload, done) => done(null, payload));
+      proxy.addContentTypeParser('*', (req, payload, done) => {
+        if (bodyLimit === undefined) {
+          done(null, payload);
+          return;
+        }
+        // A body sent without `Content-Length` (chunked) is counted as it is relayed: the byte
+        // past the limit is never sent, the upload fails, and `onError` answers 413 for it.
+        let relayed = 0;
+        const counted = new Transform({
+          transform(chunk: Buffer, _encoding, next) {
+            relayed += chunk.length;
+            if (relayed <= bodyLimit) {
+              next(null, chunk);
+              return;
+            }
+            (req as WithIdentity)[TOO_LARGE] = true;
+            next(new Error('the request body is over the limit'));
+          },
+        });
+        payload.pipe(counted);
+        done(null, counted);
+      });
 
       for (const url of ['/', '/*']) {
         proxy.route({
@@ -245,6 +274,12 @@ export function upstreamAttach(opts: UpstreamAttachOptions, timeouts: UpstreamTi
           },
           rewriteHeaders: (headers) => upstreamResponseHeaders(headers as IncomingHttpHeaders),
           onError: (reply, { error }) => {
+            if ((reply.request as WithIdentity)[TOO_LARGE] === true) {
+              // The rest of the body may still be on its way: the connection ends with this answer.
+              reply.header('connection', 'close');
+              reply.send(bodyTooLarge(bodyLimit as number));
+              return;
+            }
             const failure = upstreamError(error);
             reply.send(failure);
             opts.onFailure?.(failure);

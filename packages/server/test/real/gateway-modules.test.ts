@@ -560,7 +560,7 @@ describe('the module process confinement, as started', () => {
 });
 
 describe('module mode bad input: problem+json from the module process, never a 500', () => {
-  test('an-oversized-body-raced-against-the-module-process: refused by the gateway before a byte is relayed, 413 every time, never a 502', async () => {
+  test('an-oversized-body-raced-against-the-module-process: refused by the gateway, by its length before a byte is relayed or chunked at the byte past the limit, 413 every time, never a 502', async () => {
     const dir = scratch();
     const modules = await moduleModeAttach([
       writeModulePackage(
@@ -592,6 +592,40 @@ describe('module mode bad input: problem+json from the module process, never a 5
       }
       // Only the counting request itself reached the module process: the 20 bodies never did.
       assert.equal(await seen(), before + 1);
+      // Sent chunked, with no length to refuse it by: counted as relayed, refused at the limit.
+      for (let i = 0; i < 20; i++) {
+        // 256 KiB in 16 KiB chunks: the module process used to refuse it and close while these still came.
+        const chunks = [Buffer.from('{"a":"'), ...Array.from({ length: 16 }, () => Buffer.alloc(16 * 1024, 'x')), Buffer.from('"}')];
+        const body = new ReadableStream<Uint8Array>({
+          pull(controller) {
+            const next = chunks.shift();
+            if (next === undefined) controller.close();
+            else controller.enqueue(next);
+          },
+        });
+        const res = await fetch(`${h.gatewayBase}/public/body`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body,
+          duplex: 'half',
+        } as RequestInit);
+        assert.equal(res.status, 413, `chunked try ${i + 1}`);
+        assert.equal(((await res.json()) as { code: string }).code, 'payload_too_large');
+      }
+      // A chunked body within the limit still goes through, streamed.
+      const small = await fetch(`${h.gatewayBase}/public/body`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: new ReadableStream<Uint8Array>({
+          start(controller) {
+            controller.enqueue(Buffer.from('{"a":1}'));
+            controller.close();
+          },
+        }),
+        duplex: 'half',
+      } as RequestInit);
+      assert.equal(small.status, 200);
+      assert.deepEqual(await small.json(), { ok: true });
     } finally {
       await h.close();
       await modules.close();
