@@ -207,12 +207,13 @@ export function upstreamAttach(opts: UpstreamAttachOptions, timeouts: UpstreamTi
       });
       proxy.removeAllContentTypeParsers();
       proxy.addContentTypeParser('*', (req, payload, done) => {
-        if (bodyLimit === undefined) {
+        // A body with `Content-Length` was judged by it already (Node's parser holds it to that
+        // length). One sent without (chunked) is counted as it is relayed: the byte past the
+        // limit is never sent, the upload fails, and `onError` answers 413 for it.
+        if (bodyLimit === undefined || req.headers['content-length'] !== undefined) {
           done(null, payload);
           return;
         }
-        // A body sent without `Content-Length` (chunked) is counted as it is relayed: the byte
-        // past the limit is never sent, the upload fails, and `onError` answers 413 for it.
         let relayed = 0;
         const counted = new Transform({
           transform(chunk: Buffer, _encoding, next) {

@@ -559,24 +559,30 @@ describe('the module process confinement, as started', () => {
   });
 });
 
+/** Runs `fn` against a gateway in module mode serving one module package, `name`, whose entry is `source`; closes everything after. */
+async function withOneModule(name: string, source: string, fn: (h: GatewayHarness) => Promise<void>): Promise<void> {
+  const dir = scratch();
+  const modules = await moduleModeAttach([writeModulePackage(dir.dir, name, source)]);
+  const h = await startGatewayHarness({ attach: modules.attach });
+  try {
+    await fn(h);
+  } finally {
+    await h.close();
+    await modules.close();
+    dir.cleanup();
+  }
+}
+
 describe('module mode bad input: problem+json from the module process, never a 500', () => {
   test('an-oversized-body-raced-against-the-module-process: refused by the gateway, by its length before a byte is relayed or chunked at the byte past the limit, 413 every time, never a 502', async () => {
-    const dir = scratch();
-    const modules = await moduleModeAttach([
-      writeModulePackage(
-        dir.dir,
-        'count-app',
-        `export async function svcApp(app) {
+    const countApp = `export async function svcApp(app) {
   let seen = 0;
   app.addHook('onRequest', async () => { seen++; });
   app.post('/public/body', async () => ({ ok: true }));
   app.get('/public/seen', async () => ({ seen }));
 }
-`,
-      ),
-    ]);
-    const h = await startGatewayHarness({ attach: modules.attach });
-    try {
+`;
+    await withOneModule('count-app', countApp, async (h) => {
       const seen = async () => ((await (await fetch(`${h.gatewayBase}/public/seen`)).json()) as { seen: number }).seen;
       const before = await seen();
       const oversized = JSON.stringify({ a: 'x'.repeat(70 * 1024) });
@@ -626,28 +632,16 @@ describe('module mode bad input: problem+json from the module process, never a 5
       } as RequestInit);
       assert.equal(small.status, 200);
       assert.deepEqual(await small.json(), { ok: true });
-    } finally {
-      await h.close();
-      await modules.close();
-      dir.cleanup();
-    }
+    });
   });
 
   test('a wrong media type, a poisoned or oversized JSON body, an unknown path: 415, 400, 413, 404 with their codes; a module bug: 500', async () => {
-    const dir = scratch();
-    const modules = await moduleModeAttach([
-      writeModulePackage(
-        dir.dir,
-        'body-app',
-        `export async function svcApp(app) {
+    const bodyApp = `export async function svcApp(app) {
   app.post('/public/body', async (req) => ({ got: req.body }));
   app.get('/public/bug', async () => { throw new TypeError('a bug'); });
 }
-`,
-      ),
-    ]);
-    const h = await startGatewayHarness({ attach: modules.attach });
-    try {
+`;
+    await withOneModule('body-app', bodyApp, async (h) => {
       const post = (body: string, type: string) =>
         fetch(`${h.gatewayBase}/public/body`, { method: 'POST', headers: { 'content-type': type }, body });
       const ok = await post('{"a":1}', 'application/json');
@@ -668,10 +662,6 @@ describe('module mode bad input: problem+json from the module process, never a 5
         assert.equal(body.code, code);
         if (status === 500) assert.doesNotMatch(body.detail, /a bug/);
       }
-    } finally {
-      await h.close();
-      await modules.close();
-      dir.cleanup();
-    }
+    });
   });
 });
