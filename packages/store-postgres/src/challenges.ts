@@ -13,7 +13,7 @@ import {
 } from '@svc/core/store';
 import type { PgContext } from './context.js';
 import { sweepExpired } from './sessions.js';
-import { callsGoAlone, type Named, rows, run } from './sql.js';
+import { callsGoAlone, type Named, runReplicated, writtenRows } from './sql.js';
 import { paddedKeys, statementsByArity, TurnBatch, type Waiting } from './turn-batch.js';
 
 /** The most challenges one statement stores or uses up; a busier turn sends several. */
@@ -127,7 +127,7 @@ export class Challenges {
   async #insertOne(w: Waiting<ChallengeRecord, void>): Promise<void> {
     const c = w.input;
     try {
-      await run(this.#ctx.pool, CREATE_CHALLENGE, [c.id, c.publicKey, c.realm, c.challenge, c.createdAt, c.expiresAt]);
+      await runReplicated(this.#ctx.pool, CREATE_CHALLENGE, [c.id, c.publicKey, c.realm, c.challenge, c.createdAt, c.expiresAt]);
       w.resolve();
     } catch (error) {
       w.reject(error);
@@ -138,7 +138,7 @@ export class Challenges {
     if (batch.length === 1) return this.#insertOne(batch[0] as Waiting<ChallengeRecord, void>);
     const all = batch.map((w) => w.input);
     try {
-      await run(this.#ctx.pool, CREATE_CHALLENGES, [
+      await runReplicated(this.#ctx.pool, CREATE_CHALLENGES, [
         all.map((c) => c.id),
         all.map((c) => c.publicKey),
         all.map((c) => c.realm),
@@ -159,7 +159,7 @@ export class Challenges {
   /** Uses up one challenge at its own call's time (the single statement). */
   async #useOne(w: Waiting<UseInput, ConsumedChallenge | null>): Promise<void> {
     try {
-      const [row] = await rows<ConsumedChallengeRow>(this.#ctx.pool, CONSUME_CHALLENGE, [
+      const [row] = await writtenRows<ConsumedChallengeRow>(this.#ctx.pool, CONSUME_CHALLENGE, [
         w.input.now,
         latestTrustedTime(w.input.now),
         w.input.id,
@@ -178,10 +178,10 @@ export class Challenges {
     let found: ConsumedChallengeRow[];
     try {
       if (ids.length === 1) {
-        found = await rows<ConsumedChallengeRow>(this.#ctx.pool, CONSUME_CHALLENGE, [latestNow, earliestBound, ids[0]]);
+        found = await writtenRows<ConsumedChallengeRow>(this.#ctx.pool, CONSUME_CHALLENGE, [latestNow, earliestBound, ids[0]]);
       } else {
         const { statement, values } = paddedKeys(CONSUME_CHALLENGES, ids);
-        found = await rows<ConsumedChallengeRow>(this.#ctx.pool, statement, [latestNow, earliestBound, ...values]);
+        found = await writtenRows<ConsumedChallengeRow>(this.#ctx.pool, statement, [latestNow, earliestBound, ...values]);
       }
     } catch (error) {
       // The statement rolled back (a lock wait that ended in a deadlock or a timeout, on a row

@@ -77,10 +77,22 @@ export const INSERT_DEVICE = `INSERT INTO devices (id, public_key, realm, subjec
   ON CONFLICT (public_key) WHERE removed_at IS NULL DO NOTHING
   RETURNING ${DEVICE_COLUMNS}`;
 
+const SET_PAIR_COLUMNS = `access_digest = $2, access_expires_at = $3, refresh_digest = $4, refresh_expires_at = $5,
+    prev_refresh_digest = $6, prev_rotated_at = $7, prev_successor = $9, generation = generation + 1, last_rotated_at = $8`;
+
 // A rotation's new pair; the rotation writes it in one statement with its retired token and its event.
-export const SET_PAIR = `UPDATE sessions SET access_digest = $2, access_expires_at = $3, refresh_digest = $4, refresh_expires_at = $5,
-    prev_refresh_digest = $6, prev_rotated_at = $7, prev_successor = $9, generation = generation + 1, last_rotated_at = $8
+export const SET_PAIR = `UPDATE sessions SET ${SET_PAIR_COLUMNS}
   WHERE id = $1
+  RETURNING generation`;
+
+/**
+ * The same, only while the row is as the rotation read it unlocked: the same generation ($19),
+ * the presented refresh token still its current one ($6), not revoked, and the same expiries
+ * ($20, $21). Every change a rotation's decision depends on moves one of them: a rotation bumps
+ * the generation and replaces the refresh token, a revocation sets `revoked_at`.
+ */
+export const SET_PAIR_IF_UNCHANGED = `UPDATE sessions SET ${SET_PAIR_COLUMNS}
+  WHERE id = $1 AND generation = $19 AND refresh_digest = $6 AND revoked_at IS NULL AND expires_at = $20 AND refresh_expires_at = $21
   RETURNING generation`;
 
 // Revoking erases the sealed grace pair too: a revoked session answers no grace, and a restore must not bring it back.

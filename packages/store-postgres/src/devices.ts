@@ -12,7 +12,7 @@ import {
 } from '@svc/core/store';
 import type { PoolClient } from 'pg';
 import { INSERT_DEVICE, type PgContext } from './context.js';
-import { changes, first, rollback, rows } from './sql.js';
+import { changes, first, rollback, rows, runReplicated } from './sql.js';
 import { ensureDefaultUser } from './users.js';
 
 /** Inserts `device` unless an active device has its key (the partial unique index decides, also between nodes). */
@@ -39,7 +39,7 @@ export async function initProject(
 ): Promise<{ readonly projectId: string }> {
   // A concurrent insert from another node makes this one wait, then do nothing; the read
   // after it sees whichever id was committed first.
-  await ctx.pool.query('INSERT INTO project (singleton, project_id, created_at) VALUES (TRUE, $1, $2) ON CONFLICT DO NOTHING', [
+  await runReplicated(ctx.pool, 'INSERT INTO project (singleton, project_id, created_at) VALUES (TRUE, $1, $2) ON CONFLICT DO NOTHING', [
     input.projectId,
     input.createdAt,
   ]);

@@ -2,7 +2,7 @@
 // statement (see `DpopProofs`).
 import type { PgContext } from './context.js';
 import { sweepExpired } from './sessions.js';
-import { callsGoAlone, type Named, rows } from './sql.js';
+import { callsGoAlone, type Named, writtenRows } from './sql.js';
 import { TurnBatch, type Waiting } from './turn-batch.js';
 
 /** The most proofs one statement records; a busier turn sends several. */
@@ -69,7 +69,7 @@ export class DpopProofs {
 
   async #useOne(w: Waiting<UseInput, boolean>): Promise<void> {
     try {
-      const used = await rows(this.#ctx.pool, USE_PROOF, [w.input.key, w.input.expiresAt, w.input.now]);
+      const used = await writtenRows(this.#ctx.pool, USE_PROOF, [w.input.key, w.input.expiresAt, w.input.now]);
       w.resolve(used.length === 1);
     } catch (error) {
       w.reject(error);
@@ -88,7 +88,7 @@ export class DpopProofs {
     const earliest = Math.min(...firsts.map((w) => w.input.now));
     let recorded: Set<string>;
     try {
-      const used = await rows<{ proof_key: string }>(this.#ctx.pool, USE_PROOFS, [
+      const used = await writtenRows<{ proof_key: string }>(this.#ctx.pool, USE_PROOFS, [
         firsts.map((w) => w.input.key),
         firsts.map((w) => w.input.expiresAt),
         earliest,

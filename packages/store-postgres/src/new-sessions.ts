@@ -5,7 +5,7 @@ import type { SessionRecord, TokenPairDigests } from '@svc/core/store';
 import { PENDING_COLUMNS, pendingValues } from './audit-sealer.js';
 import { NEW_SESSION_COLUMNS, type PgContext, sessionValues } from './context.js';
 import { createSession } from './sessions.js';
-import { callsGoAlone, type Named, rows } from './sql.js';
+import { callsGoAlone, type Named, writtenRows } from './sql.js';
 import { TurnBatch, type Waiting } from './turn-batch.js';
 
 /** The most sessions one statement creates; a busier turn sends several. */
@@ -106,7 +106,7 @@ export class NewSessions {
     const values = batch.map((w) => [...sessionValues(w.input.session, w.input.pair), ...pendingValues(w.input.event)]);
     let answered: { created: boolean; live: boolean }[];
     try {
-      answered = await rows(
+      answered = await writtenRows(
         this.#ctx.pool,
         CREATE_SESSIONS,
         ARRAY_TYPES.map((_, i) => values.map((v) => v[i])),

@@ -66,8 +66,12 @@ export { SEAL_DELAY_MS } from './audit-sealer.js';
  * - single-use credentials are used up by one conditional `UPDATE ... WHERE <still unused>`:
  *   a blocked UPDATE re-checks its WHERE against the winner's committed row, so exactly one
  *   of N concurrent attempts matches;
- * - a refresh rotation locks its session row (`SELECT ... FOR UPDATE`) and decides on the
- *   latest committed state, so concurrent presentations are decided one after the other;
+ * - a refresh rotation plans on its session row read without a lock and writes only while the
+ *   row is still as read (one statement); when it changed, or for any plan but a rotation, it
+ *   locks the row (`SELECT ... FOR UPDATE`) and decides on the latest committed state, so
+ *   concurrent presentations are decided one after the other;
+ * - every write acknowledged was confirmed by the synchronous standby, if there is one: a
+ *   transaction's COMMIT and a statement committed on its own (`runReplicated`) alike;
  * - a sign-in takes its device (or link) row, then its user row (the UPDATE recording the
  *   sign-in re-checks that the user is not disabled); a user change takes the subject's device
  *   and link rows, then the user rows it decides on (for a management user, the realm's active
@@ -271,7 +275,7 @@ export class PostgresStore implements Store {
     input: Parameters<Store['rotateRefreshToken']>[0],
     audit: (outcome: Exclude<RotationOutcome, { kind: 'invalid' }>) => AuditEventDraft,
   ): Promise<RotationOutcome> {
-    return sessions.rotateRefreshToken(this.#ctx, input, audit);
+    return sessions.rotateRefreshToken(this.#ctx, this.#sessionReads, input, audit);
   }
 
   async revokeSession(

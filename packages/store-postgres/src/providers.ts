@@ -28,7 +28,7 @@ import {
 } from '@svc/core/store';
 import type { PgContext } from './context.js';
 import { insertSession } from './sessions.js';
-import { changes, first, rollback, rows } from './sql.js';
+import { changes, first, rollback, rows, runReplicated, writtenRows } from './sql.js';
 import { ensureUser, lockedIntentUsers, lockedUserStatus, writeUser } from './users.js';
 
 export async function createLink(
@@ -242,7 +242,8 @@ export async function createLinkSession(
 export async function createFlow(ctx: PgContext, flow: FlowRecord): Promise<void> {
   // Expired flows can never be consumed, so they are only clutter. SKIP LOCKED lets nodes
   // prune side by side without waiting for each other.
-  await ctx.pool.query(
+  await runReplicated(
+    ctx.pool,
     `WITH pruned AS (
        DELETE FROM flows WHERE id = ANY(ARRAY(
          SELECT id FROM flows WHERE expires_at <= $8 ORDER BY expires_at LIMIT 500 FOR UPDATE SKIP LOCKED)
@@ -256,7 +257,7 @@ export async function createFlow(ctx: PgContext, flow: FlowRecord): Promise<void
 export async function consumeFlow(ctx: PgContext, input: { readonly id: string; readonly now: number }): Promise<FlowRecord | null> {
   // One conditional UPDATE ... RETURNING: the first caller flips consumed_at; every concurrent
   // one blocks on the row, re-checks the WHERE against the committed row and matches nothing.
-  const row = await first<FlowRow>(
+  const [row] = await writtenRows<FlowRow>(
     ctx.pool,
     `UPDATE flows SET consumed_at = $2 WHERE id = $1 AND ${consumableFlowSql('$2', '$3')} RETURNING ${FLOW_COLUMNS}`,
     [input.id, input.now, latestTrustedTime(input.now)],

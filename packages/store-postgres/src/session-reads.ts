@@ -1,7 +1,7 @@
 // The PostgreSQL store's reads of one session by id: the reads of one event-loop turn share one
 // statement (see `SessionReads`).
-import { SESSION_COLUMNS } from '@svc/core/sql-rows';
-import { type SessionRecord, type SessionRow, toSession } from '@svc/core/store';
+import { REFRESH_COLUMNS } from '@svc/core/sql-rows';
+import { type RefreshRow, type SessionRecord, toSession } from '@svc/core/store';
 import type { Pool } from 'pg';
 import { type Named, rows } from './sql.js';
 import { paddedKeys, statementsByArity, TurnBatch, type Waiting } from './turn-batch.js';
@@ -9,14 +9,15 @@ import { paddedKeys, statementsByArity, TurnBatch, type Waiting } from './turn-b
 /** The most sessions one statement reads; a busier turn sends several. */
 const READ_BATCH_MAX = 256;
 
-const GET_SESSION: Named = { name: 'svc_get_session', text: `SELECT ${SESSION_COLUMNS} FROM sessions WHERE id = $1` };
+/** A session's row with its refresh columns: what `getSession` answers, and what a rotation plans on. */
+const READ_SESSION: Named = { name: 'svc_read_session', text: `SELECT ${REFRESH_COLUMNS} FROM sessions WHERE id = $1` };
 
 /** The same for 2 to {@link READ_BATCH_MAX} ids (see `statementsByArity`). */
-const GET_SESSIONS = statementsByArity(
-  'svc_get_sessions',
+const READ_SESSIONS = statementsByArity(
+  'svc_read_sessions',
   READ_BATCH_MAX,
   1,
-  (list) => `SELECT ${SESSION_COLUMNS} FROM sessions WHERE id IN (${list})`,
+  (list) => `SELECT ${REFRESH_COLUMNS} FROM sessions WHERE id IN (${list})`,
 );
 
 /**
@@ -27,39 +28,41 @@ const GET_SESSIONS = statementsByArity(
  * row, or null. The statement is sent after every read of the batch was asked for: a change
  * committed before a read was asked for is seen, as before.
  *
+ * A rotation reads its session's refresh columns the same way, without a lock, and plans on
+ * them (`rotateRefreshToken` in sessions.ts): both kinds of read share the turn's statement.
+ *
  * @example
  * const session = await new SessionReads(pool).get(id);
  */
 export class SessionReads {
   readonly #pool: Pool;
-  readonly #reads: TurnBatch<string, SessionRecord | null>;
+  readonly #reads: TurnBatch<string, RefreshRow | null>;
 
   constructor(pool: Pool) {
     this.#pool = pool;
     this.#reads = new TurnBatch(READ_BATCH_MAX, (batch) => this.#read(batch));
   }
 
-  get(id: string): Promise<SessionRecord | null> {
+  async get(id: string): Promise<SessionRecord | null> {
+    const row = await this.#reads.add(id);
+    return row === null ? null : toSession(row);
+  }
+
+  /** The session's row as committed when the turn's statement ran, refresh columns included; unlocked. */
+  row(id: string): Promise<RefreshRow | null> {
     return this.#reads.add(id);
   }
 
-  async #read(batch: readonly Waiting<string, SessionRecord | null>[]): Promise<void> {
+  async #read(batch: readonly Waiting<string, RefreshRow | null>[]): Promise<void> {
     const ids = [...new Set(batch.map((w) => w.input))];
-    let found: SessionRow[];
-    if (ids.length === 1) found = await rows<SessionRow>(this.#pool, GET_SESSION, ids);
+    let found: RefreshRow[];
+    if (ids.length === 1) found = await rows<RefreshRow>(this.#pool, READ_SESSION, ids);
     else {
-      const { statement, values } = paddedKeys(GET_SESSIONS, ids);
-      found = await rows<SessionRow>(this.#pool, statement, values);
+      const { statement, values } = paddedKeys(READ_SESSIONS, ids);
+      found = await rows<RefreshRow>(this.#pool, statement, values);
     }
     const byId = new Map(found.map((row) => [row.id, row]));
-    for (const w of batch) {
-      // A row that cannot be read fails its own call, never the others of the batch.
-      try {
-        const row = byId.get(w.input);
-        w.resolve(row === undefined ? null : toSession(row));
-      } catch (error) {
-        w.reject(error);
-      }
-    }
+    // Calls of the same id get the same row object: nothing may change it.
+    for (const w of batch) w.resolve(byId.get(w.input) ?? null);
   }
 }

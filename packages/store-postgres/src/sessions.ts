@@ -17,6 +17,7 @@ import {
   REVOKED_REFRESH_REUSED,
   type RefreshRow,
   type RotationOutcome,
+  type RotationPlan,
   type SessionRecord,
   type SessionRow,
   type Store,
@@ -33,10 +34,12 @@ import {
   type PgContext,
   REVOKE_SESSION,
   SET_PAIR,
+  SET_PAIR_IF_UNCHANGED,
   type SweptTable,
   sessionValues,
 } from './context.js';
-import { changes, first, rows, run } from './sql.js';
+import type { SessionReads } from './session-reads.js';
+import { changes, first, type Named, rows, run, runReplicated, writtenRows } from './sql.js';
 import { lockedUserStatus } from './users.js';
 
 /** The key column of each swept table. */
@@ -86,7 +89,7 @@ export async function createSession(
   // re-checks its WHERE on the disabled row and matches nothing. (An UPDATE rather than a share
   // lock: two sign-ins of one user that each held a share lock and then updated would deadlock.)
   // A subject without a user row (read in the statement's snapshot) signs in as before.
-  const created = await first<{ n: number; live: number }>(
+  const [created] = await writtenRows<{ n: number; live: number }>(
     ctx.pool,
     {
       name: 'svc_create_session',
@@ -141,14 +144,97 @@ export async function listActiveSessions(
   return list.map(toSession);
 }
 
+/** The statement of a rotation's whole change (see `rotationValues`): the retired token, the new pair and the event. */
+function rotationStatement(name: string, setPair: string): Named {
+  return {
+    name,
+    text: `WITH rotated AS (${setPair}), retired AS (
+       INSERT INTO retired_refresh_tokens (session_id, digest, retired_at) SELECT $1, $10::text, $7 FROM rotated WHERE $10::text IS NOT NULL
+     ), audited AS (
+       INSERT INTO audit_pending (${PENDING_COLUMNS}) SELECT ${pendingParams(11)} FROM rotated
+     )
+     SELECT generation FROM rotated`,
+  };
+}
+
+/** A rotation on the row its transaction locked. */
+const ROTATE = rotationStatement('svc_rotate', SET_PAIR);
+/** A rotation on the row read without a lock: it writes nothing unless the row is still as read (see `SET_PAIR_IF_UNCHANGED`). */
+const ROTATE_IF_UNCHANGED = rotationStatement('svc_rotate_if_unchanged', SET_PAIR_IF_UNCHANGED);
+
+/** The values of {@link ROTATE} (and the first 18 of {@link ROTATE_IF_UNCHANGED}) for `plan` on row `s`. */
+function rotationValues(
+  s: RefreshRow,
+  plan: Extract<RotationPlan, { kind: 'rotate' }>,
+  input: Parameters<Store['rotateRefreshToken']>[0],
+  audit: (outcome: Exclude<RotationOutcome, { kind: 'invalid' }>) => AuditEventDraft,
+): unknown[] {
+  return [
+    s.id,
+    input.next.accessDigest,
+    plan.accessExpiresAt,
+    input.next.refreshDigest,
+    plan.refreshExpiresAt,
+    s.refresh_digest,
+    input.now,
+    input.now,
+    input.sealedSuccessor,
+    plan.retire,
+    ...pendingValues(audit(plan.outcome)),
+  ];
+}
+
+/** Refuses a rotation whose statement left the session at another generation than its plan's. */
+function checkGeneration(id: string, row: { generation: number }, plan: Extract<RotationPlan, { kind: 'rotate' }>): void {
+  if (row.generation !== plan.outcome.session.generation) {
+    throw new Error(`session ${id} is at generation ${row.generation}, not ${plan.outcome.session.generation}, after its rotation`);
+  }
+}
+
+/**
+ * `rotateRefreshToken` of the PostgreSQL store. Core decides (`planRotation`); this writes what
+ * the plan says.
+ *
+ * The usual presentation (the current token of a live session) takes one statement: the row is
+ * read without a lock (the turn's session reads share it, see `SessionReads`), and the new pair,
+ * the retired token and the event are written by one statement that changes the row only while it
+ * is still as read (`SET_PAIR_IF_UNCHANGED`), committed on its own, the standby's confirmation
+ * checked (`runReplicated`). It was BEGIN with the lock, the change and COMMIT: three round trips
+ * on every refresh (docs/performance.md, 2026-11-29 at 10:00).
+ *
+ * Everything else takes the lock: a plan other than `rotate` on the row read (a replay within
+ * grace, a reuse, a token to look up among the retired ones, an unknown or dead session), and a
+ * rotation whose row changed after it was read. Of two presentations of one token racing on any
+ * nodes, at most one changes the row; the other finds it changed and decides again on the locked
+ * row, as the winner committed it: within grace that is a replay of the winner's pair.
+ */
 export async function rotateRefreshToken(
   ctx: PgContext,
+  reads: SessionReads,
   input: Parameters<Store['rotateRefreshToken']>[0],
   audit: (outcome: Exclude<RotationOutcome, { kind: 'invalid' }>) => AuditEventDraft,
 ): Promise<RotationOutcome> {
-  const { sessionId, presentedDigest, now, next } = input;
+  const { sessionId, presentedDigest } = input;
   // An id no session can have names none: nothing to lock, nothing to write.
   if (!isIdOfKind(sessionId, 'session')) return INVALID;
+  const seen = await reads.row(sessionId);
+  if (seen !== null) {
+    const plan = planRotation(seen, input);
+    if (plan.kind === 'rotate') {
+      const done = await runReplicated<{ generation: number }>(ctx.pool, ROTATE_IF_UNCHANGED, [
+        ...rotationValues(seen, plan, input, audit),
+        seen.generation,
+        seen.expires_at,
+        seen.refresh_expires_at,
+      ]);
+      const row = done.rows[0];
+      if (row !== undefined) {
+        checkGeneration(seen.id, row, plan);
+        ctx.scheduleSeal();
+        return plan.outcome;
+      }
+    }
+  }
   return ctx.tx(async (c, opened): Promise<RotationOutcome> => {
     const s = opened[0]?.rows[0] as RefreshRow | undefined;
     // The rule and the outcome are core's; this only writes what the plan says.
@@ -160,46 +246,18 @@ export async function rotateRefreshToken(
     if (s === undefined || plan.kind === 'invalid' || plan.kind === 'check_retired') return INVALID;
     switch (plan.kind) {
       case 'rotate': {
-        // One statement for the whole change: the retired token, the new pair and the event,
-        // which is built from the row this transaction locked (no re-read).
-        const { outcome } = plan;
-        const row = await first<{ generation: number }>(
-          c,
-          {
-            name: 'svc_rotate',
-            text: `WITH retired AS (
-             INSERT INTO retired_refresh_tokens (session_id, digest, retired_at) SELECT $1, $10::text, $7 WHERE $10::text IS NOT NULL
-           ), rotated AS (${SET_PAIR}), audited AS (
-             INSERT INTO audit_pending (${PENDING_COLUMNS}) SELECT ${pendingParams(11)} FROM rotated
-           )
-           SELECT generation FROM rotated`,
-          },
-          [
-            s.id,
-            next.accessDigest,
-            plan.accessExpiresAt,
-            next.refreshDigest,
-            plan.refreshExpiresAt,
-            s.refresh_digest,
-            now,
-            now,
-            input.sealedSuccessor,
-            plan.retire,
-            ...pendingValues(audit(outcome)),
-          ],
-        );
+        // The event is built from the row this transaction locked (no re-read).
+        const row = await first<{ generation: number }>(c, ROTATE, rotationValues(s, plan, input, audit));
         if (row === undefined) throw new Error(`session ${s.id} vanished while locked`);
-        if (row.generation !== outcome.session.generation) {
-          throw new Error(`session ${s.id} is at generation ${row.generation}, not ${outcome.session.generation}, after its rotation`);
-        }
+        checkGeneration(s.id, row, plan);
         ctx.wrotePending(c);
-        return outcome;
+        return plan.outcome;
       }
       case 'replay':
         await ctx.append(c, audit(plan.outcome));
         return plan.outcome;
       case 'reuse': {
-        const row = await first<SessionRow>(c, REVOKE_SESSION, [s.id, now, REVOKED_REFRESH_REUSED]);
+        const row = await first<SessionRow>(c, REVOKE_SESSION, [s.id, input.now, REVOKED_REFRESH_REUSED]);
         if (row === undefined) return INVALID;
         await ctx.append(c, audit(plan.outcome));
         return plan.outcome;
@@ -286,7 +344,7 @@ export async function revokeSessionFamily(
 }
 
 export async function createHandoffCode(ctx: PgContext, code: HandoffCodeRecord): Promise<void> {
-  await run(
+  await runReplicated(
     ctx.pool,
     { name: 'svc_create_handoff_code', text: `INSERT INTO handoff_codes (${HANDOFF_CODE_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6)` },
     [code.digest, code.sessionId, code.origin, code.bindingDigest, code.createdAt, code.expiresAt],

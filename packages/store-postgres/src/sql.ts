@@ -118,6 +118,53 @@ export async function commitReplicated(client: PoolClient): Promise<void> {
 }
 
 /**
+ * Runs one statement as a transaction of its own (autocommit) on a pooled connection of `pool`,
+ * refused as {@link unreplicatedCommitError} when the server gave up waiting for its synchronous
+ * standby, as {@link commitReplicated} refuses a COMMIT: PostgreSQL sends that warning before the
+ * statement's answer, whose promise settles only after it.
+ *
+ * @example
+ * const result = await runReplicated(pool, { name: 'svc_x', text: 'UPDATE ...' }, values);
+ */
+export async function runReplicated<R extends QueryResultRow>(pool: Pool, sql: Sql, values: readonly unknown[]): Promise<QueryResult<R>> {
+  const client = await pool.connect();
+  // As in `transaction`: the pool's own 'error' listener is off while the client is checked out.
+  let lost: Error | undefined;
+  const onError = (err: Error) => {
+    lost ??= err;
+  };
+  let unreplicated = false;
+  const onNotice = (notice: { message?: string | undefined }) => {
+    if (SYNC_WAIT_CANCELLED.test(notice.message ?? '')) unreplicated = true;
+  };
+  client.on('error', onError);
+  client.on('notice', onNotice);
+  let broken: Error | undefined;
+  try {
+    const result = await run<R>(client, sql, values);
+    if (unreplicated) throw unreplicatedCommitError();
+    return result;
+  } catch (err) {
+    if (lost !== undefined || postgresFault(err) !== null) broken = lost ?? (err as Error);
+    throw err;
+  } finally {
+    client.removeListener('error', onError);
+    client.removeListener('notice', onNotice);
+    client.release(broken ?? lost);
+  }
+}
+
+/**
+ * The rows answered by one write committed on its own (see {@link runReplicated}).
+ *
+ * @example
+ * const used = await writtenRows<{ proof_key: string }>(pool, USE_PROOF, [key, expiresAt, now]);
+ */
+export async function writtenRows<R extends QueryResultRow>(pool: Pool, sql: Sql, values: readonly unknown[]): Promise<R[]> {
+  return (await runReplicated<R>(pool, sql, values)).rows;
+}
+
+/**
  * Runs `fn` in one READ COMMITTED transaction on one pooled connection of `pool`. A {@link Rollback}
  * thrown by `fn` rolls back and answers its value; any other error rolls back and is
  * rethrown (a connection failure included: callers turn it into a 5xx, nothing is swallowed).

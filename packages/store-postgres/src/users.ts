@@ -24,7 +24,7 @@ import {
 } from '@svc/core/store';
 import type { PoolClient } from 'pg';
 import type { PgContext } from './context.js';
-import { changes, first, type Queryable, rollback, rows } from './sql.js';
+import { changes, first, type Queryable, rollback, rows, writtenRows } from './sql.js';
 
 /** The 16 values of {@link USER_COLUMNS}, in its order. */
 function userValues(user: UserRecord): unknown[] {
@@ -406,7 +406,7 @@ export async function useScimToken(
   );
   if (found === undefined || !digestsEqual(found.digest, input.digest)) return null;
   if (!scimTokenUseIsDue(found.last_used_at === null ? null : Number(found.last_used_at), input.now)) return toScimToken(found);
-  const row = await first<ScimTokenRow>(
+  const [row] = await writtenRows<ScimTokenRow>(
     ctx.pool,
     `UPDATE scim_tokens SET last_used_at = $2 WHERE id = $1 AND revoked_at IS NULL RETURNING ${SCIM_TOKEN_COLUMNS}`,
     [found.id, input.now],

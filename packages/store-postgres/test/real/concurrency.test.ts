@@ -371,6 +371,60 @@ describe('across two nodes (two pools on one schema)', () => {
     assert.equal(reuseEvents.length, 1);
   });
 
+  test('a-refresh-racing-the-revocation-of-its-session: a rotation whose row is revoked after its read is refused and writes nothing', async () => {
+    const { session, first } = await sessionOn(n.a);
+    // Another connection holds the session's row, so the rotation reads it (without a lock, as
+    // live) and then waits with its change; meanwhile that connection revokes the session, as a
+    // sign-out or a device's removal on another node does, and commits.
+    const holder = await env.admin.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query(`SELECT 1 FROM ${n.a.schema}.sessions WHERE id = $1 FOR UPDATE`, [session.id]);
+      const next = pair(T0);
+      const rotation = n.b.rotateRefreshToken(
+        {
+          sessionId: session.id,
+          presentedDigest: first.refreshDigest,
+          realm: 'management',
+          now: T0 + 1000,
+          graceMs: 10_000,
+          next,
+          sealedSuccessor: 'sealed',
+        },
+        rotationAudit,
+      );
+      rotation.catch(() => undefined);
+      const until = Date.now() + 10_000;
+      for (;;) {
+        const waiting = await env.admin.query(
+          `SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%UPDATE sessions SET%' AND query LIKE '%generation = $19%'`,
+        );
+        if (waiting.rows[0].n === 1) break;
+        if (Date.now() > until) assert.fail('waited 10 s for the rotation to wait on the held session row with its change');
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      await holder.query(`UPDATE ${n.a.schema}.sessions SET revoked_at = $2, revoked_reason = 'signed_out' WHERE id = $1`, [
+        session.id,
+        T0 + 500,
+      ]);
+      await holder.query('COMMIT');
+      assert.deepEqual(await rotation, { kind: 'invalid' });
+      assert.equal(await n.a.findSessionByAccessDigest(session.id, next.accessDigest), null, 'the new pair was never written');
+      const after = await n.b.getSession(session.id);
+      assert.equal(after?.generation, 0);
+      assert.equal(after?.revokedReason, 'signed_out');
+      const retired = await env.admin.query(`SELECT count(*)::int AS n FROM ${n.a.schema}.retired_refresh_tokens WHERE session_id = $1`, [
+        session.id,
+      ]);
+      assert.equal(retired.rows[0].n, 0, 'nothing was retired');
+      const events = await n.a.listAuditEvents({ afterSeq: 0, limit: 1e9 });
+      assert.equal(events.filter((e) => e.sessionId === session.id && e.type.startsWith('session.rotated')).length, 0);
+    } finally {
+      await holder.query('ROLLBACK').catch(() => undefined);
+      holder.release();
+    }
+  });
+
   test('of 50 concurrent completions of one pairing intent exactly one enrolls a device', async () => {
     const id = newId('intent', clock, random);
     const codeDigest = randomBytes(32).toString('hex');

@@ -100,15 +100,61 @@ describe('a primary and a synchronous standby given to the store as one libpq ho
     );
   });
 
-  test('sync-rep-wait-cancelled: a commit the standby never confirmed (its wait cancelled with pg_cancel_backend) is not acknowledged', async () => {
-    const store = await openPostgresStore({ connectionString: rp.url, schema: 'unconfirmed', max: 2, allowUnauthenticated: true });
+  /**
+   * Stops the standby, starts `write`, and cancels every svc-auth query then waiting for the
+   * standby (wait_event SyncRep), as an operator's or a tool's `pg_cancel_backend` would: PostgreSQL
+   * then commits locally, answers success and only warns. Acknowledging that would promise a write
+   * a failover loses, so `write` must fail as a `timeout` store fault. The standby is started again.
+   */
+  async function cancelledWhileWaitingForTheStandby(write: () => Promise<unknown>): Promise<void> {
     const primary = new pg.Client({ connectionString: `postgres://postgres@127.0.0.1:${rp.primaryPort}/postgres` });
     await primary.connect();
     try {
-      await store.appendAuditEvent(draft());
       await rp.stopStandby();
       try {
-        const write = store.enrollDevice(
+        const pending = write();
+        let settled = false;
+        pending.then(
+          () => {
+            settled = true;
+          },
+          () => {
+            settled = true;
+          },
+        );
+        // Every waiting commit is cancelled until the write settles: the audit sealer's may wait
+        // too, and a write left waiting would only end at the store's 6 s bound on an answer (a
+        // timeout, whatever the write's own check). So it must settle well before that bound.
+        const started = Date.now();
+        let cancelled = 0;
+        while (!settled) {
+          if (Date.now() - started > 30_000) assert.fail('waited 30 s for the write to settle while cancelling its wait for the standby');
+          const r = await primary.query(
+            "SELECT count(*) FILTER (WHERE pg_cancel_backend(pid))::int AS n FROM pg_stat_activity WHERE application_name LIKE 'svc-auth%' AND wait_event = 'SyncRep'",
+          );
+          cancelled += r.rows[0].n as number;
+          if (!settled) await new Promise((r) => setTimeout(r, 50));
+        }
+        assert.ok(cancelled > 0, 'no svc-auth commit ever waited for the synchronous standby (wait_event SyncRep)');
+        assert.ok(
+          Date.now() - started < 4_000,
+          `the write settled after ${Date.now() - started} ms, at the store's bound on an answer, not at its cancelled wait`,
+        );
+        await assert.rejects(pending, (err: unknown) => storeFaultOf(err) === 'timeout');
+      } finally {
+        await rp.startStandby();
+      }
+    } finally {
+      await primary.end();
+    }
+  }
+
+  test('sync-rep-wait-cancelled: a commit the standby never confirmed (its wait cancelled with pg_cancel_backend) is not acknowledged', async () => {
+    const store = await openPostgresStore({ connectionString: rp.url, schema: 'unconfirmed', max: 2, allowUnauthenticated: true });
+    try {
+      await store.appendAuditEvent(draft());
+      await cancelledWhileWaitingForTheStandby(() =>
+        store.enrollDevice(
           {
             id: 'dev_01JDZ0000000000000000000AA',
             publicKey: 'cd'.repeat(32),
@@ -119,28 +165,119 @@ describe('a primary and a synchronous standby given to the store as one libpq ho
             removedAt: null,
           },
           { ...draft(), type: 'device.enrolled', deviceId: 'dev_01JDZ0000000000000000000AA', subject: 'usr_failover' },
-        );
-        write.catch(() => undefined);
-        // The commit now waits for the standby. An operator (or a tool) cancelling the waiting
-        // queries makes PostgreSQL commit locally, answer success and only warn: acknowledging
-        // that would promise a write a failover loses.
-        const until = Date.now() + 30_000;
-        let cancelled = 0;
-        while (cancelled === 0) {
-          if (Date.now() > until) assert.fail('waited 30 s for a svc-auth commit waiting for the synchronous standby (wait_event SyncRep)');
-          const r = await primary.query(
-            "SELECT count(*) FILTER (WHERE pg_cancel_backend(pid))::int AS n FROM pg_stat_activity WHERE application_name LIKE 'svc-auth%' AND wait_event = 'SyncRep'",
-          );
-          cancelled = r.rows[0].n as number;
-          if (cancelled === 0) await new Promise((r) => setTimeout(r, 50));
-        }
-        await assert.rejects(write, (err: unknown) => storeFaultOf(err) === 'timeout');
-      } finally {
-        await rp.startStandby();
-      }
+        ),
+      );
       await eventually('a confirmed write once the standby is back', () => store.appendAuditEvent(draft()));
     } finally {
-      await primary.end();
+      await store.close();
+    }
+  });
+
+  test('sync-rep-wait-cancelled on a sign-in: a session (one statement of its own) the standby never confirmed is not acknowledged', async () => {
+    const store = await openPostgresStore({ connectionString: rp.url, schema: 'unconfirmed_session', max: 2, allowUnauthenticated: true });
+    try {
+      const device = {
+        id: 'dev_01JDZ0000000000000000000AC',
+        publicKey: 'cf'.repeat(32),
+        realm: 'management' as const,
+        subject: 'usr_signin',
+        name: 'signing in',
+        createdAt: NOW,
+        removedAt: null,
+      };
+      await store.enrollDevice(device, { ...draft(), type: 'device.enrolled', deviceId: device.id, subject: device.subject });
+      const session = (id: string) => ({
+        id,
+        realm: 'management' as const,
+        subject: device.subject,
+        deviceId: device.id,
+        createdAt: NOW,
+        expiresAt: NOW + 86_400_000,
+        accessExpiresAt: NOW + 900_000,
+        refreshExpiresAt: NOW + 86_400_000,
+        generation: 0,
+        lastRotatedAt: null,
+        revokedAt: null,
+        revokedReason: null,
+        clientAddress: null,
+        userAgent: null,
+        amr: ['ed25519'],
+      });
+      const pair = {
+        accessDigest: 'a'.repeat(64),
+        refreshDigest: 'b'.repeat(64),
+        accessExpiresAt: NOW + 900_000,
+        refreshExpiresAt: NOW + 86_400_000,
+      };
+      const create = (id: string) => store.createSession(session(id), pair, { ...draft(), type: 'session.created', sessionId: id });
+      await cancelledWhileWaitingForTheStandby(() => create('ses_01JDZ0000000000000000000AC'));
+      assert.equal(
+        await eventually('a confirmed sign-in once the standby is back', () => create('ses_01JDZ0000000000000000000AD')),
+        'created',
+      );
+    } finally {
+      await store.close();
+    }
+  });
+
+  test('sync-rep-wait-cancelled on a refresh: a rotation (one statement of its own) the standby never confirmed is not acknowledged', async () => {
+    const store = await openPostgresStore({ connectionString: rp.url, schema: 'unconfirmed_rotation', max: 2, allowUnauthenticated: true });
+    try {
+      const device = {
+        id: 'dev_01JDZ0000000000000000000AB',
+        publicKey: 'ce'.repeat(32),
+        realm: 'management' as const,
+        subject: 'usr_rotation',
+        name: 'rotating',
+        createdAt: NOW,
+        removedAt: null,
+      };
+      await store.enrollDevice(device, { ...draft(), type: 'device.enrolled', deviceId: device.id, subject: device.subject });
+      const session = {
+        id: 'ses_01JDZ0000000000000000000AB',
+        realm: 'management' as const,
+        subject: device.subject,
+        deviceId: device.id,
+        createdAt: NOW,
+        expiresAt: NOW + 86_400_000,
+        accessExpiresAt: NOW + 900_000,
+        refreshExpiresAt: NOW + 86_400_000,
+        generation: 0,
+        lastRotatedAt: null,
+        revokedAt: null,
+        revokedReason: null,
+        clientAddress: null,
+        userAgent: null,
+        amr: ['ed25519'],
+      };
+      const digest = (c: string) => c.repeat(64);
+      const pair = {
+        accessDigest: digest('a'),
+        refreshDigest: digest('b'),
+        accessExpiresAt: NOW + 900_000,
+        refreshExpiresAt: NOW + 86_400_000,
+      };
+      assert.equal(await store.createSession(session, pair, { ...draft(), type: 'session.created', sessionId: session.id }), 'created');
+      const rotate = (next: string) =>
+        store.rotateRefreshToken(
+          {
+            sessionId: session.id,
+            presentedDigest: digest('b'),
+            realm: 'management',
+            now: NOW + 1000,
+            graceMs: 10_000,
+            next: { ...pair, accessDigest: digest(next), refreshDigest: digest(next.toUpperCase()) },
+            sealedSuccessor: `sealed-${next}`,
+          },
+          (o) => ({ ...draft(), type: o.kind === 'rotated' ? 'session.rotated' : 'session.rotated_in_grace', sessionId: session.id }),
+        );
+      await cancelledWhileWaitingForTheStandby(() => rotate('c'));
+      // The caller, told nothing was done, presents its token again within grace: it is given the
+      // pair the unconfirmed rotation issued (committed on the primary), now confirmed.
+      const again = await eventually('a confirmed refresh once the standby is back', () => rotate('d'));
+      assert.equal(again.kind, 'rotated_in_grace');
+      assert.equal(again.kind === 'rotated_in_grace' ? again.sealedSuccessor : null, 'sealed-c');
+    } finally {
       await store.close();
     }
   });

@@ -301,7 +301,13 @@ describe("every named statement of a session's life is planned once per connecti
       });
     }
     const plans = [...(await plansOf(pool, 'svc_')), ...(await plansOf(budgetPool, 'svc_'))];
-    for (const name of ['svc_create_challenge', 'svc_consume_challenge', 'svc_use_dpop_proof', 'svc_rotate', 'svc_create_handoff_code']) {
+    for (const name of [
+      'svc_create_challenge',
+      'svc_consume_challenge',
+      'svc_use_dpop_proof',
+      'svc_rotate_if_unchanged',
+      'svc_create_handoff_code',
+    ]) {
       const ran = plans.find((p) => p.name === name);
       assert.ok(ran !== undefined, `${name} did not run: ${plans.map((p) => p.name).join(', ')}`);
       assert.ok(ran.generic >= 1, `${name} never ran its generic plan (${ran.custom} custom plans)`);

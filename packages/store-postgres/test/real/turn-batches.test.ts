@@ -528,11 +528,11 @@ describe("one turn's sign-in challenges, sessions and attempt settlements share 
     const three = Array.from({ length: 3 }, () => signIn(d));
     assert.deepEqual(await Promise.all(three.map(create)), Array(3).fill('created'));
     const unknown = newId('session', clock, random);
-    const start = await executions('svc_get_session');
+    const start = await executions('svc_read_session');
     const read = await Promise.all(
       [...three.map((s) => s.session.id), unknown, three[0]?.session.id as string].map((id) => store.getSession(id)),
     );
-    assert.deepEqual(delta(start, await executions('svc_get_session')), { svc_get_sessions_4: 1 });
+    assert.deepEqual(delta(start, await executions('svc_read_session')), { svc_read_sessions_4: 1 });
     assert.deepEqual(
       read.map((s) => s?.id ?? null),
       [...three.map((s) => s.session.id), null, three[0]?.session.id],
