@@ -568,7 +568,9 @@ export interface Store {
    * The whole refresh decision, atomically, for a token of session `sessionId` (its selector)
    * whose digest is `presentedDigest`: the store locks and reads the session row, applies
    * core's `decideRotation` (and `decideRetiredPresentation` when it asks for the retired
-   * lookup), and writes what it decided:
+   * lookup), and writes what it decided (a store may instead plan on the row read without a
+   * lock and write only while the row is still as read, deciding again under the lock when it
+   * is not: the PostgreSQL store does):
    * - `rotate` → `rotated`: the session takes `next` (each expiry clamped to the session's
    *   `expiresAt`), the presented token becomes the "previous" one with `rotatedAt = now` and
    *   `sealedSuccessor` kept beside it, the token that was previous before is retired for good;
@@ -576,8 +578,10 @@ export interface Store {
    *   sealed successor stored with the previous token (the live pair, answered again);
    * - `reuse` → `reused`: the session is revoked (reason `refresh_token_reused`);
    * - `invalid` → `invalid`, nothing written.
-   * `audit` is called once inside the transaction with the outcome and the session as it is
-   * after the change; the event it returns is appended in that transaction.
+   * `audit` is called with the outcome and the session as it is after the change; the event it
+   * returns for the outcome answered is appended in the same transaction as the change. It must
+   * have no effect of its own: a store that plans again (above) calls it once more, and only the
+   * last event is written.
    * Concurrent presentations of one token never leave two live pairs.
    */
   rotateRefreshToken(

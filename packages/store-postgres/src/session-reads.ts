@@ -61,8 +61,8 @@ export class SessionReads {
       const { statement, values } = paddedKeys(READ_SESSIONS, ids);
       found = await rows<RefreshRow>(this.#pool, statement, values);
     }
-    const byId = new Map(found.map((row) => [row.id, row]));
-    // Calls of the same id get the same row object: nothing may change it.
+    // Calls of the same id get the same row object: frozen, so none can change it for another.
+    const byId = new Map(found.map((row) => [row.id, Object.freeze(row)]));
     for (const w of batch) w.resolve(byId.get(w.input) ?? null);
   }
 }

@@ -10,6 +10,7 @@ import {
   type Store,
   type TokenPairDigests,
 } from '@svc/core/store';
+import type pg from 'pg';
 import type { PostgresStore } from '../../src/index.js';
 import { createTestEnv } from '../pg-test-env.js';
 
@@ -371,20 +372,25 @@ describe('across two nodes (two pools on one schema)', () => {
     assert.equal(reuseEvents.length, 1);
   });
 
-  test('a-refresh-racing-the-revocation-of-its-session: a rotation whose row is revoked after its read is refused and writes nothing', async () => {
-    const { session, first } = await sessionOn(n.a);
-    // Another connection holds the session's row, so the rotation reads it (without a lock, as
-    // live) and then waits with its change; meanwhile that connection revokes the session, as a
-    // sign-out or a device's removal on another node does, and commits.
+  /**
+   * Holds the session's row on another connection, starts a presentation of `presented` on node
+   * b (it reads the row without a lock, then waits on the held row with its change), runs
+   * `change` in the holder's transaction and commits it; answers the presentation's outcome.
+   */
+  async function presentWhileHeld(
+    session: SessionRecord,
+    presented: string,
+    next: TokenPairDigests,
+    change: (holder: pg.PoolClient) => Promise<unknown>,
+  ): Promise<RotationOutcome> {
     const holder = await env.admin.connect();
     try {
       await holder.query('BEGIN');
       await holder.query(`SELECT 1 FROM ${n.a.schema}.sessions WHERE id = $1 FOR UPDATE`, [session.id]);
-      const next = pair(T0);
       const rotation = n.b.rotateRefreshToken(
         {
           sessionId: session.id,
-          presentedDigest: first.refreshDigest,
+          presentedDigest: presented,
           realm: 'management',
           now: T0 + 1000,
           graceMs: 10_000,
@@ -403,26 +409,77 @@ describe('across two nodes (two pools on one schema)', () => {
         if (Date.now() > until) assert.fail('waited 10 s for the rotation to wait on the held session row with its change');
         await new Promise((r) => setTimeout(r, 20));
       }
-      await holder.query(`UPDATE ${n.a.schema}.sessions SET revoked_at = $2, revoked_reason = 'signed_out' WHERE id = $1`, [
-        session.id,
-        T0 + 500,
-      ]);
+      await change(holder);
       await holder.query('COMMIT');
-      assert.deepEqual(await rotation, { kind: 'invalid' });
-      assert.equal(await n.a.findSessionByAccessDigest(session.id, next.accessDigest), null, 'the new pair was never written');
-      const after = await n.b.getSession(session.id);
-      assert.equal(after?.generation, 0);
-      assert.equal(after?.revokedReason, 'signed_out');
-      const retired = await env.admin.query(`SELECT count(*)::int AS n FROM ${n.a.schema}.retired_refresh_tokens WHERE session_id = $1`, [
-        session.id,
-      ]);
-      assert.equal(retired.rows[0].n, 0, 'nothing was retired');
-      const events = await n.a.listAuditEvents({ afterSeq: 0, limit: 1e9 });
-      assert.equal(events.filter((e) => e.sessionId === session.id && e.type.startsWith('session.rotated')).length, 0);
+      return await rotation;
     } finally {
       await holder.query('ROLLBACK').catch(() => undefined);
       holder.release();
     }
+  }
+
+  test('a-refresh-racing-the-revocation-of-its-session: a rotation whose row is revoked after its read is refused and writes nothing', async () => {
+    const { session, first } = await sessionOn(n.a);
+    // The holder revokes the session, as a sign-out or a device's removal on another node does.
+    const next = pair(T0);
+    const outcome = await presentWhileHeld(session, first.refreshDigest, next, (holder) =>
+      holder.query(`UPDATE ${n.a.schema}.sessions SET revoked_at = $2, revoked_reason = 'signed_out' WHERE id = $1`, [
+        session.id,
+        T0 + 500,
+      ]),
+    );
+    assert.deepEqual(outcome, { kind: 'invalid' });
+    assert.equal(await n.a.findSessionByAccessDigest(session.id, next.accessDigest), null, 'the new pair was never written');
+    const after = await n.b.getSession(session.id);
+    assert.equal(after?.generation, 0);
+    assert.equal(after?.revokedReason, 'signed_out');
+    const retired = await env.admin.query(`SELECT count(*)::int AS n FROM ${n.a.schema}.retired_refresh_tokens WHERE session_id = $1`, [
+      session.id,
+    ]);
+    assert.equal(retired.rows[0].n, 0, 'nothing was retired');
+    const events = await n.a.listAuditEvents({ afterSeq: 0, limit: 1e9 });
+    assert.equal(events.filter((e) => e.sessionId === session.id && e.type.startsWith('session.rotated')).length, 0);
+  });
+
+  test('a rotation whose row changed after its read but is still current is decided again under the lock, and rotates on the row as it is', async () => {
+    const { session, first } = await sessionOn(n.a);
+    // No path of the service changes a session's end; an operator's edit in the database does,
+    // and it sends the rotation to the locked transaction, which plans on the row as committed.
+    const { next, second } = { next: pair(T0), second: pair(T0) };
+    await n.a.rotateRefreshToken(
+      {
+        sessionId: session.id,
+        presentedDigest: first.refreshDigest,
+        realm: 'management',
+        now: T0 + 500,
+        graceMs: 10_000,
+        next,
+        sealedSuccessor: 'sealed-0',
+      },
+      rotationAudit,
+    );
+    const shortened = session.expiresAt - 3_600_000;
+    const outcome = await presentWhileHeld(session, next.refreshDigest, second, (holder) =>
+      holder.query(`UPDATE ${n.a.schema}.sessions SET expires_at = $2 WHERE id = $1`, [session.id, shortened]),
+    );
+    assert.equal(outcome.kind, 'rotated');
+    assert.equal(outcome.kind === 'rotated' ? outcome.session.generation : null, 2);
+    assert.equal(outcome.kind === 'rotated' ? outcome.session.expiresAt : null, shortened, 'planned on the row as committed');
+    const live = await n.a.findSessionByAccessDigest(session.id, second.accessDigest);
+    assert.equal(live?.generation, 2, 'the new pair is the live one');
+    assert.equal(live?.revokedAt, null);
+    assert.equal(await n.a.findSessionByAccessDigest(session.id, next.accessDigest), null, 'the pair before it is retired');
+    const retired = await env.admin.query(`SELECT digest FROM ${n.a.schema}.retired_refresh_tokens WHERE session_id = $1`, [session.id]);
+    assert.deepEqual(
+      retired.rows.map((r) => r.digest),
+      [first.refreshDigest],
+      'the token before the previous one is retired',
+    );
+    const events = await n.a.listAuditEvents({ afterSeq: 0, limit: 1e9 });
+    assert.deepEqual(
+      events.filter((e) => e.sessionId === session.id && e.type === 'session.rotated').map((e) => e.data.generation),
+      [1, 2],
+    );
   });
 
   test('of 50 concurrent completions of one pairing intent exactly one enrolls a device', async () => {
