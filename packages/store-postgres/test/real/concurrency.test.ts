@@ -604,6 +604,41 @@ describe('the audit trail is sealed in batches, off the write path (issue #14)',
     await assertChainVerifies(n.b);
   });
 
+  test('two nodes sealing at once, both waiting on the head: the pending event is chained once and both reads see it', async () => {
+    // The head is held, so both nodes' sealing passes wait on it; released, both must end well,
+    // the event chained once.
+    const holder = await env.admin.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query(`SELECT 1 FROM ${n.a.schema}.audit_head WHERE singleton FOR UPDATE`);
+      const id = newId('event', clock, random);
+      // Written as a write's transaction leaves it, without any node's own pass asked for.
+      await env.admin.query(
+        `INSERT INTO ${n.a.schema}.audit_pending (id, at, type, realm, subject, device_id, session_id, data)
+         VALUES ($1, $2, 'device.enrolled', 'management', NULL, NULL, NULL, '{"raced":true}')`,
+        [id, T0],
+      );
+      const reads = [n.a, n.b].map((node) => node.listAuditEvents({ afterSeq: 0, limit: 1e9 }));
+      for (const r of reads) r.catch(() => undefined);
+      const until = Date.now() + 10_000;
+      for (;;) {
+        const waiting = await env.admin.query(
+          `SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%audit_head%'`,
+        );
+        if (waiting.rows[0].n === 2) break;
+        if (Date.now() > until) assert.fail('waited 10 s for both nodes to wait on the held head');
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      await holder.query('COMMIT');
+      for (const events of await Promise.all(reads)) assert.equal(events.filter((e) => e.id === id).length, 1);
+      assert.equal(await pendingRows(), 0);
+      await assertChainVerifies(n.b);
+    } finally {
+      await holder.query('ROLLBACK').catch(() => undefined);
+      holder.release();
+    }
+  });
+
   test('reads on both nodes racing the writes of both nodes chain every event exactly once, in one unbroken chain', async () => {
     const before = (await n.a.auditHead())?.seq ?? 0;
     const ids: string[] = [];
