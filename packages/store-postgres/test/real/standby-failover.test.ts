@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
-import type { AuditEventDraft } from '@svc/core';
-import { storeFaultOf } from '@svc/core/store';
+import { type AuditEventDraft, newId } from '@svc/core';
+import { type SessionRecord, storeFaultOf } from '@svc/core/store';
 import pg from 'pg';
 import { openPostgresStore, type PostgresStore } from '../../src/index.js';
 import { type ReplicatedPostgres, startReplicatedPostgres } from '../replicated-postgres.js';
@@ -63,6 +64,47 @@ async function visibleOn(url: string, schema: string, id: string): Promise<void>
     if (Date.now() > until) assert.fail(`waited 10 s for event ${id} to be replayed on the standby; last: ${last}`);
     await new Promise((r) => setTimeout(r, 50));
   }
+}
+
+/** The digests of a token pair, each 64 times `access` or `refresh`, expiring as a sign-in's. */
+function pairOf(access: string, refresh: string) {
+  return {
+    accessDigest: access.repeat(64),
+    refreshDigest: refresh.repeat(64),
+    accessExpiresAt: NOW + 900_000,
+    refreshExpiresAt: NOW + 86_400_000,
+  };
+}
+
+/** Enrolls a management device for `subject` on `store` (its key 32 times `key`); answers a fresh session record of it under `id`. */
+async function enrolledDevice(store: PostgresStore, subject: string, key: string): Promise<(id: string) => SessionRecord> {
+  const device = {
+    id: newId('device', { now: () => NOW }, (n) => randomBytes(n)),
+    publicKey: key.repeat(32),
+    realm: 'management' as const,
+    subject,
+    name: subject,
+    createdAt: NOW,
+    removedAt: null,
+  };
+  await store.enrollDevice(device, { ...draft(), type: 'device.enrolled', deviceId: device.id, subject });
+  return (id) => ({
+    id,
+    realm: 'management',
+    subject,
+    deviceId: device.id,
+    createdAt: NOW,
+    expiresAt: NOW + 86_400_000,
+    accessExpiresAt: NOW + 900_000,
+    refreshExpiresAt: NOW + 86_400_000,
+    generation: 0,
+    lastRotatedAt: null,
+    revokedAt: null,
+    revokedReason: null,
+    clientAddress: null,
+    userAgent: null,
+    amr: ['ed25519'],
+  });
 }
 
 describe('a primary and a synchronous standby given to the store as one libpq host list (started by this file)', () => {
@@ -181,39 +223,8 @@ describe('a primary and a synchronous standby given to the store as one libpq ho
   test('sync-rep-wait-cancelled on a sign-in: a session (one statement of its own) the standby never confirmed is not acknowledged', async () => {
     const store = await openPostgresStore({ connectionString: rp.url, schema: 'unconfirmed_session', max: 2, allowUnauthenticated: true });
     try {
-      const device = {
-        id: 'dev_01JDZ0000000000000000000AC',
-        publicKey: 'cf'.repeat(32),
-        realm: 'management' as const,
-        subject: 'usr_signin',
-        name: 'signing in',
-        createdAt: NOW,
-        removedAt: null,
-      };
-      await store.enrollDevice(device, { ...draft(), type: 'device.enrolled', deviceId: device.id, subject: device.subject });
-      const session = (id: string) => ({
-        id,
-        realm: 'management' as const,
-        subject: device.subject,
-        deviceId: device.id,
-        createdAt: NOW,
-        expiresAt: NOW + 86_400_000,
-        accessExpiresAt: NOW + 900_000,
-        refreshExpiresAt: NOW + 86_400_000,
-        generation: 0,
-        lastRotatedAt: null,
-        revokedAt: null,
-        revokedReason: null,
-        clientAddress: null,
-        userAgent: null,
-        amr: ['ed25519'],
-      });
-      const pair = {
-        accessDigest: 'a'.repeat(64),
-        refreshDigest: 'b'.repeat(64),
-        accessExpiresAt: NOW + 900_000,
-        refreshExpiresAt: NOW + 86_400_000,
-      };
+      const session = await enrolledDevice(store, 'usr_signin', 'cf');
+      const pair = pairOf('a', 'b');
       const create = (id: string) => store.createSession(session(id), pair, { ...draft(), type: 'session.created', sessionId: id });
       await cancelledWhileWaitingForTheStandby(() => create('ses_01JDZ0000000000000000000AC'));
       assert.equal(
@@ -221,7 +232,7 @@ describe('a primary and a synchronous standby given to the store as one libpq ho
         'created',
       );
       // The refused one was committed on the primary all the same: what a failover would have lost.
-      assert.equal((await store.getSession('ses_01JDZ0000000000000000000AC'))?.subject, device.subject);
+      assert.equal((await store.getSession('ses_01JDZ0000000000000000000AC'))?.subject, 'usr_signin');
     } finally {
       await store.close();
     }
@@ -230,40 +241,9 @@ describe('a primary and a synchronous standby given to the store as one libpq ho
   test('sync-rep-wait-cancelled on a refresh: a rotation (one statement of its own) the standby never confirmed is not acknowledged', async () => {
     const store = await openPostgresStore({ connectionString: rp.url, schema: 'unconfirmed_rotation', max: 2, allowUnauthenticated: true });
     try {
-      const device = {
-        id: 'dev_01JDZ0000000000000000000AB',
-        publicKey: 'ce'.repeat(32),
-        realm: 'management' as const,
-        subject: 'usr_rotation',
-        name: 'rotating',
-        createdAt: NOW,
-        removedAt: null,
-      };
-      await store.enrollDevice(device, { ...draft(), type: 'device.enrolled', deviceId: device.id, subject: device.subject });
-      const session = {
-        id: 'ses_01JDZ0000000000000000000AB',
-        realm: 'management' as const,
-        subject: device.subject,
-        deviceId: device.id,
-        createdAt: NOW,
-        expiresAt: NOW + 86_400_000,
-        accessExpiresAt: NOW + 900_000,
-        refreshExpiresAt: NOW + 86_400_000,
-        generation: 0,
-        lastRotatedAt: null,
-        revokedAt: null,
-        revokedReason: null,
-        clientAddress: null,
-        userAgent: null,
-        amr: ['ed25519'],
-      };
+      const session = (await enrolledDevice(store, 'usr_rotation', 'ce'))('ses_01JDZ0000000000000000000AB');
       const digest = (c: string) => c.repeat(64);
-      const pair = {
-        accessDigest: digest('a'),
-        refreshDigest: digest('b'),
-        accessExpiresAt: NOW + 900_000,
-        refreshExpiresAt: NOW + 86_400_000,
-      };
+      const pair = pairOf('a', 'b');
       assert.equal(await store.createSession(session, pair, { ...draft(), type: 'session.created', sessionId: session.id }), 'created');
       const rotate = (next: string) =>
         store.rotateRefreshToken(
