@@ -97,6 +97,28 @@ export function unreplicatedCommitError(): Error & { readonly code: string } {
 const SYNC_WAIT_CANCELLED = /^canceling (the )?wait for synchronous replication/;
 
 /**
+ * Runs `op` on `client` (a COMMIT, or a statement committed on its own), refused as
+ * {@link unreplicatedCommitError} when the server warned meanwhile that the commit stopped waiting
+ * for its synchronous standby: PostgreSQL sends that warning before the answer, whose promise
+ * settles only after it.
+ */
+async function confirmedByStandby<T>(client: PoolClient, op: () => Promise<T>): Promise<T> {
+  let unreplicated = false;
+  const onNotice = (notice: { message?: string | undefined }) => {
+    if (SYNC_WAIT_CANCELLED.test(notice.message ?? '')) unreplicated = true;
+  };
+  client.on('notice', onNotice);
+  let result: T;
+  try {
+    result = await op();
+  } finally {
+    client.removeListener('notice', onNotice);
+  }
+  if (unreplicated) throw unreplicatedCommitError();
+  return result;
+}
+
+/**
  * COMMIT on `client`, refused as {@link unreplicatedCommitError} when the server gave up waiting
  * for its synchronous standby.
  *
@@ -104,54 +126,61 @@ const SYNC_WAIT_CANCELLED = /^canceling (the )?wait for synchronous replication/
  * await commitReplicated(client);
  */
 export async function commitReplicated(client: PoolClient): Promise<void> {
-  let unreplicated = false;
-  const onNotice = (notice: { message?: string | undefined }) => {
-    if (SYNC_WAIT_CANCELLED.test(notice.message ?? '')) unreplicated = true;
+  await confirmedByStandby(client, () => client.query('COMMIT'));
+}
+
+/** A checked-out connection's fate: the error that ended it (`lost`), or why it must not go back to the pool (`broken`). */
+interface Checkout {
+  lost?: Error;
+  broken?: Error;
+}
+
+/**
+ * Runs `fn` on a connection checked out of `pool`, and then releases it, destroyed when `fn` set
+ * `state.broken` or the connection was lost meanwhile (`state.lost`).
+ */
+async function checkedOut<T>(pool: Pool, fn: (client: PoolClient, state: Checkout) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  const state: Checkout = {};
+  // The pool takes its own 'error' listener off a client while it is checked out: without one
+  // here, a server restart (57P01) or a dropped connection while it is out is an unhandled
+  // 'error' event, and that kills the process.
+  const onError = (err: Error) => {
+    state.lost ??= err;
   };
-  client.on('notice', onNotice);
+  client.on('error', onError);
   try {
-    await client.query('COMMIT');
+    return await fn(client, state);
   } finally {
-    client.removeListener('notice', onNotice);
+    client.removeListener('error', onError);
+    client.release(state.broken ?? state.lost);
   }
-  if (unreplicated) throw unreplicatedCommitError();
+}
+
+/** Marks the connection of a failed operation broken when it was lost or is stuck (a store fault): a ROLLBACK would only wait out another timeout. */
+function failedOn(state: Checkout, err: unknown): boolean {
+  if (state.lost === undefined && postgresFault(err) === null) return false;
+  state.broken = state.lost ?? (err as Error);
+  return true;
 }
 
 /**
  * Runs one statement as a transaction of its own (autocommit) on a pooled connection of `pool`,
  * refused as {@link unreplicatedCommitError} when the server gave up waiting for its synchronous
- * standby, as {@link commitReplicated} refuses a COMMIT: PostgreSQL sends that warning before the
- * statement's answer, whose promise settles only after it.
+ * standby, as {@link commitReplicated} refuses a COMMIT.
  *
  * @example
  * const result = await runReplicated(pool, { name: 'svc_x', text: 'UPDATE ...' }, values);
  */
-export async function runReplicated<R extends QueryResultRow>(pool: Pool, sql: Sql, values: readonly unknown[]): Promise<QueryResult<R>> {
-  const client = await pool.connect();
-  // As in `transaction`: the pool's own 'error' listener is off while the client is checked out.
-  let lost: Error | undefined;
-  const onError = (err: Error) => {
-    lost ??= err;
-  };
-  let unreplicated = false;
-  const onNotice = (notice: { message?: string | undefined }) => {
-    if (SYNC_WAIT_CANCELLED.test(notice.message ?? '')) unreplicated = true;
-  };
-  client.on('error', onError);
-  client.on('notice', onNotice);
-  let broken: Error | undefined;
-  try {
-    const result = await run<R>(client, sql, values);
-    if (unreplicated) throw unreplicatedCommitError();
-    return result;
-  } catch (err) {
-    if (lost !== undefined || postgresFault(err) !== null) broken = lost ?? (err as Error);
-    throw err;
-  } finally {
-    client.removeListener('error', onError);
-    client.removeListener('notice', onNotice);
-    client.release(broken ?? lost);
-  }
+export function runReplicated<R extends QueryResultRow>(pool: Pool, sql: Sql, values: readonly unknown[]): Promise<QueryResult<R>> {
+  return checkedOut(pool, async (client, state) => {
+    try {
+      return await confirmedByStandby(client, () => run<R>(client, sql, values));
+    } catch (err) {
+      failedOn(state, err);
+      throw err;
+    }
+  });
 }
 
 /**
@@ -174,48 +203,35 @@ export async function writtenRows<R extends QueryResultRow>(pool: Pool, sql: Sql
  * @example
  * const n = await transaction(pool, (c) => changes(c, 'DELETE FROM flows WHERE expires_at <= $1', [now]));
  */
-export async function transaction<T>(
+export function transaction<T>(
   pool: Pool,
   fn: (c: PoolClient, opened: readonly QueryResult[]) => Promise<T>,
   opening?: string,
 ): Promise<T> {
-  const client = await pool.connect();
-  // The pool takes its own 'error' listener off a client while it is checked out: without one
-  // here, a server restart (57P01) or a dropped connection between two statements of this
-  // transaction is an unhandled 'error' event, and that kills the process.
-  let lost: Error | undefined;
-  const onError = (err: Error) => {
-    lost ??= err;
-  };
-  client.on('error', onError);
-  let broken: Error | undefined;
-  try {
-    // `opening`'s statements go with the BEGIN, in one round trip (the simple query protocol):
-    // each runs after the one before it ends, with a snapshot of its own.
-    const opened = opening === undefined ? [] : ((await client.query(`BEGIN; ${opening}`)) as unknown as QueryResult[]).slice(1);
-    if (opening === undefined) await client.query('BEGIN');
-    const result = await fn(client, opened);
-    await commitReplicated(client);
-    return result;
-  } catch (err) {
-    if (lost !== undefined || postgresFault(err) !== null) {
-      // The connection is lost or stuck: a ROLLBACK would only wait out another timeout. The
-      // server rolls the transaction back when the connection closes.
-      broken = lost ?? (err as Error);
-    } else {
-      try {
-        await client.query('ROLLBACK');
-      } catch (rollbackError) {
-        // The connection is unusable: destroy it instead of returning it to the pool.
-        broken = rollbackError as Error;
+  return checkedOut(pool, async (client, state) => {
+    try {
+      // `opening`'s statements go with the BEGIN, in one round trip (the simple query protocol):
+      // each runs after the one before it ends, with a snapshot of its own.
+      const opened = opening === undefined ? [] : ((await client.query(`BEGIN; ${opening}`)) as unknown as QueryResult[]).slice(1);
+      if (opening === undefined) await client.query('BEGIN');
+      const result = await fn(client, opened);
+      await commitReplicated(client);
+      return result;
+    } catch (err) {
+      // A lost or stuck connection is destroyed unrolled: the server rolls the transaction back
+      // when the connection closes.
+      if (!failedOn(state, err)) {
+        try {
+          await client.query('ROLLBACK');
+        } catch (rollbackError) {
+          // The connection is unusable: destroy it instead of returning it to the pool.
+          state.broken = rollbackError as Error;
+        }
       }
+      if (err instanceof Rollback) return err.value as T;
+      throw err;
     }
-    if (err instanceof Rollback) return err.value as T;
-    throw err;
-  } finally {
-    client.removeListener('error', onError);
-    client.release(broken ?? lost);
-  }
+  });
 }
 
 /**
