@@ -93,8 +93,17 @@ export function unreplicatedCommitError(): Error & { readonly code: string } {
   });
 }
 
-/** PostgreSQL's warning when a commit stops waiting for the synchronous standby (syncrep.c). */
-const SYNC_WAIT_CANCELLED = /^canceling (the )?wait for synchronous replication/;
+/**
+ * Whether a notice is PostgreSQL's warning that a commit stopped waiting for its synchronous
+ * standby: any warning of the routine that waits (`SyncRepWaitForLSN`, syncrep.c) means the wait
+ * ended unconfirmed. Told by the routine field, which the server never translates: the text is
+ * translated wherever `lc_messages` names another language (`storniere Warten auf synchrone
+ * Replikation ...`), and the SQLSTATE is the generic 01000. The English text is also taken, for a
+ * server that would leave the routine out.
+ */
+function syncWaitCancelled(notice: { readonly message?: string | undefined; readonly routine?: string | undefined }): boolean {
+  return notice.routine === 'SyncRepWaitForLSN' || /^canceling (the )?wait for synchronous replication/.test(notice.message ?? '');
+}
 
 /**
  * Runs `op` on `client` (a COMMIT, or a statement committed on its own), refused as
@@ -104,8 +113,8 @@ const SYNC_WAIT_CANCELLED = /^canceling (the )?wait for synchronous replication/
  */
 async function confirmedByStandby<T>(client: PoolClient, op: () => Promise<T>): Promise<T> {
   let unreplicated = false;
-  const onNotice = (notice: { message?: string | undefined }) => {
-    if (SYNC_WAIT_CANCELLED.test(notice.message ?? '')) unreplicated = true;
+  const onNotice = (notice: { message?: string | undefined; routine?: string | undefined }) => {
+    if (syncWaitCancelled(notice)) unreplicated = true;
   };
   client.on('notice', onNotice);
   let result: T;

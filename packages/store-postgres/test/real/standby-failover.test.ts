@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { type AuditEventDraft, newId } from '@svc/core';
@@ -266,6 +267,49 @@ describe('a primary and a synchronous standby given to the store as one libpq ho
       assert.equal(again.kind === 'rotated_in_grace' ? again.sealedSuccessor : null, 'sealed-c');
     } finally {
       await store.close();
+    }
+  });
+
+  test('sync-rep-wait-cancelled under a German lc_messages: the warning, translated, still refuses the commit the standby never confirmed', async (t) => {
+    // PostgreSQL translates the warning's text (`storniere Warten auf synchrone Replikation ...`)
+    // for a server or role whose lc_messages names another language; its routine field does not
+    // change. Needs the de_DE.UTF-8 locale (.ci/run makes it).
+    const german = execFileSync('locale', ['-a'], { encoding: 'utf8' })
+      .split('\n')
+      .some((l) => /^de_DE\.utf-?8$/i.test(l));
+    if (!german) {
+      if (process.env.CI) assert.fail('the de_DE.UTF-8 locale is missing (localedef -i de_DE -f UTF-8 de_DE.UTF-8)');
+      t.skip('the de_DE.UTF-8 locale is missing (under CI this fails instead)');
+      return;
+    }
+    const admin = new pg.Client({ connectionString: `postgres://postgres@127.0.0.1:${rp.primaryPort}/postgres` });
+    await admin.connect();
+    await admin.query("ALTER DATABASE postgres SET lc_messages TO 'de_DE.UTF-8'");
+    try {
+      const store = await openPostgresStore({ connectionString: rp.url, schema: 'unconfirmed_german', max: 2, allowUnauthenticated: true });
+      try {
+        const session = await enrolledDevice(store, 'usr_german', 'c9');
+        const create = (id: string) =>
+          store.createSession(session(id), pairOf('a', 'b'), { ...draft(), type: 'session.created', sessionId: id });
+        // The store's connections do speak German: a refused statement's message is translated.
+        const probe = new pg.Client({ connectionString: `postgres://postgres@127.0.0.1:${rp.primaryPort}/postgres` });
+        await probe.connect();
+        try {
+          await assert.rejects(probe.query('SELECT 1/0'), (err: Error) => /Division durch Null/.test(err.message));
+        } finally {
+          await probe.end();
+        }
+        await cancelledWhileWaitingForTheStandby(() => create('ses_01JDZ0000000000000000000AE'));
+        assert.equal(
+          await eventually('a confirmed sign-in once the standby is back', () => create('ses_01JDZ0000000000000000000AF')),
+          'created',
+        );
+      } finally {
+        await store.close();
+      }
+    } finally {
+      await admin.query('ALTER DATABASE postgres RESET lc_messages');
+      await admin.end();
     }
   });
 
