@@ -4,9 +4,10 @@
 // settle nothing; the CPU time the server process spends per request (all its threads, and its
 // main thread alone, from /proc) moves far less with the machine's load. Each tree runs its own
 // installed `svc auth serve` on a project its own CLI made; the trees take turns, PAIRS times,
-// in alternating order. Figures go to bench/results/ab.json. AB_STORE=postgres runs each tree on
-// a schema of its own on the bench's PostgreSQL (BENCH_PG_URL), PostgreSQL's own CPU per operation
-// beside each figure; AB_ONLY=logins[,bearer,rotations] measures only those.
+// in alternating order, each turn in a server process of its own. Figures go to
+// bench/results/ab.json. AB_STORE=postgres runs each tree on a schema of its own on the bench's
+// PostgreSQL (BENCH_PG_URL), PostgreSQL's own CPU per operation beside each figure;
+// AB_ONLY=logins[,bearer,rotations] measures only those.
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -72,9 +73,12 @@ async function rotations(server: Proc, devices: readonly Device[]): Promise<Cost
 interface Tree {
   readonly dir: string;
   readonly name: string;
-  server: Proc;
-  devices: Device[];
-  token: string;
+  /** The project its own CLI made, and that CLI. */
+  readonly project: string;
+  readonly bin: string;
+  /** The server of the pair being measured. */
+  server: Proc | null;
+  readonly devices: Device[];
 }
 
 const median = (xs: readonly number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1] as number;
@@ -93,23 +97,28 @@ async function main(): Promise<void> {
       const schema = `svc_ab_${randomBytes(4).toString('hex')}_${i}`;
       if (STORE === 'postgres') schemas.push(schema);
       const { devices } = setupProject(project, STORE, schema, bin);
-      const server = await start([bin, 'auth', 'serve', '--listen', '127.0.0.1:0', project], /listening on (http:\/\/\S+)/);
-      const first = devices[0] as Device;
-      const token = (await login(server.url, first.key, first.pub)).access_token;
       const name = `${i}:${basename(dir)}@${execFileSync('git', ['-C', dir, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim()}`;
-      trees.push({ dir, name, server, devices, token });
+      trees.push({ dir, name, project, bin, server: null, devices });
       figures[name] = { bearer: [], logins: [], rotations: [] };
-      // Warm-up: the hot paths compiled, the checkpoint thread (if any) started.
-      await run({ url: `${server.url}/v1/auth/me`, headers: { authorization: `Bearer ${token}` }, duration: 2 });
-      if (OPERATIONS.includes('logins')) await logins(server, devices);
     }
     for (let p = 0; p < PAIRS; p++) {
       const order = p % 2 === 0 ? trees : [...trees].reverse();
       for (const t of order) {
         const f = figures[t.name] as Record<string, Cost[]>;
-        if (OPERATIONS.includes('bearer')) f.bearer?.push(await bearer(t.server, t.token));
-        if (OPERATIONS.includes('logins')) f.logins?.push(await logins(t.server, t.devices));
-        if (OPERATIONS.includes('rotations')) f.rotations?.push(await rotations(t.server, t.devices));
+        // Each pair measures a process of its own: one process's draw (docs/performance.md,
+        // 2026-11-29 at 07:00) would otherwise weigh on every pair of its tree, and the
+        // challenges each sign-in run leaves unanswered count against its client's budget (100
+        // a minute) until the process ends.
+        t.server = await start([t.bin, 'auth', 'serve', '--listen', '127.0.0.1:0', t.project], /listening on (http:\/\/\S+)/);
+        const server = t.server;
+        const first = t.devices[0] as Device;
+        const token = (await login(server.url, first.key, first.pub)).access_token;
+        // Warm-up: the hot paths compiled, the checkpoint thread (if any) started.
+        await run({ url: `${server.url}/v1/auth/me`, headers: { authorization: `Bearer ${token}` }, duration: 2 });
+        if (OPERATIONS.includes('logins')) await run({ url: server.url, amount: 1_000, requests: loginRequests(t.devices) });
+        if (OPERATIONS.includes('bearer')) f.bearer?.push(await bearer(server, token));
+        if (OPERATIONS.includes('logins')) f.logins?.push(await logins(server, t.devices));
+        if (OPERATIONS.includes('rotations')) f.rotations?.push(await rotations(server, t.devices));
         const last = (k: string) => f[k]?.at(-1) as Cost;
         console.log(
           `pair ${p + 1} ${t.name}: ` +
@@ -118,10 +127,12 @@ async function main(): Promise<void> {
                 `${k} ${last(k).all.toFixed(0)} µs (main ${last(k).main.toFixed(0)}${last(k).also === undefined ? '' : `, PostgreSQL ${(last(k).also as number).toFixed(0)}`}) ${last(k).rps.toFixed(0)}/s`,
             ).join(', '),
         );
+        await stop(server);
+        t.server = null;
       }
     }
   } finally {
-    for (const t of trees) await stop(t.server).catch(() => undefined);
+    for (const t of trees) if (t.server !== null) await stop(t.server).catch(() => undefined);
     for (const child of started) if (child.exitCode === null) child.kill('SIGKILL');
     rmSync(work, { recursive: true, force: true });
     for (const schema of schemas)
