@@ -3,13 +3,15 @@ import { installDrainOnClose } from './drain-on-close.js';
 import { installErrorHandling } from './error-handling.js';
 import { installJsonBodyParser } from './json-body.js';
 import { installLoopbackGuard, isLoopbackAddress } from './loopback.js';
+import { installPipelineGuard } from './pipelining.js';
 import { installSharedSchemas } from './problem-schema.js';
 import { trackRoutes } from './route-registry.js';
 import { installSecurityHeaders } from './security-headers.js';
 
 /**
  * Installs the shared HTTP hardening of a svc surface on a fresh app, in the order that
- * matters: security headers first (so every later refusal carries them), then, for a
+ * matters: a request pipelined behind an answer that closed its connection is never run (RFC
+ * 9112 §9.6), then security headers (so every later refusal carries them), then, for a
  * loopback-only surface, the DNS-rebinding guard (before any parser or handler; on any other
  * surface, for the requests that arrived on a loopback address), then JSON-only bodies, the
  * problem+json error path, a close that drains in-flight requests without waiting out
@@ -30,6 +32,7 @@ export function hardenSurface(
     readonly guardExempt?: (req: FastifyRequest) => boolean;
   },
 ): void {
+  installPipelineGuard(app);
   installSecurityHeaders(app);
   // A surface that may bind a network address still gets the DNS-rebinding guard for every
   // request that arrived on a loopback address (bound to 127.0.0.1, or a wildcard reached over
