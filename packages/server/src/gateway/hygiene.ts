@@ -2,6 +2,7 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { AuthError, framingRefusal, unambiguousPath, upgradeRefusal } from '@svc/core';
 import { writeRawProblem } from '../http/error-handling.js';
+import { answerPending } from '../http/pipelining.js';
 import { internalError, PROBLEM_CONTENT_TYPE, problemJson } from '../http/problem.js';
 import { SECURITY_HEADERS } from '../http/security-headers.js';
 
@@ -228,14 +229,25 @@ export function installHeaderHygiene(
     }
     removeHeaders(req, isIdentity);
     if (event === 'upgrade') {
-      if (gate === undefined) return emit.call(this, event, ...args);
       const socket = args[1] as Duplex;
+      // Node hands an upgrade over as soon as it is parsed, without waiting for the answers to
+      // the requests written before it on the connection: behind one that closes the connection
+      // it would run all the same (RFC 9112 §9.6), and beside one still to come its 101 would
+      // overtake it. Refused, after those answers (`writeRawProblem`).
+      if (answerPending(socket) || !socket.writable) {
+        const refused = new AuthError('invalid_request', 'an upgrade must not be pipelined behind another request');
+        onRefused?.(req, refused);
+        refuseUpgrade(socket, refused);
+        return true;
+      }
+      if (gate === undefined) return emit.call(this, event, ...args);
       gate(req).then(
         (refused) => {
           if (refused !== null) {
             onRefused?.(req, refused);
             refuseUpgrade(socket, refused);
-          } else if (!socket.destroyed) emit.call(this, event, ...args);
+          } else if (!socket.destroyed && socket.writable) emit.call(this, event, ...args);
+          else socket.destroy();
         },
         (err: unknown) => {
           const failure = internalError(err);

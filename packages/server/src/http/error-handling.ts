@@ -5,6 +5,7 @@ import { AuthError, type ErrorCode } from '@svc/core';
 import { formatLimit, MAX_REQUEST_BODY_BYTES } from '@svc/core/settings';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { bearerChallenge } from './bearer.js';
+import { afterPendingAnswers, answerPending } from './pipelining.js';
 import { internalError, PROBLEM_CONTENT_TYPE, problemJson, sendProblem } from './problem.js';
 import { applySecurityHeaders, SECURITY_HEADERS } from './security-headers.js';
 
@@ -164,6 +165,9 @@ export function installErrorHandling(app: FastifyInstance): void {
   });
 }
 
+/** Sockets whose refusal waits for the answers before it ({@link writeRawProblem}). */
+const refusing = new WeakSet<Duplex>();
+
 /** How long an error answer may take to reach the kernel before its socket is reset anyway. */
 export const ERROR_ANSWER_LINGER_MS = 1_000;
 
@@ -181,6 +185,16 @@ export const ERROR_ANSWER_LINGER_MS = 1_000;
 export function writeRawProblem(socket: Duplex, err: AuthError, extra: Readonly<Record<string, string>> = {}): void {
   if (socket.destroyed || !socket.writable) {
     socket.destroy();
+    return;
+  }
+  if (answerPending(socket)) {
+    // The answer to an earlier request on this connection is still to come: written now, the
+    // problem would be read as that request's answer (saying it was refused, when it ran). It
+    // goes after it; once one is refused, a later refusal (more bytes of a broken stream) adds
+    // nothing.
+    if (refusing.has(socket)) return;
+    refusing.add(socket);
+    afterPendingAnswers(socket, () => writeRawProblem(socket, err, extra));
     return;
   }
   socket.on('error', () => socket.destroy());
@@ -212,20 +226,20 @@ export function frameworkErrors(err: FastifyError, req: FastifyRequest, reply: F
 /**
  * Fastify's `clientErrorHandler` option: a request Node could not even parse (or whose head
  * did not arrive in time) gets a problem+json 400 with the security headers, then the
- * connection is reset ({@link writeRawProblem}); while a response is already being written on
- * the connection, it is cut without one.
+ * connection is reset ({@link writeRawProblem}), after the answers to the requests before it on
+ * the connection; while one of them is already being written, it is cut without one.
  *
  * @example
  * Fastify({ clientErrorHandler });
  */
 export function clientErrorHandler(err: Error & { code?: string }, socket: Socket): void {
-  if (err.code === 'ECONNRESET' || socket.destroyed || !socket.writable) {
+  if (err.code === 'ECONNRESET') {
     socket.destroy();
     return;
   }
   // A response already under way on this socket (a pipelined head that broke or timed out
   // while it streams): a problem written now would land inside its body. Cut the connection,
-  // as Node's own handler does.
+  // as Node's own handler does. An answer still to come goes first ({@link writeRawProblem}).
   const inFlight = (socket as Socket & { _httpMessage?: { headersSent?: boolean } | null })._httpMessage;
   if (inFlight?.headersSent === true) {
     socket.destroy();

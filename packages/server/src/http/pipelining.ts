@@ -1,4 +1,42 @@
+import type { ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
+
+/**
+ * The answer to an earlier request on `socket` that is still being prepared or written, or null.
+ * Anything written onto the socket meanwhile (a raw refusal) would go out ahead of it, or into it,
+ * and a request Node hands over meanwhile (an upgrade, handed over at once) would run beside it.
+ * Node's HTTP server marks the connection's current answer on the socket (`_httpMessage`), clears
+ * it when that answer is done, and then marks the next one, if any.
+ */
+function pendingAnswer(socket: Duplex): ServerResponse | null {
+  return (socket as Duplex & { _httpMessage?: ServerResponse | null })._httpMessage ?? null;
+}
+
+/**
+ * Whether an answer to an earlier request on `socket` is still to come.
+ *
+ * @example
+ * if (answerPending(socket)) socket.destroy();
+ */
+export function answerPending(socket: Duplex): boolean {
+  return pendingAnswer(socket) !== null;
+}
+
+/**
+ * Runs `then` once every answer to the requests before on `socket` has gone: at once when none is
+ * pending. It runs after the answers that keep the connection open and after one that closes it
+ * (then `socket` is no longer writable), and never when an answer is cut (the socket is gone).
+ *
+ * @example
+ * afterPendingAnswers(socket, () => writeRawProblem(socket, err));
+ */
+export function afterPendingAnswers(socket: Duplex, then: () => void): void {
+  const pending = pendingAnswer(socket);
+  if (pending === null) then();
+  // Node's own 'finish' listener, added first, has handed the connection on (or ended it) by then.
+  else pending.once('finish', () => afterPendingAnswers(socket, then));
+}
 
 /**
  * Adds the first `onRequest` hook of a surface: a request written on a connection behind another

@@ -4,6 +4,7 @@ import { after, before, describe, test } from 'node:test';
 import { within } from '../support/bounded.js';
 import { applicationUser, type GatewayHarness, startGatewayHarness, testPolicy } from '../support/gateway-harness.js';
 import { admin, api, type Harness, startHarness } from '../support/harness.js';
+import { type ProxyGateway, startEchoUpstream, startProxyGateway, type Upstream } from '../support/upstream-harness.js';
 
 /**
  * RFC 9112 §9.6: a server that answers `Connection: close` "MUST NOT process any further
@@ -135,4 +136,90 @@ describe('a request pipelined behind one answered with Connection: close is not 
     const me = await api(h, 'GET', '/v1/auth/me', { token: pair.access_token });
     assert.equal(me.status, 200, `the pipelined logout ran: ${me.text}`);
   });
+});
+
+/** A websocket opening handshake's own header lines. */
+const UPGRADE = 'Connection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n';
+
+describe('an upgrade pipelined behind another request is not relayed (gateway, upstream mode)', () => {
+  let up: Upstream;
+  let gw: ProxyGateway;
+  before(async () => {
+    up = await startEchoUpstream('attach');
+    gw = await startProxyGateway(up.url);
+  });
+  after(async () => {
+    await gw.close();
+    await up.close();
+  });
+
+  const malformed = '{"not json';
+  /** The gateway's own route answers a body that does not parse with 400 and closes the connection. */
+  const MALFORMED = `POST /.svc/auth/v1/challenges HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${malformed.length}\r\n\r\n${malformed}`;
+  const CASES = [
+    ['an ambiguous path (400, closed)', 'GET /public/../admin HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n', ['HTTP/1.1 400']],
+    ['a malformed body (400, closed)', MALFORMED, ['HTTP/1.1 400']],
+    // Node hands the upgrade over at once, while the slow answer and the 400 are still to come:
+    // relayed, its 101 went out first and the two answers were written into the websocket.
+    [
+      'a slow request and a malformed body',
+      `GET /public/slow?ms=300 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n${MALFORMED}`,
+      ['HTTP/1.1 200', 'HTTP/1.1 400'],
+    ],
+    // Behind an answer that keeps the connection open: that answer, then the upgrade's refusal.
+    ['a request answered with keep-alive', 'GET /public/slow?ms=100 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n', ['HTTP/1.1 200', 'HTTP/1.1 400']],
+  ] as const;
+  for (const [what, first, answers] of CASES) {
+    test(`upgrade-pipelined-behind ${what}: the upstream never sees the handshake, and no 101 overtakes an answer`, async () => {
+      const before = up.upgrades.length;
+      const r = await written(gw.port, `${first}GET /app/ws HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${gw.bearer}\r\n${UPGRADE}\r\n`);
+      assert.deepEqual(statusLines(r), [...answers], r.slice(0, 600));
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      assert.equal(up.upgrades.length - before, 0, 'the pipelined handshake reached the upstream');
+    });
+  }
+
+  test('an upgrade on a connection of its own still goes through (101)', async () => {
+    const before = up.upgrades.length;
+    const socket = connect({ port: gw.port, host: '127.0.0.1' }, () =>
+      socket.write(`GET /app/ws HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${gw.bearer}\r\n${UPGRADE}\r\n`),
+    );
+    const head = await within(
+      new Promise<string>((resolve, reject) => {
+        socket.once('data', (c: Buffer) => resolve(c.toString('utf8')));
+        socket.once('error', reject);
+      }),
+      10_000,
+      'the 101 of an upgrade on its own connection',
+    );
+    socket.destroy();
+    assert.match(head, /^HTTP\/1\.1 101/);
+    assert.equal(up.upgrades.length - before, 1);
+  });
+});
+
+describe('a raw refusal never answers for an earlier request that is still running (management API)', () => {
+  let h: Harness;
+  before(async () => {
+    h = await startHarness();
+  });
+  after(() => h.close());
+
+  const TAILS = [
+    ['bytes that are not HTTP', 'GARBAGE\r\n\r\n', 'HTTP/1.1 400'],
+    ['a CONNECT', 'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n', 'HTTP/1.1 404'],
+  ] as const;
+  for (const [what, tail, refusal] of TAILS) {
+    test(`refusal-overtakes-a-logout: ${what} written after a logout never come back as the logout's answer`, async () => {
+      const { pair } = await admin(h);
+      const r = await written(
+        h.port,
+        `POST /v1/auth/revoke HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${pair.access_token}\r\nContent-Length: 0\r\n\r\n${tail}`,
+      );
+      // The logout's own answer first, then the refusal: never a refusal the caller would take
+      // for the logout's (it ran).
+      assert.deepEqual(statusLines(r), ['HTTP/1.1 200', refusal], r.slice(0, 600));
+      assert.equal((await api(h, 'GET', '/v1/auth/me', { token: pair.access_token })).status, 401, 'the logout ran');
+    });
+  }
 });
