@@ -98,8 +98,8 @@ export function unreplicatedCommitError(): Error & { readonly code: string } {
  * standby: any warning of the routine that waits (`SyncRepWaitForLSN`, syncrep.c) means the wait
  * ended unconfirmed. Told by the routine field, which the server never translates: the text is
  * translated wherever `lc_messages` names another language (`storniere Warten auf synchrone
- * Replikation ...`), and the SQLSTATE is the generic 01000. The English text is also taken, for a
- * server that would leave the routine out.
+ * Replikation ...`), and the SQLSTATE says nothing of its own (01000 for a cancel, 57P01 for a
+ * shutdown). The English text is also taken, for a server that would leave the routine out.
  */
 function syncWaitCancelled(notice: { readonly message?: string | undefined; readonly routine?: string | undefined }): boolean {
   return notice.routine === 'SyncRepWaitForLSN' || /^canceling (the )?wait for synchronous replication/.test(notice.message ?? '');
