@@ -5,7 +5,7 @@ import { AuthError, type ErrorCode } from '@svc/core';
 import { formatLimit, MAX_REQUEST_BODY_BYTES } from '@svc/core/settings';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { bearerChallenge } from './bearer.js';
-import { afterPendingAnswers, answerPending } from './pipelining.js';
+import { afterPendingAnswers, answerPending, answerUnderWay } from './pipelining.js';
 import { internalError, PROBLEM_CONTENT_TYPE, problemJson, sendProblem } from './problem.js';
 import { applySecurityHeaders, SECURITY_HEADERS } from './security-headers.js';
 
@@ -240,8 +240,7 @@ export function clientErrorHandler(err: Error & { code?: string }, socket: Socke
   // A response already under way on this socket (a pipelined head that broke or timed out
   // while it streams): a problem written now would land inside its body. Cut the connection,
   // as Node's own handler does. An answer still to come goes first ({@link writeRawProblem}).
-  const inFlight = (socket as Socket & { _httpMessage?: { headersSent?: boolean } | null })._httpMessage;
-  if (inFlight?.headersSent === true) {
+  if (answerUnderWay(socket)) {
     socket.destroy();
     return;
   }

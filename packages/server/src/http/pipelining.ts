@@ -24,6 +24,17 @@ export function answerPending(socket: Duplex): boolean {
 }
 
 /**
+ * Whether an answer to an earlier request on `socket` is already being written (its head has gone
+ * out): anything written onto the socket now would land inside its body.
+ *
+ * @example
+ * if (answerUnderWay(socket)) socket.destroy();
+ */
+export function answerUnderWay(socket: Duplex): boolean {
+  return pendingAnswer(socket)?.headersSent === true;
+}
+
+/**
  * Runs `then` once every answer to the requests before on `socket` has gone: at once when none is
  * pending. It runs after the answers that keep the connection open and after one that closes it
  * (then `socket` is no longer writable), and never when an answer is cut (the socket is gone).
