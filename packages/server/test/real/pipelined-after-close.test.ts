@@ -28,6 +28,11 @@ function written(port: number, request: string): Promise<string> {
   return within(answer, 10_000, 'the server to answer and close the connection');
 }
 
+/** The `code` of every problem+json answer in what came back, in order. */
+function problemCodes(text: string): string[] {
+  return [...text.matchAll(/"code":"([a-z_]+)"/g)].map((m) => m[1] as string);
+}
+
 /** The answers' status lines in what came back. */
 function statusLines(text: string): string[] {
   return text.match(/HTTP\/1\.1 \d{3}/g) ?? [];
@@ -62,6 +67,7 @@ describe('a request pipelined behind one answered with Connection: close is not 
       attack: 'pipelined-behind-a-refused-path',
       what: 'an ambiguous path',
       status: 400,
+      code: 'invalid_request',
       path: '/public/../admin',
       request: 'GET /public/../admin HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n',
     },
@@ -69,6 +75,7 @@ describe('a request pipelined behind one answered with Connection: close is not 
       attack: 'pipelined-behind-a-body-that-does-not-parse',
       what: 'a malformed JSON body',
       status: 400,
+      code: 'invalid_request',
       path: '/public/malformed',
       request: `POST /public/malformed HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${malformed.length}\r\n\r\n${malformed}`,
     },
@@ -76,6 +83,7 @@ describe('a request pipelined behind one answered with Connection: close is not 
       attack: 'pipelined-behind-an-oversized-body',
       what: 'a body over 64 KiB',
       status: 413,
+      code: 'payload_too_large',
       path: '/public/oversized',
       request: `POST /public/oversized HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${oversized.length}\r\n\r\n${oversized}`,
     },
@@ -87,6 +95,7 @@ describe('a request pipelined behind one answered with Connection: close is not 
         `${c.request}POST ${after} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${token}\r\nContent-Length: 0\r\n\r\n`,
       );
       assert.deepEqual(statusLines(r), [`HTTP/1.1 ${c.status}`], `one answer, then the connection closed: ${r.slice(0, 400)}`);
+      assert.deepEqual(problemCodes(r), [c.code]);
       assert.match(r, /^connection: close$/im);
       // A request on a new connection is run: the application is reachable.
       assert.deepEqual(statusLines(await gateway('GET /public/probe HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n')), [
@@ -130,6 +139,7 @@ describe('a request pipelined behind one answered with Connection: close is not 
         `POST /v1/auth/revoke HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${pair.access_token}\r\nContent-Length: 0\r\n\r\n`,
     );
     assert.deepEqual(statusLines(r), ['HTTP/1.1 400'], `one answer, then the connection closed: ${r}`);
+    assert.deepEqual(problemCodes(r), ['invalid_request']);
     assert.match(r, /^connection: close$/im);
     // Given time to have run, the logout did not: the session is live.
     await new Promise((resolve) => setTimeout(resolve, 200));
@@ -157,23 +167,30 @@ describe('an upgrade pipelined behind another request is not relayed (gateway, u
   /** The gateway's own route answers a body that does not parse with 400 and closes the connection. */
   const MALFORMED = `POST /.svc/auth/v1/challenges HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${malformed.length}\r\n\r\n${malformed}`;
   const CASES = [
-    ['an ambiguous path (400, closed)', 'GET /public/../admin HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n', ['HTTP/1.1 400']],
-    ['a malformed body (400, closed)', MALFORMED, ['HTTP/1.1 400']],
+    ['an ambiguous path (400, closed)', 'GET /public/../admin HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n', ['HTTP/1.1 400'], ['invalid_request']],
+    ['a malformed body (400, closed)', MALFORMED, ['HTTP/1.1 400'], ['invalid_request']],
     // Node hands the upgrade over at once, while the slow answer and the 400 are still to come:
     // relayed, its 101 went out first and the two answers were written into the websocket.
     [
       'a slow request and a malformed body',
       `GET /public/slow?ms=300 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n${MALFORMED}`,
       ['HTTP/1.1 200', 'HTTP/1.1 400'],
+      ['invalid_request'],
     ],
     // Behind an answer that keeps the connection open: that answer, then the upgrade's refusal.
-    ['a request answered with keep-alive', 'GET /public/slow?ms=100 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n', ['HTTP/1.1 200', 'HTTP/1.1 400']],
+    [
+      'a request answered with keep-alive',
+      'GET /public/slow?ms=100 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n',
+      ['HTTP/1.1 200', 'HTTP/1.1 400'],
+      ['invalid_request'],
+    ],
   ] as const;
-  for (const [what, first, answers] of CASES) {
+  for (const [what, first, answers, codes] of CASES) {
     test(`upgrade-pipelined-behind ${what}: the upstream never sees the handshake, and no 101 overtakes an answer`, async () => {
       const before = up.upgrades.length;
       const r = await written(gw.port, `${first}GET /app/ws HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${gw.bearer}\r\n${UPGRADE}\r\n`);
       assert.deepEqual(statusLines(r), [...answers], r.slice(0, 600));
+      assert.deepEqual(problemCodes(r), [...codes]);
       await new Promise((resolve) => setTimeout(resolve, 300));
       assert.equal(up.upgrades.length - before, 0, 'the pipelined handshake reached the upstream');
     });
@@ -206,10 +223,10 @@ describe('a raw refusal never answers for an earlier request that is still runni
   after(() => h.close());
 
   const TAILS = [
-    ['bytes that are not HTTP', 'GARBAGE\r\n\r\n', 'HTTP/1.1 400'],
-    ['a CONNECT', 'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n', 'HTTP/1.1 404'],
+    ['bytes that are not HTTP', 'GARBAGE\r\n\r\n', 'HTTP/1.1 400', 'invalid_request'],
+    ['a CONNECT', 'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n', 'HTTP/1.1 404', 'not_found'],
   ] as const;
-  for (const [what, tail, refusal] of TAILS) {
+  for (const [what, tail, refusal, code] of TAILS) {
     test(`refusal-overtakes-a-logout: ${what} written after a logout never come back as the logout's answer`, async () => {
       const { pair } = await admin(h);
       const r = await written(
@@ -219,6 +236,7 @@ describe('a raw refusal never answers for an earlier request that is still runni
       // The logout's own answer first, then the refusal: never a refusal the caller would take
       // for the logout's (it ran).
       assert.deepEqual(statusLines(r), ['HTTP/1.1 200', refusal], r.slice(0, 600));
+      assert.deepEqual(problemCodes(r), [code]);
       assert.equal((await api(h, 'GET', '/v1/auth/me', { token: pair.access_token })).status, 401, 'the logout ran');
     });
   }

@@ -13,6 +13,7 @@ import {
 import type pg from 'pg';
 import type { PostgresStore } from '../../src/index.js';
 import { createTestEnv } from '../pg-test-env.js';
+import { managementSession } from '../session-record.js';
 
 const ATTEMPTS = 50;
 const T0 = Date.UTC(2026, 10, 22, 10, 0, 0, 0);
@@ -86,23 +87,7 @@ async function sessionOn(store: Store): Promise<{ session: SessionRecord; first:
 async function newSession(store: Store): Promise<SessionRecord> {
   const d = device();
   assert.equal(await store.enrollDevice(d, draft('device.enrolled')), 'enrolled');
-  return {
-    id: newId('session', clock, random),
-    realm: 'management',
-    subject: d.subject,
-    deviceId: d.id,
-    createdAt: T0,
-    expiresAt: T0 + 7 * 86_400_000,
-    accessExpiresAt: T0 + 900_000,
-    refreshExpiresAt: T0 + 86_400_000,
-    generation: 0,
-    lastRotatedAt: null,
-    revokedAt: null,
-    revokedReason: null,
-    clientAddress: null,
-    userAgent: null,
-    amr: ['ed25519'],
-  };
+  return managementSession(newId('session', clock, random), d, T0, 7 * 86_400_000);
 }
 
 function rotationAudit(o: Exclude<RotationOutcome, { kind: 'invalid' }>): AuditEventDraft {

@@ -7,6 +7,7 @@ import { type SessionRecord, storeFaultOf } from '@svc/core/store';
 import pg from 'pg';
 import { openPostgresStore, type PostgresStore } from '../../src/index.js';
 import { type ReplicatedPostgres, startReplicatedPostgres } from '../replicated-postgres.js';
+import { managementSession } from '../session-record.js';
 
 const NOW = Date.UTC(2026, 10, 27, 12, 0, 0);
 let n = 0;
@@ -89,23 +90,7 @@ async function enrolledDevice(store: PostgresStore, subject: string, key: string
     removedAt: null,
   };
   await store.enrollDevice(device, { ...draft(), type: 'device.enrolled', deviceId: device.id, subject });
-  return (id) => ({
-    id,
-    realm: 'management',
-    subject,
-    deviceId: device.id,
-    createdAt: NOW,
-    expiresAt: NOW + 86_400_000,
-    accessExpiresAt: NOW + 900_000,
-    refreshExpiresAt: NOW + 86_400_000,
-    generation: 0,
-    lastRotatedAt: null,
-    revokedAt: null,
-    revokedReason: null,
-    clientAddress: null,
-    userAgent: null,
-    amr: ['ed25519'],
-  });
+  return (id) => managementSession(id, device, NOW, 86_400_000);
 }
 
 describe('a primary and a synchronous standby given to the store as one libpq host list (started by this file)', () => {
