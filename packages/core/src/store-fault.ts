@@ -67,17 +67,29 @@ export function storeFaultOf(err: unknown): StoreFault | null {
  */
 export function classifyStoreErrors(prototype: object, operations: readonly string[], classify: (err: unknown) => StoreFault | null): void {
   const target = prototype as Record<string, unknown>;
+  // What a failure becomes: an AuthError as it is, an outage a StoreUnavailableError.
+  const classified = (err: unknown): unknown => {
+    if (err instanceof AuthError) return err;
+    const fault = classify(err);
+    return fault === null ? err : new StoreUnavailableError(fault, { cause: err });
+  };
+  const rethrow = (err: unknown): never => {
+    throw classified(err);
+  };
   for (const name of operations) {
     const original = target[name];
     if (typeof original !== 'function') continue;
-    const wrapped = async function (this: unknown, ...args: unknown[]): Promise<unknown> {
+    // Not an async function: every store call (a bearer check's among them) would pay a promise
+    // and a generator resume more for it (docs/performance.md, 2026-11-29 at 16:00). A method
+    // that throws before it returns its promise is answered the same way, as a rejection.
+    const wrapped = function (this: unknown, ...args: unknown[]): Promise<unknown> {
+      let result: unknown;
       try {
-        return await (original as (...a: unknown[]) => Promise<unknown>).apply(this, args);
+        result = (original as (...a: unknown[]) => unknown).apply(this, args);
       } catch (err) {
-        if (err instanceof AuthError) throw err;
-        const fault = classify(err);
-        throw fault === null ? err : new StoreUnavailableError(fault, { cause: err });
+        return Promise.reject(classified(err));
       }
+      return Promise.resolve(result).then(undefined, rethrow);
     };
     Object.defineProperty(wrapped, 'name', { value: name });
     target[name] = wrapped;

@@ -95,7 +95,7 @@ function refusalOf(req: IncomingMessage, upgrade: boolean): AuthError | null {
     if (refused !== null) return new AuthError('invalid_request', `the upgrade is refused: ${refused}`);
   }
   try {
-    checkedPaths.set(req, unambiguousPath(req.url ?? ''));
+    (req as CheckedRequest)[CHECKED_PATH] = unambiguousPath(req.url ?? '');
   } catch (err) {
     if (err instanceof AuthError) return err;
     throw err;
@@ -103,8 +103,14 @@ function refusalOf(req: IncomingMessage, upgrade: boolean): AuthError | null {
   return null;
 }
 
-/** The decoded path of each request the hygiene let through, so the identity step does not parse it again. */
-const checkedPaths = new WeakMap<IncomingMessage, string>();
+/**
+ * Where the hygiene keeps the decoded path of a request it let through, so the identity step does
+ * not parse it again: a property under a symbol only this module holds, not an entry of a
+ * `WeakMap`, whose per-request entries cost the gateway's garbage collector more than the rest of
+ * the path's bookkeeping (docs/performance.md, 2026-11-29 at 16:00).
+ */
+const CHECKED_PATH = Symbol('svc.gateway.checkedPath');
+type CheckedRequest = IncomingMessage & { [CHECKED_PATH]?: string };
 
 /**
  * The decoded, unambiguous path of `req` (see {@link unambiguousPath}): the one the hygiene
@@ -115,7 +121,7 @@ const checkedPaths = new WeakMap<IncomingMessage, string>();
  * const path = requestPath(req.raw); // '/docs/a b'
  */
 export function requestPath(req: IncomingMessage): string {
-  return checkedPaths.get(req) ?? unambiguousPath(req.url ?? '');
+  return (req as CheckedRequest)[CHECKED_PATH] ?? unambiguousPath(req.url ?? '');
 }
 
 /** A refusal as a page, for a browser: its body and the headers that go with it (content type, CSP). */

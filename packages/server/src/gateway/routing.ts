@@ -2,8 +2,13 @@ import type { IncomingMessage } from 'node:http';
 import { type AppRoute, AuthError, appRouteTable, isReservedPath } from '@svc/core';
 import type { GatewayPolicy } from './options.js';
 
-/** The route each routed request was matched to, set by the gateway's identity step only. */
-const matchedRoutes = new WeakMap<IncomingMessage, AppRoute>();
+/**
+ * Where the gateway's identity step keeps the route a routed request was matched to: a property
+ * under a symbol only this module holds (as the hygiene keeps the checked path: no per-request
+ * `WeakMap` entry for the garbage collector to trace).
+ */
+const MATCHED_ROUTE = Symbol('svc.gateway.matchedRoute');
+type RoutedRequest = IncomingMessage & { [MATCHED_ROUTE]?: AppRoute };
 
 /**
  * The route of `:svc/app-routes` the gateway matched `req` to, or undefined (the one-route
@@ -14,7 +19,7 @@ const matchedRoutes = new WeakMap<IncomingMessage, AppRoute>();
  * const upstream = routeOf(req.raw)?.to;
  */
 export function routeOf(req: IncomingMessage): AppRoute | undefined {
-  return matchedRoutes.get(req);
+  return (req as RoutedRequest)[MATCHED_ROUTE];
 }
 
 /** How the gateway picks the policy of a request: one for every request, or its route's. */
@@ -69,7 +74,7 @@ export function gatewayRouting(policy: GatewayPolicy, reservedOrigins: readonly 
       }
       const route = table.match(origin, path);
       if (route === null) throw new AuthError('not_found', 'no application is served at this address');
-      matchedRoutes.set(req, route);
+      (req as RoutedRequest)[MATCHED_ROUTE] = route;
       return policies.get(route) as GatewayPolicy;
     },
   };

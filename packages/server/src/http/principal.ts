@@ -20,26 +20,31 @@ import { isLoopbackAddress } from './loopback.js';
  * @example
  * const principal = await managementPrincipal(deps, req);
  */
-export async function managementPrincipal(deps: AuthDeps, req: FastifyRequest): Promise<Principal> {
-  if (!isLoopbackAddress(req.socket.remoteAddress)) {
-    // A live management token that crossed the network is disclosed: whoever was on the path
-    // may hold a copy, so its session ends now (and the refusal below is the same either way).
-    const token = bearerToken(req.headers.authorization);
-    if (token !== undefined && token !== '') {
-      const exposed = await authenticate(deps, { token, realm: 'management' }).catch(() => null);
-      if (exposed !== null) await revokeExposedSession(deps, { principal: exposed, where: 'non-loopback peer' });
-    }
-    throw new AuthError(
-      'management_bearer_not_loopback',
-      'management-realm requests are accepted only from this machine (loopback); reach the node through an SSH tunnel',
-    );
-  }
+export function managementPrincipal(deps: AuthDeps, req: FastifyRequest): Promise<Principal> {
+  // Not an async function: the hot path hands on `authenticate`'s own promise, without a promise
+  // and two microtask turns of its own per request (docs/performance.md, 2026-11-29 at 16:00).
+  if (!isLoopbackAddress(req.socket.remoteAddress)) return refuseRemoteManagementBearer(deps, req);
   const credential = accessCredential(req.headers.authorization);
   return authenticate(deps, {
     token: credential.token,
     realm: 'management',
     ...(credential.dpop ? { dpop: dpopRequestOf(req, `${req.protocol}://${req.host}`) } : {}),
   });
+}
+
+/** The refusal of a management bearer from a non-loopback peer, once its live session is revoked as disclosed. */
+async function refuseRemoteManagementBearer(deps: AuthDeps, req: FastifyRequest): Promise<never> {
+  // A live management token that crossed the network is disclosed: whoever was on the path
+  // may hold a copy, so its session ends now (and the refusal below is the same either way).
+  const token = bearerToken(req.headers.authorization);
+  if (token !== undefined && token !== '') {
+    const exposed = await authenticate(deps, { token, realm: 'management' }).catch(() => null);
+    if (exposed !== null) await revokeExposedSession(deps, { principal: exposed, where: 'non-loopback peer' });
+  }
+  throw new AuthError(
+    'management_bearer_not_loopback',
+    'management-realm requests are accepted only from this machine (loopback); reach the node through an SSH tunnel',
+  );
 }
 
 /**

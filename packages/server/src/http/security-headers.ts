@@ -11,6 +11,12 @@ export const SECURITY_HEADERS: Readonly<Record<string, string>> = Object.freeze(
   'content-security-policy': "default-src 'none'; frame-ancestors 'none'",
 });
 
+// Their names and values, listed once: `reply.headers(SECURITY_HEADERS)` took the object's keys
+// anew and read each value by a key of the moment on every request (docs/performance.md,
+// 2026-11-29 at 16:00).
+const NAMES = Object.keys(SECURITY_HEADERS);
+const VALUES = NAMES.map((name) => SECURITY_HEADERS[name] as string);
+
 /**
  * Sets {@link SECURITY_HEADERS} on a reply. Idempotent; the error paths call it again because
  * some of them (bad URLs) answer before any hook has run.
@@ -19,7 +25,7 @@ export const SECURITY_HEADERS: Readonly<Record<string, string>> = Object.freeze(
  * applySecurityHeaders(reply);
  */
 export function applySecurityHeaders(reply: FastifyReply): void {
-  reply.headers(SECURITY_HEADERS);
+  for (let i = 0; i < NAMES.length; i++) reply.header(NAMES[i] as string, VALUES[i]);
 }
 
 /**
@@ -31,7 +37,7 @@ export function applySecurityHeaders(reply: FastifyReply): void {
  */
 export function installSecurityHeaders(app: FastifyInstance): void {
   app.addHook('onRequest', (_req, reply, done) => {
-    reply.headers(SECURITY_HEADERS);
+    applySecurityHeaders(reply);
     done();
   });
 }

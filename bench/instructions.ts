@@ -1,0 +1,127 @@
+// `node --import tsx bench/instructions.ts <me|ceiling|bare|gateway> [TREE]`: user-space
+// instructions per request of one server's main thread, counted by valgrind's callgrind, for a
+// change too small for this VM's CPU time to show (docs/performance.md, 2026-11-29 at 16:00).
+// A busy VM does not move an instruction count; a process's draw (2026-11-29 at 13:00) still
+// can, so count a few processes of each build.
+//
+//   me       `svc auth serve` of TREE (default: this checkout), `GET /v1/auth/me` on SQLite
+//   ceiling  bench/sqlite-read-server.ts on a store TREE's CLI made
+//   bare     bench/bare-server.ts
+//   gateway  TREE's bench/gateway-server.ts (`plain`) in front of the bare route
+//
+// The server runs under `valgrind --tool=callgrind --instr-atstart=no`: WARMUP requests
+// uninstrumented (default 10,000: the compiler threads are idle by then), then COUNT requests
+// (default 2,000) instrumented, 8 connections. VALGRIND_FLAGS adds options (`--cache-sim=yes
+// --branch-sim=yes` for simulated cache misses and mispredicted branches). Needs Debian's
+// `valgrind`.
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import autocannon from 'autocannon';
+import { type Device, login, type Proc, root, setupProject, start, stop } from './harness.js';
+
+const MODES = ['me', 'ceiling', 'bare', 'gateway'] as const;
+const [mode, treeArg] = process.argv.slice(2);
+if (!MODES.includes(mode as (typeof MODES)[number])) {
+  process.stderr.write(`usage: bench/instructions.ts <${MODES.join('|')}> [TREE]\n`);
+  process.exit(2);
+}
+const tree = resolve(treeArg ?? root);
+const svc = join(tree, 'node_modules/.bin/svc');
+const WARMUP = Number(process.env.WARMUP ?? 10_000);
+const COUNT = Number(process.env.COUNT ?? 2_000);
+const READY = /listening on (http:\/\/\S+)/;
+const work = mkdtempSync(join(tmpdir(), 'svc-instructions-'));
+const helpers: Proc[] = [];
+
+/** What to run under callgrind, the path to request and the headers to send. */
+async function target(): Promise<{ args: string[]; path: string; headers: (url: string) => Promise<Record<string, string>> }> {
+  const none = async () => ({});
+  if (mode === 'bare') return { args: ['--import', 'tsx', join(root, 'bench/bare-server.ts')], path: '/', headers: none };
+  if (mode === 'gateway') {
+    const upstream = await start(['--import', 'tsx', join(root, 'bench/bare-server.ts')], READY);
+    helpers.push(upstream);
+    const tokenFile = join(work, 'token');
+    return {
+      args: ['--import', 'tsx', join(tree, 'bench/gateway-server.ts'), upstream.url, 'plain', tokenFile],
+      path: '/',
+      headers: async () => ({ authorization: `Bearer ${readFileSync(tokenFile, 'utf8')}` }),
+    };
+  }
+  const project = join(work, 'project');
+  const { devices, controlDb } = setupProject(project, 'sqlite', '', svc);
+  const device = devices[0] as Device;
+  if (mode === 'me') {
+    return {
+      args: [svc, 'auth', 'serve', '--listen', '127.0.0.1:0', project],
+      path: '/v1/auth/me',
+      headers: async (url) => ({ authorization: `Bearer ${(await login(url, device.key, device.pub)).access_token}` }),
+    };
+  }
+  // The ceiling reads the store file: a session signed in through svc first.
+  const server = await start([svc, 'auth', 'serve', '--listen', '127.0.0.1:0', project], READY);
+  const token = (await login(server.url, device.key, device.pub)).access_token;
+  await stop(server);
+  return {
+    args: ['--import', 'tsx', join(root, 'bench/sqlite-read-server.ts'), controlDb],
+    path: '/',
+    headers: async () => ({ authorization: `Bearer ${token}` }),
+  };
+}
+
+try {
+  const { args, path, headers } = await target();
+  const out = join(work, 'callgrind.out');
+  const child = spawn(
+    'valgrind',
+    [
+      '--tool=callgrind',
+      '--instr-atstart=no',
+      '--smc-check=all-non-file',
+      '--separate-threads=yes',
+      ...(process.env.VALGRIND_FLAGS ?? '').split(' ').filter(Boolean),
+      `--callgrind-out-file=${out}`,
+      process.execPath,
+      ...args,
+    ],
+    { env: { ...process.env, SVC_LOG_LEVEL: 'error' }, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  const exited = new Promise((r) => child.once('exit', r));
+  const url = await new Promise<string>((ok, fail) => {
+    let seen = '';
+    const timer = setTimeout(() => fail(new Error('the server under valgrind did not print its address within 300 s')), 300_000);
+    child.stdout.on('data', (d: Buffer) => {
+      seen += d.toString();
+      const m = READY.exec(seen);
+      if (m?.[1]) {
+        clearTimeout(timer);
+        ok(m[1]);
+      }
+    });
+    child.once('exit', (code) => fail(new Error(`the server under valgrind exited ${code} before listening`)));
+  });
+  const sent = await headers(url);
+  const load = async (amount: number) => {
+    const r = await autocannon({ url: `${url}${path}`, connections: 8, amount, headers: sent, timeout: 60 });
+    if (r.non2xx > 0 || r.errors > 0) throw new Error(`${r.non2xx} non-2xx answers, ${r.errors} errors`);
+  };
+  await load(WARMUP);
+  execFileSync('callgrind_control', ['--instr=on', String(child.pid)], { stdio: 'ignore' });
+  await load(COUNT);
+  execFileSync('callgrind_control', ['--instr=off', String(child.pid)], { stdio: 'ignore' });
+  child.kill('SIGTERM');
+  await exited;
+  // `--separate-threads=yes`: the main thread's counts are the file ending in -01.
+  const main = readdirSync(work).find((f) => f === 'callgrind.out-01');
+  if (main === undefined) throw new Error('callgrind wrote no file for the main thread');
+  const text = readFileSync(join(work, main), 'utf8');
+  const events = /^events: (.*)$/m.exec(text)?.[1]?.split(' ') ?? [];
+  const totals = /^totals: (.*)$/m.exec(text)?.[1]?.split(' ').map(Number) ?? [];
+  const per = events.map((e, i) => `${e} ${Math.round((totals[i] ?? 0) / COUNT).toLocaleString('en-US')}`);
+  console.log(`${mode} (${tree}): per request, main thread: ${per.join(', ')}`);
+} finally {
+  for (const p of helpers) await stop(p).catch(() => undefined);
+  rmSync(work, { recursive: true, force: true });
+}
+process.exit(0);
