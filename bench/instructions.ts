@@ -1,8 +1,9 @@
 // `node --import tsx bench/instructions.ts <me|ceiling|bare|gateway> [TREE]`: user-space
 // instructions per request of one server's main thread, counted by valgrind's callgrind, for a
 // change too small for this VM's CPU time to show (docs/performance.md, 2026-11-29 at 16:00).
-// A busy VM does not move an instruction count; a process's draw (2026-11-29 at 13:00) still
-// can, so count a few processes of each build.
+// A slow VM does not move the count of code once compiled, but a process's draw (2026-11-29 at
+// 13:00) can, and so can a busy machine (it moves what V8 compiles when): count a few processes
+// of each build, on an otherwise idle machine.
 //
 //   me       `svc auth serve` of TREE (default: this checkout), `GET /v1/auth/me` on SQLite
 //   ceiling  bench/sqlite-read-server.ts on a store TREE's CLI made

@@ -87,7 +87,12 @@ export function classifyStoreErrors(prototype: object, operations: readonly stri
       try {
         result = (original as (...a: unknown[]) => unknown).apply(this, args);
       } catch (err) {
-        return Promise.reject(classified(err));
+        // The classifier's own throw is a rejection too, as it was inside the async function.
+        try {
+          return Promise.reject(classified(err));
+        } catch (thrown) {
+          return Promise.reject(thrown);
+        }
       }
       return Promise.resolve(result).then(undefined, rethrow);
     };

@@ -4,8 +4,6 @@ import type { Store } from '@svc/core/store';
 import { createMemoryStore } from '@svc/store-testkit';
 import Fastify from 'fastify';
 import { installDpopNonces } from '../src/http/dpop-nonce.js';
-import { hardenSurface } from '../src/http/harden.js';
-import { serverOptions } from '../src/http/server-options.js';
 import { createFakeClock } from './support/harness.js';
 
 // The DPoP nonce hook is a callback hook that waits for the nonce only on requests with a proof.
@@ -73,30 +71,6 @@ describe('the DPoP nonce hook', () => {
       assert.equal(r.statusCode, 200);
       assert.equal(r.headers['dpop-nonce'], undefined);
       assert.deepEqual(r.json(), { ok: true });
-    } finally {
-      await app.close();
-    }
-  });
-
-  // The nonce is set when the request starts, right after the pipelining guard (`hardenSurface`),
-  // so the surface's own refusals carry it too, as they did when it was an `onSend` hook.
-  test('the refusals of a hardened surface to a request with a proof carry a nonce', async () => {
-    const app = Fastify(serverOptions(false));
-    hardenSurface(app, { loopbackOnly: true, dpopNonces: { store: createMemoryStore(), clock: createFakeClock() } });
-    app.get('/ok', async () => ({ ok: true }));
-    await app.ready();
-    try {
-      const rebound = await app.inject({ method: 'GET', url: '/ok', headers: { host: 'evil.example', dpop: 'any proof' } });
-      assert.equal(rebound.statusCode, 403);
-      assert.equal(rebound.json().code, 'forbidden_host');
-      const nonce = String(rebound.headers['dpop-nonce']);
-      assert.match(nonce, /^[A-Za-z0-9_-]{32}$/);
-      const unknown = await app.inject({ method: 'GET', url: '/nowhere', headers: { host: '127.0.0.1', dpop: 'any proof' } });
-      assert.equal(unknown.statusCode, 404);
-      assert.equal(unknown.headers['dpop-nonce'], nonce, 'the same nonce within its period');
-      const plain = await app.inject({ method: 'GET', url: '/nowhere', headers: { host: '127.0.0.1' } });
-      assert.equal(plain.statusCode, 404);
-      assert.equal(plain.headers['dpop-nonce'], undefined);
     } finally {
       await app.close();
     }

@@ -23,8 +23,7 @@ const principal = makePrincipal({
   device: 'dev_alice',
   claims: { amr: ['device_key'], auth_time: '2026-11-23T11:59:00.000Z', exp: '2026-12-23T11:59:00.000Z' },
 });
-// A Fastify request as the upstream's identity headers read it; `raw` is the Node request (no route matched: the one-route gateway).
-const REQ = { method: 'GET', protocol: 'https', host: 'app.example', url: '/orders/7?page=2', raw: {} };
+const REQ = { method: 'GET', protocol: 'https', host: 'app.example', url: '/orders/7?page=2' };
 const REQ_URL = 'https://app.example/orders/7?page=2';
 
 const freshKey = (): FreshAssertionKey => {

@@ -1,6 +1,11 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { authenticate, updateUser } from '@svc/core';
+import Fastify from 'fastify';
+import { hardenSurface } from '../src/http/harden.js';
+import { decoratePrincipal } from '../src/http/principal.js';
+import { serverOptions } from '../src/http/server-options.js';
+import { sessionRoutes } from '../src/http/session-routes.js';
 import { admin, api, type Harness, type Pair, startHarness } from './support/harness.js';
 
 // `GET /v1/auth/me` serializes each principal once and answers the same text while core hands out
@@ -59,5 +64,33 @@ describe('GET /v1/auth/me answers the principal of the moment, serialized once p
     assert.equal(refused.status, 401);
     assert.equal(refused.body.code, 'invalid_token');
     assert.match(refused.headers.get('content-type') ?? '', /^application\/problem\+json/);
+  });
+
+  // The route's handler settles nothing with the answer (its promise is its own): an async onSend
+  // hook on the surface must still see one answer, not a second `send` of an empty one.
+  test('behind an async onSend hook: one answer for a principal, one for a refusal', async () => {
+    const app = Fastify(serverOptions(false));
+    hardenSurface(app, { loopbackOnly: true });
+    decoratePrincipal(app);
+    let sends = 0;
+    app.addHook('onSend', async (_req, _reply, payload) => {
+      sends++;
+      await new Promise((resolve) => setImmediate(resolve));
+      return payload;
+    });
+    await app.register(sessionRoutes, { prefix: '/v1/auth', deps: h.deps, realm: 'management', guardProblems: [403], security: [] });
+    try {
+      const fresh = await admin(h);
+      const ok = await app.inject({ method: 'GET', url: '/v1/auth/me', headers: { authorization: `Bearer ${fresh.pair.access_token}` } });
+      assert.equal(ok.statusCode, 200);
+      assert.equal(ok.json().session, (await authenticate(h.deps, { token: fresh.pair.access_token, realm: 'management' })).session);
+      assert.equal(sends, 1);
+      const refused = await app.inject({ method: 'GET', url: '/v1/auth/me', headers: { authorization: 'Bearer svca_unknown' } });
+      assert.equal(refused.statusCode, 401);
+      assert.equal(refused.json().code, 'invalid_token');
+      assert.equal(sends, 2);
+    } finally {
+      await app.close();
+    }
   });
 });

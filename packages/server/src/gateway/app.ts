@@ -24,6 +24,7 @@ import Fastify, { type FastifyInstance, type FastifyPluginAsync, type FastifyReq
 import { accessCredential, bearerChallenge, dpopRequestOf } from '../http/bearer.js';
 import { type ChallengeBudget, createChallengeBudget } from '../http/challenge-budget.js';
 import { APPLICATION_CONNECTION_LIMITS, installConnectionLimits } from '../http/connection-limits.js';
+import { installDpopNonces } from '../http/dpop-nonce.js';
 import { setHtmlRefusals, toAuthError } from '../http/error-handling.js';
 import { createFailureLimiter, type FailureLimiter } from '../http/failure-limiter.js';
 import { hardenSurface } from '../http/harden.js';
@@ -581,8 +582,8 @@ export async function buildGatewayApp(opts: GatewayAppOptions): Promise<FastifyI
   hardenSurface(app, {
     loopbackOnly: false,
     guardExempt: (req) => routing.routed || trustedPeer(req.socket.remoteAddress) || namesPublicOrigin(req),
-    dpopNonces: deps,
   });
+  installDpopNonces(app, deps);
   installConnectionLimits(app, opts.connectionLimits ?? APPLICATION_CONNECTION_LIMITS);
   if (metrics !== undefined) instrumentHttp(app, metrics, 'application');
   decoratePrincipal(app);

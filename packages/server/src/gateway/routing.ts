@@ -2,13 +2,8 @@ import type { IncomingMessage } from 'node:http';
 import { type AppRoute, AuthError, appRouteTable, isReservedPath } from '@svc/core';
 import type { GatewayPolicy } from './options.js';
 
-/**
- * Where the gateway's identity step keeps the route a routed request was matched to: a property
- * under a symbol only this module holds (as the hygiene keeps the checked path: no per-request
- * `WeakMap` entry for the garbage collector to trace).
- */
-const MATCHED_ROUTE = Symbol('svc.gateway.matchedRoute');
-type RoutedRequest = IncomingMessage & { [MATCHED_ROUTE]?: AppRoute };
+/** The route each routed request was matched to, set by the gateway's identity step only. */
+const matchedRoutes = new WeakMap<IncomingMessage, AppRoute>();
 
 /**
  * The route of `:svc/app-routes` the gateway matched `req` to, or undefined (the one-route
@@ -19,7 +14,7 @@ type RoutedRequest = IncomingMessage & { [MATCHED_ROUTE]?: AppRoute };
  * const upstream = routeOf(req.raw)?.to;
  */
 export function routeOf(req: IncomingMessage): AppRoute | undefined {
-  return (req as RoutedRequest)[MATCHED_ROUTE];
+  return matchedRoutes.get(req);
 }
 
 /** How the gateway picks the policy of a request: one for every request, or its route's. */
@@ -74,7 +69,7 @@ export function gatewayRouting(policy: GatewayPolicy, reservedOrigins: readonly 
       }
       const route = table.match(origin, path);
       if (route === null) throw new AuthError('not_found', 'no application is served at this address');
-      (req as RoutedRequest)[MATCHED_ROUTE] = route;
+      matchedRoutes.set(req, route);
       return policies.get(route) as GatewayPolicy;
     },
   };

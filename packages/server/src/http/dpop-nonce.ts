@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { type AuthDeps, DPOP_NONCE_ROTATE_SECONDS, DPOP_NONCE_TTL_SECONDS, dpopNonceKey } from '@svc/core';
-import type { FastifyInstance, onRequestHookHandler } from 'fastify';
+import type { FastifyInstance, onSendHookHandler } from 'fastify';
 
 /**
  * Server nonces for DPoP (RFC 9449 §8), for clients that want them: every answer to a request
@@ -15,16 +15,14 @@ import type { FastifyInstance, onRequestHookHandler } from 'fastify';
  * one read per proof that carries a nonce.
  *
  * @example
- * hardenSurface(app, { loopbackOnly: true, dpopNonces: deps }); // installs it in its place
+ * installDpopNonces(app, deps);
  */
 export function installDpopNonces(app: FastifyInstance, deps: Pick<AuthDeps, 'store' | 'clock'>): void {
   let current: { readonly value: string; readonly issuedAt: number } | null = null;
   let pending: Promise<string> | null = null;
-  /** The nonce of the period of `now`, or null when this node has issued none for it yet. */
-  const issued = (now: number): string | null =>
-    current !== null && now - current.issuedAt < DPOP_NONCE_ROTATE_SECONDS * 1000 && now >= current.issuedAt ? current.value : null;
-  /** Issues the nonce of the period of `now` (recorded in the store first); one issue at a time. */
-  const issue = (now: number): Promise<string> => {
+  const nonce = async (): Promise<string> => {
+    const now = deps.clock.now();
+    if (current !== null && now - current.issuedAt < DPOP_NONCE_ROTATE_SECONDS * 1000 && now >= current.issuedAt) return current.value;
     pending ??= (async () => {
       const value = randomBytes(24).toString('base64url');
       await deps.store.useDpopProof({ key: dpopNonceKey(value), expiresAt: now + DPOP_NONCE_TTL_SECONDS * 1000, now });
@@ -35,33 +33,29 @@ export function installDpopNonces(app: FastifyInstance, deps: Pick<AuthDeps, 'st
     });
     return pending;
   };
-  // One `onRequest` hook, installed by `hardenSurface` right after the pipelining guard, so that
-  // every answer after it (the DNS-rebinding guard's refusals, 404s, the routes' own) carries the
-  // nonce, and read before the gateway's identity step removes the header. Not an `onSend` hook: a
-  // surface with none skips Fastify's onSend runner on every answer (docs/performance.md,
-  // 2026-11-29 at 16:00). It takes Fastify's callback: an async hook costs every request a promise
-  // and a turn of the microtask queue, and nearly every request carries no proof.
-  app.addHook('onRequest', ((req, reply, done) => {
-    if (req.headers.dpop === undefined) {
-      done();
-      return;
-    }
-    const now = deps.clock.now();
-    const ready = issued(now);
-    if (ready !== null) {
-      reply.header('dpop-nonce', ready);
-      done();
+  // Read before the gateway's identity step removes the header. Both hooks take Fastify's
+  // callback: an async hook costs every request a promise and a turn of the microtask queue, and
+  // nearly every request carries no proof (docs/performance.md, 2026-11-29 at 07:00).
+  const asked = new WeakSet<object>();
+  app.addHook('onRequest', (req, _reply, done) => {
+    if (req.headers.dpop !== undefined) asked.add(req.raw);
+    done();
+  });
+  app.addHook('onSend', ((req, reply, payload, done) => {
+    if (!asked.has(req.raw)) {
+      done(null, payload);
       return;
     }
     // Returned, not handed to `done`: Fastify's hook runner then sends whatever the rest of the
-    // request throws to the error path, where a throw inside a promise callback of this hook's own
-    // would go unhandled and take the process down.
-    return issue(now).then(
+    // answer throws (a header value Node refuses) to the error path, as it did for the async hook,
+    // where a throw inside a promise callback would go unhandled and take the process down.
+    return nonce().then(
       (value) => {
         reply.header('dpop-nonce', value);
+        return payload;
       },
       // The store is failing: the answer goes without a nonce (the request's own outcome says why).
-      () => undefined,
+      () => payload,
     );
-  }) as onRequestHookHandler);
+  }) as onSendHookHandler);
 }

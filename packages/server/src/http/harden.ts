@@ -1,6 +1,4 @@
-import type { AuthDeps } from '@svc/core';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { installDpopNonces } from './dpop-nonce.js';
 import { installDrainOnClose } from './drain-on-close.js';
 import { installErrorHandling } from './error-handling.js';
 import { installJsonBodyParser } from './json-body.js';
@@ -13,8 +11,7 @@ import { installSecurityHeaders } from './security-headers.js';
 /**
  * Installs the shared HTTP hardening of a svc surface on a fresh app, in the order that
  * matters: a request pipelined behind an answer that closed its connection is never run (RFC
- * 9112 §9.6), then DPoP nonces for a surface that takes DPoP proofs (so every later answer to a
- * request with a proof carries one), then security headers (so every later refusal carries them), then, for a
+ * 9112 §9.6), then security headers (so every later refusal carries them), then, for a
  * loopback-only surface, the DNS-rebinding guard (before any parser or handler; on any other
  * surface, for the requests that arrived on a loopback address), then JSON-only bodies, the
  * problem+json error path, a close that drains in-flight requests without waiting out
@@ -33,12 +30,9 @@ export function hardenSurface(
     readonly loopbackOnly: boolean;
     /** On a surface that is not loopback-only: requests the DNS-rebinding guard lets through anyway (those from a trusted reverse proxy, which names the public host). */
     readonly guardExempt?: (req: FastifyRequest) => boolean;
-    /** On a surface that takes DPoP proofs: where its nonces are recorded ({@link installDpopNonces}). */
-    readonly dpopNonces?: Pick<AuthDeps, 'store' | 'clock'>;
   },
 ): void {
   installPipelineGuard(app);
-  if (opts.dpopNonces !== undefined) installDpopNonces(app, opts.dpopNonces);
   installSecurityHeaders(app);
   // A surface that may bind a network address still gets the DNS-rebinding guard for every
   // request that arrived on a loopback address (bound to 127.0.0.1, or a wildcard reached over

@@ -8,7 +8,7 @@ import {
   revokeResponse,
   revokeSession,
 } from '@svc/core';
-import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { bearerPrincipal, principalOf, requireBearerPrincipal } from './principal.js';
 import { BODY_PROBLEMS, documented, problemResponses } from './problem-schema.js';
 
@@ -52,23 +52,30 @@ export const sessionRoutes: FastifyPluginAsync<SessionRouteOptions> = async (app
         response: { 200: { description: 'The principal', ...principalResponse }, ...problemResponses(...guardProblems, 401, 503) },
       }),
     },
-    // Not an async function: the answer follows the check's own promise, without a generator of
-    // its own to suspend and resume.
-    (req, reply) =>
-      bearerPrincipal(deps, req, realm, originOf).then((principal) => {
-        let body = bodies.get(principal);
-        if (body === undefined) {
-          const json = reply.serialize(principal);
-          // The route's 200 schema compiles to a serializer of text (fast-json-stringify).
-          if (typeof json !== 'string') throw new TypeError('GET /me: the principal did not serialize to text');
-          body = json;
-          bodies.set(principal, body);
-        }
-        reply.type(JSON_TYPE).send(body);
-        // Nothing to resolve with: a promise resolved with the reply object would have V8 look its
-        // prototype chain up for a `then` on every request (docs/performance.md, 2026-11-29 at 16:00).
-        return undefined;
-      }),
+    // Neither an async function nor one that returns a promise: the answer follows the check's own
+    // promise, and nothing is resolved with the reply (V8 would look its prototype chain up for a
+    // `then` on every request), nor settled before the answer is sent (docs/performance.md,
+    // 2026-11-29 at 16:00). Every failure is sent as a failure, as a thrown one would be.
+    (req, reply) => {
+      bearerPrincipal(deps, req, realm, originOf).then(
+        (principal) => {
+          try {
+            let body = bodies.get(principal);
+            if (body === undefined) {
+              const json = reply.serialize(principal);
+              // The route's 200 schema compiles to a serializer of text (fast-json-stringify).
+              if (typeof json !== 'string') throw new TypeError('GET /me: the principal did not serialize to text');
+              body = json;
+              bodies.set(principal, body);
+            }
+            reply.type(JSON_TYPE).send(body);
+          } catch (err) {
+            sendFailure(reply, err);
+          }
+        },
+        (err: unknown) => sendFailure(reply, err),
+      );
+    },
   );
 
   app.post<{ Body: RevokeBody }>(
@@ -93,3 +100,15 @@ export const sessionRoutes: FastifyPluginAsync<SessionRouteOptions> = async (app
     async (req) => revokeSession(deps, { principal: principalOf(req), sessionId: req.body.session_id }),
   );
 };
+
+/**
+ * Sends `err` down Fastify's error path, as Fastify does with a handler's rejected promise: as an
+ * `Error` whatever was thrown, never as a body; only logged when an answer was already sent.
+ */
+function sendFailure(reply: FastifyReply, err: unknown): void {
+  if (reply.sent) {
+    reply.log.error({ err }, 'GET /me failed after its answer was sent');
+    return;
+  }
+  reply.send(err instanceof Error ? err : new Error(`GET /me failed: ${String(err)}`));
+}

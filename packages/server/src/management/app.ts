@@ -2,6 +2,7 @@ import type { AuthDeps } from '@svc/core';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { type ChallengeBudget, createChallengeBudget } from '../http/challenge-budget.js';
 import { type ConnectionLimits, installConnectionLimits, MANAGEMENT_CONNECTION_LIMITS } from '../http/connection-limits.js';
+import { installDpopNonces } from '../http/dpop-nonce.js';
 import { createFailureLimiter, type FailureLimiter } from '../http/failure-limiter.js';
 import { hardenSurface } from '../http/harden.js';
 import { serverOptions } from '../http/server-options.js';
@@ -49,7 +50,8 @@ export async function buildManagementApp(opts: ManagementAppOptions): Promise<Fa
   const { deps } = opts;
   const app: FastifyInstance = Fastify(serverOptions(opts.logger));
   // The management API is loopback-only: the DNS-rebinding guard runs before any parser.
-  hardenSurface(app, { loopbackOnly: true, dpopNonces: deps });
+  hardenSurface(app, { loopbackOnly: true });
+  installDpopNonces(app, opts.deps);
   installConnectionLimits(app, opts.connectionLimits ?? MANAGEMENT_CONNECTION_LIMITS);
   if (opts.metrics !== undefined) instrumentHttp(app, opts.metrics, 'management');
 

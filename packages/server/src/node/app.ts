@@ -1,6 +1,7 @@
 import type { AuditShippingHealth, AuthDeps, ProviderHandle } from '@svc/core';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { type ConnectionLimits, installConnectionLimits, NODE_CONNECTION_LIMITS } from '../http/connection-limits.js';
+import { installDpopNonces } from '../http/dpop-nonce.js';
 import { createFailureLimiter } from '../http/failure-limiter.js';
 import { hardenSurface } from '../http/harden.js';
 import { serverOptions } from '../http/server-options.js';
@@ -64,7 +65,8 @@ export async function buildNodeApp(opts: NodeAppOptions): Promise<FastifyInstanc
   const twice = names.find((n, i) => names.indexOf(n) !== i);
   if (twice !== undefined) throw new TypeError(`two providers are named ${twice}: status and health could not tell them apart`);
   const app: FastifyInstance = Fastify(serverOptions(opts.logger));
-  hardenSurface(app, { loopbackOnly: false, dpopNonces: deps });
+  hardenSurface(app, { loopbackOnly: false });
+  installDpopNonces(app, opts.deps);
   installConnectionLimits(app, opts.connectionLimits ?? NODE_CONNECTION_LIMITS);
   if (opts.metrics !== undefined) instrumentHttp(app, opts.metrics, 'node');
 

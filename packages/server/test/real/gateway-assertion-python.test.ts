@@ -102,7 +102,7 @@ describe('a Python upstream verifies Svc-Assertion with PyJWT against the served
         groups: ['admins', 'ops'],
       },
     });
-    const request = { method: 'GET', protocol: 'https', host: 'app.example', url: '/me', raw: {} };
+    const request = { method: 'GET', protocol: 'https', host: 'app.example', url: '/me' };
     const sent = svcIdentityHeaders(signer)(request as unknown as Parameters<ReturnType<typeof svcIdentityHeaders>>[0], known);
     const r = await send('/me', sent['svc-assertion'] as string, 'GET', sent);
     assert.equal(r.status, 200, JSON.stringify(r.body));
