@@ -86,7 +86,8 @@ try {
       process.execPath,
       ...args,
     ],
-    { env: { ...process.env, SVC_LOG_LEVEL: 'error' }, stdio: ['ignore', 'pipe', 'pipe'] },
+    // valgrind's own messages (and the server's errors) to this terminal: a piped stderr nobody read could fill and stall it.
+    { env: { ...process.env, SVC_LOG_LEVEL: 'error' }, stdio: ['ignore', 'pipe', 'inherit'] },
   );
   const exited = new Promise((r) => child.once('exit', r));
   const url = await new Promise<string>((ok, fail) => {

@@ -68,31 +68,24 @@ export function storeFaultOf(err: unknown): StoreFault | null {
 export function classifyStoreErrors(prototype: object, operations: readonly string[], classify: (err: unknown) => StoreFault | null): void {
   const target = prototype as Record<string, unknown>;
   // What a failure becomes: an AuthError as it is, an outage a StoreUnavailableError.
-  const classified = (err: unknown): unknown => {
-    if (err instanceof AuthError) return err;
-    const fault = classify(err);
-    return fault === null ? err : new StoreUnavailableError(fault, { cause: err });
-  };
   const rethrow = (err: unknown): never => {
-    throw classified(err);
+    if (err instanceof AuthError) throw err;
+    const fault = classify(err);
+    throw fault === null ? err : new StoreUnavailableError(fault, { cause: err });
   };
   for (const name of operations) {
     const original = target[name];
     if (typeof original !== 'function') continue;
     // Not an async function: every store call (a bearer check's among them) would pay a promise
     // and a generator resume more for it (docs/performance.md, 2026-11-29 at 16:00). A method
-    // that throws before it returns its promise is answered the same way, as a rejection.
+    // that throws before it returns its promise takes the same path, as a rejection, and so
+    // does a classifier that throws.
     const wrapped = function (this: unknown, ...args: unknown[]): Promise<unknown> {
       let result: unknown;
       try {
         result = (original as (...a: unknown[]) => unknown).apply(this, args);
       } catch (err) {
-        // The classifier's own throw is a rejection too, as it was inside the async function.
-        try {
-          return Promise.reject(classified(err));
-        } catch (thrown) {
-          return Promise.reject(thrown);
-        }
+        result = Promise.reject(err);
       }
       return Promise.resolve(result).then(undefined, rethrow);
     };

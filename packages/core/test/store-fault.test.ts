@@ -43,6 +43,8 @@ describe('classifyStoreErrors: what a wrapped store operation answers', () => {
     const store = wrapped();
     const outage = await store.fails(OUTAGE).catch((e: unknown) => e);
     assert.ok(outage instanceof StoreUnavailableError);
+    assert.equal((outage as AuthError).code, 'store_unavailable');
+    assert.equal((outage as AuthError).status, 503);
     assert.equal(storeFaultOf(outage), 'locked');
     assert.equal((outage as Error).cause, OUTAGE);
     const other = new TypeError('a bug');

@@ -106,8 +106,9 @@ function refusalOf(req: IncomingMessage, upgrade: boolean): AuthError | null {
 /**
  * Where the hygiene keeps the decoded path of a request it let through, so the identity step does
  * not parse it again: a property under a symbol only this module holds, not an entry of a
- * `WeakMap`, whose per-request entries cost the gateway's garbage collector more than the rest of
- * the path's bookkeeping (docs/performance.md, 2026-11-29 at 16:00).
+ * `WeakMap`, whose per-request entries the garbage collector must trace as ephemerons
+ * (docs/performance.md, 2026-11-29 at 16:00). Nothing a client sends can set it, and only the
+ * identity step and the upgrade gate read it, before any of the application's code runs.
  */
 const CHECKED_PATH = Symbol('svc.gateway.checkedPath');
 type CheckedRequest = IncomingMessage & { [CHECKED_PATH]?: string };
