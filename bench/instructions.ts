@@ -1,6 +1,7 @@
-// `node --import tsx bench/instructions.ts <me|ceiling|bare|gateway> [TREE]`: user-space
-// instructions per request of one server's main thread, counted by valgrind's callgrind, for a
-// change too small for this VM's CPU time to show (docs/performance.md, 2026-11-29 at 16:00).
+// `node --import tsx bench/instructions.ts <me|ceiling|bare|gateway|login|login-ceiling> [TREE]`:
+// user-space instructions per request (or per login) of one server, counted by valgrind's
+// callgrind, for a change too small for this VM's CPU time to show (docs/performance.md,
+// 2026-11-29 at 16:00 and at 19:30).
 // A slow VM does not move the count of code once compiled, but a process's draw (2026-11-29 at
 // 13:00) can, and so can a busy machine (it moves what V8 compiles when): count a few processes
 // of each build, on an otherwise idle machine.
@@ -9,20 +10,27 @@
 //   ceiling  bench/sqlite-read-server.ts on a store TREE's CLI made
 //   bare     bench/bare-server.ts
 //   gateway  TREE's bench/gateway-server.ts (`plain`) in front of the bare route
+//   login    `svc auth serve` of TREE, complete logins on SQLite (a challenge, then the signed
+//            session; the load generator signs): per login, every thread (the signature is
+//            checked on libuv's pool, the WAL checkpointed on the store's own thread) and the
+//            main thread alone. CONNECTIONS (default 8) sets how many logins are under way
+//            at once, and so how many share a commit: compare builds at the same value.
+//   login-ceiling  the same logins to bench/login-floor-server.ts `sqlite` (the storage
+//            ceiling; it checks the signature on its main thread)
 //
 // The server runs under `valgrind --tool=callgrind --instr-atstart=no`: WARMUP requests
 // uninstrumented (default 10,000: the compiler threads are idle by then), then COUNT requests
-// (default 2,000) instrumented, 8 connections. VALGRIND_FLAGS adds options (`--cache-sim=yes
-// --branch-sim=yes` for simulated cache misses and mispredicted branches). Needs Debian's
-// `valgrind`.
+// (default 2,000) instrumented, 8 connections (the login modes: 2,000 and 400 logins).
+// VALGRIND_FLAGS adds options (`--cache-sim=yes --branch-sim=yes` for simulated cache misses
+// and mispredicted branches). Needs Debian's `valgrind`.
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import autocannon from 'autocannon';
-import { type Device, login, type Proc, root, setupProject, start, stop } from './harness.js';
+import { type Device, login, loginRequests, type Proc, root, setupProject, start, stop } from './harness.js';
 
-const MODES = ['me', 'ceiling', 'bare', 'gateway'] as const;
+const MODES = ['me', 'ceiling', 'bare', 'gateway', 'login', 'login-ceiling'] as const;
 const [mode, treeArg] = process.argv.slice(2);
 if (!MODES.includes(mode as (typeof MODES)[number])) {
   process.stderr.write(`usage: bench/instructions.ts <${MODES.join('|')}> [TREE]\n`);
@@ -30,14 +38,21 @@ if (!MODES.includes(mode as (typeof MODES)[number])) {
 }
 const tree = resolve(treeArg ?? root);
 const svc = join(tree, 'node_modules/.bin/svc');
-const WARMUP = Number(process.env.WARMUP ?? 10_000);
-const COUNT = Number(process.env.COUNT ?? 2_000);
+const logins = mode === 'login' || mode === 'login-ceiling';
+const WARMUP = Number(process.env.WARMUP ?? (logins ? 2_000 : 10_000));
+const COUNT = Number(process.env.COUNT ?? (logins ? 400 : 2_000));
+const CONNECTIONS = Number(process.env.CONNECTIONS ?? 8);
 const READY = /listening on (http:\/\/\S+)/;
 const work = mkdtempSync(join(tmpdir(), 'svc-instructions-'));
 const helpers: Proc[] = [];
 
 /** What to run under callgrind, the path to request and the headers to send. */
-async function target(): Promise<{ args: string[]; path: string; headers: (url: string) => Promise<Record<string, string>> }> {
+async function target(): Promise<{
+  args: string[];
+  path: string;
+  headers: (url: string) => Promise<Record<string, string>>;
+  requests?: autocannon.Request[];
+}> {
   const none = async () => ({});
   if (mode === 'bare') return { args: ['--import', 'tsx', join(root, 'bench/bare-server.ts')], path: '/', headers: none };
   if (mode === 'gateway') {
@@ -53,6 +68,17 @@ async function target(): Promise<{ args: string[]; path: string; headers: (url: 
   const project = join(work, 'project');
   const { devices, controlDb } = setupProject(project, 'sqlite', '', svc);
   const device = devices[0] as Device;
+  if (mode === 'login-ceiling') {
+    return {
+      args: ['--import', 'tsx', join(root, 'bench/login-floor-server.ts'), 'sqlite'],
+      path: '',
+      headers: none,
+      requests: loginRequests(devices),
+    };
+  }
+  if (logins) {
+    return { args: [svc, 'auth', 'serve', '--listen', '127.0.0.1:0', project], path: '', headers: none, requests: loginRequests(devices) };
+  }
   if (mode === 'me') {
     return {
       args: [svc, 'auth', 'serve', '--listen', '127.0.0.1:0', project],
@@ -72,7 +98,7 @@ async function target(): Promise<{ args: string[]; path: string; headers: (url: 
 }
 
 try {
-  const { args, path, headers } = await target();
+  const { args, path, headers, requests } = await target();
   const out = join(work, 'callgrind.out');
   const child = spawn(
     'valgrind',
@@ -104,8 +130,17 @@ try {
     child.once('exit', (code) => fail(new Error(`the server under valgrind exited ${code} before listening`)));
   });
   const sent = await headers(url);
+  // A login is two requests.
+  const perUnit = logins ? 2 : 1;
   const load = async (amount: number) => {
-    const r = await autocannon({ url: `${url}${path}`, connections: 8, amount, headers: sent, timeout: 60 });
+    const r = await autocannon({
+      url: `${url}${path}`,
+      connections: CONNECTIONS,
+      amount: amount * perUnit,
+      headers: sent,
+      timeout: 60,
+      ...(requests === undefined ? {} : { requests }),
+    });
     if (r.non2xx > 0 || r.errors > 0) throw new Error(`${r.non2xx} non-2xx answers, ${r.errors} errors`);
   };
   await load(WARMUP);
@@ -114,14 +149,22 @@ try {
   execFileSync('callgrind_control', ['--instr=off', String(child.pid)], { stdio: 'ignore' });
   child.kill('SIGTERM');
   await exited;
-  // `--separate-threads=yes`: the main thread's counts are the file ending in -01.
-  const main = readdirSync(work).find((f) => f === 'callgrind.out-01');
-  if (main === undefined) throw new Error('callgrind wrote no file for the main thread');
-  const text = readFileSync(join(work, main), 'utf8');
-  const events = /^events: (.*)$/m.exec(text)?.[1]?.split(' ') ?? [];
-  const totals = /^totals: (.*)$/m.exec(text)?.[1]?.split(' ').map(Number) ?? [];
-  const per = events.map((e, i) => `${e} ${Math.round((totals[i] ?? 0) / COUNT).toLocaleString('en-US')}`);
-  console.log(`${mode} (${tree}): per request, main thread: ${per.join(', ')}`);
+  // `--separate-threads=yes`: a file per thread, the main thread's ending in -01.
+  const files = readdirSync(work).filter((f) => /^callgrind\.out-\d+$/.test(f));
+  if (!files.includes('callgrind.out-01')) throw new Error('callgrind wrote no file for the main thread');
+  let events: string[] = [];
+  const sum = (names: readonly string[]) => {
+    const totals: number[] = [];
+    for (const name of names) {
+      const text = readFileSync(join(work, name), 'utf8');
+      events = /^events: (.*)$/m.exec(text)?.[1]?.split(' ') ?? events;
+      for (const [i, n] of (/^totals: (.*)$/m.exec(text)?.[1]?.split(' ').map(Number) ?? []).entries()) totals[i] = (totals[i] ?? 0) + n;
+    }
+    return events.map((e, i) => `${e} ${Math.round((totals[i] ?? 0) / COUNT).toLocaleString('en-US')}`).join(', ');
+  };
+  const unit = logins ? `per login (${CONNECTIONS} connections)` : 'per request';
+  console.log(`${mode} (${tree}): ${unit}, main thread: ${sum(['callgrind.out-01'])}`);
+  if (logins) console.log(`${mode} (${tree}): ${unit}, every thread: ${sum(files)}`);
 } finally {
   for (const p of helpers) await stop(p).catch(() => undefined);
   rmSync(work, { recursive: true, force: true });

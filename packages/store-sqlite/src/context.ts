@@ -24,6 +24,8 @@ export interface SqliteContext {
   insertSession(session: SessionRecord, pair: TokenPairDigests): void;
   /** The user row of a subject, if any (see `SqliteUsers.userRow`). */
   userRow(subject: string): UserRow | undefined;
+  /** The status of a subject's user, if it has one (see `SqliteUsers.userStatus`). */
+  userStatus(subject: string): UserRow['status'] | undefined;
   /** Inserts a user unless its subject has one; true when inserted (see `SqliteUsers.insertUser`). */
   insertUser(user: UserRecord): boolean;
   /** Creates the subject's user (active, no attributes) when it has none (see `SqliteUsers.ensureUser`). */

@@ -12,7 +12,7 @@ import {
 } from '@svc/core/store';
 import type Database from 'better-sqlite3';
 import type { SqliteContext } from './context.js';
-import type { BootstrapRow, ProjectRow } from './rows.js';
+import { type BootstrapRow, DEVICE_TUPLE, type DeviceTuple, deviceRowOf, inColumnOrder, type ProjectRow } from './rows.js';
 
 /** The statements of this module, prepared once per connection. */
 function prepare(db: Database.Database) {
@@ -34,7 +34,11 @@ function prepare(db: Database.Database) {
     insertDevice: p<Omit<DeviceRecord, 'removedAt'>>(
       'INSERT INTO devices (id, public_key, realm, subject, name, created_at, removed_at) VALUES (@id, @publicKey, @realm, @subject, @name, @createdAt, NULL)',
     ),
-    deviceByKey: p<[string], DeviceRow>(`SELECT ${DEVICE_COLUMNS} FROM devices WHERE public_key = ? AND removed_at IS NULL`),
+    // Read by every sign-in: an array (see inColumnOrder).
+    deviceByKey: inColumnOrder(
+      p<[string], DeviceTuple>(`SELECT ${DEVICE_COLUMNS} FROM devices WHERE public_key = ? AND removed_at IS NULL`),
+      DEVICE_TUPLE,
+    ),
     deviceById: p<[string], DeviceRow>(`SELECT ${DEVICE_COLUMNS} FROM devices WHERE id = ?`),
     listDevices: p<{ realm: Realm | null; subject: string | null }, DeviceRow>(
       `SELECT ${DEVICE_COLUMNS} FROM devices
@@ -60,7 +64,8 @@ export class SqliteDevices {
   }
 
   activeDeviceWithKey(publicKey: string): DeviceRow | undefined {
-    return this.#s.deviceByKey.get(publicKey);
+    const row = this.#s.deviceByKey.get(publicKey);
+    return row === undefined ? undefined : deviceRowOf(row);
   }
 
   insertDevice(device: DeviceRecord): DeviceRecord {

@@ -4,7 +4,6 @@ import {
   activeSessionSql,
   CHALLENGE_COLUMNS,
   consumableChallengeSql,
-  DEVICE_COLUMNS,
   gracePairEndedSql,
   HANDOFF_CODE_COLUMNS,
   liveSessionSql,
@@ -14,11 +13,9 @@ import {
 import {
   amrText,
   type ChallengeRecord,
-  type ChallengeRow,
   type ConsumedChallenge,
   clampPairToSession,
   consumedChallenge,
-  type DeviceRow,
   decideHandoff,
   type HandoffCodeRecord,
   type HandoffCodeRow,
@@ -26,7 +23,6 @@ import {
   latestTrustedTime,
   planRotation,
   REVOKED_REFRESH_REUSED,
-  type RefreshRow,
   type RotationOutcome,
   type SessionRecord,
   type SessionRow,
@@ -40,7 +36,17 @@ import {
 import type Database from 'better-sqlite3';
 import type { SqliteContext } from './context.js';
 import { DpopReplayLog } from './dpop-replay.js';
-import type { PairUpdate, SessionInsert } from './rows.js';
+import {
+  CHALLENGE_TUPLE,
+  type ChallengeTuple,
+  challengeRowOf,
+  inColumnOrder,
+  type PairUpdate,
+  REFRESH_TUPLE,
+  type RefreshTuple,
+  refreshRowOf,
+  type SessionInsert,
+} from './rows.js';
 
 const INVALID: RotationOutcome = Object.freeze({ kind: 'invalid' });
 
@@ -49,22 +55,27 @@ function prepare(db: Database.Database) {
   // Each statement declares its parameters and row, so reads need no casts.
   const p = <Params extends unknown[] | object = [], Row = unknown>(sql: string) => db.prepare<Params, Row>(sql);
   return {
-    deviceById: p<[string], DeviceRow>(`SELECT ${DEVICE_COLUMNS} FROM devices WHERE id = ?`),
     // Expired challenges nobody answered (a used one goes when it is used): only clutter.
     pruneChallenges: p<[number]>('DELETE FROM challenges WHERE expires_at <= ?'),
-    insertChallenge: p<ChallengeRecord>(
-      'INSERT INTO challenges (id, public_key, realm, challenge, created_at, expires_at) VALUES (@id, @publicKey, @realm, @challenge, @createdAt, @expiresAt)',
+    // The statements of every sign-in take positional parameters (see SessionInsert) and answer arrays (see inColumnOrder).
+    insertChallenge: p<[id: string, publicKey: string, realm: Realm, challenge: string, createdAt: number, expiresAt: number]>(
+      'INSERT INTO challenges (id, public_key, realm, challenge, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)',
     ),
-    // A challenge dated in the future (the clock was stepped back) cannot be aged: refused.
-    consumeChallenge: p<{ id: string; now: number; latest: number }, ChallengeRow>(
-      `DELETE FROM challenges WHERE id = @id AND ${consumableChallengeSql('@now', '@latest')} RETURNING ${CHALLENGE_COLUMNS}`,
+    // A challenge dated in the future (the clock was stepped back) cannot be aged: refused. Named
+    // parameters here: core's fragment places them, in an order this statement must not assume.
+    consumeChallenge: inColumnOrder(
+      p<{ id: string; now: number; latest: number }, ChallengeTuple>(
+        `DELETE FROM challenges WHERE id = @id AND ${consumableChallengeSql('@now', '@latest')} RETURNING ${CHALLENGE_COLUMNS}`,
+      ),
+      CHALLENGE_TUPLE,
     ),
     insertSession: p<SessionInsert>(
       `INSERT INTO sessions (id, realm, subject, device_id, created_at, expires_at, access_digest, access_expires_at, refresh_digest,
          refresh_expires_at, generation, last_rotated_at, revoked_at, revoked_reason, client_address, user_agent, amr, jkt, parent_id)
-       VALUES (@id, @realm, @subject, @deviceId, @createdAt, @expiresAt, @accessDigest, @accessExpiresAt, @refreshDigest,
-         @refreshExpiresAt, @generation, @lastRotatedAt, @revokedAt, @revokedReason, @clientAddress, @userAgent, @amr, @jkt, @parentId)`,
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ),
+    // Whether the device is active (1), removed (0) or unknown (undefined).
+    deviceActive: p<[string], number>('SELECT removed_at IS NULL FROM devices WHERE id = ?').pluck(true),
     // The named session and the sessions handed off from it, each not yet revoked; the named one first.
     sessionFamily: p<{ id: string }, SessionRow>(
       `SELECT ${SESSION_COLUMNS} FROM sessions WHERE (id = @id OR parent_id = @id) AND revoked_at IS NULL
@@ -88,7 +99,8 @@ function prepare(db: Database.Database) {
          AND (@subject IS NULL OR subject = @subject)
        ORDER BY created_at DESC, id DESC`,
     ),
-    sessionForRotation: p<[string], RefreshRow>(`SELECT ${REFRESH_COLUMNS} FROM sessions WHERE id = ?`),
+    // Read by every rotation: an array (see inColumnOrder).
+    sessionForRotation: inColumnOrder(p<[string], RefreshTuple>(`SELECT ${REFRESH_COLUMNS} FROM sessions WHERE id = ?`), REFRESH_TUPLE),
     currentRefreshDigest: p<[string], string>('SELECT refresh_digest FROM sessions WHERE id = ?').pluck(true),
     isRetired: p<[string, string], number>('SELECT 1 FROM retired_refresh_tokens WHERE session_id = ? AND digest = ?').pluck(true),
     retireRefresh: p<[string, string, number]>('INSERT INTO retired_refresh_tokens (session_id, digest, retired_at) VALUES (?, ?, ?)'),
@@ -101,10 +113,9 @@ function prepare(db: Database.Database) {
     ),
     eraseEndedGracePairs: p<[number]>(`UPDATE sessions SET prev_successor = NULL WHERE ${gracePairEndedSql('?')}`),
     setPair: p<PairUpdate>(
-      `UPDATE sessions SET access_digest = @accessDigest, access_expires_at = @accessExpiresAt, refresh_digest = @refreshDigest,
-         refresh_expires_at = @refreshExpiresAt, prev_refresh_digest = @prevRefreshDigest, prev_rotated_at = @prevRotatedAt,
-         prev_successor = @prevSuccessor, generation = generation + 1, last_rotated_at = @now
-       WHERE id = @id`,
+      `UPDATE sessions SET access_digest = ?, access_expires_at = ?, refresh_digest = ?, refresh_expires_at = ?,
+         prev_refresh_digest = ?, prev_rotated_at = ?, prev_successor = ?, generation = generation + 1, last_rotated_at = ?
+       WHERE id = ?`,
     ),
     revokeSession: p<{ id: string; now: number; reason: string }>(
       'UPDATE sessions SET revoked_at = @now, revoked_reason = @reason, prev_successor = NULL WHERE id = @id AND revoked_at IS NULL',
@@ -128,7 +139,8 @@ export class SqliteSessions {
 
   #rotate(input: Parameters<Store['rotateRefreshToken']>[0], audit: Parameters<Store['rotateRefreshToken']>[1]): RotationOutcome {
     const { presentedDigest, now, next } = input;
-    const s = this.#s.sessionForRotation.get(input.sessionId);
+    const read = this.#s.sessionForRotation.get(input.sessionId);
+    const s = read === undefined ? undefined : refreshRowOf(read);
     // The rule and the outcome are core's; this only writes what the plan says.
     let plan = planRotation(s, input);
     if (s !== undefined && plan.kind === 'check_retired') {
@@ -138,17 +150,17 @@ export class SqliteSessions {
     if (plan.kind === 'rotate') {
       if (plan.retire !== null) this.#s.retireRefresh.run(s.id, plan.retire, now);
       this.#ctx.cache.drop(s.id);
-      this.#s.setPair.run({
-        id: s.id,
-        accessDigest: next.accessDigest,
-        accessExpiresAt: plan.accessExpiresAt,
-        refreshDigest: next.refreshDigest,
-        refreshExpiresAt: plan.refreshExpiresAt,
-        prevRefreshDigest: s.refresh_digest,
-        prevRotatedAt: now,
-        prevSuccessor: input.sealedSuccessor,
+      this.#s.setPair.run(
+        next.accessDigest,
+        plan.accessExpiresAt,
+        next.refreshDigest,
+        plan.refreshExpiresAt,
+        s.refresh_digest,
         now,
-      });
+        input.sealedSuccessor,
+        now,
+        s.id,
+      );
     } else if (plan.kind === 'reuse') {
       this.#ctx.cache.drop(s.id);
       this.#s.revokeSession.run({ id: s.id, now, reason: REVOKED_REFRESH_REUSED });
@@ -160,14 +172,14 @@ export class SqliteSessions {
   async createChallenge(challenge: ChallengeRecord): Promise<void> {
     await this.#ctx.writes.run(() => {
       if (this.#challengeWrites++ % 64 === 0) this.#s.pruneChallenges.run(challenge.createdAt);
-      this.#s.insertChallenge.run({
-        id: challenge.id,
-        publicKey: challenge.publicKey,
-        realm: challenge.realm,
-        challenge: challenge.challenge,
-        createdAt: challenge.createdAt,
-        expiresAt: challenge.expiresAt,
-      });
+      this.#s.insertChallenge.run(
+        challenge.id,
+        challenge.publicKey,
+        challenge.realm,
+        challenge.challenge,
+        challenge.createdAt,
+        challenge.expiresAt,
+      );
     });
   }
 
@@ -179,8 +191,8 @@ export class SqliteSessions {
     return this.#ctx.writes.run(() => {
       const row = this.#s.consumeChallenge.get({ id: input.id, now: input.now, latest });
       if (row === undefined) return null;
-      const device = this.#ctx.activeDeviceWithKey(row.public_key);
-      return consumedChallenge(toChallenge(row), device === undefined ? null : toDevice(device));
+      const device = this.#ctx.activeDeviceWithKey(row[1]);
+      return consumedChallenge(toChallenge(challengeRowOf(row)), device === undefined ? null : toDevice(device));
     });
   }
 
@@ -203,9 +215,8 @@ export class SqliteSessions {
       // The device and the user are re-read inside the write transaction: a removal or a
       // disable committed after the sign-in looked the device up must win, never leave a live
       // session behind.
-      const device = this.#s.deviceById.get(session.deviceId);
-      if (device === undefined || device.removed_at !== null) return 'device_inactive';
-      if (this.#ctx.userRow(session.subject)?.status === 'disabled') return 'user_disabled';
+      if (this.#s.deviceActive.get(session.deviceId) !== 1) return 'device_inactive';
+      if (this.#ctx.userStatus(session.subject) === 'disabled') return 'user_disabled';
       this.#ctx.insertSession(session, pair);
       this.#ctx.signedIn(session.subject, session.createdAt);
       this.#ctx.append(event);
@@ -215,27 +226,27 @@ export class SqliteSessions {
 
   insertSession(session: SessionRecord, pair: TokenPairDigests): void {
     const expiries = clampPairToSession(pair, session.expiresAt);
-    this.#s.insertSession.run({
-      id: session.id,
-      realm: session.realm,
-      subject: session.subject,
-      deviceId: session.deviceId,
-      createdAt: session.createdAt,
-      expiresAt: session.expiresAt,
-      accessDigest: pair.accessDigest,
-      accessExpiresAt: expiries.accessExpiresAt,
-      refreshDigest: pair.refreshDigest,
-      refreshExpiresAt: expiries.refreshExpiresAt,
-      generation: session.generation,
-      lastRotatedAt: session.lastRotatedAt,
-      revokedAt: session.revokedAt,
-      revokedReason: session.revokedReason,
-      clientAddress: session.clientAddress,
-      userAgent: session.userAgent,
-      amr: amrText(session.amr),
-      jkt: session.jkt ?? null,
-      parentId: session.parentId ?? null,
-    });
+    this.#s.insertSession.run(
+      session.id,
+      session.realm,
+      session.subject,
+      session.deviceId,
+      session.createdAt,
+      session.expiresAt,
+      pair.accessDigest,
+      expiries.accessExpiresAt,
+      pair.refreshDigest,
+      expiries.refreshExpiresAt,
+      session.generation,
+      session.lastRotatedAt,
+      session.revokedAt,
+      session.revokedReason,
+      session.clientAddress,
+      session.userAgent,
+      amrText(session.amr),
+      session.jkt ?? null,
+      session.parentId ?? null,
+    );
   }
 
   async getSession(id: string): Promise<SessionRecord | null> {

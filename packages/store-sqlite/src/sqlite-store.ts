@@ -47,6 +47,7 @@ import { sqliteFault } from './faults.js';
 import { SqliteMaintenance } from './maintenance.js';
 import { SqlitePairing } from './pairing.js';
 import { SqliteProviders } from './providers.js';
+import { ACCESS_TUPLE, type AccessTuple, accessRowOf, inColumnOrder } from './rows.js';
 import { SqliteSessions } from './sessions.js';
 import { SqliteUsers } from './users.js';
 import { DEFAULT_LOCK_WAIT_MS, WriteQueue } from './write-queue.js';
@@ -63,8 +64,20 @@ function prepareStatements(db: Db) {
     // Health's probe of a known fault (see ping): a commit that rewrites one page, changing nothing.
     probeTouch: p<[]>('UPDATE project SET created_at = created_at'),
     dataVersion: p<[], number>('PRAGMA data_version').pluck(true),
-    // The session and its user's attributes in one query: two primary-key lookups.
-    sessionForAccess: p<[string], AccessRow>(`SELECT ${ACCESS_USER_COLUMNS} FROM ${ACCESS_FROM} WHERE s.id = ?`),
+    // The session and its user's attributes in one query: two primary-key lookups, read as an array (see inColumnOrder).
+    sessionForAccess: readAccessRow(
+      inColumnOrder(p<[string], AccessTuple>(`SELECT ${ACCESS_USER_COLUMNS} FROM ${ACCESS_FROM} WHERE s.id = ?`), ACCESS_TUPLE),
+    ),
+  };
+}
+
+/** `stmt`'s array as the bearer cache reads it: an {@link AccessRow}. */
+function readAccessRow(stmt: Database.Statement<[string], AccessTuple>): { get(sessionId: string): AccessRow | undefined } {
+  return {
+    get: (sessionId) => {
+      const t = stmt.get(sessionId);
+      return t === undefined ? undefined : accessRowOf(t);
+    },
   };
 }
 
@@ -151,6 +164,7 @@ export class SqliteStore implements Store {
       insertDevice: (device) => this.#devices.insertDevice(device),
       insertSession: (session, pair) => this.#sessions.insertSession(session, pair),
       userRow: (subject) => this.#users.userRow(subject),
+      userStatus: (subject) => this.#users.userStatus(subject),
       insertUser: (user) => this.#users.insertUser(user),
       ensureUser: (subject, realm, now) => this.#users.ensureUser(subject, realm, now),
       writeUser: (user) => this.#users.writeUser(user),

@@ -93,6 +93,7 @@ function prepare(db: Database.Database) {
   const p = <Params extends unknown[] | object = [], Row = unknown>(sql: string) => db.prepare<Params, Row>(sql);
   return {
     userBySubject: p<[string], UserRow>(`SELECT ${USER_COLUMNS} FROM users WHERE subject = ?`),
+    userStatus: p<[string], UserRow['status']>('SELECT status FROM users WHERE subject = ?').pluck(true),
     insertUser: p<UserParams>(`INSERT INTO users (${USER_COLUMNS}) VALUES (${USER_VALUES}) ON CONFLICT (subject) DO NOTHING`),
     updateUser: p<UserParams>(`UPDATE users SET ${USER_SET} WHERE subject = @subject`),
     deleteUser: p<[string]>('DELETE FROM users WHERE subject = ?'),
@@ -161,6 +162,11 @@ export class SqliteUsers {
   /** The user row of `subject` (inside a write transaction: what the write decides on). */
   userRow(subject: string): UserRow | undefined {
     return this.#s.userBySubject.get(subject);
+  }
+
+  /** The status of `subject`'s user, if it has one: what a sign-in checks (one column, not the row). */
+  userStatus(subject: string): UserRow['status'] | undefined {
+    return this.#s.userStatus.get(subject);
   }
 
   /**

@@ -28,6 +28,7 @@ import {
   svcStore,
 } from 'svc-store-sqlite';
 import { loadMigrations } from '../../src/migrations.js';
+import { CHALLENGE_TUPLE, challengeRowOf, inColumnOrder } from '../../src/rows.js';
 import { userListingSql } from '../../src/users.js';
 import { ownerOnlyTempDir } from '../temp-dir.js';
 
@@ -199,6 +200,41 @@ describe('sqlite store: challenges', () => {
     } finally {
       await store.close();
     }
+  });
+});
+
+describe('sqlite store: rows read as arrays', () => {
+  const challenges = () => {
+    const db = new Database(':memory:');
+    db.exec('CREATE TABLE challenges (id TEXT, public_key TEXT, realm TEXT, challenge TEXT, created_at INTEGER, expires_at INTEGER)');
+    db.prepare("INSERT INTO challenges VALUES ('chl_1', 'ab', 'management', 'text', 1, 2)").run();
+    return db;
+  };
+
+  test("a statement whose columns are the reader's answers arrays, read into the row by name", () => {
+    const db = challenges();
+    const stmt = inColumnOrder(db.prepare(`SELECT ${CHALLENGE_TUPLE} FROM challenges`), CHALLENGE_TUPLE);
+    const row = stmt.get() as Parameters<typeof challengeRowOf>[0];
+    assert.deepEqual(row, ['chl_1', 'ab', 'management', 'text', 1, 2]);
+    assert.deepEqual(challengeRowOf(row), {
+      id: 'chl_1',
+      public_key: 'ab',
+      realm: 'management',
+      challenge: 'text',
+      created_at: 1,
+      expires_at: 2,
+    });
+    db.close();
+  });
+
+  test('a statement whose columns come in another order is refused when prepared, naming both lists', () => {
+    const db = challenges();
+    const reordered = 'id, realm, public_key, challenge, created_at, expires_at';
+    assert.throws(
+      () => inColumnOrder(db.prepare(`SELECT ${reordered} FROM challenges`), CHALLENGE_TUPLE),
+      (err: Error) => err.message.includes(reordered) && err.message.includes(CHALLENGE_TUPLE),
+    );
+    db.close();
   });
 });
 
