@@ -8,6 +8,9 @@
 // alias with its dot.
 
 import type { AttemptWindow } from './attempt-budget.js';
+import type { SessionRecord, TokenPairDigests } from './store.js';
+import { amrText } from './store-rows.js';
+import { clampPairToSession } from './store-rules.js';
 
 export const DEVICE_COLUMNS = 'id, public_key, realm, subject, name, created_at, removed_at';
 export const SESSION_COLUMNS =
@@ -29,6 +32,42 @@ export const SCIM_TOKEN_COLUMNS = 'id, digest, name, created_at, created_by, las
 export const ROTATION_COLUMNS = `${SESSION_COLUMNS}, refresh_digest, prev_refresh_digest, prev_rotated_at`;
 /** The columns of a `RefreshRow`, for the stores' SELECT before `decideRotation`. */
 export const REFRESH_COLUMNS = `${ROTATION_COLUMNS}, prev_successor`;
+
+/** The columns a new session is inserted with, in the order of {@link newSessionValues} (a handed-off session adds `parent_id`). */
+export const NEW_SESSION_COLUMNS =
+  'id, realm, subject, device_id, created_at, expires_at, access_digest, access_expires_at, refresh_digest, refresh_expires_at, generation, last_rotated_at, revoked_at, revoked_reason, client_address, user_agent, amr, jkt';
+
+/**
+ * The 18 values of a new session for {@link NEW_SESSION_COLUMNS}, its pair's expiries clamped to
+ * the session's: positional parameters for both SQL stores (on SQLite, named ones are looked up
+ * on an object one by one, the costliest binding of a sign-in).
+ *
+ * @example
+ * insert.run(...newSessionValues(session, pair), session.parentId ?? null);
+ */
+export function newSessionValues(session: SessionRecord, pair: TokenPairDigests): unknown[] {
+  const expiries = clampPairToSession(pair, session.expiresAt);
+  return [
+    session.id,
+    session.realm,
+    session.subject,
+    session.deviceId,
+    session.createdAt,
+    session.expiresAt,
+    pair.accessDigest,
+    expiries.accessExpiresAt,
+    pair.refreshDigest,
+    expiries.refreshExpiresAt,
+    session.generation,
+    session.lastRotatedAt,
+    session.revokedAt,
+    session.revokedReason,
+    session.clientAddress,
+    session.userAgent,
+    amrText(session.amr),
+    session.jkt ?? null,
+  ];
+}
 export const EVENT_COLUMNS = 'seq, id, at, type, realm, subject, device_id, session_id, data, prev_hash, hash';
 export const INTENT_COLUMNS =
   'id, realm, subject, name, code_digest, created_at, expires_at, created_by, failures, completed_at, burned_at, device_id, prepared_by_node';

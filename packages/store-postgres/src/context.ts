@@ -2,7 +2,7 @@
 // transaction wrapper, the audit trail's pending append and sealer) and the SQL of more than one.
 import type { AuditEventDraft } from '@svc/core';
 import { DEVICE_COLUMNS, SESSION_COLUMNS } from '@svc/core/sql-rows';
-import { amrText, clampPairToSession, type RotationOutcome, type SessionRecord, type TokenPairDigests } from '@svc/core/store';
+import type { RotationOutcome } from '@svc/core/store';
 import type { Pool, PoolClient, QueryResult } from 'pg';
 
 /** What an operation of the PostgreSQL store runs with (see `PostgresStore`). */
@@ -36,35 +36,6 @@ export type SweptTable = 'challenges' | 'dpop_proofs' | 'handoff_codes';
 export const SWEEP_EVERY = 64;
 
 export const INVALID: RotationOutcome = Object.freeze({ kind: 'invalid' });
-
-/** The columns a new session is inserted with, in the order of {@link sessionValues}. */
-export const NEW_SESSION_COLUMNS = `id, realm, subject, device_id, created_at, expires_at, access_digest, access_expires_at, refresh_digest,
-  refresh_expires_at, generation, last_rotated_at, revoked_at, revoked_reason, client_address, user_agent, amr, jkt`;
-
-/** The 18 values of a new session for {@link NEW_SESSION_COLUMNS}; its pair's expiries clamped to the session's. */
-export function sessionValues(session: SessionRecord, pair: TokenPairDigests): unknown[] {
-  const expiries = clampPairToSession(pair, session.expiresAt);
-  return [
-    session.id,
-    session.realm,
-    session.subject,
-    session.deviceId,
-    session.createdAt,
-    session.expiresAt,
-    pair.accessDigest,
-    expiries.accessExpiresAt,
-    pair.refreshDigest,
-    expiries.refreshExpiresAt,
-    session.generation,
-    session.lastRotatedAt,
-    session.revokedAt,
-    session.revokedReason,
-    session.clientAddress,
-    session.userAgent,
-    amrText(session.amr),
-    session.jkt ?? null,
-  ];
-}
 
 /** Rows of each kind one retention batch deletes. */
 export const PRUNE_BATCH = 1000;

@@ -1,9 +1,10 @@
 // The PostgreSQL store's new sessions: the sign-ins of one event-loop turn create theirs in one
 // statement (see `NewSessions`).
 import type { AuditEventDraft } from '@svc/core';
+import { NEW_SESSION_COLUMNS, newSessionValues } from '@svc/core/sql-rows';
 import type { SessionRecord, TokenPairDigests } from '@svc/core/store';
 import { PENDING_COLUMNS, pendingValues } from './audit-sealer.js';
-import { NEW_SESSION_COLUMNS, type PgContext, sessionValues } from './context.js';
+import type { PgContext } from './context.js';
 import { createSession } from './sessions.js';
 import { callsGoAlone, type Named, writtenRows } from './sql.js';
 import { TurnBatch, type Waiting } from './turn-batch.js';
@@ -103,7 +104,7 @@ export class NewSessions {
 
   async #create(batch: readonly Waiting<NewSession, Created>[]): Promise<void> {
     if (batch.length === 1) return this.#createOne(batch[0] as Waiting<NewSession, Created>);
-    const values = batch.map((w) => [...sessionValues(w.input.session, w.input.pair), ...pendingValues(w.input.event)]);
+    const values = batch.map((w) => [...newSessionValues(w.input.session, w.input.pair), ...pendingValues(w.input.event)]);
     let answered: { created: boolean; live: boolean }[];
     try {
       answered = await writtenRows(

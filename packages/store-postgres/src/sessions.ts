@@ -5,6 +5,8 @@ import {
   gracePairEndedSql,
   HANDOFF_CODE_COLUMNS,
   liveSessionSql,
+  NEW_SESSION_COLUMNS,
+  newSessionValues,
   REFRESH_COLUMNS,
   SESSION_COLUMNS,
 } from '@svc/core/sql-rows';
@@ -30,13 +32,11 @@ import { PENDING_COLUMNS, pendingParams, pendingValues } from './audit-sealer.js
 import {
   INVALID,
   MAINTENANCE_TIMEOUT_MS,
-  NEW_SESSION_COLUMNS,
   type PgContext,
   REVOKE_SESSION,
   SET_PAIR,
   SET_PAIR_IF_UNCHANGED,
   type SweptTable,
-  sessionValues,
 } from './context.js';
 import type { SessionReads } from './session-reads.js';
 import { changes, first, type Named, rows, run, runReplicated, writtenRows } from './sql.js';
@@ -109,7 +109,7 @@ export async function createSession(
      )
      SELECT (SELECT count(*)::int FROM created) AS n, (SELECT count(*)::int FROM live) AS live`,
     },
-    [...sessionValues(session, pair), ...pendingValues(event)],
+    [...newSessionValues(session, pair), ...pendingValues(event)],
   );
   if (created?.n !== 1) return created?.live === 1 ? 'user_disabled' : 'device_inactive';
   ctx.scheduleSeal();
@@ -119,7 +119,7 @@ export async function createSession(
 export async function insertSession(_ctx: PgContext, c: PoolClient, session: SessionRecord, pair: TokenPairDigests): Promise<void> {
   await c.query(
     `INSERT INTO sessions (${NEW_SESSION_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)`,
-    sessionValues(session, pair),
+    newSessionValues(session, pair),
   );
 }
 
@@ -388,7 +388,7 @@ export async function consumeHandoffCode(
       await c.query(
         `INSERT INTO sessions (${NEW_SESSION_COLUMNS}, parent_id)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)`,
-        [...sessionValues(outcome.session, input.pair), outcome.session.parentId ?? null],
+        [...newSessionValues(outcome.session, input.pair), outcome.session.parentId ?? null],
       );
     }
     for (const e of events) await ctx.append(c, e);

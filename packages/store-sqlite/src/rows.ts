@@ -1,6 +1,6 @@
 // The rows and parameters of the SQLite store's statements.
 import type { AuditEvent } from '@svc/core';
-import type { AccessRow, ChallengeRow, DeviceRow, RefreshRow, SessionRecord, TokenPairDigests } from '@svc/core/store';
+import type { AccessRow, ChallengeRow, DeviceRow, RefreshRow } from '@svc/core/store';
 import type Database from 'better-sqlite3';
 
 /**
@@ -64,33 +64,11 @@ export interface ProjectRow {
 }
 
 /**
- * The parameters of the session INSERT, in its column order: the record with its first pair's
- * digests. Positional, not named: better-sqlite3 looks a named parameter up on its object twice,
- * through V8's slow path, which made this INSERT the costliest binding of a sign-in.
+ * The parameters of a rotation's UPDATE, in its order. The hot statements (a sign-in's, a
+ * rotation's) take theirs by position, never as `@name` and an object, which better-sqlite3
+ * looks up on the object twice per parameter through V8's slow path; the session INSERT's come
+ * from core (`newSessionValues`), in the order of `NEW_SESSION_COLUMNS`.
  */
-export type SessionInsert = [
-  id: string,
-  realm: SessionRecord['realm'],
-  subject: string,
-  deviceId: string,
-  createdAt: number,
-  expiresAt: number,
-  accessDigest: TokenPairDigests['accessDigest'],
-  accessExpiresAt: number,
-  refreshDigest: TokenPairDigests['refreshDigest'],
-  refreshExpiresAt: number,
-  generation: number,
-  lastRotatedAt: number | null,
-  revokedAt: number | null,
-  revokedReason: string | null,
-  clientAddress: string | null,
-  userAgent: string | null,
-  amr: string,
-  jkt: string | null,
-  parentId: string | null,
-];
-
-/** The parameters of a rotation's UPDATE, in its order (positional, as {@link SessionInsert}). */
 export type PairUpdate = [
   accessDigest: string,
   accessExpiresAt: number,
@@ -103,7 +81,7 @@ export type PairUpdate = [
   id: string,
 ];
 
-/** The parameters of an audit event's INSERT, in `EVENT_COLUMNS`' order (positional, as {@link SessionInsert}). */
+/** The parameters of an audit event's INSERT, in `EVENT_COLUMNS`' order (positional, see {@link PairUpdate}). */
 export type EventInsert = [
   seq: number,
   id: string,

@@ -7,14 +7,14 @@ import {
   gracePairEndedSql,
   HANDOFF_CODE_COLUMNS,
   liveSessionSql,
+  NEW_SESSION_COLUMNS,
+  newSessionValues,
   REFRESH_COLUMNS,
   SESSION_COLUMNS,
 } from '@svc/core/sql-rows';
 import {
-  amrText,
   type ChallengeRecord,
   type ConsumedChallenge,
-  clampPairToSession,
   consumedChallenge,
   decideHandoff,
   type HandoffCodeRecord,
@@ -45,7 +45,6 @@ import {
   REFRESH_TUPLE,
   type RefreshTuple,
   refreshRowOf,
-  type SessionInsert,
 } from './rows.js';
 
 const INVALID: RotationOutcome = Object.freeze({ kind: 'invalid' });
@@ -57,7 +56,7 @@ function prepare(db: Database.Database) {
   return {
     // Expired challenges nobody answered (a used one goes when it is used): only clutter.
     pruneChallenges: p<[number]>('DELETE FROM challenges WHERE expires_at <= ?'),
-    // The statements of every sign-in take positional parameters (see SessionInsert) and answer arrays (see inColumnOrder).
+    // The statements of every sign-in take positional parameters (see PairUpdate) and answer arrays (see inColumnOrder).
     insertChallenge: p<[id: string, publicKey: string, realm: Realm, challenge: string, createdAt: number, expiresAt: number]>(
       'INSERT INTO challenges (id, public_key, realm, challenge, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)',
     ),
@@ -69,10 +68,9 @@ function prepare(db: Database.Database) {
       ),
       CHALLENGE_TUPLE,
     ),
-    insertSession: p<SessionInsert>(
-      `INSERT INTO sessions (id, realm, subject, device_id, created_at, expires_at, access_digest, access_expires_at, refresh_digest,
-         refresh_expires_at, generation, last_rotated_at, revoked_at, revoked_reason, client_address, user_agent, amr, jkt, parent_id)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    // Core's new-session values in NEW_SESSION_COLUMNS' order, then a handed-off session's parent.
+    insertSession: p<[...ReturnType<typeof newSessionValues>, parentId: string | null]>(
+      `INSERT INTO sessions (${NEW_SESSION_COLUMNS}, parent_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ),
     // Whether the device is active (1), removed (0) or unknown (undefined).
     deviceActive: p<[string], number>('SELECT removed_at IS NULL FROM devices WHERE id = ?').pluck(true),
@@ -225,28 +223,7 @@ export class SqliteSessions {
   }
 
   insertSession(session: SessionRecord, pair: TokenPairDigests): void {
-    const expiries = clampPairToSession(pair, session.expiresAt);
-    this.#s.insertSession.run(
-      session.id,
-      session.realm,
-      session.subject,
-      session.deviceId,
-      session.createdAt,
-      session.expiresAt,
-      pair.accessDigest,
-      expiries.accessExpiresAt,
-      pair.refreshDigest,
-      expiries.refreshExpiresAt,
-      session.generation,
-      session.lastRotatedAt,
-      session.revokedAt,
-      session.revokedReason,
-      session.clientAddress,
-      session.userAgent,
-      amrText(session.amr),
-      session.jkt ?? null,
-      session.parentId ?? null,
-    );
+    this.#s.insertSession.run(...newSessionValues(session, pair), session.parentId ?? null);
   }
 
   async getSession(id: string): Promise<SessionRecord | null> {
