@@ -42,6 +42,14 @@ const logins = mode === 'login' || mode === 'login-ceiling';
 const WARMUP = Number(process.env.WARMUP ?? (logins ? 2_000 : 10_000));
 const COUNT = Number(process.env.COUNT ?? (logins ? 400 : 2_000));
 const CONNECTIONS = Number(process.env.CONNECTIONS ?? 8);
+// autocannon shares `amount` out evenly over the connections: a connection with an odd share would
+// end on a challenge without its session, a request counted as no login.
+if (logins && (WARMUP % CONNECTIONS !== 0 || COUNT % CONNECTIONS !== 0)) {
+  process.stderr.write(
+    `bench/instructions.ts: WARMUP (${WARMUP}) and COUNT (${COUNT}) must be multiples of CONNECTIONS (${CONNECTIONS})\n`,
+  );
+  process.exit(2);
+}
 const READY = /listening on (http:\/\/\S+)/;
 const work = mkdtempSync(join(tmpdir(), 'svc-instructions-'));
 const helpers: Proc[] = [];

@@ -37,6 +37,28 @@ export const REFRESH_COLUMNS = `${ROTATION_COLUMNS}, prev_successor`;
 export const NEW_SESSION_COLUMNS =
   'id, realm, subject, device_id, created_at, expires_at, access_digest, access_expires_at, refresh_digest, refresh_expires_at, generation, last_rotated_at, revoked_at, revoked_reason, client_address, user_agent, amr, jkt';
 
+/** The values of a new session, in {@link NEW_SESSION_COLUMNS}' order. */
+export type NewSessionValues = [
+  id: string,
+  realm: SessionRecord['realm'],
+  subject: string,
+  deviceId: string,
+  createdAt: number,
+  expiresAt: number,
+  accessDigest: string,
+  accessExpiresAt: number,
+  refreshDigest: string,
+  refreshExpiresAt: number,
+  generation: number,
+  lastRotatedAt: number | null,
+  revokedAt: number | null,
+  revokedReason: string | null,
+  clientAddress: string | null,
+  userAgent: string | null,
+  amr: string,
+  jkt: string | null,
+];
+
 /**
  * The 18 values of a new session for {@link NEW_SESSION_COLUMNS}, its pair's expiries clamped to
  * the session's: positional parameters for both SQL stores (on SQLite, named ones are looked up
@@ -45,7 +67,7 @@ export const NEW_SESSION_COLUMNS =
  * @example
  * insert.run(...newSessionValues(session, pair), session.parentId ?? null);
  */
-export function newSessionValues(session: SessionRecord, pair: TokenPairDigests): unknown[] {
+export function newSessionValues(session: SessionRecord, pair: TokenPairDigests): NewSessionValues {
   const expiries = clampPairToSession(pair, session.expiresAt);
   return [
     session.id,

@@ -15,7 +15,7 @@ const SESSION_BATCH_MAX = 256;
 type Created = 'created' | 'device_inactive' | 'user_disabled';
 type NewSession = { readonly session: SessionRecord; readonly pair: TokenPairDigests; readonly event: AuditEventDraft };
 
-/** The array types of {@link NEW_SESSION_COLUMNS}' values, then of {@link PENDING_COLUMNS}' (`sessionValues`, `pendingValues`). */
+/** The array types of {@link NEW_SESSION_COLUMNS}' values, then of {@link PENDING_COLUMNS}' (`newSessionValues`, `pendingValues`). */
 const ARRAY_TYPES = [
   ...['text', 'text', 'text', 'text', 'bigint', 'bigint', 'text', 'bigint', 'text', 'bigint', 'int', 'bigint', 'bigint'],
   ...['text', 'text', 'text', 'text', 'text'],

@@ -8,6 +8,7 @@ import {
   HANDOFF_CODE_COLUMNS,
   liveSessionSql,
   NEW_SESSION_COLUMNS,
+  type NewSessionValues,
   newSessionValues,
   REFRESH_COLUMNS,
   SESSION_COLUMNS,
@@ -69,7 +70,7 @@ function prepare(db: Database.Database) {
       CHALLENGE_TUPLE,
     ),
     // Core's new-session values in NEW_SESSION_COLUMNS' order, then a handed-off session's parent.
-    insertSession: p<[...ReturnType<typeof newSessionValues>, parentId: string | null]>(
+    insertSession: p<[...NewSessionValues, parentId: string | null]>(
       `INSERT INTO sessions (${NEW_SESSION_COLUMNS}, parent_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ),
     // Whether the device is active (1), removed (0) or unknown (undefined).
