@@ -6,7 +6,7 @@
 // `checkPage`: a screenshot under docs/screenshots/, axe-core clean, readable at 360 px.
 import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';
-import { createServer, type Server } from 'node:net';
+import { connect, createServer, type Server } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import type { Clock } from '@svc/core';
 import { upstreamAttach } from '../../src/gateway/upstream.js';
@@ -33,10 +33,22 @@ async function silentServer(): Promise<{ server: Server; port: number }> {
   return { server, port: (server.address() as AddressInfo).port };
 }
 
-/** A port nothing listens on (an application that is down). */
+/**
+ * A port nothing listens on (an application that is down): 127.0.0.1:1, checked to refuse a
+ * connection. Not an ephemeral port bound and released: the real tier runs four test files at
+ * once, and another file's server could take that port meanwhile and answer in the refusal's
+ * place (a CI run's page showed no heading for 30 s).
+ */
 async function closedPort(): Promise<number> {
-  const { server, port } = await silentServer();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
+  const port = 1;
+  await new Promise<void>((resolve, reject) => {
+    const probe = connect(port, '127.0.0.1');
+    probe.once('connect', () => {
+      probe.destroy();
+      reject(new Error(`127.0.0.1:${port} accepts connections on this machine: the test needs a port nothing listens on`));
+    });
+    probe.once('error', (err: NodeJS.ErrnoException) => (err.code === 'ECONNREFUSED' ? resolve() : reject(err)));
+  });
   return port;
 }
 
