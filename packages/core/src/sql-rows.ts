@@ -141,13 +141,14 @@ export function usableBootstrapSql(now: string): string {
 }
 
 /**
- * `isChallengeConsumable` as SQL; `latest` is `latestTrustedTime(now)`.
+ * `isChallengeConsumable` as SQL; `latest` is `latestTrustedTime(now)`; `alias` (`c.`) qualifies
+ * the challenge's columns.
  *
  * @example
  * `UPDATE challenges SET used_at = $2 WHERE id = $1 AND ${consumableChallengeSql('$2', '$3')}`
  */
-export function consumableChallengeSql(now: string, latest: string): string {
-  return `used_at IS NULL AND expires_at > ${now} AND created_at <= ${latest}`;
+export function consumableChallengeSql(now: string, latest: string, alias = ''): string {
+  return `${alias}used_at IS NULL AND ${alias}expires_at > ${now} AND ${alias}created_at <= ${latest}`;
 }
 
 /**

@@ -61,6 +61,7 @@ export {
   type RotationOutcome,
   SCIM_TOKEN_USE_RESOLUTION_MS,
   type ScimTokenRecord,
+  type SessionCreation,
   type SessionRecord,
   type SessionUser,
   STORE_CONTRACT_VERSION,

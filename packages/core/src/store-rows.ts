@@ -454,7 +454,7 @@ export function toChallenge(r: ChallengeRow): ChallengeRecord {
 }
 
 /**
- * What `consumeChallenge` answers: the used challenge with the active device of its key (see
+ * What `consumeChallenge` and `readChallenge` answer: the challenge with the active device of its key (see
  * `ConsumedChallenge`), frozen like every record a store returns.
  *
  * @example

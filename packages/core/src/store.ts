@@ -33,8 +33,11 @@ import type { AttributeSource, UserStatus } from './users.js';
  * `saveAssertionKeys`, a compare-and-set on its version, audited in the same transaction).
  * 10: `consumeChallenge` answers the challenge with the active device of its public key, read
  * in the same step (a sign-in's device lookup, one round trip fewer on a networked store).
+ * 11: a sign-in reads its challenge (`readChallenge`) and uses it up in the transaction that
+ * creates its session (`createSession`'s `challenge`, answering `challenge_used`): one write
+ * transaction fewer per sign-in.
  */
-export const STORE_CONTRACT_VERSION = 10;
+export const STORE_CONTRACT_VERSION = 11;
 
 /**
  * The assertion key set of the cluster as the store keeps it: opaque text (the runtime seals the
@@ -359,6 +362,9 @@ export type LinkSessionOutcome =
   /** The link's user is disabled: nothing written. */
   | { readonly kind: 'user_disabled' };
 
+/** What {@link Store.createSession} led to. */
+export type SessionCreation = 'created' | 'device_inactive' | 'user_disabled' | 'challenge_used';
+
 /** A challenge a device must sign. */
 export interface ChallengeRecord {
   readonly id: string;
@@ -371,8 +377,8 @@ export interface ChallengeRecord {
 }
 
 /**
- * A challenge as {@link Store.consumeChallenge} uses it up: the record, and the active (not
- * removed) device enrolled with its public key, as {@link Store.findDeviceByPublicKey} answers
+ * A challenge as {@link Store.consumeChallenge} uses it up (or {@link Store.readChallenge} reads
+ * it): the record, and the active (not removed) device enrolled with its public key, as {@link Store.findDeviceByPublicKey} answers
  * for it (null when the key is not enrolled, or its device was removed).
  */
 export interface ConsumedChallenge extends ChallengeRecord {
@@ -533,6 +539,13 @@ export interface Store {
    * {@link Store.createSession} checks again that it is still active when it writes).
    */
   consumeChallenge(input: { readonly id: string; readonly now: number }): Promise<ConsumedChallenge | null>;
+  /**
+   * The challenge {@link Store.consumeChallenge} would use up at `now`, with the active device of
+   * its public key, read without using it up (null when that call would answer null). A
+   * sign-in reads its challenge, checks the signature, and uses the challenge up in the
+   * transaction that creates its session ({@link Store.createSession}'s `challenge`).
+   */
+  readChallenge(input: { readonly id: string; readonly now: number }): Promise<ConsumedChallenge | null>;
 
   /**
    * Inserts a session with its first pair and its event, only while the session's device is
@@ -542,13 +555,20 @@ export interface Store {
    * (its row read under a share lock where writers run concurrently, so a sign-in racing a
    * {@link Store.changeUser} that disables is either refused or revoked by it). Records the
    * sign-in as the user's `lastSignInAt`. `device_inactive` when the device is unknown or
-   * removed, `user_disabled` when the user is disabled; then nothing is written.
+   * removed, `user_disabled` when the user is disabled; then no session is written.
+   *
+   * With `challenge`, the sign-in's challenge is used up in the same transaction, as
+   * {@link Store.consumeChallenge} would use it up at `challenge.now`: `challenge_used` when it
+   * cannot be (unknown, already used, expired, dated in the future), and then nothing is
+   * written; otherwise it is used up whatever the answer (a refused sign-in uses its challenge
+   * too). Of N concurrent calls naming one challenge, at most one creates a session.
    */
   createSession(
     session: SessionRecord,
     pair: TokenPairDigests,
     event: AuditEventDraft,
-  ): Promise<'created' | 'device_inactive' | 'user_disabled'>;
+    challenge?: { readonly id: string; readonly now: number },
+  ): Promise<SessionCreation>;
   /**
    * Session `sessionId` if `digest` is the digest of its CURRENT access token (revoked or not,
    * expired or not), compared in constant time; otherwise null. The id comes from the token's
@@ -943,6 +963,7 @@ export const STORE_OPERATIONS = [
   'removeDevice',
   'createChallenge',
   'consumeChallenge',
+  'readChallenge',
   'createSession',
   'findSessionByAccessDigest',
   'getSession',

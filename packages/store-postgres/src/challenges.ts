@@ -13,7 +13,7 @@ import {
 } from '@svc/core/store';
 import type { PgContext } from './context.js';
 import { sweepExpired } from './sessions.js';
-import { callsGoAlone, type Named, runReplicated, writtenRows } from './sql.js';
+import { callsGoAlone, type Named, rows, runReplicated, writtenRows } from './sql.js';
 import { paddedKeys, statementsByArity, TurnBatch, type Waiting } from './turn-batch.js';
 
 /** The most challenges one statement stores or uses up; a busier turn sends several. */
@@ -41,18 +41,27 @@ const CREATE_CHALLENGES: Named = {
  * used rows, which every challenge's prune scanned while the table's statistics were those of an
  * empty one). A challenge dated in the future (a clock stepped back) cannot be aged: refused.
  */
-function consumeSql(idCondition: string): string {
-  return `WITH used AS (
-       DELETE FROM challenges WHERE ${idCondition} AND ${consumableChallengeSql('$1', '$2')} RETURNING ${CHALLENGE_COLUMNS}
+function consumeSql(idCondition: string, use = true): string {
+  const condition = `${idCondition} AND ${consumableChallengeSql('$1', '$2')}`;
+  return `WITH found AS (
+       ${use ? `DELETE FROM challenges WHERE ${condition} RETURNING ${CHALLENGE_COLUMNS}` : `SELECT ${CHALLENGE_COLUMNS} FROM challenges WHERE ${condition}`}
      )
-     SELECT used.*, d.id AS d_id, d.realm AS d_realm, d.subject AS d_subject, d.name AS d_name, d.created_at AS d_created_at
-       FROM used LEFT JOIN devices d ON d.public_key = used.public_key AND d.removed_at IS NULL`;
+     SELECT found.*, d.id AS d_id, d.realm AS d_realm, d.subject AS d_subject, d.name AS d_name, d.created_at AS d_created_at
+       FROM found LEFT JOIN devices d ON d.public_key = found.public_key AND d.removed_at IS NULL`;
 }
 
-const CONSUME_CHALLENGE: Named = { name: 'svc_consume_challenge', text: consumeSql('id = $3') };
-
-/** The same for 2 to {@link CHALLENGE_BATCH_MAX} ids (see `statementsByArity`). */
-const CONSUME_CHALLENGES = statementsByArity('svc_consume_challenges', CHALLENGE_BATCH_MAX, 3, (list) => consumeSql(`id IN (${list})`));
+/** The statements that use challenges up (`use`) or read them as using them up would find them (`read`): one id, then 2 to {@link CHALLENGE_BATCH_MAX} (see `statementsByArity`). */
+const STATEMENTS = {
+  use: {
+    one: { name: 'svc_consume_challenge', text: consumeSql('id = $3') } as Named,
+    many: statementsByArity('svc_consume_challenges', CHALLENGE_BATCH_MAX, 3, (list) => consumeSql(`id IN (${list})`)),
+  },
+  read: {
+    one: { name: 'svc_read_challenge', text: consumeSql('id = $3', false) } as Named,
+    many: statementsByArity('svc_read_challenges', CHALLENGE_BATCH_MAX, 3, (list) => consumeSql(`id IN (${list})`, false)),
+  },
+} as const;
+type Verb = keyof typeof STATEMENTS;
 
 /** A used challenge's row with the active device of its key (`d_` columns, all null without one). */
 type ConsumedChallengeRow = ChallengeRow & {
@@ -82,8 +91,9 @@ function toConsumed(row: ConsumedChallengeRow): ConsumedChallenge {
 type UseInput = { readonly id: string; readonly now: number };
 
 /**
- * `createChallenge` and `consumeChallenge` of the PostgreSQL store. A sign-in writes a
- * challenge and later uses it up; each of those was a statement of its own, and every round
+ * `createChallenge`, `consumeChallenge` and `readChallenge` of the PostgreSQL store. A sign-in
+ * writes a challenge and later reads it (a refused one uses it up; a session uses it up in its
+ * own statement, see `NewSessions`); each of those was a statement of its own, and every round
  * trip costs the node a socket write that wakes a sleeping backend, and the reply's parsing
  * (docs/performance.md, 2026-11-28 at 22:00). Now the calls of one event-loop turn share one
  * statement (see `TurnBatch`), so under load a busy node sends one for several sign-ins:
@@ -97,7 +107,10 @@ type UseInput = { readonly id: string; readonly now: number };
  *   store contract says. Calls naming the same id (a replay racing its sign-in) share one row:
  *   the first call of the batch gets it, every other one gets nothing, as if it had come
  *   second. When the statement fails for its locks (a deadlock with another node's batch, a lock
- *   timeout), each call goes alone (`callsGoAlone`).
+ *   timeout), each call goes alone (`callsGoAlone`);
+ * - challenges are read (a sign-in's, before its signature is checked) by one SELECT of every id
+ *   of the batch, on the primary, with the same rule for times; every call naming an id gets its
+ *   row (a read uses nothing up).
  *
  * @example
  * const challenges = new Challenges(ctx);
@@ -108,11 +121,13 @@ export class Challenges {
   readonly #ctx: PgContext;
   readonly #creates: TurnBatch<ChallengeRecord, void>;
   readonly #uses: TurnBatch<UseInput, ConsumedChallenge | null>;
+  readonly #reads: TurnBatch<UseInput, ConsumedChallenge | null>;
 
   constructor(ctx: PgContext) {
     this.#ctx = ctx;
     this.#creates = new TurnBatch(CHALLENGE_BATCH_MAX, (batch) => this.#insert(batch));
-    this.#uses = new TurnBatch(CHALLENGE_BATCH_MAX, (batch) => this.#use(batch));
+    this.#uses = new TurnBatch(CHALLENGE_BATCH_MAX, (batch) => this.#use(batch, 'use'));
+    this.#reads = new TurnBatch(CHALLENGE_BATCH_MAX, (batch) => this.#use(batch, 'read'));
   }
 
   async create(challenge: ChallengeRecord): Promise<void> {
@@ -122,6 +137,17 @@ export class Challenges {
 
   consume(input: UseInput): Promise<ConsumedChallenge | null> {
     return this.#uses.add(input);
+  }
+
+  read(input: UseInput): Promise<ConsumedChallenge | null> {
+    return this.#reads.add(input);
+  }
+
+  /** Runs a statement of `verb`: a use on the primary, replicated like every write; a read on the primary. */
+  #run(verb: Verb, statement: Named, values: readonly unknown[]): Promise<ConsumedChallengeRow[]> {
+    return verb === 'use'
+      ? writtenRows<ConsumedChallengeRow>(this.#ctx.pool, statement, values)
+      : rows<ConsumedChallengeRow>(this.#ctx.pool, statement, values);
   }
 
   async #insertOne(w: Waiting<ChallengeRecord, void>): Promise<void> {
@@ -156,46 +182,42 @@ export class Challenges {
     for (const w of batch) w.resolve();
   }
 
-  /** Uses up one challenge at its own call's time (the single statement). */
-  async #useOne(w: Waiting<UseInput, ConsumedChallenge | null>): Promise<void> {
+  /** Uses up (or reads) one challenge at its own call's time (the single statement). */
+  async #useOne(w: Waiting<UseInput, ConsumedChallenge | null>, verb: Verb): Promise<void> {
     try {
-      const [row] = await writtenRows<ConsumedChallengeRow>(this.#ctx.pool, CONSUME_CHALLENGE, [
-        w.input.now,
-        latestTrustedTime(w.input.now),
-        w.input.id,
-      ]);
+      const [row] = await this.#run(verb, STATEMENTS[verb].one, [w.input.now, latestTrustedTime(w.input.now), w.input.id]);
       w.resolve(row === undefined ? null : toConsumed(row));
     } catch (error) {
       w.reject(error);
     }
   }
 
-  async #use(batch: readonly Waiting<UseInput, ConsumedChallenge | null>[]): Promise<void> {
-    if (batch.length === 1) return this.#useOne(batch[0] as Waiting<UseInput, ConsumedChallenge | null>);
+  async #use(batch: readonly Waiting<UseInput, ConsumedChallenge | null>[], verb: Verb): Promise<void> {
+    if (batch.length === 1) return this.#useOne(batch[0] as Waiting<UseInput, ConsumedChallenge | null>, verb);
     const ids = [...new Set(batch.map((w) => w.input.id))];
     const nows = batch.map((w) => w.input.now);
     const [latestNow, earliestBound] = [Math.max(...nows), latestTrustedTime(Math.min(...nows))];
     let found: ConsumedChallengeRow[];
     try {
       if (ids.length === 1) {
-        found = await writtenRows<ConsumedChallengeRow>(this.#ctx.pool, CONSUME_CHALLENGE, [latestNow, earliestBound, ids[0]]);
+        found = await this.#run(verb, STATEMENTS[verb].one, [latestNow, earliestBound, ids[0]]);
       } else {
-        const { statement, values } = paddedKeys(CONSUME_CHALLENGES, ids);
-        found = await writtenRows<ConsumedChallengeRow>(this.#ctx.pool, statement, [latestNow, earliestBound, ...values]);
+        const { statement, values } = paddedKeys(STATEMENTS[verb].many, ids);
+        found = await this.#run(verb, statement, [latestNow, earliestBound, ...values]);
       }
     } catch (error) {
       // The statement rolled back (a lock wait that ended in a deadlock or a timeout, on a row
       // another node holds): nothing was used up, and each call goes alone, as it did before.
       if (!callsGoAlone(error)) throw error;
-      await Promise.all(batch.map((w) => this.#useOne(w)));
+      await Promise.all(batch.map((w) => this.#useOne(w, verb)));
       return;
     }
     const byId = new Map(found.map((row) => [row.id, row]));
     const again: Waiting<UseInput, ConsumedChallenge | null>[] = [];
     for (const w of batch) {
       const row = byId.get(w.input.id);
-      // One row, one sign-in: the batch's first call of an id takes it.
-      byId.delete(w.input.id);
+      // One row, one sign-in: the batch's first call of an id takes it (a read takes nothing).
+      if (verb === 'use') byId.delete(w.input.id);
       if (row === undefined) {
         // Refused at the batch's strictest time, which is not this call's own: its own decides
         // (a challenge that expired, or became trusted, within the batch's few milliseconds).
@@ -211,6 +233,6 @@ export class Challenges {
         w.reject(error);
       }
     }
-    await Promise.all(again.map((w) => this.#useOne(w)));
+    await Promise.all(again.map((w) => this.#useOne(w, verb)));
   }
 }

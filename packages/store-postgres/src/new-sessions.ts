@@ -1,48 +1,68 @@
-// The PostgreSQL store's new sessions: the sign-ins of one event-loop turn create theirs in one
-// statement (see `NewSessions`).
+// The PostgreSQL store's new sessions: the sign-ins of one event-loop turn create theirs, and use
+// their challenges up, in one statement (see `NewSessions`).
 import type { AuditEventDraft } from '@svc/core';
-import { NEW_SESSION_COLUMNS, newSessionValues } from '@svc/core/sql-rows';
-import type { SessionRecord, TokenPairDigests } from '@svc/core/store';
+import { consumableChallengeSql, NEW_SESSION_COLUMNS, newSessionValues } from '@svc/core/sql-rows';
+import type { SessionCreation, SessionRecord, TokenPairDigests } from '@svc/core/store';
 import { PENDING_COLUMNS, pendingValues } from './audit-sealer.js';
 import type { PgContext } from './context.js';
-import { createSession } from './sessions.js';
+import { challengeUse, createSession } from './sessions.js';
 import { callsGoAlone, type Named, writtenRows } from './sql.js';
 import { TurnBatch, type Waiting } from './turn-batch.js';
 
 /** The most sessions one statement creates; a busier turn sends several. */
 const SESSION_BATCH_MAX = 256;
 
-type Created = 'created' | 'device_inactive' | 'user_disabled';
-type NewSession = { readonly session: SessionRecord; readonly pair: TokenPairDigests; readonly event: AuditEventDraft };
+type Created = SessionCreation;
+type NewSession = {
+  readonly session: SessionRecord;
+  readonly pair: TokenPairDigests;
+  readonly event: AuditEventDraft;
+  readonly challenge: { readonly id: string; readonly now: number } | undefined;
+};
 
-/** The array types of {@link NEW_SESSION_COLUMNS}' values, then of {@link PENDING_COLUMNS}' (`newSessionValues`, `pendingValues`). */
+/**
+ * The array types of {@link NEW_SESSION_COLUMNS}' values, then of {@link PENDING_COLUMNS}'
+ * (`newSessionValues`, `pendingValues`), then of the sign-in's challenge (`challengeUse`).
+ */
 const ARRAY_TYPES = [
   ...['text', 'text', 'text', 'text', 'bigint', 'bigint', 'text', 'bigint', 'text', 'bigint', 'int', 'bigint', 'bigint'],
   ...['text', 'text', 'text', 'text', 'text'],
   ...['text', 'bigint', 'text', 'text', 'text', 'text', 'text', 'text'],
+  ...['text', 'bigint', 'bigint'],
 ];
 const PENDING = PENDING_COLUMNS.split(', ').map((c) => `e_${c}`);
 
 /**
  * Many sessions as one statement, with one array per value: what `createSession` (sessions.ts)
- * does for one, for each row of `input`. Every device of the batch is share-locked first, in id
- * order, and then every user that signs in, in subject order: the order `changeUser` and
- * `removeDevice` take them, so a batch never waits on them in a cycle. A removed device or a
- * disabled user that committed before its lock was granted is re-read by it and matches nothing,
- * as with one session. A user signing in twice in one batch records the later time. Answers each
- * row, in order, with whether its session was created and its device was active.
+ * does for one, for each row of `input`. Each sign-in's challenge is used up at its own time
+ * (`c_now`, `c_latest`); a challenge named twice in the batch (a replay racing its sign-in) is
+ * the first row's, and a row whose challenge was not used up writes nothing. Every device of the
+ * batch is share-locked first, in id order, and then every user that signs in, in subject order:
+ * the order `changeUser` and `removeDevice` take them, so a batch never waits on them in a cycle.
+ * A removed device or a disabled user that committed before its lock was granted is re-read by it
+ * and matches nothing, as with one session. A user signing in twice in one batch records the
+ * later time. Answers each row, in order, with whether its session was created, its device was
+ * active and its challenge (if any) was used up.
  */
 const CREATE_SESSIONS: Named = {
   name: 'svc_create_sessions',
   text: `WITH input AS (
        SELECT * FROM unnest(${ARRAY_TYPES.map((t, i) => `$${i + 1}::${t}[]`).join(', ')}) WITH ORDINALITY
-         AS i(${NEW_SESSION_COLUMNS}, ${PENDING.join(', ')}, ord)
+         AS i(${NEW_SESSION_COLUMNS}, ${PENDING.join(', ')}, c_id, c_now, c_latest, ord)
+     ), firsts AS (
+       SELECT DISTINCT ON (c_id) c_id, c_now, c_latest, ord FROM input WHERE c_id IS NOT NULL ORDER BY c_id, ord
+     ), used AS (
+       DELETE FROM challenges AS c USING firsts AS f
+        WHERE c.id = f.c_id AND ${consumableChallengeSql('f.c_now', 'f.c_latest', 'c.')}
+       RETURNING f.ord
+     ), usable AS (
+       SELECT * FROM input WHERE c_id IS NULL OR ord IN (SELECT ord FROM used)
      ), live AS (
        SELECT id FROM devices WHERE id IN (SELECT device_id FROM input) AND removed_at IS NULL ORDER BY id FOR SHARE
      ), known AS (
        SELECT subject FROM users WHERE subject IN (SELECT subject FROM input)
      ), signing AS (
-       SELECT subject, max(created_at) AS at FROM input WHERE device_id IN (SELECT id FROM live) GROUP BY subject
+       SELECT subject, max(created_at) AS at FROM usable WHERE device_id IN (SELECT id FROM live) GROUP BY subject
      ), locked AS (
        SELECT subject FROM users WHERE subject IN (SELECT subject FROM signing) AND status <> 'disabled'
         ORDER BY subject COLLATE "C" FOR NO KEY UPDATE
@@ -52,7 +72,7 @@ const CREATE_SESSIONS: Named = {
        RETURNING u.subject
      ), created AS (
        INSERT INTO sessions (${NEW_SESSION_COLUMNS})
-       SELECT ${NEW_SESSION_COLUMNS} FROM input
+       SELECT ${NEW_SESSION_COLUMNS} FROM usable
         WHERE device_id IN (SELECT id FROM live)
           AND (subject IN (SELECT subject FROM signed) OR subject NOT IN (SELECT subject FROM known))
         ORDER BY ord
@@ -61,7 +81,9 @@ const CREATE_SESSIONS: Named = {
        INSERT INTO audit_pending (${PENDING_COLUMNS})
        SELECT ${PENDING.join(', ')} FROM input WHERE id IN (SELECT id FROM created) ORDER BY ord
      )
-     SELECT id IN (SELECT id FROM created) AS created, device_id IN (SELECT id FROM live) AS live FROM input ORDER BY ord`,
+     SELECT id IN (SELECT id FROM created) AS created, device_id IN (SELECT id FROM live) AS live,
+            ord IN (SELECT ord FROM usable) AS usable
+       FROM input ORDER BY ord`,
 };
 
 /**
@@ -69,8 +91,9 @@ const CREATE_SESSIONS: Named = {
  * was a round trip of its own per sign-in: the one a sign-in waited longest for, after the node
  * wrote it to a sleeping backend (docs/performance.md, 2026-11-29). Now the sign-ins of one
  * event-loop turn share one statement (see `TurnBatch`), which commits all of them or none:
- * - each gets its own answer: `created`, or refused for its own device (`device_inactive`) or
- *   its own user (`user_disabled`), decided on the rows as their locks found them;
+ * - each gets its own answer: `created`, or refused for its own challenge (`challenge_used`),
+ *   its own device (`device_inactive`) or its own user (`user_disabled`), decided on the rows as
+ *   their locks found them;
  * - when the statement fails for a row (SQLSTATE classes 22 and 23: a session or event id
  *   stored twice) or for its locks (a deadlock or serialization failure with another node's
  *   writes, class 40, or one call's row held past `lock_timeout`, 55P03), nothing of the batch
@@ -79,7 +102,7 @@ const CREATE_SESSIONS: Named = {
  *   the commit) is every call's own, as it was with one statement each.
  *
  * @example
- * const created = await new NewSessions(ctx).create({ session, pair, event });
+ * const created = await new NewSessions(ctx).create({ session, pair, event, challenge: { id: challengeId, now } });
  */
 export class NewSessions {
   readonly #ctx: PgContext;
@@ -96,7 +119,7 @@ export class NewSessions {
 
   async #createOne(w: Waiting<NewSession, Created>): Promise<void> {
     try {
-      w.resolve(await createSession(this.#ctx, w.input.session, w.input.pair, w.input.event));
+      w.resolve(await createSession(this.#ctx, w.input.session, w.input.pair, w.input.event, w.input.challenge));
     } catch (error) {
       w.reject(error);
     }
@@ -104,8 +127,12 @@ export class NewSessions {
 
   async #create(batch: readonly Waiting<NewSession, Created>[]): Promise<void> {
     if (batch.length === 1) return this.#createOne(batch[0] as Waiting<NewSession, Created>);
-    const values = batch.map((w) => [...newSessionValues(w.input.session, w.input.pair), ...pendingValues(w.input.event)]);
-    let answered: { created: boolean; live: boolean }[];
+    const values = batch.map((w) => [
+      ...newSessionValues(w.input.session, w.input.pair),
+      ...pendingValues(w.input.event),
+      ...challengeUse(w.input.challenge),
+    ]);
+    let answered: { created: boolean; live: boolean; usable: boolean }[];
     try {
       answered = await writtenRows(
         this.#ctx.pool,
@@ -121,7 +148,7 @@ export class NewSessions {
     batch.forEach((w, i) => {
       const a = answered[i];
       if (a === undefined) w.reject(new Error(`svc_create_sessions answered ${answered.length} rows for ${batch.length} sessions`));
-      else w.resolve(a.created ? 'created' : a.live ? 'user_disabled' : 'device_inactive');
+      else w.resolve(a.created ? 'created' : !a.usable ? 'challenge_used' : a.live ? 'user_disabled' : 'device_inactive');
     });
   }
 }

@@ -20,6 +20,7 @@ import {
   type PairingIntentRecord,
   type RotationOutcome,
   type ScimTokenRecord,
+  type SessionCreation,
   type SessionRecord,
   STORE_OPERATIONS,
   type Store,
@@ -245,12 +246,17 @@ export class PostgresStore implements Store {
     return this.#challenges.consume(input);
   }
 
+  async readChallenge(input: { readonly id: string; readonly now: number }): Promise<ConsumedChallenge | null> {
+    return this.#challenges.read(input);
+  }
+
   async createSession(
     session: SessionRecord,
     pair: TokenPairDigests,
     event: AuditEventDraft,
-  ): Promise<'created' | 'device_inactive' | 'user_disabled'> {
-    return this.#newSessions.create({ session, pair, event });
+    challenge?: { readonly id: string; readonly now: number },
+  ): Promise<SessionCreation> {
+    return this.#newSessions.create({ session, pair, event, challenge });
   }
 
   /** The bearer check: see BearerBatch (the checks of one event-loop turn share one query). */

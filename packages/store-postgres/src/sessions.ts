@@ -2,6 +2,7 @@
 import { type AuditEventDraft, isIdOfKind, type Realm } from '@svc/core';
 import {
   activeSessionSql,
+  consumableChallengeSql,
   gracePairEndedSql,
   HANDOFF_CODE_COLUMNS,
   liveSessionSql,
@@ -15,11 +16,13 @@ import {
   type HandoffCodeRecord,
   type HandoffCodeRow,
   type HandoffOutcome,
+  latestTrustedTime,
   planRotation,
   REVOKED_REFRESH_REUSED,
   type RefreshRow,
   type RotationOutcome,
   type RotationPlan,
+  type SessionCreation,
   type SessionRecord,
   type SessionRow,
   type Store,
@@ -73,15 +76,53 @@ export async function sweepExpired(ctx: PgContext, table: SweptTable, now: numbe
   ).catch(() => undefined);
 }
 
+/**
+ * A sign-in's challenge as `createSession`'s statements take it: its id, the time it is used up
+ * at and the latest creation time that time trusts (`latestTrustedTime`); all null without one.
+ */
+export function challengeUse(
+  challenge: { readonly id: string; readonly now: number } | undefined,
+): [string | null, number | null, number | null] {
+  return challenge === undefined ? [null, null, null] : [challenge.id, challenge.now, latestTrustedTime(challenge.now)];
+}
+
+const CREATE_SESSION: Named = {
+  name: 'svc_create_session',
+  text: `WITH used AS (
+       DELETE FROM challenges WHERE id = $27 AND ${consumableChallengeSql('$28', '$29')} RETURNING 1
+     ), usable AS (
+       SELECT 1 WHERE $27::text IS NULL OR EXISTS (SELECT 1 FROM used)
+     ), live AS (
+       SELECT id FROM devices WHERE id = $4 AND removed_at IS NULL FOR SHARE
+     ), known AS (
+       SELECT 1 FROM users WHERE subject = $3
+     ), signed AS (
+       UPDATE users SET last_sign_in_at = $5
+        WHERE subject = $3 AND status <> 'disabled' AND EXISTS (SELECT 1 FROM live) AND EXISTS (SELECT 1 FROM usable) RETURNING 1
+     ), created AS (
+       INSERT INTO sessions (${NEW_SESSION_COLUMNS})
+       SELECT $1, $2, $3, live.id, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18 FROM live
+        WHERE EXISTS (SELECT 1 FROM usable) AND (EXISTS (SELECT 1 FROM signed) OR NOT EXISTS (SELECT 1 FROM known))
+       RETURNING id
+     ), audited AS (
+       INSERT INTO audit_pending (${PENDING_COLUMNS}) SELECT ${pendingParams(19)} FROM created
+     )
+     SELECT (SELECT count(*)::int FROM created) AS n, (SELECT count(*)::int FROM live) AS live,
+            EXISTS (SELECT 1 FROM usable) AS usable`,
+};
+
 export async function createSession(
   ctx: PgContext,
   session: SessionRecord,
   pair: TokenPairDigests,
   event: AuditEventDraft,
-): Promise<'created' | 'device_inactive' | 'user_disabled'> {
-  // One statement, so one round trip and its own transaction: the device row's share lock, the
-  // user's sign-in time, the session and its pending event commit together or not at all. A
-  // concurrent removeDevice (which updates the device row) either waits for this session and
+  challenge?: { readonly id: string; readonly now: number },
+): Promise<SessionCreation> {
+  // One statement, so one round trip and its own transaction: the sign-in's challenge used up,
+  // the device row's share lock, the user's sign-in time, the session and its pending event
+  // commit together or not at all. Of concurrent sign-ins with one challenge, the first DELETE
+  // takes the row; every other one waits for it, finds it gone when the first commits, and
+  // writes nothing. A concurrent removeDevice (which updates the device row) either waits for this session and
   // revokes it, or commits first, and then FOR SHARE re-reads the removed row, selects nothing
   // and nothing is inserted. The user row is taken after the device row (changeUser takes them
   // in the same order) by the UPDATE that records the sign-in: a changeUser that disables the
@@ -89,28 +130,12 @@ export async function createSession(
   // re-checks its WHERE on the disabled row and matches nothing. (An UPDATE rather than a share
   // lock: two sign-ins of one user that each held a share lock and then updated would deadlock.)
   // A subject without a user row (read in the statement's snapshot) signs in as before.
-  const [created] = await writtenRows<{ n: number; live: number }>(
-    ctx.pool,
-    {
-      name: 'svc_create_session',
-      text: `WITH live AS (
-       SELECT id FROM devices WHERE id = $4 AND removed_at IS NULL FOR SHARE
-     ), known AS (
-       SELECT 1 FROM users WHERE subject = $3
-     ), signed AS (
-       UPDATE users SET last_sign_in_at = $5 WHERE subject = $3 AND status <> 'disabled' AND EXISTS (SELECT 1 FROM live) RETURNING 1
-     ), created AS (
-       INSERT INTO sessions (${NEW_SESSION_COLUMNS})
-       SELECT $1, $2, $3, live.id, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18 FROM live
-        WHERE EXISTS (SELECT 1 FROM signed) OR NOT EXISTS (SELECT 1 FROM known)
-       RETURNING id
-     ), audited AS (
-       INSERT INTO audit_pending (${PENDING_COLUMNS}) SELECT ${pendingParams(19)} FROM created
-     )
-     SELECT (SELECT count(*)::int FROM created) AS n, (SELECT count(*)::int FROM live) AS live`,
-    },
-    [...newSessionValues(session, pair), ...pendingValues(event)],
-  );
+  const [created] = await writtenRows<{ n: number; live: number; usable: boolean }>(ctx.pool, CREATE_SESSION, [
+    ...newSessionValues(session, pair),
+    ...pendingValues(event),
+    ...challengeUse(challenge),
+  ]);
+  if (created?.usable === false) return 'challenge_used';
   if (created?.n !== 1) return created?.live === 1 ? 'user_disabled' : 'device_inactive';
   ctx.scheduleSeal();
   return 'created';

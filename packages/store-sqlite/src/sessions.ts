@@ -25,6 +25,7 @@ import {
   planRotation,
   REVOKED_REFRESH_REUSED,
   type RotationOutcome,
+  type SessionCreation,
   type SessionRecord,
   type SessionRow,
   type Store,
@@ -68,6 +69,17 @@ function prepare(db: Database.Database) {
         `DELETE FROM challenges WHERE id = @id AND ${consumableChallengeSql('@now', '@latest')} RETURNING ${CHALLENGE_COLUMNS}`,
       ),
       CHALLENGE_TUPLE,
+    ),
+    // The same challenge read without using it up (a sign-in checks its signature in between).
+    readChallenge: inColumnOrder(
+      p<{ id: string; now: number; latest: number }, ChallengeTuple>(
+        `SELECT ${CHALLENGE_COLUMNS} FROM challenges WHERE id = @id AND ${consumableChallengeSql('@now', '@latest')}`,
+      ),
+      CHALLENGE_TUPLE,
+    ),
+    // The same challenge used up in its sign-in's session transaction: only whether it was.
+    useChallenge: p<{ id: string; now: number; latest: number }>(
+      `DELETE FROM challenges WHERE id = @id AND ${consumableChallengeSql('@now', '@latest')}`,
     ),
     // Core's new-session values in NEW_SESSION_COLUMNS' order, then a handed-off session's parent.
     insertSession: p<[...NewSessionValues, parentId: string | null]>(
@@ -195,6 +207,15 @@ export class SqliteSessions {
     });
   }
 
+  async readChallenge(input: { readonly id: string; readonly now: number }): Promise<ConsumedChallenge | null> {
+    // A read outside any write transaction: what it answers is used up, or found gone, by the
+    // session's transaction (createSession's `challenge`).
+    const row = this.#s.readChallenge.get({ id: input.id, now: input.now, latest: latestTrustedTime(input.now) });
+    if (row === undefined) return null;
+    const device = this.#ctx.activeDeviceWithKey(row[1]);
+    return consumedChallenge(toChallenge(challengeRowOf(row)), device === undefined ? null : toDevice(device));
+  }
+
   async useDpopProof(input: { readonly key: string; readonly expiresAt: number; readonly now: number }): Promise<boolean> {
     // Decided inside a write transaction, which holds the write lock: the first of any number of
     // callers wins, in this process or another one on the same file (see DpopReplayLog).
@@ -209,8 +230,14 @@ export class SqliteSessions {
     session: SessionRecord,
     pair: TokenPairDigests,
     event: AuditEventDraft,
-  ): Promise<'created' | 'device_inactive' | 'user_disabled'> {
-    return this.#ctx.writes.run(() => {
+    challenge?: { readonly id: string; readonly now: number },
+  ): Promise<SessionCreation> {
+    return this.#ctx.writes.run((): SessionCreation => {
+      // The sign-in's challenge first: the first transaction to use it up is the one that signs in.
+      if (challenge !== undefined) {
+        const use = { id: challenge.id, now: challenge.now, latest: latestTrustedTime(challenge.now) };
+        if (this.#s.useChallenge.run(use).changes === 0) return 'challenge_used';
+      }
       // The device and the user are re-read inside the write transaction: a removal or a
       // disable committed after the sign-in looked the device up must win, never leave a live
       // session behind.

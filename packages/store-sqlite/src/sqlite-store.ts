@@ -22,6 +22,7 @@ import {
   type PairingIntentRecord,
   type RotationOutcome,
   type ScimTokenRecord,
+  type SessionCreation,
   type SessionRecord,
   STORE_OPERATIONS,
   type Store,
@@ -275,6 +276,10 @@ export class SqliteStore implements Store {
     return this.#sessions.consumeChallenge(input);
   }
 
+  async readChallenge(input: { readonly id: string; readonly now: number }): Promise<ConsumedChallenge | null> {
+    return this.#sessions.readChallenge(input);
+  }
+
   async useDpopProof(input: { readonly key: string; readonly expiresAt: number; readonly now: number }): Promise<boolean> {
     return this.#sessions.useDpopProof(input);
   }
@@ -287,8 +292,9 @@ export class SqliteStore implements Store {
     session: SessionRecord,
     pair: TokenPairDigests,
     event: AuditEventDraft,
-  ): Promise<'created' | 'device_inactive' | 'user_disabled'> {
-    return this.#sessions.createSession(session, pair, event);
+    challenge?: { readonly id: string; readonly now: number },
+  ): Promise<SessionCreation> {
+    return this.#sessions.createSession(session, pair, event, challenge);
   }
 
   /** The bearer check: see BearerCache (checks of one event-loop turn share one freshness read). */

@@ -162,28 +162,36 @@ export function mintPair(
   };
 }
 
+/** A new session for `device` and what `Store.createSession` takes with it: its first pair's digests and its event. */
+export function newStoreSession(
+  deps: AuthDeps,
+  device: DeviceRecord,
+  ttl: { readonly accessTtlMs?: number; readonly refreshTtlMs?: number; readonly lifetimeMs?: number } = {},
+): { readonly session: SessionRecord; readonly pair: MintedPair; readonly digests: TokenPairDigests; readonly event: AuditEventDraft } {
+  const now = deps.clock.now();
+  const id = newId('session', deps.clock, deps.random);
+  const pair = mintPair(deps, id, ttl);
+  const expiresAt = now + (ttl.lifetimeMs ?? 30 * 24 * 3_600_000);
+  const session = newSessionRecord({ id, device, now, expiresAt, pair: pair.digests });
+  const digests = { ...pair.digests, accessExpiresAt: session.accessExpiresAt, refreshExpiresAt: session.refreshExpiresAt };
+  const event = auditDraft(deps, 'session.created', {
+    realm: session.realm,
+    subject: session.subject,
+    deviceId: device.id,
+    sessionId: session.id,
+    data: { amr: 'ed25519' },
+  });
+  return { session, pair, digests, event };
+}
+
 /** Creates a session for `device` straight through the store, returning its record and first pair. */
 export async function createStoreSession(
   deps: AuthDeps,
   device: DeviceRecord,
   ttl: { readonly accessTtlMs?: number; readonly refreshTtlMs?: number; readonly lifetimeMs?: number } = {},
 ): Promise<{ readonly session: SessionRecord; readonly pair: MintedPair }> {
-  const now = deps.clock.now();
-  const id = newId('session', deps.clock, deps.random);
-  const pair = mintPair(deps, id, ttl);
-  const expiresAt = now + (ttl.lifetimeMs ?? 30 * 24 * 3_600_000);
-  const session = newSessionRecord({ id, device, now, expiresAt, pair: pair.digests });
-  const created = await deps.store.createSession(
-    session,
-    { ...pair.digests, accessExpiresAt: session.accessExpiresAt, refreshExpiresAt: session.refreshExpiresAt },
-    auditDraft(deps, 'session.created', {
-      realm: session.realm,
-      subject: session.subject,
-      deviceId: device.id,
-      sessionId: session.id,
-      data: { amr: 'ed25519' },
-    }),
-  );
+  const { session, pair, digests, event } = newStoreSession(deps, device, ttl);
+  const created = await deps.store.createSession(session, digests, event);
   if (created !== 'created') throw new Error(`createSession refused a session for device ${device.id}: ${created}`);
   return { session, pair };
 }

@@ -52,6 +52,7 @@ import {
   type RefreshRow,
   type RotationOutcome,
   type ScimTokenRecord,
+  type SessionCreation,
   type SessionRecord,
   STORE_OPERATIONS,
   type Store,
@@ -379,9 +380,18 @@ export class MemoryStore implements Store {
   }
 
   async consumeChallenge(input: { readonly id: string; readonly now: number }): Promise<ConsumedChallenge | null> {
+    return this.#challenge(input, true);
+  }
+
+  async readChallenge(input: { readonly id: string; readonly now: number }): Promise<ConsumedChallenge | null> {
+    return this.#challenge(input, false);
+  }
+
+  /** The challenge `consumeChallenge` uses up at `now` (`use`: and uses it up), with its key's active device. */
+  #challenge(input: { readonly id: string; readonly now: number }, use: boolean): ConsumedChallenge | null {
     const c = this.#d.challenges.get(input.id);
     if (c === undefined || !isChallengeConsumable({ ...c.record, usedAt: c.usedAt }, input.now)) return null;
-    this.#d.challenges.set(input.id, { record: c.record, usedAt: input.now });
+    if (use) this.#d.challenges.set(input.id, { record: c.record, usedAt: input.now });
     return consumedChallenge(c.record, this.#activeDeviceWithKey(c.record.publicKey) ?? null);
   }
 
@@ -389,7 +399,9 @@ export class MemoryStore implements Store {
     session: SessionRecord,
     pair: TokenPairDigests,
     event: AuditEventDraft,
-  ): Promise<'created' | 'device_inactive' | 'user_disabled'> {
+    challenge?: { readonly id: string; readonly now: number },
+  ): Promise<SessionCreation> {
+    if (challenge !== undefined && this.#challenge(challenge, true) === null) return 'challenge_used';
     const device = this.#d.devices.get(session.deviceId);
     if (device === undefined || device.removedAt !== null) return 'device_inactive';
     if (this.#userDisabled(session.subject)) return 'user_disabled';

@@ -12,9 +12,11 @@ import { tokenPairToJson } from '../wire.js';
 import { auditDraft } from './event.js';
 
 /**
- * Signs a device in: uses up the challenge, verifies the Ed25519 signature over its exact
+ * Signs a device in: reads the challenge, verifies the Ed25519 signature over its exact
  * string, checks the key is enrolled in `realm`, and creates a session with a fresh opaque
- * token pair. Every refusal after the input is well-formed is audited as `signin.failed`, unless
+ * token pair, using the challenge up in the session's own transaction (store contract 11). A
+ * refused sign-in uses its challenge up too, so each challenge answers one attempt however it
+ * ends; of concurrent attempts with one challenge, at most one signs in. Every refusal after the input is well-formed is audited as `signin.failed`, unless
  * `auditFailure` is false: an attempt beyond its failure budget (see the server's failure
  * limiter) still runs, so a valid signature signs in whoever spent the budget, but its failure
  * must not grow the audit trail. The session records the `client` it was created from (see
@@ -51,20 +53,24 @@ export async function createSession(
     return new AuthError(code, detail);
   };
   const now = deps.clock.now();
-  const challenge = await deps.store.consumeChallenge({ id: challengeId, now });
-  if (challenge === null) {
-    throw await fail('invalid_challenge', 'challenge_unknown_expired_or_used', 'unknown, expired or already used challenge');
-  }
+  const use = { id: challengeId, now };
+  const unusable = () => fail('invalid_challenge', 'challenge_unknown_expired_or_used', 'unknown, expired or already used challenge');
+  const challenge = await deps.store.readChallenge(use);
+  if (challenge === null) throw await unusable();
+  // A refusal before the session's transaction uses the challenge up by itself: when another
+  // attempt used it first, that one's outcome stands, and this one is refused as coming second.
+  const refuse = async (code: 'invalid_challenge' | 'invalid_signature', reason: string, detail: string) =>
+    (await deps.store.consumeChallenge(use)) === null ? unusable() : fail(code, reason, detail);
   if (challenge.realm !== realm) {
-    throw await fail('invalid_challenge', 'challenge_for_other_realm', 'the challenge was issued for another realm');
+    throw await refuse('invalid_challenge', 'challenge_for_other_realm', 'the challenge was issued for another realm');
   }
   if (!(await verifyEd25519Async(challenge.publicKey, Buffer.from(challenge.challenge, 'utf8'), signature))) {
-    throw await fail('invalid_signature', 'bad_signature', 'the signature does not verify');
+    throw await refuse('invalid_signature', 'bad_signature', 'the signature does not verify');
   }
   // The active device of the challenge's key, read with the challenge (one store step).
   const device = challenge.device;
   if (device === null || device.realm !== realm) {
-    throw await fail(
+    throw await refuse(
       'invalid_signature',
       device === null ? 'key_not_enrolled' : 'key_in_other_realm',
       `the key is not enrolled in the ${realm} realm`,
@@ -101,7 +107,9 @@ export async function createSession(
       at: now,
       data: { challenge_id: challenge.id, amr: 'ed25519' },
     }),
+    use,
   );
+  if (created === 'challenge_used') throw await unusable();
   if (created === 'device_inactive')
     throw await fail('invalid_signature', 'device_removed', `the key is not enrolled in the ${realm} realm`);
   if (created === 'user_disabled') throw await fail('user_disabled', 'user_disabled', 'the user is disabled: an operator must enable them');

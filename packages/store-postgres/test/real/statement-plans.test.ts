@@ -303,7 +303,7 @@ describe("every named statement of a session's life is planned once per connecti
     const plans = [...(await plansOf(pool, 'svc_')), ...(await plansOf(budgetPool, 'svc_'))];
     for (const name of [
       'svc_create_challenge',
-      'svc_consume_challenge',
+      'svc_read_challenge',
       'svc_use_dpop_proof',
       'svc_rotate_if_unchanged',
       'svc_create_handoff_code',

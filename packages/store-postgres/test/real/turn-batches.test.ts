@@ -106,6 +106,27 @@ describe("one turn's sign-in challenges, sessions and attempt settlements share 
     );
   });
 
+  test("five sign-ins' challenges of one turn are read by one SELECT, each with its row, and used up by none", {
+    skip: plansCounted,
+  }, async () => {
+    const five = Array.from({ length: 5 }, () => challenge());
+    await Promise.all(five.map((c) => store.createChallenge(c)));
+    const start = await executions('svc_');
+    // The first id twice: a read takes nothing, so both get the row.
+    const read = await Promise.all([five[0], ...five].map((c) => store.readChallenge({ id: (c as ChallengeRecord).id, now: T0 + 1 })));
+    assert.deepEqual(delta(start, await executions('svc_')), { svc_read_challenges_8: 1 });
+    assert.deepEqual(
+      read.map((u) => [u?.id, u?.challenge, u?.device?.id]),
+      [five[0], ...five].map((c) => [c?.id, c?.challenge, deviceId]),
+    );
+    const used = await Promise.all(five.map((c) => store.consumeChallenge({ id: c.id, now: T0 + 1 })));
+    assert.deepEqual(
+      used.map((u) => u?.id),
+      five.map((c) => c.id),
+      'reading used a challenge up',
+    );
+  });
+
   test('challenge-replayed-in-the-same-batch: two uses of one challenge in one turn sign in once', async () => {
     const target = challenge();
     const other = challenge();
@@ -182,10 +203,12 @@ describe("one turn's sign-in challenges, sessions and attempt settlements share 
       for (const size of [1, 2, 3, 5, 8, 13]) {
         const batch = Array.from({ length: size }, () => challenge());
         await Promise.all(batch.map((c) => store.createChallenge(c)));
+        // As sign-ins use them: read (before the signature is checked), then used up.
+        const read = await Promise.all(batch.map((c) => store.readChallenge({ id: c.id, now: T0 + 1 })));
         const used = await Promise.all(batch.map((c) => store.consumeChallenge({ id: c.id, now: T0 + 1 })));
         assert.deepEqual(
-          used.map((u) => u?.id),
-          batch.map((c) => c.id),
+          [read.map((u) => u?.id), used.map((u) => u?.id)],
+          [batch.map((c) => c.id), batch.map((c) => c.id)],
         );
       }
     }
@@ -200,6 +223,11 @@ describe("one turn's sign-in challenges, sessions and attempt settlements share 
       'svc_consume_challenges_8',
       'svc_create_challenge',
       'svc_create_challenges',
+      'svc_read_challenge',
+      'svc_read_challenges_16',
+      'svc_read_challenges_2',
+      'svc_read_challenges_4',
+      'svc_read_challenges_8',
     ]);
     for (const r of rows) {
       assert.ok(Number(r.custom_plans) <= 5, `${r.name} was planned anew ${r.custom_plans} times (generic ${r.generic_plans})`);
@@ -265,6 +293,45 @@ describe("one turn's sign-in challenges, sessions and attempt settlements share 
     return { session, pair, event: draft('session.created', d, id) };
   }
   const create = (s: ReturnType<typeof signIn>) => store.createSession(s.session, s.pair, s.event);
+  /** The same, using a sign-in's challenge up with it. */
+  const createWith = (s: ReturnType<typeof signIn>, use: { id: string; now: number }) =>
+    store.createSession(s.session, s.pair, s.event, use);
+
+  test("challenge-replayed-in-one-turn's-sessions: two sign-ins with one challenge in one statement create one session", {
+    skip: plansCounted,
+  }, async () => {
+    const [target, other, short] = [challenge(), challenge(), challenge({ expiresAt: T0 + 5 })];
+    await Promise.all([target, other, short].map((c) => store.createChallenge(c)));
+    const d = await device('active');
+    const five = [signIn(d), signIn(d), signIn(d), signIn(d), signIn(d)] as const;
+    const start = await executions('svc_create_session');
+    // The sign-in and its replay, another sign-in, a challenge used once at a time it has
+    // expired and once at one it has not (each row at its own time), in one turn.
+    const answers = await Promise.all([
+      createWith(five[0], { id: target.id, now: T0 + 1 }),
+      createWith(five[1], { id: target.id, now: T0 + 1 }),
+      createWith(five[2], { id: other.id, now: T0 + 1 }),
+      createWith(five[3], { id: short.id, now: T0 + 5 }),
+      create(five[4]),
+    ]);
+    assert.deepEqual(delta(start, await executions('svc_create_session')), { svc_create_sessions: 1 });
+    assert.deepEqual(answers, ['created', 'challenge_used', 'created', 'challenge_used', 'created']);
+    const stored = await Promise.all(five.map((s) => store.getSession(s.session.id)));
+    assert.deepEqual(
+      stored.map((x) => x !== null),
+      [true, false, true, false, true],
+    );
+    const left = await env.admin.query<{ id: string }>(`SELECT id FROM ${schema}.challenges WHERE id = ANY($1) ORDER BY id`, [
+      [target.id, other.id, short.id],
+    ]);
+    assert.deepEqual(
+      left.rows.map((r) => r.id),
+      [short.id],
+      'the used challenges are gone; the one refused at its expiry is left to the sweep',
+    );
+    // At a time it had not expired yet, that one is used up, alone.
+    assert.equal(await createWith(signIn(d), { id: short.id, now: T0 + 4 }), 'created');
+  });
 
   test('five sign-ins of one turn create their sessions and events by one statement, each answered for its own', {
     skip: plansCounted,

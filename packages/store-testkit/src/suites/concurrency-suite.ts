@@ -23,6 +23,7 @@ import {
   createStoreSession,
   enrollDevice,
   newDeviceKey,
+  newStoreSession,
   rotateAtStore,
   settle,
   signIn,
@@ -71,6 +72,24 @@ export function concurrencySuite(ctx: SuiteContext): void {
         assert.equal(values.length, 1);
         assert.deepEqual(new Set(codes), new Set(['invalid_challenge']));
         assert.equal((await w.store.listActiveSessions({ now: w.clock.now() })).length, 1);
+      }));
+
+    test(`${RACERS} sessions created at once with one challenge: exactly one is created, every other writes nothing`, () =>
+      ctx.world(async (w) => {
+        const admin = await bootstrapAdmin(w.deps);
+        const challenge = await createChallenge(w.deps, { publicKey: admin.key.publicKey, realm: 'management' });
+        const stores: Store[] = [w.store];
+        const peer = await w.peer();
+        if (peer !== null) stores.push(peer);
+        const use = { id: challenge.id, now: w.clock.now() };
+        const drafts = Array.from({ length: RACERS }, () => newStoreSession(w.deps, admin.device));
+        const answers = await Promise.all(
+          drafts.map((d, i) => (stores[i % stores.length] as Store).createSession(d.session, d.digests, d.event, use)),
+        );
+        assert.equal(answers.filter((a) => a === 'created').length, 1, answers.join(' '));
+        assert.equal(answers.filter((a) => a === 'challenge_used').length, RACERS - 1, answers.join(' '));
+        assert.equal((await w.store.listActiveSessions({ now: w.clock.now() })).length, 1);
+        assert.equal((await allEvents(w.store)).filter((e) => e.type === 'session.created').length, 1);
       }));
 
     test('sign-ins racing the removal of their device never leave a live session for it', () =>

@@ -9,13 +9,14 @@ import {
   enrollDevice,
   eventTypes,
   newDeviceKey,
+  newStoreSession,
   rejectsWithCode,
   seconds,
   signIn,
 } from '../fixtures.js';
 import type { SuiteContext } from '../harness.js';
 
-/** createChallenge, consumeChallenge, and sign-in (createSession) through the use cases. */
+/** createChallenge, readChallenge, consumeChallenge, and sign-in (createSession) through the use cases and the store. */
 export function signInSuite(ctx: SuiteContext): void {
   describe('challenges and sign-in', () => {
     test('a signed challenge yields a session whose access token authenticates in its realm', () =>
@@ -187,6 +188,72 @@ export function signInSuite(ctx: SuiteContext): void {
         assert.deepEqual(await store.consumeChallenge({ id: removed.id, now: clock.now() }), { ...removed, device: null });
         // Used up: the device no longer makes a used challenge usable.
         assert.equal(await store.consumeChallenge({ id: own.id, now: clock.now() }), null);
+      }));
+
+    test('a read challenge is not used up: it reads as using it would find it, until a use or a session takes it', () =>
+      ctx.world(async ({ deps, store, clock }) => {
+        const admin = await bootstrapAdmin(deps);
+        const challenge = await createChallenge(deps, { publicKey: admin.key.publicKey, realm: 'management' });
+        const stored = await store.readChallenge({ id: challenge.id, now: clock.now() });
+        assert.ok(stored !== null);
+        assert.deepEqual(await store.readChallenge({ id: challenge.id, now: clock.now() }), stored, 'a second read finds the same');
+        assert.deepEqual(stored.device, admin.device);
+        assert.equal(stored.challenge, challenge.challenge);
+        // The rules of a use: refused from its expiry on, and dated in the future (a clock stepped back).
+        assert.equal(await store.readChallenge({ id: challenge.id, now: stored.expiresAt }), null);
+        assert.equal(await store.readChallenge({ id: challenge.id, now: stored.createdAt - seconds(3_600) }), null);
+        assert.equal(await store.readChallenge({ id: 'chl_01KAQ00000000000000000000Z', now: clock.now() }), null);
+        // Reading used nothing up: the use finds what the reads found, once.
+        assert.deepEqual(await store.consumeChallenge({ id: challenge.id, now: clock.now() }), stored);
+        assert.equal(await store.readChallenge({ id: challenge.id, now: clock.now() }), null);
+      }));
+
+    test('a session created with its challenge uses it up in the same transaction; a second one with it writes nothing', () =>
+      ctx.world(async ({ deps, store, clock }) => {
+        const admin = await bootstrapAdmin(deps);
+        const challenge = await createChallenge(deps, { publicKey: admin.key.publicKey, realm: 'management' });
+        const use = { id: challenge.id, now: clock.now() };
+        const first = newStoreSession(deps, admin.device);
+        assert.equal(await store.createSession(first.session, first.digests, first.event, use), 'created');
+        assert.equal(await store.readChallenge(use), null, 'the session used the challenge up');
+        assert.equal(await store.consumeChallenge(use), null);
+        const events = await auditLength(store);
+        const second = newStoreSession(deps, admin.device);
+        assert.equal(await store.createSession(second.session, second.digests, second.event, use), 'challenge_used');
+        assert.equal(await store.getSession(second.session.id), null, 'no session for a used challenge');
+        assert.equal(await auditLength(store), events, 'no event for a session not created');
+        assert.equal((await store.getSession(first.session.id))?.id, first.session.id);
+      }));
+
+    test('an expired, future-dated or unknown challenge creates no session; a refused session still uses its challenge up', () =>
+      ctx.world(async ({ deps, store, clock }) => {
+        const admin = await bootstrapAdmin(deps);
+        const gone = await enrollDevice(deps, 'application');
+        const expired = await createChallenge(deps, { publicKey: admin.key.publicKey, realm: 'management' });
+        const attempts = [
+          { id: expired.id, now: (await store.readChallenge({ id: expired.id, now: clock.now() }))?.expiresAt ?? 0 },
+          { id: expired.id, now: clock.now() - seconds(3_600) },
+          { id: 'chl_01KAQ00000000000000000000Z', now: clock.now() },
+        ];
+        for (const use of attempts) {
+          const s = newStoreSession(deps, admin.device);
+          assert.equal(await store.createSession(s.session, s.digests, s.event, use), 'challenge_used', `at ${use.now}`);
+          assert.equal(await store.getSession(s.session.id), null);
+        }
+        // None of those used it up: it is still there at its own time.
+        assert.notEqual(await store.readChallenge({ id: expired.id, now: clock.now() }), null);
+        // A session refused for its device (removed meanwhile) uses its challenge up all the same.
+        const challenge = await createChallenge(deps, { publicKey: gone.key.publicKey, realm: 'application' });
+        const removal = await store.removeDevice(
+          { deviceId: gone.device.id, now: clock.now() },
+          auditDraft(deps, 'device.removed', { realm: 'application', deviceId: gone.device.id }),
+        );
+        assert.equal(removal.removed, true);
+        const refused = newStoreSession(deps, gone.device);
+        const use = { id: challenge.id, now: clock.now() };
+        assert.equal(await store.createSession(refused.session, refused.digests, refused.event, use), 'device_inactive');
+        assert.equal(await store.getSession(refused.session.id), null);
+        assert.equal(await store.readChallenge(use), null, 'the refused sign-in used its challenge up');
       }));
   });
 }
