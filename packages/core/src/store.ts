@@ -535,8 +535,9 @@ export interface Store {
    * `expiresAt > now` and `createdAt <= now + CLOCK_SKEW_TOLERANCE_MS` (one dated further in the
    * future means the clock was stepped back: its age cannot be measured, so it is refused);
    * otherwise null. Exactly one of N concurrent calls gets it. It comes with the active device
-   * of its public key, read in the same step (the device the sign-in then checks and signs in;
-   * {@link Store.createSession} checks again that it is still active when it writes).
+   * of its public key, read in the same step. A sign-in uses its challenge up this way only when
+   * it is refused before its session's transaction (which uses it up otherwise: see
+   * {@link Store.createSession}'s `challenge`).
    */
   consumeChallenge(input: { readonly id: string; readonly now: number }): Promise<ConsumedChallenge | null>;
   /**

@@ -32,7 +32,8 @@ const CREATE_CHALLENGES: Named = {
 };
 
 /**
- * Uses up the challenges `idCondition` names in one conditional DELETE ... RETURNING, each with
+ * Uses up the challenges `idCondition` names in one conditional DELETE ... RETURNING (`use`; or
+ * reads them by the same condition, without using them up), each with
  * the active device of its key (at most one: the active keys are unique), `$1` the time and `$2`
  * the latest creation time it trusts. The first caller takes a row away; every concurrent one
  * blocks on it, finds it deleted when the winner commits and matches nothing. A used challenge

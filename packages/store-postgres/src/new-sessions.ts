@@ -36,7 +36,8 @@ const PENDING = PENDING_COLUMNS.split(', ').map((c) => `e_${c}`);
  * Many sessions as one statement, with one array per value: what `createSession` (sessions.ts)
  * does for one, for each row of `input`. Each sign-in's challenge is used up at its own time
  * (`c_now`, `c_latest`); a challenge named twice in the batch (a replay racing its sign-in) is
- * the first row's, and a row whose challenge was not used up writes nothing. Every device of the
+ * the first row's, decided at its time (a later row refused at another time goes again alone,
+ * at its own), and a row whose challenge was not used up writes nothing. Every device of the
  * batch is share-locked first, in id order, and then every user that signs in, in subject order:
  * the order `changeUser` and `removeDevice` take them, so a batch never waits on them in a cycle.
  * A removed device or a disabled user that committed before its lock was granted is re-read by it
@@ -145,10 +146,20 @@ export class NewSessions {
       return;
     }
     if (answered.some((a) => a.created)) this.#ctx.scheduleSeal();
+    // A challenge named by several rows was decided at its first row's time (`firsts`).
+    const firstUse = new Map<string, number>();
+    for (const w of batch)
+      if (w.input.challenge !== undefined && !firstUse.has(w.input.challenge.id)) firstUse.set(w.input.challenge.id, w.input.challenge.now);
+    const again: Waiting<NewSession, Created>[] = [];
     batch.forEach((w, i) => {
       const a = answered[i];
+      const c = w.input.challenge;
       if (a === undefined) w.reject(new Error(`svc_create_sessions answered ${answered.length} rows for ${batch.length} sessions`));
+      // Refused at another row's time, not its own: its own decides, alone (a row the batch used
+      // up is gone, so this never uses one twice).
+      else if (!a.usable && c !== undefined && firstUse.get(c.id) !== c.now) again.push(w);
       else w.resolve(a.created ? 'created' : !a.usable ? 'challenge_used' : a.live ? 'user_disabled' : 'device_inactive');
     });
+    await Promise.all(again.map((w) => this.#createOne(w)));
   }
 }

@@ -127,6 +127,8 @@ export async function redeemConsoleLink(
   );
   if (created === 'device_inactive') throw await refuse('device_removed', flowId);
   if (created === 'user_disabled') throw await refuse('user_disabled', flowId);
+  // Only a sign-in's challenge can be used already, and this session is made with none.
+  if (created !== 'created') throw new Error(`createSession answered ${created} for a session made without a challenge`);
   deps.log.info({ event: 'session.created', session_id: sessionId, realm: 'management', via: 'console_link' }, 'console session created');
   return { pair: tokenPairToJson(session, access, refresh, now, false), session };
 }

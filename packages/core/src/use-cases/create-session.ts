@@ -91,7 +91,8 @@ export async function createSession(
     // Bound to the key that signed the challenge (DPoP, `cnf.jkt`) unless the realm is `:off`.
     jkt: bindsRefresh(s.senderConstraint[realm]) ? thumbprintOfPublicKeyHex(device.publicKey) : null,
   });
-  const created = await deps.store.createSession(
+  const created = await createWithChallenge(
+    deps,
     session,
     {
       accessDigest: digestToken(access),
@@ -115,4 +116,22 @@ export async function createSession(
   if (created === 'user_disabled') throw await fail('user_disabled', 'user_disabled', 'the user is disabled: an operator must enable them');
   deps.log.info({ event: 'session.created', session_id: session.id, device_id: device.id, realm }, 'session created');
   return tokenPairToJson(session, access, refresh, now, s.senderConstraint[realm] === 'required');
+}
+
+/**
+ * `Store.createSession` with the sign-in's challenge. When the store fails (an outage, a lock
+ * held too long), its transaction rolled back and the challenge is still there: it is used up
+ * on its own, if the store lets it, so that even this attempt leaves nothing to try again with.
+ */
+async function createWithChallenge(
+  deps: AuthDeps,
+  ...args: Parameters<AuthDeps['store']['createSession']>
+): ReturnType<AuthDeps['store']['createSession']> {
+  try {
+    return await deps.store.createSession(...args);
+  } catch (error) {
+    const use = args[3];
+    if (use !== undefined) await deps.store.consumeChallenge(use).catch(() => undefined);
+    throw error;
+  }
 }

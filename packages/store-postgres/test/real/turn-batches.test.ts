@@ -206,10 +206,7 @@ describe("one turn's sign-in challenges, sessions and attempt settlements share 
         // As sign-ins use them: read (before the signature is checked), then used up.
         const read = await Promise.all(batch.map((c) => store.readChallenge({ id: c.id, now: T0 + 1 })));
         const used = await Promise.all(batch.map((c) => store.consumeChallenge({ id: c.id, now: T0 + 1 })));
-        assert.deepEqual(
-          [read.map((u) => u?.id), used.map((u) => u?.id)],
-          [batch.map((c) => c.id), batch.map((c) => c.id)],
-        );
+        assert.deepEqual([read.map((u) => u?.id), used.map((u) => u?.id)], [batch.map((c) => c.id), batch.map((c) => c.id)]);
       }
     }
     const { rows } = await pool.query<{ name: string; generic_plans: string; custom_plans: string }>(
@@ -303,34 +300,30 @@ describe("one turn's sign-in challenges, sessions and attempt settlements share 
     const [target, other, short] = [challenge(), challenge(), challenge({ expiresAt: T0 + 5 })];
     await Promise.all([target, other, short].map((c) => store.createChallenge(c)));
     const d = await device('active');
-    const five = [signIn(d), signIn(d), signIn(d), signIn(d), signIn(d)] as const;
+    const six = [signIn(d), signIn(d), signIn(d), signIn(d), signIn(d), signIn(d)] as const;
     const start = await executions('svc_create_session');
-    // The sign-in and its replay, another sign-in, a challenge used once at a time it has
-    // expired and once at one it has not (each row at its own time), in one turn.
+    // The sign-in and its replay, another sign-in, no challenge, and one challenge named first at
+    // a time it has expired and then at one it has not, in one turn: each is decided at its own
+    // time, the last one again alone, since the statement decided it at the first one's.
     const answers = await Promise.all([
-      createWith(five[0], { id: target.id, now: T0 + 1 }),
-      createWith(five[1], { id: target.id, now: T0 + 1 }),
-      createWith(five[2], { id: other.id, now: T0 + 1 }),
-      createWith(five[3], { id: short.id, now: T0 + 5 }),
-      create(five[4]),
+      createWith(six[0], { id: target.id, now: T0 + 1 }),
+      createWith(six[1], { id: target.id, now: T0 + 1 }),
+      createWith(six[2], { id: other.id, now: T0 + 1 }),
+      create(six[3]),
+      createWith(six[4], { id: short.id, now: T0 + 5 }),
+      createWith(six[5], { id: short.id, now: T0 + 4 }),
     ]);
-    assert.deepEqual(delta(start, await executions('svc_create_session')), { svc_create_sessions: 1 });
-    assert.deepEqual(answers, ['created', 'challenge_used', 'created', 'challenge_used', 'created']);
-    const stored = await Promise.all(five.map((s) => store.getSession(s.session.id)));
+    assert.deepEqual(delta(start, await executions('svc_create_session')), { svc_create_sessions: 1, svc_create_session: 1 });
+    assert.deepEqual(answers, ['created', 'challenge_used', 'created', 'created', 'challenge_used', 'created']);
+    const stored = await Promise.all(six.map((s) => store.getSession(s.session.id)));
     assert.deepEqual(
       stored.map((x) => x !== null),
-      [true, false, true, false, true],
+      [true, false, true, true, false, true],
     );
-    const left = await env.admin.query<{ id: string }>(`SELECT id FROM ${schema}.challenges WHERE id = ANY($1) ORDER BY id`, [
+    const left = await env.admin.query<{ id: string }>(`SELECT id FROM ${schema}.challenges WHERE id = ANY($1)`, [
       [target.id, other.id, short.id],
     ]);
-    assert.deepEqual(
-      left.rows.map((r) => r.id),
-      [short.id],
-      'the used challenges are gone; the one refused at its expiry is left to the sweep',
-    );
-    // At a time it had not expired yet, that one is used up, alone.
-    assert.equal(await createWith(signIn(d), { id: short.id, now: T0 + 4 }), 'created');
+    assert.deepEqual(left.rows, [], 'a used challenge was left');
   });
 
   test('five sign-ins of one turn create their sessions and events by one statement, each answered for its own', {
@@ -368,7 +361,20 @@ describe("one turn's sign-in challenges, sessions and attempt settlements share 
     const [active, removed, disabled, alsoActive] = await Promise.all([device('active'), device(), device('disabled'), device()]);
     await env.admin.query(`UPDATE ${schema}.devices SET removed_at = $2 WHERE id = $1`, [removed?.id, T0]);
     const batch = [active, removed, disabled, alsoActive].map((d) => signIn(d as DeviceRecord));
-    assert.deepEqual(await Promise.all(batch.map(create)), ['created', 'device_inactive', 'user_disabled', 'created']);
+    // Each with its challenge: a refused sign-in uses its challenge up too.
+    const challenges = batch.map(() => challenge());
+    await Promise.all(challenges.map((c) => store.createChallenge(c)));
+    assert.deepEqual(await Promise.all(batch.map((s, i) => createWith(s, { id: (challenges[i] as ChallengeRecord).id, now: T0 + 1 }))), [
+      'created',
+      'device_inactive',
+      'user_disabled',
+      'created',
+    ]);
+    assert.deepEqual(
+      await Promise.all(challenges.map((c) => store.readChallenge({ id: c.id, now: T0 + 1 }))),
+      [null, null, null, null],
+      'a challenge of the batch was left usable',
+    );
     const stored = await Promise.all(batch.map((s) => store.getSession(s.session.id)));
     assert.deepEqual(
       stored.map((s) => s !== null),
@@ -404,16 +410,25 @@ describe("one turn's sign-in challenges, sessions and attempt settlements share 
     const last = signIn(c as DeviceRecord);
     // A session id stored twice, between two new ones, in one turn: the batch's statement fails whole.
     const twice = signIn(b as DeviceRecord);
+    // Each with its sign-in's challenge.
+    const [c1, c2, c3] = [challenge(), challenge(), challenge()];
+    await Promise.all([c1, c2, c3].map((x) => store.createChallenge(x)));
     const outcomes = await Promise.allSettled([
-      create(first),
-      create({ ...twice, session: { ...twice.session, id: taken.session.id } }),
-      create(last),
+      createWith(first, { id: c1.id, now: T0 + 1 }),
+      createWith({ ...twice, session: { ...twice.session, id: taken.session.id } }, { id: c2.id, now: T0 + 1 }),
+      createWith(last, { id: c3.id, now: T0 + 1 }),
     ]);
     assert.deepEqual(
       outcomes.map((o) => (o.status === 'fulfilled' ? o.value : 'rejected')),
       ['created', 'rejected', 'created'],
     );
     assert.equal((await store.getSession(taken.session.id))?.deviceId, a?.id, 'the refused row replaced the stored one');
+    // The refused row's statement rolled back with its challenge's use (core then uses it up on its own).
+    assert.deepEqual(
+      (await Promise.all([c1, c2, c3].map((x) => store.readChallenge({ id: x.id, now: T0 + 1 })))).map((x) => x?.id ?? null),
+      [null, c2.id, null],
+      'the sessions created alone used their challenges up',
+    );
   });
 
   /** Reservation calls: each one key of `keys`, at its time, with its limits. */

@@ -111,6 +111,47 @@ export function signInSuite(ctx: SuiteContext): void {
         );
       }));
 
+    test('every refusal before the session uses the challenge up: a second attempt with it is invalid_challenge', () =>
+      ctx.world(async ({ deps }) => {
+        const admin = await bootstrapAdmin(deps);
+        const app = await enrollDevice(deps, 'application');
+        const stranger = newDeviceKey();
+        const cases = [
+          // For another realm, an unknown key, a key of another realm.
+          { key: admin.key, issuedFor: 'application', first: 'invalid_challenge', again: 'application' },
+          { key: stranger, issuedFor: 'management', first: 'invalid_signature', again: 'management' },
+          { key: app.key, issuedFor: 'management', first: 'invalid_signature', again: 'management' },
+        ] as const;
+        for (const c of cases) {
+          const challenge = await createChallenge(deps, { publicKey: c.key.publicKey, realm: c.issuedFor });
+          const attempt = (realm: 'management' | 'application') =>
+            createSession(deps, { challengeId: challenge.id, signature: c.key.sign(challenge.challenge), realm });
+          await rejectsWithCode(attempt('management'), c.first);
+          // Not used up, the same challenge would be refused for its key again (invalid_signature).
+          await rejectsWithCode(attempt(c.again), 'invalid_challenge');
+        }
+      }));
+
+    test('a sign-in whose session transaction fails in the store still uses its challenge up', () =>
+      ctx.world(async ({ deps, store, clock }) => {
+        const admin = await bootstrapAdmin(deps);
+        const challenge = await createChallenge(deps, { publicKey: admin.key.publicKey, realm: 'management' });
+        // The session's transaction fails (an outage, a lock held too long) and rolls back.
+        const failing = new Proxy(store, {
+          get(target, name) {
+            if (name === 'createSession') return async () => Promise.reject(new Error('the store failed'));
+            const value = Reflect.get(target, name);
+            return typeof value === 'function' ? value.bind(target) : value;
+          },
+        });
+        const signature = admin.key.sign(challenge.challenge);
+        await assert.rejects(
+          createSession({ ...deps, store: failing }, { challengeId: challenge.id, signature, realm: 'management' }),
+          /the store failed/,
+        );
+        assert.equal(await store.readChallenge({ id: challenge.id, now: clock.now() }), null, 'the challenge is still usable');
+      }));
+
     test('a key enrolled in the application realm cannot sign in to management', () =>
       ctx.world(async ({ deps }) => {
         const app = await enrollDevice(deps, 'application');
