@@ -454,8 +454,8 @@ export function toChallenge(r: ChallengeRow): ChallengeRecord {
 }
 
 /**
- * What `consumeChallenge` and `readChallenge` answer: the challenge with the active device of its key (see
- * `ConsumedChallenge`), frozen like every record a store returns.
+ * What `consumeChallenge` and `readChallenge` answer: the challenge with the active device of
+ * its key (see `ConsumedChallenge`), frozen like every record a store returns.
  *
  * @example
  * return consumedChallenge(toChallenge(row), device === undefined ? null : toDevice(device));

@@ -378,8 +378,9 @@ export interface ChallengeRecord {
 
 /**
  * A challenge as {@link Store.consumeChallenge} uses it up (or {@link Store.readChallenge} reads
- * it): the record, and the active (not removed) device enrolled with its public key, as {@link Store.findDeviceByPublicKey} answers
- * for it (null when the key is not enrolled, or its device was removed).
+ * it): the record, and the active (not removed) device enrolled with its public key, as
+ * {@link Store.findDeviceByPublicKey} answers for it (null when the key is not enrolled, or its
+ * device was removed).
  */
 export interface ConsumedChallenge extends ChallengeRecord {
   readonly device: DeviceRecord | null;

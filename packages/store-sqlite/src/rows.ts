@@ -18,7 +18,7 @@ export function inColumnOrder<S extends Database.Statement<unknown[] | object, u
     .columns()
     .map((c) => c.name)
     .join(', ');
-  if (names !== columns) throw new Error(`the statement answers the columns ${names}, where its reader expects ${columns}`);
+  if (names !== columns) throw new TypeError(`the statement answers the columns ${names}, where its reader expects ${columns}`);
   stmt.raw(true);
   return stmt;
 }
@@ -99,7 +99,8 @@ export type EventInsert = [
 /** The columns {@link refreshRowOf} reads, in order: a session with its refresh state, read by every rotation. */
 export const REFRESH_TUPLE =
   'id, realm, subject, device_id, created_at, expires_at, access_expires_at, refresh_expires_at, generation, last_rotated_at, revoked_at, revoked_reason, client_address, user_agent, amr, jkt, parent_id, refresh_digest, prev_refresh_digest, prev_rotated_at, prev_successor';
-export type RefreshTuple = [
+/** A session's columns as both readers below read them first, in `SESSION_COLUMNS`' order. */
+type SessionTuple = [
   id: string,
   realm: RefreshRow['realm'],
   subject: string,
@@ -117,6 +118,9 @@ export type RefreshTuple = [
   amr: string,
   jkt: string | null,
   parent_id: string | null,
+];
+export type RefreshTuple = [
+  ...session: SessionTuple,
   refresh_digest: string,
   prev_refresh_digest: string | null,
   prev_rotated_at: number | null,
@@ -152,23 +156,7 @@ export function refreshRowOf(t: RefreshTuple): RefreshRow {
 export const ACCESS_TUPLE =
   'id, realm, subject, device_id, created_at, expires_at, access_expires_at, refresh_expires_at, generation, last_rotated_at, revoked_at, revoked_reason, client_address, user_agent, amr, jkt, parent_id, access_digest, u_name, u_email, u_email_verified, u_groups';
 export type AccessTuple = [
-  id: string,
-  realm: AccessRow['realm'],
-  subject: string,
-  device_id: string,
-  created_at: number,
-  expires_at: number,
-  access_expires_at: number,
-  refresh_expires_at: number,
-  generation: number,
-  last_rotated_at: number | null,
-  revoked_at: number | null,
-  revoked_reason: string | null,
-  client_address: string | null,
-  user_agent: string | null,
-  amr: string,
-  jkt: string | null,
-  parent_id: string | null,
+  ...session: SessionTuple,
   access_digest: string,
   u_name: string | null,
   u_email: string | null,

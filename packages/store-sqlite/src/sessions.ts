@@ -201,9 +201,7 @@ export class SqliteSessions {
     const latest = latestTrustedTime(input.now);
     return this.#ctx.writes.run(() => {
       const row = this.#s.consumeChallenge.get({ id: input.id, now: input.now, latest });
-      if (row === undefined) return null;
-      const device = this.#ctx.activeDeviceWithKey(row[1]);
-      return consumedChallenge(toChallenge(challengeRowOf(row)), device === undefined ? null : toDevice(device));
+      return row === undefined ? null : this.#withDevice(row);
     });
   }
 
@@ -211,9 +209,14 @@ export class SqliteSessions {
     // A read outside any write transaction: what it answers is used up, or found gone, by the
     // session's transaction (createSession's `challenge`).
     const row = this.#s.readChallenge.get({ id: input.id, now: input.now, latest: latestTrustedTime(input.now) });
-    if (row === undefined) return null;
-    const device = this.#ctx.activeDeviceWithKey(row[1]);
-    return consumedChallenge(toChallenge(challengeRowOf(row)), device === undefined ? null : toDevice(device));
+    return row === undefined ? null : this.#withDevice(row);
+  }
+
+  /** A challenge's row as a record, with the active device of its key. */
+  #withDevice(row: ChallengeTuple): ConsumedChallenge {
+    const challenge = toChallenge(challengeRowOf(row));
+    const device = this.#ctx.activeDeviceWithKey(challenge.publicKey);
+    return consumedChallenge(challenge, device === undefined ? null : toDevice(device));
   }
 
   async useDpopProof(input: { readonly key: string; readonly expiresAt: number; readonly now: number }): Promise<boolean> {

@@ -5,6 +5,7 @@ import { AuthError } from '../errors.js';
 import { isIdOfKind, newId } from '../ids.js';
 import type { Realm } from '../realm.js';
 import { type SessionClientInput, sessionClient } from '../session-client.js';
+import type { SessionCreation } from '../store.js';
 import { newSessionRecord } from '../store-rules.js';
 import { digestToken, mintSessionToken } from '../tokens.js';
 import type { TokenPairJson } from '../wire/management.js';
@@ -16,8 +17,8 @@ import { auditDraft } from './event.js';
  * string, checks the key is enrolled in `realm`, and creates a session with a fresh opaque
  * token pair, using the challenge up in the session's own transaction (store contract 11). A
  * refused sign-in uses its challenge up too, so each challenge answers one attempt however it
- * ends; of concurrent attempts with one challenge, at most one signs in. Every refusal after the input is well-formed is audited as `signin.failed`, unless
- * `auditFailure` is false: an attempt beyond its failure budget (see the server's failure
+ * ends; of concurrent attempts with one challenge, at most one signs in. Every refusal after
+ * the input is well-formed is audited as `signin.failed`, unless `auditFailure` is false: an attempt beyond its failure budget (see the server's failure
  * limiter) still runs, so a valid signature signs in whoever spent the budget, but its failure
  * must not grow the audit trail. The session records the `client` it was created from (see
  * `sessionClient`) and, unless the realm's `:auth/sender-constraint` is `:off`, the thumbprint
@@ -91,47 +92,34 @@ export async function createSession(
     // Bound to the key that signed the challenge (DPoP, `cnf.jkt`) unless the realm is `:off`.
     jkt: bindsRefresh(s.senderConstraint[realm]) ? thumbprintOfPublicKeyHex(device.publicKey) : null,
   });
-  const created = await createWithChallenge(
-    deps,
-    session,
-    {
-      accessDigest: digestToken(access),
-      refreshDigest: digestToken(refresh),
-      accessExpiresAt: session.accessExpiresAt,
-      refreshExpiresAt: session.refreshExpiresAt,
-    },
-    auditDraft(deps, 'session.created', {
-      realm,
-      subject: device.subject,
-      deviceId: device.id,
-      sessionId: session.id,
-      at: now,
-      data: { challenge_id: challenge.id, amr: 'ed25519' },
-    }),
-    use,
-  );
+  const pair = {
+    accessDigest: digestToken(access),
+    refreshDigest: digestToken(refresh),
+    accessExpiresAt: session.accessExpiresAt,
+    refreshExpiresAt: session.refreshExpiresAt,
+  };
+  const event = auditDraft(deps, 'session.created', {
+    realm,
+    subject: device.subject,
+    deviceId: device.id,
+    sessionId: session.id,
+    at: now,
+    data: { challenge_id: challenge.id, amr: 'ed25519' },
+  });
+  let created: SessionCreation;
+  try {
+    created = await deps.store.createSession(session, pair, event, use);
+  } catch (error) {
+    // The store failed (an outage, a lock held too long) and the transaction rolled back with the
+    // challenge's use: it is used up on its own, if the store lets it, so that even this attempt
+    // leaves nothing to try again with.
+    await deps.store.consumeChallenge(use).catch(() => undefined);
+    throw error;
+  }
   if (created === 'challenge_used') throw await unusable();
   if (created === 'device_inactive')
     throw await fail('invalid_signature', 'device_removed', `the key is not enrolled in the ${realm} realm`);
   if (created === 'user_disabled') throw await fail('user_disabled', 'user_disabled', 'the user is disabled: an operator must enable them');
   deps.log.info({ event: 'session.created', session_id: session.id, device_id: device.id, realm }, 'session created');
   return tokenPairToJson(session, access, refresh, now, s.senderConstraint[realm] === 'required');
-}
-
-/**
- * `Store.createSession` with the sign-in's challenge. When the store fails (an outage, a lock
- * held too long), its transaction rolled back and the challenge is still there: it is used up
- * on its own, if the store lets it, so that even this attempt leaves nothing to try again with.
- */
-async function createWithChallenge(
-  deps: AuthDeps,
-  ...args: Parameters<AuthDeps['store']['createSession']>
-): ReturnType<AuthDeps['store']['createSession']> {
-  try {
-    return await deps.store.createSession(...args);
-  } catch (error) {
-    const use = args[3];
-    if (use !== undefined) await deps.store.consumeChallenge(use).catch(() => undefined);
-    throw error;
-  }
 }
