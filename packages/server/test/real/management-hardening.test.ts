@@ -149,6 +149,29 @@ describe('management API hardening', () => {
       [['signin.failed', { reason: 'challenge_unknown_expired_or_used', challenge_id: known }]],
     );
   });
+
+  test('challenge-replayed-at-once: one signed challenge sent 20 times at once over HTTP signs in once; every other answer is 401 invalid_challenge', async () => {
+    const { key } = await admin(h);
+    const c = await api(h, 'POST', '/v1/auth/challenges', { body: { public_key: key.publicKeyHex } });
+    assert.equal(c.status, 201);
+    const body = { challenge_id: c.body.challenge_id, signature: key.signHex(c.body.challenge) };
+    // Every copy reads the challenge and checks the signature before any uses it up: only the
+    // session's own transaction decides which one signs in.
+    const answers = await Promise.all(Array.from({ length: 20 }, () => api(h, 'POST', '/v1/auth/sessions', { body })));
+    const signedIn = answers.filter((a) => a.status === 201);
+    assert.equal(signedIn.length, 1, answers.map((a) => a.status).join(' '));
+    assert.deepEqual(
+      [...new Set(answers.filter((a) => a.status !== 201).map((a) => `${a.status} ${a.body.code}`))],
+      ['401 invalid_challenge'],
+    );
+    const created = (await h.store.listAuditEvents({ afterSeq: 0, limit: 1e6 })).filter(
+      (e) => e.type === 'session.created' && e.data.challenge_id === body.challenge_id,
+    );
+    assert.deepEqual(
+      created.map((e) => e.sessionId),
+      [signedIn[0]?.body.session_id],
+    );
+  });
 });
 
 describe('management API: failures of the store are 5xx with nothing leaked', () => {
