@@ -86,8 +86,12 @@ export interface DpopExpectation {
   readonly htu: string;
   /** Milliseconds since the epoch. */
   readonly now: number;
-  /** The thumbprint the proof's key must have (the session's `cnf.jkt`). */
-  readonly jkt: string;
+  /**
+   * The thumbprint the proof's key must have (the session's `cnf.jkt`). Null only where the
+   * caller compares the proof's own `jkt` with the session's binding itself: a refresh, whose
+   * rotation does so on the session row it reads (core's `rotationProof`).
+   */
+  readonly jkt: string | null;
   /** The access token presented with the proof, whose hash `ath` must be. */
   readonly accessToken?: string;
   /** The nonce the server asked for, which `nonce` must equal. */
@@ -151,18 +155,20 @@ function sameText(a: string, b: string): boolean {
 /**
  * Verifies a DPoP proof (RFC 9449 §4.3) for one request: a compact JWS with header
  * `typ: "dpop+jwt"`, `alg: "EdDSA"` and a public Ed25519 `jwk` (no private part), whose
- * thumbprint is `expect.jkt`; claims `htm` and `htu` naming this request, `iat` within
+ * thumbprint is `expect.jkt` (any key when that is null: the caller then holds the answer's
+ * `jkt` to the session's binding); claims `htm` and `htu` naming this request, `iat` within
  * {@link DPOP_MAX_AGE_SECONDS} in the past and {@link DPOP_MAX_FUTURE_SKEW_SECONDS} in the
  * future, a `jti` (16 to 256 printable characters), `ath` when an access token is presented,
  * `nonce` when one is expected; and an Ed25519 signature that verifies. Anything else is
  * `401 invalid_dpop_proof` with `WWW-Authenticate: DPoP error="invalid_dpop_proof"`. The
- * caller then records the `jti` once (the store's `useDpopProof`): this function does no I/O.
+ * caller then records the `jti` once (the store's `useDpopProof`, or for a refresh its
+ * `rotateRefreshToken`): this function does no I/O.
  *
  * @example
  * const proof = await verifyDpopProof(req.headers.dpop, { htm: 'POST', htu, now, jkt: session.jkt });
  */
 export async function verifyDpopProof(proof: unknown, expect: DpopExpectation): Promise<VerifiedDpopProof> {
-  if (typeof proof !== 'string' || proof === '') throw refuse('a DPoP proof by the session key is required');
+  if (typeof proof !== 'string' || proof === '') throw dpopProofRequired(false);
   if (proof.length > DPOP_MAX_PROOF_LENGTH) throw refuse('the DPoP proof is too long');
   const parts = proof.split('.');
   if (parts.length !== 3) throw refuse('the DPoP proof is not a compact JWS');
@@ -182,7 +188,7 @@ export async function verifyDpopProof(proof: unknown, expect: DpopExpectation): 
   const raw = Buffer.from(key.x, 'base64url');
   if (raw.length !== 32 || raw.toString('base64url') !== key.x) throw refuse('the DPoP proof jwk is not an Ed25519 public key');
   const jkt = jwkThumbprint({ x: key.x });
-  if (!sameText(jkt, expect.jkt)) throw refuse('the DPoP proof is not signed by the key this session is bound to');
+  if (expect.jkt !== null && !sameText(jkt, expect.jkt)) throw dpopProofRequired(true);
   if (typeof claims.htm !== 'string' || claims.htm !== expect.htm) throw refuse('the DPoP proof is for another HTTP method');
   const htu = typeof claims.htu === 'string' ? normalizedHtu(claims.htu) : null;
   const expectedHtu = normalizedHtu(expect.htu);
@@ -238,6 +244,19 @@ export async function verifyDpopProof(proof: unknown, expect: DpopExpectation): 
  */
 export function dpopReplayKey(proof: Pick<VerifiedDpopProof, 'jkt' | 'jti'>): string {
   return createHash('sha256').update(`${proof.jkt} ${proof.jti}`, 'utf8').digest('hex');
+}
+
+/**
+ * The refusal of a request to a session bound to a device key that came without a proof by
+ * that key: none at all, or (`anotherKey`) one signed by another key.
+ *
+ * @example
+ * if (outcome.kind === 'proof_required') throw dpopProofRequired(proof !== undefined);
+ */
+export function dpopProofRequired(anotherKey: boolean): AuthError {
+  return refuse(
+    anotherKey ? 'the DPoP proof is not signed by the key this session is bound to' : 'a DPoP proof by the session key is required',
+  );
 }
 
 /**

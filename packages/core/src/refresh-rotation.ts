@@ -1,6 +1,6 @@
 import { createCipheriv, createDecipheriv, hkdfSync } from 'node:crypto';
 import type { RandomBytes } from './ports.js';
-import type { RotationOutcome } from './store.js';
+import type { RotationOutcome, RotationProof } from './store.js';
 import { isLive, type RotationRow, rotatedSession, toSession } from './store-rows.js';
 import { CLOCK_SKEW_TOLERANCE_MS, clampPairToSession, REVOKED_REFRESH_REUSED } from './store-rules.js';
 import { digestsEqual } from './tokens.js';
@@ -160,6 +160,37 @@ export function planRotation(
         }),
       });
   }
+}
+
+/** The outcome of a bound session's refresh without a proof by its key (see {@link rotationProof}). */
+export const PROOF_REQUIRED: RotationOutcome = Object.freeze({ kind: 'proof_required' });
+/** The outcome of a refresh whose proof was used before (see {@link rotationProof}). */
+export const PROOF_REPLAYED: RotationOutcome = Object.freeze({ kind: 'proof_replayed' });
+
+/**
+ * What a presentation of a refresh token does with its DPoP proof, on the session row the store
+ * read (the binding, `jkt`, never changes once the session exists, so any read of the row will
+ * do), before {@link planRotation}:
+ * - `null`: nothing to record. No such session, one of another realm (the plan says `invalid`),
+ *   or a bearer session (no `jkt`): a proof that came with it is not looked at;
+ * - `'required'`: the session is bound to a key and no proof by that key came (none, or one
+ *   signed by another key). The store answers `proof_required` and writes nothing: a copied
+ *   refresh token without the key can neither rotate the session nor end it by a reuse;
+ * - the proof to record: the store records it in the DPoP replay cache in the rotation's own
+ *   transaction, whatever the plan, and answers `proof_replayed` (nothing else written) when a
+ *   live record of it is there already.
+ *
+ * @example
+ * const proof = rotationProof(row, input);
+ * if (proof === 'required') return PROOF_REQUIRED;
+ */
+export function rotationProof(
+  row: Pick<RefreshRow, 'realm' | 'jkt'> | undefined,
+  input: { readonly realm: string; readonly dpop?: RotationProof | undefined },
+): RotationProof | 'required' | null {
+  if (row === undefined || row.realm !== input.realm || typeof row.jkt !== 'string') return null;
+  const proof = input.dpop;
+  return proof !== undefined && digestsEqual(proof.jkt, row.jkt) ? proof : 'required';
 }
 
 /**

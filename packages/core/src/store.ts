@@ -35,9 +35,12 @@ import type { AttributeSource, UserStatus } from './users.js';
  * in the same step (a sign-in's device lookup, one round trip fewer on a networked store).
  * 11: a sign-in reads its challenge (`readChallenge`) and uses it up in the transaction that
  * creates its session (`createSession`'s `challenge`, answering `challenge_used`): one write
- * transaction fewer per sign-in.
+ * transaction fewer per sign-in. 12: a refresh's DPoP proof goes to `rotateRefreshToken`
+ * (`dpop`), which compares its key with the session's binding on the row it reads and records
+ * it in the rotation's own transaction (answering `proof_required`, `proof_replayed`): no read
+ * of the session before the rotation, one write transaction fewer per refresh of a bound session.
  */
-export const STORE_CONTRACT_VERSION = 11;
+export const STORE_CONTRACT_VERSION = 12;
 
 /**
  * The assertion key set of the cluster as the store keeps it: opaque text (the runtime seals the
@@ -429,7 +432,31 @@ export type RotationOutcome =
   /** It was retired (previous outside grace, or older): the session is now revoked. */
   | { readonly kind: 'reused'; readonly session: SessionRecord }
   /** Unknown, expired, or its session is revoked or expired: nothing changed. */
-  | { readonly kind: 'invalid' };
+  | { readonly kind: 'invalid' }
+  /**
+   * The session is bound to a device key (`jkt`) and no proof by that key came with the token
+   * (none, or one by another key): nothing changed, the proof recorded nowhere (core's `rotationProof`).
+   */
+  | { readonly kind: 'proof_required' }
+  /** The proof by the session's key was used before (a live record of its `jti`): nothing changed. */
+  | { readonly kind: 'proof_replayed' };
+
+/** The outcomes of a rotation that write an audit event. */
+export type AuditedRotation = Extract<RotationOutcome, { kind: 'rotated' | 'rotated_in_grace' | 'reused' }>;
+
+/**
+ * A refresh's DPoP proof as core verified it, all but its key: whether that is the key the
+ * session is bound to is the rotation's own decision (core's `rotationProof`), made on the row
+ * the store reads, so no read of the session comes before the rotation's.
+ */
+export interface RotationProof {
+  /** The thumbprint (RFC 7638) of the key that signed the proof. */
+  readonly jkt: string;
+  /** Its key in the DPoP replay cache (core's `dpopReplayKey`). */
+  readonly key: string;
+  /** Until when its record is kept (the proof's own `expiresAt`). */
+  readonly expiresAt: number;
+}
 
 /** What completing a pairing intent led to. */
 export type PairingCompletion =
@@ -600,6 +627,12 @@ export interface Store {
    *   sealed successor stored with the previous token (the live pair, answered again);
    * - `reuse` → `reused`: the session is revoked (reason `refresh_token_reused`);
    * - `invalid` → `invalid`, nothing written.
+   * Before that, core's `rotationProof` on the row: a session bound to a device key (`jkt`) is
+   * only rotated with a proof by that key (`dpop`): without one, `proof_required` and nothing
+   * written, no reuse detected, no revocation. With one, the proof is recorded in the DPoP
+   * replay cache (as `useDpopProof` would) in the rotation's own transaction, whatever the
+   * rotation decides (`invalid` included); a live record of it already there is
+   * `proof_replayed`, and nothing is written. A bearer session's proof (none bound) is not recorded.
    * `audit` is called with the outcome and the session as it is after the change; the event it
    * returns for the outcome answered is appended in the same transaction as the change. It must
    * have no effect of its own: a store that plans again (above) calls it once more, and only the
@@ -616,8 +649,10 @@ export interface Store {
       readonly next: TokenPairDigests;
       /** The new pair sealed with the presented token (core's `sealSuccessor`); kept only if it rotates. */
       readonly sealedSuccessor: string;
+      /** The refresh's DPoP proof, verified but for its key (see above); absent when none came or it did not verify. */
+      readonly dpop?: RotationProof;
     },
-    audit: (outcome: Exclude<RotationOutcome, { kind: 'invalid' }>) => AuditEventDraft,
+    audit: (outcome: AuditedRotation) => AuditEventDraft,
   ): Promise<RotationOutcome>;
   /**
    * Revokes a session (sets `revokedAt = now`, `revokedReason = reason`) with its event.

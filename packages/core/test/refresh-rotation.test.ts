@@ -9,6 +9,7 @@ import {
   openSuccessor,
   planRotation,
   type RefreshRow,
+  rotationProof,
   sealSuccessor,
 } from '../src/store-api.js';
 import { CLOCK_SKEW_TOLERANCE_MS } from '../src/store-rules.js';
@@ -173,5 +174,30 @@ describe('the rotation plan (planRotation): the decision with its outcome built 
     assert.equal(planRotation(row(), input(older), true).kind, 'reuse');
     assert.deepEqual(planRotation(row(), input(older), false), { kind: 'invalid' });
     assert.deepEqual(planRotation(undefined, input(current)), { kind: 'invalid' });
+  });
+});
+
+describe("a refresh's DPoP proof against the session's binding (rotationProof)", () => {
+  const JKT = 'NzbLsXh8uDCcd-6MNwXF4W_7noWXFZAfHkxZsRGC9Xs';
+  const proof = { jkt: JKT, key: 'a'.repeat(64), expiresAt: T + 61_000 };
+  const bound = row({ jkt: JKT });
+
+  test('a bound session with a proof by its key: the proof is to be recorded', () => {
+    assert.equal(rotationProof(bound, { realm: 'management', dpop: proof }), proof);
+  });
+
+  test('a bound session without a proof, or with one by another key (also one of another length), is proof_required', () => {
+    assert.equal(rotationProof(bound, { realm: 'management' }), 'required');
+    assert.equal(rotationProof(bound, { realm: 'management', dpop: { ...proof, jkt: `${JKT.slice(0, -1)}Y` } }), 'required');
+    assert.equal(rotationProof(bound, { realm: 'management', dpop: { ...proof, jkt: JKT.slice(0, -1) } }), 'required');
+    assert.equal(rotationProof(bound, { realm: 'management', dpop: { ...proof, jkt: '' } }), 'required');
+  });
+
+  test('a bearer session, a session of another realm and no session at all: nothing to record, whatever came', () => {
+    assert.equal(rotationProof(row(), { realm: 'management', dpop: proof }), null);
+    assert.equal(rotationProof(row({ jkt: null }), { realm: 'management' }), null);
+    assert.equal(rotationProof(bound, { realm: 'application', dpop: proof }), null);
+    assert.equal(rotationProof(bound, { realm: 'application' }), null);
+    assert.equal(rotationProof(undefined, { realm: 'management', dpop: proof }), null);
   });
 });

@@ -62,9 +62,19 @@ export const SET_PAIR = `UPDATE sessions SET ${SET_PAIR_COLUMNS}
  * ($20, $21). Every change a rotation's decision depends on moves one of them: a rotation bumps
  * the generation and replaces the refresh token, a revocation sets `revoked_at`.
  */
-export const SET_PAIR_IF_UNCHANGED = `UPDATE sessions SET ${SET_PAIR_COLUMNS}
-  WHERE id = $1 AND generation = $19 AND refresh_digest = $6 AND revoked_at IS NULL AND expires_at = $20 AND refresh_expires_at = $21
+export const SET_PAIR_IF_UNCHANGED = setPairIfUnchanged('');
+
+/**
+ * {@link SET_PAIR_IF_UNCHANGED}, only if the statement's `proof` (a data-modifying CTE that records
+ * the rotation's DPoP proof) recorded it: a replayed proof rotates nothing.
+ */
+export const SET_PAIR_IF_UNCHANGED_AND_PROVEN = setPairIfUnchanged(' AND EXISTS (SELECT 1 FROM proof)');
+
+function setPairIfUnchanged(also: string): string {
+  return `UPDATE sessions SET ${SET_PAIR_COLUMNS}
+  WHERE id = $1 AND generation = $19 AND refresh_digest = $6 AND revoked_at IS NULL AND expires_at = $20 AND refresh_expires_at = $21${also}
   RETURNING generation`;
+}
 
 // Revoking erases the sealed grace pair too: a revoked session answers no grace, and a restore must not bring it back.
 export const REVOKE_SESSION = `UPDATE sessions SET revoked_at = $2, revoked_reason = $3, prev_successor = NULL WHERE id = $1 AND revoked_at IS NULL

@@ -32,8 +32,8 @@ const USE_PROOFS: Named = {
 };
 
 /**
- * `useDpopProof` of the PostgreSQL store: every DPoP-checked request (and every refresh of a
- * bound session) records its proof, one statement that was a round trip of its own per request
+ * `useDpopProof` of the PostgreSQL store: every DPoP-checked request records its proof (a
+ * refresh records its own in its rotation's statement, store contract 12), one statement that was a round trip of its own per request
  * (docs/performance.md, 2026-11-29). Now the proofs of one event-loop turn share one statement
  * (see `TurnBatch`):
  * - the batch's proofs are recorded at the earliest `now` of its calls: an expired record is

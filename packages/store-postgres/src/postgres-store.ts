@@ -4,6 +4,7 @@ import {
   type AssertionKeysRecord,
   type AssertionKeysSave,
   type AttemptReservation,
+  type AuditedRotation,
   type BootstrapOutcome,
   type ChallengeRecord,
   type ConsumedChallenge,
@@ -279,7 +280,7 @@ export class PostgresStore implements Store {
 
   async rotateRefreshToken(
     input: Parameters<Store['rotateRefreshToken']>[0],
-    audit: (outcome: Exclude<RotationOutcome, { kind: 'invalid' }>) => AuditEventDraft,
+    audit: (outcome: AuditedRotation) => AuditEventDraft,
   ): Promise<RotationOutcome> {
     return sessions.rotateRefreshToken(this.#ctx, this.#sessionReads, input, audit);
   }

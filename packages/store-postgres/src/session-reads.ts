@@ -21,9 +21,10 @@ const READ_SESSIONS = statementsByArity(
 );
 
 /**
- * `getSession` of the PostgreSQL store. Every refresh reads its session first (whether it is
- * bound to a device key, for the DPoP proof), one statement that was a round trip of its own per
- * refresh, and unnamed, so planned anew each time (docs/performance.md, 2026-11-29). Now the
+ * `getSession` of the PostgreSQL store. Every refresh read its session first (whether it is
+ * bound to a device key, for the DPoP proof; since store contract 12 the rotation's own read
+ * decides that), one statement that was a round trip of its own per refresh, and unnamed, so
+ * planned anew each time (docs/performance.md, 2026-11-29). Now the
  * reads of one event-loop turn share one named statement (see `TurnBatch`); each gets its own
  * row, or null. The statement is sent after every read of the batch was asked for: a change
  * committed before a read was asked for is seen, as before.

@@ -12,16 +12,20 @@ import {
   SESSION_COLUMNS,
 } from '@svc/core/sql-rows';
 import {
+  type AuditedRotation,
   decideHandoff,
   type HandoffCodeRecord,
   type HandoffCodeRow,
   type HandoffOutcome,
   latestTrustedTime,
+  PROOF_REPLAYED,
+  PROOF_REQUIRED,
   planRotation,
   REVOKED_REFRESH_REUSED,
   type RefreshRow,
   type RotationOutcome,
   type RotationPlan,
+  rotationProof,
   type SessionCreation,
   type SessionRecord,
   type SessionRow,
@@ -39,6 +43,7 @@ import {
   REVOKE_SESSION,
   SET_PAIR,
   SET_PAIR_IF_UNCHANGED,
+  SET_PAIR_IF_UNCHANGED_AND_PROVEN,
   type SweptTable,
 } from './context.js';
 import type { SessionReads } from './session-reads.js';
@@ -169,30 +174,45 @@ export async function listActiveSessions(
   return list.map(toSession);
 }
 
-/** The statement of a rotation's whole change (see `rotationValues`): the retired token, the new pair and the event. */
-function rotationStatement(name: string, setPair: string): Named {
-  return {
-    name,
-    text: `WITH rotated AS (${setPair}), retired AS (
+/** The CTEs of a rotation's whole change (see `rotationValues`): the new pair, the retired token and the event. */
+function rotationChange(setPair: string): string {
+  return `rotated AS (${setPair}), retired AS (
        INSERT INTO retired_refresh_tokens (session_id, digest, retired_at) SELECT $1, $10::text, $7 FROM rotated WHERE $10::text IS NOT NULL
      ), audited AS (
        INSERT INTO audit_pending (${PENDING_COLUMNS}) SELECT ${pendingParams(11)} FROM rotated
-     )
-     SELECT generation FROM rotated`,
-  };
+     )`;
 }
 
 /** A rotation on the row its transaction locked. */
-const ROTATE = rotationStatement('svc_rotate', SET_PAIR);
+const ROTATE: Named = { name: 'svc_rotate', text: `WITH ${rotationChange(SET_PAIR)} SELECT generation FROM rotated` };
 /** A rotation on the row read without a lock: it writes nothing unless the row is still as read (see `SET_PAIR_IF_UNCHANGED`). */
-const ROTATE_IF_UNCHANGED = rotationStatement('svc_rotate_if_unchanged', SET_PAIR_IF_UNCHANGED);
+const ROTATE_IF_UNCHANGED: Named = {
+  name: 'svc_rotate_if_unchanged',
+  text: `WITH ${rotationChange(SET_PAIR_IF_UNCHANGED)} SELECT generation FROM rotated`,
+};
+/**
+ * {@link ROTATE_IF_UNCHANGED} with the refresh's DPoP proof (`$22` until `$23`) recorded in the
+ * same statement, as `useDpopProof` records one (a live record refuses it), where it was a commit
+ * of its own before every rotation of a bound session. The session changes only if the proof was
+ * recorded; the proof is recorded whether or not the row was still as read. One row always:
+ * `recorded` (0: a replay, nothing written) and the new `generation` (null: not rotated).
+ */
+const ROTATE_WITH_PROOF_IF_UNCHANGED: Named = {
+  name: 'svc_rotate_with_proof_if_unchanged',
+  text: `WITH proof AS (
+       INSERT INTO dpop_proofs (proof_key, expires_at) VALUES ($22, $23)
+       ON CONFLICT (proof_key) DO UPDATE SET expires_at = EXCLUDED.expires_at WHERE dpop_proofs.expires_at <= $7
+       RETURNING 1
+     ), ${rotationChange(SET_PAIR_IF_UNCHANGED_AND_PROVEN)}
+     SELECT (SELECT count(*) FROM proof)::int AS recorded, (SELECT generation FROM rotated) AS generation`,
+};
 
 /** The values of {@link ROTATE} (and the first 18 of {@link ROTATE_IF_UNCHANGED}) for `plan` on row `s`. */
 function rotationValues(
   s: RefreshRow,
   plan: Extract<RotationPlan, { kind: 'rotate' }>,
   input: Parameters<Store['rotateRefreshToken']>[0],
-  audit: (outcome: Exclude<RotationOutcome, { kind: 'invalid' }>) => AuditEventDraft,
+  audit: (outcome: AuditedRotation) => AuditEventDraft,
 ): unknown[] {
   return [
     s.id,
@@ -237,58 +257,108 @@ export async function rotateRefreshToken(
   ctx: PgContext,
   reads: SessionReads,
   input: Parameters<Store['rotateRefreshToken']>[0],
-  audit: (outcome: Exclude<RotationOutcome, { kind: 'invalid' }>) => AuditEventDraft,
+  audit: (outcome: AuditedRotation) => AuditEventDraft,
 ): Promise<RotationOutcome> {
-  const { sessionId, presentedDigest } = input;
+  const { sessionId } = input;
   // An id no session can have names none: nothing to lock, nothing to write.
   if (!isIdOfKind(sessionId, 'session')) return INVALID;
   const seen = await reads.row(sessionId);
+  // The binding never changes once the session exists: the row read without a lock decides
+  // what to do with the proof.
+  const proof = rotationProof(seen ?? undefined, input);
+  if (proof === 'required') return PROOF_REQUIRED;
+  let recorded = proof === null;
   if (seen !== null) {
     const plan = planRotation(seen, input);
     if (plan.kind === 'rotate') {
-      const done = await runReplicated<{ generation: number }>(ctx.pool, ROTATE_IF_UNCHANGED, [
-        ...rotationValues(seen, plan, input, audit),
-        seen.generation,
-        seen.expires_at,
-        seen.refresh_expires_at,
-      ]);
-      const row = done.rows[0];
-      if (row !== undefined) {
-        checkGeneration(seen.id, row, plan);
+      const values = [...rotationValues(seen, plan, input, audit), seen.generation, seen.expires_at, seen.refresh_expires_at];
+      let row: { generation: number | null; recorded?: number } | undefined;
+      if (proof === null) row = (await runReplicated<{ generation: number }>(ctx.pool, ROTATE_IF_UNCHANGED, values)).rows[0];
+      else {
+        row = (
+          await runReplicated<{ generation: number | null; recorded: number }>(ctx.pool, ROTATE_WITH_PROOF_IF_UNCHANGED, [
+            ...values,
+            proof.key,
+            proof.expiresAt,
+          ])
+        ).rows[0];
+        if (row?.recorded !== 1) return PROOF_REPLAYED;
+        recorded = true;
+        await sweepExpired(ctx, 'dpop_proofs', input.now);
+      }
+      if (row !== undefined && row.generation !== null) {
+        checkGeneration(seen.id, row as { generation: number }, plan);
         ctx.scheduleSeal();
         return plan.outcome;
       }
     }
   }
-  return ctx.tx(async (c, opened): Promise<RotationOutcome> => {
-    const s = opened[0]?.rows[0] as RefreshRow | undefined;
-    // The rule and the outcome are core's; this only writes what the plan says.
-    let plan = planRotation(s, input);
-    if (s !== undefined && plan.kind === 'check_retired') {
-      const retired = await first(c, 'SELECT 1 FROM retired_refresh_tokens WHERE session_id = $1 AND digest = $2', [s.id, presentedDigest]);
-      plan = planRotation(s, input, retired !== undefined);
+  // A presentation that takes the lock records its proof (unless the statement above did) in the
+  // same transaction, before the lock, in the same round trip: the statement above takes a
+  // proof's row before the session's too, so no two presentations wait on each other in a cycle.
+  const record = proof !== null && !recorded ? recordProofSql(proof, input.now) : null;
+  const outcome = await ctx.tx(
+    async (c, opened): Promise<RotationOutcome> => {
+      // A live record of the proof was there: nothing written (the lock is let go at COMMIT).
+      if (record !== null && opened[0]?.rowCount !== 1) return PROOF_REPLAYED;
+      return rotateLocked(ctx, c, opened[record === null ? 0 : 1]?.rows[0] as RefreshRow | undefined, input, audit);
+    },
+    record === null ? lockRefreshSql(sessionId) : `${record}; ${lockRefreshSql(sessionId)}`,
+  );
+  if (record !== null && outcome !== PROOF_REPLAYED) await sweepExpired(ctx, 'dpop_proofs', input.now);
+  return outcome;
+}
+
+/** A rotation on the row `s` its transaction `c` locked (undefined: no such session). */
+async function rotateLocked(
+  ctx: PgContext,
+  c: PoolClient,
+  s: RefreshRow | undefined,
+  input: Parameters<Store['rotateRefreshToken']>[0],
+  audit: (outcome: AuditedRotation) => AuditEventDraft,
+): Promise<RotationOutcome> {
+  // The rule and the outcome are core's; this only writes what the plan says.
+  let plan = planRotation(s, input);
+  if (s !== undefined && plan.kind === 'check_retired') {
+    const retired = await first(c, 'SELECT 1 FROM retired_refresh_tokens WHERE session_id = $1 AND digest = $2', [
+      s.id,
+      input.presentedDigest,
+    ]);
+    plan = planRotation(s, input, retired !== undefined);
+  }
+  if (s === undefined || plan.kind === 'invalid' || plan.kind === 'check_retired') return INVALID;
+  switch (plan.kind) {
+    case 'rotate': {
+      // The event is built from the row this transaction locked (no re-read).
+      const row = await first<{ generation: number }>(c, ROTATE, rotationValues(s, plan, input, audit));
+      if (row === undefined) throw new Error(`session ${s.id} vanished while locked`);
+      checkGeneration(s.id, row, plan);
+      ctx.wrotePending(c);
+      return plan.outcome;
     }
-    if (s === undefined || plan.kind === 'invalid' || plan.kind === 'check_retired') return INVALID;
-    switch (plan.kind) {
-      case 'rotate': {
-        // The event is built from the row this transaction locked (no re-read).
-        const row = await first<{ generation: number }>(c, ROTATE, rotationValues(s, plan, input, audit));
-        if (row === undefined) throw new Error(`session ${s.id} vanished while locked`);
-        checkGeneration(s.id, row, plan);
-        ctx.wrotePending(c);
-        return plan.outcome;
-      }
-      case 'replay':
-        await ctx.append(c, audit(plan.outcome));
-        return plan.outcome;
-      case 'reuse': {
-        const row = await first<SessionRow>(c, REVOKE_SESSION, [s.id, input.now, REVOKED_REFRESH_REUSED]);
-        if (row === undefined) return INVALID;
-        await ctx.append(c, audit(plan.outcome));
-        return plan.outcome;
-      }
+    case 'replay':
+      await ctx.append(c, audit(plan.outcome));
+      return plan.outcome;
+    case 'reuse': {
+      const row = await first<SessionRow>(c, REVOKE_SESSION, [s.id, input.now, REVOKED_REFRESH_REUSED]);
+      if (row === undefined) return INVALID;
+      await ctx.append(c, audit(plan.outcome));
+      return plan.outcome;
     }
-  }, lockRefreshSql(sessionId));
+  }
+}
+
+/**
+ * The statement that records a rotation's proof as `useDpopProof` does, for the simple query that
+ * begins a locked rotation: its values written into it, checked first (the key is core's
+ * `dpopReplayKey`, 64 hex digits; the times are whole milliseconds).
+ */
+function recordProofSql(proof: { readonly key: string; readonly expiresAt: number }, now: number): string {
+  if (!/^[0-9a-f]{64}$/.test(proof.key)) throw new TypeError('a DPoP replay key is 64 hex digits');
+  if (!Number.isSafeInteger(proof.expiresAt) || !Number.isSafeInteger(now)) throw new TypeError('times are whole milliseconds');
+  return `INSERT INTO dpop_proofs (proof_key, expires_at) VALUES (${escapeLiteral(proof.key)}, ${proof.expiresAt})
+     ON CONFLICT (proof_key) DO UPDATE SET expires_at = EXCLUDED.expires_at WHERE dpop_proofs.expires_at <= ${now}
+     RETURNING 1`;
 }
 
 /**

@@ -14,6 +14,7 @@ import {
   SESSION_COLUMNS,
 } from '@svc/core/sql-rows';
 import {
+  type AuditedRotation,
   type ChallengeRecord,
   type ConsumedChallenge,
   consumedChallenge,
@@ -22,9 +23,12 @@ import {
   type HandoffCodeRow,
   type HandoffOutcome,
   latestTrustedTime,
+  PROOF_REPLAYED,
+  PROOF_REQUIRED,
   planRotation,
   REVOKED_REFRESH_REUSED,
   type RotationOutcome,
+  rotationProof,
   type SessionCreation,
   type SessionRecord,
   type SessionRow,
@@ -152,7 +156,12 @@ export class SqliteSessions {
     const { presentedDigest, now, next } = input;
     const read = this.#s.sessionForRotation.get(input.sessionId);
     const s = read === undefined ? undefined : refreshRowOf(read);
-    // The rule and the outcome are core's; this only writes what the plan says.
+    // The rules and the outcome are core's; this only writes what they say. The proof first: a
+    // bound session is rotated only with one by its key, recorded in this transaction whatever
+    // the plan (one write transaction per refresh, where `useDpopProof` made it two).
+    const proof = rotationProof(s, input);
+    if (proof === 'required') return PROOF_REQUIRED;
+    if (proof !== null && !this.#replay.use(proof.key, proof.expiresAt, now)) return PROOF_REPLAYED;
     let plan = planRotation(s, input);
     if (s !== undefined && plan.kind === 'check_retired') {
       plan = planRotation(s, input, this.#s.isRetired.get(s.id, presentedDigest) !== undefined);
@@ -279,7 +288,7 @@ export class SqliteSessions {
 
   async rotateRefreshToken(
     input: Parameters<Store['rotateRefreshToken']>[0],
-    audit: (outcome: Exclude<RotationOutcome, { kind: 'invalid' }>) => AuditEventDraft,
+    audit: (outcome: AuditedRotation) => AuditEventDraft,
   ): Promise<RotationOutcome> {
     // Anything but the current refresh token may be a reuse, whose revocation must be durable:
     // those presentations (rare) commit fsynced. A reuse that raced past this look still gets

@@ -6,6 +6,7 @@ import {
   type AssertionKeysRecord,
   type AssertionKeysSave,
   type AttemptReservation,
+  type AuditedRotation,
   type BootstrapOutcome,
   type ChallengeRecord,
   type ConsumedChallenge,
@@ -317,7 +318,7 @@ export class SqliteStore implements Store {
 
   async rotateRefreshToken(
     input: Parameters<Store['rotateRefreshToken']>[0],
-    audit: (outcome: Exclude<RotationOutcome, { kind: 'invalid' }>) => AuditEventDraft,
+    audit: (outcome: AuditedRotation) => AuditEventDraft,
   ): Promise<RotationOutcome> {
     return this.#sessions.rotateRefreshToken(input, audit);
   }

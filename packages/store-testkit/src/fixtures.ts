@@ -28,6 +28,7 @@ import {
   defaultUser,
   newSessionRecord,
   type RotationOutcome,
+  type RotationProof,
   type SessionRecord,
   type SessionUser,
   type Store,
@@ -207,7 +208,14 @@ export function withUser(session: SessionRecord, user: SessionUser | null): Sess
 /** Presents a refresh token straight to the store; `calls` counts how often the audit callback ran. */
 export async function rotateAtStore(
   deps: AuthDeps,
-  input: { readonly store?: Store; readonly refresh: string; readonly realm: Realm; readonly graceMs: number; readonly next?: MintedPair },
+  input: {
+    readonly store?: Store;
+    readonly refresh: string;
+    readonly realm: Realm;
+    readonly graceMs: number;
+    readonly next?: MintedPair;
+    readonly dpop?: RotationProof;
+  },
 ): Promise<{ readonly outcome: RotationOutcome; readonly next: MintedPair; readonly auditCalls: number }> {
   const store = input.store ?? deps.store;
   const presented = parseSessionToken(input.refresh, 'refresh');
@@ -223,6 +231,7 @@ export async function rotateAtStore(
       graceMs: input.graceMs,
       next: next.digests,
       sealedSuccessor: sealSuccessor(input.refresh, presented.sessionId, { access: next.access, refresh: next.refresh }, deps.random),
+      ...(input.dpop === undefined ? {} : { dpop: input.dpop }),
     },
     (o) => {
       auditCalls++;

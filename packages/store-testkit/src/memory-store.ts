@@ -4,6 +4,7 @@ import {
   type AssertionKeysSave,
   type AttemptReservation,
   type AttemptWindow,
+  type AuditedRotation,
   amrText,
   auditPage,
   type BootstrapOutcome,
@@ -44,6 +45,8 @@ import {
   type LinkSessionOutcome,
   type PairingCompletion,
   type PairingIntentRecord,
+  PROOF_REPLAYED,
+  PROOF_REQUIRED,
   planRotation,
   REVOKED_DEVICE_REMOVED,
   REVOKED_LINK_REMOVED,
@@ -51,6 +54,7 @@ import {
   REVOKED_USER_REMOVED,
   type RefreshRow,
   type RotationOutcome,
+  rotationProof,
   type ScimTokenRecord,
   type SessionCreation,
   type SessionRecord,
@@ -480,12 +484,16 @@ export class MemoryStore implements Store {
 
   async rotateRefreshToken(
     input: Parameters<Store['rotateRefreshToken']>[0],
-    audit: (outcome: Exclude<RotationOutcome, { kind: 'invalid' }>) => AuditEventDraft,
+    audit: (outcome: AuditedRotation) => AuditEventDraft,
   ): Promise<RotationOutcome> {
     const { now, next } = input;
     const entry = this.#d.sessions.get(input.sessionId);
     const s = entry?.row;
-    // The rule and the outcome are core's; this only writes what the plan says.
+    // The rules and the outcome are core's; this only writes what they say. The proof first: a
+    // bound session is rotated only with one by its key, recorded whatever the plan.
+    const proof = rotationProof(s, input);
+    if (proof === 'required') return PROOF_REQUIRED;
+    if (proof !== null && !this.#useProof({ key: proof.key, expiresAt: proof.expiresAt, now })) return PROOF_REPLAYED;
     let plan = planRotation(s, input);
     if (s !== undefined && plan.kind === 'check_retired') {
       plan = planRotation(s, input, this.#d.retired.get(s.id)?.has(input.presentedDigest) === true);
@@ -968,6 +976,10 @@ export class MemoryStore implements Store {
   }
 
   async useDpopProof(input: { readonly key: string; readonly expiresAt: number; readonly now: number }): Promise<boolean> {
+    return this.#useProof(input);
+  }
+
+  #useProof(input: { readonly key: string; readonly expiresAt: number; readonly now: number }): boolean {
     for (const [key, expiresAt] of this.#d.dpopProofs) if (expiresAt <= input.now) this.#d.dpopProofs.delete(key);
     if (this.#d.dpopProofs.has(input.key)) return false;
     this.#d.dpopProofs.set(input.key, input.expiresAt);

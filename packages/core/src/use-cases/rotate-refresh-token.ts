@@ -1,13 +1,14 @@
 import type { AuditEventDraft } from '../audit.js';
 import type { AuthDeps } from '../deps.js';
+import { dpopProofRequired, dpopReplayed, dpopReplayKey } from '../dpop.js';
 import { AuthError } from '../errors.js';
 import type { Realm } from '../realm.js';
 import { openSuccessor, sealSuccessor } from '../refresh-rotation.js';
-import type { RotationOutcome } from '../store.js';
+import type { AuditedRotation, RotationProof } from '../store.js';
 import { digestToken, mintSessionToken, parseSessionToken } from '../tokens.js';
 import type { TokenPairJson } from '../wire/management.js';
 import { tokenPairToJson } from '../wire.js';
-import { checkDpopProof, type DpopRequest } from './check-dpop-proof.js';
+import { type DpopRequest, logRefusal, verifyPresentedDpopProof } from './check-dpop-proof.js';
 import { auditDraft } from './event.js';
 
 /**
@@ -18,11 +19,7 @@ import { auditDraft } from './event.js';
  * @example
  * await store.rotateRefreshToken(input, (outcome) => rotationAuditDraft(deps, outcome, now));
  */
-export function rotationAuditDraft(
-  deps: Pick<AuthDeps, 'clock' | 'random'>,
-  o: Exclude<RotationOutcome, { kind: 'invalid' }>,
-  at?: number,
-): AuditEventDraft {
+export function rotationAuditDraft(deps: Pick<AuthDeps, 'clock' | 'random'>, o: AuditedRotation, at?: number): AuditEventDraft {
   return auditDraft(
     deps,
     o.kind === 'rotated' ? 'session.rotated' : o.kind === 'rotated_in_grace' ? 'session.rotated_in_grace' : 'session.refresh_reused',
@@ -48,10 +45,14 @@ export function rotationAuditDraft(
  * another realm is refused as unknown and changes nothing (realm binding).
  *
  * A session bound to a device key (DPoP, its `jkt`) is only refreshed with a valid proof by that
- * key (`dpop`, see {@link checkDpopProof}), checked BEFORE the token is presented to the store:
- * a refresh without one is `401 invalid_dpop_proof` and changes nothing (no rotation, no reuse
- * detection, no revocation), so a copied refresh token without the key can neither use the
- * session nor end it. A session without a `jkt` (a bearer session) ignores the proof.
+ * key (`dpop`): a refresh without one is `401 invalid_dpop_proof` and changes nothing (no
+ * rotation, no reuse detection, no revocation), so a copied refresh token without the key can
+ * neither use the session nor end it. The proof is verified here first, all but its key
+ * (`verifyPresentedDpopProof`); the store's rotation holds its key to the session's binding on
+ * the row it reads (core's `rotationProof`) and records its `jti` in the rotation's own
+ * transaction (a replay is refused there, as `useDpopProof` would refuse it): no read of the
+ * session before the rotation, one write fewer. A session without a `jkt` (a bearer session)
+ * ignores the proof.
  *
  * @example
  * const pair = await rotateRefreshToken(deps, { refreshToken, realm: 'management' });
@@ -65,11 +66,18 @@ export async function rotateRefreshToken(
   }
   const presented = parseSessionToken(input.refreshToken, 'refresh');
   if (presented === null) throw new AuthError('invalid_refresh_token', 'unknown refresh token');
-  // The binding never changes after the session is created, so reading it before the store's
-  // rotation transaction is race-free. An unknown session goes on to be refused as unknown.
-  const bound = await deps.store.getSession(presented.sessionId);
-  if (bound !== null && bound.realm === input.realm && typeof bound.jkt === 'string') {
-    await checkDpopProof(deps, input.dpop ?? { proof: undefined, htm: 'POST', htu: '' }, { jkt: bound.jkt, sessionId: bound.id });
+  // Verified before the store is asked anything, all but the key: a proof that does not verify
+  // (or whose nonce could not be looked up) is held against the session only if the session
+  // turns out to be bound (a bearer session ignores it), so its refusal waits for the store's answer.
+  let dpop: RotationProof | undefined;
+  let refusal: Error | undefined;
+  if (input.dpop !== undefined && input.dpop.proof !== undefined) {
+    try {
+      const proof = await verifyPresentedDpopProof(deps, input.dpop, { jkt: null });
+      dpop = { jkt: proof.jkt, key: dpopReplayKey(proof), expiresAt: proof.expiresAt };
+    } catch (err) {
+      refusal = err as Error;
+    }
   }
   const now = deps.clock.now();
   const s = deps.settings;
@@ -91,6 +99,7 @@ export async function rotateRefreshToken(
         refreshExpiresAt: now + s.refreshTokenTtlSeconds * 1000,
       },
       sealedSuccessor: sealSuccessor(input.refreshToken, presented.sessionId, { access, refresh }, deps.random),
+      ...(dpop === undefined ? {} : { dpop }),
     },
     (o) => rotationAuditDraft(deps, o, now),
   );
@@ -126,5 +135,13 @@ export async function rotateRefreshToken(
     }
     case 'invalid':
       throw new AuthError('invalid_refresh_token', 'unknown or expired refresh token, or its session is revoked');
+    case 'proof_required': {
+      const refused = refusal ?? dpopProofRequired(dpop !== undefined);
+      logRefusal(deps, presented.sessionId, refused.message);
+      throw refused;
+    }
+    case 'proof_replayed':
+      logRefusal(deps, presented.sessionId, 'jti replayed');
+      throw dpopReplayed();
   }
 }

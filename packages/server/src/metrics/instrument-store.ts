@@ -45,7 +45,7 @@ function committed(operation: string, result: unknown): boolean {
     case 'removeDevice':
       return (result as { removed?: unknown } | null)?.removed === true;
     case 'rotateRefreshToken':
-      return (result as { kind?: unknown } | null)?.kind !== 'invalid';
+      return ['rotated', 'rotated_in_grace', 'reused'].includes((result as { kind?: unknown } | null)?.kind as string);
     case 'recordPairingFailure':
       return result !== null;
     default:

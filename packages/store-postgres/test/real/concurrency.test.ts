@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { type AuditEventDraft, type AuditEventType, digestToken, mintSessionToken, mintToken, newId, verifyAuditChain } from '@svc/core';
 import {
+  type AuditedRotation,
   type DeviceRecord,
   defaultUser,
   type RotationOutcome,
@@ -90,7 +91,7 @@ async function newSession(store: Store): Promise<SessionRecord> {
   return managementSession(newId('session', clock, random), d, T0, 7 * 86_400_000);
 }
 
-function rotationAudit(o: Exclude<RotationOutcome, { kind: 'invalid' }>): AuditEventDraft {
+function rotationAudit(o: AuditedRotation): AuditEventDraft {
   const type =
     o.kind === 'rotated' ? 'session.rotated' : o.kind === 'rotated_in_grace' ? 'session.rotated_in_grace' : 'session.refresh_reused';
   return draft(type, { generation: o.session.generation }, o.session.id);

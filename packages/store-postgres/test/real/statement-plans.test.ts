@@ -268,6 +268,31 @@ describe("every named statement of a session's life is planned once per connecti
     await migrated.close();
   });
 
+  test("a bound session's rotation reads its session once and records its proof in the rotation's own statement", async () => {
+    const refresh = 'http://127.0.0.1/v1/auth/refresh';
+    const challenge = await createChallenge(deps, { publicKey, realm: 'management' });
+    let pair = await createSession(deps, { challengeId: challenge.id, signature: admin.sign(challenge.challenge), realm: 'management' });
+    const runs = async () => {
+      const counts = new Map<string, number>();
+      for (const p of await plansOf(pool, 'svc_')) counts.set(p.name, p.generic + p.custom);
+      return (name: string) => counts.get(name) ?? 0;
+    };
+    const before = await runs();
+    const ROTATIONS = 8;
+    for (let i = 0; i < ROTATIONS; i++) {
+      pair = await rotateRefreshToken(deps, {
+        refreshToken: pair.refresh_token,
+        realm: 'management',
+        dpop: { proof: dpopProof(admin, { htm: 'POST', htu: refresh, now: Date.now() }), htm: 'POST', htu: refresh },
+      });
+    }
+    const after = await runs();
+    const ran = (name: string) => after(name) - before(name);
+    assert.equal(ran('svc_rotate_with_proof_if_unchanged'), ROTATIONS, 'one statement writes each rotation and its proof');
+    assert.equal(ran('svc_read_session'), ROTATIONS, 'one read of the session per rotation');
+    assert.equal(ran('svc_use_dpop_proof') + ran('svc_use_dpop_proofs'), 0, 'no write of the proof of its own');
+  });
+
   test('sign-ins, DPoP-checked requests, rotations, sign-outs and handoff codes run generic plans after five custom ones', async () => {
     const me = 'http://127.0.0.1/v1/auth/me';
     const refresh = 'http://127.0.0.1/v1/auth/refresh';
@@ -290,6 +315,18 @@ describe("every named statement of a session's life is planned once per connecti
         dpop: { proof: dpopProof(admin, { htm: 'POST', htu: refresh, now: Date.now() }), htm: 'POST', htu: refresh },
       });
       assert.notEqual(next.access_token, pair.access_token);
+      // A bearer session (signed in under :off) rotates with the statement that records no proof.
+      const bearerDeps: AuthDeps = {
+        ...deps,
+        settings: Object.freeze({ ...deps.settings, senderConstraint: Object.freeze({ management: 'off', application: 'off' } as const) }),
+      };
+      const again = await createChallenge(bearerDeps, { publicKey, realm: 'management' });
+      const bearer = await createSession(bearerDeps, {
+        challengeId: again.id,
+        signature: admin.sign(again.challenge),
+        realm: 'management',
+      });
+      await rotateRefreshToken(bearerDeps, { refreshToken: bearer.refresh_token, realm: 'management' });
       await revokeSession(deps, { principal });
       await deps.store.createHandoffCode({
         digest: randomBytes(32).toString('hex'),
@@ -305,6 +342,7 @@ describe("every named statement of a session's life is planned once per connecti
       'svc_create_challenge',
       'svc_read_challenge',
       'svc_use_dpop_proof',
+      'svc_rotate_with_proof_if_unchanged',
       'svc_rotate_if_unchanged',
       'svc_create_handoff_code',
     ]) {

@@ -1,8 +1,20 @@
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { describe, test } from 'node:test';
 import { type AuthDeps, rotateRefreshToken, thumbprintOfPublicKeyHex } from '@svc/core';
-import type { Store } from '@svc/core/store';
-import { type DeviceKey, dpopProof, enrollDevice, newDeviceKey, rejectsWithCode, seconds, settle, signIn } from '../fixtures.js';
+import type { RotationProof, Store } from '@svc/core/store';
+import {
+  type DeviceKey,
+  dpopProof,
+  enrollDevice,
+  newDeviceKey,
+  rejectsWithCode,
+  revokedEvent,
+  rotateAtStore,
+  seconds,
+  settle,
+  signIn,
+} from '../fixtures.js';
 import type { SuiteContext } from '../harness.js';
 import { RACERS } from './concurrency-suite.js';
 
@@ -21,6 +33,11 @@ function proofBy(deps: AuthDeps, key: DeviceKey, over: { htm?: string; htu?: str
     now: deps.clock.now(),
     ...(over.jti === undefined ? {} : { jti: over.jti }),
   });
+}
+
+/** A rotation's proof as core hands it to the store: by `key`, under a fresh replay key, live for 61 s from `now`. */
+function storeProof(key: DeviceKey, now: number): RotationProof {
+  return { jkt: thumbprintOfPublicKeyHex(key.publicKey), key: randomBytes(32).toString('hex'), expiresAt: now + seconds(61) };
 }
 
 /**
@@ -142,6 +159,142 @@ export function dpopSuite(ctx: SuiteContext): void {
         // With the key, the same retired token is a reuse, as ever.
         await rejectsWithCode(refreshWith(deps, first.refresh_token, proofBy(deps, key)), 'refresh_token_reused');
         assert.notEqual((await store.getSession(first.session_id))?.revokedAt, null);
+      }, REFRESH));
+  });
+
+  describe("a refresh's proof in the rotation's own transaction (store contract 12)", () => {
+    test('a bound session without a proof by its key is proof_required: nothing rotated, nothing recorded, no event', () =>
+      ctx.world(async ({ deps, store, clock }) => {
+        const { key } = await enrollDevice(deps, 'management');
+        const pair = await signIn(deps, key, 'management');
+        const other = storeProof(newDeviceKey(), clock.now());
+        const before = (await store.listAuditEvents({ afterSeq: 0, limit: 1000 })).length;
+        for (const dpop of [undefined, other]) {
+          const { outcome, auditCalls } = await rotateAtStore(deps, {
+            refresh: pair.refresh_token,
+            realm: 'management',
+            graceMs: 10_000,
+            ...(dpop === undefined ? {} : { dpop }),
+          });
+          assert.deepEqual(outcome, { kind: 'proof_required' });
+          assert.equal(auditCalls, 0);
+        }
+        assert.equal(await store.useDpopProof({ key: other.key, expiresAt: other.expiresAt, now: clock.now() }), true, 'not recorded');
+        assert.equal((await store.getSession(pair.session_id))?.generation, 0);
+        assert.equal((await store.listAuditEvents({ afterSeq: 0, limit: 1000 })).length, before);
+      }, REFRESH));
+
+    test('a rotation records its proof: the same proof again is proof_replayed and changes nothing, not even for a retired token', () =>
+      ctx.world(async ({ deps, store, clock }) => {
+        const { key } = await enrollDevice(deps, 'management');
+        const pair = await signIn(deps, key, 'management');
+        const proof = storeProof(key, clock.now());
+        const first = await rotateAtStore(deps, { refresh: pair.refresh_token, realm: 'management', graceMs: 0, dpop: proof });
+        assert.equal(first.outcome.kind, 'rotated');
+        assert.equal(await store.hasDpopRecord({ key: proof.key, now: clock.now() }), true, 'recorded with the rotation');
+        // The retired token with a used proof: no reuse detected, the session stays live.
+        const again = await rotateAtStore(deps, { refresh: pair.refresh_token, realm: 'management', graceMs: 0, dpop: proof });
+        assert.deepEqual(again.outcome, { kind: 'proof_replayed' });
+        assert.equal(again.auditCalls, 0);
+        const session = await store.getSession(pair.session_id);
+        assert.equal(session?.revokedAt, null);
+        assert.equal(session?.generation, 1);
+        // The current token with the used proof: no rotation either.
+        const current = await rotateAtStore(deps, { refresh: first.next.refresh, realm: 'management', graceMs: 0, dpop: proof });
+        assert.deepEqual(current.outcome, { kind: 'proof_replayed' });
+        assert.equal((await store.getSession(pair.session_id))?.generation, 1);
+        // Once its record expired, the same replay key is free again (core refuses a proof that old
+        // before the store sees it; the store's rule is the replay cache's).
+        clock.advance(seconds(62));
+        const later = await rotateAtStore(deps, {
+          refresh: first.next.refresh,
+          realm: 'management',
+          graceMs: 0,
+          dpop: { ...proof, expiresAt: clock.now() + seconds(61) },
+        });
+        assert.equal(later.outcome.kind, 'rotated');
+      }, REFRESH));
+
+    test('a proof is recorded whatever the rotation decides: in grace, a reuse, with a revoked session, with an unknown token', () =>
+      ctx.world(async ({ deps, store, clock }) => {
+        const { key } = await enrollDevice(deps, 'management');
+        const chain = await signIn(deps, key, 'management');
+        const at = (refresh: string, graceMs: number, dpop: RotationProof) =>
+          rotateAtStore(deps, { refresh, realm: 'management', graceMs, dpop });
+        assert.equal((await at(chain.refresh_token, 10_000, storeProof(key, clock.now()))).outcome.kind, 'rotated');
+        const inGrace = storeProof(key, clock.now());
+        assert.equal((await at(chain.refresh_token, 10_000, inGrace)).outcome.kind, 'rotated_in_grace');
+        assert.equal(await store.hasDpopRecord({ key: inGrace.key, now: clock.now() }), true);
+        const reuse = storeProof(key, clock.now());
+        assert.equal((await at(chain.refresh_token, 0, reuse)).outcome.kind, 'reused');
+        assert.equal(await store.hasDpopRecord({ key: reuse.key, now: clock.now() }), true);
+        const pair = await signIn(deps, key, 'management');
+        const forged = await signIn(deps, key, 'management');
+        const unknown = storeProof(key, clock.now());
+        // A refresh token the session never had: another session's, under this session's id.
+        const selector = (id: string) => id.slice('ses_'.length);
+        const spliced = forged.refresh_token.replace(selector(forged.session_id), selector(pair.session_id));
+        const invalid = await rotateAtStore(deps, { refresh: spliced, realm: 'management', graceMs: 0, dpop: unknown });
+        assert.deepEqual(invalid.outcome, { kind: 'invalid' });
+        assert.equal(await store.hasDpopRecord({ key: unknown.key, now: clock.now() }), true);
+        await store.revokeSession({ sessionId: pair.session_id, now: clock.now(), reason: 'test' }, revokedEvent(deps, pair.session_id));
+        const revoked = storeProof(key, clock.now());
+        const refused = await rotateAtStore(deps, { refresh: pair.refresh_token, realm: 'management', graceMs: 0, dpop: revoked });
+        assert.deepEqual(refused.outcome, { kind: 'invalid' });
+        assert.equal(await store.hasDpopRecord({ key: revoked.key, now: clock.now() }), true);
+      }, REFRESH));
+
+    test("a bearer session's proof is not looked at and not recorded", () =>
+      ctx.world(async ({ deps, store, clock }) => {
+        const { key } = await enrollDevice(deps, 'management');
+        const pair = await signIn(deps, key, 'management');
+        const proof = storeProof(key, clock.now());
+        const { outcome } = await rotateAtStore(deps, { refresh: pair.refresh_token, realm: 'management', graceMs: 0, dpop: proof });
+        assert.equal(outcome.kind, 'rotated');
+        assert.equal(await store.hasDpopRecord({ key: proof.key, now: clock.now() }), false);
+      }));
+
+    test(`${RACERS} refreshes with one token and one proof at once, over peer connections too: one rotates, every other is a replay and revokes nothing`, () =>
+      ctx.world(async (w) => {
+        const { key } = await enrollDevice(w.deps, 'management');
+        const pair = await signIn(w.deps, key, 'management');
+        const peer = await w.peer();
+        const depsOf = (i: number) => (peer !== null && i % 2 === 1 ? w.depsFor(peer) : w.deps);
+        const proof = proofBy(w.deps, key);
+        const { values, codes } = await settle(Array.from({ length: RACERS }, (_, i) => refreshWith(depsOf(i), pair.refresh_token, proof)));
+        assert.equal(values.length, 1);
+        assert.deepEqual(
+          codes.filter((c) => c !== 'invalid_dpop_proof'),
+          [],
+        );
+        const session = await w.store.getSession(pair.session_id);
+        assert.equal(session?.revokedAt, null);
+        assert.equal(session?.generation, 1);
+        const events = await w.store.listAuditEvents({ afterSeq: 0, limit: 1000 });
+        assert.equal(
+          events.filter((e) => e.sessionId === pair.session_id && e.type.startsWith('session.r')).length,
+          1,
+          'one session.rotated',
+        );
+      }, REFRESH));
+
+    test(`${RACERS} refreshes with one token, each with its own proof, at once: one pair, every proof recorded`, () =>
+      ctx.world(async (w) => {
+        const { key } = await enrollDevice(w.deps, 'management');
+        const pair = await signIn(w.deps, key, 'management');
+        const peer = await w.peer();
+        const depsOf = (i: number) => (peer !== null && i % 2 === 1 ? w.depsFor(peer) : w.deps);
+        const proofs = Array.from({ length: RACERS }, (_, i) =>
+          proofBy(w.deps, key, { jti: `jti-of-racer-${String(i).padStart(8, '0')}` }),
+        );
+        const { values, codes } = await settle(proofs.map((p, i) => refreshWith(depsOf(i), pair.refresh_token, p)));
+        assert.deepEqual(codes, []);
+        assert.equal(new Set(values.map((v) => v.refresh_token)).size, 1, 'every caller holds the one live pair');
+        assert.equal((await w.store.getSession(pair.session_id))?.generation, 1);
+        // Every proof was used: each again is a replay.
+        const next = values[0]?.refresh_token as string;
+        for (const p of proofs) await rejectsWithCode(refreshWith(w.deps, next, p), 'invalid_dpop_proof');
+        assert.equal((await w.store.getSession(pair.session_id))?.generation, 1);
       }, REFRESH));
   });
 }
