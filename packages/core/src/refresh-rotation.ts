@@ -185,7 +185,7 @@ export const PROOF_REPLAYED: RotationOutcome = Object.freeze({ kind: 'proof_repl
  * if (proof === 'required') return PROOF_REQUIRED;
  */
 export function rotationProof(
-  row: Pick<RefreshRow, 'realm' | 'jkt'> | undefined,
+  row: { readonly realm: string; readonly jkt?: string | null } | undefined,
   input: { readonly realm: string; readonly dpop?: RotationProof | undefined },
 ): RotationProof | 'required' | null {
   if (row === undefined || row.realm !== input.realm || typeof row.jkt !== 'string') return null;

@@ -99,6 +99,14 @@ export class DpopReplayLog {
     return true;
   }
 
+  /**
+   * Whether this connection already knows a live record of `key` (no I/O: what it committed and
+   * read so far). True is final; false may still be refused by {@link use}.
+   */
+  knownLive(key: string, now: number): boolean {
+    return (this.#known.get(key) ?? Number.NEGATIVE_INFINITY) > now;
+  }
+
   /** Whether a live record of `key` exists (read only, outside a write). */
   has(key: string, now: number): boolean {
     this.#catchUp(now);

@@ -116,7 +116,10 @@ function prepare(db: Database.Database) {
     ),
     // Read by every rotation: an array (see inColumnOrder).
     sessionForRotation: inColumnOrder(p<[string], RefreshTuple>(`SELECT ${REFRESH_COLUMNS} FROM sessions WHERE id = ?`), REFRESH_TUPLE),
-    currentRefreshDigest: p<[string], string>('SELECT refresh_digest FROM sessions WHERE id = ?').pluck(true),
+    /** What a refresh looks at before its write: the current token (for durability) and the binding (for the proof). */
+    rotationPreRead: p<[string], { refresh_digest: string; realm: string; jkt: string | null }>(
+      'SELECT refresh_digest, realm, jkt FROM sessions WHERE id = ?',
+    ),
     isRetired: p<[string, string], number>('SELECT 1 FROM retired_refresh_tokens WHERE session_id = ? AND digest = ?').pluck(true),
     retireRefresh: p<[string, string, number]>('INSERT INTO retired_refresh_tokens (session_id, digest, retired_at) VALUES (?, ?, ?)'),
     // Driven by the (small) retired table with one primary-key probe per row: an
@@ -290,14 +293,18 @@ export class SqliteSessions {
     input: Parameters<Store['rotateRefreshToken']>[0],
     audit: (outcome: AuditedRotation) => AuditEventDraft,
   ): Promise<RotationOutcome> {
+    const pre = this.#s.rotationPreRead.get(input.sessionId);
+    // A refresh that the rotation's write would refuse for its proof, without writing anything,
+    // is refused after this read: the binding never changes once the session exists, and a
+    // replay this process knows of stays one. The write decides again (another process may have
+    // recorded the proof meanwhile).
+    const proof = rotationProof(pre, input);
+    if (proof === 'required') return PROOF_REQUIRED;
+    if (proof !== null && this.#replay.knownLive(proof.key, input.now)) return PROOF_REPLAYED;
     // Anything but the current refresh token may be a reuse, whose revocation must be durable:
     // those presentations (rare) commit fsynced. A reuse that raced past this look still gets
     // a checkpoint, which syncs the WAL.
-    let critical = false;
-    if (this.#ctx.durability === 'normal') {
-      const current = this.#s.currentRefreshDigest.get(input.sessionId);
-      critical = current === undefined || !digestsEqual(current, input.presentedDigest);
-    }
+    const critical = this.#ctx.durability === 'normal' && (pre === undefined || !digestsEqual(pre.refresh_digest, input.presentedDigest));
     const outcome = await this.#ctx.writes.run(() => this.#rotate(input, audit), critical);
     if (outcome.kind === 'reused' && !critical && this.#ctx.durability === 'normal') this.#ctx.db.pragma('wal_checkpoint(PASSIVE)');
     return outcome;

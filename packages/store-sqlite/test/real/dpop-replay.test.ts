@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { chmodSync } from 'node:fs';
 import { after, describe, test } from 'node:test';
-import { auditDraft, createChallenge, issueBootstrapToken } from '@svc/core';
-import { createFakeClock, makeDeps, newDeviceKey } from '@svc/store-testkit';
+import { auditDraft, createChallenge, createSession, enrollWithBootstrapToken, issueBootstrapToken, rotateRefreshToken } from '@svc/core';
+import { createFakeClock, dpopProof, makeDeps, newDeviceKey } from '@svc/store-testkit';
 import Database from 'better-sqlite3';
 import { openSqliteStore, type SqliteStore } from '../../src/index.js';
 import { loadMigrations, migrate } from '../../src/migrations.js';
@@ -256,5 +256,43 @@ describe('sqlite store: the DPoP replay log', () => {
     } finally {
       await store.close();
     }
+  });
+
+  test('copied-refresh-token-flood-takes-no-write-lock: a refresh without the session key, or with a used proof, is refused after a read', async () => {
+    // A holder of a copied refresh token without the device key is refused before any write, so
+    // a flood of such refreshes never queues for the write lock that sign-ins and rotations need.
+    // Here another process holds that lock throughout: a refusal that needed it would wait for it
+    // (5 s) and then fail as unavailable.
+    const file = freshFile();
+    const store = await openSqliteStore({ file });
+    const deps = makeDeps(store, createFakeClock(), { settings: { senderConstraint: { management: 'refresh', application: 'refresh' } } });
+    const device = newDeviceKey();
+    const { token } = await issueBootstrapToken(deps, { recovery: false });
+    await enrollWithBootstrapToken(deps, { bootstrapToken: token, publicKey: device.publicKey });
+    const challenge = await createChallenge(deps, { publicKey: device.publicKey, realm: 'management' });
+    const pair = await createSession(deps, { challengeId: challenge.id, signature: device.sign(challenge.challenge), realm: 'management' });
+    const htu = 'http://127.0.0.1:9090/v1/auth/refresh';
+    const proof = dpopProof(device, { htm: 'POST', htu, now: deps.clock.now() });
+    const next = await rotateRefreshToken(deps, {
+      refreshToken: pair.refresh_token,
+      realm: 'management',
+      dpop: { proof, htm: 'POST', htu },
+    });
+    const locker = new Database(file);
+    try {
+      locker.exec('BEGIN IMMEDIATE');
+      const refresh = (dpop: { proof: unknown; htm: string; htu: string } | undefined) =>
+        rotateRefreshToken(deps, { refreshToken: next.refresh_token, realm: 'management', ...(dpop === undefined ? {} : { dpop }) });
+      await assert.rejects(refresh(undefined), { code: 'invalid_dpop_proof' });
+      await assert.rejects(refresh({ proof: dpopProof(newDeviceKey(), { htm: 'POST', htu, now: deps.clock.now() }), htm: 'POST', htu }), {
+        code: 'invalid_dpop_proof',
+      });
+      await assert.rejects(refresh({ proof, htm: 'POST', htu }), { code: 'invalid_dpop_proof' }, 'the used proof');
+    } finally {
+      locker.exec('ROLLBACK');
+      locker.close();
+    }
+    assert.equal((await store.getSession(pair.session_id))?.generation, 1);
+    await store.close();
   });
 });
