@@ -66,9 +66,10 @@ export async function rotateRefreshToken(
   }
   const presented = parseSessionToken(input.refreshToken, 'refresh');
   if (presented === null) throw new AuthError('invalid_refresh_token', 'unknown refresh token');
-  // Verified before the store is asked anything, all but the key: a proof that does not verify
-  // (or whose nonce could not be looked up) is held against the session only if the session
-  // turns out to be bound (a bearer session ignores it), so its refusal waits for the store's answer.
+  // Verified before the rotation, all but the key (a server nonce is looked up in the store): a
+  // proof that does not verify, or whose nonce is unknown or could not be looked up, is held
+  // against the session only if the rotation finds it bound (a bearer session ignores it), so
+  // its refusal waits for the rotation's answer.
   let dpop: RotationProof | undefined;
   let refusal: Error | undefined;
   if (input.dpop !== undefined && input.dpop.proof !== undefined) {
